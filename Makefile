@@ -1,0 +1,76 @@
+# The two commands a newcomer runs: `make run` and `make test`.
+# Both set up everything they need (OS packages, the venv, node modules) and are idempotent.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+VAR := var
+DEV_DB := $(VAR)/normdive.sqlite3
+DEV_SECRET := $(VAR)/secret-key
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test lint typecheck unit browser record clean-venv help
+
+help:
+	@echo "make run   - set up and serve the lesson at http://$(HOST):$(PORT) (SQLite under $(VAR)/)"
+	@echo "make test  - set up and run every test (lint, types, unit, HTTP, browser)"
+	@echo "make record - re-record the ablation (recordings/the-transformer-block.json)"
+
+# --- set-up -------------------------------------------------------------------
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Re-install only when pyproject.toml changes.
+$(VENV)/.installed-base: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@ $(VENV)/.installed-base
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --silent
+	touch $@
+
+# Debian's Chromium drives the browser tests; Node runs the JavaScript twin's tests.
+.PHONY: os-packages
+os-packages:
+	@missing=""; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v node >/dev/null || missing="$$missing nodejs npm"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing OS packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+$(DEV_SECRET):
+	mkdir -p $(VAR)
+	umask 077 && $(PYTHON) -c 'import secrets; print(secrets.token_hex(32))' > $@
+
+# --- the two commands ------------------------------------------------------------
+
+run: $(VENV)/.installed-base $(DEV_SECRET)
+	mkdir -p $(VAR)
+	DATABASE_URL=sqlite:///$(DEV_DB) NORMDIVE_SECRET_KEY=$$(cat $(DEV_SECRET)) $(BIN)/normdive db upgrade
+	DATABASE_URL=sqlite:///$(DEV_DB) NORMDIVE_SECRET_KEY=$$(cat $(DEV_SECRET)) \
+	  NORMDIVE_DEV_PREREQUISITE_DONE=1 \
+	  $(BIN)/normdive serve --host $(HOST) --port $(PORT)
+
+test: os-packages $(VENV)/.installed-test node_modules/.installed
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -n 2
+
+# --- authors ---------------------------------------------------------------------
+
+record: $(VENV)/.installed-test
+	$(BIN)/normdive record-runs
+
+clean-venv:
+	rm -rf $(VENV) node_modules

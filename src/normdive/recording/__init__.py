@@ -1,0 +1,1 @@
+"""The recording format: the file `record-runs` writes and the page replays. Torch-free."""

@@ -1,0 +1,5 @@
+"""Commands of `normdive` owned by normdive.recording (registered on import by normdive.cli)."""
+
+from __future__ import annotations
+
+from normdive.cli import app, db_app, prerequisite_app  # noqa: F401

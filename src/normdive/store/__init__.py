@@ -1,0 +1,20 @@
+"""Progress store: learners and their append-only events (SQLAlchemy 2, Alembic migrations).
+
+CONTRACT (store helper):
+    store/db.py:      make_engine(url: str) -> Engine   # SQLite: WAL + foreign keys on connect
+                      upgrade(url: str) -> None          # alembic upgrade head, programmatic
+    store/events.py:  class EventKind(StrEnum): PREREQUISITE_DONE, PREDICTION_COMMITTED,
+                          NUMBERS_CHECKED, READING_LOCKED, TAKEAWAY_SAVED
+                          (the ablation issue adds ROW_PREDICTED, ROW_PLAYED, HINT_OPENED)
+                      @dataclass(frozen=True) class Event:
+                          id: int; learner_id: str; kind: EventKind; payload: dict[str, Any];
+                          created_at: datetime   # server time, UTC
+                      class Store:
+                          def __init__(self, engine: Engine)
+                          def create_learner(self) -> str            # 32 hex chars, 128 random bits
+                          def learner_exists(self, learner_id: str) -> bool
+                          def append(self, learner_id: str, kind: EventKind,
+                                     payload: Mapping[str, Any]) -> Event
+                          def events_for(self, learner_id: str) -> list[Event]  # in order
+No SQLite-only SQL: everything must run on PostgreSQL too.
+"""

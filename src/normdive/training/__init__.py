@@ -1,0 +1,1 @@
+"""Training the ablation rows. The only code in normdive that imports torch."""

@@ -1,0 +1,1 @@
+"""The web app: FastAPI, server-rendered Jinja2 pages, small ES modules. Never imports torch."""
