@@ -1,0 +1,69 @@
+"""Engines and migrations for the progress store.
+
+`make_engine(url)` accepts any SQLAlchemy URL. SQLite connections get WAL (readers never block
+the writer), foreign keys (SQLite leaves them off by default, and ON DELETE CASCADE needs them)
+and a busy timeout (a writer waits for the lock instead of failing at once), all set on each
+new connection. PostgreSQL is used as it is; a bare `postgresql://` URL is given the psycopg 3
+driver, the one normdive installs.
+
+`upgrade(url)` runs the Alembic migrations packaged in store/migrations up to head, without an
+alembic.ini: the script location is this package's folder.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+# How long a SQLite writer waits for another's lock before giving up, in milliseconds.
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+# The PostgreSQL driver normdive depends on (psycopg 3), used when a URL names none.
+POSTGRESQL_DRIVER = "postgresql+psycopg"
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for `url`; SQLite connections are set up for concurrent use."""
+    parsed = make_url(url)
+    if parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername=POSTGRESQL_DRIVER)
+    if parsed.get_backend_name() != "sqlite":
+        # pre_ping: a worker survives the database restarting under it.
+        return create_engine(parsed, pool_pre_ping=True)
+    engine = create_engine(parsed)
+    event.listen(engine, "connect", _configure_sqlite)
+    return engine
+
+
+def _configure_sqlite(dbapi_connection: Any, _record: object) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    finally:
+        cursor.close()
+
+
+def alembic_config(engine: Engine) -> Config:
+    """An Alembic Config pointing at the packaged migrations, bound to `engine`."""
+    config = Config()
+    config.set_main_option(
+        "script_location", str(resources.files("normdive.store").joinpath("migrations"))
+    )
+    # env.py takes the engine from here rather than from a URL in an ini file.
+    config.attributes["engine"] = engine
+    return config
+
+
+def upgrade(url: str) -> None:
+    """Bring the database at `url` to the newest schema (alembic upgrade head)."""
+    engine = make_engine(url)
+    try:
+        command.upgrade(alembic_config(engine), "head")
+    finally:
+        engine.dispose()

@@ -1,0 +1,149 @@
+"""Learners and their append-only events.
+
+The Store can create a learner, append an event and read a learner's events in order. It has
+no update and no delete: the page's state is derived from the history (normdive.progress), so
+the history is never rewritten. Every query is filtered by one learner id; nothing reads
+across learners.
+
+Payloads are JSON objects. Before storing, every string in them (keys included) has NUL and
+lone surrogate characters replaced with U+FFFD, because PostgreSQL's JSONB rejects both;
+non-finite floats are refused (JSON has no NaN).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import Engine, exists, insert, select
+from sqlalchemy.exc import IntegrityError
+
+from normdive.store.tables import LEARNER_ID_LENGTH, EventRecord, Learner
+
+# Characters PostgreSQL cannot keep in JSONB text: NUL and UTF-16 surrogates.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_REPLACEMENT = "\ufffd"
+_LEARNER_ID = re.compile(rf"^[0-9a-f]{{{LEARNER_ID_LENGTH}}}$")
+
+
+class EventKind(StrEnum):
+    PREREQUISITE_DONE = "prerequisite_done"
+    PREDICTION_COMMITTED = "prediction_committed"
+    NUMBERS_CHECKED = "numbers_checked"
+    READING_LOCKED = "reading_locked"
+    TAKEAWAY_SAVED = "takeaway_saved"
+
+
+@dataclass(frozen=True)
+class Event:
+    id: int
+    learner_id: str
+    kind: EventKind
+    payload: dict[str, Any]
+    created_at: datetime  # server time, UTC
+
+
+class UnknownLearner(LookupError):
+    """No learner with this id exists in the store."""
+
+    def __init__(self, learner_id: str) -> None:
+        super().__init__(f"no learner with id {learner_id!r}")
+        self.learner_id = learner_id
+
+
+def is_learner_id(text: str) -> bool:
+    """True when `text` has the shape of a learner id: 32 lowercase hex characters."""
+    return bool(_LEARNER_ID.fullmatch(text))
+
+
+def storable(value: Any) -> Any:
+    """`value` as JSON any backend can store. Raises ValueError for what JSON cannot hold."""
+    if isinstance(value, str):
+        return _UNSTORABLE.sub(_REPLACEMENT, value)
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"payload holds a non-finite number ({value}); JSON cannot")
+        return value
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"payload keys must be strings, got {key!r}")
+            out[storable(key)] = storable(item)
+        return out
+    if isinstance(value, list | tuple):
+        return [storable(item) for item in value]
+    raise ValueError(f"payload holds a {type(value).__name__}, which is not JSON")
+
+
+class Store:
+    """The progress store on one engine. Thread-safe: each call uses its own connection."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def create_learner(self) -> str:
+        """A new anonymous learner; returns the id (128 random bits, 32 hex characters)."""
+        learner_id = secrets.token_hex(LEARNER_ID_LENGTH // 2)
+        with self._engine.begin() as connection:
+            connection.execute(insert(Learner).values(id=learner_id))
+        return learner_id
+
+    def learner_exists(self, learner_id: str) -> bool:
+        if not is_learner_id(learner_id):
+            return False
+        with self._engine.connect() as connection:
+            query = select(exists().where(Learner.id == learner_id))
+            return bool(connection.execute(query).scalar())
+
+    def append(self, learner_id: str, kind: EventKind, payload: Mapping[str, Any]) -> Event:
+        """Append one event to the learner's history. Raises UnknownLearner, ValueError."""
+        kind = EventKind(kind)
+        clean: dict[str, Any] = storable(payload)
+        if not is_learner_id(learner_id):
+            raise UnknownLearner(learner_id)
+        statement = (
+            insert(EventRecord)
+            .values(learner_id=learner_id, kind=kind.value, payload=clean)
+            .returning(EventRecord.id, EventRecord.created_at)
+        )
+        try:
+            with self._engine.begin() as connection:
+                event_id, created_at = connection.execute(statement).one()
+        except IntegrityError:
+            # The foreign key refused it: the learner does not exist.
+            raise UnknownLearner(learner_id) from None
+        return Event(event_id, learner_id, kind, clean, _utc(created_at))
+
+    def events_for(self, learner_id: str) -> list[Event]:
+        """The learner's events, oldest first. Kinds this version does not know are skipped."""
+        if not is_learner_id(learner_id):
+            return []
+        known = {kind.value for kind in EventKind}
+        query = (
+            select(EventRecord.id, EventRecord.kind, EventRecord.payload, EventRecord.created_at)
+            .where(EventRecord.learner_id == learner_id)
+            .order_by(EventRecord.id)
+        )
+        with self._engine.connect() as connection:
+            rows = connection.execute(query).all()
+        return [
+            Event(row.id, learner_id, EventKind(row.kind), dict(row.payload), _utc(row.created_at))
+            for row in rows
+            if row.kind in known  # written by a newer version; that version derives from it
+        ]
+
+
+def _utc(moment: datetime) -> datetime:
+    # SQLite hands back CURRENT_TIMESTAMP as naive text, which is UTC by definition.
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)

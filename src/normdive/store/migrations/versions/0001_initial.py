@@ -1,0 +1,67 @@
+"""Initial schema: learners and their append-only events.
+
+Revision ID: 0001
+Revises:
+Create Date: 2025-01-01
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+from sqlalchemy.dialects import postgresql
+
+revision: str = "0001"
+down_revision: str | None = None
+branch_labels: str | None = None
+depends_on: str | None = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "learners",
+        sa.Column("id", sa.CHAR(32), nullable=False),
+        sa.Column(
+            "created_at",
+            sa.DateTime(timezone=True),
+            server_default=sa.func.now(),
+            nullable=False,
+        ),
+        sa.PrimaryKeyConstraint("id", name="pk_learners"),
+    )
+    op.create_table(
+        "events",
+        sa.Column(
+            "id",
+            sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
+            sa.Identity(),
+            nullable=False,
+        ),
+        sa.Column("learner_id", sa.CHAR(32), nullable=False),
+        sa.Column("kind", sa.String(40), nullable=False),
+        sa.Column(
+            "payload",
+            sa.JSON().with_variant(postgresql.JSONB(), "postgresql"),
+            nullable=False,
+        ),
+        sa.Column(
+            "created_at",
+            sa.DateTime(timezone=True),
+            server_default=sa.func.now(),
+            nullable=False,
+        ),
+        sa.ForeignKeyConstraint(
+            ["learner_id"],
+            ["learners.id"],
+            name="fk_events_learner_id_learners",
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("id", name="pk_events"),
+    )
+    op.create_index("ix_events_learner_id_id", "events", ["learner_id", "id"])
+
+
+def downgrade() -> None:
+    op.drop_index("ix_events_learner_id_id", table_name="events")
+    op.drop_table("events")
+    op.drop_table("learners")

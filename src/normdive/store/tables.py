@@ -1,0 +1,76 @@
+"""The progress store's two tables, as typed SQLAlchemy 2 declarative models.
+
+`learners` holds anonymous ids; `events` is each learner's append-only history. The Alembic
+migrations under store/migrations/ create exactly these (a test compares the two).
+Portable types only: the same models run on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    CHAR,
+    JSON,
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    func,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# A learner id is 128 random bits written as 32 lowercase hex characters.
+LEARNER_ID_LENGTH = 32
+# Longest event kind name; EventKind values stay well under it.
+EVENT_KIND_LENGTH = 40
+
+# Named constraints, so migrations on any backend refer to the same names.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# PostgreSQL stores payloads as JSONB; elsewhere the generic JSON type (text on SQLite).
+PAYLOAD_TYPE = JSON().with_variant(JSONB(), "postgresql")
+# SQLite only auto-numbers an INTEGER PRIMARY KEY, so BIGINT becomes INTEGER there.
+EVENT_ID_TYPE = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Learner(Base):
+    __tablename__ = "learners"
+
+    id: Mapped[str] = mapped_column(CHAR(LEARNER_ID_LENGTH), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), nullable=False
+    )
+
+
+class EventRecord(Base):
+    __tablename__ = "events"
+    __table_args__ = (Index("ix_events_learner_id_id", "learner_id", "id"),)
+
+    id: Mapped[int] = mapped_column(EVENT_ID_TYPE, Identity(), primary_key=True)
+    learner_id: Mapped[str] = mapped_column(
+        CHAR(LEARNER_ID_LENGTH),
+        ForeignKey("learners.id", ondelete="CASCADE"),
+        nullable=False,
+    )
+    kind: Mapped[str] = mapped_column(String(EVENT_KIND_LENGTH), nullable=False)
+    payload: Mapped[dict[str, Any]] = mapped_column(PAYLOAD_TYPE, nullable=False)
+    # Server time: the database's clock, never the app's.
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), nullable=False
+    )
