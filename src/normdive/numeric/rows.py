@@ -1,9 +1,86 @@
 """Parsing a row the learner types in "Try your own row".
 
-CONTRACT:
-    MAX_ROW_LENGTH = 16
-    @dataclass(frozen=True) class RowError: message: str
-    def parse_row(text: str) -> tuple[float, ...] | RowError
-        1 to 16 finite numbers separated by commas and/or spaces, optional surrounding [ ];
-        Unicode minus accepted. Anything else: RowError with a message a learner understands.
+Rules (static/layernorm.js `parseRow` implements the same rules with the same messages):
+- at most MAX_ROW_CHARS characters (checked first, so a pasted novel costs nothing);
+- optional square brackets around the whole row, both or neither;
+- numbers separated by commas and/or whitespace; a separator at either end is ignored, but two
+  commas with nothing between them are an error (a number was probably lost);
+- each number is plain decimal notation with an optional sign (the Unicode minus U+2212
+  counts as a minus) and an optional exponent: 2, -1.5, .5, 3., 1e-3, 6.02E23;
+- every number finite, and 1 to MAX_ROW_LENGTH of them.
+
+Characters are matched from explicit ASCII sets rather than `\\d` / `\\s`, whose meaning
+differs between Python (all of Unicode) and JavaScript, so both twins accept the same text.
 """
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+MAX_ROW_LENGTH = 16
+MAX_ROW_CHARS = 400
+MAX_QUOTED_CHARS = 20  # an offending token is quoted up to this many characters
+
+UNICODE_MINUS = "\u2212"
+# Space, tab, line feed, carriage return, no-break space, narrow no-break space (phones insert
+# the last two when pasting).
+SPACES = " \t\n\r\u00a0\u202f"
+_SEPARATOR = re.compile(f"[{SPACES},]+")
+_EMPTY_BETWEEN_COMMAS = re.compile(f",[{SPACES}]*,")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_NON_FINITE_WORDS = frozenset({"nan", "inf", "infinity"})
+
+
+@dataclass(frozen=True)
+class RowError:
+    """Why a typed row cannot be used, in words a learner understands."""
+
+    message: str
+
+
+def _quote(token: str) -> str:
+    if len(token) > MAX_QUOTED_CHARS:
+        token = token[:MAX_QUOTED_CHARS] + "…"
+    return f"“{token}”"
+
+
+def parse_row(text: str) -> tuple[float, ...] | RowError:
+    """Parse "1, 2, 3", "[1 2 3]", "−0.5,2e3": a tuple of 1 to 16 finite floats, or a RowError."""
+    if len(text) > MAX_ROW_CHARS:
+        return RowError(
+            f"That is too long: a row can be at most {MAX_ROW_CHARS} characters "
+            f"(this one has {len(text)})."
+        )
+    body = text.strip(SPACES)
+    opens, closes = body.startswith("["), body.endswith("]")
+    if opens != closes or (opens and len(body) == 1):
+        return RowError("Put square brackets on both ends of the row, or leave both out.")
+    if opens:
+        body = body[1:-1]
+    body = body.replace(UNICODE_MINUS, "-")
+    if _EMPTY_BETWEEN_COMMAS.search(body):
+        return RowError("There are two commas with no number between them.")
+    tokens = [token for token in _SEPARATOR.split(body) if token]
+    if not tokens:
+        return RowError("Type at least one number, for example 1, 2, 3.")
+
+    values: list[float] = []
+    for token in tokens:
+        if token.lstrip("+-").lower() in _NON_FINITE_WORDS:
+            return RowError(f"{_quote(token)} is not allowed: every entry must be a finite number.")
+        if _NUMBER.fullmatch(token) is None:
+            return RowError(
+                f"{_quote(token)} is not a number. Write numbers like 2, -1.5 or 1e-3, "
+                "separated by commas or spaces."
+            )
+        value = float(token)
+        if not math.isfinite(value):
+            return RowError(f"{_quote(token)} is too large: every entry must be a finite number.")
+        values.append(value)
+    if len(values) > MAX_ROW_LENGTH:
+        return RowError(
+            f"A row can hold at most {MAX_ROW_LENGTH} numbers; this one has {len(values)}."
+        )
+    return tuple(values)

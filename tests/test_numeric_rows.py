@@ -1,0 +1,94 @@
+"""Parsing "Try your own row": what is accepted, and what each refusal says."""
+
+from __future__ import annotations
+
+import pytest
+
+from normdive.numeric.rows import MAX_ROW_CHARS, MAX_ROW_LENGTH, RowError, parse_row
+
+
+@pytest.mark.parametrize(
+    ("text", "row"),
+    [
+        ("1, 2, 3", (1.0, 2.0, 3.0)),
+        ("1 2 3", (1.0, 2.0, 3.0)),
+        ("1,2,3", (1.0, 2.0, 3.0)),
+        ("[1, 2, 3]", (1.0, 2.0, 3.0)),
+        ("  [ 2 2 2 6 ]  ", (2.0, 2.0, 2.0, 6.0)),
+        ("1 ,\t2\n,3", (1.0, 2.0, 3.0)),
+        ("1, 2, 3,", (1.0, 2.0, 3.0)),  # a trailing comma is forgiven
+        (",1", (1.0,)),
+        ("7", (7.0,)),
+        ("−1.5, +2", (-1.5, 2.0)),  # U+2212 is a minus
+        ("1e-3 6.02E23 .5 3.", (1e-3, 6.02e23, 0.5, 3.0)),
+        ("-0", (-0.0,)),
+        ("1e150, 1e-150", (1e150, 1e-150)),
+        ("1e-999", (0.0,)),  # underflows to zero, which is finite
+        ("1\u00a02\u202f3", (1.0, 2.0, 3.0)),  # no-break spaces pasted from a phone
+        (",".join(["1"] * MAX_ROW_LENGTH), (1.0,) * MAX_ROW_LENGTH),
+    ],
+)
+def test_accepted_rows(text: str, row: tuple[float, ...]) -> None:
+    assert parse_row(text) == row
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "Type at least one number, for example 1, 2, 3."),
+        ("   ", "Type at least one number, for example 1, 2, 3."),
+        ("[ ]", "Type at least one number, for example 1, 2, 3."),
+        (", ,", "There are two commas with no number between them."),
+        ("1,,2", "There are two commas with no number between them."),
+        ("[1, 2", "Put square brackets on both ends of the row, or leave both out."),
+        ("1, 2]", "Put square brackets on both ends of the row, or leave both out."),
+        ("[", "Put square brackets on both ends of the row, or leave both out."),
+        (
+            "1, two, 3",
+            "“two” is not a number. Write numbers like 2, -1.5 or 1e-3, separated by commas "
+            "or spaces.",
+        ),
+        (
+            "1; 2",
+            "“1;” is not a number. Write numbers like 2, -1.5 or 1e-3, separated by commas "
+            "or spaces.",
+        ),
+        (
+            "1_000",
+            "“1_000” is not a number. Write numbers like 2, -1.5 or 1e-3, separated by commas "
+            "or spaces.",
+        ),
+        (
+            "٣",  # an Arabic-Indic digit: Python's float() would take it, JavaScript would not
+            "“٣” is not a number. Write numbers like 2, -1.5 or 1e-3, separated by commas "
+            "or spaces.",
+        ),
+        (
+            "abcdefghijklmnopqrstuvwxyz",
+            "“abcdefghijklmnopqrst…” is not a number. Write numbers like 2, -1.5 or 1e-3, "
+            "separated by commas or spaces.",
+        ),
+        ("1, NaN", "“NaN” is not allowed: every entry must be a finite number."),
+        ("-inf", "“-inf” is not allowed: every entry must be a finite number."),
+        ("Infinity 2", "“Infinity” is not allowed: every entry must be a finite number."),
+        ("1e400", "“1e400” is too large: every entry must be a finite number."),
+        (
+            ",".join(["1"] * (MAX_ROW_LENGTH + 1)),
+            f"A row can hold at most {MAX_ROW_LENGTH} numbers; this one has {MAX_ROW_LENGTH + 1}.",
+        ),
+        (
+            "1" * (MAX_ROW_CHARS + 1),
+            f"That is too long: a row can be at most {MAX_ROW_CHARS} characters "
+            f"(this one has {MAX_ROW_CHARS + 1}).",
+        ),
+    ],
+)
+def test_refused_rows_say_why(text: str, message: str) -> None:
+    assert parse_row(text) == RowError(message)
+
+
+def test_the_length_limit_counts_characters_not_bytes() -> None:
+    text = ("1 " + "\u00a0" * 3) * (MAX_ROW_CHARS // 5)
+    assert len(text) == MAX_ROW_CHARS
+    assert isinstance(parse_row(text), RowError)  # too many numbers, but not too long
+    assert "at most 16 numbers" in parse_row(text).message  # type: ignore[union-attr]
