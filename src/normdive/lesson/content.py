@@ -150,7 +150,7 @@ class Reading(_Model):
         right = [choice.id for choice in choices if choice.correct]
         if len(right) != 1:
             raise ValueError(f"needs exactly one correct choice, got {len(right)}: {right}")
-        _unique_ids("reading choice", [choice.id for choice in choices])
+        _unique_ids("choice", [choice.id for choice in choices])
         return choices
 
 
@@ -300,7 +300,7 @@ class Lesson(_Model):
 
     @model_validator(mode="after")
     def _fields_cover_every_step(self) -> Lesson:
-        _unique_ids("number field", [f.id for f in self.number_fields])
+        _unique_ids("number_fields", [f.id for f in self.number_fields])
         for index, number_field in enumerate(self.number_fields):
             if number_field.row >= len(self.hand_rows):
                 raise ValueError(
@@ -339,10 +339,10 @@ class Lesson(_Model):
         return next((c for c in self.reading.choices if c.id == choice_id), None)
 
 
-def _unique_ids(what: str, ids: list[str]) -> None:
+def _unique_ids(where: str, ids: list[str]) -> None:
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
-        raise ValueError(f"{what} ids must be unique, repeated: {duplicates}")
+        raise ValueError(f"{where}: ids must be unique, repeated: {duplicates}")
 
 
 def parse_lesson(text: str, source: str = "<lesson>") -> Lesson:

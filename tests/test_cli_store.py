@@ -1,0 +1,99 @@
+"""`normdive db upgrade` and `normdive prerequisite done`, run through the real CLI on a real
+SQLite file (Typer's in-process runner)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from normdive.cli import app
+from normdive.store.db import make_engine
+from normdive.store.events import EventKind, Store
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    # A folder that does not exist yet: `db upgrade` creates it for a SQLite file.
+    return f"sqlite:///{tmp_path / 'var' / 'progress.sqlite3'}"
+
+
+def _invoke(url: str, *args: str) -> tuple[int, str]:
+    # No NORMDIVE_SECRET_KEY on purpose: these commands must not need it.
+    result = runner.invoke(app, list(args), env={"DATABASE_URL": url, "NORMDIVE_SECRET_KEY": None})
+    return result.exit_code, result.output
+
+
+def _upgraded_store(url: str) -> Store:
+    assert _invoke(url, "db", "upgrade")[0] == 0
+    return Store(make_engine(url))
+
+
+def test_db_upgrade_creates_the_store_and_can_run_again(url: str) -> None:
+    code, output = _invoke(url, "db", "upgrade")
+    assert code == 0, output
+    assert "up to date" in output
+    assert _invoke(url, "db", "upgrade")[0] == 0
+    store = Store(make_engine(url))
+    assert store.learner_exists(store.create_learner())
+
+
+def test_db_upgrade_refuses_a_malformed_url() -> None:
+    code, output = _invoke("not a url", "db", "upgrade")
+    assert code == 1
+    assert "DATABASE_URL is not a database URL" in output
+
+
+def test_prerequisite_done_records_it_once(url: str) -> None:
+    store = _upgraded_store(url)
+    learner = store.create_learner()
+    code, output = _invoke(url, "prerequisite", "done", "--learner", learner)
+    assert code == 0, output
+    assert "now recorded as done" in output
+    code, output = _invoke(url, "prerequisite", "done", "--learner", learner.upper())
+    assert code == 0, output
+    assert "already recorded as done" in output
+    events = store.events_for(learner)
+    assert [(e.kind, e.payload) for e in events] == [
+        (EventKind.PREREQUISITE_DONE, {"source": "operator"})
+    ]
+
+
+def test_prerequisite_done_for_an_unknown_learner_fails_and_changes_nothing(url: str) -> None:
+    store = _upgraded_store(url)
+    other = store.create_learner()
+    code, output = _invoke(url, "prerequisite", "done", "--learner", "ab" * 16)
+    assert code == 1
+    assert f"No learner with id {'ab' * 16}" in output
+    assert store.events_for(other) == []
+
+
+@pytest.mark.parametrize("learner", ["abc", "z" * 32, ""])
+def test_prerequisite_done_refuses_what_is_not_a_learner_id(url: str, learner: str) -> None:
+    code, output = _invoke(url, "prerequisite", "done", "--learner", learner)
+    assert code == 1
+    assert "is not a learner id" in output
+
+
+def test_prerequisite_done_on_a_database_never_upgraded_says_what_to_run(url: str) -> None:
+    Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True)
+    code, output = _invoke(url, "prerequisite", "done", "--learner", "ab" * 16)
+    assert code == 1
+    assert "normdive db upgrade" in output
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("db", "upgrade", "--help"), "alembic upgrade head"),
+        (("prerequisite", "done", "--help"), "--learner"),
+    ],
+)
+def test_both_commands_explain_themselves(url: str, args: tuple[str, ...], expected: str) -> None:
+    code, output = _invoke(url, *args)
+    assert code == 0
+    assert expected in output
+    assert "DATABASE_URL" in output

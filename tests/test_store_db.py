@@ -1,0 +1,76 @@
+"""Engines and migrations on a real SQLite file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import inspect, text
+
+from normdive.store.db import SQLITE_BUSY_TIMEOUT_MS, make_engine, upgrade
+from normdive.store.tables import Base
+
+
+def _url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'progress.sqlite3'}"
+
+
+def test_sqlite_connections_get_wal_foreign_keys_and_a_busy_timeout(tmp_path: Path) -> None:
+    engine = make_engine(_url(tmp_path))
+    with engine.connect() as connection:
+        assert connection.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+        assert connection.execute(text("PRAGMA foreign_keys")).scalar() == 1
+        assert connection.execute(text("PRAGMA busy_timeout")).scalar() == SQLITE_BUSY_TIMEOUT_MS
+    engine.dispose()
+
+
+def test_a_bare_postgresql_url_gets_the_installed_driver() -> None:
+    # Creating an engine does not connect, so no server is needed to check the URL.
+    engine = make_engine("postgresql://normdive@db.invalid/normdive")
+    assert engine.url.drivername == "postgresql+psycopg"
+    assert engine.dialect.name == "postgresql"
+
+
+def test_upgrade_creates_both_tables_on_an_empty_database(tmp_path: Path) -> None:
+    url = _url(tmp_path)
+    upgrade(url)
+    engine = make_engine(url)
+    inspector = inspect(engine)
+    assert {"learners", "events", "alembic_version"} <= set(inspector.get_table_names())
+    assert [c["name"] for c in inspector.get_columns("events")] == [
+        "id",
+        "learner_id",
+        "kind",
+        "payload",
+        "created_at",
+    ]
+    (foreign_key,) = inspector.get_foreign_keys("events")
+    assert foreign_key["referred_table"] == "learners"
+    assert foreign_key["options"].get("ondelete") == "CASCADE"
+    indexes = {i["name"]: i["column_names"] for i in inspector.get_indexes("events")}
+    assert indexes["ix_events_learner_id_id"] == ["learner_id", "id"]
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    engine.dispose()
+
+
+def test_upgrade_twice_changes_nothing(tmp_path: Path) -> None:
+    url = _url(tmp_path)
+    upgrade(url)
+    upgrade(url)
+    engine = make_engine(url)
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM alembic_version")).scalar() == 1
+    engine.dispose()
+
+
+def test_the_migrations_build_exactly_the_models_schema(tmp_path: Path) -> None:
+    # If a model changes without a migration (or the reverse), autogenerate sees a difference.
+    url = _url(tmp_path)
+    upgrade(url)
+    engine = make_engine(url)
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        assert compare_metadata(context, Base.metadata) == []
+    engine.dispose()
