@@ -2,8 +2,11 @@
 (and the recording). Nothing here touches the database or the web.
 
 CONTRACT (store helper):
-    progress/state.py:   derive(events, lesson, *, recording_status, dev_prerequisite_done)
-                             -> LessonState     (dataclasses; see module)
+    progress/events.py:  EventKind, Event (re-exported by normdive.store.events, which
+                         depends on this package, never the reverse)
+    progress/state.py:   derive(events, lesson, *, recording: RecordingFacts,
+                                dev_prerequisite_done: bool) -> LessonState
+                         count_evaluated_runs(events) -> int
     progress/actions.py: one function per learner action; each takes the current LessonState,
                          the Lesson and the raw input, and returns the event (kind, payload) to
                          append, or raises Conflict (HTTP 409) / Invalid (HTTP 422) with a

@@ -16,37 +16,22 @@ import math
 import re
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import Engine, exists, insert, select
 from sqlalchemy.exc import IntegrityError
 
+from normdive.progress.events import Event, EventKind
 from normdive.store.tables import LEARNER_ID_LENGTH, EventRecord, Learner
+
+# Event and EventKind are defined by normdive.progress (the store depends on it); re-exported.
+__all__ = ["Event", "EventKind", "Store", "UnknownLearner", "is_learner_id", "storable"]
 
 # Characters PostgreSQL cannot keep in JSONB text: NUL and UTF-16 surrogates.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _REPLACEMENT = "\ufffd"
 _LEARNER_ID = re.compile(rf"^[0-9a-f]{{{LEARNER_ID_LENGTH}}}$")
-
-
-class EventKind(StrEnum):
-    PREREQUISITE_DONE = "prerequisite_done"
-    PREDICTION_COMMITTED = "prediction_committed"
-    NUMBERS_CHECKED = "numbers_checked"
-    READING_LOCKED = "reading_locked"
-    TAKEAWAY_SAVED = "takeaway_saved"
-
-
-@dataclass(frozen=True)
-class Event:
-    id: int
-    learner_id: str
-    kind: EventKind
-    payload: dict[str, Any]
-    created_at: datetime  # server time, UTC
 
 
 class UnknownLearner(LookupError):

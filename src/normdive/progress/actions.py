@@ -1,0 +1,154 @@
+"""One function per learner action. Each takes the learner's current LessonState, the Lesson
+and the raw input, and returns the event to append as (EventKind, payload), or raises
+Conflict (the action does not fit what the learner has done: HTTP 409) or Invalid (the input
+cannot be used: HTTP 422), each with a message a learner can read. Nothing here touches the
+database: the caller appends the returned event, so a refused action changes nothing.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+
+from normdive.lesson.content import Lesson
+from normdive.numeric.answers import FormatError, parse_answer
+from normdive.numeric.targets import grade
+from normdive.progress.events import EventKind
+from normdive.progress.state import LessonState
+
+Action = tuple[EventKind, dict[str, Any]]
+
+# Raw text is kept beside the parsed value (the parser refuses anything over 64 characters,
+# but what was typed is stored as typed), capped so a pasted essay cannot bloat the history.
+MAX_STORED_RAW_CHARS = 200
+# Line breaks and tabs are text; every other control character is refused in a takeaway.
+ALLOWED_CONTROL_CHARACTERS = frozenset("\n\t")
+
+ALREADY_COMMITTED = "Your prediction is already committed, and it stays as it is."
+NO_PREDICTION_CHOSEN = "Pick one of the two answers before committing."
+NO_NUMBER_TYPED = "Type a number in at least one field before checking."
+ALL_NUMBERS_LANDED = "All {count} numbers have landed already; there is nothing left to check."
+NO_READING_CHOSEN = "Pick one of the four readings before locking it in."
+READING_ALREADY_RIGHT = "The right reading is already locked in."
+CONTROL_CHARACTER = (
+    "Your takeaway contains an invisible control character (such as one pasted from another "
+    "program). Remove it and save again."
+)
+
+
+class ActionRefused(Exception):
+    """An action the learner cannot take; `message` says why in words they can read."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class Conflict(ActionRefused):
+    """The action does not fit the learner's progress (HTTP 409)."""
+
+
+class Invalid(ActionRefused):
+    """The input cannot be used as it is (HTTP 422)."""
+
+
+def _require_prerequisite(state: LessonState, lesson: Lesson) -> None:
+    if not state.prerequisite_done:
+        raise Conflict(lesson.prerequisite.locked_text)
+
+
+def _require_prediction(state: LessonState, lesson: Lesson) -> None:
+    _require_prerequisite(state, lesson)
+    if state.prediction is None:
+        raise Conflict(lesson.predict.locked_note)
+
+
+def commit_prediction(state: LessonState, lesson: Lesson, choice: str) -> Action:
+    """The opening prediction, once and for good."""
+    _require_prerequisite(state, lesson)
+    if state.prediction is not None:
+        raise Conflict(ALREADY_COMMITTED)
+    chosen = choice.strip()
+    if chosen not in {option.id for option in lesson.predict.choices}:
+        raise Invalid(NO_PREDICTION_CHOSEN)
+    return EventKind.PREDICTION_COMMITTED, {"choice": chosen}
+
+
+def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]) -> Action:
+    """Grade the typed numbers of the fields that have not landed; blank fields are skipped."""
+    _require_prediction(state, lesson)
+    unknown = sorted(set(answers) - {number_field.id for number_field in lesson.number_fields})
+    if unknown:
+        raise Invalid(f"There is no number field called {unknown[0]!r} in this lesson.")
+    open_fields = [f for f in lesson.number_fields if not state.fields[f.id].landed]
+    if not open_fields:
+        raise Conflict(ALL_NUMBERS_LANDED.format(count=len(lesson.number_fields)))
+    typed = [(f, answers[f.id]) for f in open_fields if answers.get(f.id, "").strip()]
+    if not typed:
+        raise Invalid(NO_NUMBER_TYPED)
+    entries: list[dict[str, Any]] = []
+    for number_field, raw in typed:
+        stored_raw = raw[:MAX_STORED_RAW_CHARS]
+        parsed = parse_answer(raw)
+        if isinstance(parsed, FormatError):
+            entries.append(
+                {
+                    "field": number_field.id,
+                    "raw": stored_raw,
+                    "parsed": None,
+                    "verdict": "format_error",
+                    "slip": None,
+                    "message": parsed.message,
+                }
+            )
+            continue
+        result = grade(
+            parsed.value,
+            lesson.hand_rows[number_field.row],
+            lesson.eps,
+            number_field.step,
+            lesson.tolerance,
+        )
+        entries.append(
+            {
+                "field": number_field.id,
+                "raw": stored_raw,
+                "parsed": parsed.canonical,
+                "verdict": "right" if result.right else "wrong",
+                "slip": result.slip,
+                "message": None,
+            }
+        )
+    return EventKind.NUMBERS_CHECKED, {"answers": entries}
+
+
+def lock_reading(state: LessonState, lesson: Lesson, choice: str) -> Action:
+    """Lock a reading of the epsilon. A wrong lock may be followed by another; a right one is
+    final."""
+    _require_prediction(state, lesson)
+    if state.reading.right:
+        raise Conflict(READING_ALREADY_RIGHT)
+    reading = lesson.reading_choice(choice.strip())
+    if reading is None:
+        raise Invalid(NO_READING_CHOSEN)
+    return EventKind.READING_LOCKED, {"choice": reading.id, "right": reading.correct}
+
+
+def save_takeaway(state: LessonState, lesson: Lesson, text: str) -> Action:
+    """Save the takeaway as typed (line breaks normalised); empty text clears it."""
+    _require_prerequisite(state, lesson)
+    # Browsers send a textarea's line breaks as CR LF; one form of line break is stored.
+    normalised = text.replace("\r\n", "\n").replace("\r", "\n")
+    limit = lesson.takeaway.max_chars
+    if len(normalised) > limit:
+        raise Invalid(
+            f"Your takeaway is {len(normalised):,} characters long; the limit is {limit:,}. "
+            "Shorten it and save again."
+        )
+    if any(
+        unicodedata.category(character) == "Cc" and character not in ALLOWED_CONTROL_CHARACTERS
+        for character in normalised
+    ):
+        raise Invalid(CONTROL_CHARACTER)
+    return EventKind.TAKEAWAY_SAVED, {"text": normalised}

@@ -1,0 +1,39 @@
+"""The kinds of event a learner's history holds, and one event as read back from the store.
+
+Defined here, with the functions that derive state from them, so that the store depends on
+progress and not the other way round (numeric <- lesson <- progress <- store <- web).
+normdive.store.events re-exports both names.
+
+Payloads, by kind (what normdive.progress.actions builds and derive reads):
+    prerequisite_done     {"source": "host" | "operator"}
+    prediction_committed  {"choice": <predict choice id>}
+    numbers_checked       {"answers": [{"field", "raw", "parsed" (canonical text or null),
+                            "verdict" ("right" | "wrong" | "format_error"), "slip" (or null),
+                            "message" (the parser's format message, or null)}]}
+    reading_locked        {"choice": <reading choice id>, "right": bool}
+    takeaway_saved        {"text": str}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class EventKind(StrEnum):
+    PREREQUISITE_DONE = "prerequisite_done"
+    PREDICTION_COMMITTED = "prediction_committed"
+    NUMBERS_CHECKED = "numbers_checked"
+    READING_LOCKED = "reading_locked"
+    TAKEAWAY_SAVED = "takeaway_saved"
+
+
+@dataclass(frozen=True)
+class Event:
+    id: int
+    learner_id: str
+    kind: EventKind
+    payload: dict[str, Any]
+    created_at: datetime  # server time, UTC

@@ -1,0 +1,254 @@
+"""The learner's state, derived from their events (and what the recording says).
+
+Pure functions only: no database, no web, no clock. The page, the gate, the run counter and
+(later) the hint rungs are all computed here from the same list of events.
+
+The dataclasses below are what the web renders; `derive` builds them. Field ids, choice ids
+and texts come from the Lesson; nothing here names an answer.
+
+How events fold into state (each rule is tested in tests/test_progress_state.py):
+- 8.5 is done when a prerequisite_done event exists, or when the development setting says so.
+- The first prediction_committed wins; a later one (two tabs racing) is ignored.
+- A field's attempts count its graded tries (right or wrong) up to and including the one that
+  lands it; format errors never count; once landed it stays landed and later entries for it
+  are ignored. Its last_raw, last_verdict and message come from its latest counted entry; the
+  message text is looked up in the lesson now (slip feedback, the generic wrong text, the
+  parser's format message, or nothing for a right answer).
+- The reading: every lock counts; once a right lock exists it is final.
+- The takeaway is the latest saved text ("" is a cleared takeaway, None never saved).
+- Evaluated runs: see count_evaluated_runs.
+- The gate closes only when every part holds and the recording has no problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from normdive.lesson.content import Lesson
+from normdive.progress.events import Event, EventKind
+
+Verdict = Literal["right", "wrong", "format_error"]
+
+
+@dataclass(frozen=True)
+class RecordingFacts:
+    """What the gate needs to know from the recording, adapted by the web from the reader."""
+
+    problem: str | None  # why the ablation rows cannot be used today (missing, corrupt, no rows)
+    row_keys: tuple[str, ...] = ()  # e.g. ("both", "residual_only", "layernorm_only", "neither")
+    best_row: str | None = None  # computed by the recording's reader, never written in code
+
+
+@dataclass(frozen=True)
+class FieldState:
+    field_id: str
+    attempts: int  # graded tries (right or wrong); format errors never count
+    landed: bool  # stays True once right
+    last_raw: str | None  # what the learner last typed here (shown back in the input)
+    last_verdict: Verdict | None
+    message: str | None  # feedback for the last try: slip text, wrong text or format message
+
+
+@dataclass(frozen=True)
+class ReadingState:
+    locked_choice: str | None  # the latest locked choice
+    right: bool  # the right reading has been locked (final)
+    locks: int  # how many times a reading was locked
+    feedback: str | None  # the feedback text of the latest lock
+
+
+@dataclass(frozen=True)
+class GateState:
+    numbers_landed: int
+    numbers_total: int  # 6
+    reading_right: bool
+    predictions_recorded: int  # row predictions (the ablation issue); 0 until then
+    predictions_total: int  # the number of rows in the recording (4), 0 when none
+    # No row was played before every row was predicted: True until that happens, then False
+    # for good (and True while nothing has been played).
+    predictions_before_play: bool
+    best_row_played: bool
+    cannot_close_reason: str | None  # from RecordingFacts.problem: the gate cannot close today
+    closed: bool
+
+
+@dataclass(frozen=True)
+class LessonState:
+    prerequisite_done: bool
+    prerequisite_by_dev_setting: bool  # shown discreetly on the page
+    prediction: str | None  # the committed opening prediction's choice id
+    fields: dict[str, FieldState]  # by field id, in the lesson's order
+    reading: ReadingState
+    takeaway: str | None  # the saved text; None means never saved (show the default line)
+    evaluated_runs: int  # checks with >= 1 graded number, reading locks, rows played
+    gate: GateState
+    extras: dict[str, object] = field(default_factory=dict)  # room for the ablation issue
+
+
+# What counts as a graded try of one number (format errors do not).
+GRADED_VERDICTS: frozenset[str] = frozenset({"right", "wrong"})
+
+
+def count_evaluated_runs(events: Sequence[Event]) -> int:
+    """Server-evaluated actions by the learner: a numbers check with at least one graded number
+    (a check of format errors only is not a run), and every locked reading. The ablation issue
+    adds rows played here, so the hint rungs and the page's counter share one definition."""
+    runs = 0
+    for event in events:
+        if event.kind is EventKind.NUMBERS_CHECKED:
+            runs += any(entry.get("verdict") in GRADED_VERDICTS for entry in _answers(event))
+        elif event.kind is EventKind.READING_LOCKED:
+            runs += 1
+    return runs
+
+
+def derive(
+    events: Sequence[Event],
+    lesson: Lesson,
+    *,
+    recording: RecordingFacts,
+    dev_prerequisite_done: bool,
+) -> LessonState:
+    """The learner's state from their events, oldest first, the lesson and the recording."""
+    by_event = any(event.kind is EventKind.PREREQUISITE_DONE for event in events)
+    prerequisite_done = by_event or dev_prerequisite_done
+    fields = _fields(events, lesson)
+    reading = _reading(events, lesson)
+    numbers_landed = sum(state.landed for state in fields.values())
+    gate = _gate(
+        lesson,
+        recording,
+        prerequisite_done=prerequisite_done,
+        numbers_landed=numbers_landed,
+        reading_right=reading.right,
+    )
+    return LessonState(
+        prerequisite_done=prerequisite_done,
+        prerequisite_by_dev_setting=dev_prerequisite_done and not by_event,
+        prediction=_prediction(events),
+        fields=fields,
+        reading=reading,
+        takeaway=_takeaway(events),
+        evaluated_runs=count_evaluated_runs(events),
+        gate=gate,
+    )
+
+
+def _answers(event: Event) -> list[dict[str, Any]]:
+    answers = event.payload.get("answers", [])
+    return (
+        [entry for entry in answers if isinstance(entry, dict)] if isinstance(answers, list) else []
+    )
+
+
+def _prediction(events: Sequence[Event]) -> str | None:
+    for event in events:
+        if event.kind is EventKind.PREDICTION_COMMITTED:
+            choice = event.payload.get("choice")
+            return str(choice) if choice is not None else None
+    return None
+
+
+def _message(entry: dict[str, Any], lesson: Lesson) -> str | None:
+    verdict = entry.get("verdict")
+    if verdict == "format_error":
+        message = entry.get("message")
+        return str(message) if message else None
+    if verdict == "wrong":
+        slip = entry.get("slip")
+        if isinstance(slip, str) and slip in lesson.slip_feedback:
+            return lesson.slip_feedback[slip]
+        return lesson.wrong_feedback
+    return None
+
+
+def _fields(events: Sequence[Event], lesson: Lesson) -> dict[str, FieldState]:
+    states = {
+        number_field.id: FieldState(number_field.id, 0, False, None, None, None)
+        for number_field in lesson.number_fields
+    }
+    for event in events:
+        if event.kind is not EventKind.NUMBERS_CHECKED:
+            continue
+        for entry in _answers(event):
+            current = states.get(str(entry.get("field")))
+            verdict = entry.get("verdict")
+            if (
+                current is None
+                or current.landed
+                or verdict not in (*GRADED_VERDICTS, "format_error")
+            ):
+                continue
+            raw = entry.get("raw")
+            states[current.field_id] = FieldState(
+                field_id=current.field_id,
+                attempts=current.attempts + (verdict in GRADED_VERDICTS),
+                landed=verdict == "right",
+                last_raw=str(raw) if raw is not None else None,
+                last_verdict=verdict,
+                message=_message(entry, lesson),
+            )
+    return states
+
+
+def _reading(events: Sequence[Event], lesson: Lesson) -> ReadingState:
+    state = ReadingState(locked_choice=None, right=False, locks=0, feedback=None)
+    for event in events:
+        if event.kind is not EventKind.READING_LOCKED or state.right:
+            continue
+        choice_id = str(event.payload.get("choice"))
+        choice = lesson.reading_choice(choice_id)
+        state = ReadingState(
+            locked_choice=choice_id,
+            right=event.payload.get("right") is True,
+            locks=state.locks + 1,
+            feedback=choice.feedback if choice is not None else None,
+        )
+    return state
+
+
+def _takeaway(events: Sequence[Event]) -> str | None:
+    text: str | None = None
+    for event in events:
+        if event.kind is EventKind.TAKEAWAY_SAVED:
+            text = str(event.payload.get("text", ""))
+    return text
+
+
+def _gate(
+    lesson: Lesson,
+    recording: RecordingFacts,
+    *,
+    prerequisite_done: bool,
+    numbers_landed: int,
+    reading_right: bool,
+) -> GateState:
+    numbers_total = len(lesson.number_fields)
+    predictions_total = len(recording.row_keys)
+    # Row predictions and plays arrive with the ablation player (a later issue).
+    predictions_recorded = 0
+    predictions_before_play = True
+    best_row_played = False
+    closed = (
+        prerequisite_done
+        and recording.problem is None
+        and numbers_landed == numbers_total
+        and reading_right
+        and predictions_total > 0
+        and predictions_recorded == predictions_total
+        and predictions_before_play
+        and best_row_played
+    )
+    return GateState(
+        numbers_landed=numbers_landed,
+        numbers_total=numbers_total,
+        reading_right=reading_right,
+        predictions_recorded=predictions_recorded,
+        predictions_total=predictions_total,
+        predictions_before_play=predictions_before_play,
+        best_row_played=best_row_played,
+        cannot_close_reason=recording.problem,
+        closed=closed,
+    )
