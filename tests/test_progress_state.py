@@ -1,0 +1,325 @@
+"""derive and count_evaluated_runs on hand-built event lists: no database, no web."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from normdive.lesson.content import load_lesson
+from normdive.progress.events import Event, EventKind
+from normdive.progress.state import (
+    FieldState,
+    LessonState,
+    RecordingFacts,
+    count_evaluated_runs,
+    derive,
+)
+
+LESSON = load_lesson()
+LEARNER = "0123456789abcdef0123456789abcdef"
+NO_ROWS = RecordingFacts(problem="The ablation rows are not in the 8.5 recording yet.")
+ROW_KEYS = ("both", "residual_only", "layernorm_only", "neither")
+FOUR_ROWS = RecordingFacts(problem=None, row_keys=ROW_KEYS, best_row="both")
+RIGHT_READING = next(c for c in LESSON.reading.choices if c.correct)
+WRONG_READINGS = [c for c in LESSON.reading.choices if not c.correct]
+
+
+def events(*specs: tuple[EventKind, dict[str, Any]]) -> list[Event]:
+    moment = datetime(2025, 1, 1, tzinfo=UTC)
+    return [Event(i, LEARNER, kind, payload, moment) for i, (kind, payload) in enumerate(specs, 1)]
+
+
+def done() -> tuple[EventKind, dict[str, Any]]:
+    return EventKind.PREREQUISITE_DONE, {"source": "operator"}
+
+
+def predicted(choice: str = "residual") -> tuple[EventKind, dict[str, Any]]:
+    return EventKind.PREDICTION_COMMITTED, {"choice": choice}
+
+
+def entry(
+    field: str,
+    verdict: str,
+    raw: str = "1",
+    slip: str | None = None,
+    message: str | None = None,
+) -> dict[str, Any]:
+    parsed = None if verdict == "format_error" else raw
+    return {
+        "field": field,
+        "raw": raw,
+        "parsed": parsed,
+        "verdict": verdict,
+        "slip": slip,
+        "message": message,
+    }
+
+
+def checked(*entries: dict[str, Any]) -> tuple[EventKind, dict[str, Any]]:
+    return EventKind.NUMBERS_CHECKED, {"answers": list(entries)}
+
+
+def locked(choice_id: str, right: bool) -> tuple[EventKind, dict[str, Any]]:
+    return EventKind.READING_LOCKED, {"choice": choice_id, "right": right}
+
+
+def saved(text: str) -> tuple[EventKind, dict[str, Any]]:
+    return EventKind.TAKEAWAY_SAVED, {"text": text}
+
+
+def state(
+    *specs: tuple[EventKind, dict[str, Any]],
+    recording: RecordingFacts = NO_ROWS,
+    dev: bool = False,
+) -> LessonState:
+    return derive(events(*specs), LESSON, recording=recording, dev_prerequisite_done=dev)
+
+
+def test_a_learner_with_no_events() -> None:
+    s = state()
+    assert not s.prerequisite_done and not s.prerequisite_by_dev_setting
+    assert s.prediction is None
+    assert list(s.fields) == [f.id for f in LESSON.number_fields]
+    assert all(f == FieldState(f.field_id, 0, False, None, None, None) for f in s.fields.values())
+    assert s.reading.locked_choice is None and not s.reading.right and s.reading.locks == 0
+    assert s.takeaway is None
+    assert s.evaluated_runs == 0
+    assert s.gate.numbers_landed == 0 and s.gate.numbers_total == 6
+    assert s.gate.cannot_close_reason == NO_ROWS.problem
+    assert not s.gate.closed
+
+
+@pytest.mark.parametrize(
+    ("specs", "dev", "done_", "by_dev"),
+    [
+        ((), False, False, False),
+        ((), True, True, True),
+        ((done(),), False, True, False),
+        ((done(),), True, True, False),
+        ((done(), done()), False, True, False),
+    ],
+)
+def test_the_prerequisite(
+    specs: tuple[tuple[EventKind, dict[str, Any]], ...], dev: bool, done_: bool, by_dev: bool
+) -> None:
+    s = state(*specs, dev=dev)
+    assert (s.prerequisite_done, s.prerequisite_by_dev_setting) == (done_, by_dev)
+
+
+def test_the_first_committed_prediction_wins_a_race() -> None:
+    assert state(done(), predicted("residual"), predicted("layer_norm")).prediction == "residual"
+    assert state(done(), predicted("layer_norm")).prediction == "layer_norm"
+
+
+SLIP_TEXT = LESSON.slip_feedback["mean_not_divided"]
+FORMAT_TEXT = "That is not a number."
+
+
+@pytest.mark.parametrize(
+    ("entries", "expected"),
+    [
+        pytest.param(
+            [entry("row1_mean", "format_error", "abc", message=FORMAT_TEXT)],
+            (0, False, "abc", "format_error", FORMAT_TEXT),
+            id="a format error costs no attempt",
+        ),
+        pytest.param(
+            [entry("row1_mean", "wrong", "7")],
+            (1, False, "7", "wrong", LESSON.wrong_feedback),
+            id="wrong without a slip",
+        ),
+        pytest.param(
+            [entry("row1_mean", "wrong", "6", slip="mean_not_divided")],
+            (1, False, "6", "wrong", SLIP_TEXT),
+            id="wrong with a slip gets the slip's text",
+        ),
+        pytest.param(
+            [entry("row1_mean", "wrong", "6", slip="a_slip_no_longer_in_the_lesson")],
+            (1, False, "6", "wrong", LESSON.wrong_feedback),
+            id="an unknown slip falls back to the wrong text",
+        ),
+        pytest.param(
+            [
+                entry("row1_mean", "wrong", "6", slip="mean_not_divided"),
+                entry("row1_mean", "format_error", "2,0", message=FORMAT_TEXT),
+                entry("row1_mean", "wrong", "3"),
+                entry("row1_mean", "right", "2"),
+            ],
+            (3, True, "2", "right", None),
+            id="attempts count graded tries until it lands",
+        ),
+        pytest.param(
+            [
+                entry("row1_mean", "right", "2.001"),
+                entry("row1_mean", "wrong", "9"),
+                entry("row1_mean", "format_error", "x", message=FORMAT_TEXT),
+                entry("row1_mean", "right", "2"),
+            ],
+            (1, True, "2.001", "right", None),
+            id="landed sticks and later entries are ignored",
+        ),
+        pytest.param(
+            [entry("row1_variance", "right", "2/3"), entry("no_such_field", "right")],
+            (0, False, None, None, None),
+            id="other fields and unknown fields leave it alone",
+        ),
+        pytest.param(
+            [entry("row1_mean", "pending", "2")],
+            (0, False, None, None, None),
+            id="an unknown verdict is ignored",
+        ),
+    ],
+)
+def test_a_field_folds_its_entries(
+    entries: list[dict[str, Any]],
+    expected: tuple[int, bool, str | None, str | None, str | None],
+) -> None:
+    # One check per entry, and the same entries as a single check, fold alike.
+    for specs in ([checked(e) for e in entries], [checked(*entries)]):
+        f = state(done(), predicted(), *specs).fields["row1_mean"]
+        assert (f.attempts, f.landed, f.last_raw, f.last_verdict, f.message) == expected
+
+
+@pytest.mark.parametrize(
+    ("specs", "runs"),
+    [
+        pytest.param((), 0, id="nothing"),
+        pytest.param((done(), predicted(), saved("x")), 0, id="commits and saves are not runs"),
+        pytest.param(
+            (checked(entry("row1_mean", "format_error", "x", message=FORMAT_TEXT)),),
+            0,
+            id="a check of format errors only",
+        ),
+        pytest.param((checked(entry("row1_mean", "wrong")),), 1, id="one wrong number"),
+        pytest.param(
+            (
+                checked(
+                    entry("row1_mean", "right", "2"),
+                    entry("row1_variance", "wrong"),
+                    entry("row2_mean", "format_error", "x", message=FORMAT_TEXT),
+                ),
+            ),
+            1,
+            id="one check of several numbers is one run",
+        ),
+        pytest.param((checked(),), 0, id="an empty check"),
+        pytest.param(
+            (locked(WRONG_READINGS[0].id, False), locked(RIGHT_READING.id, True)),
+            2,
+            id="every reading lock",
+        ),
+        pytest.param(
+            (
+                checked(entry("row1_mean", "wrong")),
+                checked(entry("row1_mean", "format_error", "x", message=FORMAT_TEXT)),
+                locked(WRONG_READINGS[1].id, False),
+                checked(entry("row1_mean", "right", "2")),
+                saved("y"),
+            ),
+            3,
+            id="mixed",
+        ),
+    ],
+)
+def test_evaluated_runs(specs: tuple[tuple[EventKind, dict[str, Any]], ...], runs: int) -> None:
+    assert count_evaluated_runs(events(*specs)) == runs
+    assert state(done(), *specs).evaluated_runs == runs
+
+
+@pytest.mark.parametrize(
+    ("specs", "expected"),
+    [
+        pytest.param((), (None, False, 0, None), id="none"),
+        pytest.param(
+            (locked(WRONG_READINGS[0].id, False),),
+            (WRONG_READINGS[0].id, False, 1, WRONG_READINGS[0].feedback),
+            id="one wrong",
+        ),
+        pytest.param(
+            (locked(WRONG_READINGS[0].id, False), locked(WRONG_READINGS[2].id, False)),
+            (WRONG_READINGS[2].id, False, 2, WRONG_READINGS[2].feedback),
+            id="the latest of two wrong",
+        ),
+        pytest.param(
+            (locked(WRONG_READINGS[1].id, False), locked(RIGHT_READING.id, True)),
+            (RIGHT_READING.id, True, 2, RIGHT_READING.feedback),
+            id="wrong then right",
+        ),
+        pytest.param(
+            (locked(RIGHT_READING.id, True), locked(WRONG_READINGS[0].id, False)),
+            (RIGHT_READING.id, True, 1, RIGHT_READING.feedback),
+            id="right is final even after a racing lock",
+        ),
+        pytest.param(
+            (locked("gone_from_the_lesson", False),),
+            ("gone_from_the_lesson", False, 1, None),
+            id="a choice the lesson no longer has",
+        ),
+    ],
+)
+def test_the_reading(
+    specs: tuple[tuple[EventKind, dict[str, Any]], ...],
+    expected: tuple[str | None, bool, int, str | None],
+) -> None:
+    r = state(done(), predicted(), *specs).reading
+    assert (r.locked_choice, r.right, r.locks, r.feedback) == expected
+
+
+@pytest.mark.parametrize(
+    ("specs", "text"),
+    [
+        ((), None),
+        ((saved("first"),), "first"),
+        ((saved("first"), saved("second")), "second"),
+        ((saved("first"), saved("")), ""),
+    ],
+)
+def test_the_latest_takeaway(
+    specs: tuple[tuple[EventKind, dict[str, Any]], ...], text: str | None
+) -> None:
+    assert state(done(), *specs).takeaway == text
+
+
+ALL_SIX = checked(*(entry(f.id, "right") for f in LESSON.number_fields))
+
+
+def test_the_gate_counts_its_parts_but_cannot_close_without_the_rows() -> None:
+    s = state(done(), predicted(), ALL_SIX, locked(RIGHT_READING.id, True))
+    g = s.gate
+    assert (g.numbers_landed, g.numbers_total, g.reading_right) == (6, 6, True)
+    assert (g.predictions_recorded, g.predictions_total) == (0, 0)
+    assert g.predictions_before_play and not g.best_row_played
+    assert g.cannot_close_reason == NO_ROWS.problem
+    assert not g.closed
+
+
+def test_with_the_rows_recorded_the_gate_waits_for_the_row_predictions_and_the_best_row() -> None:
+    s = state(done(), predicted(), ALL_SIX, locked(RIGHT_READING.id, True), recording=FOUR_ROWS)
+    g = s.gate
+    assert g.cannot_close_reason is None
+    assert (g.predictions_recorded, g.predictions_total) == (0, 4)
+    assert not g.closed
+
+
+@pytest.mark.parametrize(
+    "specs",
+    [
+        (done(), predicted(), checked(entry("row1_mean", "right"))),
+        (done(), predicted(), locked(RIGHT_READING.id, True)),
+        (predicted(), ALL_SIX, locked(RIGHT_READING.id, True)),
+    ],
+)
+def test_the_gate_stays_open_while_a_part_is_missing(
+    specs: tuple[tuple[EventKind, dict[str, Any]], ...],
+) -> None:
+    assert not state(*specs, recording=FOUR_ROWS).gate.closed
+
+
+def test_derive_is_pure() -> None:
+    history = events(done(), predicted(), ALL_SIX, saved("kept"))
+    first = derive(history, LESSON, recording=NO_ROWS, dev_prerequisite_done=False)
+    second = derive(history, LESSON, recording=NO_ROWS, dev_prerequisite_done=False)
+    assert first == second
+    assert [e.payload for e in history][-1] == {"text": "kept"}
