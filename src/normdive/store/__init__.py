@@ -3,7 +3,10 @@
 CONTRACT (store helper):
     store/db.py:      make_engine(url: str) -> Engine   # SQLite: WAL + foreign keys on connect
                       upgrade(url: str) -> None          # alembic upgrade head, programmatic
-    store/events.py:  class EventKind(StrEnum): PREREQUISITE_DONE, PREDICTION_COMMITTED,
+    store/tables.py:  the typed declarative models (learners, events); migrations/ builds them
+    store/events.py:  EventKind and Event are defined in normdive.progress.events (the store
+                      depends on progress, never the reverse) and re-exported here:
+                      class EventKind(StrEnum): PREREQUISITE_DONE, PREDICTION_COMMITTED,
                           NUMBERS_CHECKED, READING_LOCKED, TAKEAWAY_SAVED
                           (the ablation issue adds ROW_PREDICTED, ROW_PLAYED, HINT_OPENED)
                       @dataclass(frozen=True) class Event:
@@ -16,5 +19,9 @@ CONTRACT (store helper):
                           def append(self, learner_id: str, kind: EventKind,
                                      payload: Mapping[str, Any]) -> Event
                           def events_for(self, learner_id: str) -> list[Event]  # in order
+                      append raises UnknownLearner (a LookupError) for an id not in the store
+                      and ValueError for a payload JSON cannot hold; NUL and lone surrogates
+                      in strings become U+FFFD (PostgreSQL JSONB refuses them).
+    store/cli.py:     normdive db upgrade; normdive prerequisite done --learner ID
 No SQLite-only SQL: everything must run on PostgreSQL too.
 """
