@@ -1,0 +1,142 @@
+"""The web app factory: `create_app(settings)` wires settings, lesson, store and renderer
+into a FastAPI app with the page's routes, its static files and readable error handling.
+
+Run it with `normdive serve`, or any ASGI server: `uvicorn --factory normdive.web.app:create_app`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from normdive import __version__
+from normdive.config import Settings, get_settings
+from normdive.lesson.content import load_lesson
+from normdive.store.db import make_engine
+from normdive.store.events import Store
+from normdive.web import actions, pages
+from normdive.web.errors import error_response, install_error_handlers
+from normdive.web.identity import make_signer
+from normdive.web.rendering import STATIC_DIR, Renderer
+from normdive.web.services import Services
+
+# Forms carry six short numbers or a 2,000-character takeaway; nothing legitimate comes near.
+MAX_BODY_BYTES = 64 * 1024
+
+TOO_LARGE = "That request is too large to accept. Nothing was saved."
+
+# The page loads nothing from elsewhere and runs no inline script or style.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; "
+    "object-src 'none'"
+)
+SECURITY_HEADERS = (
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+)
+
+
+class SecurityHeaders:
+    """Adds the security headers to every HTTP response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+class BodyLimit:
+    """Refuses request bodies over `max_bytes` with a readable 413: at once when the declared
+    length is too large, otherwise as soon as the bytes received pass the limit."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = Headers(scope=scope).get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            response = error_response(Request(scope), 413, TOO_LARGE)
+            await response(scope, receive, send)
+            return
+        received = 0
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.max_bytes:
+                # Raised inside the route's body read, so the app's 413 handler answers.
+                raise HTTPException(413, TOO_LARGE)
+            return message
+
+        await self.app(scope, counting_receive, send)
+
+
+class RevalidatedStaticFiles(StaticFiles):
+    """Static files a browser keeps but checks (ETag) before each use, so a release is
+    picked up at once, including layernorm.js, which page.js imports without a version."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_no_cache(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), (b"cache-control", b"no-cache")]
+            await send(message)
+
+        await super().__call__(scope, receive, send_no_cache)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    engine = make_engine(settings.database_url)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        engine.dispose()  # close the pool's connections when the server stops
+
+    app = FastAPI(
+        lifespan=lifespan,
+        title="normdive",
+        version=__version__,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.state.services = Services(
+        settings=settings,
+        lesson=load_lesson(),
+        engine=engine,
+        store=Store(engine),
+        signer=make_signer(settings),
+        renderer=Renderer(),
+    )
+    app.include_router(pages.router)
+    app.include_router(actions.router)
+    app.mount("/static", RevalidatedStaticFiles(directory=STATIC_DIR), name="static")
+    install_error_handlers(app)
+    app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
+    app.add_middleware(SecurityHeaders)
+    return app

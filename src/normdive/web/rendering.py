@@ -1,0 +1,92 @@
+"""The one renderer: a Jinja2 environment whose macros draw both the full page and the
+fragments the page's JavaScript swaps in, so a region always looks the same however it came.
+
+Templates give structure only; every sentence of the lesson comes from the Lesson. The few
+interface words that are not lesson content (counters, status lines) live in the templates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+
+from normdive import __version__
+from normdive.numeric.display import format_number, format_row
+from normdive.recording.format import ROW_KEYS
+from normdive.web.view import PageView
+
+TEMPLATES_DIR = Path(str(resources.files("normdive.web").joinpath("templates")))
+STATIC_DIR = Path(str(resources.files("normdive.web").joinpath("static")))
+FRAGMENTS_TEMPLATE = "fragments.html"
+
+# Regions of the page that actions re-render, by the id of their outermost element. Each is
+# a macro of fragments.html with the same name (dashes become underscores).
+FRAGMENT_IDS = (
+    "predict-body",
+    "try-lock",
+    "eps-control",
+    "own-row",
+    "numbers",
+    "reading",
+    "hints-body",
+    "gate",
+    "takeaway-status",
+)
+
+
+def static_version(static_dir: Path = STATIC_DIR) -> str:
+    """A short hash of the static files, appended to their URLs so a new release is fetched."""
+    digest = hashlib.sha256(__version__.encode())
+    for path in sorted(static_dir.rglob("*")):
+        if path.is_file():
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def make_environment(templates_dir: Path = TEMPLATES_DIR) -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(templates_dir),
+        autoescape=select_autoescape(["html"], default_for_string=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["num"] = format_number
+    env.filters["numrow"] = format_row
+    return env
+
+
+class Renderer:
+    def __init__(self, env: Environment | None = None, version: str | None = None) -> None:
+        self.env = env or make_environment()
+        self.env.globals["static_version"] = version or static_version()
+        # Until a recording is readable, the gate still says how many row predictions it wants.
+        self.env.globals["ablation_row_count"] = len(ROW_KEYS)
+
+    def page(self, view: PageView) -> str:
+        return self.env.get_template("page.html").render(view=view)
+
+    def locked(self, view: PageView, message: str | None = None) -> str:
+        return self.env.get_template("locked.html").render(view=view, message=message)
+
+    def error(self, status: int, title: str, message: str) -> str:
+        return self.env.get_template("error.html").render(
+            status=status, title=title, message=message
+        )
+
+    def fragment(self, fragment_id: str, view: PageView) -> str:
+        if fragment_id not in FRAGMENT_IDS:
+            raise KeyError(f"no fragment {fragment_id!r}; known: {FRAGMENT_IDS}")
+        module: Any = self.env.get_template(FRAGMENTS_TEMPLATE).module
+        macro = getattr(module, fragment_id.replace("-", "_"))
+        return str(Markup(macro(view)).strip())
+
+    def fragments(self, fragment_ids: Iterable[str], view: PageView) -> dict[str, str]:
+        return {fragment_id: self.fragment(fragment_id, view) for fragment_id in fragment_ids}

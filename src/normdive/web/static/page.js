@@ -1,0 +1,282 @@
+// The lesson page's behaviour on top of a page that already works without it.
+//
+// - The epsilon switch repaints every computed number at once, in this browser (layernorm.js is
+//   the twin of the server's numeric code, so the numbers are the same ones the server shows).
+// - "Try your own row" computes as the learner types.
+// - Forms marked data-enhance post with fetch and `Accept: application/json`; the server answers
+//   with the regions to replace, drawn by the same templates as the full page. Focus stays on the
+//   control the learner used and the outcome is announced in a polite live region.
+// - The takeaway saves itself a moment after typing stops and warns before leaving unsaved text.
+//
+// Elements are found through event delegation, so regions swapped in need no re-binding.
+
+import { formatInputRow, formatNumber, formatRow, layerNormSteps, parseRow } from "./layernorm.js";
+
+const AUTOSAVE_DELAY_MS = 1500; // "a moment after typing stops"
+const NETWORK_PROBLEM = "The server could not be reached, so nothing was saved. Try again.";
+
+// ---- live numbers ----------------------------------------------------------------------------
+
+function epsSwitch() {
+  return document.getElementById("eps-switch");
+}
+
+function epsState() {
+  const control = epsSwitch();
+  const on = control ? control.checked : true;
+  const onText = control ? control.dataset.epsOn : "0.00001";
+  return { on, value: on ? Number(onText) : 0, text: on ? onText : "0" };
+}
+
+function paintRow(element, eps) {
+  const steps = layerNormSteps(JSON.parse(element.dataset.row), eps.value);
+  const texts = {
+    mean: formatNumber(steps.mean),
+    variance: formatNumber(steps.variance),
+    denominator: formatNumber(steps.denominator),
+    normalised: formatRow(steps.normalised),
+    eps: eps.text,
+  };
+  for (const slot of element.querySelectorAll("[data-ln]")) {
+    const text = texts[slot.dataset.ln];
+    if (text !== undefined) slot.textContent = text;
+  }
+}
+
+function repaint() {
+  const eps = epsState();
+  for (const slot of document.querySelectorAll('[data-ln="eps"]')) slot.textContent = eps.text;
+  for (const element of document.querySelectorAll("[data-row]")) {
+    if (!element.closest("template")) paintRow(element, eps);
+  }
+  for (const sentence of document.querySelectorAll("[data-eps-sentence]")) {
+    sentence.textContent = eps.on ? sentence.dataset.on : sentence.dataset.off;
+  }
+  for (const field of document.querySelectorAll("[data-eps-field]")) {
+    field.value = eps.on ? "on" : "off";
+  }
+}
+
+function rememberInUrl(name, value) {
+  const url = new URL(window.location.href);
+  if (value === null) url.searchParams.delete(name);
+  else url.searchParams.set(name, value);
+  window.history.replaceState(window.history.state, "", url);
+}
+
+function showOwnRow() {
+  const input = document.getElementById("own-row-input");
+  const message = document.getElementById("own-row-message");
+  const target = document.getElementById("own-row-steps");
+  const template = document.getElementById("row-steps-template");
+  if (!input || !message || !target || !template) return;
+  const text = input.value;
+  rememberInUrl("row", text.trim() ? text : null);
+  if (!text.trim()) {
+    message.textContent = "";
+    input.removeAttribute("aria-invalid");
+    target.replaceChildren();
+    return;
+  }
+  const parsed = parseRow(text);
+  if (!Array.isArray(parsed)) {
+    message.textContent = parsed.message;
+    input.setAttribute("aria-invalid", "true");
+    target.replaceChildren();
+    return;
+  }
+  message.textContent = "";
+  input.removeAttribute("aria-invalid");
+  const steps = template.content.firstElementChild.cloneNode(true);
+  steps.dataset.row = JSON.stringify(parsed);
+  steps.querySelector('[data-ln="input"]').textContent = formatInputRow(parsed);
+  paintRow(steps, epsState());
+  target.replaceChildren(steps);
+}
+
+// ---- announcing and swapping -----------------------------------------------------------------
+
+function announce(text) {
+  const region = document.getElementById("announcer");
+  if (!region || !text) return;
+  region.textContent = "";
+  // A fresh text node a moment later is announced even when it repeats the last message.
+  window.setTimeout(() => {
+    region.textContent = text;
+  }, 50);
+}
+
+function isFocusable(element) {
+  return element && !element.disabled && element.getClientRects().length > 0;
+}
+
+function swapFragments(fragments, focusId) {
+  let firstRegion = null;
+  for (const [id, html] of Object.entries(fragments)) {
+    const current = document.getElementById(id);
+    if (!current) continue;
+    current.outerHTML = html;
+    firstRegion = firstRegion || document.getElementById(id);
+  }
+  repaint();
+  const target = focusId ? document.getElementById(focusId) : null;
+  if (isFocusable(target)) target.focus();
+  else if (focusId && firstRegion) {
+    if (!firstRegion.hasAttribute("tabindex")) firstRegion.setAttribute("tabindex", "-1");
+    firstRegion.focus();
+  }
+}
+
+async function post(form) {
+  const response = await fetch(form.action, {
+    method: "POST",
+    body: new URLSearchParams(new FormData(form)),
+    headers: { Accept: "application/json" },
+    credentials: "same-origin",
+  });
+  return { status: response.status, answer: await response.json() };
+}
+
+const busy = new WeakSet();
+
+async function submitEnhanced(form, focusId) {
+  if (busy.has(form)) return;
+  busy.add(form);
+  form.setAttribute("aria-busy", "true");
+  try {
+    const { answer } = await post(form);
+    swapFragments(answer.fragments || {}, focusId);
+    // A refusal arrives as a role="alert" message beside the form; success is announced here.
+    if (answer.ok) announce(answer.message);
+    else if (!answer.fragments) announce(answer.message);
+  } catch {
+    announce(NETWORK_PROBLEM);
+  } finally {
+    busy.delete(form);
+    form.removeAttribute("aria-busy");
+  }
+}
+
+// ---- the takeaway ----------------------------------------------------------------------------
+
+const takeaway = {
+  baseline: null, // the text as last saved (or as first shown): leaving it unsaved is no loss
+  timer: 0,
+};
+
+function takeawayParts() {
+  const form = document.getElementById("takeaway");
+  if (!form) return null;
+  return {
+    form,
+    text: document.getElementById("takeaway-text"),
+    count: form.querySelector("[data-count]"),
+    status: () => document.getElementById("takeaway-status"),
+  };
+}
+
+function takeawayDirty() {
+  const parts = takeawayParts();
+  return Boolean(parts) && parts.text.value !== takeaway.baseline;
+}
+
+function setTakeawayStatus(text, isAlert) {
+  const status = takeawayParts()?.status();
+  if (!status) return;
+  status.textContent = text;
+  status.classList.toggle("alert", Boolean(isAlert));
+  if (isAlert) status.setAttribute("role", "alert");
+  else status.removeAttribute("role");
+}
+
+function tooLong(parts) {
+  const max = Number(parts.text.dataset.maxChars);
+  const length = Array.from(parts.text.value).length;
+  return length > max ? parts.form.dataset.textTooLong.replace("{max}", String(max)).replace("{length}", String(length)) : null;
+}
+
+function onTakeawayInput() {
+  const parts = takeawayParts();
+  const length = Array.from(parts.text.value).length;
+  parts.count.textContent = String(length);
+  window.clearTimeout(takeaway.timer);
+  if (!takeawayDirty()) return;
+  const problem = tooLong(parts);
+  if (problem) {
+    setTakeawayStatus(problem, true);
+    return;
+  }
+  setTakeawayStatus(parts.form.dataset.textUnsaved, false);
+  takeaway.timer = window.setTimeout(() => saveTakeaway(false), AUTOSAVE_DELAY_MS);
+}
+
+async function saveTakeaway(byButton) {
+  const parts = takeawayParts();
+  window.clearTimeout(takeaway.timer);
+  if (busy.has(parts.form)) {
+    takeaway.timer = window.setTimeout(() => saveTakeaway(byButton), AUTOSAVE_DELAY_MS);
+    return;
+  }
+  const sent = parts.text.value;
+  busy.add(parts.form);
+  setTakeawayStatus(parts.form.dataset.textSaving, false);
+  try {
+    const { answer } = await post(parts.form);
+    if (answer.ok) takeaway.baseline = sent;
+    if (answer.ok && parts.text.value !== sent) {
+      // More was typed while this save travelled: that text still needs its own save.
+      setTakeawayStatus(parts.form.dataset.textUnsaved, false);
+      takeaway.timer = window.setTimeout(() => saveTakeaway(false), AUTOSAVE_DELAY_MS);
+    } else {
+      swapFragments(answer.fragments || {}, null);
+    }
+    if (byButton && answer.ok) announce(answer.message);
+  } catch {
+    setTakeawayStatus(NETWORK_PROBLEM, true);
+  } finally {
+    busy.delete(parts.form);
+  }
+}
+
+// ---- wiring ----------------------------------------------------------------------------------
+
+document.addEventListener("change", (event) => {
+  if (event.target.id === "eps-switch") {
+    repaint();
+    showOwnRow();
+    rememberInUrl("eps", event.target.checked ? null : "off");
+  }
+});
+
+document.addEventListener("input", (event) => {
+  if (event.target.id === "own-row-input") showOwnRow();
+  else if (event.target.id === "takeaway-text") onTakeawayInput();
+});
+
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  if (form.id === "eps-control" || form.id === "own-row") {
+    event.preventDefault(); // both already update as they change
+    return;
+  }
+  if (!form.hasAttribute("data-enhance")) return;
+  event.preventDefault();
+  if (form.id === "takeaway") {
+    saveTakeaway(true);
+    return;
+  }
+  const active = document.activeElement;
+  const focusId = active && form.contains(active) && active.id ? active.id : event.submitter?.id;
+  submitEnhanced(form, focusId);
+});
+
+window.addEventListener("beforeunload", (event) => {
+  if (takeawayDirty()) {
+    event.preventDefault();
+    event.returnValue = ""; // older browsers need it set to show the prompt
+  }
+});
+
+document.documentElement.classList.add("js");
+takeaway.baseline = takeawayParts()?.text.value ?? null;
+repaint();

@@ -1,0 +1,331 @@
+"""The four forms, with and without JavaScript: 303 on success, the page re-rendered with
+409 / 422 and the message beside the form on a refusal, and JSON with the same statuses and
+fragments drawn by the same macros as the page."""
+
+from __future__ import annotations
+
+import pytest
+from bs4 import BeautifulSoup, Tag
+from fastapi.testclient import TestClient
+
+from conftest import SettingsFactory
+from normdive.lesson.content import load_lesson
+from normdive.web.app import create_app
+
+LESSON = load_lesson()
+JSON = {"Accept": "application/json"}
+RIGHT = {
+    "row1_mean": "2",
+    "row1_variance": "2/3",
+    "row1_denominator": "0.8165",
+    "row2_mean": "3",
+    "row2_variance": "3",
+    "row2_denominator": "1.732",
+}
+RIGHT_READING = next(c.id for c in LESSON.reading.choices if c.correct)
+WRONG_READING = next(c.id for c in LESSON.reading.choices if not c.correct)
+
+
+def soup_of(html: str) -> BeautifulSoup:
+    return BeautifulSoup(html, "html.parser")
+
+
+def one(soup: BeautifulSoup | Tag, selector: str) -> Tag:
+    found = soup.select_one(selector)
+    assert isinstance(found, Tag), selector
+    return found
+
+
+def text(soup: BeautifulSoup | Tag, selector: str) -> str:
+    return " ".join(one(soup, selector).get_text().split())
+
+
+def state(client: TestClient) -> dict[str, object]:
+    data = client.get("/api/state").json()["state"]
+    assert isinstance(data, dict)
+    return data
+
+
+def commit(client: TestClient, choice: str = "residual") -> None:
+    assert client.post("/predict", data={"choice": choice}).status_code == 303
+
+
+# --- without JavaScript ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "data", "anchor"),
+    [
+        ("/predict", {"choice": "layer_norm"}, "/#try"),
+        ("/takeaway", {"text": "Mine."}, "/#takeaway-section"),
+    ],
+)
+def test_a_successful_post_redirects_to_its_section(
+    client: TestClient, path: str, data: dict[str, str], anchor: str
+) -> None:
+    response = client.post(path, data=data)
+    assert response.status_code == 303
+    assert response.headers["location"] == anchor
+
+
+def test_numbers_and_reading_redirect_once_committed(client: TestClient) -> None:
+    commit(client)
+    numbers = client.post("/numbers", data={"row1_mean": "2"})
+    assert (numbers.status_code, numbers.headers["location"]) == (303, "/#numbers-section")
+    reading = client.post("/reading", data={"choice": WRONG_READING})
+    assert (reading.status_code, reading.headers["location"]) == (303, "/#reading-section")
+
+
+@pytest.mark.parametrize(
+    ("path", "data", "form_id"),
+    [
+        ("/numbers", {"row1_mean": "2"}, "numbers"),
+        ("/reading", {"choice": RIGHT_READING}, "reading"),
+    ],
+)
+def test_try_it_before_the_commit_is_409_with_the_message_by_the_form(
+    client: TestClient, path: str, data: dict[str, str], form_id: str
+) -> None:
+    response = client.post(path, data=data)
+    assert response.status_code == 409
+    soup = soup_of(response.text)
+    alert = one(soup, f"#{form_id}-alert")
+    assert alert["role"] == "alert"
+    assert alert.get_text(strip=True) == LESSON.predict.locked_note
+    # The alert sits inside the form's own region, and nothing was recorded.
+    assert alert.find_parent(id=form_id) is not None
+    assert state(client)["evaluated_runs"] == 0
+
+
+def test_a_refused_numbers_form_keeps_what_was_typed(client: TestClient) -> None:
+    response = client.post("/numbers", data={"row1_mean": "2.5", "row2_variance": "abc"})
+    assert response.status_code == 409
+    soup = soup_of(response.text)
+    assert one(soup, "#field-row1_mean")["value"] == "2.5"
+    assert one(soup, "#field-row2_variance")["value"] == "abc"
+
+
+@pytest.mark.parametrize(
+    ("path", "data", "form_id", "message"),
+    [
+        ("/predict", {}, "predict", "Pick one of the two answers before committing."),
+        ("/predict", {"choice": "both"}, "predict", "Pick one of the two answers"),
+        ("/numbers", {"row1_mean": "  "}, "numbers", "Type a number in at least one field"),
+        ("/reading", {}, "reading", "Pick one of the four readings"),
+        ("/reading", {"choice": "nope"}, "reading", "Pick one of the four readings"),
+    ],
+)
+def test_unusable_input_is_422_with_a_message(
+    client: TestClient, path: str, data: dict[str, str], form_id: str, message: str
+) -> None:
+    if path != "/predict":
+        commit(client)
+    before = state(client)
+    response = client.post(path, data=data)
+    assert response.status_code == 422
+    assert message in text(soup_of(response.text), f"#{form_id}-alert")
+    assert state(client) == before
+
+
+def test_the_prediction_never_changes(client: TestClient) -> None:
+    commit(client, "layer_norm")
+    again = client.post("/predict", data={"choice": "residual"})
+    assert again.status_code == 409
+    assert state(client)["prediction"] == "layer_norm"
+    # The page no longer offers the form, so the refusal is shown as a page alert.
+    assert "already committed" in again.text
+
+
+def test_numbers_land_count_attempts_and_give_feedback(client: TestClient) -> None:
+    commit(client)
+    # A format error costs no attempt; a slip gets its own feedback.
+    client.post("/numbers", data={"row1_mean": "two", "row1_variance": "1"})
+    soup = soup_of(client.get("/").text)
+    assert text(soup, "#field-row1_mean-attempts") == "Attempts: 0"
+    assert "not a number" in text(soup, "#field-row1_mean-feedback")
+    assert text(soup, "#field-row1_variance-attempts") == "Attempts: 1"
+    assert text(soup, "#field-row1_variance-feedback") == " ".join(
+        LESSON.slip_feedback["variance_n_minus_1"].split()
+    )
+    assert one(soup, "#field-row1_variance")["aria-invalid"] == "true"
+
+    client.post("/numbers", data={"row1_mean": "2", "row1_variance": "0.667"})
+    soup = soup_of(client.get("/").text)
+    for field_id, attempts in (("row1_mean", 1), ("row1_variance", 2)):
+        box = one(soup, f"#field-{field_id}")
+        assert box.has_attr("readonly")
+        assert text(soup, f"#field-{field_id}-attempts") == f"Attempts: {attempts}"
+        assert LESSON.numbers.landed_text in text(soup, f"#field-{field_id}-feedback")
+    assert text(soup, "#gate-numbers") == "2 of 6 numbers checked."
+    assert LESSON.hints.runs_text.replace("{runs}", "2") == text(soup, "#hints-body p")
+
+
+def test_all_six_landed_disables_the_check(client: TestClient) -> None:
+    commit(client)
+    client.post("/numbers", data=RIGHT)
+    soup = soup_of(client.get("/").text)
+    assert text(soup, "#gate-numbers") == "6 of 6 numbers checked."
+    assert one(soup, "#numbers-check").has_attr("disabled")
+    again = client.post("/numbers", data=RIGHT)
+    assert again.status_code == 409
+    assert "nothing left to check" in text(soup_of(again.text), "#numbers-alert")
+
+
+def test_a_wrong_reading_may_be_locked_again_and_the_right_one_is_final(
+    client: TestClient,
+) -> None:
+    commit(client)
+    client.post("/reading", data={"choice": WRONG_READING})
+    soup = soup_of(client.get("/").text)
+    feedback = text(soup, "#reading-feedback")
+    assert "[4, 4, 4, 4]" in feedback
+    assert one(soup, f"#reading-{WRONG_READING}").has_attr("checked")
+    assert not one(soup, "#reading fieldset").has_attr("disabled")
+
+    client.post("/reading", data={"choice": RIGHT_READING})
+    soup = soup_of(client.get("/").text)
+    assert one(soup, "#reading fieldset").has_attr("disabled")
+    assert soup.select_one("#reading-lock") is None
+    assert "right" in str(one(soup, "#reading-feedback")["class"])
+    assert text(soup, "#gate-reading") == "The right reading is locked."
+    final = client.post("/reading", data={"choice": WRONG_READING})
+    assert final.status_code == 409
+    assert state(client)["reading"]["right"] is True  # type: ignore[index]
+
+
+def test_the_takeaway_is_saved_escaped_and_shown_again(client: TestClient) -> None:
+    sneaky = '<script>alert("x")</script> & <b>bold</b>'
+    assert client.post("/takeaway", data={"text": sneaky}).status_code == 303
+    html = client.get("/").text
+    assert "<script>alert" not in html and "<b>bold</b>" not in html
+    soup = soup_of(html)
+    assert one(soup, "#takeaway-text").get_text() == sneaky
+    assert text(soup, "#takeaway-status") == "Saved"
+
+
+def test_a_takeaway_over_the_limit_is_422_and_keeps_the_text(client: TestClient) -> None:
+    long_text = "a" * (LESSON.takeaway.max_chars + 1)
+    response = client.post("/takeaway", data={"text": long_text})
+    assert response.status_code == 422
+    soup = soup_of(response.text)
+    status = one(soup, "#takeaway-status")
+    assert status["role"] == "alert"
+    assert "2,001 characters" in status.get_text() and "2,000" in status.get_text()
+    assert one(soup, "#takeaway-text").get_text() == long_text
+    assert state(client)["takeaway"] is None
+
+
+def test_actions_while_8_5_is_not_done_are_refused_on_the_locked_page(
+    make_settings: SettingsFactory,
+) -> None:
+    with TestClient(create_app(make_settings(dev_prerequisite_done=False))) as test_client:
+        response = test_client.post("/predict", data={"choice": "residual"})
+        data = test_client.post("/takeaway", data={"text": "x"}, headers=JSON)
+    assert response.status_code == 409
+    assert " ".join(LESSON.prerequisite.locked_text.split()) in text(
+        soup_of(response.text), "[role=alert]"
+    )
+    assert data.status_code == 409 and data.json()["ok"] is False
+
+
+def test_a_reload_shows_exactly_the_same_state(client: TestClient) -> None:
+    commit(client)
+    client.post("/numbers", data={"row1_mean": "2", "row2_mean": "4"})
+    client.post("/reading", data={"choice": WRONG_READING})
+    client.post("/takeaway", data={"text": "Kept."})
+    first, second = client.get("/").text, client.get("/").text
+    assert first == second
+
+
+# --- with JavaScript (Accept: application/json) ----------------------------------------------
+
+
+def test_json_success_returns_the_message_and_the_fragments(client: TestClient) -> None:
+    response = client.post("/predict", data={"choice": "residual"}, headers=JSON)
+    assert response.status_code == 200
+    body = response.json()
+    assert body["ok"] is True
+    assert body["message"] == f"{LESSON.predict.committed_text} Residual connections"
+    assert set(body["fragments"]) == {
+        "predict-body",
+        "try-lock",
+        "eps-control",
+        "own-row",
+        "numbers",
+        "reading",
+        "hints-body",
+        "gate",
+    }
+    for element_id, html in body["fragments"].items():
+        root = soup_of(html).find(True)
+        assert isinstance(root, Tag) and root["id"] == element_id
+
+
+def test_each_fragment_is_exactly_that_region_of_the_page(client: TestClient) -> None:
+    commit(client)
+    body = client.post("/numbers", data={"row1_mean": "2", "row1_variance": "1"}, headers=JSON)
+    page = soup_of(client.get("/").text)
+    for element_id, html in body.json()["fragments"].items():
+        assert soup_of(html) == soup_of(str(one(page, f"#{element_id}"))), element_id
+
+
+def test_json_numbers_announce_each_field(client: TestClient) -> None:
+    commit(client)
+    body = client.post(
+        "/numbers", data={"row1_mean": "2", "row1_variance": "1"}, headers=JSON
+    ).json()
+    assert body["ok"] is True
+    assert body["message"].startswith(f"Mean of [1, 2, 3]: {LESSON.numbers.landed_text}")
+    assert "Variance of [1, 2, 3]: That divides by n - 1" in body["message"]
+    numbers = soup_of(body["fragments"]["numbers"])
+    assert text(numbers, "#field-row1_variance-attempts") == "Attempts: 1"
+
+
+@pytest.mark.parametrize(
+    ("path", "data", "status", "fragment", "alert_id"),
+    [
+        ("/numbers", {"row1_mean": "2"}, 409, "numbers", "numbers-alert"),
+        ("/reading", {"choice": RIGHT_READING}, 409, "reading", "reading-alert"),
+        ("/predict", {"choice": ""}, 422, "predict-body", "predict-alert"),
+        ("/takeaway", {"text": "z" * 2001}, 422, "takeaway-status", "takeaway-status"),
+    ],
+)
+def test_json_refusals_keep_their_status_and_render_the_alert(
+    client: TestClient,
+    path: str,
+    data: dict[str, str],
+    status: int,
+    fragment: str,
+    alert_id: str,
+) -> None:
+    response = client.post(path, data=data, headers=JSON)
+    assert response.status_code == status
+    body = response.json()
+    assert body["ok"] is False and body["message"]
+    alert = one(soup_of(body["fragments"][fragment]), f"#{alert_id}")
+    assert alert["role"] == "alert"
+    assert alert.get_text(strip=True) == body["message"]
+
+
+def test_json_takeaway_returns_only_its_status_line(client: TestClient) -> None:
+    body = client.post("/takeaway", data={"text": "Short and mine."}, headers=JSON).json()
+    assert body == {
+        "ok": True,
+        "message": "Saved",
+        "fragments": {"takeaway-status": '<p id="takeaway-status" class="status">Saved</p>'},
+    }
+
+
+def test_a_form_body_that_is_not_a_form_is_just_blank_input(client: TestClient) -> None:
+    response = client.post(
+        "/predict", content=b'{"choice": "residual"}', headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 422
+    assert state(client)["prediction"] is None
+
+
+def test_unknown_form_fields_are_ignored(client: TestClient) -> None:
+    commit(client)
+    response = client.post("/numbers", data={"row1_mean": "2", "extra": "1"}, headers=JSON)
+    assert response.status_code == 200
+    assert state(client)["fields"]["row1_mean"]["landed"] is True  # type: ignore[index]
