@@ -1,6 +1,6 @@
 """Shared fixtures: settings on a real, migrated SQLite file, the app in-process (httpx
-TestClient), and the app served for real by uvicorn on a free 127.0.0.1 port in a background
-thread for the browser tests."""
+TestClient), the app served for real by uvicorn on a free 127.0.0.1 port in a background
+thread, and Playwright driving Debian's Chromium against it for the browser tests."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import uvicorn
@@ -20,6 +20,9 @@ from fastapi.testclient import TestClient
 from normdive.config import Settings
 from normdive.store.db import upgrade
 from normdive.web.app import create_app
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, BrowserContext, Page
 
 SECRET_KEY = "test-secret-key-" + "0123456789abcdef" * 2
 HOST_TOKEN = "host-token-for-tests-0123456789"
@@ -134,3 +137,66 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     server.start()
     yield server
     server.stop()
+
+
+# --- the browser ---------------------------------------------------------------------------
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+# Generous: two CPU cores are shared by the whole test run.
+ACTION_TIMEOUT_MS = 20_000
+# Chromium logs every 4xx answer to fetch as a console error; 409 and 422 are the page's
+# refusals, which the tests provoke on purpose.
+EXPECTED_CONSOLE = ("status of 409", "status of 422")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        yield chromium
+        chromium.close()
+
+
+def open_page(context: BrowserContext, errors: list[str]) -> Page:
+    page = context.new_page()
+    page.set_default_timeout(ACTION_TIMEOUT_MS)
+    page.on("pageerror", lambda error: errors.append(f"page error: {error}"))
+    page.on(
+        "console",
+        lambda message: (
+            errors.append(f"console: {message.text}")
+            if message.type == "error" and not any(e in message.text for e in EXPECTED_CONSOLE)
+            else None
+        ),
+    )
+    return page
+
+
+@pytest.fixture
+def new_page(browser: Browser, live_server: LiveServer) -> Iterator[Callable[..., Page]]:
+    """new_page(**context_options) -> Page on the live server. Each call is a new browser
+    context, so a new learner. The test fails if any page logged a JavaScript error."""
+    contexts: list[BrowserContext] = []
+    errors: list[str] = []
+
+    def make(**options: Any) -> Page:
+        context = browser.new_context(base_url=live_server.url, **options)
+        contexts.append(context)
+        return open_page(context, errors)
+
+    yield make
+    for context in contexts:
+        context.close()
+    assert errors == []

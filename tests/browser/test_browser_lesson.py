@@ -1,0 +1,297 @@
+"""A learner in Chromium, finding everything by role and label: commit, flip the switch,
+land six numbers, lock a reading, save a takeaway, reload and find it all; at 375 px too;
+an axe-core audit; and the page without JavaScript."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from normdive.lesson.content import load_lesson
+
+pytestmark = pytest.mark.browser
+
+NewPage = Callable[..., Page]
+LESSON = load_lesson()
+REPO = Path(__file__).resolve().parents[2]
+AXE = REPO / "node_modules" / "axe-core" / "axe.min.js"
+PHONE = {"width": 375, "height": 812}
+NAN4 = "[not a number, not a number, not a number, not a number]"
+ZEROS4 = "[0.000000, 0.000000, 0.000000, 0.000000]"
+RIGHT_READING = next(c for c in LESSON.reading.choices if c.correct)
+WRONG_READING = next(c for c in LESSON.reading.choices if not c.correct)
+TAKEAWAY = "Layer norm divides by sqrt(var + eps); without eps, [4, 4, 4, 4] breaks. <b>mine</b>"
+
+
+def field(page: Page, field_id: str):  # type: ignore[no-untyped-def]
+    label = next(f.label for f in LESSON.number_fields if f.id == field_id)
+    return page.get_by_label(label, exact=True)
+
+
+def attempts(page: Page, field_id: str):  # type: ignore[no-untyped-def]
+    return page.locator(f"#field-{field_id}-attempts")
+
+
+def check_numbers(page: Page) -> None:
+    page.get_by_role("button", name=LESSON.numbers.check_label).click()
+
+
+def no_horizontal_scroll(page: Page) -> None:
+    width = page.evaluate("document.scrollingElement.scrollWidth")
+    assert width <= PHONE["width"], f"the page scrolls sideways: {width}px"
+
+
+def commit_prediction(page: Page) -> None:
+    page.goto("/")
+    expect(page.get_by_role("switch", name=LESSON.hand.switch_label)).to_be_disabled()
+    expect(page.locator("#try-lock")).to_contain_text(LESSON.predict.locked_note)
+    page.get_by_role("radio", name="Residual connections").check()
+    page.get_by_role("button", name=LESSON.predict.commit_label).click()
+    expect(page.locator("#committed-prediction")).to_have_text("Residual connections")
+    expect(page.locator("#try-lock")).to_have_text("")
+    expect(page.locator("#announcer")).to_contain_text(LESSON.predict.committed_text)
+
+
+def flip_the_switch(page: Page) -> None:
+    switch = page.get_by_role("switch", name=LESSON.hand.switch_label)
+    edge = page.locator("#edge-now")
+    first_denominator = page.locator("#hand .row-steps").first.locator("[data-ln=denominator]")
+    expect(switch).to_be_checked()
+    expect(edge).to_have_text(f"{LESSON.hand.edge_now_on} {ZEROS4}.")
+    switch.click()
+    expect(switch).not_to_be_checked()
+    expect(edge).to_have_text(f"{LESSON.hand.edge_now_off} {NAN4}.")
+    expect(first_denominator).to_have_text("0.816497")
+    expect(page.locator(".badges [data-ln=eps]")).to_have_text("0")
+    switch.press("Space")  # the keyboard works too
+    expect(switch).to_be_checked()
+    expect(edge).to_have_text(f"{LESSON.hand.edge_now_on} {ZEROS4}.")
+    expect(first_denominator).to_have_text("0.816503")
+
+
+def land_six_numbers(page: Page) -> None:
+    # A format error: a message, no attempt used.
+    field(page, "row1_mean").fill("two")
+    check_numbers(page)
+    expect(page.locator("#field-row1_mean-feedback")).to_contain_text("not a number")
+    expect(attempts(page, "row1_mean")).to_have_text("Attempts: 0")
+    expect(page.locator("#numbers-check")).to_be_focused()
+
+    # The mean lands after the format error; the variance is wrong first (n - 1).
+    field(page, "row1_mean").fill("2")
+    field(page, "row1_variance").fill("1")
+    field(page, "row1_variance").press("Enter")
+    expect(attempts(page, "row1_mean")).to_have_text("Attempts: 1")
+    expect(field(page, "row1_mean")).to_have_attribute("readonly", "")
+    expect(page.locator("#field-row1_mean-feedback")).to_contain_text(LESSON.numbers.landed_text)
+    expect(attempts(page, "row1_variance")).to_have_text("Attempts: 1")
+    expect(page.locator("#field-row1_variance-feedback")).to_contain_text("n - 1")
+    expect(field(page, "row1_variance")).to_be_focused()
+
+    for field_id, value in [
+        ("row1_variance", "2/3"),
+        ("row1_denominator", "0.8165"),
+        ("row2_mean", "3"),
+        ("row2_variance", "3"),
+        ("row2_denominator", "1.732"),
+    ]:
+        field(page, field_id).fill(value)
+    check_numbers(page)
+    expect(page.locator("#gate-numbers")).to_have_text("6 of 6 numbers checked.")
+    expect(attempts(page, "row1_variance")).to_have_text("Attempts: 2")
+    for field_id in ("row1_denominator", "row2_mean", "row2_variance", "row2_denominator"):
+        expect(attempts(page, field_id)).to_have_text("Attempts: 1")
+    expect(page.locator("#numbers-check")).to_be_disabled()
+
+
+def lock_the_reading(page: Page) -> None:
+    lock = page.get_by_role("button", name=LESSON.reading.lock_label)
+    page.get_by_role("radio", name=WRONG_READING.label).check()
+    lock.click()
+    expect(page.locator("#reading-feedback")).to_contain_text("[4, 4, 4, 4]")
+    expect(page.locator("#gate-reading")).to_have_text("The right reading is not locked yet.")
+    page.get_by_role("radio", name=RIGHT_READING.label).check()
+    lock.click()
+    expect(page.locator("#gate-reading")).to_have_text("The right reading is locked.")
+    expect(page.get_by_role("radio", name=RIGHT_READING.label)).to_be_disabled()
+    expect(page.get_by_role("button", name=LESSON.reading.lock_label)).to_have_count(0)
+
+
+def save_the_takeaway(page: Page) -> None:
+    box = page.get_by_label(LESSON.takeaway.label, exact=True)
+    expect(box).to_have_value(LESSON.takeaway.default_line)
+    expect(page.locator("#takeaway-status")).to_have_text("Not saved yet")
+    box.fill(TAKEAWAY)
+    page.get_by_role("button", name=LESSON.takeaway.save_label).click()
+    expect(page.locator("#takeaway-status")).to_have_text("Saved")
+
+
+def find_it_all_after_a_reload(page: Page) -> None:
+    page.reload()
+    expect(page.locator("#committed-prediction")).to_have_text("Residual connections")
+    expect(page.get_by_role("switch", name=LESSON.hand.switch_label)).to_be_enabled()
+    for number_field in LESSON.number_fields:
+        expect(field(page, number_field.id)).to_have_attribute("readonly", "")
+    expect(attempts(page, "row1_variance")).to_have_text("Attempts: 2")
+    expect(attempts(page, "row1_mean")).to_have_text("Attempts: 1")
+    expect(page.locator("#gate-numbers")).to_have_text("6 of 6 numbers checked.")
+    expect(page.get_by_role("radio", name=RIGHT_READING.label)).to_be_checked()
+    expect(page.locator("#gate-reading")).to_have_text("The right reading is locked.")
+    expect(page.get_by_label(LESSON.takeaway.label, exact=True)).to_have_value(TAKEAWAY)
+    expect(page.locator("#takeaway-status")).to_have_text("Saved")
+    expect(page.locator("#hints-body p")).to_have_text(
+        LESSON.hints.runs_text.replace("{runs}", "4")
+    )
+
+
+def work_through_the_lesson(page: Page, check_width: bool = False) -> None:
+    commit_prediction(page)
+    flip_the_switch(page)
+    land_six_numbers(page)
+    lock_the_reading(page)
+    save_the_takeaway(page)
+    if check_width:
+        page.get_by_text(LESSON.hand.table_summary).click()
+        no_horizontal_scroll(page)
+    find_it_all_after_a_reload(page)
+
+
+def test_a_learner_works_through_the_lesson(new_page: NewPage) -> None:
+    work_through_the_lesson(new_page())
+
+
+def test_the_same_at_375_px_wide(new_page: NewPage) -> None:
+    page = new_page(viewport=PHONE, has_touch=True)
+    page.goto("/")
+    no_horizontal_scroll(page)
+    work_through_the_lesson(page, check_width=True)
+    no_horizontal_scroll(page)
+    # A long row of your own wraps rather than widening the page.
+    page.get_by_label(LESSON.own_row.label).fill(", ".join(["-123456.789"] * 16))
+    expect(page.locator("#own-row-steps [data-ln=mean]")).to_have_text("-123456.789000")
+    no_horizontal_scroll(page)
+    # Touch targets: every visible button and choice is at least 44 px tall.
+    for target in page.locator("button:visible, .choice, .switch").all():
+        box = target.bounding_box()
+        assert box is not None and box["height"] >= 44, target
+
+
+def test_your_own_row_computes_as_you_type(new_page: NewPage) -> None:
+    page = new_page()
+    commit_prediction(page)
+    own = page.get_by_label(LESSON.own_row.label)
+    own.fill("3, 1, 4, 1, 5")
+    steps = page.locator("#own-row-steps")
+    expect(steps.locator("[data-ln=input]")).to_have_text("[3, 1, 4, 1, 5]")
+    expect(steps.locator("[data-ln=mean]")).to_have_text("2.800000")
+    expect(steps.locator("[data-ln=variance]")).to_have_text("2.560000")
+    own.fill("7, 7")
+    page.get_by_role("switch", name=LESSON.hand.switch_label).click()
+    expect(steps.locator("[data-ln=normalised]")).to_have_text("[not a number, not a number]")
+    own.fill("1, 2, banana")
+    expect(page.locator("#own-row-message")).to_contain_text("“banana” is not a number.")
+    expect(own).to_have_attribute("aria-invalid", "true")
+    expect(steps.locator(".row-steps")).to_have_count(0)
+    own.fill("")
+    expect(page.locator("#own-row-message")).to_have_text("")
+
+
+def test_the_takeaway_saves_itself_and_warns_before_leaving_unsaved(new_page: NewPage) -> None:
+    page = new_page()
+    page.goto("/")
+    box = page.get_by_label(LESSON.takeaway.label, exact=True)
+    box.fill("Saved without pressing the button.")
+    expect(page.locator("#takeaway-status")).to_have_text("Saved", timeout=15_000)
+    page.reload()
+    expect(box).to_have_value("Saved without pressing the button.")
+
+    # Over the limit: a clear message, nothing saved, and leaving asks first.
+    box.fill("x" * (LESSON.takeaway.max_chars + 5))
+    expect(page.locator("#takeaway-status")).to_contain_text("Too long to save")
+    expect(page.locator("#takeaway-count")).to_have_text(
+        f"{LESSON.takeaway.max_chars + 5} of {LESSON.takeaway.max_chars} characters"
+    )
+    page.get_by_role("button", name=LESSON.takeaway.save_label).click()
+    expect(page.locator("#takeaway-status")).to_contain_text("the limit is 2,000")
+    with page.expect_event("dialog") as asked:
+        page.close(run_before_unload=True)
+    assert asked.value.type == "beforeunload"
+    asked.value.accept()  # leave anyway
+    page.wait_for_event("close")
+
+
+def run_axe(page: Page) -> list[dict[str, object]]:
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate("async () => await axe.run(document)")
+    return list(result["violations"])
+
+
+def describe(violations: list[dict[str, object]]) -> str:
+    return json.dumps(
+        [
+            {"id": v["id"], "help": v["help"], "nodes": [n["html"] for n in v["nodes"]]}  # type: ignore[index, union-attr]
+            for v in violations
+        ],
+        indent=1,
+    )
+
+
+def test_axe_core_finds_no_violations(new_page: NewPage) -> None:
+    # bypass_csp lets the audit script in; the page itself runs no inline script.
+    page = new_page(bypass_csp=True)
+    page.goto("/")
+    before = run_axe(page)
+    assert before == [], describe(before)
+
+    commit_prediction(page)
+    field(page, "row1_mean").fill("two")
+    field(page, "row1_variance").fill("1")
+    check_numbers(page)
+    expect(attempts(page, "row1_variance")).to_have_text("Attempts: 1")
+    page.get_by_role("radio", name=WRONG_READING.label).check()
+    page.get_by_role("button", name=LESSON.reading.lock_label).click()
+    expect(page.locator("#reading-feedback")).to_be_visible()
+    page.get_by_label(LESSON.own_row.label).fill("1, 2, x")
+    page.get_by_text(LESSON.hand.table_summary).click()
+    page.get_by_role("switch", name=LESSON.hand.switch_label).click()
+    during = run_axe(page)
+    assert during == [], describe(during)
+
+    phone = new_page(bypass_csp=True, viewport=PHONE)
+    phone.goto("/?eps=off&row=1,2,3,4")
+    small = run_axe(phone)
+    assert small == [], describe(small)
+
+
+def test_without_javascript_a_number_still_lands(new_page: NewPage) -> None:
+    page = new_page(java_script_enabled=False)
+    page.goto("/")
+    page.get_by_role("radio", name="Layer norm").check()
+    page.get_by_role("button", name=LESSON.predict.commit_label).click()
+    expect(page).to_have_url(re.compile(r"/#try$"))
+    expect(page.locator("#committed-prediction")).to_have_text("Layer norm")
+
+    field(page, "row1_mean").fill("6")  # the sum, not the mean
+    check_numbers(page)
+    expect(attempts(page, "row1_mean")).to_have_text("Attempts: 1")
+    expect(page.locator("#field-row1_mean-feedback")).to_contain_text("sum")
+    field(page, "row1_mean").fill("2.0004")
+    check_numbers(page)
+    expect(page).to_have_url(re.compile(r"/#numbers-section$"))
+    expect(attempts(page, "row1_mean")).to_have_text("Attempts: 2")
+    expect(field(page, "row1_mean")).to_have_attribute("readonly", "")
+    expect(page.locator("#gate-numbers")).to_have_text("1 of 6 numbers checked.")
+
+    # The switch works as a form: tick it off, apply, and the server draws eps = 0.
+    page.get_by_role("switch", name=LESSON.hand.switch_label).uncheck()
+    page.get_by_role("button", name="Apply the switch").click()
+    expect(page.locator("#edge-now")).to_have_text(f"{LESSON.hand.edge_now_off} {NAN4}.")
+
+    # A refusal re-renders the page with the message by the form.
+    page.get_by_role("button", name=LESSON.reading.lock_label).click()
+    expect(page.get_by_role("alert")).to_contain_text("Pick one of the four readings")
