@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import textwrap
@@ -13,6 +14,7 @@ from fastapi.testclient import TestClient
 
 from conftest import SettingsFactory
 from normdive.web.app import MAX_BODY_BYTES, create_app
+from normdive.web.pages import json_safe
 
 JSON = {"Accept": "application/json"}
 REPO = Path(__file__).resolve().parents[1]
@@ -172,3 +174,33 @@ def test_serving_the_app_never_imports_torch(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "no torch"
+
+
+def test_json_safe_spells_non_finite_numbers() -> None:
+    value = {"a": [1.5, math.nan, {"b": math.inf}], "c": -math.inf, "d": "text", "e": None}
+    assert json_safe(value) == {
+        "a": [1.5, "nan", {"b": "inf"}],
+        "c": "-inf",
+        "d": "text",
+        "e": None,
+    }
+
+
+def test_a_malformed_query_on_a_typed_route_is_a_readable_422(
+    make_settings: SettingsFactory,
+) -> None:
+    app = create_app(make_settings())
+
+    @app.get("/typed")
+    def typed(count: int) -> dict[str, int]:
+        return {"count": count}
+
+    with TestClient(app) as test_client:
+        page = test_client.get("/typed?count=many")
+        data = test_client.get("/typed?count=many", headers=JSON)
+    assert page.status_code == data.status_code == 422
+    assert "Some of what was sent could not be read (query.count)." in page.text
+    assert data.json() == {
+        "ok": False,
+        "message": "Some of what was sent could not be read (query.count).",
+    }

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from fastapi import APIRouter
+from fastapi.encoders import jsonable_encoder
 from sqlalchemy import text
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -40,10 +42,22 @@ async def lesson_page(request: Request) -> Response:
     return await run_in_threadpool(_lesson_page, services(request), request)
 
 
+def json_safe(value: Any) -> Any:
+    """`value` with every non-finite float spelled as JSON can hold it ("nan", "inf", "-inf"),
+    as the recording format does: a diverged row's figures must not break the API."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [json_safe(item) for item in value]
+    return value
+
+
 def _state_json(svc: Services, request: Request) -> Response:
     learner = resolve_learner(request, svc.store, svc.signer)
-    state = svc.state_of(learner.id)
-    response = JSONResponse({"learner_id": learner.id, "state": dataclasses.asdict(state)})
+    state = json_safe(jsonable_encoder(dataclasses.asdict(svc.state_of(learner.id))))
+    response = JSONResponse({"learner_id": learner.id, "state": state})
     attach_cookie(response, learner, svc.signer, svc.settings)
     return response
 
