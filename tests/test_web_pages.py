@@ -175,6 +175,7 @@ def test_the_switch_is_a_real_checkbox_with_role_switch(client: TestClient) -> N
 def test_the_hand_rows_show_the_seed_numbers(
     client: TestClient, query: str, expected: dict[str, tuple[str, str, str, str]]
 ) -> None:
+    client.post("/predict", data={"choice": "residual"})
     soup = page(client, "/" + query)
     rows = soup.select("#hand .row-steps")
     assert [text(r, "[data-ln=input]") for r in rows] == list(expected)
@@ -248,6 +249,7 @@ def test_your_own_row_is_computed_by_the_server_too(client: TestClient) -> None:
     ],
 )
 def test_a_bad_own_row_gets_an_inline_message(client: TestClient, row: str, message: str) -> None:
+    client.post("/predict", data={"choice": "residual"})
     response = client.get("/", params={"row": row})
     assert response.status_code == 200
     soup = BeautifulSoup(response.text, "html.parser")
@@ -336,3 +338,11 @@ def test_every_form_control_has_a_label(client: TestClient) -> None:
         assert has_label or control.has_attr("aria-label"), control
     for button in soup.select("button"):
         assert button.get_text(strip=True), button
+
+
+def test_before_the_commit_the_url_cannot_run_try_it(client: TestClient) -> None:
+    soup = page(client, "/?eps=off&row=1,2")
+    assert one(soup, "#eps-switch").has_attr("checked")
+    assert text(soup, "#edge-now").endswith(f"{ZEROS4}.")
+    assert one(soup, "#own-row-input")["value"] == ""
+    assert soup.select("#own-row-steps .row-steps") == []

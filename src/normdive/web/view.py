@@ -108,6 +108,9 @@ def build_page_view(
     own_row_text: str | None = None,
     refusal: Refusal | None = None,
 ) -> PageView:
+    if state.prediction is None:
+        # Nothing in "Try it" runs before the prediction is committed, not even from the URL.
+        eps_on, own_row_text = True, None
     eps = float(lesson.eps) if eps_on else 0.0
     return PageView(
         lesson=lesson,
