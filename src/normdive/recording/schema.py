@@ -1,0 +1,43 @@
+"""The JSON Schema of the recording, generated from the pydantic models (never hand-written).
+
+Regenerate after changing recording/format.py:
+
+    .venv/bin/python -m normdive.recording.schema docs/recording.schema.json
+
+tests/test_recording_schema.py fails while the committed file differs from what this makes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from normdive.recording.format import FORMAT_VERSION, Recording
+
+SCHEMA_ID = "https://normdive.invalid/recording.schema.json"  # names the schema, fetches nothing
+
+
+def schema_text() -> str:
+    """The schema as the committed file holds it: sorted keys, two-space indent, final newline."""
+    schema = Recording.model_json_schema(mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = SCHEMA_ID
+    schema["description"] = (
+        f"normdive recording, format_version {FORMAT_VERSION}. Generated from "
+        "normdive.recording.format by normdive.recording.schema; do not edit by hand."
+    )
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m normdive.recording.schema PATH", file=sys.stderr)
+        return 2
+    Path(argv[0]).write_text(schema_text(), encoding="utf-8")
+    print(f"wrote {argv[0]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,74 @@
+"""The recording in a few lines: the four rows at the page's seed, and the spread over seeds.
+
+Printed by `record-runs` when it finishes and by `check-recording`, and pasted into
+docs/recording.md. Markdown, so the same text reads in a terminal and in the docs.
+"""
+
+from __future__ import annotations
+
+import math
+
+from normdive.recording.format import ROW_KEYS, Recording, as_float
+from normdive.recording.reader import best_row, ranking
+
+
+def _percent(value: float | str) -> str:
+    number = as_float(value)
+    return f"{100 * number:.1f} %" if math.isfinite(number) else str(value)
+
+
+def _loss(value: float | str) -> str:
+    number = as_float(value)
+    return f"{number:.4f}" if math.isfinite(number) else str(value)
+
+
+def summary_table(recording: Recording) -> list[str]:
+    """A header, a rule and one line per row key present at the page seed (four normally),
+    with each row's final accuracy at every recorded seed in the last column."""
+    seed = recording.page_seed
+    present = [key for key in ROW_KEYS if recording.row(key) is not None]
+    best = best_row(recording) if present else None
+    seeds = ", ".join(map(str, recording.seeds))
+    lines = [
+        f"| row (seed {seed}) | layer norm | residual | held-out accuracy | exact match "
+        f"| held-out loss | first step at 100 % | accuracy at seeds {seeds} |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for key in present:
+        row = recording.row(key)
+        assert row is not None  # present was filtered on it
+        spread = []
+        for other_seed in recording.seeds:
+            other = recording.row(key, other_seed)
+            spread.append(_percent(other.final.heldout_accuracy) if other else "-")
+        full = row.final.first_step_at_full_accuracy
+        lines.append(
+            f"| {key}{' (best)' if key == best else ''} | {'on' if row.layernorm else 'off'} "
+            f"| {'on' if row.residual else 'off'} | {_percent(row.final.heldout_accuracy)} "
+            f"| {_percent(row.final.heldout_exact_match)} | {_loss(row.final.heldout_loss)} "
+            f"| {full if full is not None else 'never'} | {' / '.join(spread)} |"
+        )
+    return lines
+
+
+def ranking_note(recording: Recording) -> str:
+    """Whether the seeds agree: on the best row, on which single component recovers more,
+    and on the full order (rows at chance may swap places on noise alone)."""
+    page = ranking(recording)
+    if not page:
+        return "No rows at the page's seed."
+    notes = []
+    for seed in recording.seeds:
+        order = ranking(recording, seed)
+        if not order:
+            continue
+        singles = [key for key in order if key in ("residual_only", "layernorm_only")]
+        notes.append(
+            f"seed {seed}: {' > '.join(order)}"
+            + (f" (single component recovering more: {singles[0]})" if len(singles) == 2 else "")
+        )
+    same = all(ranking(recording, s) in (page, []) for s in recording.seeds)
+    verdict = (
+        "Every seed ranks the rows the same way." if same else "The ranking differs between seeds."
+    )
+    return verdict + " " + "; ".join(notes) + "."
