@@ -12,12 +12,20 @@ from pathlib import Path
 import pytest
 
 from normdive.lesson.content import (
+    ANSWER_FIELDS,
+    BAND_FIELDS,
+    COMPONENT_ROWS,
+    OUTCOME_IDS,
     PREDICT_CHOICE_IDS,
+    ROW_COMPARE_FIELDS,
+    RUN_FIELDS,
     SECTION_IDS,
+    SHARE_FIELDS,
     Lesson,
     LessonError,
     load_lesson,
     parse_lesson,
+    placeholders,
 )
 from normdive.numeric.display import format_input_row
 from normdive.numeric.targets import SLIPS
@@ -94,6 +102,115 @@ def test_the_ablation_texts_leave_the_outcome_to_the_recording(lesson: Lesson) -
     texts = " ".join(lesson.ablation.model_dump().values()).lower()
     for claim in ("recovers more", "best row is", "wins", "better than"):
         assert claim not in texts
+
+
+def test_the_ablation_data_the_spec_fixes(lesson: Lesson) -> None:
+    assert [row.key for row in lesson.rows] == [
+        "both",
+        "residual_only",
+        "layernorm_only",
+        "neither",
+    ]
+    assert [row.label for row in lesson.rows] == [
+        "Both",
+        "Residuals only",
+        "Layer norm only",
+        "Neither",
+    ]
+    assert all(row.description for row in lesson.rows)
+    assert [o.id for o in lesson.outcomes] == list(OUTCOME_IDS)
+    assert [o.label for o in lesson.outcomes] == [
+        "Learns the copy",
+        "Gets part of the way",
+        "Stays at chance",
+    ]
+    assert lesson.bands.learns_min_accuracy == Decimal("0.90")
+    assert lesson.bands.chance_max_multiple == Decimal("2")
+    assert lesson.aggregate.min_learners == 5
+    assert sorted(lesson.components) == sorted(PREDICT_CHOICE_IDS) == sorted(COMPONENT_ROWS)
+    assert set(COMPONENT_ROWS.values()) == {"layernorm_only", "residual_only"}
+    assert set(lesson.init_names) == {"gpt2", "pytorch"}
+    assert lesson.row("neither") is not None and lesson.row("all") is None
+    assert lesson.outcome("chance") is not None and lesson.outcome("wins") is None
+    assert lesson.predict_choice("residual") is not None
+
+
+def _texts(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _texts(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _texts(item)]
+    return []
+
+
+def test_no_text_names_the_answer(lesson: Lesson) -> None:
+    # Which component recovers more and which row is best come from the recording: every
+    # sentence that says so takes them from placeholders.
+    texts = [text.lower() for text in _texts(lesson.model_dump())]
+    assert texts
+    for text in texts:
+        for name in lesson.components.values():
+            for claim in ("recovers more", "recovered more", "matters more"):
+                assert f"{name.lower()} {claim}" not in text, text
+        for row in lesson.rows:
+            # Sentences quote a row's label only through the {row} / {other_row} placeholders.
+            assert f"“{row.label.lower()}”" not in text, text
+            for claim in ("is the best", "does best", "learns the copy", "stays at chance"):
+                assert f"{row.label.lower()} row {claim}" not in text, text
+        assert "best row is" not in text
+
+
+def test_the_texts_state_the_runs_scope_and_the_initialisation(lesson: Lesson) -> None:
+    statement = lesson.ablation.statement
+    assert {"depth", "seed"} <= placeholders(statement)
+    assert "nothing more general" in statement
+    assert placeholders(lesson.ablation.initialisation_named) == {"init"}
+    assert "residuals-only row" in lesson.ablation.initialisation_named
+
+
+def test_every_template_fills_from_its_fields(lesson: Lesson) -> None:
+    def fill(template: str, fields: tuple[str, ...]) -> str:
+        return template.format_map({name: f"<{name}>" for name in fields})
+
+    opening = ("predicted", *ANSWER_FIELDS)
+    cases = [
+        (lesson.hints.rungs[1].text, ANSWER_FIELDS),
+        (lesson.hints.answer_tie, ANSWER_FIELDS),
+        (lesson.takeaway.composed_line, ANSWER_FIELDS + RUN_FIELDS),
+        (lesson.takeaway.composed_line_tie, ANSWER_FIELDS + RUN_FIELDS),
+        (lesson.ablation.statement, RUN_FIELDS),
+        (lesson.compare.opening_agrees, opening),
+        (lesson.compare.opening_differs, opening),
+        (lesson.compare.opening_tie, opening),
+        (lesson.compare.row_agrees, ROW_COMPARE_FIELDS),
+        (lesson.compare.row_differs, ROW_COMPARE_FIELDS),
+        (lesson.aggregate.share, SHARE_FIELDS),
+        *((outcome.band, BAND_FIELDS) for outcome in lesson.outcomes),
+    ]
+    for template, fields in cases:
+        filled = fill(template, fields)
+        assert "{" not in filled and "}" not in filled, template
+    assert "<component>" in fill(lesson.hints.rungs[1].text, ANSWER_FIELDS)
+
+
+@pytest.mark.parametrize(
+    ("template", "names"),
+    [
+        ("plain", set()),
+        ("{a} and {b} and {a}", {"a", "b"}),
+        ("{{literal}} {x:>3}", {"x"}),
+    ],
+)
+def test_placeholders(template: str, names: set[str]) -> None:
+    assert placeholders(template) == names
+
+
+@pytest.mark.parametrize("template", ["{", "}", "{0}", "{}", "{a.b}", "{a[0]}"])
+def test_placeholders_refuses_what_is_not_a_plain_name(template: str) -> None:
+    with pytest.raises(ValueError):
+        placeholders(template)
 
 
 def test_hint_runs_text_takes_the_run_count(lesson: Lesson) -> None:
@@ -254,6 +371,82 @@ BROKEN: list[tuple[str, Callable[[str], str], tuple[str, ...]]] = [
         "an edge row with variance",
         _replace("edge_row = [4, 4, 4, 4]", "edge_row = [4, 4, 4, 5]"),
         ("edge_row",),
+    ),
+    # --- the ablation's data (issue 4) ---
+    (
+        "a rung 2 placeholder that does not exist",
+        _replace("putting back {component} recovers more: the", "{winner} recovers more: the"),
+        ("hints.rungs", "1.text", "unknown placeholder {winner}"),
+    ),
+    (
+        "rung 2 without the component",
+        _replace("putting back {component} recovers more: the", "one recovers more: the"),
+        ("hints.rungs", "1.text", "{component}"),
+    ),
+    (
+        "rung 1 with a placeholder",
+        _replace("layer norm only. Which of them", "layer norm only. Which of {row}"),
+        ("hints.rungs", "0.text", "takes none"),
+    ),
+    (
+        "a lone brace in a compare sentence",
+        _replace('row_unpredicted = "{row}: no', 'row_unpredicted = "{row: no'),
+        ("compare", "row_unpredicted", "not a valid template"),
+    ),
+    (
+        "a statement without the depth",
+        _replace("a stack {depth} blocks deep", "a deep stack"),
+        ("ablation", "{depth}"),
+    ),
+    (
+        "a band edge as a float",
+        _replace('learns_min_accuracy = "0.90"', "learns_min_accuracy = 0.9"),
+        ("bands.learns_min_accuracy", "quoted"),
+    ),
+    (
+        "a band edge over 1",
+        _replace('learns_min_accuracy = "0.90"', 'learns_min_accuracy = "1.5"'),
+        ("bands.learns_min_accuracy",),
+    ),
+    (
+        "a chance band under chance",
+        _replace('chance_max_multiple = "2"', 'chance_max_multiple = "0.5"'),
+        ("bands.chance_max_multiple",),
+    ),
+    (
+        "an unknown outcome",
+        _replace('id = "partial"', 'id = "halfway"'),
+        ("outcomes.1.id",),
+    ),
+    (
+        "a repeated outcome",
+        _replace('id = "partial"', 'id = "chance"'),
+        ("outcomes", "repeated"),
+    ),
+    (
+        "a row the recording does not have",
+        _replace('key = "neither"', 'key = "none"'),
+        ("rows.3.key",),
+    ),
+    (
+        "a row twice",
+        _replace('key = "neither"', 'key = "both"'),
+        ("rows", "repeated"),
+    ),
+    (
+        "a component without a name",
+        _replace('residual = "the residual connections"\n', ""),
+        ("components", "residual"),
+    ),
+    (
+        "an aggregate minimum of zero",
+        _replace("min_learners = 5", "min_learners = 0"),
+        ("aggregate.min_learners",),
+    ),
+    (
+        "a share without its count",
+        _replace('share = "{count} of {total} ({share})"', 'share = "{total} ({share})"'),
+        ("aggregate", "{count}"),
     ),
 ]
 

@@ -17,10 +17,13 @@ from normdive.progress.actions import (
     check_numbers,
     commit_prediction,
     lock_reading,
+    open_hint,
+    play_row,
+    predict_row,
     save_takeaway,
 )
 from normdive.progress.events import Event, EventKind
-from normdive.progress.state import LessonState, RecordingFacts, derive
+from normdive.progress.state import LessonState, RecordingFacts, RowFacts, derive
 
 LESSON = load_lesson()
 NO_ROWS = RecordingFacts(problem="The ablation rows are not in the 8.5 recording yet.")
@@ -55,10 +58,10 @@ def locked(choice_id: str, right: bool) -> Spec:
     return EventKind.READING_LOCKED, {"choice": choice_id, "right": right}
 
 
-def state(*specs: Spec) -> LessonState:
+def state(*specs: Spec, recording: RecordingFacts = NO_ROWS) -> LessonState:
     moment = datetime(2025, 1, 1, tzinfo=UTC)
     history = [Event(i, "a" * 32, k, p, moment) for i, (k, p) in enumerate(specs, 1)]
-    return derive(history, LESSON, recording=NO_ROWS, dev_prerequisite_done=False)
+    return derive(history, LESSON, recording=recording, dev_prerequisite_done=False)
 
 
 def refused(exc: type[ActionRefused], message: str, run: Any) -> None:
@@ -298,3 +301,230 @@ def test_a_session_from_commit_to_every_part_that_does_not_need_the_rows() -> No
     assert (s.prediction, s.reading.right, s.reading.locks) == ("residual", True, 2)
     assert (s.takeaway, s.evaluated_runs) == ("Mine.", 4)
     assert not s.gate.closed and s.gate.cannot_close_reason == NO_ROWS.problem
+
+
+# --- the ablation: row predictions, plays, hints ---------------------------------------------
+
+KEYS = ("both", "residual_only", "layernorm_only", "neither")
+ROWS = RecordingFacts(
+    problem=None,
+    row_keys=KEYS,
+    best_row="both",
+    rows=tuple(
+        RowFacts(key, accuracy, 1.0, 0.0, 600, None)
+        for key, accuracy in zip(KEYS, (1.0, 0.2, 0.06, 0.06), strict=True)
+    ),
+    vocab_size=16,
+    depth=8,
+    copy_length=16,
+    seed=0,
+    steps=600,
+    init="gpt2",
+)
+
+
+def row_predicted(row: str, outcome: str = "chance") -> Spec:
+    return EventKind.ROW_PREDICTED, {"row": row, "outcome": outcome}
+
+
+def row_played(row: str) -> Spec:
+    return EventKind.ROW_PLAYED, {"row": row}
+
+
+def hint(rung: int) -> Spec:
+    return EventKind.HINT_OPENED, {"rung": rung}
+
+
+ALL_PREDICTED = tuple(row_predicted(key) for key in KEYS)
+
+
+def rows_state(*specs: Spec) -> LessonState:
+    return state(*specs, recording=ROWS)
+
+
+@pytest.mark.parametrize(
+    ("row", "outcome", "payload"),
+    [
+        ("both", "learns", {"row": "both", "outcome": "learns"}),
+        (" neither\n", " chance ", {"row": "neither", "outcome": "chance"}),
+        ("residual_only", "partial", {"row": "residual_only", "outcome": "partial"}),
+    ],
+)
+def test_predict_row(row: str, outcome: str, payload: dict[str, str]) -> None:
+    s = rows_state(DONE, PREDICTED, row_predicted("layernorm_only"))
+    assert predict_row(s, LESSON, row, outcome) == (EventKind.ROW_PREDICTED, payload)
+
+
+@pytest.mark.parametrize(
+    ("specs", "recording", "row", "outcome", "exc", "message"),
+    [
+        ((), ROWS, "both", "learns", Conflict, LOCKED_TEXT),
+        ((DONE,), ROWS, "both", "learns", Conflict, COMMIT_FIRST),
+        ((DONE, PREDICTED), NO_ROWS, "both", "learns", Conflict, NO_ROWS.problem or ""),
+        ((DONE, PREDICTED), ROWS, "all", "learns", Invalid, "There is no row called 'all'"),
+        ((DONE, PREDICTED), ROWS, "both", "", Invalid, "Pick one of the three outcomes"),
+        ((DONE, PREDICTED), ROWS, "both", "wins", Invalid, "Pick one of the three outcomes"),
+        (
+            (DONE, PREDICTED, row_predicted("both", "partial")),
+            ROWS,
+            "both",
+            "learns",
+            Conflict,
+            "Your prediction for the Both row is already committed",
+        ),
+    ],
+)
+def test_predict_row_refusals(
+    specs: tuple[Spec, ...],
+    recording: RecordingFacts,
+    row: str,
+    outcome: str,
+    exc: type[ActionRefused],
+    message: str,
+) -> None:
+    s = state(*specs, recording=recording)
+    refused(exc, message, lambda: predict_row(s, LESSON, row, outcome))
+
+
+def test_a_refused_prediction_leaves_the_committed_one_as_it_was() -> None:
+    history = (DONE, PREDICTED, row_predicted("both", "partial"))
+    with pytest.raises(Conflict):
+        predict_row(rows_state(*history), LESSON, "both", "learns")
+    row = rows_state(*history).ablation.row("both")
+    assert row is not None and row.prediction == "partial"
+
+
+@pytest.mark.parametrize(
+    ("specs", "row"),
+    [
+        ((), "both"),
+        ((row_played("both"),), "both"),  # a replay
+        ((row_played("both"), row_played("both")), "neither"),
+    ],
+)
+def test_play_row(specs: tuple[Spec, ...], row: str) -> None:
+    s = rows_state(DONE, PREDICTED, *ALL_PREDICTED, *specs)
+    assert play_row(s, LESSON, f" {row} ") == (EventKind.ROW_PLAYED, {"row": row})
+
+
+@pytest.mark.parametrize(
+    ("specs", "recording", "row", "exc", "message"),
+    [
+        ((), ROWS, "both", Conflict, LOCKED_TEXT),
+        ((DONE,), ROWS, "both", Conflict, COMMIT_FIRST),
+        ((DONE, PREDICTED, *ALL_PREDICTED), NO_ROWS, "both", Conflict, NO_ROWS.problem or ""),
+        ((DONE, PREDICTED), ROWS, "both", Conflict, "Rows still without one: 4 of 4."),
+        ((DONE, PREDICTED, *ALL_PREDICTED[:3]), ROWS, "neither", Conflict, "1 of 4."),
+        ((DONE, PREDICTED, *ALL_PREDICTED), ROWS, "everything", Invalid, "no row called"),
+    ],
+)
+def test_play_row_refusals(
+    specs: tuple[Spec, ...],
+    recording: RecordingFacts,
+    row: str,
+    exc: type[ActionRefused],
+    message: str,
+) -> None:
+    s = state(*specs, recording=recording)
+    refused(exc, message, lambda: play_row(s, LESSON, row))
+
+
+def test_the_play_refusal_is_the_reason_the_page_shows() -> None:
+    s = rows_state(DONE, PREDICTED, *ALL_PREDICTED[:2])
+    with pytest.raises(Conflict) as caught:
+        play_row(s, LESSON, "both")
+    assert caught.value.message == s.ablation.play_locked_reason
+
+
+# Runs that need no numbers: a wrong reading lock each.
+def runs(n: int) -> tuple[Spec, ...]:
+    return tuple(locked(WRONG_READING.id, False) for _ in range(n))
+
+
+@pytest.mark.parametrize(
+    ("specs", "rung", "result"),
+    [
+        ((*runs(3),), 1, (EventKind.HINT_OPENED, {"rung": 1})),
+        ((*runs(5), hint(1)), 2, (EventKind.HINT_OPENED, {"rung": 2})),
+        ((*runs(5), hint(1)), " 2 ", (EventKind.HINT_OPENED, {"rung": 2})),
+        ((*runs(3), hint(1)), 1, None),  # already open: nothing to append
+        ((*runs(5), hint(1), hint(2)), "2", None),
+    ],
+)
+def test_open_hint(specs: tuple[Spec, ...], rung: int | str, result: Spec | None) -> None:
+    assert open_hint(rows_state(DONE, PREDICTED, *specs), LESSON, rung) == result
+
+
+def test_plays_count_as_runs_for_the_hints() -> None:
+    specs = (DONE, PREDICTED, *ALL_PREDICTED, row_played("both"), row_played("both"))
+    assert open_hint(rows_state(*specs, locked(WRONG_READING.id, False)), LESSON, 1) == (
+        EventKind.HINT_OPENED,
+        {"rung": 1},
+    )
+    refused(Conflict, "1 more to go", lambda: open_hint(rows_state(*specs), LESSON, 1))
+
+
+@pytest.mark.parametrize(
+    ("specs", "rung", "exc", "message"),
+    [
+        ((), 1, Conflict, LOCKED_TEXT),
+        ((DONE,), 1, Conflict, COMMIT_FIRST),
+        (
+            (DONE, PREDICTED, *runs(2)),
+            1,
+            Conflict,
+            "Hint 1 opens after 3 evaluated runs. You have run it 2 times, so 1 more to go.",
+        ),
+        ((DONE, PREDICTED, *runs(5)), 2, Conflict, "Open hint 1 first"),
+        (
+            (DONE, PREDICTED, *runs(4), hint(1)),
+            2,
+            Conflict,
+            "Hint 2 opens after 5 evaluated runs. You have run it 4 times, so 1 more to go.",
+        ),
+        ((DONE, PREDICTED, *runs(5)), 0, Invalid, "no hint number '0'"),
+        ((DONE, PREDICTED, *runs(5)), 3, Invalid, "numbered 1 to 2"),
+        ((DONE, PREDICTED, *runs(5)), "one", Invalid, "no hint number 'one'"),
+        ((DONE, PREDICTED, *runs(5)), "", Invalid, "no hint number"),
+        ((DONE, PREDICTED, *runs(5)), "١", Invalid, "no hint number"),  # an Arabic-Indic one
+    ],
+)
+def test_open_hint_refusals(
+    specs: tuple[Spec, ...], rung: int | str, exc: type[ActionRefused], message: str
+) -> None:
+    refused(exc, message, lambda: open_hint(rows_state(*specs), LESSON, rung))
+
+
+def test_opening_a_hint_is_free() -> None:
+    before = rows_state(DONE, PREDICTED, *runs(3))
+    after = rows_state(DONE, PREDICTED, *runs(3), hint(1))
+    assert before.evaluated_runs == after.evaluated_runs == 3
+
+
+def test_a_whole_session_closes_the_gate_through_actions_only() -> None:
+    history: list[Spec] = [DONE]
+
+    def act(result: Spec | None) -> LessonState:
+        if result is not None:
+            history.append(result)
+        return rows_state(*history)
+
+    s = act(commit_prediction(rows_state(*history), LESSON, "layer_norm"))
+    s = act(check_numbers(s, LESSON, SIX_RIGHT))
+    s = act(lock_reading(s, LESSON, RIGHT_READING.id))
+    for key, outcome in zip(KEYS, ("learns", "partial", "chance", "chance"), strict=True):
+        s = act(predict_row(s, LESSON, key, outcome))
+    assert s.gate.predictions_recorded == 4 and not s.gate.closed
+    s = act(play_row(s, LESSON, "neither"))
+    s = act(open_hint(s, LESSON, 1))
+    assert s.evaluated_runs == 3 and s.hints.rungs[0].text is not None
+    s = act(play_row(s, LESSON, "layernorm_only"))
+    s = act(play_row(s, LESSON, "residual_only"))
+    s = act(open_hint(s, LESSON, 2))
+    s = act(open_hint(s, LESSON, 2))  # idempotent
+    assert history.count(hint(2)) == 1
+    assert s.compare.opening_verdict == "differs" and not s.gate.closed
+    s = act(play_row(s, LESSON, "both"))
+    s = act(play_row(s, LESSON, "both"))  # a replay changes nothing in the gate
+    assert s.evaluated_runs == 7
+    assert s.gate.closed and s.gate.predictions_before_play and s.gate.best_row_played

@@ -13,6 +13,7 @@ from normdive.progress.state import (
     FieldState,
     LessonState,
     RecordingFacts,
+    RowFacts,
     count_evaluated_runs,
     derive,
 )
@@ -67,6 +68,18 @@ def locked(choice_id: str, right: bool) -> tuple[EventKind, dict[str, Any]]:
 
 def saved(text: str) -> tuple[EventKind, dict[str, Any]]:
     return EventKind.TAKEAWAY_SAVED, {"text": text}
+
+
+def row_predicted(row: str, outcome: str = "chance") -> tuple[EventKind, dict[str, Any]]:
+    return EventKind.ROW_PREDICTED, {"row": row, "outcome": outcome}
+
+
+def row_played(row: str) -> tuple[EventKind, dict[str, Any]]:
+    return EventKind.ROW_PLAYED, {"row": row}
+
+
+def hint_opened(rung: int) -> tuple[EventKind, dict[str, Any]]:
+    return EventKind.HINT_OPENED, {"rung": rung}
 
 
 def state(
@@ -221,6 +234,18 @@ def test_a_field_folds_its_entries(
             3,
             id="mixed",
         ),
+        pytest.param((row_played("both"),), 1, id="a row played"),
+        pytest.param((row_played("both"), row_played("both")), 2, id="a replay is a run"),
+        pytest.param(
+            (row_predicted("both"), hint_opened(1), hint_opened(2)),
+            0,
+            id="row predictions and hints are not runs",
+        ),
+        pytest.param(
+            (checked(entry("row1_mean", "wrong")), locked(RIGHT_READING.id, True), row_played("x")),
+            3,
+            id="one of each kind",
+        ),
     ],
 )
 def test_evaluated_runs(specs: tuple[tuple[EventKind, dict[str, Any]], ...], runs: int) -> None:
@@ -323,3 +348,84 @@ def test_derive_is_pure() -> None:
     second = derive(history, LESSON, recording=NO_ROWS, dev_prerequisite_done=False)
     assert first == second
     assert [e.payload for e in history][-1] == {"text": "kept"}
+
+
+# --- the gate with the recorded rows (issue 4) --------------------------------------------
+
+
+def recorded(best: str = "both", **accuracy: float) -> RecordingFacts:
+    figures = {"both": 1.0, "residual_only": 0.2, "layernorm_only": 0.06, "neither": 0.06}
+    figures |= accuracy
+    return RecordingFacts(
+        problem=None,
+        row_keys=ROW_KEYS,
+        best_row=best,
+        rows=tuple(RowFacts(k, figures[k], 1.0, 0.0, 600, None) for k in ROW_KEYS),
+        vocab_size=16,
+        depth=8,
+        copy_length=16,
+        seed=0,
+        steps=600,
+        init="gpt2",
+    )
+
+
+PREDICT_ALL = tuple(row_predicted(k) for k in ROW_KEYS)
+DONE_BUT_ROWS = (done(), predicted(), ALL_SIX, locked(RIGHT_READING.id, True))
+
+
+@pytest.mark.parametrize(
+    ("specs", "best", "closed"),
+    [
+        pytest.param((*PREDICT_ALL, row_played("both")), "both", True, id="closes"),
+        pytest.param(
+            (*PREDICT_ALL, row_played("neither"), row_played("both")), "both", True, id="any order"
+        ),
+        pytest.param((*PREDICT_ALL, row_played("both")), "neither", False, id="not the best"),
+        pytest.param(
+            (*PREDICT_ALL, row_played("both"), row_played("neither")),
+            "neither",
+            True,
+            id="the gate follows the file's best row",
+        ),
+        pytest.param(
+            (*PREDICT_ALL[:3], row_played("both"), PREDICT_ALL[3], row_played("both")),
+            "both",
+            False,
+            id="a play before the fourth prediction fails for good",
+        ),
+        pytest.param(PREDICT_ALL, "both", False, id="predicted, nothing played"),
+    ],
+)
+def test_the_gate_with_the_rows(
+    specs: tuple[tuple[EventKind, dict[str, Any]], ...], best: str, closed: bool
+) -> None:
+    g = state(*DONE_BUT_ROWS, *specs, recording=recorded(best)).gate
+    assert (g.predictions_recorded, g.predictions_total) == (4, 4)
+    assert g.cannot_close_reason is None
+    assert g.closed is closed
+
+
+def test_the_order_rule_shows_in_the_gate_for_good() -> None:
+    early = (*PREDICT_ALL[:2], row_played("both"), *PREDICT_ALL[2:])
+    g = state(*DONE_BUT_ROWS, *early, row_played("both"), recording=recorded()).gate
+    assert not g.predictions_before_play and g.best_row_played and not g.closed
+    assert state(*DONE_BUT_ROWS, *PREDICT_ALL, recording=recorded()).gate.predictions_before_play
+
+
+def test_a_recording_with_a_problem_keeps_the_gate_open_and_says_why() -> None:
+    problem = RecordingFacts(problem="The recording x.json is not valid JSON.")
+    s = state(*DONE_BUT_ROWS, *PREDICT_ALL, row_played("both"), recording=problem)
+    assert s.gate.cannot_close_reason == problem.problem
+    assert not s.gate.closed and not s.gate.best_row_played
+    assert s.gate.predictions_total == 0
+    assert s.ablation.problem is not None and problem.problem in s.ablation.problem
+
+
+def test_the_derived_state_holds_the_ablation_hints_and_compare() -> None:
+    s = state(*DONE_BUT_ROWS, *PREDICT_ALL, row_played("both"), recording=recorded())
+    assert s.ablation.predictions_recorded == 4 and s.ablation.play_order == ("both",)
+    assert s.evaluated_runs == 3
+    assert [r.available for r in s.hints.rungs] == [True, False]
+    assert s.compare.opening_verdict == "waiting"
+    assert s.takeaway_default == LESSON.takeaway.default_line

@@ -74,3 +74,16 @@ def test_the_migrations_build_exactly_the_models_schema(tmp_path: Path) -> None:
         context = MigrationContext.configure(connection, opts={"compare_type": True})
         assert compare_metadata(context, Base.metadata) == []
     engine.dispose()
+
+
+def test_migration_0002_indexes_events_by_kind_for_the_aggregate(tmp_path: Path) -> None:
+    url = _url(tmp_path)
+    upgrade(url)
+    engine = make_engine(url)
+    indexes = {i["name"]: i["column_names"] for i in inspect(engine).get_indexes("events")}
+    assert indexes["ix_events_kind_learner_id_id"] == ["kind", "learner_id", "id"]
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == (
+            "0002"
+        )
+    engine.dispose()

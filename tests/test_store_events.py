@@ -119,14 +119,21 @@ def test_storable_is_identity_on_clean_json() -> None:
 
 def test_the_store_offers_no_way_to_change_history() -> None:
     public = {name for name in dir(Store) if not name.startswith("_")}
-    assert public == {"create_learner", "learner_exists", "append", "events_for"}
+    # prediction_counts (issue 4) only reads: bare counts across learners.
+    assert public == {
+        "create_learner",
+        "learner_exists",
+        "append",
+        "events_for",
+        "prediction_counts",
+    }
 
 
 def test_kinds_from_a_newer_version_are_skipped_when_reading(store: Store, engine: Engine) -> None:
     learner = store.create_learner()
     with engine.begin() as connection:
         connection.execute(
-            insert(EventRecord).values(learner_id=learner, kind="row_played", payload={})
+            insert(EventRecord).values(learner_id=learner, kind="a_kind_from_later", payload={})
         )
     store.append(learner, EventKind.TAKEAWAY_SAVED, {"text": "kept"})
     assert [event.kind for event in store.events_for(learner)] == [EventKind.TAKEAWAY_SAVED]

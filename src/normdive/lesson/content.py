@@ -7,19 +7,46 @@ field, when the file is malformed (missing text, two right readings, an unknown 
 `LessonError` (a ValueError) whose message names the file and the dotted path of each field
 that is wrong. Every model forbids unknown keys, so a typo in the TOML is an error, not a
 silently ignored line.
+
+The ablation's data (issue 4), all here and none of it naming a winner:
+    Lesson.rows          the four rows in page order: key (a recording row key), label,
+                         description; Lesson.row(key)
+    Lesson.outcomes      the three outcomes a learner predicts per row (ids OUTCOME_IDS:
+                         learns, partial, chance): label (the choice), predicted / actual
+                         (how a sentence says it), band (a template stating the band);
+                         Lesson.outcome(id)
+    Lesson.bands         learns_min_accuracy and chance_max_multiple (exact decimals): the rule
+                         normdive.progress.ablation.row_band applies, plus the intro text
+    Lesson.components    how a sentence names the component each predict choice puts back;
+                         COMPONENT_ROWS pairs each predict choice with its single-component row
+    Lesson.init_names    the recording's `init` setting in words
+    Lesson.ablation      the player's texts; `statement`, `initialisation_named` and
+                         `play_locked` are templates
+    Lesson.hints         each rung has a `text`: rung 1 a question, rung 2 a template filled
+                         from the recording (`answer_tie` when the two rows tie exactly)
+    Lesson.compare       the compare section's sentence templates
+    Lesson.takeaway      `composed_line` / `composed_line_tie`: the pre-filled line once the
+                         recording has shown its answer
+    Lesson.aggregate     how all learners predicted: min_learners and texts
+Templates use str.format placeholders; each template's allowed (and required) placeholders
+are named below (*_FIELDS) and checked at load, so a typo in a placeholder is a load error,
+not a KeyError on the page. progress fills them in; nothing in a template names the answer.
 """
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from string import Formatter
 from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -30,6 +57,7 @@ from pydantic import (
 
 from normdive.numeric.display import format_input_row
 from normdive.numeric.targets import SLIPS
+from normdive.recording.format import ROW_KEYS, RowKey
 
 # The packaged lesson. Authors edit this file; the loader is the only reader.
 DEFAULT_LESSON_RESOURCE = "d9.toml"
@@ -43,6 +71,34 @@ NUMBER_STEPS = ("mean", "variance", "denominator")
 READING_CHOICE_COUNT = 4
 # The issue caps a saved takeaway at 2,000 characters.
 TAKEAWAY_MAX_CHARS_LIMIT = 2000
+# The three outcomes a learner predicts for each ablation row, in the order they are offered.
+OUTCOME_IDS = ("learns", "partial", "chance")
+OutcomeId = Literal["learns", "partial", "chance"]
+# The opening question asks which single component, put back into the stack that has lost
+# both, recovers more: each predict choice's answer is read from the row that keeps only it.
+COMPONENT_ROWS: dict[str, RowKey] = {"layer_norm": "layernorm_only", "residual": "residual_only"}
+
+# Placeholders each kind of template may use (progress fills exactly these in).
+# A band's text: the band edges as percentages, the chance level and the vocabulary behind it.
+BAND_FIELDS = ("learns_min", "chance_max", "chance_level", "chance_multiple", "vocab_size")
+# Which single component recovers more: `component` / `row` / `accuracy` / `loss` are the one
+# that recovers more (in a tie: the first of COMPONENT_ROWS), `other_*` the other one.
+ANSWER_FIELDS = (
+    "component",
+    "row",
+    "accuracy",
+    "loss",
+    "other_component",
+    "other_row",
+    "other_accuracy",
+    "other_loss",
+)
+# What the recording says about its runs.
+RUN_FIELDS = ("depth", "copy_length", "seed", "steps", "init")
+# One row's prediction beside what it did.
+ROW_COMPARE_FIELDS = ("row", "predicted", "actual", "accuracy", "loss", "exact_match", "step")
+# The aggregate's numbers.
+SHARE_FIELDS = ("count", "total", "share")
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 # Ids double as HTML form field names and event payload keys.
@@ -55,6 +111,49 @@ class LessonError(ValueError):
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def placeholders(template: str) -> set[str]:
+    """The named placeholders of a str.format template. Raises ValueError for a malformed one
+    (a lone brace) or a positional or indexed placeholder."""
+    names: set[str] = set()
+    for _literal, name, _spec, _conversion in Formatter().parse(template):
+        if name is None:
+            continue
+        if not name.isidentifier():
+            raise ValueError(f"placeholder {{{name}}} must be a plain name such as {{row}}")
+        names.add(name)
+    return names
+
+
+def _template(text: str, allowed: Iterable[str], required: Iterable[str] = ()) -> str:
+    allowed_names, required_names = set(allowed), set(required)
+    try:
+        used = placeholders(text)
+    except ValueError as exc:
+        raise ValueError(f"is not a valid template: {exc}") from None
+    unknown = sorted(used - allowed_names)
+    if unknown:
+        raise ValueError(
+            f"uses unknown placeholder {{{unknown[0]}}}; allowed: "
+            + ", ".join(f"{{{name}}}" for name in sorted(allowed_names))
+            if allowed_names
+            else f"uses placeholder {{{unknown[0]}}} but takes none"
+        )
+    missing = sorted(required_names - used)
+    if missing:
+        raise ValueError(f"must contain the placeholder {{{missing[0]}}}")
+    return text
+
+
+def _decimal_text(value: object) -> object:
+    # A TOML float would pass through binary floating point; the lesson states exact values.
+    if not isinstance(value, str):
+        raise ValueError('write it as a quoted decimal string, e.g. "0.001"')
+    return value
+
+
+ExactDecimal = Annotated[Decimal, BeforeValidator(_decimal_text)]
 
 
 class Choice(_Model):
@@ -164,11 +263,43 @@ class Ablation(_Model):
     panel_title: Text
     loading: Text
     compare_placeholder: Text  # what "Compare" says before the rows have been played
+    # Issue 4: the player. Templates are checked in the validator below.
+    statement: Text  # RUN_FIELDS: these runs, at this depth and seed, nothing more general
+    initialisation_named: Text  # {init}: the initialisation the recording names
+    unavailable: Text  # prefix; followed by RecordingFacts.problem
+    predict_prompt: Text  # why each row is predicted before anything plays
+    predict_label: Text  # the button committing one row's prediction
+    prediction_prompt: Text  # shown while no outcome is chosen for a row
+    committed_text: Text  # introduces a row's committed prediction, which never changes
+    play_label: Text
+    replay_label: Text
+    play_locked: Text  # {missing}, {total}: why the play buttons are disabled (also the 409)
+    final_heading: Text
+    accuracy_label: Text
+    loss_label: Text
+    exact_match_label: Text
+    full_accuracy_label: Text
+    never_full: Text  # the row never had every held-out token right
+    gradients_heading: Text  # per-block gradient norms, shown once all four rows have played
+    gradients_intro: Text
+
+    @model_validator(mode="after")
+    def _templates(self) -> Ablation:
+        _template(self.statement, RUN_FIELDS, ("depth", "seed"))
+        _template(self.initialisation_named, ("init",), ("init",))
+        _template(self.play_locked, ("missing", "total"), ("missing",))
+        for name in type(self).model_fields:
+            if name not in ("statement", "initialisation_named", "play_locked"):
+                _template(getattr(self, name), ())
+        return self
 
 
 class HintRung(_Model):
     label: Text  # "A question", "The answer"
     threshold: int = Field(ge=1)  # evaluated runs needed before this rung opens
+    # Rung 1: a question pointing at the evidence, no placeholders. Rung 2: an ANSWER_FIELDS
+    # template filled from the recording.
+    text: Text
 
 
 class Hints(_Model):
@@ -176,6 +307,11 @@ class Hints(_Model):
     intro: Text
     runs_text: Text  # contains "{runs}", the learner's evaluated-run count
     rungs: list[HintRung]
+    answer_tie: Text  # rung 2 when the two single-component rows tie exactly (ANSWER_FIELDS)
+    answer_unavailable: Text  # rung 2's prefix when the recording has a problem
+    open_label: Text  # the button that opens a rung
+    rung_waiting: Text  # {threshold}, {more}: a rung not open yet
+    rung_ready: Text  # a rung that can be opened
 
     @field_validator("runs_text")
     @classmethod
@@ -194,7 +330,22 @@ class Hints(_Model):
                 "rung 1 must open before rung 2: thresholds "
                 f"{rungs[0].threshold} and {rungs[1].threshold}"
             )
+        try:
+            _template(rungs[0].text, ())
+        except ValueError as exc:
+            raise ValueError(f"0.text: {exc}") from None
+        try:
+            _template(rungs[1].text, ANSWER_FIELDS, ("component", "accuracy", "other_accuracy"))
+        except ValueError as exc:
+            raise ValueError(f"1.text: {exc}") from None
         return rungs
+
+    @model_validator(mode="after")
+    def _templates(self) -> Hints:
+        _named("answer_tie", self.answer_tie, ANSWER_FIELDS, ("accuracy",))
+        _named("rung_waiting", self.rung_waiting, ("threshold", "more"), ("more",))
+        _named("answer_unavailable", self.answer_unavailable, ())
+        return self
 
 
 class Gate(_Model):
@@ -212,9 +363,13 @@ class Takeaway(_Model):
     heading: Text
     label: Text
     help: Text
-    default_line: Text
+    default_line: Text  # the pre-filled line until the recording has shown its answer
     save_label: Text
     max_chars: int = Field(ge=1, le=TAKEAWAY_MAX_CHARS_LIMIT)
+    # The pre-filled line once the learner has played both single-component rows: composed
+    # from what the recording showed (ANSWER_FIELDS and RUN_FIELDS).
+    composed_line: Text
+    composed_line_tie: Text
 
     @model_validator(mode="after")
     def _default_fits(self) -> Takeaway:
@@ -223,6 +378,102 @@ class Takeaway(_Model):
                 f"default_line is {len(self.default_line)} characters, over max_chars "
                 f"{self.max_chars}"
             )
+        _named(
+            "composed_line",
+            self.composed_line,
+            ANSWER_FIELDS + RUN_FIELDS,
+            ("component",),
+        )
+        _named("composed_line_tie", self.composed_line_tie, ANSWER_FIELDS + RUN_FIELDS)
+        return self
+
+
+class Outcome(_Model):
+    """One of the three outcomes a learner predicts for a row."""
+
+    id: OutcomeId
+    label: Text  # the choice as offered: "Learns the copy"
+    predicted: Text  # in a sentence about a prediction: "it would learn the copy"
+    actual: Text  # in a sentence about what a row did: "it learned the copy"
+    band: Text  # BAND_FIELDS template stating the band this outcome covers
+
+    @model_validator(mode="after")
+    def _band_template(self) -> Outcome:
+        _named("band", self.band, BAND_FIELDS)
+        return self
+
+
+class Bands(_Model):
+    """Where a recorded row's final held-out per-token accuracy places it among the outcomes.
+
+    learns: accuracy >= learns_min_accuracy; chance: accuracy <= chance_max_multiple x the
+    chance level 1 / vocab_size that the recording's vocabulary implies; partial: in between.
+    (normdive.progress.ablation.row_band applies the rule.)"""
+
+    intro: Text
+    learns_min_accuracy: ExactDecimal = Field(gt=0, le=1)
+    chance_max_multiple: ExactDecimal = Field(ge=1)
+
+
+class RowText(_Model):
+    """One ablation row as the page names it. The key is the recording's."""
+
+    key: RowKey
+    label: Text  # "Both", "Residuals only", ...
+    description: Text  # one line: what this row keeps and what it takes out
+
+
+class Compare(_Model):
+    """The compare section's sentences. Each is a template; progress picks one and fills it."""
+
+    opening_waiting: Text  # {predicted}, {row}, {other_row}: before both rows have played
+    opening_agrees: Text  # {predicted} + ANSWER_FIELDS
+    opening_differs: Text
+    opening_tie: Text
+    opening_unavailable: Text  # {predicted}, {problem}
+    row_unpredicted: Text  # {row}
+    row_waiting: Text  # {row}, {predicted}: predicted, not played yet
+    row_agrees: Text  # ROW_COMPARE_FIELDS
+    row_differs: Text
+    reading_none: Text
+    reading_wrong: Text
+    reading_right_first: Text
+    reading_right_after: Text  # {locks}: how many locks it took (2 or more)
+
+    @model_validator(mode="after")
+    def _templates(self) -> Compare:
+        opening = ("predicted", *ANSWER_FIELDS)
+        _named("opening_waiting", self.opening_waiting, ("predicted", "row", "other_row"))
+        _named("opening_agrees", self.opening_agrees, opening, ("component",))
+        _named("opening_differs", self.opening_differs, opening, ("component",))
+        _named("opening_tie", self.opening_tie, opening)
+        _named("opening_unavailable", self.opening_unavailable, ("predicted", "problem"))
+        _named("row_unpredicted", self.row_unpredicted, ("row",), ("row",))
+        _named("row_waiting", self.row_waiting, ("row", "predicted"), ("row",))
+        _named("row_agrees", self.row_agrees, ROW_COMPARE_FIELDS, ("row", "actual"))
+        _named("row_differs", self.row_differs, ROW_COMPARE_FIELDS, ("row", "actual"))
+        for name in ("reading_none", "reading_wrong", "reading_right_first"):
+            _named(name, getattr(self, name), ())
+        _named("reading_right_after", self.reading_right_after, ("locks",))
+        return self
+
+
+class Aggregate(_Model):
+    """How all learners of this server predicted: totals only, hidden below min_learners."""
+
+    heading: Text
+    intro: Text
+    opening_label: Text  # names the opening question in the aggregate
+    min_learners: int = Field(ge=1)
+    hidden: Text  # {minimum}: why a question's totals are not shown yet
+    share: Text  # SHARE_FIELDS: one choice's count and share
+    committed: Text  # {count}: learners who committed an opening prediction
+
+    @model_validator(mode="after")
+    def _templates(self) -> Aggregate:
+        _named("hidden", self.hidden, ("minimum",), ("minimum",))
+        _named("share", self.share, SHARE_FIELDS, ("count",))
+        _named("committed", self.committed, ("count",), ("count",))
         return self
 
 
@@ -258,14 +509,45 @@ class Lesson(_Model):
     gate: Gate
     takeaway: Takeaway
     own_row: OwnRow
+    rows: list[RowText]
+    outcomes: list[Outcome]
+    bands: Bands
+    components: dict[str, Text]  # by predict choice id: "layer norm", "the residual connections"
+    init_names: dict[str, Text]  # by the recording's init setting; unknown ones show as named
+    compare: Compare
+    aggregate: Aggregate
 
     @field_validator("eps", "tolerance", mode="before")
     @classmethod
     def _decimal_from_text(cls, value: object) -> object:
-        # A TOML float would pass through binary floating point; the lesson states exact values.
-        if not isinstance(value, str):
-            raise ValueError('write it as a quoted decimal string, e.g. "0.001"')
-        return value
+        return _decimal_text(value)
+
+    @field_validator("rows")
+    @classmethod
+    def _the_recordings_rows(cls, rows: list[RowText]) -> list[RowText]:
+        keys = [row.key for row in rows]
+        _unique_ids("rows", keys)
+        if sorted(keys) != sorted(ROW_KEYS):
+            raise ValueError(f"needs one row for each of {list(ROW_KEYS)}, got {keys}")
+        return rows
+
+    @field_validator("outcomes")
+    @classmethod
+    def _three_outcomes(cls, outcomes: list[Outcome]) -> list[Outcome]:
+        ids = [outcome.id for outcome in outcomes]
+        _unique_ids("outcomes", ids)
+        if sorted(ids) != sorted(OUTCOME_IDS):
+            raise ValueError(f"needs the outcomes {list(OUTCOME_IDS)}, got {ids}")
+        return outcomes
+
+    @field_validator("components")
+    @classmethod
+    def _a_name_per_component(cls, components: dict[str, str]) -> dict[str, str]:
+        if sorted(components) != sorted(PREDICT_CHOICE_IDS):
+            raise ValueError(
+                f"needs a name for each of {list(PREDICT_CHOICE_IDS)}, got {sorted(components)}"
+            )
+        return components
 
     @field_validator("sections")
     @classmethod
@@ -338,8 +620,28 @@ class Lesson(_Model):
     def reading_choice(self, choice_id: str) -> ReadingChoice | None:
         return next((c for c in self.reading.choices if c.id == choice_id), None)
 
+    def row(self, key: str) -> RowText | None:
+        """The ablation row with this recording key, or None."""
+        return next((r for r in self.rows if r.key == key), None)
 
-def _unique_ids(where: str, ids: list[str]) -> None:
+    def outcome(self, outcome_id: str) -> Outcome | None:
+        """The row outcome with this id, or None."""
+        return next((o for o in self.outcomes if o.id == outcome_id), None)
+
+    def predict_choice(self, choice_id: str) -> Choice | None:
+        """The opening question's choice with this id, or None."""
+        return next((c for c in self.predict.choices if c.id == choice_id), None)
+
+
+def _named(name: str, text: str, allowed: Iterable[str], required: Iterable[str] = ()) -> None:
+    """Check one template, naming the field in the error."""
+    try:
+        _template(text, allowed, required)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+
+
+def _unique_ids(where: str, ids: Sequence[str]) -> None:
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise ValueError(f"{where}: ids must be unique, repeated: {duplicates}")

@@ -15,4 +15,24 @@ CONTRACT (store helper):
                              check_numbers(state, lesson, answers: Mapping[str, str])
                              lock_reading(state, lesson, choice)
                              save_takeaway(state, lesson, text)
+                             predict_row(state, lesson, row, outcome)       (issue 4)
+                             play_row(state, lesson, row)                   (issue 4)
+                             open_hint(state, lesson, rung) -> Action | None (None: already
+                                 open, nothing to append; answer as a success)
+
+The ablation (issue 4), one concept per module, all pure:
+    progress/facts.py:     RecordingFacts, RowFacts (re-exported by state.py);
+                           recording_facts(Recording | RecordingProblem) -> RecordingFacts,
+                           recording_facts_at(path) -> RecordingFacts (never raise)
+    progress/ablation.py:  row_band, band_texts, which_recovers_more -> Recovery | None,
+                           best_row, fold_ablation -> AblationState (RowState, RowResult,
+                           OutcomeOption)           -> LessonState.ablation
+    progress/hints.py:     fold_hints -> HintsState (HintRungState), answer_text
+                                                    -> LessonState.hints
+    progress/compare.py:   compare -> CompareState (CompareRow), takeaway_line
+                                                    -> LessonState.compare,
+                                                       LessonState.takeaway_default
+    progress/aggregate.py: PredictionCounts (from Store.prediction_counts()),
+                           aggregate(counts, lesson) -> AggregateView (QuestionView, ShareView)
+    progress/figures.py:   percent, exact_percent, loss, share (how figures read)
 """

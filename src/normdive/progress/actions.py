@@ -3,6 +3,18 @@ and the raw input, and returns the event to append as (EventKind, payload), or r
 Conflict (the action does not fit what the learner has done: HTTP 409) or Invalid (the input
 cannot be used: HTTP 422), each with a message a learner can read. Nothing here touches the
 database: the caller appends the returned event, so a refused action changes nothing.
+
+The ablation's actions (issue 4):
+    predict_row(state, lesson, row, outcome) -> Action    ROW_PREDICTED {"row", "outcome"}
+    play_row(state, lesson, row) -> Action                ROW_PLAYED {"row"}
+    open_hint(state, lesson, rung) -> Action | None       HINT_OPENED {"rung"}; None when the
+                                                          rung is already open (idempotent:
+                                                          append nothing, answer as success)
+predict_row and play_row need 8.5 done, the opening prediction committed and a recording whose
+rows can be used. A row prediction is committed once and never changes; no row plays before
+every row has a prediction (the message says how many are missing); replays are allowed and
+each is a run. Hints open in order, once the learner's evaluated runs reach the rung's
+threshold (the message says how many more runs); opening one is free.
 """
 
 from __future__ import annotations
@@ -31,6 +43,15 @@ NO_NUMBER_TYPED = "Type a number in at least one field before checking."
 ALL_NUMBERS_LANDED = "All {count} numbers have landed already; there is nothing left to check."
 NO_READING_CHOSEN = "Pick one of the four readings before locking it in."
 READING_ALREADY_RIGHT = "The right reading is already locked in."
+UNKNOWN_ROW = "There is no row called {row!r} in this recording."
+NO_OUTCOME_CHOSEN = "Pick one of the three outcomes before committing this row's prediction."
+ROW_ALREADY_PREDICTED = "Your prediction for the {label} row is already committed, and it stays."
+UNKNOWN_RUNG = "There is no hint number {rung!r}; the hints are numbered 1 to {count}."
+EARLIER_RUNG_FIRST = "Open hint {earlier} first: the hints open in order."
+RUNG_NOT_YET = (
+    "Hint {rung} opens after {threshold} evaluated runs. You have run it {runs} times, so "
+    "{more} more to go."
+)
 CONTROL_CHARACTER = (
     "Your takeaway contains an invisible control character (such as one pasted from another "
     "program). Remove it and save again."
@@ -62,6 +83,19 @@ def _require_prediction(state: LessonState, lesson: Lesson) -> None:
     _require_prerequisite(state, lesson)
     if state.prediction is None:
         raise Conflict(lesson.predict.locked_note)
+
+
+def _require_rows(state: LessonState, lesson: Lesson) -> None:
+    _require_prediction(state, lesson)
+    if not state.ablation.available:
+        raise Conflict(state.ablation.problem or lesson.ablation.unavailable)
+
+
+def _known_row(state: LessonState, row: str) -> str:
+    key = row.strip()
+    if state.ablation.row(key) is None:
+        raise Invalid(UNKNOWN_ROW.format(row=key[:MAX_STORED_RAW_CHARS]))
+    return key
 
 
 def commit_prediction(state: LessonState, lesson: Lesson, choice: str) -> Action:
@@ -152,3 +186,65 @@ def save_takeaway(state: LessonState, lesson: Lesson, text: str) -> Action:
     ):
         raise Invalid(CONTROL_CHARACTER)
     return EventKind.TAKEAWAY_SAVED, {"text": normalised}
+
+
+def predict_row(state: LessonState, lesson: Lesson, row: str, outcome: str) -> Action:
+    """Commit one row's predicted outcome (learns / partial / chance), once and for good."""
+    _require_rows(state, lesson)
+    key = _known_row(state, row)
+    chosen = lesson.outcome(outcome.strip())
+    if chosen is None:
+        raise Invalid(NO_OUTCOME_CHOSEN)
+    current = state.ablation.row(key)
+    if current is not None and current.prediction is not None:
+        raise Conflict(ROW_ALREADY_PREDICTED.format(label=current.label))
+    return EventKind.ROW_PREDICTED, {"row": key, "outcome": chosen.id}
+
+
+def play_row(state: LessonState, lesson: Lesson, row: str) -> Action:
+    """Play (or replay) one row, once every row has its prediction. Each play is a run."""
+    _require_rows(state, lesson)
+    key = _known_row(state, row)
+    if not state.ablation.can_play:
+        missing = state.ablation.predictions_total - state.ablation.predictions_recorded
+        raise Conflict(
+            state.ablation.play_locked_reason
+            or lesson.ablation.play_locked.format(
+                missing=missing, total=state.ablation.predictions_total
+            )
+        )
+    return EventKind.ROW_PLAYED, {"row": key}
+
+
+def open_hint(state: LessonState, lesson: Lesson, rung: int | str) -> Action | None:
+    """Open hint rung 1 or 2 (in order, once the runs reach its threshold). Free, not a run.
+    Returns None for a rung already open: there is nothing to append."""
+    _require_prediction(state, lesson)
+    number = _rung_number(rung, len(state.hints.rungs))
+    current = state.hints.rung(number)
+    assert current is not None  # _rung_number checked the range
+    if current.opened:
+        return None
+    for earlier in state.hints.rungs[: number - 1]:
+        if not earlier.opened:
+            raise Conflict(EARLIER_RUNG_FIRST.format(earlier=earlier.rung))
+    if not current.available:
+        raise Conflict(
+            RUNG_NOT_YET.format(
+                rung=number,
+                threshold=current.threshold,
+                runs=state.evaluated_runs,
+                more=current.runs_needed,
+            )
+        )
+    return EventKind.HINT_OPENED, {"rung": number}
+
+
+def _rung_number(rung: int | str, count: int) -> int:
+    text = str(rung).strip()
+    if isinstance(rung, bool) or not text.isascii() or not text.isdigit() or len(text) > 3:
+        raise Invalid(UNKNOWN_RUNG.format(rung=text[:20], count=count))
+    number = int(text)
+    if not 1 <= number <= count:
+        raise Invalid(UNKNOWN_RUNG.format(rung=text, count=count))
+    return number

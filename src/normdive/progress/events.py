@@ -12,6 +12,9 @@ Payloads, by kind (what normdive.progress.actions builds and derive reads):
                             "message" (the parser's format message, or null)}]}
     reading_locked        {"choice": <reading choice id>, "right": bool}
     takeaway_saved        {"text": str}
+    row_predicted         {"row": <recording row key>, "outcome": "learns" | "partial" | "chance"}
+    row_played            {"row": <recording row key>}   (each play, replays too, is a run)
+    hint_opened           {"rung": 1 | 2}                (free: never a run)
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ class EventKind(StrEnum):
     NUMBERS_CHECKED = "numbers_checked"
     READING_LOCKED = "reading_locked"
     TAKEAWAY_SAVED = "takeaway_saved"
+    ROW_PREDICTED = "row_predicted"
+    ROW_PLAYED = "row_played"
+    HINT_OPENED = "hint_opened"
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,18 @@ How events fold into state (each rule is tested in tests/test_progress_state.py)
 - The takeaway is the latest saved text ("" is a cleared takeaway, None never saved).
 - Evaluated runs: see count_evaluated_runs.
 - The gate closes only when every part holds and the recording has no problem.
+
+The ablation (issue 4) adds, each in its own module and referenced from LessonState:
+    LessonState.ablation: AblationState    (progress/ablation.py) row predictions, plays,
+                                           the order rule, results of played rows, bands
+    LessonState.hints: HintsState          (progress/hints.py) rungs by evaluated runs
+    LessonState.compare: CompareState      (progress/compare.py) the compare sentences
+    LessonState.takeaway_default: str      the pre-filled line, composed from the recording
+                                           once its answer has been shown
+GateState's row parts come from AblationState: predictions_recorded counts the rows with a
+prediction, predictions_before_play is the order rule, best_row_played follows the reader's
+best row (RecordingFacts.best_row), whichever row that is.
+RecordingFacts and RowFacts live in progress/facts.py and are re-exported here.
 """
 
 from __future__ import annotations
@@ -27,18 +39,29 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from normdive.lesson.content import Lesson
+from normdive.progress.ablation import AblationState, fold_ablation
+from normdive.progress.compare import CompareState, compare, revealed, takeaway_line
 from normdive.progress.events import Event, EventKind
+from normdive.progress.facts import RecordingFacts, RowFacts
+from normdive.progress.hints import HintsState, fold_hints
+
+__all__ = [
+    "GRADED_VERDICTS",
+    "AblationState",
+    "CompareState",
+    "FieldState",
+    "GateState",
+    "HintsState",
+    "LessonState",
+    "ReadingState",
+    "RecordingFacts",
+    "RowFacts",
+    "Verdict",
+    "count_evaluated_runs",
+    "derive",
+]
 
 Verdict = Literal["right", "wrong", "format_error"]
-
-
-@dataclass(frozen=True)
-class RecordingFacts:
-    """What the gate needs to know from the recording, adapted by the web from the reader."""
-
-    problem: str | None  # why the ablation rows cannot be used today (missing, corrupt, no rows)
-    row_keys: tuple[str, ...] = ()  # e.g. ("both", "residual_only", "layernorm_only", "neither")
-    best_row: str | None = None  # computed by the recording's reader, never written in code
 
 
 @dataclass(frozen=True)
@@ -85,6 +108,12 @@ class LessonState:
     evaluated_runs: int  # checks with >= 1 graded number, reading locks, rows played
     gate: GateState
     extras: dict[str, object] = field(default_factory=dict)  # room for the ablation issue
+    ablation: AblationState = field(default_factory=AblationState)
+    hints: HintsState = field(default_factory=HintsState)
+    compare: CompareState = field(default_factory=CompareState)
+    # The takeaway's pre-filled line (shown while nothing is saved); "" only in hand-built
+    # states, where the page falls back to the lesson's default line.
+    takeaway_default: str = ""
 
 
 # What counts as a graded try of one number (format errors do not).
@@ -93,13 +122,14 @@ GRADED_VERDICTS: frozenset[str] = frozenset({"right", "wrong"})
 
 def count_evaluated_runs(events: Sequence[Event]) -> int:
     """Server-evaluated actions by the learner: a numbers check with at least one graded number
-    (a check of format errors only is not a run), and every locked reading. The ablation issue
-    adds rows played here, so the hint rungs and the page's counter share one definition."""
+    (a check of format errors only is not a run), every locked reading, and every row played
+    (replays too). Predictions, hints and takeaways are not runs. The hint rungs and the
+    page's counter share this one definition."""
     runs = 0
     for event in events:
         if event.kind is EventKind.NUMBERS_CHECKED:
             runs += any(entry.get("verdict") in GRADED_VERDICTS for entry in _answers(event))
-        elif event.kind is EventKind.READING_LOCKED:
+        elif event.kind in (EventKind.READING_LOCKED, EventKind.ROW_PLAYED):
             runs += 1
     return runs
 
@@ -117,9 +147,13 @@ def derive(
     fields = _fields(events, lesson)
     reading = _reading(events, lesson)
     numbers_landed = sum(state.landed for state in fields.values())
+    ablation = fold_ablation(events, lesson, recording)
+    prediction = _prediction(events)
+    runs = count_evaluated_runs(events)
     gate = _gate(
         lesson,
         recording,
+        ablation,
         prerequisite_done=prerequisite_done,
         numbers_landed=numbers_landed,
         reading_right=reading.right,
@@ -127,12 +161,23 @@ def derive(
     return LessonState(
         prerequisite_done=prerequisite_done,
         prerequisite_by_dev_setting=dev_prerequisite_done and not by_event,
-        prediction=_prediction(events),
+        prediction=prediction,
         fields=fields,
         reading=reading,
         takeaway=_takeaway(events),
-        evaluated_runs=count_evaluated_runs(events),
+        evaluated_runs=runs,
         gate=gate,
+        ablation=ablation,
+        hints=fold_hints(events, lesson, recording, runs),
+        compare=compare(
+            lesson,
+            recording,
+            prediction=prediction,
+            ablation=ablation,
+            reading_locks=reading.locks,
+            reading_right=reading.right,
+        ),
+        takeaway_default=takeaway_line(lesson, recording, revealed=revealed(ablation)),
     )
 
 
@@ -220,6 +265,7 @@ def _takeaway(events: Sequence[Event]) -> str | None:
 def _gate(
     lesson: Lesson,
     recording: RecordingFacts,
+    ablation: AblationState,
     *,
     prerequisite_done: bool,
     numbers_landed: int,
@@ -227,13 +273,13 @@ def _gate(
 ) -> GateState:
     numbers_total = len(lesson.number_fields)
     predictions_total = len(recording.row_keys)
-    # Row predictions and plays arrive with the ablation player (a later issue).
-    predictions_recorded = 0
-    predictions_before_play = True
-    best_row_played = False
+    predictions_recorded = ablation.predictions_recorded
+    predictions_before_play = ablation.predictions_before_play
+    best_row_played = ablation.best_row_played
     closed = (
         prerequisite_done
         and recording.problem is None
+        and recording.best_row is not None
         and numbers_landed == numbers_total
         and reading_right
         and predictions_total > 0

@@ -2,8 +2,13 @@
 
 The Store can create a learner, append an event and read a learner's events in order. It has
 no update and no delete: the page's state is derived from the history (normdive.progress), so
-the history is never rewritten. Every query is filtered by one learner id; nothing reads
-across learners.
+the history is never rewritten. Every query is filtered by one learner id, except
+`prediction_counts`, which reads across learners but returns bare counts (no id, no payload):
+    Store.prediction_counts() -> normdive.progress.aggregate.PredictionCounts
+        learners per opening choice and per (row, outcome), each learner counted once by their
+        first prediction_committed / first row_predicted for that row, plus how many learners
+        committed. Portable SQL: JSON path access through SQLAlchemy (JSON_EXTRACT on SQLite,
+        ->> on PostgreSQL), grouped on subquery columns so PostgreSQL sees one expression.
 
 Payloads are JSON objects. Before storing, every string in them (keys included) has NUL and
 lone surrogate characters replaced with U+FFFD, because PostgreSQL's JSONB rejects both;
@@ -19,9 +24,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, exists, insert, select
+from sqlalchemy import Connection, Engine, exists, func, insert, literal_column, select
 from sqlalchemy.exc import IntegrityError
 
+from normdive.progress.aggregate import PredictionCounts
 from normdive.progress.events import Event, EventKind
 from normdive.store.tables import LEARNER_ID_LENGTH, EventRecord, Learner
 
@@ -125,6 +131,62 @@ class Store:
             for row in rows
             if row.kind in known  # written by a newer version; that version derives from it
         ]
+
+    def prediction_counts(self) -> PredictionCounts:
+        """How all learners predicted, each counted once by their first prediction."""
+        with self._engine.connect() as connection:
+            committed = connection.execute(
+                select(func.count(EventRecord.learner_id.distinct())).where(
+                    EventRecord.kind == EventKind.PREDICTION_COMMITTED.value
+                )
+            ).scalar_one()
+            opening = _first_answers(connection, EventKind.PREDICTION_COMMITTED, "choice")
+            rows = _first_answers(connection, EventKind.ROW_PREDICTED, "outcome", per="row")
+        return PredictionCounts(
+            committed=int(committed),
+            opening=rows_to_counts(opening).get("", {}),
+            rows=rows_to_counts(rows),
+        )
+
+
+def _first_answers(
+    connection: Connection, kind: EventKind, answer: str, *, per: str | None = None
+) -> list[tuple[str | None, str | None, int]]:
+    """(question, answer, learners) for each learner's first `kind` event per question.
+
+    The question is the payload's `per` key ("" when the kind answers one question). Every
+    JSON path is labelled in an inner query and grouped by that label outside it, so the
+    same expression is grouped on every backend."""
+    answers = select(
+        EventRecord.id.label("id"),
+        EventRecord.learner_id.label("learner_id"),
+        (EventRecord.payload[per].as_string() if per else literal_column("''")).label("question"),
+        EventRecord.payload[answer].as_string().label("answer"),
+    ).where(EventRecord.kind == kind.value)
+    inner = answers.subquery("answers")
+    first = (
+        select(func.min(inner.c.id).label("id"))
+        .group_by(inner.c.learner_id, inner.c.question)
+        .subquery("first")
+    )
+    query = (
+        select(inner.c.question, inner.c.answer, func.count().label("learners"))
+        .select_from(inner.join(first, first.c.id == inner.c.id))
+        .group_by(inner.c.question, inner.c.answer)
+    )
+    return [(row.question, row.answer, int(row.learners)) for row in connection.execute(query)]
+
+
+def rows_to_counts(
+    rows: list[tuple[str | None, str | None, int]],
+) -> dict[str, dict[str, int]]:
+    """{question: {answer: learners}}, leaving out answers the payload did not hold."""
+    counts: dict[str, dict[str, int]] = {}
+    for question, answer, learners in rows:
+        if question is None or answer is None:
+            continue
+        counts.setdefault(question, {})[answer] = learners
+    return counts
 
 
 def _utc(moment: datetime) -> datetime:

@@ -60,7 +60,12 @@ class Learner(Base):
 
 class EventRecord(Base):
     __tablename__ = "events"
-    __table_args__ = (Index("ix_events_learner_id_id", "learner_id", "id"),)
+    __table_args__ = (
+        # One learner's history, in order (every page view).
+        Index("ix_events_learner_id_id", "learner_id", "id"),
+        # Every learner's first event of a kind (the predictions aggregate), migration 0002.
+        Index("ix_events_kind_learner_id_id", "kind", "learner_id", "id"),
+    )
 
     id: Mapped[int] = mapped_column(EVENT_ID_TYPE, Identity(), primary_key=True)
     learner_id: Mapped[str] = mapped_column(

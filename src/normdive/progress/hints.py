@@ -1,0 +1,121 @@
+"""The hint rungs: open by effort (evaluated runs), never by time, in order, and for free.
+
+    fold_hints(events, lesson, recording, runs) -> HintsState
+
+A rung is available once the learner's evaluated runs reach its threshold (lesson data: 3 and
+5); it is opened once a hint_opened event names it. Both are pure functions of the events, so
+a reload or another tab shows the same rungs. Rung 1 is a question that points at the
+evidence; rung 2 is the answer, composed from the recording by `answer_text` (which single
+component recovers more, with both rows' figures), so no text names the answer in advance.
+An opened rung's text is shown; an unopened one's is not (None).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from normdive.lesson.content import Lesson
+from normdive.progress import figures
+from normdive.progress.ablation import Recovery, which_recovers_more
+from normdive.progress.events import Event, EventKind
+from normdive.progress.facts import RecordingFacts
+
+
+@dataclass(frozen=True)
+class HintRungState:
+    rung: int  # 1-based, as in the hint_opened payload
+    label: str  # "A question", "The answer"
+    threshold: int  # evaluated runs it needs
+    available: bool  # runs >= threshold
+    opened: bool  # a hint_opened event names it
+    can_open: bool  # available, not opened, and every earlier rung opened
+    runs_needed: int  # more runs before it is available (0 once it is)
+    status: str  # the lesson's "opens after ..." or "ready to open" line ("" once opened)
+    text: str | None  # the hint itself, once opened
+
+
+@dataclass(frozen=True)
+class HintsState:
+    runs: int = 0  # evaluated runs, as LessonState.evaluated_runs
+    runs_text: str = ""  # "You have run it N times."
+    rungs: tuple[HintRungState, ...] = ()
+
+    def rung(self, number: int) -> HintRungState | None:
+        return next((r for r in self.rungs if r.rung == number), None)
+
+
+def answer_values(lesson: Lesson, recovery: Recovery) -> dict[str, str]:
+    """ANSWER_FIELDS filled from the recording: the component that recovers more first."""
+    row = lesson.row(recovery.row.key)
+    other_row = lesson.row(recovery.other_row.key)
+    return {
+        "component": lesson.components[recovery.component],
+        "row": row.label if row is not None else recovery.row.key,
+        "accuracy": figures.percent(recovery.row.accuracy),
+        "loss": figures.loss(recovery.row.loss),
+        "other_component": lesson.components[recovery.other],
+        "other_row": other_row.label if other_row is not None else recovery.other_row.key,
+        "other_accuracy": figures.percent(recovery.other_row.accuracy),
+        "other_loss": figures.loss(recovery.other_row.loss),
+    }
+
+
+def answer_text(lesson: Lesson, recording: RecordingFacts) -> str:
+    """Rung 2: which single component recovers more in this recording, with the figures."""
+    recovery = which_recovers_more(recording)
+    if recovery is None:
+        reason = recording.problem or "the recording lacks one of the two single-component rows."
+        return f"{lesson.hints.answer_unavailable} {reason}"
+    template = lesson.hints.answer_tie if recovery.tie else lesson.hints.rungs[1].text
+    return template.format_map(answer_values(lesson, recovery))
+
+
+def opened_rungs(events: Sequence[Event]) -> set[int]:
+    """The rung numbers named by the learner's hint_opened events."""
+    opened: set[int] = set()
+    for event in events:
+        rung = event.payload.get("rung")
+        if event.kind is EventKind.HINT_OPENED and type(rung) is int:
+            opened.add(rung)
+    return opened
+
+
+def fold_hints(
+    events: Sequence[Event], lesson: Lesson, recording: RecordingFacts, runs: int
+) -> HintsState:
+    opened = opened_rungs(events)
+    rungs: list[HintRungState] = []
+    for number, rung in enumerate(lesson.hints.rungs, 1):
+        available = runs >= rung.threshold
+        is_open = number in opened
+        more = max(0, rung.threshold - runs)
+        if is_open:
+            status = ""
+        elif available:
+            status = lesson.hints.rung_ready
+        else:
+            status = lesson.hints.rung_waiting.format(threshold=rung.threshold, more=more)
+        text = None
+        if is_open:
+            text = rung.text if number == 1 else answer_text(lesson, recording)
+        rungs.append(
+            HintRungState(
+                rung=number,
+                label=rung.label,
+                threshold=rung.threshold,
+                available=available,
+                opened=is_open,
+                can_open=available
+                and not is_open
+                and all(earlier in opened for earlier in range(1, number)),
+                runs_needed=more,
+                status=status,
+                text=text,
+            )
+        )
+    return HintsState(
+        runs=runs,
+        runs_text=lesson.hints.runs_text.format(runs=runs),
+        rungs=tuple(rungs),
+    )
