@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from normdive.lesson.content import load_lesson
+from normdive.progress.events import Event, EventKind
 from normdive.progress.facts import RecordingFacts, recording_facts, recording_facts_at
+from normdive.progress.state import derive
 from normdive.recording.format import ROW_KEYS, ROW_SWITCHES, Recording
 from normdive.recording.reader import RecordingProblem
+from normdive.recording.sample import sample_recording
 
 DEPTH = 2
 
@@ -156,3 +161,20 @@ def test_unusable_files_give_a_reason_and_never_raise(
     facts = recording_facts_at(path)
     assert facts.problem is not None and words in facts.problem
     assert facts.row_keys == () and facts.best_row is None and facts.rows == ()
+
+
+def test_the_recorders_sample_recording_through_derive_follows_its_best_row() -> None:
+    # Level with "both" on accuracy, lower on loss: the reader's tie-break picks "neither".
+    facts = recording_facts(sample_recording({"neither": (1.0, 0.001)}))
+    assert facts.problem is None and facts.best_row == "neither"
+    specs = [(EventKind.PREDICTION_COMMITTED, {"choice": "residual"})]
+    specs += [(EventKind.ROW_PREDICTED, {"row": k, "outcome": "learns"}) for k in ROW_KEYS]
+    specs += [(EventKind.ROW_PLAYED, {"row": "both"})]
+    moment = datetime(2025, 1, 1, tzinfo=UTC)
+    history = [Event(i, "a" * 32, k, p, moment) for i, (k, p) in enumerate(specs, 1)]
+    lesson = load_lesson()
+    assert not derive(
+        history, lesson, recording=facts, dev_prerequisite_done=True
+    ).gate.best_row_played
+    history.append(Event(99, "a" * 32, EventKind.ROW_PLAYED, {"row": "neither"}, moment))
+    assert derive(history, lesson, recording=facts, dev_prerequisite_done=True).gate.best_row_played
