@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup, Tag
@@ -10,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from conftest import SettingsFactory
 from normdive.lesson.content import load_lesson
+from normdive.recording.sample import sample_recording
 from normdive.store.events import EventKind
 from normdive.web.app import create_app
 
@@ -346,3 +348,27 @@ def test_before_the_commit_the_url_cannot_run_try_it(client: TestClient) -> None
     assert text(soup, "#edge-now").endswith(f"{ZEROS4}.")
     assert one(soup, "#own-row-input")["value"] == ""
     assert soup.select("#own-row-steps .row-steps") == []
+
+
+def test_with_a_readable_recording_the_gate_has_no_reason_to_stay_open(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    recording = tmp_path / "the-transformer-block.json"
+    recording.write_text(sample_recording().model_dump_json(), encoding="utf-8")
+    with TestClient(create_app(make_settings(recording_path=recording))) as test_client:
+        gate = one(page(test_client), "#gate")
+    assert gate.select_one("#gate-cannot-close") is None
+    assert text(gate, "#gate-predictions") == "0 of 4 predictions recorded."
+    assert text(gate, ".verdict") == LESSON.gate.not_met
+
+
+def test_a_broken_recording_says_why_the_gate_cannot_close(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    recording = tmp_path / "the-transformer-block.json"
+    recording.write_text("{not json", encoding="utf-8")
+    with TestClient(create_app(make_settings(recording_path=recording))) as test_client:
+        response = test_client.get("/")
+    assert response.status_code == 200
+    reason = text(BeautifulSoup(response.text, "html.parser"), "#gate-cannot-close")
+    assert reason.startswith(LESSON.gate.cannot_close_prefix)

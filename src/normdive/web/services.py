@@ -12,9 +12,9 @@ from starlette.requests import Request
 
 from normdive.config import Settings
 from normdive.lesson.content import Lesson
+from normdive.progress.facts import recording_facts_at
 from normdive.progress.state import LessonState, derive
 from normdive.store.events import Store
-from normdive.web.recording_facts import recording_facts
 from normdive.web.rendering import Renderer
 
 
@@ -32,7 +32,8 @@ class Services:
         return derive(
             self.store.events_for(learner_id),
             self.lesson,
-            recording=recording_facts(self.settings.recording_path),
+            # The reader caches the file by (path, mtime, size): a re-recording shows at once.
+            recording=recording_facts_at(self.settings.recording_path),
             dev_prerequisite_done=self.settings.dev_prerequisite_done,
         )
 
