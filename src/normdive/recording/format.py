@@ -38,10 +38,16 @@ InitScheme = Literal["gpt2", "pytorch"]
 NonFinite = Literal["nan", "inf", "-inf"]
 
 
+NON_FINITE_MARKERS = ("nan", "inf", "-inf")
+
+
 def _mark_non_finite(value: object) -> object:
-    """Turn a non-finite float into its explicit marker; leave everything else to pydantic."""
+    """Turn a non-finite float into its explicit marker; refuse any other string (one clear
+    error instead of one per branch of the union); leave the rest to pydantic."""
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, str) and value not in NON_FINITE_MARKERS:
+        raise ValueError(f"expected a number or one of 'nan', 'inf', '-inf', got {value!r}")
     return value
 
 

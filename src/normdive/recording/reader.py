@@ -51,11 +51,20 @@ class RecordingProblem(Exception):
 
 
 def _validation_summary(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors()[:MAX_ERRORS_SHOWN]:
-        where = ".".join(str(part) for part in item["loc"]) or "(top level)"
-        parts.append(f"{where}: {item['msg']}")
-    more = error.error_count() - MAX_ERRORS_SHOWN
+    """The first few problems, one per field: a value that fits neither branch of a union
+    (a number or a non-finite marker) is reported once, under the field's own name."""
+    found: dict[str, str] = {}
+    for item in error.errors():
+        loc = list(item["loc"])
+        while (
+            loc
+            and isinstance(loc[-1], str)
+            and (loc[-1] in ("float", "int") or loc[-1].startswith(("literal[", "function-")))
+        ):
+            loc.pop()
+        found.setdefault(".".join(str(part) for part in loc) or "(top level)", item["msg"])
+    parts = [f"{where}: {message}" for where, message in list(found.items())[:MAX_ERRORS_SHOWN]]
+    more = len(found) - MAX_ERRORS_SHOWN
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 

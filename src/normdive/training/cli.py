@@ -135,7 +135,7 @@ def record_runs(
         raise typer.Exit(2)
     tasks = plan(row_list, seed_list)
     job_count = min(jobs or os.cpu_count() or 1, len(tasks))
-    console = Console()
+    console = Console(soft_wrap=True)  # paths and table lines stay whole in logs
     console.print(
         f"Recording {len(tasks)} row(s) on {device}"
         + (f" with {job_count} single-thread process(es)" if device == "cpu" else "")

@@ -1,0 +1,174 @@
+"""`normdive record-runs` end to end on a tiny config, as a real process: the file it writes,
+determinism across job counts, resume after SIGKILL, and SIGINT leaving the old file alone."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from normdive.cli import app
+from normdive.recording.format import ROW_KEYS, Recording
+from normdive.recording.reader import parse_recording
+
+NORMDIVE = str(Path(sys.executable).parent / "normdive")
+# Depth 2, a few dozen steps: a second or so of training per row after torch has loaded.
+TINY = [
+    "--depth",
+    "2",
+    "--d-model",
+    "32",
+    "--heads",
+    "2",
+    "--steps",
+    "60",
+    "--batch-size",
+    "16",
+    "--eval-every",
+    "20",
+    "--heldout-size",
+    "32",
+    "--seeds",
+    "0",
+]
+SAFETY_TIMEOUT_S = 300  # only so that a hung run fails the test instead of hanging it
+OLD = b"the previous recording, which an interrupted run must leave alone\n"
+
+
+def record_runs(out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [NORMDIVE, "record-runs", *TINY, "--out", str(out), *extra],
+        capture_output=True,
+        text=True,
+        timeout=SAFETY_TIMEOUT_S,
+        check=False,
+    )
+
+
+def rows_of(recording: Recording) -> list[dict[str, object]]:
+    return [row.model_dump(exclude={"wall_s"}) for row in recording.rows]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("uninterrupted") / "the-transformer-block.json"
+    done = record_runs(out, "--jobs", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out, done.stdout
+
+
+def test_end_to_end(uninterrupted: tuple[Path, str]) -> None:
+    out, stdout = uninterrupted
+    recording = parse_recording(out.read_bytes(), str(out))
+    assert [(r.key, r.seed) for r in recording.rows] == [(k, 0) for k in ROW_KEYS]
+    assert (recording.config.depth, recording.config.steps, recording.page_seed) == (2, 60, 0)
+    source = recording.provenance
+    assert source.command.startswith("normdive record-runs --depth 2 --d-model 32")
+    assert (source.jobs, source.threads_per_job, source.rows_resumed) == (2, 1, 0)
+    assert f"Wrote {out}" in stdout
+    assert "| row (seed 0) |" in stdout and "| neither | off | off |" in stdout
+    assert not out.with_name(out.name + ".partial").exists()
+    assert not out.with_name(out.name + ".tmp").exists()
+
+
+def start(out: Path) -> subprocess.Popen[str]:
+    # Its own session, so a signal can reach the command and its workers together.
+    return subprocess.Popen(
+        [NORMDIVE, "record-runs", *TINY, "--jobs", "1", "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def signal_after_first_row(process: subprocess.Popen[str], out: Path, signum: int) -> str:
+    first = out.with_name(out.name + ".partial") / "both-seed0.json"
+    while not first.exists():
+        assert process.poll() is None, process.communicate()[0]
+        time.sleep(0.01)
+    os.killpg(process.pid, signum)
+    output, _ = process.communicate(timeout=SAFETY_TIMEOUT_S)
+    return output
+
+
+def test_resume_after_sigkill_gives_the_uninterrupted_rows(
+    tmp_path: Path, uninterrupted: tuple[Path, str]
+) -> None:
+    out = tmp_path / "the-transformer-block.json"
+    out.write_bytes(OLD)
+    process = start(out)
+    signal_after_first_row(process, out, signal.SIGKILL)
+    assert process.returncode == -signal.SIGKILL
+    assert out.read_bytes() == OLD  # never half-written, never replaced
+    assert (out.with_name(out.name + ".partial") / "both-seed0.json").exists()
+
+    resumed = record_runs(out, "--jobs", "1")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "Resuming: 1 finished row(s) kept" in resumed.stdout
+    again = parse_recording(out.read_bytes(), str(out))
+    reference = parse_recording(uninterrupted[0].read_bytes(), "uninterrupted")
+    # Same rows as the uninterrupted run, which also ran with 2 jobs instead of 1.
+    assert rows_of(again) == rows_of(reference)
+    assert again.config == reference.config
+    assert again.provenance.rows_resumed == 1
+
+
+def test_sigint_stops_cleanly_and_keeps_the_old_file(tmp_path: Path) -> None:
+    out = tmp_path / "the-transformer-block.json"
+    out.write_bytes(OLD)
+    process = start(out)
+    output = signal_after_first_row(process, out, signal.SIGINT)
+    assert process.returncode == 130, output
+    assert "Interrupted. Finished rows are kept in" in output
+    assert "Traceback" not in output
+    assert out.read_bytes() == OLD
+    assert (out.with_name(out.name + ".partial") / "both-seed0.json").exists()
+    assert not out.with_name(out.name + ".tmp").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--rows", "both,half"], "give distinct row keys from both, residual_only"),
+        (["--seeds", "0,x"], "is not a comma-separated list of seeds"),
+        (["--seeds", "1,1"], "give distinct seeds >= 0"),
+        (["--steps", "0"], "Invalid settings: steps: Input should be greater than or equal to 1"),
+        (["--d-model", "30", "--heads", "4"], "d_model 30 is not divisible by n_heads 4"),
+        (["--init", "xavier"], "init: Input should be 'gpt2' or 'pytorch'"),
+        (["--device", "tpu"], "choose auto, cpu or cuda"),
+        (["--jobs", "0"], "give at least 1"),
+    ],
+)
+def test_bad_settings_are_refused_and_change_nothing(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(app, ["record-runs", *args, "--out", str(out)])
+    assert result.exit_code == 2
+    assert message in " ".join(result.output.split()), result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_help_lists_the_options() -> None:
+    result = CliRunner().invoke(app, ["record-runs", "--help"])
+    assert result.exit_code == 0
+    for option in (
+        "--depth",
+        "--copy-length",
+        "--steps",
+        "--seeds",
+        "--rows",
+        "--device",
+        "--jobs",
+        "--out",
+        "--init",
+        "--fresh",
+    ):
+        assert option in result.output

@@ -1,0 +1,102 @@
+"""The runner's pieces: the plan, kept rows beside the output, the atomic write."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from normdive.recording.format import Recording, RunConfig
+from normdive.recording.sample import sample_recording
+from normdive.training.runner import (
+    PartialRows,
+    RecordError,
+    RowTask,
+    fingerprint,
+    partial_dir,
+    plan,
+    write_recording,
+)
+from normdive.training.runner import tmp_path as temporary_path
+
+CONFIG = RunConfig(depth=2, steps=40)
+
+
+def test_the_plan_goes_seed_by_seed_in_page_order() -> None:
+    assert plan(["both", "neither"], [0, 1]) == [
+        RowTask("both", 0),
+        RowTask("neither", 0),
+        RowTask("both", 1),
+        RowTask("neither", 1),
+    ]
+    assert RowTask("residual_only", 2).name == "residual_only-seed2"
+
+
+def test_beside_the_output() -> None:
+    out = Path("recordings/the-transformer-block.json")
+    assert partial_dir(out) == Path("recordings/the-transformer-block.json.partial")
+    assert temporary_path(out) == Path("recordings/the-transformer-block.json.tmp")
+
+
+def a_row(key: str = "both", seed: int = 0):  # type: ignore[no-untyped-def]
+    recording = sample_recording(seeds=(seed,), config=CONFIG)
+    return next(r for r in recording.rows if r.key == key)
+
+
+def test_kept_rows_survive_a_rerun_with_the_same_config(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    first = PartialRows(out, fingerprint(CONFIG, "cpu"), fresh=False)
+    first.save(a_row())
+    again = PartialRows(out, fingerprint(CONFIG, "cpu"), fresh=False)
+    assert again.load(RowTask("both", 0)) == a_row()
+    assert again.load(RowTask("neither", 0)) is None
+
+
+@pytest.mark.parametrize(
+    ("config", "device", "fresh"),
+    [
+        (CONFIG.model_copy(update={"steps": 41}), "cpu", False),
+        (CONFIG, "cuda", False),
+        (CONFIG, "cpu", True),
+    ],
+)
+def test_kept_rows_are_dropped_when_they_would_not_match(
+    tmp_path: Path, config: RunConfig, device: str, fresh: bool
+) -> None:
+    out = tmp_path / "r.json"
+    PartialRows(out, fingerprint(CONFIG, "cpu"), fresh=False).save(a_row())
+    again = PartialRows(out, fingerprint(config, device), fresh=fresh)
+    assert again.load(RowTask("both", 0)) is None
+    assert json.loads((again.dir / "run.json").read_text())["device"] == device
+
+
+def test_a_damaged_kept_row_is_trained_again(tmp_path: Path) -> None:
+    kept = PartialRows(tmp_path / "r.json", fingerprint(CONFIG, "cpu"), fresh=False)
+    kept.path(RowTask("both", 0)).write_text("{half a row", encoding="utf-8")
+    assert kept.load(RowTask("both", 0)) is None
+    kept.save(a_row("both", 0))
+    assert kept.load(RowTask("both", 1)) is None  # a file under the wrong name is not used
+    kept.path(RowTask("both", 0)).rename(kept.path(RowTask("both", 1)))
+    assert kept.load(RowTask("both", 1)) is None
+    kept.remove()
+    assert not kept.dir.exists()
+
+
+def test_the_recording_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
+    out = tmp_path / "deep" / "r.json"
+    recording = sample_recording()
+    size = write_recording(out, recording)
+    assert size == out.stat().st_size < 1_000_000
+    assert Recording.model_validate_json(out.read_bytes()) == recording
+    assert not temporary_path(out).exists()
+
+
+def test_a_failed_write_leaves_the_old_file(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    out.write_text("the old recording", encoding="utf-8")
+    temporary_path(out).mkdir()  # something in the way of the temporary file
+    with pytest.raises(OSError):
+        write_recording(out, sample_recording())
+    assert out.read_text(encoding="utf-8") == "the old recording"
+    assert issubclass(RecordError, Exception)
