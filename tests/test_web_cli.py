@@ -101,3 +101,29 @@ def wait_for(url: str, process: subprocess.Popen[bytes]) -> httpx2.Response:
                 assert process.stderr is not None
                 raise AssertionError(process.stderr.read().decode()) from None
             time.sleep(0.1)
+
+
+def test_serve_refuses_a_database_without_tables(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'empty.sqlite3'}"
+    result = CliRunner().invoke(
+        app, ["serve"], env={"NORMDIVE_SECRET_KEY": SECRET_KEY, "DATABASE_URL": url}
+    )
+    assert result.exit_code == 2
+    assert "run `normdive db upgrade`" in result.output
+
+
+def test_serve_refuses_a_database_url_it_cannot_read() -> None:
+    result = CliRunner().invoke(
+        app, ["serve"], env={"NORMDIVE_SECRET_KEY": SECRET_KEY, "DATABASE_URL": "nonsense"}
+    )
+    assert result.exit_code == 2
+    assert "DATABASE_URL: not a database URL" in result.output
+
+
+def test_serve_refuses_a_database_it_cannot_reach(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'no' / 'such' / 'folder.sqlite3'}"
+    result = CliRunner().invoke(
+        app, ["serve"], env={"NORMDIVE_SECRET_KEY": SECRET_KEY, "DATABASE_URL": url}
+    )
+    assert result.exit_code == 2
+    assert "DATABASE_URL: the database cannot be reached" in result.output
