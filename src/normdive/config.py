@@ -38,4 +38,4 @@ class Settings(BaseSettings):
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    return Settings()  # type: ignore[call-arg]  # secret_key comes from the environment
+    return Settings()  # secret_key comes from the environment (the pydantic plugin knows)
