@@ -1,6 +1,7 @@
 """Shared fixtures: settings on a real, migrated SQLite file, the app in-process (httpx
 TestClient), the app served for real by uvicorn on a free 127.0.0.1 port in a background
-thread, and Playwright driving Debian's Chromium against it for the browser tests."""
+thread, and Playwright driving Debian's Chromium against it for the browser tests; and the
+sample recordings the ablation's tests write to files (never the shipped one)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from normdive.config import Settings
+from normdive.recording.format import Recording, RowKey
+from normdive.recording.sample import SAMPLE_FINALS, sample_recording
 from normdive.store.db import upgrade
 from normdive.web.app import create_app
 
@@ -35,6 +38,55 @@ def migrated_sqlite_url(folder: Path) -> str:
     url = f"sqlite:///{folder / 'normdive.sqlite3'}"
     upgrade(url)
     return url
+
+
+# --- sample recordings ----------------------------------------------------------------------
+
+# The page seed's row whose curve holds a point that is not a number (its middle held-out loss).
+NON_FINITE_ROW: RowKey = "residual_only"
+
+
+def _norms(key: str, step: int, depth: int) -> list[float]:
+    """Per-block gradient norms shaped like the real ones: healthy with both components,
+    flat with residuals only, healthy then collapsing with layer norm only, vanishing towards
+    the first block with neither (its first block exactly zero)."""
+    late = step > 1
+    if key == "both":
+        return [0.8 - 0.03 * block for block in range(depth)]
+    if key == "residual_only":
+        return [0.0165] * depth
+    if key == "layernorm_only":
+        return [10.0 ** (-10 + block) for block in range(depth)] if late else [4.0] * depth
+    return [0.0] + [10.0 ** (-4 * (depth - block)) for block in range(1, depth)]
+
+
+def ablation_recording(best: RowKey = "both", *, seeds: tuple[int, ...] = (0, 1, 2)) -> Recording:
+    """A sample recording (made-up numbers, valid format) for the ablation's tests: `best` is
+    the row that ends best at the page seed (the others keep the sample's shape), the other
+    seeds spread around it, one curve point is not a number, and the gradient norms look
+    like the real ones."""
+    finals = dict(SAMPLE_FINALS)
+    if best != "both":
+        finals[best], finals["both"] = SAMPLE_FINALS["both"], SAMPLE_FINALS[best]
+    data = sample_recording(finals, seeds=seeds).model_dump(mode="json")
+    depth = data["config"]["depth"]
+    for row in data["rows"]:
+        spread = 0.1 * row["seed"]
+        for point in row["curve"][1:-1]:
+            point["heldout_accuracy"] = min(1.0, point["heldout_accuracy"] * (1 + spread))
+        if row["key"] == NON_FINITE_ROW and row["seed"] == seeds[0]:
+            row["curve"][1]["heldout_loss"] = "nan"
+        for point in row["block_grad_norms"]:
+            point["norms"] = _norms(row["key"], point["step"], depth)
+    return Recording.model_validate(data)
+
+
+def write_recording(folder: Path, recording: Recording | str) -> Path:
+    """The recording (or raw text) as the file the page reads."""
+    path = folder / "the-transformer-block.json"
+    text = recording if isinstance(recording, str) else recording.model_dump_json()
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 def build_settings(database_url: str, folder: Path, **overrides: Any) -> Settings:

@@ -255,6 +255,9 @@ def test_json_success_returns_the_message_and_the_fragments(client: TestClient) 
         "reading",
         "hints-body",
         "gate",
+        # Issue 4: the row predictions open and Compare states the opening prediction.
+        "ablation-rows",
+        "compare-body",
     }
     for element_id, html in body["fragments"].items():
         root = soup_of(html).find(True)

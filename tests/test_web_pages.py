@@ -285,12 +285,17 @@ def test_the_reading_offers_four_choices(client: TestClient) -> None:
     assert text(reading, ".prompt") == LESSON.reading.prompt
 
 
-def test_the_ablation_and_compare_are_placeholders_in_lesson_words(client: TestClient) -> None:
+def test_without_a_recording_the_ablation_says_why_in_lesson_words(client: TestClient) -> None:
+    # Issue 4 replaced the issue-2 placeholder with the player; without a recording the panel
+    # says why the rows cannot be used, and Compare still says what it will hold.
     soup = page(client)
     ablation = one(soup, "#ablation")
     assert text(ablation, "h3") == LESSON.ablation.heading
     assert text(ablation, "h4") == LESSON.ablation.panel_title
-    assert text(ablation, ".placeholder") == LESSON.ablation.loading
+    assert text(ablation, "#ablation-problem") == " ".join(
+        f"{LESSON.ablation.unavailable} {LESSON.recording_problems.missing}".split()
+    )
+    assert "no-recording-here.json" not in soup.get_text()
     assert text(soup, "#compare .placeholder") == " ".join(
         LESSON.ablation.compare_placeholder.split()
     )

@@ -28,6 +28,10 @@ The ablation's data (issue 4), all here and none of it naming a winner:
     Lesson.takeaway      `composed_line` / `composed_line_tie`: the pre-filled line once the
                          recording has shown its answer
     Lesson.aggregate     how all learners predicted: min_learners and texts
+    Lesson.recording_problems
+                         what a learner reads when the recording cannot be used, one
+                         sentence per reason code of normdive.recording.reader (the author's
+                         message, which names server paths, goes to the log instead)
 Templates use str.format placeholders; each template's allowed (and required) placeholders
 are named below (*_FIELDS) and checked at load, so a typo in a placeholder is a load error,
 not a KeyError on the page. progress fills them in; nothing in a template names the answer.
@@ -477,6 +481,23 @@ class Aggregate(_Model):
         return self
 
 
+class RecordingProblems(_Model):
+    """One learner-facing sentence per reason the recording's reader gives
+    (normdive.recording.reader.ProblemReason); a missing reason is a load error."""
+
+    missing: Text
+    unreadable: Text
+    bad_json: Text
+    unknown_version: Text
+    invalid: Text
+    no_ablation_rows: Text
+
+    def sentence(self, reason: str) -> str:
+        """The sentence for `reason`; an unknown reason reads as an unusable file."""
+        text = getattr(self, reason, None) if reason in type(self).model_fields else None
+        return text if isinstance(text, str) else self.invalid
+
+
 class OwnRow(_Model):
     label: Text
     placeholder: Text
@@ -516,6 +537,7 @@ class Lesson(_Model):
     init_names: dict[str, Text]  # by the recording's init setting; unknown ones show as named
     compare: Compare
     aggregate: Aggregate
+    recording_problems: RecordingProblems
 
     @field_validator("eps", "tolerance", mode="before")
     @classmethod

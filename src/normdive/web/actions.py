@@ -1,15 +1,21 @@
-"""Routes that write: the page's four forms and the host platform's prerequisite report.
+"""Routes that write: the page's forms (the opening prediction, the six numbers, the reading,
+the takeaway, and the ablation's row predictions, plays and hints) and the host platform's
+prerequisite report.
 
 One flow for every form, with or without JavaScript. The progress layer decides (returning
 the event to append, or raising Conflict / Invalid); this module only translates:
-- without JavaScript, success is a 303 back to the section, and a refusal re-renders the whole
-  page with its status (409 / 422), the message beside the form and what the learner typed;
+- without JavaScript, success is a 303 back to the section, keeping what the URL held (the
+  switch, the learner's own row, the row in the player: view.Carry, carried by every form),
+  and a refusal re-renders the whole page with its status (409 / 422), the message beside the
+  form and what the learner typed;
 - with JavaScript (`Accept: application/json`), the same statuses with
   {"ok", "message", "fragments"}: the page's regions re-rendered by the same macros.
+A row or hint the URL names that the lesson does not have is a 404 with a message.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import json
 from collections.abc import Callable, Mapping
@@ -24,26 +30,39 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 
 from normdive.lesson.content import Lesson
 from normdive.progress.actions import (
+    Action,
     Conflict,
     Invalid,
     check_numbers,
     commit_prediction,
     lock_reading,
+    open_hint,
+    play_row,
+    predict_row,
     save_takeaway,
 )
 from normdive.progress.state import LessonState
 from normdive.store.events import EventKind
-from normdive.web.errors import wants_json
+from normdive.web.errors import error_response, wants_json
 from normdive.web.identity import attach_cookie, is_learner_id, resolve_learner
 from normdive.web.services import Services, services
-from normdive.web.view import Refusal, build_page_view
+from normdive.web.view import Refusal, carry_from
 
 router = APIRouter()
 
-Outcome = tuple[EventKind, Mapping[str, Any]]
+# The event to append; None: nothing to append, and the action still succeeded (a hint that
+# is already open).
+Outcome = Action | None
 # The longest value of one form field that is passed on; the takeaway is the longest (2,000
 # characters), and the store caps raw answers itself. Beyond this it is not a learner typing.
 MAX_FIELD_CHARS = 20_000
+# The form value naming the row or rung a per-row form's URL names (set by the route, never
+# read from the body).
+TARGET = "target"
+UNKNOWN_ROW = "There is no row called {key!r} in this lesson."
+UNKNOWN_RUNG = "There is no hint number {rung!r}; the hints are numbered 1 to {count}."
+# At most this much of an unknown path segment is repeated back.
+MAX_ECHOED = 40
 
 
 @dataclass(frozen=True)
@@ -51,10 +70,11 @@ class FormAction:
     """One form of the page: what it does and what it re-renders."""
 
     name: str  # the form's name in PageView.refusal
-    anchor: str  # where a no-JavaScript success lands
+    anchor: str  # where a no-JavaScript success lands ("{target}": the row or rung)
     fragments: tuple[str, ...]  # regions the page script swaps after this action
     act: Callable[[LessonState, Lesson, dict[str, str]], Outcome]
     announce: Callable[[LessonState, Lesson, Mapping[str, Any]], str]
+    plays: bool = False  # the target row goes into the player
 
 
 def _field_values(form: FormData) -> dict[str, str]:
@@ -90,6 +110,23 @@ def _takeaway_announcement(_s: LessonState, _l: Lesson, _p: Mapping[str, Any]) -
     return "Saved"
 
 
+def _row_predict_announcement(state: LessonState, lesson: Lesson, form: Mapping[str, Any]) -> str:
+    row = state.ablation.row(str(form.get(TARGET)))
+    if row is None or row.prediction_label is None:
+        return ""
+    return f"{row.label}: {lesson.ablation.committed_text} {row.prediction_label}"
+
+
+def _row_play_announcement(state: LessonState, _lesson: Lesson, form: Mapping[str, Any]) -> str:
+    row = state.ablation.row(str(form.get(TARGET)))
+    return f"Playing the {row.label} row." if row is not None else ""
+
+
+def _hint_announcement(state: LessonState, _lesson: Lesson, form: Mapping[str, Any]) -> str:
+    rung = state.hints.rung(int(str(form.get(TARGET))))
+    return f"{rung.label}: {rung.text}" if rung is not None and rung.text else ""
+
+
 PREDICT = FormAction(
     name="predict",
     anchor="try",
@@ -102,6 +139,8 @@ PREDICT = FormAction(
         "reading",
         "hints-body",
         "gate",
+        "ablation-rows",
+        "compare-body",
     ),
     act=lambda state, lesson, form: commit_prediction(state, lesson, form.get("choice", "")),
     announce=_predict_announcement,
@@ -118,7 +157,7 @@ NUMBERS = FormAction(
 READING = FormAction(
     name="reading",
     anchor="reading-section",
-    fragments=("reading", "hints-body", "gate"),
+    fragments=("reading", "hints-body", "gate", "compare-body"),
     act=lambda state, lesson, form: lock_reading(state, lesson, form.get("choice", "")),
     announce=_reading_announcement,
 )
@@ -131,28 +170,79 @@ TAKEAWAY = FormAction(
 )
 
 
+ROW_PREDICT = FormAction(
+    name="row-predict",
+    anchor="row-{target}",
+    fragments=("ablation-rows", "gate", "compare-body"),
+    act=lambda state, lesson, form: predict_row(
+        state, lesson, form[TARGET], form.get("outcome", "")
+    ),
+    announce=_row_predict_announcement,
+)
+ROW_PLAY = FormAction(
+    name="row-play",
+    anchor="player",
+    fragments=(
+        "ablation-rows",
+        "player",
+        "gradients",
+        "hints-body",
+        "gate",
+        "compare-body",
+        "takeaway-status",
+    ),
+    act=lambda state, lesson, form: play_row(state, lesson, form[TARGET]),
+    announce=_row_play_announcement,
+    plays=True,
+)
+HINT = FormAction(
+    name="hint",
+    anchor="hint-{target}",
+    fragments=("hints-body",),
+    act=lambda state, lesson, form: open_hint(state, lesson, form[TARGET]),
+    announce=_hint_announcement,
+)
+
+
 def _perform(svc: Services, request: Request, action: FormAction, form: dict[str, str]) -> Response:
     learner = resolve_learner(request, svc.store, svc.signer)
-    state = svc.state_of(learner.id)
+    recording = svc.recording()
+    state = svc.state_of(learner.id, recording)
+    carry = carry_from(form, svc.lesson)
     refusal: Refusal | None = None
-    payload: Mapping[str, Any] = {}
+    status = 200
+    outcome: Outcome = None
     try:
-        kind, payload = action.act(state, svc.lesson, form)
+        outcome = action.act(state, svc.lesson, form)
     except Conflict as exc:
         status, refusal = 409, Refusal(action.name, exc.message, form)
     except Invalid as exc:
         status, refusal = 422, Refusal(action.name, exc.message, form)
     else:
-        svc.store.append(learner.id, kind, payload)
-        state = svc.state_of(learner.id)
-        status = 200
+        if outcome is not None:
+            kind, payload = outcome
+            svc.store.append(learner.id, kind, payload)
+            state = svc.state_of(learner.id, recording)
+    # What the announcement reads: the form (its target) and the event's payload (answers).
+    said: Mapping[str, Any] = {**form, **(outcome[1] if outcome is not None else {})}
+    player_row = form[TARGET] if action.plays and refusal is None else carry.play
 
     response: Response
     if refusal is None and not wants_json(request):
-        response = RedirectResponse(f"/#{action.anchor}", status_code=303)
+        anchor = action.anchor.format(target=form.get(TARGET, ""))
+        location = dataclasses.replace(carry, play=player_row).location(anchor)
+        response = RedirectResponse(location, status_code=303)
     else:
-        view = build_page_view(svc.lesson, state, learner.id, refusal=refusal)
-        message = refusal.message if refusal else action.announce(state, svc.lesson, payload)
+        view = svc.page_view(
+            learner.id,
+            state,
+            recording,
+            eps_on=not carry.eps_off,
+            own_row_text=carry.row or None,
+            player_row=player_row,
+            refusal=refusal,
+        )
+        message = refusal.message if refusal else action.announce(state, svc.lesson, said)
         if wants_json(request):
             fragments = svc.renderer.fragments(action.fragments, view)
             body = {"ok": refusal is None, "message": message, "fragments": fragments}
@@ -165,9 +255,18 @@ def _perform(svc: Services, request: Request, action: FormAction, form: dict[str
     return response
 
 
-async def _run(request: Request, action: FormAction) -> Response:
+async def _run(request: Request, action: FormAction, target: str | None = None) -> Response:
     form = _field_values(await request.form())
+    form.pop(TARGET, None)  # only the URL names the row or rung
+    if target is not None:
+        form[TARGET] = target
     return await run_in_threadpool(_perform, services(request), request, action, form)
+
+
+def _unknown_row(request: Request, key: str) -> Response | None:
+    if services(request).lesson.row(key) is not None:
+        return None
+    return error_response(request, 404, UNKNOWN_ROW.format(key=key[:MAX_ECHOED]))
 
 
 @router.post("/predict")
@@ -192,6 +291,29 @@ async def reading(request: Request) -> Response:
 async def takeaway(request: Request) -> Response:
     """Save the takeaway (button or autosave)."""
     return await _run(request, TAKEAWAY)
+
+
+@router.post("/rows/{key}/predict")
+async def row_predict(request: Request, key: str) -> Response:
+    """Commit one row's predicted outcome (form field `outcome`); once, never changed."""
+    return _unknown_row(request, key) or await _run(request, ROW_PREDICT, key)
+
+
+@router.post("/rows/{key}/play")
+async def row_play(request: Request, key: str) -> Response:
+    """Play (or replay) a row, once every row has its prediction. Each play is recorded."""
+    return _unknown_row(request, key) or await _run(request, ROW_PLAY, key)
+
+
+@router.post("/hints/{rung}")
+async def hint(request: Request, rung: str) -> Response:
+    """Open a hint rung (in order, once the evaluated runs reach its threshold)."""
+    count = len(services(request).lesson.hints.rungs)
+    if not (rung.isascii() and rung.isdigit() and len(rung) <= 3 and 1 <= int(rung) <= count):
+        return error_response(
+            request, 404, UNKNOWN_RUNG.format(rung=rung[:MAX_ECHOED], count=count)
+        )
+    return await _run(request, HINT, str(int(rung)))
 
 
 # --- the host platform reports that lesson 8.5 is done ---------------------------------------

@@ -1,4 +1,5 @@
-"""Routes that read: the lesson page, the learner's state as JSON, the health check."""
+"""Routes that read: the lesson page, the learner's state as JSON, one recorded row's curves
+for the chart, the health check."""
 
 from __future__ import annotations
 
@@ -13,22 +14,26 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
+from normdive.recording.format import Recording
 from normdive.web.identity import attach_cookie, resolve_learner
+from normdive.web.player import row_payload
 from normdive.web.services import Services, services
-from normdive.web.view import build_page_view, eps_is_on
+from normdive.web.view import PLAY_PARAM, eps_is_on
 
 router = APIRouter()
 
 
 def _lesson_page(svc: Services, request: Request) -> Response:
     learner = resolve_learner(request, svc.store, svc.signer)
-    state = svc.state_of(learner.id)
-    view = build_page_view(
-        svc.lesson,
-        state,
+    status = svc.recording()
+    state = svc.state_of(learner.id, status)
+    view = svc.page_view(
         learner.id,
+        state,
+        status,
         eps_on=eps_is_on(request.query_params.get("eps")),
         own_row_text=request.query_params.get("row"),
+        player_row=request.query_params.get(PLAY_PARAM),
     )
     body = svc.renderer.page(view) if state.prerequisite_done else svc.renderer.locked(view)
     response = HTMLResponse(body)
@@ -66,6 +71,46 @@ def _state_json(svc: Services, request: Request) -> Response:
 async def state_json(request: Request) -> Response:
     """The learner's derived state, exactly what the page is drawn from."""
     return await run_in_threadpool(_state_json, services(request), request)
+
+
+UNKNOWN_ROW = "There is no row called {key!r} in this lesson."
+NOT_PLAYED = "Play the {label} row first; its curves open once it has played."
+# At most this much of an unknown key is repeated back.
+MAX_ECHOED_KEY = 40
+
+
+def _refused(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"ok": False, "message": message}, status)
+
+
+def _row_data(svc: Services, request: Request, key: str) -> Response:
+    learner = resolve_learner(request, svc.store, svc.signer)
+    status = svc.recording()
+    state = svc.state_of(learner.id, status)
+    row = state.ablation.row(key)
+    response: Response
+    if svc.lesson.row(key) is None:
+        response = _refused(404, UNKNOWN_ROW.format(key=key[:MAX_ECHOED_KEY]))
+    elif not state.ablation.available or not isinstance(status, Recording):
+        problem = state.ablation.problem or svc.lesson.ablation.unavailable
+        response = _refused(503, problem)
+    elif row is None or row.plays == 0:
+        label = row.label if row is not None else key
+        response = _refused(409, NOT_PLAYED.format(label=f"“{label}”"))
+    else:
+        payload = row_payload(status, svc.lesson, key)
+        if payload is None:  # the lesson knows the row, the recording does not
+            response = _refused(503, svc.lesson.ablation.unavailable)
+        else:
+            response = JSONResponse(payload, headers={"Cache-Control": "private, no-cache"})
+    attach_cookie(response, learner, svc.signer, svc.settings)
+    return response
+
+
+@router.get("/recording/rows/{key}.json")
+async def row_data(request: Request, key: str) -> Response:
+    """One row's recorded curves (every seed), for the chart; once the learner played it."""
+    return await run_in_threadpool(_row_data, services(request), request, key)
 
 
 def _health(svc: Services) -> tuple[int, dict[str, Any]]:

@@ -37,6 +37,11 @@ FRAGMENT_IDS = (
     "hints-body",
     "gate",
     "takeaway-status",
+    # The ablation (issue 4).
+    "ablation-rows",
+    "player",
+    "gradients",
+    "compare-body",
 )
 
 

@@ -1,8 +1,16 @@
 """What a request handler has to hand: settings, lesson, store, signer and renderer, built
-once per app by create_app, plus reading a learner's derived state."""
+once per app by create_app, plus reading the recording and a learner's derived state.
+
+The recording's problems are written for a course author and name the server's paths. A
+learner reads the lesson's sentence for the reader's reason code instead
+(Lesson.recording_problems); the author's message goes to the log, once per distinct problem.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+import threading
 from dataclasses import dataclass
 from typing import cast
 
@@ -12,10 +20,43 @@ from starlette.requests import Request
 
 from normdive.config import Settings
 from normdive.lesson.content import Lesson
-from normdive.progress.facts import recording_facts_at
+from normdive.progress.facts import RecordingFacts, recording_facts
 from normdive.progress.state import LessonState, derive
+from normdive.recording import reader
+from normdive.recording.format import Recording
 from normdive.store.events import Store
 from normdive.web.rendering import Renderer
+from normdive.web.view import PageView, Refusal, build_page_view
+
+logger = logging.getLogger(__name__)
+
+# The reason recording_facts gives when a readable file lacks a row (the only problem it adds
+# to what the reader says).
+ROWS_MISSING_REASON = "no_ablation_rows"
+
+RecordingStatus = Recording | reader.RecordingProblem
+
+_logged: set[tuple[str, str]] = set()
+_logged_lock = threading.Lock()
+
+
+def log_recording_problem(reason: str, message: str) -> None:
+    """Log the author's message once per distinct problem (not once per page view)."""
+    with _logged_lock:
+        if (reason, message) in _logged:
+            return
+        _logged.add((reason, message))
+    logger.warning("the recording cannot be used (%s): %s", reason, message)
+
+
+def learner_facts(status: RecordingStatus, lesson: Lesson) -> RecordingFacts:
+    """RecordingFacts whose problem, if any, is the lesson's sentence for its reason code."""
+    facts = recording_facts(status)
+    if facts.problem is None:
+        return facts
+    reason = status.reason if isinstance(status, reader.RecordingProblem) else ROWS_MISSING_REASON
+    log_recording_problem(reason, facts.problem)
+    return dataclasses.replace(facts, problem=lesson.recording_problems.sentence(reason))
 
 
 @dataclass(frozen=True)
@@ -27,14 +68,46 @@ class Services:
     signer: Signer
     renderer: Renderer
 
-    def state_of(self, learner_id: str) -> LessonState:
+    def recording(self) -> RecordingStatus:
+        """The recording, or why it cannot be used. The reader caches the file by (path,
+        mtime, size), so a re-recording shows at once and an unchanged one is read once."""
+        return reader.recording_status(self.settings.recording_path)
+
+    def state_of(self, learner_id: str, status: RecordingStatus | None = None) -> LessonState:
         """The learner's state, derived afresh from their events and the recording."""
         return derive(
             self.store.events_for(learner_id),
             self.lesson,
-            # The reader caches the file by (path, mtime, size): a re-recording shows at once.
-            recording=recording_facts_at(self.settings.recording_path),
+            recording=learner_facts(
+                status if status is not None else self.recording(), self.lesson
+            ),
             dev_prerequisite_done=self.settings.dev_prerequisite_done,
+        )
+
+    def page_view(
+        self,
+        learner_id: str,
+        state: LessonState,
+        status: RecordingStatus,
+        *,
+        eps_on: bool = True,
+        own_row_text: str | None = None,
+        player_row: str | None = None,
+        refusal: Refusal | None = None,
+    ) -> PageView:
+        """Everything one render of the page needs, the recording's views and (once the
+        learner has committed) how all learners predicted included."""
+        return build_page_view(
+            self.lesson,
+            state,
+            learner_id,
+            eps_on=eps_on,
+            own_row_text=own_row_text,
+            refusal=refusal,
+            player_row=player_row,
+            recording=status if isinstance(status, Recording) else None,
+            recording_file=self.settings.recording_path.name,
+            counts=self.store.prediction_counts() if state.prediction is not None else None,
         )
 
 

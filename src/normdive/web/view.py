@@ -1,29 +1,86 @@
 """What one render of the lesson page needs, gathered in one place (pure: no I/O).
 
 The derived LessonState says what the learner has done; this module adds what the page
-computes for display (the hand rows' steps at the switch's state, the learner's own row) and
-what a refused form carried, so a learner never loses what they typed.
+computes for display (the hand rows' steps at the switch's state, the learner's own row, the
+recording's player, provenance card and gradient bars, how all learners predicted) and what a
+refused form carried, so a learner never loses what they typed.
+
+Without JavaScript the switch's state, the learner's own row and the row in the player live
+in the URL (?eps=off&row=...&play=...). Every form that posts carries them as hidden inputs
+(Carry), so the 303 after a POST lands on the page as the learner left it.
 """
 
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from urllib.parse import urlencode
 
 from normdive.lesson.content import Lesson
 from normdive.numeric.display import format_input_row
 from normdive.numeric.layernorm import LayerNormSteps, layer_norm_steps
-from normdive.numeric.rows import RowError, parse_row
+from normdive.numeric.rows import MAX_ROW_CHARS, RowError, parse_row
+from normdive.progress.aggregate import AggregateView, PredictionCounts, aggregate
 from normdive.progress.state import LessonState
+from normdive.recording.format import Recording
+from normdive.web.player import (
+    GradientsView,
+    PlayerView,
+    ProvenanceView,
+    gradients_view,
+    player_view,
+    provenance_view,
+)
 
 # The switch's two states in the query string of GET / (the no-JavaScript switch).
 EPS_ON = "on"
 EPS_OFF = "off"
 
 # The forms of the page; a refused one is re-rendered with its message and what it carried.
-FORMS = ("predict", "numbers", "reading", "takeaway")
+# The ablation's forms are one per row (or rung): their refusal carries which one.
+FORMS = ("predict", "numbers", "reading", "takeaway", "row-predict", "row-play", "hint")
+# The query parameter naming the row in the player (a page without JavaScript).
+PLAY_PARAM = "play"
+
+
+@dataclass(frozen=True)
+class Carry:
+    """What the URL holds for a page without JavaScript, carried through every form."""
+
+    eps_off: bool = False
+    row: str = ""  # the learner's own row, as typed
+    play: str = ""  # the row key in the player
+
+    def query(self) -> str:
+        params = [("eps", EPS_OFF)] if self.eps_off else []
+        params += [(name, value) for name, value in (("row", self.row), (PLAY_PARAM, self.play))]
+        return urlencode([(name, value) for name, value in params if value])
+
+    def location(self, anchor: str) -> str:
+        """Where a no-JavaScript success lands: the page as it was, at `anchor`."""
+        query = self.query()
+        return f"/{'?' + query if query else ''}#{anchor}"
+
+
+def carry_from(values: Mapping[str, str], lesson: Lesson) -> Carry:
+    """The carried parameters, validated: anything unusable is dropped, never refused (a
+    stale or hand-edited URL still lands on the page)."""
+    row = values.get("row", "")
+    if (
+        not row.strip()
+        or len(row) > MAX_ROW_CHARS
+        or any(unicodedata.category(character) == "Cc" for character in row)
+    ):
+        row = ""
+    play = values.get(PLAY_PARAM, "").strip()
+    return Carry(
+        eps_off=values.get("eps") == EPS_OFF,
+        row=row,
+        play=play if lesson.row(play) is not None else "",
+    )
 
 
 @dataclass(frozen=True)
@@ -62,6 +119,16 @@ class PageView:
     edge_row: RowView
     own_row: OwnRowView
     refusal: Refusal | None = None
+    carry: Carry = field(default_factory=Carry)
+    player: PlayerView | None = None  # the played row on show, with its curve table
+    provenance: ProvenanceView | None = None  # while the recording's rows can be used
+    gradients: GradientsView | None = None  # once every row has played
+    aggregate: AggregateView | None = None  # once the learner has committed
+
+    def row_refusal(self, form: str, key: str) -> Refusal | None:
+        """The refusal of the per-row (or per-rung) `form` for `key`."""
+        refusal = self.refused(form)
+        return refusal if refusal is not None and refusal.values.get("target") == key else None
 
     @property
     def committed(self) -> bool:
@@ -107,11 +174,33 @@ def build_page_view(
     eps_on: bool = True,
     own_row_text: str | None = None,
     refusal: Refusal | None = None,
+    player_row: str | None = None,
+    recording: Recording | None = None,
+    recording_file: str = "",
+    counts: PredictionCounts | None = None,
 ) -> PageView:
+    """`player_row` is shown only once it has played; `recording` feeds the player, the
+    provenance card and the gradients while its rows can be used; `counts` (all learners'
+    predictions) is shown once this learner has committed."""
     if state.prediction is None:
         # Nothing in "Try it" runs before the prediction is committed, not even from the URL.
         eps_on, own_row_text = True, None
     eps = float(lesson.eps) if eps_on else 0.0
+    usable = recording if recording is not None and state.ablation.available else None
+    played = state.ablation.row(player_row or "")
+    player = (
+        player_view(usable, lesson, played.key)
+        if usable is not None and played is not None and played.plays > 0
+        else None
+    )
+    carry = carry_from(
+        {
+            "eps": EPS_ON if eps_on else EPS_OFF,
+            "row": own_row_text or "",
+            PLAY_PARAM: player.key if player is not None else "",
+        },
+        lesson,
+    )
     return PageView(
         lesson=lesson,
         state=state,
@@ -122,4 +211,19 @@ def build_page_view(
         edge_row=row_view(tuple(map(float, lesson.edge_row)), eps),
         own_row=own_row_view(own_row_text, eps),
         refusal=refusal,
+        carry=carry,
+        player=player,
+        provenance=(
+            provenance_view(usable, lesson, recording_file) if usable is not None else None
+        ),
+        gradients=(
+            gradients_view(usable, lesson)
+            if usable is not None and state.ablation.all_played
+            else None
+        ),
+        aggregate=(
+            aggregate(counts, lesson)
+            if counts is not None and state.prediction is not None
+            else None
+        ),
     )

@@ -7,6 +7,11 @@
 //   with the regions to replace, drawn by the same templates as the full page. Focus stays on the
 //   control the learner used and the outcome is announced in a polite live region.
 // - The takeaway saves itself a moment after typing stops and warns before leaving unsaved text.
+// - Playing a row posts like any form, then player.js (loaded only now) draws the row's curves,
+//   growing over a few seconds (at once under prefers-reduced-motion); the row's final figures
+//   show when the curves are complete. A reload shows the same row again, without animation.
+// - Hidden inputs carry the switch, the learner's own row and the row in the player in every
+//   form, as the URL does, so a page without JavaScript keeps them across a POST.
 //
 // Elements are found through event delegation, so regions swapped in need no re-binding.
 
@@ -14,6 +19,7 @@ import { formatInputRow, formatNumber, formatRow, layerNormSteps, parseRow } fro
 
 const AUTOSAVE_DELAY_MS = 1500; // "a moment after typing stops"
 const NETWORK_PROBLEM = "The server could not be reached, so nothing was saved. Try again.";
+const CURVES_PROBLEM = "The recorded curves could not be loaded just now; the table holds the same figures.";
 
 // ---- live numbers ----------------------------------------------------------------------------
 
@@ -72,6 +78,7 @@ function showOwnRow() {
   if (!input || !message || !target || !template) return;
   const text = input.value;
   rememberInUrl("row", text.trim() ? text : null);
+  for (const field of document.querySelectorAll("[data-row-field]")) field.value = text.trim() ? text : "";
   if (!text.trim()) {
     message.textContent = "";
     input.removeAttribute("aria-invalid");
@@ -111,6 +118,7 @@ function isFocusable(element) {
 }
 
 function swapFragments(fragments, focusId) {
+  const keepDefault = !takeawayDirty();
   let firstRegion = null;
   for (const [id, html] of Object.entries(fragments)) {
     const current = document.getElementById(id);
@@ -119,6 +127,7 @@ function swapFragments(fragments, focusId) {
     firstRegion = firstRegion || document.getElementById(id);
   }
   repaint();
+  if (keepDefault) followTakeawayDefault();
   const target = focusId ? document.getElementById(focusId) : null;
   if (isFocusable(target)) target.focus();
   else if (focusId && firstRegion) {
@@ -143,17 +152,57 @@ async function submitEnhanced(form, focusId) {
   if (busy.has(form)) return;
   busy.add(form);
   form.setAttribute("aria-busy", "true");
+  const played = form.dataset.play;
   try {
     const { answer } = await post(form);
     swapFragments(answer.fragments || {}, focusId);
     // A refusal arrives as a role="alert" message beside the form; success is announced here.
     if (answer.ok) announce(answer.message);
     else if (!answer.fragments) announce(answer.message);
+    if (answer.ok && played) showPlayedRow(played, true);
   } catch {
     announce(NETWORK_PROBLEM);
   } finally {
     busy.delete(form);
     form.removeAttribute("aria-busy");
+  }
+}
+
+// ---- the player --------------------------------------------------------------------------------
+
+function reducedMotion() {
+  return window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+}
+
+function finalFiguresText(player) {
+  const figures = player.querySelector(".final-figures");
+  if (!figures) return "";
+  const parts = [...figures.querySelectorAll("dt")].map((term) => `${term.textContent}: ${term.nextElementSibling?.textContent ?? ""}`);
+  const heading = figures.querySelector("h6")?.textContent ?? "";
+  return `${heading}. ${parts.join("; ")}.`;
+}
+
+// Draw the row in #player (player.js and uPlot load now, not with the page). `animate`: a row
+// just played grows its curves and keeps its results hidden until they are complete.
+async function showPlayedRow(key, animate) {
+  const player = document.getElementById("player");
+  if (!player || !player.dataset.src) return;
+  rememberInUrl("play", key);
+  for (const field of document.querySelectorAll("[data-play-field]")) field.value = key;
+  const held = animate && !reducedMotion() ? [...document.querySelectorAll(`[data-result-for="${key}"]`)] : [];
+  for (const element of held) element.hidden = true;
+  try {
+    const { showPlayer } = await import("./player.js");
+    const result = await showPlayer(player, { animate });
+    if (animate && result.drawn) announce(finalFiguresText(player));
+  } catch {
+    const note = document.createElement("p");
+    note.className = "alert";
+    note.setAttribute("role", "alert");
+    note.textContent = CURVES_PROBLEM;
+    player.querySelector(".charts")?.replaceChildren(note);
+  } finally {
+    for (const element of held) element.hidden = false;
   }
 }
 
@@ -178,6 +227,17 @@ function takeawayParts() {
 function takeawayDirty() {
   const parts = takeawayParts();
   return Boolean(parts) && parts.text.value !== takeaway.baseline;
+}
+
+// While nothing is saved, the pre-filled line follows what the recording has shown (the server
+// composes it once the answer is revealed), unless the learner has started editing it.
+function followTakeawayDefault() {
+  const parts = takeawayParts();
+  const line = parts?.status()?.dataset.defaultLine;
+  if (!parts || line === undefined || parts.text.value === line) return;
+  parts.text.value = line;
+  parts.count.textContent = String(Array.from(line).length);
+  takeaway.baseline = line;
 }
 
 function setTakeawayStatus(text, isAlert) {
@@ -280,3 +340,5 @@ window.addEventListener("beforeunload", (event) => {
 document.documentElement.classList.add("js");
 takeaway.baseline = takeawayParts()?.text.value ?? null;
 repaint();
+const shownRow = document.getElementById("player")?.dataset.playerRow;
+if (shownRow) showPlayedRow(shownRow, false);
