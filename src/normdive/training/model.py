@@ -47,8 +47,8 @@ class SelfAttention(nn.Module):
 
 
 # The exact (erf) GELU of Hendrycks & Gimpel 2016. GPT-2 used their tanh approximation
-# (openai/gpt-2 src/model.py), which differs by under 1e-3 but, forward plus backward, ran
-# about 2.8x slower on this CPU's single thread (bench/RESULTS.md).
+# (openai/gpt-2 src/model.py), which differs by under 1e-3 but, forward plus backward, took
+# 3.4x as long on this CPU's single thread (bench/gelu.py, bench/RESULTS.md).
 GELU = "none"
 
 
