@@ -21,9 +21,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="NORMDIVE_", extra="ignore", frozen=True)
 
     # Any SQLAlchemy URL; SQLite files get WAL and foreign keys, PostgreSQL works as is.
-    database_url: str = Field(
-        default=DEFAULT_DATABASE_URL, validation_alias="DATABASE_URL"
-    )
+    database_url: str = Field(default=DEFAULT_DATABASE_URL, validation_alias="DATABASE_URL")
     # Signs the learner cookie. Required: a server without one refuses to start.
     secret_key: SecretStr = Field(min_length=32)
     # Bearer token the host platform uses to report that lesson 8.5 is done. Unset: refused.
