@@ -5,6 +5,7 @@ that are missing, corrupt or lack the rows. Sample recordings written to tmp fil
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -622,6 +623,11 @@ def test_gradient_bars_appear_once_every_row_has_played(client: TestClient) -> N
         assert len(chart.select("rect")) == 8
         caption = one(gradients, f"#{chart['aria-labelledby']}")
         assert "block 1" in caption.get_text()
+    # With everything on the page, headings still never skip a level.
+    levels = [
+        int(h.name[1]) for h in page(client, "/?play=neither").select("h1, h2, h3, h4, h5, h6")
+    ]
+    assert all(b - a <= 1 for a, b in itertools.pairwise(levels))
     # Neither's first block gets exactly no gradient: a mark, spelled "0" in the table.
     neither = one(gradients, "svg[aria-labelledby=gradients-1-neither]")
     assert "marked" in one(neither, "rect")["class"]
