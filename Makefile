@@ -37,15 +37,21 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --silent
 	touch $@
 
-# Debian's Chromium drives the browser tests; Node runs the JavaScript twin's tests.
+# Debian's Chromium drives the browser tests; Node runs the JavaScript twin's tests;
+# Debian's PostgreSQL server runs a throwaway cluster (scripts/pg_cluster.py) for the tests
+# that run on both databases. Required: without it `make test` stops here, saying why.
 .PHONY: os-packages
 os-packages:
 	@missing=""; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v node >/dev/null || missing="$$missing nodejs npm"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing OS packages:$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; } \
+	  || { echo "make: could not install$$missing with apt-get; the tests need them" \
+	       "(PostgreSQL: Debian's postgresql package). Install them and run make test again." >&2; \
+	       exit 1; }; \
 	fi
 
 $(DEV_SECRET):
@@ -62,8 +68,8 @@ run: $(VENV)/.installed-base $(DEV_SECRET)
 	  $(BIN)/normdive serve --host $(HOST) --port $(PORT)
 
 test: os-packages $(VENV)/.installed-test node_modules/.installed
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench scripts
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2
 
