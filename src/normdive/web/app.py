@@ -13,7 +13,6 @@ from fastapi import FastAPI
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from normdive import __version__
@@ -22,9 +21,10 @@ from normdive.lesson.content import load_lesson
 from normdive.store.db import make_engine
 from normdive.store.events import Store
 from normdive.web import actions, pages
+from normdive.web.assets import CompressResponses, StaticAssets
 from normdive.web.errors import error_response, install_error_handlers
 from normdive.web.identity import make_signer
-from normdive.web.rendering import STATIC_DIR, Renderer
+from normdive.web.rendering import STATIC_DIR, STATIC_MOUNT, Renderer, static_version
 from normdive.web.services import Services
 
 # Forms carry six short numbers or a 2,000-character takeaway; nothing legitimate comes near.
@@ -95,19 +95,6 @@ class BodyLimit:
         await self.app(scope, counting_receive, send)
 
 
-class RevalidatedStaticFiles(StaticFiles):
-    """Static files a browser keeps but checks (ETag) before each use, so a release is
-    picked up at once, including layernorm.js, which page.js imports without a version."""
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async def send_no_cache(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), (b"cache-control", b"no-cache")]
-            await send(message)
-
-        await super().__call__(scope, receive, send_no_cache)
-
-
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     engine = make_engine(settings.database_url)
@@ -117,6 +104,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         yield
         engine.dispose()  # close the pool's connections when the server stops
 
+    version = static_version(STATIC_DIR)
     app = FastAPI(
         lifespan=lifespan,
         title="normdive",
@@ -131,12 +119,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine=engine,
         store=Store(engine),
         signer=make_signer(settings),
-        renderer=Renderer(),
+        renderer=Renderer(version=version),
     )
     app.include_router(pages.router)
     app.include_router(actions.router)
-    app.mount("/static", RevalidatedStaticFiles(directory=STATIC_DIR), name="static")
+    app.mount(STATIC_MOUNT, StaticAssets(STATIC_DIR, version), name="static")
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(CompressResponses)
     return app

@@ -24,6 +24,8 @@ from normdive.web.view import PageView
 TEMPLATES_DIR = Path(str(resources.files("normdive.web").joinpath("templates")))
 STATIC_DIR = Path(str(resources.files("normdive.web").joinpath("static")))
 FRAGMENTS_TEMPLATE = "fragments.html"
+# Where the static files are served (web.assets), each under the release's version.
+STATIC_MOUNT = "/static"
 
 # Regions of the page that actions re-render, by the id of their outermost element. Each is
 # a macro of fragments.html with the same name (dashes become underscores).
@@ -46,13 +48,19 @@ FRAGMENT_IDS = (
 
 
 def static_version(static_dir: Path = STATIC_DIR) -> str:
-    """A short hash of the static files, appended to their URLs so a new release is fetched."""
+    """A short hash of the static files, part of their URLs so a new release is fetched."""
     digest = hashlib.sha256(__version__.encode())
     for path in sorted(static_dir.rglob("*")):
         if path.is_file():
             digest.update(path.name.encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
+
+
+def static_url(name: str, version: str) -> str:
+    """The URL of one static file in this release: a new release gives every file a new URL,
+    so browsers may keep each one for good (web.assets)."""
+    return f"{STATIC_MOUNT}/{version}/{name}"
 
 
 def make_environment(templates_dir: Path = TEMPLATES_DIR) -> Environment:
@@ -71,7 +79,9 @@ def make_environment(templates_dir: Path = TEMPLATES_DIR) -> Environment:
 class Renderer:
     def __init__(self, env: Environment | None = None, version: str | None = None) -> None:
         self.env = env or make_environment()
-        self.env.globals["static_version"] = version or static_version()
+        self.version = version or static_version()
+        self.env.globals["static_version"] = self.version
+        self.env.globals["static_url"] = lambda name: static_url(name, self.version)
         # Until a recording is readable, the gate still says how many row predictions it wants.
         self.env.globals["ablation_row_count"] = len(ROW_KEYS)
 
