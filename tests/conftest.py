@@ -1,14 +1,25 @@
-"""Shared fixtures: settings on a real, migrated SQLite file, the app in-process (httpx
+"""Shared fixtures: settings on a real, migrated database, the app in-process (httpx
 TestClient), the app served for real by uvicorn on a free 127.0.0.1 port in a background
 thread, and Playwright driving Debian's Chromium against it for the browser tests; and the
-sample recordings the ablation's tests write to files (never the shipped one)."""
+sample recordings the ablation's tests write to files (never the shipped one).
+
+Databases: `database_url` is parametrised, so every test that uses it (the store and web
+tests, through settings, app and client) runs once on a SQLite file and once on PostgreSQL.
+PostgreSQL is a throwaway cluster (scripts/pg_cluster.py): under xdist the controller starts
+one before the workers and stops it at the end; a run without xdist starts one on first use.
+Its URL reaches the workers in NORMDIVE_TEST_POSTGRES_URL (set it yourself to use a server you
+run). Each worker migrates one template database once; each test gets a copy of it, dropped
+afterwards."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +28,8 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.pool import NullPool
 
 from normdive.config import Settings
 from normdive.recording.format import Recording, RowKey
@@ -104,9 +117,109 @@ def build_settings(database_url: str, folder: Path, **overrides: Any) -> Setting
     return Settings(**values)
 
 
+# --- the two databases ------------------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+from pg_cluster import PostgresCluster  # noqa: E402  (scripts/ is not a package)
+
+# The PostgreSQL server's URL (its first database), handed from the xdist controller to workers.
+POSTGRES_URL_ENV = "NORMDIVE_TEST_POSTGRES_URL"
+DATABASES = ("sqlite", "postgresql")
+_CLUSTER = pytest.StashKey[PostgresCluster]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The xdist controller starts the one cluster every worker shares, before they start."""
+    is_worker = hasattr(config, "workerinput")
+    distributed = bool(config.getoption("numprocesses", default=None))
+    if is_worker or not distributed or os.environ.get(POSTGRES_URL_ENV):
+        return
+    cluster = PostgresCluster().start()  # fails the run, saying why, without PostgreSQL
+    config.stash[_CLUSTER] = cluster
+    os.environ[POSTGRES_URL_ENV] = cluster.url
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    cluster = config.stash.get(_CLUSTER, None)
+    if cluster is not None:
+        cluster.stop()
+        os.environ.pop(POSTGRES_URL_ENV, None)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """URL of a running PostgreSQL server's first database (started here if none was given)."""
+    given = os.environ.get(POSTGRES_URL_ENV)
+    if given:
+        yield given
+        return
+    with PostgresCluster() as cluster:
+        yield cluster.url
+
+
+class PostgresDatabases:
+    """Creates and drops databases on the test server: empty, or copies of a migrated
+    template (copying a template is much faster than running the migrations per test)."""
+
+    def __init__(self, server_url: str) -> None:
+        self.server_url = server_url
+        self.admin: Engine = create_engine(
+            server_url, isolation_level="AUTOCOMMIT", poolclass=NullPool
+        )
+        self._template: str | None = None
+
+    def url(self, name: str) -> str:
+        return self.server_url.rsplit("/", 1)[0] + "/" + name
+
+    def create(self, *, migrated: bool = True) -> str:
+        """A new database's URL: migrated (a copy of the template) or empty."""
+        name = f"test_{uuid.uuid4().hex[:16]}"
+        template = ""
+        if migrated:
+            if self._template is None:
+                self._template = f"template_{uuid.uuid4().hex[:16]}"
+                self._execute(f'CREATE DATABASE "{self._template}"')
+                upgrade(self.url(self._template))
+            template = f' TEMPLATE "{self._template}"'
+        self._execute(f'CREATE DATABASE "{name}"{template}')
+        return self.url(name)
+
+    def drop(self, url: str) -> None:
+        # FORCE ends connections a test left open (PostgreSQL 13+).
+        self._execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
+
+    def close(self) -> None:
+        if self._template is not None:
+            self.drop(self.url(self._template))
+        self.admin.dispose()
+
+    def _execute(self, statement: str) -> None:
+        with self.admin.connect() as connection:
+            connection.execute(text(statement))
+
+
+@pytest.fixture(scope="session")
+def postgres_databases(postgres_server: str) -> Iterator[PostgresDatabases]:
+    databases = PostgresDatabases(postgres_server)
+    yield databases
+    databases.close()
+
+
 @pytest.fixture
-def database_url(tmp_path: Path) -> str:
-    return migrated_sqlite_url(tmp_path)
+def postgres_url(postgres_databases: PostgresDatabases) -> Iterator[str]:
+    """A fresh, migrated PostgreSQL database for one test, dropped afterwards."""
+    url = postgres_databases.create()
+    yield url
+    postgres_databases.drop(url)
+
+
+@pytest.fixture(params=DATABASES)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, migrated database: a SQLite file, then a PostgreSQL database."""
+    if request.param == "sqlite":
+        return migrated_sqlite_url(tmp_path)
+    return str(request.getfixturevalue("postgres_url"))
 
 
 @pytest.fixture

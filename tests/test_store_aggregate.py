@@ -1,27 +1,25 @@
-"""Store.prediction_counts on a real SQLite file: every learner counted once, by their first
-prediction, and the shares hidden until five learners have answered."""
+"""Store.prediction_counts on a real SQLite file and on PostgreSQL: every learner counted once,
+by their first prediction, and the shares hidden until five learners have answered."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
 
 from normdive.lesson.content import load_lesson
 from normdive.progress.aggregate import PredictionCounts, aggregate
-from normdive.store.db import make_engine, upgrade
+from normdive.store.db import make_engine
 from normdive.store.events import EventKind, Store
 
 LESSON = load_lesson()
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> Iterator[Engine]:
-    url = f"sqlite:///{tmp_path / 'progress.sqlite3'}"
-    upgrade(url)
-    engine = make_engine(url)
+def engine(database_url: str) -> Iterator[Engine]:
+    # conftest's database_url: a migrated SQLite file, then a migrated PostgreSQL database.
+    engine = make_engine(database_url)
     yield engine
     engine.dispose()
 

@@ -1,25 +1,24 @@
-"""The Store on a real SQLite file: append-only events, in order, one learner at a time."""
+"""The Store on a real SQLite file and on PostgreSQL: append-only events, in order, one learner
+at a time."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, delete, insert
 
-from normdive.store.db import make_engine, upgrade
+from normdive.store.db import make_engine
 from normdive.store.events import EventKind, Store, UnknownLearner, is_learner_id, storable
 from normdive.store.tables import EventRecord, Learner
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> Iterator[Engine]:
-    url = f"sqlite:///{tmp_path / 'progress.sqlite3'}"
-    upgrade(url)
-    engine = make_engine(url)
+def engine(database_url: str) -> Iterator[Engine]:
+    # conftest's database_url: a migrated SQLite file, then a migrated PostgreSQL database.
+    engine = make_engine(database_url)
     yield engine
     engine.dispose()
 
