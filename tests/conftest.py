@@ -36,6 +36,7 @@ from normdive.recording.format import Recording, RowKey
 from normdive.recording.sample import SAMPLE_FINALS, sample_recording
 from normdive.store.db import upgrade
 from normdive.web.app import create_app
+from page_client import PageClient
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page
@@ -242,7 +243,8 @@ def app(settings: Settings) -> FastAPI:
 
 @pytest.fixture
 def client(app: FastAPI) -> Iterator[TestClient]:
-    with TestClient(app, follow_redirects=False) as test_client:
+    """A learner's browser: posts carry the form token as the page's do (page_client)."""
+    with PageClient(app, follow_redirects=False) as test_client:
         yield test_client
 
 
@@ -252,7 +254,7 @@ def make_client(app: FastAPI) -> Iterator[Callable[[], TestClient]]:
     clients: list[TestClient] = []
 
     def make() -> TestClient:
-        test_client = TestClient(app, follow_redirects=False)
+        test_client = PageClient(app, follow_redirects=False)
         test_client.__enter__()
         clients.append(test_client)
         return test_client

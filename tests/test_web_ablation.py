@@ -20,6 +20,7 @@ from normdive.lesson.content import load_lesson
 from normdive.recording.format import ROW_KEYS
 from normdive.recording.sample import sample_recording
 from normdive.web.app import create_app
+from page_client import PageClient
 
 LESSON = load_lesson()
 JSON = {"Accept": "application/json"}
@@ -105,7 +106,7 @@ def learner(app: FastAPI) -> Iterator[Learner]:
     clients: list[TestClient] = []
 
     def make() -> TestClient:
-        client = TestClient(app, follow_redirects=False)
+        client = PageClient(app, follow_redirects=False)
         client.__enter__()
         clients.append(client)
         return client
@@ -536,10 +537,10 @@ def test_the_gate_follows_a_recording_whose_best_row_is_another(
     make_settings: SettingsFactory, tmp_path: Path
 ) -> None:
     path = write_recording(tmp_path, ablation_recording("residual_only"))
-    with TestClient(app_with(make_settings, path), follow_redirects=False) as client:
+    with PageClient(app_with(make_settings, path), follow_redirects=False) as client:
         close_the_gate(client, "residual_only")
         assert state(client)["gate"]["closed"] is True  # type: ignore[index]
-    with TestClient(app_with(make_settings, path), follow_redirects=False) as other:
+    with PageClient(app_with(make_settings, path), follow_redirects=False) as other:
         commit(other)
         other.post("/numbers", data=RIGHT_NUMBERS)
         other.post("/reading", data={"choice": RIGHT_READING})
@@ -667,7 +668,7 @@ def test_a_recording_that_cannot_be_used_is_said_in_lesson_words(
     sentence = words(LESSON.recording_problems.sentence(reason))
     with (
         caplog.at_level(logging.WARNING, logger="normdive.web.services"),
-        TestClient(app_with(make_settings, path), follow_redirects=False) as client,
+        PageClient(app_with(make_settings, path), follow_redirects=False) as client,
     ):
         commit(client)
         response = client.get("/")
@@ -712,16 +713,18 @@ def test_every_posting_form_carries_what_the_url_holds(client: TestClient) -> No
     predict_all(client)
     client.post("/rows/both/play")
     soup = page(client, "/?eps=off&row=3,1,4&play=both")
+    token = client.get("/api/state").json()["csrf_token"]  # every form carries it too
     for form in soup.select("form[method=post]"):
         carried = {i["name"]: i["value"] for i in form.select("input[type=hidden]")}
-        assert carried == {"eps": "off", "row": "3,1,4", "play": "both"}, form.get("action")
+        expected = {"eps": "off", "row": "3,1,4", "play": "both", "csrf_token": token}
+        assert carried == expected, form.get("action")
     # A play lands on the page with the played row in the player, the rest kept.
     response = client.post("/rows/neither/play", data={"eps": "off", "row": "3,1,4"})
     assert response.headers["location"] == "/?eps=off&row=3%2C1%2C4&play=neither#player"
 
 
 def test_the_lock_notice_has_no_emoji(make_settings: SettingsFactory) -> None:
-    with TestClient(create_app(make_settings())) as client:
+    with PageClient(create_app(make_settings())) as client:
         notice = text(page(client), "#try-lock")
     assert notice == LESSON.predict.locked_note + " " + LESSON.sections[1].title
     assert all(ord(character) < 0x2000 for character in notice)

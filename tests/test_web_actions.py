@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from conftest import SettingsFactory
 from normdive.lesson.content import load_lesson
 from normdive.web.app import create_app
+from page_client import PageClient
 
 LESSON = load_lesson()
 JSON = {"Accept": "application/json"}
@@ -218,7 +219,7 @@ def test_a_takeaway_over_the_limit_is_422_and_keeps_the_text(client: TestClient)
 def test_actions_while_8_5_is_not_done_are_refused_on_the_locked_page(
     make_settings: SettingsFactory,
 ) -> None:
-    with TestClient(create_app(make_settings(dev_prerequisite_done=False))) as test_client:
+    with PageClient(create_app(make_settings(dev_prerequisite_done=False))) as test_client:
         response = test_client.post("/predict", data={"choice": "residual"})
         data = test_client.post("/takeaway", data={"text": "x"}, headers=JSON)
     assert response.status_code == 409

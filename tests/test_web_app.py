@@ -149,14 +149,14 @@ def test_serving_the_app_never_imports_torch(tmp_path: Path) -> None:
         import sys
         sys.path.insert(0, {str(REPO / "tests")!r})
         from pathlib import Path
-        from fastapi.testclient import TestClient
         from conftest import build_settings, migrated_sqlite_url
+        from page_client import PageClient
         import normdive.cli
         from normdive.web.app import create_app
 
         folder = Path({str(tmp_path)!r})
         app = create_app(build_settings(migrated_sqlite_url(folder), folder))
-        with TestClient(app) as client:
+        with PageClient(app) as client:
             assert client.get("/").status_code == 200
             assert client.post("/predict", data={{"choice": "residual"}}).status_code == 200
             assert client.post("/numbers", data={{"row1_mean": "2"}}).status_code == 200

@@ -13,6 +13,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite:///var/normdive.sqlite3"
 DEFAULT_RECORDING_PATH = Path("recordings/the-transformer-block.json")
+# A learner thinking through the lesson writes a few times a minute at most (one check covers
+# all six numbers); a script hammering the checker to open the hints writes far more.
+DEFAULT_ATTEMPTS_PER_MINUTE = 30
 
 
 class Settings(BaseSettings):
@@ -32,6 +35,9 @@ class Settings(BaseSettings):
     recording_path: Path = DEFAULT_RECORDING_PATH
     # Send the learner cookie only over HTTPS. Turn on behind TLS in production.
     cookie_secure: bool = False
+    # Writes one learner may make in any 60 s (checks, locks, row predictions and plays, hint
+    # opens, takeaway saves); beyond it, 429. Counted in the database, so shared by workers.
+    attempts_per_minute: int = Field(default=DEFAULT_ATTEMPTS_PER_MINUTE, ge=1)
 
 
 @lru_cache(maxsize=1)

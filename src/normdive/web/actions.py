@@ -11,6 +11,10 @@ the event to append, or raising Conflict / Invalid); this module only translates
 - with JavaScript (`Accept: application/json`), the same statuses with
   {"ok", "message", "fragments"}: the page's regions re-rendered by the same macros.
 A row or hint the URL names that the lesson does not have is a 404 with a message.
+
+Before any of that, every form post passes web.security: a foreign Origin or a missing or
+wrong form token is a 403 (nothing read, nothing written), and a learner past the writes a
+minute allows gets a 429 with Retry-After, shown beside the form like any other refusal.
 """
 
 from __future__ import annotations
@@ -44,7 +48,15 @@ from normdive.progress.actions import (
 from normdive.progress.state import LessonState
 from normdive.store.events import EventKind
 from normdive.web.errors import error_response, wants_json
-from normdive.web.identity import attach_cookie, is_learner_id, resolve_learner
+from normdive.web.identity import (
+    COOKIE_NAME,
+    attach_cookie,
+    is_learner_id,
+    learner_from_cookie,
+    resolve_learner,
+)
+from normdive.web.security import csrf
+from normdive.web.security.ratelimit import throttled
 from normdive.web.services import Services, services
 from normdive.web.view import Refusal, carry_from
 
@@ -212,17 +224,22 @@ def _perform(svc: Services, request: Request, action: FormAction, form: dict[str
     refusal: Refusal | None = None
     status = 200
     outcome: Outcome = None
-    try:
-        outcome = action.act(state, svc.lesson, form)
-    except Conflict as exc:
-        status, refusal = 409, Refusal(action.name, exc.message, form)
-    except Invalid as exc:
-        status, refusal = 422, Refusal(action.name, exc.message, form)
+    headers: dict[str, str] = {}
+    limited = throttled(svc.engine, learner.id, svc.settings.attempts_per_minute)
+    if limited is not None:
+        status, refusal = 429, Refusal(action.name, limited.message, form)
+        headers["Retry-After"] = str(limited.retry_after_s)
     else:
-        if outcome is not None:
-            kind, payload = outcome
-            svc.store.append(learner.id, kind, payload)
-            state = svc.state_of(learner.id, recording)
+        try:
+            outcome = action.act(state, svc.lesson, form)
+        except Conflict as exc:
+            status, refusal = 409, Refusal(action.name, exc.message, form)
+        except Invalid as exc:
+            status, refusal = 422, Refusal(action.name, exc.message, form)
+    if refusal is None and outcome is not None:
+        kind, payload = outcome
+        svc.store.append(learner.id, kind, payload)
+        state = svc.state_of(learner.id, recording)
     # What the announcement reads: the form (its target) and the event's payload (answers).
     said: Mapping[str, Any] = {**form, **(outcome[1] if outcome is not None else {})}
     player_row = form[TARGET] if action.plays and refusal is None else carry.play
@@ -246,21 +263,27 @@ def _perform(svc: Services, request: Request, action: FormAction, form: dict[str
         if wants_json(request):
             fragments = svc.renderer.fragments(action.fragments, view)
             body = {"ok": refusal is None, "message": message, "fragments": fragments}
-            response = JSONResponse(body, status)
+            response = JSONResponse(body, status, headers=headers)
         elif state.prerequisite_done:
-            response = HTMLResponse(svc.renderer.page(view), status)
+            response = HTMLResponse(svc.renderer.page(view), status, headers=headers)
         else:
-            response = HTMLResponse(svc.renderer.locked(view, message), status)
+            response = HTMLResponse(svc.renderer.locked(view, message), status, headers=headers)
     attach_cookie(response, learner, svc.signer, svc.settings)
     return response
 
 
 async def _run(request: Request, action: FormAction, target: str | None = None) -> Response:
+    svc = services(request)
     form = _field_values(await request.form())
+    vouched = learner_from_cookie(request.cookies.get(COOKIE_NAME), svc.signer)
+    forged = csrf.refusal(request, form, vouched, svc.settings.secret_key)
+    if forged is not None:
+        return error_response(request, 403, forged)
+    form.pop(csrf.FIELD, None)
     form.pop(TARGET, None)  # only the URL names the row or rung
     if target is not None:
         form[TARGET] = target
-    return await run_in_threadpool(_perform, services(request), request, action, form)
+    return await run_in_threadpool(_perform, svc, request, action, form)
 
 
 def _unknown_row(request: Request, key: str) -> Response | None:

@@ -21,12 +21,14 @@ API_PREFIX = "/api/"
 TITLES = {
     400: "Bad request",
     401: "Not authorised",
+    403: "Refused",
     404: "Not found",
     405: "Method not allowed",
     409: "Not yet",
     413: "Too large",
     415: "Unsupported format",
     422: "Cannot use that",
+    429: "Too many attempts",
     500: "Something went wrong",
     503: "Unavailable",
 }

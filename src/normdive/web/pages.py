@@ -17,6 +17,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from normdive.recording.format import Recording
 from normdive.web.identity import attach_cookie, resolve_learner
 from normdive.web.player import row_payload
+from normdive.web.security.csrf import form_token
 from normdive.web.services import Services, services
 from normdive.web.view import PLAY_PARAM, eps_is_on
 
@@ -62,14 +63,16 @@ def json_safe(value: Any) -> Any:
 def _state_json(svc: Services, request: Request) -> Response:
     learner = resolve_learner(request, svc.store, svc.signer)
     state = json_safe(jsonable_encoder(dataclasses.asdict(svc.state_of(learner.id))))
-    response = JSONResponse({"learner_id": learner.id, "state": state})
+    token = form_token(svc.settings.secret_key, learner.id)
+    response = JSONResponse({"learner_id": learner.id, "state": state, "csrf_token": token})
     attach_cookie(response, learner, svc.signer, svc.settings)
     return response
 
 
 @router.get("/api/state")
 async def state_json(request: Request) -> Response:
-    """The learner's derived state, exactly what the page is drawn from."""
+    """The learner's derived state, exactly what the page is drawn from, and their form token
+    (a script of the page's own origin sends it as X-CSRF-Token)."""
     return await run_in_threadpool(_state_json, services(request), request)
 
 

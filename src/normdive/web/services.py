@@ -26,6 +26,7 @@ from normdive.recording import reader
 from normdive.recording.format import Recording
 from normdive.store.events import Store
 from normdive.web.rendering import Renderer
+from normdive.web.security.csrf import form_token
 from normdive.web.view import PageView, Refusal, build_page_view
 
 logger = logging.getLogger(__name__)
@@ -108,6 +109,7 @@ class Services:
             recording=status if isinstance(status, Recording) else None,
             recording_file=self.settings.recording_path.name,
             counts=self.store.prediction_counts() if state.prediction is not None else None,
+            csrf_token=form_token(self.settings.secret_key, learner_id),
         )
 
 

@@ -124,6 +124,8 @@ class PageView:
     provenance: ProvenanceView | None = None  # while the recording's rows can be used
     gradients: GradientsView | None = None  # once every row has played
     aggregate: AggregateView | None = None  # once the learner has committed
+    # The learner's form token (security.csrf), in every form and the page's meta tag.
+    csrf_token: str = ""
 
     def row_refusal(self, form: str, key: str) -> Refusal | None:
         """The refusal of the per-row (or per-rung) `form` for `key`."""
@@ -178,6 +180,7 @@ def build_page_view(
     recording: Recording | None = None,
     recording_file: str = "",
     counts: PredictionCounts | None = None,
+    csrf_token: str = "",
 ) -> PageView:
     """`player_row` is shown only once it has played; `recording` feeds the player, the
     provenance card and the gradients while its rows can be used; `counts` (all learners'
@@ -226,4 +229,5 @@ def build_page_view(
             if counts is not None and state.prediction is not None
             else None
         ),
+        csrf_token=csrf_token,
     )

@@ -136,11 +136,17 @@ function swapFragments(fragments, focusId) {
   }
 }
 
+// The learner's form token (the server refuses a post without it: web/security/csrf.py). Every
+// form carries it as a hidden field too; the header also covers a form swapped in without one.
+function csrfToken() {
+  return document.querySelector('meta[name="csrf-token"]')?.content ?? "";
+}
+
 async function post(form) {
   const response = await fetch(form.action, {
     method: "POST",
     body: new URLSearchParams(new FormData(form)),
-    headers: { Accept: "application/json" },
+    headers: { Accept: "application/json", "X-CSRF-Token": csrfToken() },
     credentials: "same-origin",
   });
   return { status: response.status, answer: await response.json() };

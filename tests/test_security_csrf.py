@@ -1,0 +1,338 @@
+"""Cross-site request forgery (web.security.csrf): every form post needs the learner's form
+token and must not come from another origin; a refusal is a readable 403 and writes nothing.
+These tests use plain TestClients (no token added for them) and set every header by hand."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from pydantic import SecretStr
+from starlette.requests import Request
+
+from conftest import HOST_TOKEN, SECRET_KEY, SettingsFactory, ablation_recording, write_recording
+from normdive.web.app import create_app
+from normdive.web.identity import COOKIE_NAME
+from normdive.web.security import csrf
+
+JSON = {"Accept": "application/json"}
+SITE = "http://testserver"  # the TestClient's own origin
+EVIL = "https://evil.example"
+# Every form post of the page, with a body that would succeed for a learner who committed.
+FORM_POSTS = [
+    ("/predict", {"choice": "residual"}),
+    ("/numbers", {"row1_mean": "2"}),
+    ("/reading", {"choice": "keeps_finite"}),
+    ("/takeaway", {"text": "Mine."}),
+    ("/rows/both/predict", {"outcome": "learns"}),
+    ("/rows/both/play", {}),
+    ("/hints/1", {}),
+]
+PATHS = [path for path, _ in FORM_POSTS]
+
+
+@pytest.fixture
+def app(make_settings: SettingsFactory, tmp_path: Path) -> FastAPI:
+    """With a recording, so the ablation's routes are real too."""
+    return create_app(make_settings(recording_path=write_recording(tmp_path, ablation_recording())))
+
+
+@pytest.fixture
+def make_browser(app: FastAPI) -> Iterator[Callable[[], TestClient]]:
+    """Learners as bare clients: nothing adds a token for them."""
+    clients: list[TestClient] = []
+
+    def make() -> TestClient:
+        test_client = TestClient(app, follow_redirects=False)
+        test_client.__enter__()
+        clients.append(test_client)
+        return test_client
+
+    yield make
+    for test_client in clients:
+        test_client.__exit__(None, None, None)
+
+
+def open_lesson(client: TestClient) -> str:
+    """Open the page as a learner does; returns the form token it carries."""
+    soup = BeautifulSoup(client.get("/").text, "html.parser")
+    meta = soup.select_one('meta[name="csrf-token"]')
+    assert meta is not None
+    return str(meta["content"])
+
+
+def state(client: TestClient) -> dict[str, object]:
+    data = client.get("/api/state").json()["state"]
+    assert isinstance(data, dict)
+    return data
+
+
+def events_of(client: TestClient) -> tuple[object, ...]:
+    """What the learner's events have produced so far (all of it derives from them)."""
+    current = state(client)
+    return tuple(sorted((key, repr(value)) for key, value in current.items()))
+
+
+# --- the token -------------------------------------------------------------------------------
+
+
+def test_the_token_is_an_hmac_of_the_learner_id_under_the_secret_key() -> None:
+    key = SecretStr(SECRET_KEY)
+    token = csrf.form_token(key, "ab" * 16)
+    assert re.fullmatch(r"[0-9a-f]{64}", token)
+    assert csrf.form_token(key, "ab" * 16) == token  # stateless: any worker computes it
+    assert csrf.form_token(key, "cd" * 16) != token
+    assert csrf.form_token(SecretStr("another-secret-key-" + "x" * 32), "ab" * 16) != token
+    assert csrf.token_maker(key)("ab" * 16) == token
+
+
+def test_the_page_every_form_and_the_state_carry_the_same_token(
+    make_browser: Callable[[], TestClient],
+) -> None:
+    learner = make_browser()
+    learner.post("/predict", data={"choice": "residual", "csrf_token": open_lesson(learner)})
+    soup = BeautifulSoup(learner.get("/").text, "html.parser")
+    meta = soup.select_one('meta[name="csrf-token"]')
+    assert meta is not None
+    token = str(meta["content"])
+    forms = soup.select("form[method=post]")
+    assert len(forms) >= 6
+    for form in forms:
+        field = form.select_one('input[type=hidden][name="csrf_token"]')
+        assert field is not None and field["value"] == token, form.get("action")
+    assert learner.get("/api/state").json()["csrf_token"] == token
+    # Another learner has another token.
+    assert open_lesson(make_browser()) != token
+
+
+def test_json_answers_to_a_form_carry_the_token_in_the_swapped_regions(
+    make_browser: Callable[[], TestClient],
+) -> None:
+    learner = make_browser()
+    token = open_lesson(learner)
+    answer = learner.post(
+        "/predict", data={"choice": "residual", "csrf_token": token}, headers=JSON
+    )
+    assert answer.status_code == 200
+    numbers = answer.json()["fragments"]["numbers"]
+    assert f'name="csrf_token" value="{token}"' in numbers
+
+
+@pytest.mark.parametrize("how", ["field", "header"])
+def test_the_token_as_a_form_field_or_as_a_header_is_accepted(
+    make_browser: Callable[[], TestClient], how: str
+) -> None:
+    learner = make_browser()
+    token = open_lesson(learner)
+    data = {"choice": "residual", **({"csrf_token": token} if how == "field" else {})}
+    headers = {csrf.HEADER: token} if how == "header" else {}
+    response = learner.post("/predict", data=data, headers={"Origin": SITE, **headers})
+    assert response.status_code == 303
+    assert state(learner)["prediction"] == "residual"
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_post_without_the_token_is_refused_and_changes_nothing(
+    make_browser: Callable[[], TestClient], path: str
+) -> None:
+    learner = make_browser()
+    token = open_lesson(learner)
+    learner.post("/predict", data={"choice": "layer_norm", "csrf_token": token})
+    before = events_of(learner)
+    data = dict(FORM_POSTS)[path]
+    page = learner.post(path, data=data)
+    assert page.status_code == 403
+    assert page.headers["content-type"].startswith("text/html")
+    assert csrf.MISSING_TOKEN in BeautifulSoup(page.text, "html.parser").get_text(" ")
+    answer = learner.post(path, data=data, headers=JSON)
+    assert answer.status_code == 403
+    assert answer.json() == {"ok": False, "message": csrf.MISSING_TOKEN}
+    assert events_of(learner) == before
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        "0" * 64,
+        "not a token",
+        "ünïcödé",
+        "",  # an empty field says nothing: the header below is the one that is wrong
+    ],
+)
+def test_a_wrong_token_is_refused(make_browser: Callable[[], TestClient], wrong: str) -> None:
+    learner = make_browser()
+    open_lesson(learner)
+    response = learner.post(
+        "/predict",
+        data={"choice": "residual", "csrf_token": wrong},
+        headers={**JSON, csrf.HEADER: "f" * 64},
+    )
+    assert response.status_code == 403
+    assert response.json()["message"] == csrf.WRONG_TOKEN
+    assert state(learner)["prediction"] is None
+
+
+def test_a_right_token_in_either_place_is_enough(make_browser: Callable[[], TestClient]) -> None:
+    """The page sends both; one stale copy (a region swapped in later) does not matter."""
+    learner = make_browser()
+    token = open_lesson(learner)
+    response = learner.post(
+        "/predict",
+        data={"choice": "residual", "csrf_token": "stale"},
+        headers={**JSON, csrf.HEADER: token},
+    )
+    assert response.status_code == 200
+
+
+def test_a_post_without_a_learner_cookie_is_refused_and_creates_no_learner(
+    make_browser: Callable[[], TestClient],
+) -> None:
+    stranger = make_browser()
+    response = stranger.post("/predict", data={"choice": "residual"}, headers=JSON)
+    assert response.status_code == 403
+    assert response.json()["message"] == csrf.NO_LEARNER
+    assert "set-cookie" not in response.headers
+    assert COOKIE_NAME not in stranger.cookies
+
+
+def test_the_token_of_another_learner_is_refused(make_browser: Callable[[], TestClient]) -> None:
+    alice, mallory = make_browser(), make_browser()
+    open_lesson(alice)
+    mallory_token = open_lesson(mallory)
+    response = alice.post(
+        "/predict", data={"choice": "residual", "csrf_token": mallory_token}, headers=JSON
+    )
+    assert response.status_code == 403
+    assert response.json()["message"] == csrf.WRONG_TOKEN
+    assert state(alice)["prediction"] is None and state(mallory)["prediction"] is None
+
+
+# --- the origin ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Origin": EVIL},
+        {"Origin": "null"},
+        {"Origin": "http://testserver.evil.example"},
+        {"Origin": "http://testserver:8080"},
+        {"Referer": f"{EVIL}/lesson"},
+        {"Origin": EVIL, "Referer": f"{SITE}/"},  # the Origin decides when there is one
+    ],
+    ids=["origin", "null", "suffix", "port", "referer", "origin-over-referer"],
+)
+def test_a_post_from_another_origin_is_refused_even_with_the_token(
+    make_browser: Callable[[], TestClient], path: str, headers: dict[str, str]
+) -> None:
+    learner = make_browser()
+    token = open_lesson(learner)
+    learner.post("/predict", data={"choice": "layer_norm", "csrf_token": token})
+    before = events_of(learner)
+    data = {**dict(FORM_POSTS)[path], "csrf_token": token}
+    page = learner.post(path, data=data, headers=headers)
+    assert page.status_code == 403
+    text = BeautifulSoup(page.text, "html.parser").get_text(" ")
+    assert "came from another site" in text and "nothing was saved" in text
+    answer = learner.post(path, data=data, headers={**headers, **JSON})
+    assert answer.status_code == 403
+    assert answer.json()["message"].startswith("This request came from another site")
+    assert events_of(learner) == before
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Origin": SITE},
+        {"Origin": "HTTP://TESTSERVER"},
+        {"Origin": "https://testserver"},  # TLS ended by a proxy in front of the server
+        {"Referer": f"{SITE}/?eps=off#numbers"},
+        {},
+    ],
+    ids=["origin", "case", "https", "referer", "neither"],
+)
+def test_a_post_from_the_page_itself_is_accepted(
+    make_browser: Callable[[], TestClient], headers: dict[str, str]
+) -> None:
+    learner = make_browser()
+    token = open_lesson(learner)
+    response = learner.post(
+        "/predict", data={"choice": "residual", "csrf_token": token}, headers=headers
+    )
+    assert response.status_code == 303
+
+
+def _request(headers: dict[str, str]) -> Request:
+    raw = [
+        (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()
+    ]
+    return Request({"type": "http", "method": "POST", "path": "/predict", "headers": raw})
+
+
+@pytest.mark.parametrize(
+    ("headers", "foreign"),
+    [
+        ({"host": "lesson.example:8000", "origin": "http://lesson.example:8000"}, None),
+        ({"host": "lesson.example", "origin": "https://lesson.example"}, None),
+        (
+            {"host": "lesson.example", "origin": "https://lesson.example.evil"},
+            "https://lesson.example.evil",
+        ),
+        ({"host": "lesson.example", "origin": "null"}, "null"),
+        ({"host": "lesson.example", "origin": "ftp://lesson.example"}, "ftp://lesson.example"),
+        ({"host": "lesson.example", "origin": "http://[::1"}, "http://[::1"),
+        ({"host": "lesson.example", "referer": "https://lesson.example/x"}, None),
+        ({"host": "lesson.example", "referer": "https://evil/x"}, "https://evil/x"),
+        ({"host": "lesson.example", "referer": "garbage"}, "garbage"),
+        ({"host": "lesson.example"}, None),
+        ({"origin": "https://lesson.example"}, "https://lesson.example"),  # no Host to match
+    ],
+)
+def test_foreign_origin(headers: dict[str, str], foreign: str | None) -> None:
+    assert csrf.foreign_origin(_request(headers)) == foreign
+
+
+def test_a_long_foreign_origin_is_cut_in_the_message(
+    make_browser: Callable[[], TestClient],
+) -> None:
+    learner = make_browser()
+    token = open_lesson(learner)
+    origin = "https://" + "e" * 500 + ".example"
+    response = learner.post(
+        "/predict",
+        data={"choice": "residual", "csrf_token": token},
+        headers={"Origin": origin, **JSON},
+    )
+    assert response.status_code == 403
+    assert len(response.json()["message"]) < len(csrf.FOREIGN_ORIGIN) + csrf.MAX_ECHOED_ORIGIN
+
+
+# --- what stays open -------------------------------------------------------------------------
+
+
+def test_the_host_platform_reports_without_a_form_token(
+    make_settings: SettingsFactory, make_browser: Callable[[], TestClient]
+) -> None:
+    learner = make_browser()
+    open_lesson(learner)
+    learner_id = learner.get("/api/state").json()["learner_id"]
+    with TestClient(create_app(make_settings(dev_prerequisite_done=False))) as host:
+        response = host.post(
+            "/api/prerequisite",
+            json={"learner_id": learner_id},
+            headers={"Authorization": f"Bearer {HOST_TOKEN}"},
+        )
+    assert response.status_code == 200 and response.json()["ok"] is True
+
+
+def test_reading_needs_no_token(make_browser: Callable[[], TestClient]) -> None:
+    """GET changes nothing, so a link from anywhere may open the page."""
+    visitor = make_browser()
+    assert visitor.get("/", headers={"Referer": f"{EVIL}/"}).status_code == 200
+    assert visitor.get("/api/state", headers={"Origin": EVIL}).status_code == 200
