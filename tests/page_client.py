@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 from fastapi.testclient import TestClient
-from httpx import CookieConflict
+from starlette.testclient import httpx  # the HTTP client the TestClient is built on
 
 from normdive.web.identity import COOKIE_NAME
 from normdive.web.security.csrf import FIELD, HEADER
@@ -30,7 +29,7 @@ class PageClient(TestClient):
     def _cookie(self) -> str | None:
         try:
             return self.cookies.get(COOKIE_NAME)
-        except CookieConflict:  # a test set one by hand beside the server's: not ours to pick
+        except httpx.CookieConflict:  # a test set one by hand beside the server's: not ours to pick
             return None
 
     def form_token(self) -> str | None:
