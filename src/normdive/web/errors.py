@@ -17,6 +17,8 @@ from normdive.web.rendering import Renderer
 logger = logging.getLogger(__name__)
 
 API_PREFIX = "/api/"
+# What a 503 for an unreachable database asks clients to wait before trying again, in seconds.
+DATABASE_RETRY_AFTER_S = 5
 
 TITLES = {
     400: "Bad request",
@@ -78,9 +80,15 @@ async def _on_validation_error(request: Request, exc: Exception) -> Response:
 
 
 async def _on_database_error(request: Request, exc: Exception) -> Response:
+    # The trace goes to the server's log for the operator, never into the answer. The engine
+    # pings a pooled connection before using it (store.db), so once the database is back the
+    # next request is served: nothing here needs a restart.
     logger.exception("progress store failed", exc_info=exc)
     return error_response(
-        request, 503, "The progress store is not reachable right now. Try again in a moment."
+        request,
+        503,
+        "The progress store is not reachable right now. Try again in a moment.",
+        {"Retry-After": str(DATABASE_RETRY_AFTER_S)},
     )
 
 

@@ -1,0 +1,114 @@
+"""The Alembic migrations on both databases: from empty to head they build exactly the models'
+schema (JSONB payloads and BIGINT identity ids on PostgreSQL), run again they change nothing,
+down to nothing and up again they still hold, and `normdive db upgrade` does it from a bare
+`postgresql://` URL as an operator would write it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import inspect, text
+from typer.testing import CliRunner
+
+from conftest import DATABASES, PostgresDatabases
+from normdive.cli import app
+from normdive.store.db import alembic_config, make_engine, upgrade
+from normdive.store.tables import Base
+
+TABLES = {"learners", "events", "alembic_version"}
+
+
+@pytest.fixture(params=DATABASES)
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty database (no tables at all): a new SQLite file, or a new PostgreSQL database."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'empty.sqlite3'}"
+        return
+    databases: PostgresDatabases = request.getfixturevalue("postgres_databases")
+    url = databases.create(migrated=False)
+    yield url
+    databases.drop(url)
+
+
+def _head() -> str:
+    engine = make_engine("sqlite://")
+    head = ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
+    engine.dispose()
+    assert head is not None
+    return head
+
+
+def _version(url: str) -> list[str]:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as connection:
+            return list(
+                connection.execute(text("SELECT version_num FROM alembic_version")).scalars()
+            )
+    finally:
+        engine.dispose()
+
+
+def _schema_differences(url: str) -> list[object]:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as connection:
+            context = MigrationContext.configure(connection, opts={"compare_type": True})
+            return list(compare_metadata(context, Base.metadata))
+    finally:
+        engine.dispose()
+
+
+def test_from_empty_to_head_builds_exactly_the_models(empty_url: str) -> None:
+    upgrade(empty_url)
+    engine = make_engine(empty_url)
+    try:
+        assert set(inspect(engine).get_table_names()) == TABLES
+        if engine.dialect.name == "postgresql":
+            columns = {c["name"]: c["type"] for c in inspect(engine).get_columns("events")}
+            assert type(columns["payload"]).__name__ == "JSONB"
+            assert type(columns["id"]).__name__ == "BIGINT"
+    finally:
+        engine.dispose()
+    assert _version(empty_url) == [_head()]
+    assert _schema_differences(empty_url) == []
+
+
+def test_upgrading_again_changes_nothing(empty_url: str) -> None:
+    upgrade(empty_url)
+    upgrade(empty_url)
+    assert _version(empty_url) == [_head()]
+    assert _schema_differences(empty_url) == []
+
+
+def test_down_to_nothing_and_up_again(empty_url: str) -> None:
+    upgrade(empty_url)
+    engine = make_engine(empty_url)
+    try:
+        command.downgrade(alembic_config(engine), "base")
+        assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
+    finally:
+        engine.dispose()
+    upgrade(empty_url)
+    assert _version(empty_url) == [_head()]
+    assert _schema_differences(empty_url) == []
+
+
+def test_db_upgrade_takes_a_bare_postgresql_url(postgres_databases: PostgresDatabases) -> None:
+    url = postgres_databases.create(migrated=False)
+    try:
+        bare = url.replace("postgresql+psycopg://", "postgresql://", 1)
+        result = CliRunner().invoke(
+            app, ["db", "upgrade"], env={"DATABASE_URL": bare, "NORMDIVE_SECRET_KEY": None}
+        )
+        assert result.exit_code == 0, result.output
+        assert "is up to date" in result.output
+        assert _version(url) == [_head()]
+    finally:
+        postgres_databases.drop(url)

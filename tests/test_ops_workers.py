@@ -1,0 +1,116 @@
+"""Several server processes on one PostgreSQL database: a learner (one cookie) moves between
+two `normdive serve` processes mid-lesson and loses nothing, and `normdive serve --workers 2`
+serves a whole lesson over fresh connections (so its requests spread over both workers).
+
+Nothing a request needs lives in one process's memory: the cookie is signed with the shared
+secret key, the form token is derived from it and the learner id, the state is derived from
+the events in the database on every request, and the rate limit counts those events. The
+recording cache is per process and read-only (each process reads the same file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from normdive.lesson.content import load_lesson
+from ops_server import Learner, ServerProcess
+
+LESSON = load_lesson()
+RIGHT_READING = next(choice.id for choice in LESSON.reading.choices if choice.correct)
+WRONG_READING = next(choice.id for choice in LESSON.reading.choices if not choice.correct)
+# The six numbers of the page seed's rows, right within the lesson's tolerance.
+RIGHT_NUMBERS = {
+    "row1_mean": "2",
+    "row1_variance": "2/3",
+    "row1_denominator": "0.8165",
+    "row2_mean": "3",
+    "row2_variance": "3",
+    "row2_denominator": "1.732",
+}
+TAKEAWAY = "Epsilon keeps the constant row finite; written on one server, read on the other."
+
+
+def _ok(answer: Any) -> dict[str, Any]:
+    assert answer.status_code == 200, answer.text
+    body: dict[str, Any] = answer.json()
+    assert body["ok"] is True, body
+    return body
+
+
+def _lesson_state(learner: Learner) -> dict[str, Any]:
+    state: dict[str, Any] = learner.state()["state"]
+    return state
+
+
+def test_one_learner_moves_between_two_servers_mid_lesson(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    with (
+        ServerProcess(postgres_url, tmp_path) as first,
+        ServerProcess(postgres_url, tmp_path) as second,
+    ):
+        learner = Learner(first.url)
+        try:
+            # On the first server: a new learner commits and checks two numbers (one wrong).
+            learner_id = learner.id
+            _ok(learner.post("/predict", {"choice": "residual"}))
+            _ok(learner.post("/numbers", {"row1_mean": "2", "row1_variance": "1"}))
+            _ok(learner.post("/reading", {"choice": WRONG_READING}))
+
+            # The same cookie on the second server: the same learner, with all of it.
+            learner.at(second.url)
+            assert learner.id == learner_id
+            state = _lesson_state(learner)
+            assert state["prediction"] == "residual"
+            assert state["fields"]["row1_mean"]["landed"] is True
+            assert state["fields"]["row1_variance"]["attempts"] == 1
+            assert state["reading"]["locks"] == 1 and state["reading"]["right"] is False
+            # ...and carries on there.
+            rest = {key: value for key, value in RIGHT_NUMBERS.items() if key != "row1_mean"}
+            _ok(learner.post("/numbers", rest))
+            _ok(learner.post("/reading", {"choice": RIGHT_READING}))
+
+            # Back on the first server: everything the second one recorded is there.
+            learner.at(first.url)
+            state = _lesson_state(learner)
+            assert state["gate"]["numbers_landed"] == 6
+            assert state["fields"]["row1_variance"]["attempts"] == 2
+            assert state["reading"]["right"] is True and state["reading"]["locks"] == 2
+            _ok(learner.post("/takeaway", {"text": TAKEAWAY}))
+
+            # Both servers draw the same page from the same events.
+            on_first = _lesson_state(learner)
+            on_second = _lesson_state(learner.at(second.url))
+            assert on_first == on_second
+            assert on_second["takeaway"] == TAKEAWAY
+            page = learner.get("/")
+            assert page.status_code == 200 and "finite; written on one server" in page.text
+            # Neither server ever started a new learner for this cookie.
+            assert learner.id == learner_id
+        finally:
+            learner.close()
+        assert first.alive and second.alive
+
+
+def test_serve_with_two_workers_serves_a_whole_lesson(postgres_url: str, tmp_path: Path) -> None:
+    # A new connection per request, so the kernel hands requests to either worker.
+    with ServerProcess(postgres_url, tmp_path, workers=2) as server:
+        learner = Learner(server.url, limits=httpx.Limits(max_keepalive_connections=0))
+        try:
+            learner_id = learner.id
+            _ok(learner.post("/predict", {"choice": "layer_norm"}))
+            for key, value in RIGHT_NUMBERS.items():
+                _ok(learner.post("/numbers", {key: value}))
+            _ok(learner.post("/reading", {"choice": RIGHT_READING}))
+            _ok(learner.post("/takeaway", {"text": TAKEAWAY}))
+            for _ in range(10):  # every read agrees, whichever worker answers it
+                state = _lesson_state(learner)
+                assert state["gate"]["numbers_landed"] == 6
+                assert state["reading"]["right"] is True
+                assert state["takeaway"] == TAKEAWAY
+            assert learner.id == learner_id
+        finally:
+            learner.close()
+        assert server.alive
