@@ -17,14 +17,17 @@ non-finite floats are refused (JSON has no NaN).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 import re
 import secrets
+import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, exists, func, insert, literal_column, select
+from sqlalchemy import Connection, Engine, Select, exists, func, insert, literal_column, select
 from sqlalchemy.exc import IntegrityError
 
 from normdive.progress.aggregate import PredictionCounts
@@ -80,11 +83,20 @@ class Store:
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+        # SQLite lets one writer in at a time; the others sleep and retry with growing back-off
+        # (busy_timeout: sleeps of 1, 2, 5, ... up to 100 ms), so under load a write waits
+        # tens of milliseconds for a lock held for a fraction of one, and unlucky ones wait
+        # seconds (bench/RESULTS.md, "Load"). Queueing this process's writers on a lock hands
+        # the database to the next one as soon as it is free; only writers of other processes
+        # still meet SQLite's back-off. PostgreSQL takes concurrent inserts as they come.
+        self._write_lock: contextlib.AbstractContextManager[Any] = (
+            threading.Lock() if engine.dialect.name == "sqlite" else contextlib.nullcontext()
+        )
 
     def create_learner(self) -> str:
         """A new anonymous learner; returns the id (128 random bits, 32 hex characters)."""
         learner_id = secrets.token_hex(LEARNER_ID_LENGTH // 2)
-        with self._engine.begin() as connection:
+        with self._write_lock, self._engine.begin() as connection:
             connection.execute(insert(Learner).values(id=learner_id))
         return learner_id
 
@@ -107,7 +119,7 @@ class Store:
             .returning(EventRecord.id, EventRecord.created_at)
         )
         try:
-            with self._engine.begin() as connection:
+            with self._write_lock, self._engine.begin() as connection:
                 event_id, created_at = connection.execute(statement).one()
         except IntegrityError:
             # The foreign key refused it: the learner does not exist.
@@ -135,11 +147,7 @@ class Store:
     def prediction_counts(self) -> PredictionCounts:
         """How all learners predicted, each counted once by their first prediction."""
         with self._engine.connect() as connection:
-            committed = connection.execute(
-                select(func.count(EventRecord.learner_id.distinct())).where(
-                    EventRecord.kind == EventKind.PREDICTION_COMMITTED.value
-                )
-            ).scalar_one()
+            committed = connection.execute(_COMMITTED_QUERY).scalar_one()
             opening = _first_answers(connection, EventKind.PREDICTION_COMMITTED, "choice")
             rows = _first_answers(connection, EventKind.ROW_PREDICTED, "outcome", per="row")
         return PredictionCounts(
@@ -149,14 +157,16 @@ class Store:
         )
 
 
-def _first_answers(
-    connection: Connection, kind: EventKind, answer: str, *, per: str | None = None
-) -> list[tuple[str | None, str | None, int]]:
-    """(question, answer, learners) for each learner's first `kind` event per question.
+# Learners who committed the opening prediction (built once, like _first_answers_query).
+_COMMITTED_QUERY = select(func.count(EventRecord.learner_id.distinct())).where(
+    EventRecord.kind == EventKind.PREDICTION_COMMITTED.value
+)
 
-    The question is the payload's `per` key ("" when the kind answers one question). Every
-    JSON path is labelled in an inner query and grouped by that label outside it, so the
-    same expression is grouped on every backend."""
+
+@functools.cache
+def _first_answers_query(kind: EventKind, answer: str, per: str | None) -> Select[Any]:
+    """The query behind _first_answers, built once per shape: it has no parameters, and
+    building its subqueries costs more Python than running it (bench/RESULTS.md, "Load")."""
     answers = select(
         EventRecord.id.label("id"),
         EventRecord.learner_id.label("learner_id"),
@@ -169,11 +179,22 @@ def _first_answers(
         .group_by(inner.c.learner_id, inner.c.question)
         .subquery("first")
     )
-    query = (
+    return (
         select(inner.c.question, inner.c.answer, func.count().label("learners"))
         .select_from(inner.join(first, first.c.id == inner.c.id))
         .group_by(inner.c.question, inner.c.answer)
     )
+
+
+def _first_answers(
+    connection: Connection, kind: EventKind, answer: str, *, per: str | None = None
+) -> list[tuple[str | None, str | None, int]]:
+    """(question, answer, learners) for each learner's first `kind` event per question.
+
+    The question is the payload's `per` key ("" when the kind answers one question). Every
+    JSON path is labelled in an inner query and grouped by that label outside it, so the
+    same expression is grouped on every backend."""
+    query = _first_answers_query(kind, answer, per)
     return [(row.question, row.answer, int(row.learners)) for row in connection.execute(query)]
 
 

@@ -55,6 +55,7 @@ from normdive.web.identity import (
     learner_from_cookie,
     resolve_learner,
 )
+from normdive.web.rendering import AGGREGATE_FRAGMENT
 from normdive.web.security import csrf
 from normdive.web.security.ratelimit import throttled
 from normdive.web.services import Services, services
@@ -219,7 +220,8 @@ HINT = FormAction(
 def _perform(svc: Services, request: Request, action: FormAction, form: dict[str, str]) -> Response:
     learner = resolve_learner(request, svc.store, svc.signer)
     recording = svc.recording()
-    state = svc.state_of(learner.id, recording)
+    events = svc.store.events_for(learner.id)
+    state = svc.state_from(events, recording)
     carry = carry_from(form, svc.lesson)
     refusal: Refusal | None = None
     status = 200
@@ -238,8 +240,7 @@ def _perform(svc: Services, request: Request, action: FormAction, form: dict[str
             status, refusal = 422, Refusal(action.name, exc.message, form)
     if refusal is None and outcome is not None:
         kind, payload = outcome
-        svc.store.append(learner.id, kind, payload)
-        state = svc.state_of(learner.id, recording)
+        state = svc.state_from([*events, svc.store.append(learner.id, kind, payload)], recording)
     # What the announcement reads: the form (its target) and the event's payload (answers).
     said: Mapping[str, Any] = {**form, **(outcome[1] if outcome is not None else {})}
     player_row = form[TARGET] if action.plays and refusal is None else carry.play
@@ -258,6 +259,8 @@ def _perform(svc: Services, request: Request, action: FormAction, form: dict[str
             own_row_text=carry.row or None,
             player_row=player_row,
             refusal=refusal,
+            # JSON answers carry only the action's regions; one of them may show the aggregate.
+            aggregate=not wants_json(request) or AGGREGATE_FRAGMENT in action.fragments,
         )
         message = refusal.message if refusal else action.announce(state, svc.lesson, said)
         if wants_json(request):

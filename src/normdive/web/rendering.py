@@ -45,6 +45,8 @@ FRAGMENT_IDS = (
     "gradients",
     "compare-body",
 )
+# The region that shows how all learners predicted (view.PageView.aggregate).
+AGGREGATE_FRAGMENT = "compare-body"
 
 
 def static_version(static_dir: Path = STATIC_DIR) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -20,6 +21,7 @@ from starlette.requests import Request
 
 from normdive.config import Settings
 from normdive.lesson.content import Lesson
+from normdive.progress.events import Event
 from normdive.progress.facts import RecordingFacts, recording_facts
 from normdive.progress.state import LessonState, derive
 from normdive.recording import reader
@@ -76,8 +78,15 @@ class Services:
 
     def state_of(self, learner_id: str, status: RecordingStatus | None = None) -> LessonState:
         """The learner's state, derived afresh from their events and the recording."""
+        return self.state_from(self.store.events_for(learner_id), status)
+
+    def state_from(
+        self, events: Sequence[Event], status: RecordingStatus | None = None
+    ) -> LessonState:
+        """The state these events derive to: after an append, the events read before it plus
+        the appended one, which spares reading them all again."""
         return derive(
-            self.store.events_for(learner_id),
+            events,
             self.lesson,
             recording=learner_facts(
                 status if status is not None else self.recording(), self.lesson
@@ -95,9 +104,12 @@ class Services:
         own_row_text: str | None = None,
         player_row: str | None = None,
         refusal: Refusal | None = None,
+        aggregate: bool = True,
     ) -> PageView:
         """Everything one render of the page needs, the recording's views and (once the
-        learner has committed) how all learners predicted included."""
+        learner has committed) how all learners predicted included. `aggregate=False` leaves
+        that out, for answers that re-render no region showing it: it reads every learner's
+        predictions, the one query here whose cost grows with the course."""
         return build_page_view(
             self.lesson,
             state,
@@ -108,7 +120,11 @@ class Services:
             player_row=player_row,
             recording=status if isinstance(status, Recording) else None,
             recording_file=self.settings.recording_path.name,
-            counts=self.store.prediction_counts() if state.prediction is not None else None,
+            counts=(
+                self.store.prediction_counts()
+                if aggregate and state.prediction is not None
+                else None
+            ),
             csrf_token=form_token(self.settings.secret_key, learner_id),
         )
 
