@@ -122,7 +122,7 @@ def build_settings(database_url: str, folder: Path, **overrides: Any) -> Setting
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
-from pg_cluster import PostgresCluster  # noqa: E402  (scripts/ is not a package)
+from pg_cluster import ClusterError, PostgresCluster  # noqa: E402  (scripts/ is not a package)
 
 # The PostgreSQL server's URL (its first database), handed from the xdist controller to workers.
 POSTGRES_URL_ENV = "NORMDIVE_TEST_POSTGRES_URL"
@@ -136,7 +136,10 @@ def pytest_configure(config: pytest.Config) -> None:
     distributed = bool(config.getoption("numprocesses", default=None))
     if is_worker or not distributed or os.environ.get(POSTGRES_URL_ENV):
         return
-    cluster = PostgresCluster().start()  # fails the run, saying why, without PostgreSQL
+    try:
+        cluster = PostgresCluster().start()
+    except ClusterError as error:  # no PostgreSQL: the run stops here, saying why
+        raise pytest.UsageError(f"the tests need a PostgreSQL server: {error}") from None
     config.stash[_CLUSTER] = cluster
     os.environ[POSTGRES_URL_ENV] = cluster.url
 
