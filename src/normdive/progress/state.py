@@ -209,32 +209,44 @@ def _message(entry: dict[str, Any], lesson: Lesson) -> str | None:
     return None
 
 
+# Verdicts that count in a field's state: graded tries and format errors.
+COUNTED_VERDICTS: frozenset[str] = GRADED_VERDICTS | {"format_error"}
+
+
 def _fields(events: Sequence[Event], lesson: Lesson) -> dict[str, FieldState]:
-    states = {
-        number_field.id: FieldState(number_field.id, 0, False, None, None, None)
-        for number_field in lesson.number_fields
-    }
+    """Each field's tries until it landed, and its last counted answer. Runs on every request,
+    over every check the learner made: it keeps a count and the last entry per field, and
+    builds each field's state (and its message) once at the end."""
+    attempts = {number_field.id: 0 for number_field in lesson.number_fields}
+    last: dict[str, dict[str, Any]] = {}
+    landed: set[str] = set()
     for event in events:
         if event.kind is not EventKind.NUMBERS_CHECKED:
             continue
         for entry in _answers(event):
-            current = states.get(str(entry.get("field")))
+            field_id = str(entry.get("field"))
             verdict = entry.get("verdict")
-            if (
-                current is None
-                or current.landed
-                or verdict not in (*GRADED_VERDICTS, "format_error")
-            ):
+            if field_id not in attempts or field_id in landed or verdict not in COUNTED_VERDICTS:
                 continue
-            raw = entry.get("raw")
-            states[current.field_id] = FieldState(
-                field_id=current.field_id,
-                attempts=current.attempts + (verdict in GRADED_VERDICTS),
-                landed=verdict == "right",
-                last_raw=str(raw) if raw is not None else None,
-                last_verdict=verdict,
-                message=_message(entry, lesson),
-            )
+            attempts[field_id] += verdict in GRADED_VERDICTS
+            last[field_id] = entry
+            if verdict == "right":
+                landed.add(field_id)
+    states = {}
+    for field_id, tries in attempts.items():
+        latest = last.get(field_id)
+        if latest is None:
+            states[field_id] = FieldState(field_id, 0, False, None, None, None)
+            continue
+        raw = latest.get("raw")
+        states[field_id] = FieldState(
+            field_id=field_id,
+            attempts=tries,
+            landed=field_id in landed,
+            last_raw=str(raw) if raw is not None else None,
+            last_verdict=latest.get("verdict"),
+            message=_message(latest, lesson),
+        )
     return states
 
 

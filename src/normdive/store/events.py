@@ -22,8 +22,7 @@ import functools
 import math
 import re
 import secrets
-import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -83,20 +82,31 @@ class Store:
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        # SQLite lets one writer in at a time; the others sleep and retry with growing back-off
-        # (busy_timeout: sleeps of 1, 2, 5, ... up to 100 ms), so under load a write waits
-        # tens of milliseconds for a lock held for a fraction of one, and unlucky ones wait
-        # seconds (bench/RESULTS.md, "Load"). Queueing this process's writers on a lock hands
-        # the database to the next one as soon as it is free; only writers of other processes
-        # still meet SQLite's back-off. PostgreSQL takes concurrent inserts as they come.
-        self._write_lock: contextlib.AbstractContextManager[Any] = (
-            threading.Lock() if engine.dialect.name == "sqlite" else contextlib.nullcontext()
-        )
+        self._sqlite = engine.dialect.name == "sqlite"
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[Connection]:
+        """A connection for one write of one statement.
+
+        SQLite lets one writer in at a time and makes the others sleep and retry with growing
+        back-off (busy_timeout: 1, 2, 5, ... up to 100 ms). In a transaction opened by
+        engine.begin(), the lock is held from the INSERT until COMMIT, and in between the
+        thread must win the GIL back from the request threads rendering pages, a few
+        milliseconds each time under load: every other writer then sleeps, and unlucky ones
+        for seconds (bench/RESULTS.md, "Load"). In autocommit mode one INSERT is a transaction
+        of its own that takes, writes, commits and lets go of the lock inside one call into
+        SQLite, without the GIL. PostgreSQL takes concurrent inserts as they come."""
+        if self._sqlite:
+            with self._engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                yield conn
+        else:
+            with self._engine.begin() as connection:
+                yield connection
 
     def create_learner(self) -> str:
         """A new anonymous learner; returns the id (128 random bits, 32 hex characters)."""
         learner_id = secrets.token_hex(LEARNER_ID_LENGTH // 2)
-        with self._write_lock, self._engine.begin() as connection:
+        with self._writing() as connection:
             connection.execute(insert(Learner).values(id=learner_id))
         return learner_id
 
@@ -113,14 +123,21 @@ class Store:
         clean: dict[str, Any] = storable(payload)
         if not is_learner_id(learner_id):
             raise UnknownLearner(learner_id)
-        statement = (
-            insert(EventRecord)
-            .values(learner_id=learner_id, kind=kind.value, payload=clean)
-            .returning(EventRecord.id, EventRecord.created_at)
+        statement = insert(EventRecord).values(
+            learner_id=learner_id, kind=kind.value, payload=clean
         )
         try:
-            with self._write_lock, self._engine.begin() as connection:
-                event_id, created_at = connection.execute(statement).one()
+            with self._writing() as connection:
+                if self._sqlite:
+                    # No RETURNING: SQLite ends a statement (and its transaction) only once its
+                    # returned rows are read, back in Python. The time is read after the lock.
+                    event_id = connection.execute(statement).lastrowid
+                    created_at = connection.execute(
+                        select(EventRecord.created_at).where(EventRecord.id == event_id)
+                    ).scalar_one()
+                else:
+                    returning = statement.returning(EventRecord.id, EventRecord.created_at)
+                    event_id, created_at = connection.execute(returning).one()
         except IntegrityError:
             # The foreign key refused it: the learner does not exist.
             raise UnknownLearner(learner_id) from None

@@ -72,6 +72,9 @@ def make_environment(templates_dir: Path = TEMPLATES_DIR) -> Environment:
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        # The templates ship with the package and never change under a running server, so
+        # they are compiled once, not checked on disk at every render.
+        auto_reload=False,
     )
     env.filters["num"] = format_number
     env.filters["numrow"] = format_row
