@@ -9,6 +9,7 @@ appends one; concurrent requests interleave freely, and the count must still com
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -45,7 +46,12 @@ def test_a_hundred_concurrent_checks_are_a_hundred_attempts(
             committed = learner.post("/predict", {"choice": "residual"})
             assert committed.status_code == 200, committed.text
             token = learner.state().get("csrf_token")
-            statuses = asyncio.run(_check_all_at_once(server.url, learner.http.cookies, token))
+            # In a thread of its own: under xdist a browser test may have left this thread's
+            # event loop running (Playwright's sync API), and asyncio.run needs none.
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                statuses = pool.submit(
+                    lambda: asyncio.run(_check_all_at_once(server.url, learner.http.cookies, token))
+                ).result()
             assert statuses == [200] * CHECKS
 
             field_state = learner.state()["state"]["fields"][FIELD]
