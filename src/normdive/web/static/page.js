@@ -63,10 +63,23 @@ function repaint() {
   }
 }
 
+// history.replaceState is a synchronous round trip to the browser process, several
+// milliseconds on a phone (bench/RESULTS.md, "A fast page on a slow phone"): the URL follows
+// once the page has painted what changed, and the changes of one frame make one call.
+const urlChanges = new Map();
+
 function rememberInUrl(name, value) {
+  if (urlChanges.size === 0) window.requestAnimationFrame(() => window.setTimeout(writeUrl, 0));
+  urlChanges.set(name, value);
+}
+
+function writeUrl() {
   const url = new URL(window.location.href);
-  if (value === null) url.searchParams.delete(name);
-  else url.searchParams.set(name, value);
+  for (const [name, value] of urlChanges) {
+    if (value === null) url.searchParams.delete(name);
+    else url.searchParams.set(name, value);
+  }
+  urlChanges.clear();
   window.history.replaceState(window.history.state, "", url);
 }
 
@@ -308,8 +321,7 @@ async function saveTakeaway(byButton) {
 
 document.addEventListener("change", (event) => {
   if (event.target.id === "eps-switch") {
-    repaint();
-    showOwnRow();
+    repaint(); // the learner's own row too: its steps carry data-row like the others
     rememberInUrl("eps", event.target.checked ? null : "off");
   }
 });

@@ -1,0 +1,248 @@
+"""The lesson page on a slow phone: Debian's Chromium through Playwright and the DevTools
+protocol, against a real `normdive serve` on 127.0.0.1:
+
+    .venv/bin/python bench/phone.py
+
+Emulated: a phone 375 px wide (3x pixels, touch, mobile viewport), the CPU slowed 4x
+(Emulation.setCPUThrottlingRate) and a slow 4G network (Network.emulateNetworkConditions:
+150 ms latency per request, 1.6 Mbit/s down, 750 kbit/s up: the figures of Lighthouse's mobile
+preset). Each repeat is a first visit in a fresh browser context (empty cache, new learner):
+
+- Largest Contentful Paint, from a PerformanceObserver registered before the page loads;
+- bytes transferred until interactive: every response's encodedDataLength (compressed body
+  plus headers, from Network.loadingFinished) until page.js has run (it marks <html> with
+  class "js") and the load event has fired; the URLs are listed, so that nothing else (uPlot,
+  player.js, the recording's rows) loads with the page;
+- a repeat visit in the same context (what the HTTP cache spares);
+- the epsilon switch to repaint, once the learner has committed the opening prediction: inside
+  a requestAnimationFrame callback, mark, click the switch (its change handler recomputes and
+  rewrites every number), then mark again when a message posted from that callback arrives,
+  which Chromium delivers after the frame's style, layout and paint; so the span covers the
+  handler and the rendering work it causes, without the wait for the next vsync.
+
+Medians over the repeats (after one visit not counted, which starts Chromium's renderer); the
+switch's figure is the median of SWITCH_FLIPS flips per repeat, with the switch scrolled into
+the middle of the screen, as a learner's thumb finds it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Any
+
+from playwright.sync_api import Browser, CDPSession, Page, sync_playwright
+
+from servers import normdive_server
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
+REPEATS = 5
+SWITCH_FLIPS = 20
+# A phone (the width the issue names; the height and pixel ratio of a common one).
+VIEWPORT = {"width": 375, "height": 812}
+DEVICE_SCALE_FACTOR = 3
+CPU_SLOWDOWN = 4
+# Lighthouse's mobile preset ("slow 4G"): 150 ms round trip, 1.6 Mbit/s down, 750 kbit/s up.
+LATENCY_MS = 150
+DOWNLOAD_BYTES_PER_S = 1.6e6 / 8
+UPLOAD_BYTES_PER_S = 750e3 / 8
+# Goals (issue 5).
+GOAL_LCP_MS = 1000.0
+GOAL_BYTES = 60_000
+GOAL_SWITCH_MS = 5.0
+TIMEOUT_MS = 60_000
+# Resources that must not load with the page (they load when a row is played).
+LAZY_MARKERS = ("uPlot", "player.js", "/recording/")
+
+OBSERVE_LCP = """
+window.__lcp = 0;
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) window.__lcp = entry.startTime;
+}).observe({ type: "largest-contentful-paint", buffered: true });
+"""
+
+FLIP = """async (flips) => {
+  const control = document.getElementById("eps-switch");
+  control.scrollIntoView({ block: "center" });  // where a learner's thumb would be
+  await new Promise((done) => setTimeout(done, 500));
+  const spans = [];
+  for (let i = 0; i < flips; i++) {
+    await new Promise((done) => setTimeout(done, 50));  // let the page go idle
+    spans.push(await new Promise((resolve) => {
+      requestAnimationFrame(() => {
+        performance.mark("eps-flip");
+        control.click();
+        const channel = new MessageChannel();
+        channel.port1.onmessage = () => {
+          performance.mark("eps-painted");
+          resolve(performance.measure("eps-switch", "eps-flip", "eps-painted").duration);
+        };
+        channel.port2.postMessage(null);
+      });
+    }));
+  }
+  return spans;
+}"""
+
+
+@dataclass
+class Visit:
+    lcp_ms: float
+    bytes_total: int
+    by_type: dict[str, int]
+    urls: list[str]
+    repeat_bytes: int
+    repeat_urls: list[str]
+    switch_ms: float
+
+
+class Transfers:
+    """Bytes on the wire per request, from the DevTools protocol's Network events."""
+
+    def __init__(self, cdp: CDPSession) -> None:
+        self.kinds: dict[str, tuple[str, str]] = {}
+        self.finished: dict[str, int] = {}
+        cdp.on("Network.responseReceived", self._response)
+        cdp.on("Network.loadingFinished", self._finished)
+
+    def _response(self, event: dict[str, Any]) -> None:
+        self.kinds[event["requestId"]] = (event.get("type", "Other"), event["response"]["url"])
+
+    def _finished(self, event: dict[str, Any]) -> None:
+        self.finished[event["requestId"]] = int(event["encodedDataLength"])
+
+    def reset(self) -> None:
+        self.kinds.clear()
+        self.finished.clear()
+
+    def summary(self) -> tuple[int, dict[str, int], list[str]]:
+        by_type: dict[str, int] = {}
+        urls = []
+        for request_id, size in self.finished.items():
+            kind, url = self.kinds.get(request_id, ("Other", "?"))
+            by_type[kind] = by_type.get(kind, 0) + size
+            urls.append(f"{url.split('/', 3)[-1] or '/'} ({size:,} B)")
+        return sum(by_type.values()), by_type, urls
+
+
+def emulate(page: Page) -> CDPSession:
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send(
+        "Network.emulateNetworkConditions",
+        {
+            "offline": False,
+            "latency": LATENCY_MS,
+            "downloadThroughput": DOWNLOAD_BYTES_PER_S,
+            "uploadThroughput": UPLOAD_BYTES_PER_S,
+        },
+    )
+    cdp.send("Emulation.setCPUThrottlingRate", {"rate": CPU_SLOWDOWN})
+    return cdp
+
+
+def until_interactive(page: Page) -> None:
+    page.wait_for_load_state("load")
+    page.wait_for_function("document.documentElement.classList.contains('js')")
+
+
+def visit(browser: Browser, url: str) -> Visit:
+    context = browser.new_context(
+        viewport=VIEWPORT,
+        device_scale_factor=DEVICE_SCALE_FACTOR,
+        is_mobile=True,
+        has_touch=True,
+    )
+    try:
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        page.add_init_script(OBSERVE_LCP)
+        cdp = emulate(page)
+        transfers = Transfers(cdp)
+        page.goto(url, wait_until="commit")
+        until_interactive(page)
+        # LCP is final once the page is loaded and idle; no input has happened yet.
+        page.wait_for_timeout(500)
+        lcp = float(page.evaluate("window.__lcp"))
+        total, by_type, urls = transfers.summary()
+
+        # The learner commits the opening prediction, which unlocks the switch.
+        page.check("#predict-residual")
+        page.click("#predict-commit")
+        page.wait_for_selector("#eps-switch:not([disabled])")
+        spans = page.evaluate(FLIP, SWITCH_FLIPS)
+        switch_ms = statistics.median(spans)
+
+        transfers.reset()
+        page.goto(url, wait_until="commit")
+        until_interactive(page)
+        repeat_total, _, repeat_urls = transfers.summary()
+        return Visit(lcp, total, by_type, urls, repeat_total, repeat_urls, switch_ms)
+    finally:
+        context.close()
+
+
+def report(visits: list[Visit]) -> None:
+    print("| repeat | LCP ms | bytes to interactive | by type | repeat visit bytes | switch ms |")
+    print("|---|---|---|---|---|---|")
+    for number, one in enumerate(visits, start=1):
+        types = ", ".join(f"{kind} {size:,}" for kind, size in sorted(one.by_type.items()))
+        print(
+            f"| {number} | {one.lcp_ms:.0f} | {one.bytes_total:,} | {types} "
+            f"| {one.repeat_bytes:,} | {one.switch_ms:.1f} |"
+        )
+    lcp = statistics.median(one.lcp_ms for one in visits)
+    size = statistics.median(one.bytes_total for one in visits)
+    switch = statistics.median(one.switch_ms for one in visits)
+    print(f"loaded until interactive: {'; '.join(visits[0].urls)}")
+    print(f"repeat visit: {'; '.join(visits[0].repeat_urls)}")
+    lazy = [url for one in visits for url in one.urls if any(m in url for m in LAZY_MARKERS)]
+    print(f"uPlot, player.js or recording data before interactive: {lazy or 'none'}")
+    for name, value, goal, unit in (
+        ("LCP", lcp, GOAL_LCP_MS, "ms"),
+        ("bytes to interactive", size, GOAL_BYTES, "B"),
+        ("switch to repaint", switch, GOAL_SWITCH_MS, "ms"),
+    ):
+        verdict = "met" if value <= goal else "NOT met"
+        print(f"median {name}: {value:,.1f} {unit} (goal <= {goal:,.0f} {unit}): {verdict}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=REPEATS)
+    args = parser.parse_args()
+    print(
+        f"cores {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}; Chromium {CHROMIUM}; "
+        f"{VIEWPORT['width']} px wide, CPU / {CPU_SLOWDOWN}, {LATENCY_MS} ms latency, "
+        f"{DOWNLOAD_BYTES_PER_S * 8 / 1e6:.1f} Mbit/s down, {UPLOAD_BYTES_PER_S * 8 / 1e3:.0f} "
+        f"kbit/s up; {args.repeats} first visits",
+        flush=True,
+    )
+    visits = []
+    with TemporaryDirectory(prefix="normdive-phone-") as folder:
+        database = f"sqlite:///{Path(folder) / 'phone.sqlite3'}"
+        with normdive_server(database) as (url, _process), sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+            )
+            try:
+                # One visit first, not counted: Chromium's first page pays for starting its
+                # renderer and network service, as a phone's browser already running does not.
+                visit(browser, url + "/")
+                for _ in range(args.repeats):
+                    visits.append(visit(browser, url + "/"))
+                    print(f"  LCP {visits[-1].lcp_ms:.0f} ms", file=sys.stderr, flush=True)
+            finally:
+                browser.close()
+    report(visits)
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

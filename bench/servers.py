@@ -1,0 +1,143 @@
+"""Real servers for the web benchmarks (bench/load.py, bench/phone.py): `normdive serve` on a
+migrated database, and a bare FastAPI endpoint served by uvicorn the same way, each in its own
+process group on a free 127.0.0.1 port, stopped (SIGTERM, then SIGKILL) whatever happens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+SHIPPED_RECORDING = REPO / "recordings" / "the-transformer-block.json"
+# Starting takes a second or two; on two shared cores under load it can take far longer.
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 15.0
+# The bare endpoint's app, served by uvicorn exactly as `normdive serve` serves ours.
+BARE_APP_DIR = Path(__file__).resolve().parent
+BARE_APP = "bare_app:create_app"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def lesson_env(database_url: str, **extra: str) -> dict[str, str]:
+    """The environment of a benchmark server: a fresh secret, the prerequisite treated as done
+    (the page is open to every learner), the shipped recording."""
+    return {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "NORMDIVE_SECRET_KEY": secrets.token_hex(32),
+        "NORMDIVE_DEV_PREREQUISITE_DONE": "1",
+        "NORMDIVE_RECORDING_PATH": str(SHIPPED_RECORDING),
+        **extra,
+    }
+
+
+def migrate(database_url: str) -> None:
+    subprocess.run(
+        [str(BIN / "normdive"), "db", "upgrade"],
+        env={**os.environ, "DATABASE_URL": database_url},
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def _wait_until_up(process: subprocess.Popen[bytes], port: int, path: str) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited with status {process.returncode}")
+        with contextlib.suppress(OSError):
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            connection.request("GET", path)
+            if connection.getresponse().status == 200:
+                connection.close()
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"the server did not answer on port {port} within {START_TIMEOUT_S} s")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+@contextlib.contextmanager
+def serving(
+    command: list[str], env: dict[str, str], port: int, ready_path: str
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Run `command` (a server listening on `port`) until the block ends."""
+    process = subprocess.Popen(
+        command,
+        env=env,
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: the workers stop with it
+    )
+    try:
+        _wait_until_up(process, port, ready_path)
+        yield process
+    finally:
+        _stop(process)
+
+
+@contextlib.contextmanager
+def normdive_server(
+    database_url: str, workers: int = 1, **env: str
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`normdive serve` on a migrated database; yields its base URL and process."""
+    migrate(database_url)
+    port = free_port()
+    command = [str(BIN / "normdive"), "serve", "--host", "127.0.0.1", "--port", str(port)]
+    command += ["--workers", str(workers)]
+    with serving(command, lesson_env(database_url, **env), port, "/healthz") as process:
+        yield f"http://127.0.0.1:{port}", process
+
+
+@contextlib.contextmanager
+def bare_server(workers: int = 1) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """bench/bare_app.py through uvicorn with the options `normdive serve` passes."""
+    port = free_port()
+    command = [str(BIN / "python"), "-m", "uvicorn", BARE_APP, "--factory"]
+    command += ["--app-dir", str(BARE_APP_DIR), "--proxy-headers"]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
+    with serving(command, dict(os.environ), port, "/") as process:
+        yield f"http://127.0.0.1:{port}", process
+
+
+def group_cpu_s(group: int) -> float:
+    """User + system CPU seconds of every live process in a process group (from /proc): a
+    server and its workers, each started by `serving` in a group of its own."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            # After the command name: state, ppid, pgrp, ..., utime (14th field), stime (15th).
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == group:
+                total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
