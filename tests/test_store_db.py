@@ -8,7 +8,12 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
 
-from normdive.store.db import SQLITE_BUSY_TIMEOUT_MS, make_engine, upgrade
+from normdive.store.db import (
+    POSTGRESQL_CONNECT_TIMEOUT_S,
+    SQLITE_BUSY_TIMEOUT_MS,
+    make_engine,
+    upgrade,
+)
 from normdive.store.tables import Base
 
 
@@ -30,6 +35,15 @@ def test_a_bare_postgresql_url_gets_the_installed_driver() -> None:
     engine = make_engine("postgresql://normdive@db.invalid/normdive")
     assert engine.url.drivername == "postgresql+psycopg"
     assert engine.dialect.name == "postgresql"
+
+
+def test_a_postgresql_url_gets_a_connect_timeout_unless_it_sets_one() -> None:
+    # An unreachable host must give a prompt 503, not hold the request for the TCP timeout.
+    default = make_engine("postgresql://normdive@db.invalid/normdive")
+    assert default.url.query["connect_timeout"] == str(POSTGRESQL_CONNECT_TIMEOUT_S)
+    own = make_engine("postgresql+psycopg://normdive@db.invalid/normdive?connect_timeout=17")
+    assert own.url.query["connect_timeout"] == "17"
+    assert "connect_timeout" not in make_engine("sqlite://").url.query
 
 
 def test_upgrade_creates_both_tables_on_an_empty_database(tmp_path: Path) -> None:

@@ -4,7 +4,9 @@
 the writer), foreign keys (SQLite leaves them off by default, and ON DELETE CASCADE needs them)
 and a busy timeout (a writer waits for the lock instead of failing at once), all set on each
 new connection. PostgreSQL is used as it is; a bare `postgresql://` URL is given the psycopg 3
-driver, the one normdive installs.
+driver, the one normdive installs, and a connect timeout unless the URL sets one. Every
+pooled PostgreSQL connection is pinged before use, so after the server restarts (or comes
+back from an outage, during which requests get a 503) the next request is served again.
 
 `upgrade(url)` runs the Alembic migrations packaged in store/migrations up to head, without an
 alembic.ini: the script location is this package's folder.
@@ -24,6 +26,10 @@ from sqlalchemy.engine import make_url
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 # The PostgreSQL driver normdive depends on (psycopg 3), used when a URL names none.
 POSTGRESQL_DRIVER = "postgresql+psycopg"
+# How long opening a PostgreSQL connection may take, in seconds, unless the URL says otherwise
+# (libpq's connect_timeout). Without it, a database host that drops packets would hold each
+# request for the operating system's TCP timeout (minutes) instead of answering 503.
+POSTGRESQL_CONNECT_TIMEOUT_S = 5
 
 
 def make_engine(url: str) -> Engine:
@@ -31,6 +37,8 @@ def make_engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.drivername == "postgresql":
         parsed = parsed.set(drivername=POSTGRESQL_DRIVER)
+    if parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
+        parsed = parsed.update_query_dict({"connect_timeout": str(POSTGRESQL_CONNECT_TIMEOUT_S)})
     if parsed.get_backend_name() != "sqlite":
         # pre_ping: a worker survives the database restarting under it.
         return create_engine(parsed, pool_pre_ping=True)
