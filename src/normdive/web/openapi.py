@@ -1,0 +1,360 @@
+"""The app's OpenAPI document, `app.openapi()`, describing what each route really takes and
+answers. It is not served (the app exposes no API documentation); the tests generate their
+hostile cases from it.
+
+The routes read their forms and JSON by hand (one flow for every form, web.actions), so
+FastAPI alone would describe no bodies. This module writes each operation out: the form
+fields of every page form (with the lesson's own ids as enums where anything else is refused),
+the carried switch/row/player fields, the form token, the learner cookie, the host platform's
+JSON and bearer token, and every status a route gives with its body (a JSON answer or an HTML
+page; refusals always hold a readable `message`). Schemathesis generates its cases from this
+document (tests/test_security_schemathesis.py), so it must stay true to the routes.
+
+Reference: OpenAPI 3.1, https://spec.openapis.org/oas/v3.1.0
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from normdive.lesson.content import Lesson
+from normdive.web.identity import COOKIE_NAME
+from normdive.web.security import csrf
+
+JSON = "application/json"
+HTML = "text/html"
+FORM = "application/x-www-form-urlencoded"
+Schema = dict[str, Any]
+
+LEARNER_ID: Schema = {"type": "string", "pattern": "^[0-9a-f]{32}$"}
+REFUSAL: Schema = {
+    "type": "object",
+    "required": ["ok", "message"],
+    "properties": {"ok": {"const": False}, "message": {"type": "string", "minLength": 1}},
+}
+FORM_ANSWER: Schema = {
+    "type": "object",
+    "required": ["ok", "message", "fragments"],
+    "properties": {
+        "ok": {"type": "boolean"},
+        "message": {"type": "string"},
+        "fragments": {"type": "object", "additionalProperties": {"type": "string"}},
+    },
+}
+STATE: Schema = {
+    "type": "object",
+    "required": ["learner_id", "state", "csrf_token"],
+    "properties": {
+        "learner_id": LEARNER_ID,
+        "state": {"type": "object"},
+        "csrf_token": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+    },
+}
+ROW_CURVES: Schema = {
+    "type": "object",
+    "required": ["ok", "key", "label", "series"],
+    "properties": {
+        "ok": {"const": True},
+        "key": {"type": "string"},
+        "label": {"type": "string"},
+        "series": {"type": "array", "items": {"type": "object"}},
+    },
+}
+HEALTH: Schema = {
+    "type": "object",
+    "required": ["ok"],
+    "properties": {"ok": {"type": "boolean"}, "database": {"type": "string"}},
+}
+REPORTED: Schema = {
+    "type": "object",
+    "required": ["ok", "message"],
+    "properties": {
+        "ok": {"const": True},
+        "message": {"type": "string", "minLength": 1},
+        "already_done": {"type": "boolean"},
+    },
+}
+PAGE: Schema = {"type": "string"}
+
+SECURITY_SCHEMES: Schema = {
+    "learnerCookie": {
+        "type": "apiKey",
+        "in": "cookie",
+        "name": COOKIE_NAME,
+        "description": "The anonymous learner, signed by the server (created on first visit).",
+    },
+    "formToken": {
+        "type": "apiKey",
+        "in": "header",
+        "name": csrf.HEADER,
+        "description": (
+            "The learner's form token (GET /api/state, or the page's meta tag); may instead "
+            f"be sent as the form field `{csrf.FIELD}`."
+        ),
+    },
+    "hostToken": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "The host platform's token (NORMDIVE_HOST_TOKEN).",
+    },
+}
+
+
+def _either(description: str, json: Schema) -> Schema:
+    """A response given as JSON (Accept: application/json, or the API) or as an HTML page."""
+    return {
+        "description": description,
+        "content": {JSON: {"schema": json}, HTML: {"schema": PAGE}},
+    }
+
+
+def _json(description: str, schema: Schema) -> Schema:
+    return {"description": description, "content": {JSON: {"schema": schema}}}
+
+
+def _refusals(*statuses: int) -> dict[str, Schema]:
+    words = {
+        400: "The body could not be read as a form.",
+        403: "Refused: another origin, or no valid learner cookie or form token.",
+        404: "No such row or hint in this lesson.",
+        405: "This path does not take this method.",
+        409: "Not yet: the action does not fit the learner's progress.",
+        413: "The body is over the size limit.",
+        422: "The input cannot be used as it is.",
+        429: "Too many writes by this learner in the last minute (Retry-After says when).",
+        503: "The progress store (or the recording) cannot be used right now.",
+    }
+    return {str(status): _either(words[status], REFUSAL) for status in statuses}
+
+
+def _form_refusal(description: str) -> Schema:
+    """A refused form: JSON with the regions re-drawn and the message, or the page with it."""
+    return {
+        "description": description,
+        "content": {JSON: {"schema": FORM_ANSWER}, HTML: {"schema": PAGE}},
+    }
+
+
+def _text(max_length: int | None = None, **extra: Any) -> Schema:
+    schema: Schema = {"type": "string", **extra}
+    if max_length is not None:
+        schema["maxLength"] = max_length
+    return schema
+
+
+def _carried() -> dict[str, Schema]:
+    """What every form carries for a page without JavaScript (view.Carry) and the token."""
+    return {
+        "eps": _text(description='The switch: "off" turns it off; anything else leaves it on.'),
+        "row": _text(description="The learner's own row, as typed (dropped when unusable)."),
+        "play": _text(description="The row in the player (dropped when the lesson has none)."),
+        csrf.FIELD: _text(description="The learner's form token (or the X-CSRF-Token header)."),
+    }
+
+
+def _form_operation(fields: dict[str, Schema], *, refusals: tuple[int, ...] = ()) -> Schema:
+    """A page form: 303 or JSON on success, refusals beside the form or as plain messages."""
+    responses: dict[str, Schema] = {
+        "200": _json("Done (Accept: application/json): the regions to re-draw.", FORM_ANSWER),
+        "303": {
+            "description": "Done (no JavaScript): back to the page, where the form was.",
+            "headers": {"Location": {"schema": {"type": "string"}}},
+        },
+        "409": _form_refusal("Not yet: the action does not fit the learner's progress."),
+        "422": _form_refusal("The input cannot be used as it is."),
+        "429": {
+            **_form_refusal("Too many writes by this learner in the last minute."),
+            "headers": {"Retry-After": {"schema": {"type": "string", "pattern": "^[0-9]+$"}}},
+        },
+        **_refusals(400, 403, 413, *refusals),
+    }
+    return {
+        "requestBody": {
+            "required": False,
+            "content": {
+                FORM: {
+                    "schema": {
+                        "type": "object",
+                        "properties": {**fields, **_carried()},
+                        # A form holds text fields only; ones the form does not use are ignored.
+                        "additionalProperties": {"type": "string"},
+                    },
+                }
+            },
+        },
+        "security": [{"learnerCookie": [], "formToken": []}],
+        "responses": responses,
+    }
+
+
+def _path_parameter(name: str, schema: Schema, description: str) -> Schema:
+    return {
+        "name": name,
+        "in": "path",
+        "required": True,
+        "schema": schema,
+        "description": description,
+    }
+
+
+def _query_parameter(name: str, description: str) -> Schema:
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "schema": _text(),
+        "description": description,
+    }
+
+
+def operations(lesson: Lesson) -> dict[str, dict[str, Schema]]:
+    """Each route's parameters, body and answers, by path and method."""
+    number_fields = {
+        field.id: _text(description=f"{field.label}: a number as typed (blank: not checked).")
+        for field in lesson.number_fields
+    }
+    row_key = _path_parameter(
+        "key", {"type": "string", "enum": [row.key for row in lesson.rows]}, "The row's key."
+    )
+    rung = _path_parameter(
+        "rung",
+        {"type": "integer", "minimum": 1, "maximum": len(lesson.hints.rungs)},
+        "The hint's number.",
+    )
+    optional_learner: list[Schema] = [{}, {"learnerCookie": []}]
+    return {
+        "/": {
+            "get": {
+                "parameters": [
+                    _query_parameter("eps", 'The switch: "off" turns it off.'),
+                    _query_parameter("row", "The learner's own row (1 to 16 numbers)."),
+                    _query_parameter("play", "The played row to show in the player."),
+                ],
+                "security": optional_learner,
+                "responses": {
+                    "200": {"description": "The lesson page.", "content": {HTML: {"schema": PAGE}}}
+                },
+            }
+        },
+        "/api/state": {
+            "get": {
+                "security": optional_learner,
+                "responses": {"200": _json("The learner's state and form token.", STATE)},
+            }
+        },
+        "/recording/rows/{key}.json": {
+            "get": {
+                "parameters": [row_key],
+                "security": optional_learner,
+                "responses": {
+                    "200": _json("The row's recorded curves, every seed.", ROW_CURVES),
+                    "404": _json("No such row.", REFUSAL),
+                    "409": _json("The learner has not played this row yet.", REFUSAL),
+                    "503": _json("The recording cannot be used right now.", REFUSAL),
+                },
+            }
+        },
+        "/healthz": {
+            "get": {
+                "responses": {
+                    "200": _json("The progress store answers.", HEALTH),
+                    "503": _json("The progress store does not answer.", REFUSAL),
+                }
+            }
+        },
+        "/predict": {
+            "post": _form_operation(
+                {"choice": {"type": "string", "enum": [c.id for c in lesson.predict.choices]}},
+            )
+        },
+        "/numbers": {"post": _form_operation(number_fields)},
+        "/reading": {
+            "post": _form_operation(
+                {"choice": {"type": "string", "enum": [c.id for c in lesson.reading.choices]}},
+            )
+        },
+        "/takeaway": {"post": _form_operation({"text": _text(lesson.takeaway.max_chars)})},
+        "/rows/{key}/predict": {
+            "post": {
+                "parameters": [row_key],
+                **_form_operation(
+                    {"outcome": {"type": "string", "enum": [o.id for o in lesson.outcomes]}},
+                    refusals=(404,),
+                ),
+            }
+        },
+        "/rows/{key}/play": {
+            "post": {"parameters": [row_key], **_form_operation({}, refusals=(404,))}
+        },
+        "/hints/{rung}": {"post": {"parameters": [rung], **_form_operation({}, refusals=(404,))}},
+        "/api/prerequisite": {
+            "post": {
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        JSON: {
+                            "schema": {
+                                "type": "object",
+                                "required": ["learner_id"],
+                                "properties": {"learner_id": LEARNER_ID},
+                            }
+                        }
+                    },
+                },
+                "security": [{"hostToken": []}],
+                "responses": {
+                    "200": _json("Recorded (or recorded before: already_done).", REPORTED),
+                    "401": {
+                        **_json("No host token, or not the one this server expects.", REFUSAL),
+                        "headers": {"WWW-Authenticate": {"schema": {"type": "string"}}},
+                    },
+                    "404": _json("No learner with that id.", REFUSAL),
+                    "413": _json("The body is over the size limit.", REFUSAL),
+                    "422": _json("The body is not a JSON object with a learner id.", REFUSAL),
+                    "503": _json("This server has no host token set.", REFUSAL),
+                },
+            }
+        },
+    }
+
+
+def openapi_document(app: FastAPI, lesson: Lesson) -> dict[str, Any]:
+    """FastAPI's document for the app's routes, each operation written out by `operations`
+    (an operation this module does not describe keeps what FastAPI says)."""
+    document = get_openapi(
+        title=app.title,
+        version=app.version,
+        description="The D9 deep dive's lesson page and its host platform API.",
+        routes=app.routes,
+    )
+    described = operations(lesson)
+    for path, methods in document["paths"].items():
+        for method, operation in methods.items():
+            written = described.get(path, {}).get(method)
+            if written is None:
+                continue
+            kept = {
+                key: operation[key]
+                for key in ("summary", "description", "operationId")
+                if key in operation
+            }
+            methods[method] = {**kept, **written}
+    components = document.setdefault("components", {})
+    components["securitySchemes"] = SECURITY_SCHEMES
+    # FastAPI's own validation-error schemas describe nothing these routes answer.
+    components.pop("schemas", None)
+    return document
+
+
+def install_openapi(app: FastAPI, lesson: Lesson) -> None:
+    """Make `openapi_document` the app's document, `app.openapi()` (built once)."""
+
+    def build() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = openapi_document(app, lesson)
+        return app.openapi_schema
+
+    app.openapi = build  # type: ignore[method-assign]

@@ -1,0 +1,266 @@
+"""Schemathesis against the app's own OpenAPI document (app.openapi(), web.openapi): cases
+generated for every operation, valid and invalid, sent in-process; no answer is a server
+error (>= 500), every 4xx says in words what went wrong, and every answer conforms to the
+document (status, content type, headers, JSON schema).
+
+Schemathesis generates the parameters and bodies; the credentials are set here, from real
+learners: most cases carry a learner's cookie and form token (and the host token), so they get
+past the CSRF check and reach the actions. The learners are ready for the deeper paths (8.5
+done by the dev setting, the opening prediction committed, the four rows predicted and one
+played five times, so the hints open), and the write limit is set out of the way. A share of
+the cases (CORRUPT) is sent with forged credentials instead (see FORGERIES), and the Accept
+header is drawn (JSON or HTML), so both kinds of answer are checked. Hypothesis runs
+derandomised, without its example database: the same cases every run. One test per operation,
+so xdist spreads them over the workers; each prints its number of cases and their statuses
+(pytest -s shows them).
+"""
+
+from __future__ import annotations
+
+import html
+import random
+import re
+import string
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import schemathesis
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import Unsatisfiable
+from schemathesis import GenerationMode
+from schemathesis.python import asgi
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from conftest import (
+    HOST_TOKEN,
+    ablation_recording,
+    build_settings,
+    migrated_sqlite_url,
+    write_recording,
+)
+from normdive.lesson.content import load_lesson
+from normdive.web import actions, pages
+from normdive.web.app import create_app
+from normdive.web.identity import COOKIE_NAME
+from normdive.web.openapi import operations
+from normdive.web.security import csrf
+from page_client import PageClient
+
+# Every operation the document describes (12: all the app's routes), as "METHOD /path".
+OPERATIONS = [
+    f"{method.upper()} {path}"
+    for path, methods in operations(load_lesson()).items()
+    for method in methods
+]
+# Cases per operation and mode. Where Hypothesis runs out of distinct cases sooner, fewer are
+# sent: GET /healthz and GET /api/state take no parameter and no body (one case each: what
+# varies is the credentials, set below), no query of GET / is invalid (every value is text,
+# so no negative cases), and a row's curves take one of four keys (four valid cases). Each
+# operation's floor is MIN_CASES; they add up to at least TOTAL_CASES.
+EXAMPLES = {GenerationMode.POSITIVE: 420, GenerationMode.NEGATIVE: 210}
+FLOORS = {
+    "GET /healthz": 1,
+    "GET /api/state": 1,
+    "GET /": 400,
+    "GET /recording/rows/{key}.json": 200,
+}
+MIN_CASES = {op: FLOORS.get(op, 600) for op in OPERATIONS}
+TOTAL_CASES = 5_000
+# The share of cases sent with forged credentials (see FORGERIES).
+CORRUPT = 0.15
+FORGERIES = (
+    "none",  # no cookie, no token, no host token
+    "wrong-token",  # the learner's cookie with a made-up token (and host token)
+    "other-learner",  # the learner's cookie with another learner's token
+    "tampered-cookie",  # the cookie with its signature changed, the learner's token
+    "garbage-cookie",  # a cookie of random text, the learner's token
+    "foreign-origin",  # everything right, sent from another site
+)
+# The writes allowed per learner per minute: out of the way of the fuzzing.
+NO_LIMIT = 10**9
+CHECKS = [
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
+# Something a person reads: at least four words.
+WORDS = re.compile(r"[A-Za-z]+(?:\W+[A-Za-z]+){3,}")
+# The text of each role="alert" element of a page (up to its first inner tag).
+ALERT = re.compile(r'role="alert"[^>]*>([^<]*)<', re.S)
+
+
+class Learner:
+    """A learner at some point of the lesson, with the cookie and token a page would send."""
+
+    def __init__(self, client: TestClient) -> None:
+        state = client.get("/api/state").json()
+        self.id: str = state["learner_id"]
+        self.token: str = state["csrf_token"]
+        self.cookie: str = client.cookies[COOKIE_NAME]
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FastAPI]:
+    folder = tmp_path_factory.mktemp("schemathesis")
+    yield create_app(
+        build_settings(
+            migrated_sqlite_url(folder),
+            folder,
+            recording_path=write_recording(folder, ablation_recording()),
+            attempts_per_minute=NO_LIMIT,
+        )
+    )
+    asgi.shutdown_lifespans()  # schemathesis keeps the app started between calls
+
+
+@pytest.fixture(scope="module")
+def schema(app: FastAPI) -> schemathesis.BaseSchema:
+    loaded = schemathesis.openapi.from_dict(app.openapi())
+    loaded.app = app  # cases go to the app in-process (ASGI)
+    # The cookie, form token and host token are set per case below, from real learners.
+    loaded.config.generation.update(with_security_parameters=False)
+    return loaded
+
+
+@pytest.fixture(scope="module")
+def make_learners(app: FastAPI) -> Iterator[Callable[[], list[Learner]]]:
+    """Three learners for one operation: one who has done nothing yet, one who committed
+    the opening prediction, one who also predicted every row and played one five times."""
+    clients: list[PageClient] = []
+
+    def make() -> list[Learner]:
+        fresh, committed, deep = (PageClient(app, follow_redirects=False) for _ in range(3))
+        clients.extend((fresh, committed, deep))
+        fresh.get("/")
+        for client in (committed, deep):
+            assert client.post("/predict", data={"choice": "residual"}).status_code == 303
+        for key, outcome in (
+            ("both", "learns"),
+            ("residual_only", "partial"),
+            ("layernorm_only", "chance"),
+            ("neither", "chance"),
+        ):
+            assert deep.post(f"/rows/{key}/predict", data={"outcome": outcome}).status_code == 303
+        for _ in range(5):  # enough runs to open both hint rungs
+            assert deep.post("/rows/both/play").status_code == 303
+        return [Learner(fresh), Learner(committed), Learner(deep)]
+
+    yield make
+    for client in clients:
+        client.close()
+
+
+def readable(response: Any) -> str:
+    """The message a 4xx gives a person: JSON's `message`, or the page's alerts."""
+    if response.headers.get("content-type", [""])[0].startswith("application/json"):
+        message = response.json().get("message")
+        return message if isinstance(message, str) else ""
+    return " ".join(html.unescape(text) for text in ALERT.findall(response.text))
+
+
+def run_mode(
+    operation: schemathesis.APIOperation,
+    mode: GenerationMode,
+    learners: list[Learner],
+    statuses: Counter[int],
+    problems: list[str],
+) -> None:
+    @given(case=operation.as_strategy(generation_mode=mode))
+    @settings(
+        max_examples=EXAMPLES[mode],
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    def send(case: schemathesis.Case) -> None:
+        # Seeded by the case itself: evenly spread, and a failing case replays exactly.
+        chance = random.Random(repr((case.path_parameters, case.query, case.body, case.headers)))
+        learner, other = chance.sample(learners, 2)
+        headers = {
+            "Accept": chance.choice(("application/json", "text/html")),
+            csrf.HEADER: learner.token,
+            "Authorization": f"Bearer {HOST_TOKEN}",
+        }
+        cookie = learner.cookie
+        forgery = chance.choice(FORGERIES) if chance.random() < CORRUPT else None
+        if forgery == "none":
+            headers = {"Accept": headers["Accept"]}
+        elif forgery == "wrong-token":
+            headers[csrf.HEADER] = chance.randbytes(32).hex()
+        elif forgery == "other-learner":
+            headers[csrf.HEADER] = other.token
+        elif forgery == "tampered-cookie":
+            cookie = cookie[:-1] + ("A" if cookie[-1] != "A" else "B")
+        elif forgery == "garbage-cookie":
+            cookie = "".join(chance.choices(string.printable[:94], k=chance.randrange(60)))
+        elif forgery == "foreign-origin":
+            headers["Origin"] = "https://evil.example"
+        if isinstance(case.body, dict) and "learner_id" in case.body and chance.random() < 0.5:
+            case.body = {**case.body, "learner_id": learner.id}  # one the store knows
+        cookies = {COOKIE_NAME: cookie} if forgery != "none" else {}
+        response = case.call(headers=headers, cookies=cookies)
+        statuses[response.status_code] += 1
+        where = f"{operation.method.upper()} {operation.path} ({mode.value})"
+        if response.status_code >= 500:
+            problems.append(f"{where}: {response.status_code} {response.text[:200]}")
+        elif response.status_code >= 400 and not WORDS.search(readable(response)):
+            problems.append(f"{where}: {response.status_code} has no words: {response.text[:200]}")
+        try:
+            case.validate_response(response, checks=CHECKS)
+        except AssertionError as failure:  # schemathesis raises a subclass with the details
+            problems.append(f"{where}: {str(failure)[:400]}")
+
+    try:
+        send()
+    except Unsatisfiable:
+        # Nothing in this operation can be made invalid (every query value of GET / is text).
+        assert mode is GenerationMode.NEGATIVE, operation.path
+
+
+def test_the_floors_add_up_to_the_total() -> None:
+    assert len(OPERATIONS) == 12
+    assert sum(MIN_CASES.values()) >= TOTAL_CASES
+
+
+def test_the_document_describes_every_route(schema: schemathesis.BaseSchema) -> None:
+    described = {
+        f"{result.ok().method.upper()} {result.ok().path}" for result in schema.get_all_operations()
+    }
+    routes = {
+        f"{method} {route.path}"
+        for route in (*pages.router.routes, *actions.router.routes)
+        for method in getattr(route, "methods", None) or ()
+        if method != "HEAD"
+    }
+    assert described == set(OPERATIONS) == routes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", OPERATIONS)
+def test_generated_cases(
+    name: str, schema: schemathesis.BaseSchema, make_learners: Callable[[], list[Learner]]
+) -> None:
+    method, path = name.split(" ", 1)
+    operation = schema[path][method]
+    learners = make_learners()
+    statuses: Counter[int] = Counter()
+    problems: list[str] = []
+    for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+        run_mode(operation, mode, learners, statuses, problems)
+    counts = ", ".join(f"{status}: {n}" for status, n in sorted(statuses.items()))
+    print(f"\nschemathesis {name}: {statuses.total()} cases ({counts})")
+    assert problems == []
+    assert statuses.total() >= MIN_CASES[name], counts
+    assert max(statuses) < 500
