@@ -10,6 +10,7 @@ tests count writes, they do not test the limit.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import socket
@@ -41,12 +42,21 @@ JSON = {"Accept": "application/json"}
 # page script sends it in. Servers without CSRF protection ignore the header.
 TOKEN_KEY = "csrf_token"
 TOKEN_HEADER = "X-CSRF-Token"
+# linux/prctl.h
+PR_SET_PDEATHSIG = 1
 
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: Linux sends it SIGKILL if the test process dies first, so a
+    killed test run leaves no server behind (prctl PR_SET_PDEATHSIG)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def server_environment(database_url: str, folder: Path, **extra: str) -> dict[str, str]:
@@ -103,6 +113,7 @@ class ServerProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group, for kill()
+                preexec_fn=_die_with_parent,
             )
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
