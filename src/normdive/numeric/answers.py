@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Context, Decimal
 from fractions import Fraction
 
 MAX_ANSWER_CHARS = 64
@@ -25,6 +25,9 @@ MAX_ABS_EXPONENT = 400
 LARGEST_VALUE = Fraction(sys.float_info.max)
 # Canonical text is positional while the decimal exponent stays within this many decades.
 _CANONICAL_POSITIONAL_DECADES = 30
+# normalize() rounds to its context's precision (28 digits by default); an answer holds at most
+# MAX_ANSWER_CHARS digits, so this context keeps every one and the canonical text stays exact.
+_EXACT_CONTEXT = Context(prec=MAX_ANSWER_CHARS)
 
 UNICODE_MINUS = "\u2212"
 _DECIMAL = re.compile(
@@ -98,7 +101,7 @@ def _parse_fraction(text: str) -> Fraction:
 def _canonical_decimal(number: Decimal) -> str:
     if number == 0:
         return "0"
-    normal = number.normalize()
+    normal = number.normalize(_EXACT_CONTEXT)
     if abs(normal.adjusted()) <= _CANONICAL_POSITIONAL_DECADES:
         return format(normal, "f")
     return format(normal, "E")
