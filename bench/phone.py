@@ -18,7 +18,9 @@ preset). Each repeat is a first visit in a fresh browser context (empty cache, n
   a requestAnimationFrame callback, mark, click the switch (its change handler recomputes and
   rewrites every number), then mark again when a message posted from that callback arrives,
   which Chromium delivers after the frame's style, layout and paint; so the span covers the
-  handler and the rendering work it causes, without the wait for the next vsync.
+  handlers and the rendering work they cause, without the wait for the next vsync. Also
+  printed: how much of it the handlers take, and the same span with nothing changed (the floor
+  a frame costs here).
 
 Medians over the repeats (after one visit not counted, which starts Chromium's renderer); the
 switch's figure is the median of SWITCH_FLIPS flips per repeat, with the switch scrolled into
@@ -67,21 +69,25 @@ new PerformanceObserver((list) => {
 }).observe({ type: "largest-contentful-paint", buffered: true });
 """
 
-FLIP = """async (flips) => {
+# Resolves to [[flip to repaint, of which the handlers], ...] per flip, in milliseconds. With
+# `flip` false, the same frame with nothing changed: the floor Chromium's frame itself costs.
+FLIP = """async ([flips, flip]) => {
   const control = document.getElementById("eps-switch");
   control.scrollIntoView({ block: "center" });  // where a learner's thumb would be
   await new Promise((done) => setTimeout(done, 500));
   const spans = [];
   for (let i = 0; i < flips; i++) {
-    await new Promise((done) => setTimeout(done, 50));  // let the page go idle
+    await new Promise((done) => setTimeout(done, 250));  // the switch's transition ends
     spans.push(await new Promise((resolve) => {
       requestAnimationFrame(() => {
         performance.mark("eps-flip");
-        control.click();
+        if (flip) control.click();
+        const handled = performance.now();
         const channel = new MessageChannel();
         channel.port1.onmessage = () => {
           performance.mark("eps-painted");
-          resolve(performance.measure("eps-switch", "eps-flip", "eps-painted").duration);
+          const span = performance.measure("eps-switch", "eps-flip", "eps-painted");
+          resolve([span.duration, handled - span.startTime]);
         };
         channel.port2.postMessage(null);
       });
@@ -100,6 +106,8 @@ class Visit:
     repeat_bytes: int
     repeat_urls: list[str]
     switch_ms: float
+    handlers_ms: float
+    empty_frame_ms: float
 
 
 class Transfers:
@@ -127,7 +135,8 @@ class Transfers:
         for request_id, size in self.finished.items():
             kind, url = self.kinds.get(request_id, ("Other", "?"))
             by_type[kind] = by_type.get(kind, 0) + size
-            urls.append(f"{url.split('/', 3)[-1] or '/'} ({size:,} B)")
+            name = url.split("/", 3)[-1] or "/"
+            urls.append(f"{name} ({size:,} B)" if size else f"{name} (from the cache, 0 B)")
         return sum(by_type.values()), by_type, urls
 
 
@@ -176,30 +185,44 @@ def visit(browser: Browser, url: str) -> Visit:
         page.check("#predict-residual")
         page.click("#predict-commit")
         page.wait_for_selector("#eps-switch:not([disabled])")
-        spans = page.evaluate(FLIP, SWITCH_FLIPS)
-        switch_ms = statistics.median(spans)
+        spans = page.evaluate(FLIP, [SWITCH_FLIPS, True])
+        switch_ms = statistics.median(span for span, _ in spans)
+        handlers_ms = statistics.median(handlers for _, handlers in spans)
+        empty_ms = statistics.median(span for span, _ in page.evaluate(FLIP, [SWITCH_FLIPS, False]))
 
         transfers.reset()
         page.goto(url, wait_until="commit")
         until_interactive(page)
         repeat_total, _, repeat_urls = transfers.summary()
-        return Visit(lcp, total, by_type, urls, repeat_total, repeat_urls, switch_ms)
+        return Visit(
+            lcp, total, by_type, urls, repeat_total, repeat_urls, switch_ms, handlers_ms, empty_ms
+        )
     finally:
         context.close()
 
 
 def report(visits: list[Visit]) -> None:
-    print("| repeat | LCP ms | bytes to interactive | by type | repeat visit bytes | switch ms |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| repeat | LCP ms | bytes to interactive | by type | repeat visit bytes "
+        "| switch ms | of it handlers ms | empty frame ms |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for number, one in enumerate(visits, start=1):
         types = ", ".join(f"{kind} {size:,}" for kind, size in sorted(one.by_type.items()))
         print(
             f"| {number} | {one.lcp_ms:.0f} | {one.bytes_total:,} | {types} "
-            f"| {one.repeat_bytes:,} | {one.switch_ms:.1f} |"
+            f"| {one.repeat_bytes:,} | {one.switch_ms:.1f} | {one.handlers_ms:.1f} "
+            f"| {one.empty_frame_ms:.1f} |"
         )
     lcp = statistics.median(one.lcp_ms for one in visits)
     size = statistics.median(one.bytes_total for one in visits)
     switch = statistics.median(one.switch_ms for one in visits)
+    handlers = statistics.median(one.handlers_ms for one in visits)
+    empty = statistics.median(one.empty_frame_ms for one in visits)
+    print(
+        f"switch to repaint: {switch:.1f} ms = handlers {handlers:.1f} ms + style, layout, paint "
+        f"and commit {switch - handlers:.1f} ms; a frame with nothing changed: {empty:.1f} ms"
+    )
     print(f"loaded until interactive: {'; '.join(visits[0].urls)}")
     print(f"repeat visit: {'; '.join(visits[0].repeat_urls)}")
     lazy = [url for one in visits for url in one.urls if any(m in url for m in LAZY_MARKERS)]

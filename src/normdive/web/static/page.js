@@ -34,33 +34,84 @@ function epsState() {
   return { on, value: on ? Number(onText) : 0, text: on ? onText : "0" };
 }
 
-function paintRow(element, eps) {
-  const steps = layerNormSteps(JSON.parse(element.dataset.row), eps.value);
-  const texts = {
-    mean: formatNumber(steps.mean),
-    variance: formatNumber(steps.variance),
-    denominator: formatNumber(steps.denominator),
-    normalised: formatRow(steps.normalised),
-    eps: eps.text,
-  };
-  for (const slot of element.querySelectorAll("[data-ln]")) {
+// The switch must repaint within a frame on a slow phone (bench/phone.py), so the work per
+// flip is kept to writing what differs:
+// - each row's texts are computed once per eps (rowTexts), and the other eps's are computed
+//   while the page is idle after loading, before the learner can reach the switch;
+// - the elements to write are found once (paintTargets) and again only after a region of the
+//   page was replaced (forgetTargets);
+// - a text is written only when it changes: most read the same with eps on and off (the mean
+//   and the variance always do), and every write costs a layout of its line.
+const MAX_CACHED_TEXTS = 200; // rows typed by the learner come and go; the page's stay few
+const textsByRow = new Map();
+let targets = null;
+
+function otherEps(eps) {
+  const onText = epsSwitch()?.dataset.epsOn ?? "0.00001";
+  return eps.on ? { on: false, value: 0, text: "0" } : { on: true, value: Number(onText), text: onText };
+}
+
+function rowTexts(rowData, eps) {
+  const key = `${eps.text}|${rowData}`;
+  let texts = textsByRow.get(key);
+  if (texts === undefined) {
+    if (textsByRow.size >= MAX_CACHED_TEXTS) textsByRow.clear();
+    const steps = layerNormSteps(JSON.parse(rowData), eps.value);
+    texts = {
+      mean: formatNumber(steps.mean),
+      variance: formatNumber(steps.variance),
+      denominator: formatNumber(steps.denominator),
+      normalised: formatRow(steps.normalised),
+      eps: eps.text,
+    };
+    textsByRow.set(key, texts);
+  }
+  return texts;
+}
+
+function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
+}
+
+function paintTargets() {
+  if (targets === null) {
+    const rows = [...document.querySelectorAll("[data-row]")].filter((element) => !element.closest("template"));
+    targets = {
+      eps: [...document.querySelectorAll('[data-ln="eps"]')],
+      rows: rows.map((element) => ({ element, slots: [...element.querySelectorAll("[data-ln]")] })),
+      sentences: [...document.querySelectorAll("[data-eps-sentence]")],
+      fields: [...document.querySelectorAll("[data-eps-field]")],
+    };
+  }
+  return targets;
+}
+
+function forgetTargets() {
+  targets = null;
+}
+
+function paintRow(element, eps, slots = element.querySelectorAll("[data-ln]")) {
+  const texts = rowTexts(element.dataset.row, eps);
+  for (const slot of slots) {
     const text = texts[slot.dataset.ln];
-    if (text !== undefined) slot.textContent = text;
+    if (text !== undefined) setText(slot, text);
   }
 }
 
 function repaint() {
   const eps = epsState();
-  for (const slot of document.querySelectorAll('[data-ln="eps"]')) slot.textContent = eps.text;
-  for (const element of document.querySelectorAll("[data-row]")) {
-    if (!element.closest("template")) paintRow(element, eps);
+  const found = paintTargets();
+  for (const slot of found.eps) setText(slot, eps.text);
+  for (const { element, slots } of found.rows) paintRow(element, eps, slots);
+  for (const sentence of found.sentences) {
+    setText(sentence, eps.on ? sentence.dataset.on : sentence.dataset.off);
   }
-  for (const sentence of document.querySelectorAll("[data-eps-sentence]")) {
-    sentence.textContent = eps.on ? sentence.dataset.on : sentence.dataset.off;
-  }
-  for (const field of document.querySelectorAll("[data-eps-field]")) {
-    field.value = eps.on ? "on" : "off";
-  }
+  for (const field of found.fields) field.value = eps.on ? "on" : "off";
+}
+
+function prepareOtherEps() {
+  const other = otherEps(epsState());
+  for (const { element } of paintTargets().rows) rowTexts(element.dataset.row, other);
 }
 
 // history.replaceState is a synchronous round trip to the browser process, several
@@ -89,6 +140,7 @@ function showOwnRow() {
   const target = document.getElementById("own-row-steps");
   const template = document.getElementById("row-steps-template");
   if (!input || !message || !target || !template) return;
+  forgetTargets(); // the row's steps below are replaced
   const text = input.value;
   rememberInUrl("row", text.trim() ? text : null);
   for (const field of document.querySelectorAll("[data-row-field]")) field.value = text.trim() ? text : "";
@@ -139,6 +191,7 @@ function swapFragments(fragments, focusId) {
     current.outerHTML = html;
     firstRegion = firstRegion || document.getElementById(id);
   }
+  forgetTargets();
   repaint();
   if (keepDefault) followTakeawayDefault();
   const target = focusId ? document.getElementById(focusId) : null;
@@ -358,5 +411,7 @@ window.addEventListener("beforeunload", (event) => {
 document.documentElement.classList.add("js");
 takeaway.baseline = takeawayParts()?.text.value ?? null;
 repaint();
+// requestIdleCallback is missing from some browsers (Safari); a timer does the same there.
+(window.requestIdleCallback ?? window.setTimeout)(prepareOtherEps);
 const shownRow = document.getElementById("player")?.dataset.playerRow;
 if (shownRow) showPlayedRow(shownRow, false);
