@@ -339,9 +339,10 @@ def postgres_url(enabled: bool) -> Iterator[str | None]:
 def report(cells: list[Cell]) -> None:
     print(
         "| server | conns | requests/s | p50 ms | p99 ms | x bare | GET / p50/p99 ms "
-        "| POST /numbers p50/p99 ms | server CPU | client CPU | machine busy |"
+        "| POST /numbers p50/p99 ms | server CPU | server CPU per request | client CPU "
+        "| machine busy |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     bare = {cell.connections: cell.rps for cell in cells if cell.server == "bare"}
     for cell in cells:
         values = cell.all_latencies()
@@ -357,8 +358,9 @@ def report(cells: list[Cell]) -> None:
             f"| {cell.server} | {cell.connections} | {cell.rps:,.0f} "
             f"| {percentile_ms(values, 0.5):.1f} | {percentile_ms(values, 0.99):.1f} "
             f"| {ratio:.2f}x | {kind('GET /')} | {kind('POST /numbers')} "
-            f"| {cell.server_cpu_s / cell.seconds:.2f} cores | "
-            f"{cell.client_cpu_s / cell.seconds:.2f} cores | {100 * cell.machine_busy:.0f} % |"
+            f"| {cell.server_cpu_s / cell.seconds:.2f} cores "
+            f"| {1000 * cell.server_cpu_s / max(1, cell.requests):.2f} ms "
+            f"| {cell.client_cpu_s / cell.seconds:.2f} cores | {100 * cell.machine_busy:.0f} % |"
         )
     for cell in cells:
         if cell.unexpected or cell.reconnects:
@@ -377,6 +379,20 @@ def report(cells: list[Cell]) -> None:
             f"{mean_ms:.1f} ms mean = {cell.rps * mean_ms / 1000:.0f} requests in flight; "
             f"a mean of {GOAL_P99_MS:.0f} ms at {cell.connections} connections needs "
             f">= {needed:,.0f} req/s"
+        )
+    bare_cpu = {
+        cell.connections: cell.server_cpu_s / max(1, cell.requests)
+        for cell in cells
+        if cell.server == "bare"
+    }
+    for cell in cells:
+        if cell.server == "bare" or cell.connections not in bare_cpu:
+            continue
+        ours = cell.server_cpu_s / max(1, cell.requests)
+        print(
+            f"CPU per request, {cell.server} x{cell.connections}: {1000 * ours:.2f} ms against the "
+            f"bare endpoint's {1000 * bare_cpu[cell.connections]:.2f} ms: on the same cores, at "
+            f"most {bare_cpu[cell.connections] / ours:.2f}x its requests/s"
         )
     for cell in cells:
         if cell.server != "sqlite" or cell.connections not in bare:

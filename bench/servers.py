@@ -23,7 +23,7 @@ SHIPPED_RECORDING = REPO / "recordings" / "the-transformer-block.json"
 # Starting takes a second or two; on two shared cores under load it can take far longer.
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
-# The bare endpoint's app, served by uvicorn exactly as `normdive serve` serves ours.
+# The bare endpoint's app, served exactly as `normdive serve` serves ours.
 BARE_APP_DIR = Path(__file__).resolve().parent
 BARE_APP = "bare_app:create_app"
 
@@ -120,12 +120,14 @@ def normdive_server(
 
 @contextlib.contextmanager
 def bare_server(workers: int = 1) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """bench/bare_app.py through uvicorn with the options `normdive serve` passes."""
+    """bench/bare_app.py through normdive.web.serving.run, the function `normdive serve` uses."""
     port = free_port()
-    command = [str(BIN / "python"), "-m", "uvicorn", BARE_APP, "--factory"]
-    command += ["--app-dir", str(BARE_APP_DIR), "--proxy-headers"]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
-    with serving(command, dict(os.environ), port, "/") as process:
+    code = (
+        "from normdive.web.serving import run; "
+        f"run({BARE_APP!r}, host='127.0.0.1', port={port}, workers={workers})"
+    )
+    env = {**os.environ, "PYTHONPATH": str(BARE_APP_DIR)}
+    with serving([str(BIN / "python"), "-c", code], env, port, "/") as process:
         yield f"http://127.0.0.1:{port}", process
 
 

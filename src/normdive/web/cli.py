@@ -95,14 +95,6 @@ def serve(
     if problems:
         _refuse(problems)
 
-    import uvicorn
+    from normdive.web.serving import run
 
-    uvicorn.run(
-        APP_FACTORY,
-        factory=True,
-        host=host,
-        port=port,
-        workers=None if reload else workers,
-        reload=reload,
-        proxy_headers=True,
-    )
+    run(APP_FACTORY, host=host, port=port, workers=workers, reload=reload)

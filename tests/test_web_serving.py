@@ -1,0 +1,76 @@
+"""How the server runs: Nagle's algorithm off on every connection, including those accepted from
+a listening socket bound the way uvicorn binds one for several workers (protocol number 0),
+which asyncio leaves with Nagle on. Real sockets on 127.0.0.1; nothing here measures time."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Iterator
+
+import pytest
+import uvicorn
+from uvicorn.server import ServerState
+
+from normdive.web.serving import NoDelayH11Protocol
+
+
+async def _empty_app(_scope: object, _receive: object, _send: object) -> None:
+    return None
+
+
+@pytest.fixture
+def accepted() -> Iterator[tuple[socket.socket, socket.socket]]:
+    """(server side, client side) of one TCP connection, accepted from a listening socket made
+    like uvicorn's Config.bind_socket: socket.socket(family=AF_INET), protocol number 0."""
+    listener = socket.socket(family=socket.AF_INET)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    client = socket.create_connection(listener.getsockname())
+    server_side, _ = listener.accept()
+    listener.close()
+    yield server_side, client
+    client.close()
+    server_side.close()
+
+
+def nodelay(sock: socket.socket) -> bool:
+    return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+
+def test_such_a_socket_keeps_nagle_on_in_asyncio(
+    accepted: tuple[socket.socket, socket.socket],
+) -> None:
+    # The reason for the protocol: asyncio's own transport leaves this connection as it was.
+    server_side, _client = accepted
+    assert server_side.proto == 0
+
+    async def wrap() -> bool:
+        transport, _ = await asyncio.get_running_loop().connect_accepted_socket(
+            asyncio.Protocol, server_side
+        )
+        on = nodelay(server_side)
+        transport.abort()
+        return on
+
+    assert asyncio.run(wrap()) is False
+
+
+def test_the_servers_protocol_turns_nagle_off(
+    accepted: tuple[socket.socket, socket.socket],
+) -> None:
+    server_side, _client = accepted
+    config = uvicorn.Config(_empty_app, lifespan="off", log_level="warning")
+    config.load()
+
+    async def serve_one() -> bool:
+        loop = asyncio.get_running_loop()
+        transport, _ = await loop.connect_accepted_socket(
+            lambda: NoDelayH11Protocol(config=config, server_state=ServerState(), app_state={}),
+            server_side,
+        )
+        on = nodelay(server_side)
+        transport.abort()
+        return on
+
+    assert asyncio.run(serve_one()) is True
