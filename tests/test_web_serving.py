@@ -1,6 +1,7 @@
 """How the server runs: Nagle's algorithm off on every connection, including those accepted from
 a listening socket bound the way uvicorn binds one for several workers (protocol number 0),
-which asyncio leaves with Nagle on. Real sockets on 127.0.0.1; nothing here measures time."""
+which asyncio leaves with Nagle on; a few request threads per worker. Real sockets on
+127.0.0.1; nothing here measures time."""
 
 from __future__ import annotations
 
@@ -8,10 +9,14 @@ import asyncio
 import socket
 from collections.abc import Iterator
 
+import anyio.to_thread
 import pytest
 import uvicorn
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
 from uvicorn.server import ServerState
 
+from normdive.web.app import REQUEST_THREADS
 from normdive.web.serving import NoDelayH11Protocol
 
 
@@ -74,3 +79,12 @@ def test_the_servers_protocol_turns_nagle_off(
         return on
 
     assert asyncio.run(serve_one()) is True
+
+
+def test_requests_run_on_a_few_threads_per_worker(app: FastAPI) -> None:
+    def tokens() -> float:
+        return anyio.to_thread.current_default_thread_limiter().total_tokens
+
+    with TestClient(app) as client:
+        assert client.portal is not None
+        assert client.portal.call(tokens) == REQUEST_THREADS

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio.to_thread
 from fastapi import FastAPI
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
@@ -27,6 +28,12 @@ from normdive.web.identity import make_signer
 from normdive.web.openapi import install_openapi
 from normdive.web.rendering import STATIC_DIR, STATIC_MOUNT, Renderer, static_version
 from normdive.web.services import Services
+
+# Threads per worker process that run requests' blocking work (the database, deriving,
+# rendering). Python runs one thread at a time, so more threads only add waiting for the GIL:
+# 4 overlap one request's database waits with another's work, at about 20 % less CPU per
+# request than anyio's default of 40 (bench/RESULTS.md, "Load").
+REQUEST_THREADS = 4
 
 # Forms carry six short numbers or a 2,000-character takeaway; nothing legitimate comes near.
 MAX_BODY_BYTES = 64 * 1024
@@ -104,6 +111,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        # run_in_threadpool (starlette) takes anyio's default limiter, one per event loop.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = REQUEST_THREADS
         yield
         engine.dispose()  # close the pool's connections when the server stops
 
