@@ -16,6 +16,7 @@ never reported: typing it is simply right.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Context, Decimal
@@ -142,16 +143,26 @@ def exact_value(row: Sequence[Exact], eps: Exact, step: Step) -> Fraction:
     raise ValueError(f"unknown step {step!r}; the steps are {', '.join(STEPS)}")
 
 
+@functools.lru_cache(maxsize=256)
+def _targets(
+    row: tuple[Exact, ...], eps: Exact, step: Step
+) -> tuple[Fraction, tuple[tuple[str, Fraction], ...]]:
+    """The exact answer and every slip's value for one step of one row. Exact square roots
+    cost a fraction of a millisecond each, and every check of the six numbers asks for the same
+    few rows of the lesson, so each is computed once per process (bench/RESULTS.md, "Load")."""
+    return exact_value(row, eps, step), tuple(slip_values(row, eps, step).items())
+
+
 def grade(value: Fraction, row: Sequence[Exact], eps: Exact, step: Step, tolerance: Exact) -> Grade:
     """Right when |value - exact| <= tolerance; otherwise the first slip in SLIPS order that the
     value matches within tolerance, among slips that differ from the exact answer by more."""
-    exact = exact_value(row, eps, step)
+    exact, slips = _targets(tuple(row), eps, step)
     allowed = Fraction(tolerance)
     if allowed < 0:
         raise ValueError(f"tolerance must be >= 0, got {tolerance}")
     if within_tolerance(value, exact, allowed):
         return Grade(right=True, slip=None)
-    for slip, slip_value in slip_values(row, eps, step).items():
+    for slip, slip_value in slips:
         distinct = not within_tolerance(slip_value, exact, allowed)
         if distinct and within_tolerance(value, slip_value, allowed):
             return Grade(right=False, slip=slip)
