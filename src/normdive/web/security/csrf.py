@@ -15,6 +15,12 @@ Two checks guard every state-changing request except the host platform's prerequ
    secret alone, and a token fits one learner only. Another site cannot read it, because the
    browser keeps the page (and /api/state) from other origins.
 
+The token is the same in every answer (a reload gives the same page, byte for byte). Pages are
+gzip-compressed and repeat what their URL holds, so compressed lengths could in principle leak
+it (the BREACH attack) to someone who watches the traffic and makes the learner's browser
+load the page thousands of times. A token so learnt would still not get a post from another
+site through: browsers send Origin with every cross-site POST, and check 1 refuses it.
+
 This follows the OWASP cheat sheet's "signed double-submit" and "verifying origin with
 standard headers" patterns:
 https://cheatsheetseries.owasp.org/cheatsheets/Cross-Site_Request_Forgery_Prevention_Cheat_Sheet.html
@@ -24,7 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from pydantic import SecretStr
@@ -63,11 +69,6 @@ def form_token(secret_key: SecretStr, learner_id: str) -> str:
     return hmac.new(key, TOKEN_PURPOSE + learner_id.encode(), hashlib.sha256).hexdigest()
 
 
-def token_maker(secret_key: SecretStr) -> Callable[[str], str]:
-    """form_token with the key bound: what the templates call with the learner's id."""
-    return lambda learner_id: form_token(secret_key, learner_id)
-
-
 def _netloc(url: str) -> str | None:
     """The host (and port, if written) a URL names, lowercased; None if it names none."""
     try:
@@ -77,18 +78,29 @@ def _netloc(url: str) -> str | None:
     return parts.netloc.lower() if parts.scheme in ("http", "https") and parts.netloc else None
 
 
+def own_hosts(request: Request) -> set[str]:
+    """The host (and port) this request was sent to: its Host header, and the first
+    X-Forwarded-Host a proxy in front may have set while rewriting Host. A page on another
+    site cannot add either to a browser's request (a form sets no headers; a script that sets
+    one needs the server's CORS consent, which it never gives)."""
+    hosts = {request.headers.get("host", "").lower()}
+    forwarded = request.headers.get("x-forwarded-host", "")
+    hosts.add(forwarded.split(",")[0].strip().lower())
+    return hosts - {""}
+
+
 def foreign_origin(request: Request) -> str | None:
     """The other origin this request came from, or None when it came from this site or says
     nothing. Compared by host and port as the browser wrote them, so a proxy that ends TLS in
     front of the server (the server seeing http) does not make the page foreign to itself."""
-    own = request.headers.get("host", "").lower()
+    own = own_hosts(request)
     origin = request.headers.get("origin")
     if origin is not None:
         # "null" (a sandboxed frame, a file, a privacy-preserving redirect) names no site: it
         # is not this one.
-        return None if own and _netloc(origin) == own else origin
+        return None if _netloc(origin) in own else origin
     referer = request.headers.get("referer")
-    if referer is not None and not (own and _netloc(referer) == own):
+    if referer is not None and _netloc(referer) not in own:
         return referer
     return None
 
