@@ -225,6 +225,7 @@ def test_script_payloads_in_what_a_learner_types_stay_text(
     # A number field keeps what was typed (a format error), drawn back into its value.
     number_field(page, "row1_mean").fill(PAYLOADS[2][:60])
     page.get_by_role("button", name=LESSON.numbers.check_label).click()
+    expect(page.locator("#field-row1_mean-feedback")).to_contain_text("not a number")
     expect(page.locator("#field-row1_mean-attempts")).to_have_text("Attempts: 0")
 
     page.reload()
@@ -342,3 +343,23 @@ def test_without_javascript_forms_carry_the_token_and_a_stale_page_is_told_why(
         "After the cookie went."
     )
     assert watched.dialogs == []
+
+
+def test_with_javascript_a_stale_page_shows_the_refusal_beside_the_form(
+    make_watched: Callable[..., Watched], open_server: LiveServer
+) -> None:
+    watched = make_watched(open_server, expected=("status of 403",))
+    page = watched.page
+    page.goto("/")
+    commit(page)
+    page.context.clear_cookies()  # the session ends while the page stays open
+    number_field(page, "row1_mean").fill("2")
+    page.get_by_role("button", name=LESSON.numbers.check_label).click()
+    refusal = page.locator("#numbers [data-refusal]")
+    expect(refusal).to_have_text(csrf.NO_LEARNER)
+    expect(refusal).to_have_attribute("role", "alert")
+    page.get_by_label(LESSON.takeaway.label, exact=True).fill("Typed after the session ended.")
+    page.get_by_role("button", name=LESSON.takeaway.save_label).click()
+    expect(page.locator("#takeaway-status")).to_have_text(csrf.NO_LEARNER)
+    assert watched.errors == []
+    assert watched.violations() == []

@@ -220,6 +220,20 @@ async function post(form) {
 
 const busy = new WeakSet();
 
+// A refusal that re-draws no region (403: another origin or a stale session; 413) is shown as
+// text at the end of its form; role="alert" has it read out as well.
+function showRefusal(form, message) {
+  let note = form.querySelector("[data-refusal]");
+  if (!note) {
+    note = document.createElement("p");
+    note.className = "alert";
+    note.setAttribute("role", "alert");
+    note.dataset.refusal = "";
+    form.append(note);
+  }
+  note.textContent = message;
+}
+
 async function submitEnhanced(form, focusId) {
   if (busy.has(form)) return;
   busy.add(form);
@@ -230,7 +244,7 @@ async function submitEnhanced(form, focusId) {
     swapFragments(answer.fragments || {}, focusId);
     // A refusal arrives as a role="alert" message beside the form; success is announced here.
     if (answer.ok) announce(answer.message);
-    else if (!answer.fragments) announce(answer.message);
+    else if (!answer.fragments) showRefusal(form, answer.message);
     if (answer.ok && played) showPlayedRow(played, true);
   } catch {
     announce(NETWORK_PROBLEM);
@@ -362,6 +376,7 @@ async function saveTakeaway(byButton) {
     } else {
       swapFragments(answer.fragments || {}, null);
     }
+    if (!answer.ok && !answer.fragments) setTakeawayStatus(answer.message, true);
     if (byButton && answer.ok) announce(answer.message);
   } catch {
     setTakeawayStatus(NETWORK_PROBLEM, true);
