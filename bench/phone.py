@@ -19,8 +19,8 @@ preset). Each repeat is a first visit in a fresh browser context (empty cache, n
   rewrites every number), then mark again when a message posted from that callback arrives,
   which Chromium delivers after the frame's style, layout and paint; so the span covers the
   handlers and the rendering work they cause, without the wait for the next vsync. Also
-  printed: how much of it the handlers take, and the same span with nothing changed (the floor
-  a frame costs here).
+  printed: how much of it the handlers take, the same span when only the switch itself is
+  redrawn (its checked state toggled, no event), and with nothing changed at all.
 
 Medians over the repeats (after one visit not counted, which starts Chromium's renderer); the
 switch's figure is the median of SWITCH_FLIPS flips per repeat, with the switch scrolled into
@@ -69,9 +69,11 @@ new PerformanceObserver((list) => {
 }).observe({ type: "largest-contentful-paint", buffered: true });
 """
 
-# Resolves to [[flip to repaint, of which the handlers], ...] per flip, in milliseconds. With
-# `flip` false, the same frame with nothing changed: the floor Chromium's frame itself costs.
-FLIP = """async ([flips, flip]) => {
+# Resolves to [[flip to repaint, of which the handlers], ...] per flip, in milliseconds. The
+# mode: "click" flips the switch as a tap does (its handlers repaint the numbers); "redraw"
+# only toggles its checked state (no event, no handler, no number changes: what redrawing the
+# switch itself costs); "none" changes nothing (what a frame costs here at all).
+FLIP = """async ([flips, mode]) => {
   const control = document.getElementById("eps-switch");
   control.scrollIntoView({ block: "center" });  // where a learner's thumb would be
   await new Promise((done) => setTimeout(done, 500));
@@ -81,7 +83,8 @@ FLIP = """async ([flips, flip]) => {
     spans.push(await new Promise((resolve) => {
       requestAnimationFrame(() => {
         performance.mark("eps-flip");
-        if (flip) control.click();
+        if (mode === "click") control.click();
+        else if (mode === "redraw") control.checked = !control.checked;
         const handled = performance.now();
         const channel = new MessageChannel();
         channel.port1.onmessage = () => {
@@ -107,6 +110,7 @@ class Visit:
     repeat_urls: list[str]
     switch_ms: float
     handlers_ms: float
+    redraw_ms: float
     empty_frame_ms: float
 
 
@@ -185,17 +189,31 @@ def visit(browser: Browser, url: str) -> Visit:
         page.check("#predict-residual")
         page.click("#predict-commit")
         page.wait_for_selector("#eps-switch:not([disabled])")
-        spans = page.evaluate(FLIP, [SWITCH_FLIPS, True])
+        spans = page.evaluate(FLIP, [SWITCH_FLIPS, "click"])
         switch_ms = statistics.median(span for span, _ in spans)
         handlers_ms = statistics.median(handlers for _, handlers in spans)
-        empty_ms = statistics.median(span for span, _ in page.evaluate(FLIP, [SWITCH_FLIPS, False]))
+        redraw_ms = statistics.median(
+            span for span, _ in page.evaluate(FLIP, [SWITCH_FLIPS, "redraw"])
+        )
+        empty_ms = statistics.median(
+            span for span, _ in page.evaluate(FLIP, [SWITCH_FLIPS, "none"])
+        )
 
         transfers.reset()
         page.goto(url, wait_until="commit")
         until_interactive(page)
         repeat_total, _, repeat_urls = transfers.summary()
         return Visit(
-            lcp, total, by_type, urls, repeat_total, repeat_urls, switch_ms, handlers_ms, empty_ms
+            lcp,
+            total,
+            by_type,
+            urls,
+            repeat_total,
+            repeat_urls,
+            switch_ms,
+            handlers_ms,
+            redraw_ms,
+            empty_ms,
         )
     finally:
         context.close()
@@ -204,24 +222,26 @@ def visit(browser: Browser, url: str) -> Visit:
 def report(visits: list[Visit]) -> None:
     print(
         "| repeat | LCP ms | bytes to interactive | by type | repeat visit bytes "
-        "| switch ms | of it handlers ms | empty frame ms |"
+        "| switch ms | of it handlers ms | switch redrawn alone ms | empty frame ms |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for number, one in enumerate(visits, start=1):
         types = ", ".join(f"{kind} {size:,}" for kind, size in sorted(one.by_type.items()))
         print(
             f"| {number} | {one.lcp_ms:.0f} | {one.bytes_total:,} | {types} "
             f"| {one.repeat_bytes:,} | {one.switch_ms:.1f} | {one.handlers_ms:.1f} "
-            f"| {one.empty_frame_ms:.1f} |"
+            f"| {one.redraw_ms:.1f} | {one.empty_frame_ms:.1f} |"
         )
     lcp = statistics.median(one.lcp_ms for one in visits)
     size = statistics.median(one.bytes_total for one in visits)
     switch = statistics.median(one.switch_ms for one in visits)
     handlers = statistics.median(one.handlers_ms for one in visits)
+    redraw = statistics.median(one.redraw_ms for one in visits)
     empty = statistics.median(one.empty_frame_ms for one in visits)
     print(
         f"switch to repaint: {switch:.1f} ms = handlers {handlers:.1f} ms + style, layout, paint "
-        f"and commit {switch - handlers:.1f} ms; a frame with nothing changed: {empty:.1f} ms"
+        f"and commit {switch - handlers:.1f} ms; the switch redrawn alone (no handler, no number "
+        f"changed): {redraw:.1f} ms; a frame with nothing changed: {empty:.1f} ms"
     )
     print(f"loaded until interactive: {'; '.join(visits[0].urls)}")
     print(f"repeat visit: {'; '.join(visits[0].repeat_urls)}")
