@@ -37,7 +37,7 @@ REVALIDATE = "no-cache"
 # gzip's strongest level: paid once per file at start-up, never per request.
 STATIC_GZIP_LEVEL = 9
 # Pages and JSON are compressed per response: level 6 (zlib's default) is within 1 % of level
-# 9's size on the lesson page at under 90 % of its time (bench/RESULTS.md, "Compression").
+# 9's size on the lesson page at under 90 % of its time (bench/RESULTS.md, "Compression levels").
 GZIP_LEVEL = 6
 # Below this many bytes gzip's own overhead outweighs what it saves (Starlette's default).
 GZIP_MIN_BYTES = 500
