@@ -9,11 +9,11 @@ appends one; concurrent requests interleave freely, and the count must still com
 from __future__ import annotations
 
 import asyncio
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 
+from fresh_loop import run_in_fresh_loop
 from normdive.store.db import make_engine
 from normdive.store.events import EventKind, Store
 from ops_server import JSON, TOKEN_HEADER, Learner, ServerProcess
@@ -46,12 +46,9 @@ def test_a_hundred_concurrent_checks_are_a_hundred_attempts(
             committed = learner.post("/predict", {"choice": "residual"})
             assert committed.status_code == 200, committed.text
             token = learner.state().get("csrf_token")
-            # In a thread of its own: under xdist a browser test may have left this thread's
-            # event loop running (Playwright's sync API), and asyncio.run needs none.
-            with ThreadPoolExecutor(max_workers=1) as pool:
-                statuses = pool.submit(
-                    lambda: asyncio.run(_check_all_at_once(server.url, learner.http.cookies, token))
-                ).result()
+            statuses = run_in_fresh_loop(
+                lambda: _check_all_at_once(server.url, learner.http.cookies, token)
+            )
             assert statuses == [200] * CHECKS
 
             field_state = learner.state()["state"]["fields"][FIELD]

@@ -16,6 +16,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from uvicorn.server import ServerState
 
+from fresh_loop import run_in_fresh_loop
 from normdive.web.app import REQUEST_THREADS
 from normdive.web.serving import NoDelayH11Protocol
 
@@ -58,7 +59,7 @@ def test_such_a_socket_keeps_nagle_on_in_asyncio(
         transport.abort()
         return on
 
-    assert asyncio.run(wrap()) is False
+    assert run_in_fresh_loop(wrap) is False
 
 
 def test_the_servers_protocol_turns_nagle_off(
@@ -78,7 +79,7 @@ def test_the_servers_protocol_turns_nagle_off(
         transport.abort()
         return on
 
-    assert asyncio.run(serve_one()) is True
+    assert run_in_fresh_loop(serve_one) is True
 
 
 def test_requests_run_on_a_few_threads_per_worker(app: FastAPI) -> None:
