@@ -1,0 +1,75 @@
+"""The layout shows the architecture: each layer imports only the layers below it.
+
+Read from the source with ast (no imports run), so a new edge fails here with the file that
+made it. The README's "Layout" section describes the same table.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "normdive"
+
+# layer -> the normdive layers it may import. `cli` and `config` are the entry point and the
+# settings; a layer's cli.py registers commands on normdive.cli, which is why cli appears.
+ALLOWED: dict[str, set[str]] = {
+    "numeric": set(),
+    "recording": {"cli"},
+    "lesson": {"numeric", "recording"},
+    "progress": {"lesson", "numeric", "recording"},
+    "store": {"progress", "config", "cli"},
+    "training": {"recording", "config", "cli"},
+    "web": {"store", "progress", "lesson", "numeric", "recording", "config", "cli"},
+}
+# Only training may import torch; the web app, the numeric core and the format never do.
+TORCH_ALLOWED = {"training"}
+
+
+def imports_of(path: Path) -> set[str]:
+    """Top-level module names and normdive sub-packages imported by one file."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def layer_files(layer: str) -> list[Path]:
+    return sorted((PACKAGE / layer).rglob("*.py"))
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_a_layer_imports_only_the_layers_below_it(layer: str) -> None:
+    wrong = []
+    for path in layer_files(layer):
+        for name in imports_of(path):
+            parts = name.split(".")
+            if parts[0] != "normdive" or len(parts) < 2:
+                continue
+            target = parts[1]
+            if target != layer and target not in ALLOWED[layer]:
+                wrong.append(f"{path.relative_to(PACKAGE)} imports normdive.{target}")
+    assert wrong == []
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_only_training_imports_torch(layer: str) -> None:
+    users = [
+        str(path.relative_to(PACKAGE))
+        for path in layer_files(layer)
+        if any(name.split(".")[0] == "torch" for name in imports_of(path))
+    ]
+    if layer in TORCH_ALLOWED:
+        assert users, "training is where torch lives"
+    else:
+        assert users == []
+
+
+def test_every_layer_is_in_the_table() -> None:
+    layers = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert layers - {"content"} == set(ALLOWED)
