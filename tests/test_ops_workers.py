@@ -14,21 +14,11 @@ from typing import Any
 
 import httpx
 
-from normdive.lesson.content import load_lesson
+from lesson_answers import RIGHT_NUMBERS
+from lesson_answers import RIGHT_READING_ID as RIGHT_READING
+from lesson_answers import WRONG_READING_ID as WRONG_READING
 from ops_server import Learner, ServerProcess
 
-LESSON = load_lesson()
-RIGHT_READING = next(choice.id for choice in LESSON.reading.choices if choice.correct)
-WRONG_READING = next(choice.id for choice in LESSON.reading.choices if not choice.correct)
-# The six numbers of the page seed's rows, right within the lesson's tolerance.
-RIGHT_NUMBERS = {
-    "row1_mean": "2",
-    "row1_variance": "2/3",
-    "row1_denominator": "0.8165",
-    "row2_mean": "3",
-    "row2_variance": "3",
-    "row2_denominator": "1.732",
-}
 TAKEAWAY = "Epsilon keeps the constant row finite; written on one server, read on the other."
 
 

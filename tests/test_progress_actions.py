@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
-from normdive.lesson.content import load_lesson
+from lesson_answers import LESSON
+from lesson_answers import RIGHT_READING_CHOICE as RIGHT_READING
+from lesson_answers import WRONG_READING_CHOICE as WRONG_READING
 from normdive.progress.actions import (
     MAX_STORED_RAW_CHARS,
     ActionRefused,
@@ -25,10 +27,7 @@ from normdive.progress.actions import (
 from normdive.progress.events import Event, EventKind
 from normdive.progress.state import LessonState, RecordingFacts, RowFacts, derive
 
-LESSON = load_lesson()
 NO_ROWS = RecordingFacts(problem="The ablation rows are not in the 8.5 recording yet.")
-RIGHT_READING = next(c for c in LESSON.reading.choices if c.correct)
-WRONG_READING = next(c for c in LESSON.reading.choices if not c.correct)
 LOCKED_TEXT = LESSON.prerequisite.locked_text
 COMMIT_FIRST = LESSON.predict.locked_note
 # The exact steps of [1, 2, 3] and [2, 2, 2, 6] at eps 1e-5, to six decimals (from the seed).

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from normdive.lesson.content import load_lesson
+from lesson_answers import LESSON
+from lesson_answers import RIGHT_READING_CHOICE as RIGHT_READING
 from normdive.progress.events import Event, EventKind
 from normdive.progress.state import (
     FieldState,
@@ -18,12 +19,10 @@ from normdive.progress.state import (
     derive,
 )
 
-LESSON = load_lesson()
 LEARNER = "0123456789abcdef0123456789abcdef"
 NO_ROWS = RecordingFacts(problem="The ablation rows are not in the 8.5 recording yet.")
 ROW_KEYS = ("both", "residual_only", "layernorm_only", "neither")
 FOUR_ROWS = RecordingFacts(problem=None, row_keys=ROW_KEYS, best_row="both")
-RIGHT_READING = next(c for c in LESSON.reading.choices if c.correct)
 WRONG_READINGS = [c for c in LESSON.reading.choices if not c.correct]
 
 

@@ -16,24 +16,15 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from conftest import NON_FINITE_ROW, SettingsFactory, ablation_recording, write_recording
-from normdive.lesson.content import load_lesson
+from lesson_answers import LESSON, RIGHT_NUMBERS
+from lesson_answers import RIGHT_READING_ID as RIGHT_READING
+from lesson_answers import WRONG_READING_ID as WRONG_READING
 from normdive.recording.format import ROW_KEYS
 from normdive.recording.sample import sample_recording
 from normdive.web.app import create_app
 from page_client import PageClient
 
-LESSON = load_lesson()
 JSON = {"Accept": "application/json"}
-RIGHT_NUMBERS = {
-    "row1_mean": "2",
-    "row1_variance": "2/3",
-    "row1_denominator": "0.8165",
-    "row2_mean": "3",
-    "row2_variance": "3",
-    "row2_denominator": "1.732",
-}
-RIGHT_READING = next(c.id for c in LESSON.reading.choices if c.correct)
-WRONG_READING = next(c.id for c in LESSON.reading.choices if not c.correct)
 PREDICTIONS = {
     "both": "learns",
     "residual_only": "partial",

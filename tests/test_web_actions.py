@@ -9,22 +9,14 @@ from bs4 import BeautifulSoup, Tag
 from fastapi.testclient import TestClient
 
 from conftest import SettingsFactory
-from normdive.lesson.content import load_lesson
+from lesson_answers import LESSON
+from lesson_answers import RIGHT_NUMBERS as RIGHT
+from lesson_answers import RIGHT_READING_ID as RIGHT_READING
+from lesson_answers import WRONG_READING_ID as WRONG_READING
 from normdive.web.app import create_app
 from page_client import PageClient
 
-LESSON = load_lesson()
 JSON = {"Accept": "application/json"}
-RIGHT = {
-    "row1_mean": "2",
-    "row1_variance": "2/3",
-    "row1_denominator": "0.8165",
-    "row2_mean": "3",
-    "row2_variance": "3",
-    "row2_denominator": "1.732",
-}
-RIGHT_READING = next(c.id for c in LESSON.reading.choices if c.correct)
-WRONG_READING = next(c.id for c in LESSON.reading.choices if not c.correct)
 
 
 def soup_of(html: str) -> BeautifulSoup:

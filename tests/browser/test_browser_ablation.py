@@ -26,17 +26,16 @@ from conftest import (
     migrated_sqlite_url,
     write_recording,
 )
-from normdive.lesson.content import load_lesson
+from lesson_answers import LESSON
+from lesson_answers import RIGHT_READING_CHOICE as RIGHT_READING
+from lesson_answers import WRONG_READING_CHOICE as WRONG_READING
 from normdive.store.events import EventKind
 from normdive.web.app import create_app
 
 pytestmark = pytest.mark.browser
 
 NewPage = Callable[..., Page]
-LESSON = load_lesson()
 PHONE = {"width": 375, "height": 812}
-RIGHT_READING = next(c for c in LESSON.reading.choices if c.correct)
-WRONG_READING = next(c for c in LESSON.reading.choices if not c.correct)
 ROW_LABELS = {row.key: row.label for row in LESSON.rows}
 OUTCOME_LABELS = {outcome.id: outcome.label for outcome in LESSON.outcomes}
 PREDICTIONS = {

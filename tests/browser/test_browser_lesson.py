@@ -12,19 +12,18 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from normdive.lesson.content import load_lesson
+from lesson_answers import LESSON
+from lesson_answers import RIGHT_READING_CHOICE as RIGHT_READING
+from lesson_answers import WRONG_READING_CHOICE as WRONG_READING
 
 pytestmark = pytest.mark.browser
 
 NewPage = Callable[..., Page]
-LESSON = load_lesson()
 REPO = Path(__file__).resolve().parents[2]
 AXE = REPO / "node_modules" / "axe-core" / "axe.min.js"
 PHONE = {"width": 375, "height": 812}
 NAN4 = "[not a number, not a number, not a number, not a number]"
 ZEROS4 = "[0.000000, 0.000000, 0.000000, 0.000000]"
-RIGHT_READING = next(c for c in LESSON.reading.choices if c.correct)
-WRONG_READING = next(c for c in LESSON.reading.choices if not c.correct)
 TAKEAWAY = "Layer norm divides by sqrt(var + eps); without eps, [4, 4, 4, 4] breaks. <b>mine</b>"
 
 
