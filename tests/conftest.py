@@ -14,6 +14,7 @@ afterwards."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import sys
@@ -251,20 +252,20 @@ def client(app: FastAPI) -> Iterator[TestClient]:
         yield test_client
 
 
+@contextlib.contextmanager
+def client_factory(
+    app: FastAPI, client_class: type[TestClient] = PageClient
+) -> Iterator[Callable[[], TestClient]]:
+    """Makes learners on one app, each client with its own cookie jar; all closed at the end."""
+    with contextlib.ExitStack() as stack:
+        yield lambda: stack.enter_context(client_class(app, follow_redirects=False))
+
+
 @pytest.fixture
 def make_client(app: FastAPI) -> Iterator[Callable[[], TestClient]]:
-    """More learners on the same app: each client keeps its own cookie jar."""
-    clients: list[TestClient] = []
-
-    def make() -> TestClient:
-        test_client = PageClient(app, follow_redirects=False)
-        test_client.__enter__()
-        clients.append(test_client)
-        return test_client
-
-    yield make
-    for test_client in clients:
-        test_client.__exit__(None, None, None)
+    """More learners on the same app, posting with the form token as the page does."""
+    with client_factory(app) as make:
+        yield make
 
 
 class LiveServer:

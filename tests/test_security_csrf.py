@@ -15,7 +15,14 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from starlette.requests import Request
 
-from conftest import HOST_TOKEN, SECRET_KEY, SettingsFactory, ablation_recording, write_recording
+from conftest import (
+    HOST_TOKEN,
+    SECRET_KEY,
+    SettingsFactory,
+    ablation_recording,
+    client_factory,
+    write_recording,
+)
 from normdive.web.app import create_app
 from normdive.web.identity import COOKIE_NAME
 from normdive.web.security import csrf
@@ -45,17 +52,8 @@ def app(make_settings: SettingsFactory, tmp_path: Path) -> FastAPI:
 @pytest.fixture
 def make_browser(app: FastAPI) -> Iterator[Callable[[], TestClient]]:
     """Learners as bare clients: nothing adds a token for them."""
-    clients: list[TestClient] = []
-
-    def make() -> TestClient:
-        test_client = TestClient(app, follow_redirects=False)
-        test_client.__enter__()
-        clients.append(test_client)
-        return test_client
-
-    yield make
-    for test_client in clients:
-        test_client.__exit__(None, None, None)
+    with client_factory(app, TestClient) as make:
+        yield make
 
 
 def open_lesson(client: TestClient) -> str:
