@@ -3,6 +3,9 @@ SQLite file (Typer's in-process runner)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,8 @@ from normdive.store.db import make_engine
 from normdive.store.events import EventKind, Store
 
 runner = CliRunner()
+# The console script installed beside this interpreter.
+NORMDIVE = str(Path(sys.executable).parent / "normdive")
 
 
 @pytest.fixture
@@ -44,7 +49,32 @@ def test_db_upgrade_creates_the_store_and_can_run_again(url: str) -> None:
 def test_db_upgrade_refuses_a_malformed_url() -> None:
     code, output = _invoke("not a url", "db", "upgrade")
     assert code == 1
-    assert "DATABASE_URL is not a database URL" in output
+    assert "DATABASE_URL: not a database URL" in output
+
+
+MYSQL_URL = "mysql://normdive:pw@127.0.0.1/normdive"
+SUPPORTED = (
+    "DATABASE_URL: mysql is not supported; normdive supports SQLite "
+    "(sqlite:///path/to/file.sqlite3) and PostgreSQL (postgresql://user:password@host/database)"
+)
+
+
+@pytest.mark.parametrize(
+    "args", [("db", "upgrade"), ("prerequisite", "done", "--learner", "ab" * 16)]
+)
+def test_a_mysql_url_gets_one_line_naming_the_supported_databases(args: tuple[str, ...]) -> None:
+    # A real process, as an operator runs it: no traceback, one line, exit 1.
+    result = subprocess.run(
+        [NORMDIVE, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DATABASE_URL": MYSQL_URL},
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip() == SUPPORTED
+    assert result.stdout == ""
 
 
 def test_prerequisite_done_records_it_once(url: str) -> None:

@@ -1,9 +1,24 @@
-"""The `normdive` command. Each command delegates to the module that owns its concept and
-imports it lazily, so `normdive serve` never loads torch and `--help` stays fast."""
+"""The `normdive` command. Every command is declared here; each body imports the function
+that does its work from the layer that owns it, when the command runs. Importing this module
+reads only the defaults the help shows (normdive.config and the recording format's RunConfig),
+so `normdive --help` stays fast, and only `record-runs` imports normdive.training and torch.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated, NoReturn
+
 import typer
+
+from normdive.config import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    DEFAULT_RECORDING_PATH,
+    DEFAULT_WORKERS,
+    SECRET_KEY_MIN_LENGTH,
+)
+from normdive.recording.format import DEFAULT_SEEDS, ROW_KEYS, RowKey, RunConfig
 
 app = typer.Typer(
     help="normdive: deep dive D9 'Layer norm and residuals'.",
@@ -15,21 +30,256 @@ prerequisite_app = typer.Typer(help="Lesson 8.5, which D9 waits for.", no_args_i
 app.add_typer(db_app, name="db")
 app.add_typer(prerequisite_app, name="prerequisite")
 
-# Commands are registered by their owning modules (see the functions named below):
-#   normdive serve              -> normdive.web.cli
-#   normdive db upgrade         -> normdive.store.cli
-#   normdive prerequisite done  -> normdive.store.cli
-#   normdive record-runs        -> normdive.training.cli  (imports torch inside the command)
-#   normdive check-recording    -> normdive.recording.cli
+# `serve` refuses to start with this status; `db` and `prerequisite` fail with 1.
+EXIT_SETTINGS_INVALID = 2
+EXIT_FAILED = 1
 
 
-def _register_commands() -> None:
-    # Each owning module decorates `app` (or a sub-app above) with its commands on import.
-    # None of these imports torch at import time; record-runs imports it when it runs.
-    from normdive.recording import cli as _recording_cli  # noqa: F401
-    from normdive.store import cli as _store_cli  # noqa: F401
-    from normdive.training import cli as _training_cli  # noqa: F401
-    from normdive.web import cli as _web_cli  # noqa: F401
+def _refuse_to_serve(problems: list[str]) -> NoReturn:
+    typer.echo("normdive serve: the settings are not valid, so the server did not start:", err=True)
+    for line in problems:
+        typer.echo(f"  {line}", err=True)
+    raise typer.Exit(code=EXIT_SETTINGS_INVALID)
 
 
-_register_commands()
+@app.command(
+    help="Serve the lesson page with uvicorn. Settings come from the environment: "
+    f"NORMDIVE_SECRET_KEY (required: {SECRET_KEY_MIN_LENGTH}+ characters, not guessable), "
+    "DATABASE_URL (SQLite or PostgreSQL), NORMDIVE_HOST_TOKEN, "
+    "NORMDIVE_DEV_PREREQUISITE_DONE, NORMDIVE_RECORDING_PATH, NORMDIVE_COOKIE_SECURE."
+)
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = DEFAULT_HOST,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port.")] = DEFAULT_PORT,
+    workers: Annotated[
+        int, typer.Option(min=1, help="Worker processes (each opens its own connections).")
+    ] = DEFAULT_WORKERS,
+    reload: Annotated[
+        bool, typer.Option(help="Restart on code changes (development only; one worker).")
+    ] = False,
+) -> None:
+    from pydantic import ValidationError
+
+    from normdive.config import Settings, settings_problems
+    from normdive.web.serving import run
+    from normdive.web.startup import APP_FACTORY, readiness_problems
+
+    try:
+        settings = Settings()  # secret_key comes from the environment
+    except ValidationError as error:
+        _refuse_to_serve(settings_problems(error))
+    problems = readiness_problems(settings)
+    if problems:
+        _refuse_to_serve(problems)
+    run(APP_FACTORY, host=host, port=port, workers=workers, reload=reload)
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.secho(message, err=True, fg=typer.colors.RED)
+    return typer.Exit(code=EXIT_FAILED)
+
+
+def _database_url() -> str:
+    """DATABASE_URL (or its default), refused with a message when normdive cannot use it.
+    Read without the rest of the settings: these commands sign no cookie, so need no secret."""
+    from pydantic import ValidationError
+
+    from normdive.config import DatabaseSettings, settings_problems
+
+    try:
+        return DatabaseSettings().database_url
+    except ValidationError as error:
+        raise _fail("\n".join(settings_problems(error))) from None
+
+
+@db_app.command(
+    "upgrade",
+    help="Create or update the progress store's tables (alembic upgrade head).\n\n"
+    "Reads DATABASE_URL (default: a SQLite file under var/, whose folder is created). "
+    "Safe to run again: it applies only the migrations the database does not have yet.",
+)
+def db_upgrade() -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from normdive.store.db import create_sqlite_folder, failure_reason, shown_url, upgrade
+
+    url = _database_url()
+    create_sqlite_folder(url)
+    try:
+        upgrade(url)
+    except SQLAlchemyError as error:
+        reason = failure_reason(error)
+        raise _fail(f"Could not upgrade the database at {shown_url(url)}: {reason}") from None
+    typer.echo(f"The database at {shown_url(url)} is up to date.")
+
+
+@prerequisite_app.command(
+    "done",
+    help="Record that a learner has finished lesson 8.5 The transformer block, which opens D9 "
+    "to them.\n\n"
+    "Reads DATABASE_URL. An unknown learner is an error (exit 1); a learner already recorded "
+    "as done is left as they are (exit 0).",
+)
+def prerequisite_done(
+    learner: Annotated[
+        str,
+        typer.Option(
+            "--learner",
+            help="The learner's id: 32 hex characters, shown on their locked lesson page.",
+        ),
+    ],
+) -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from normdive.store.db import failure_reason, make_engine, shown_url
+    from normdive.store.events import Store, UnknownLearner, is_learner_id
+    from normdive.store.prerequisite import PrerequisiteSource, record_prerequisite_done
+
+    learner_id = learner.strip().lower()
+    if not is_learner_id(learner_id):
+        raise _fail(f"{learner!r} is not a learner id: expected 32 hexadecimal characters.")
+    url = _database_url()
+    engine = make_engine(url)
+    try:
+        already_done = record_prerequisite_done(
+            Store(engine), learner_id, PrerequisiteSource.OPERATOR
+        )
+    except UnknownLearner:
+        raise _fail(f"No learner with id {learner_id} in {shown_url(url)}.") from None
+    except SQLAlchemyError as error:
+        raise _fail(
+            f"Could not use the store at {shown_url(url)}: {failure_reason(error)}. "
+            "Has `normdive db upgrade` run on it?"
+        ) from None
+    finally:
+        engine.dispose()
+    if already_done:
+        typer.echo(f"Lesson 8.5 was already recorded as done for {learner_id}.")
+    else:
+        typer.echo(f"Lesson 8.5 is now recorded as done for {learner_id}; D9 is open to them.")
+
+
+@app.command("check-recording")
+def check_recording(
+    path: Annotated[Path, typer.Argument(help="The recording file to check.")],
+) -> None:
+    """Validate a recording file and print its summary (exit 1 when the page cannot use it)."""
+    from normdive.recording.summary import check_recording_file
+
+    found = check_recording_file(path)
+    for line in found.lines:
+        typer.echo(line)
+    if found.problem is not None:
+        typer.echo(found.problem.message, err=True)
+        raise typer.Exit(EXIT_FAILED)
+
+
+# The defaults of record-runs' options: the shipped recording's settings.
+RUN_DEFAULTS = RunConfig()
+
+
+def _described(field: str) -> str:
+    """The help of a record-runs option: RunConfig's description of the field it sets."""
+    return RunConfig.model_fields[field].description or field
+
+
+def parse_seeds(text: str) -> list[int]:
+    try:
+        seeds = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a comma-separated list of seeds") from None
+    if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
+        raise typer.BadParameter(f"{text!r}: give distinct seeds >= 0, e.g. 0,1,2")
+    return seeds
+
+
+def parse_rows(text: str) -> list[RowKey]:
+    wanted = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [w for w in wanted if w not in ROW_KEYS]
+    if not wanted or unknown or len(set(wanted)) != len(wanted):
+        raise typer.BadParameter(f"{text!r}: give distinct row keys from {', '.join(ROW_KEYS)}")
+    return [key for key in ROW_KEYS if key in wanted]  # the page's order
+
+
+@app.command("record-runs")
+def record_runs(
+    depth: Annotated[int, typer.Option(help=_described("depth"))] = RUN_DEFAULTS.depth,
+    copy_length: Annotated[
+        int, typer.Option(help=_described("copy_length"))
+    ] = RUN_DEFAULTS.copy_length,
+    steps: Annotated[int, typer.Option(help=_described("steps"))] = RUN_DEFAULTS.steps,
+    batch_size: Annotated[
+        int, typer.Option(help=_described("batch_size"))
+    ] = RUN_DEFAULTS.batch_size,
+    d_model: Annotated[int, typer.Option(help=_described("d_model"))] = RUN_DEFAULTS.d_model,
+    heads: Annotated[int, typer.Option(help=_described("n_heads"))] = RUN_DEFAULTS.n_heads,
+    init: Annotated[str, typer.Option(help=_described("init"))] = RUN_DEFAULTS.init,
+    eval_every: Annotated[
+        int, typer.Option(help=_described("eval_every"))
+    ] = RUN_DEFAULTS.eval_every,
+    heldout_size: Annotated[
+        int, typer.Option(help=_described("heldout_size"))
+    ] = RUN_DEFAULTS.heldout_size,
+    seeds: Annotated[
+        str,
+        typer.Option(help="Comma-separated seeds; the first is the one the page plays."),
+    ] = ",".join(map(str, DEFAULT_SEEDS)),
+    rows: Annotated[str, typer.Option(help="Comma-separated rows to train.")] = ",".join(ROW_KEYS),
+    device: Annotated[
+        str, typer.Option(help="auto (CUDA when there is one), cpu or cuda.")
+    ] = "auto",
+    jobs: Annotated[
+        int | None,
+        typer.Option(help="Rows trained at once on the CPU.", show_default="the CPU count"),
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Where the recording goes.")] = DEFAULT_RECORDING_PATH,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh",
+            help="Discard finished rows of an interrupted run.",
+            show_default="resume from them",
+        ),
+    ] = False,
+) -> None:
+    """Train the ablation rows and write the recording the page replays.
+
+    Every row is the same stack and budget with layer norm and residuals switched on or off.
+    Finished rows are kept beside the output, so an interrupted run resumes when the same
+    command runs again; the previous recording is replaced only once the new one is whole.
+    """
+    from pydantic import ValidationError
+
+    seed_list = parse_seeds(seeds)
+    row_list = parse_rows(rows)
+    if device not in ("auto", "cpu", "cuda"):
+        raise typer.BadParameter(f"{device!r}: choose auto, cpu or cuda", param_hint="--device")
+    if jobs is not None and jobs < 1:
+        raise typer.BadParameter("give at least 1", param_hint="--jobs")
+    chosen = {
+        "depth": depth,
+        "copy_length": copy_length,
+        "steps": steps,
+        "batch_size": batch_size,
+        "d_model": d_model,
+        "n_heads": heads,
+        "init": init,
+        "eval_every": eval_every,
+        "heldout_size": heldout_size,
+    }
+    try:
+        config = RunConfig.model_validate(chosen)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'config'}: {e['msg']}" for e in error.errors()
+        )
+        typer.echo(f"Invalid settings: {problems}", err=True)
+        raise typer.Exit(EXIT_SETTINGS_INVALID) from None
+
+    # torch from here on: normdive.training is the only code that imports it.
+    from normdive.training.command import record_runs as train_and_record
+
+    status = train_and_record(
+        config, row_list, seed_list, device=device, jobs=jobs, out=out, fresh=fresh
+    )
+    raise typer.Exit(status)

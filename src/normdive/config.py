@@ -5,28 +5,89 @@ Every default is named here and nowhere else.
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 DEFAULT_DATABASE_URL = "sqlite:///var/normdive.sqlite3"
 DEFAULT_RECORDING_PATH = Path("recordings/the-transformer-block.json")
 # A learner thinking through the lesson writes a few times a minute at most (one check covers
 # all six numbers); a script hammering the checker to open the hints writes far more.
 DEFAULT_ATTEMPTS_PER_MINUTE = 30
+# `normdive serve`: loopback only unless the operator chooses an interface; one worker.
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+DEFAULT_WORKERS = 1
+
+# The PostgreSQL driver normdive depends on (psycopg 3), used when a URL names none.
+POSTGRESQL_DRIVER = "postgresql+psycopg"
+# The SQLAlchemy drivers whose Python packages normdive installs: the standard library's
+# sqlite3 and psycopg 3. Any other (mysql, postgresql+psycopg2, ...) would fail on import.
+SUPPORTED_DATABASE_DRIVERS = frozenset(
+    {"sqlite", "sqlite+pysqlite", "postgresql", POSTGRESQL_DRIVER}
+)
+SUPPORTED_DATABASES = (
+    "normdive supports SQLite (sqlite:///path/to/file.sqlite3) and PostgreSQL "
+    "(postgresql://user:password@host/database)"
+)
+
+SECRET_KEY_MIN_LENGTH = 32
+# The secret's strength, estimated as its length times the Shannon entropy of its character
+# frequencies, in bits. The estimate is 0 for a blank key or one repeated character and 32
+# for "ab" x 16; it is close to the truth for a random key (of a million
+# secrets.token_hex(16), the 128-bit keys of 32 characters, none scored below 88; token_hex(32)
+# scores about 240). It cannot see that a repeated word is guessable, so it refuses only what
+# is certainly weak, and never a key made by `secrets`.
+SECRET_KEY_MIN_BITS = 80
+SECRET_KEY_HOW_TO = "generate one with: python -c 'import secrets; print(secrets.token_hex(32))'"
 
 
-class Settings(BaseSettings):
-    """Configuration of one server process. Environment variables are named in each field."""
+def estimated_bits(text: str) -> float:
+    """len(text) x the Shannon entropy of its character frequencies, in bits."""
+    counts = Counter(text).values()
+    return -sum(count * math.log2(count / len(text)) for count in counts)
+
+
+def database_url_problem(url: str) -> str | None:
+    """Why `url` cannot hold the progress store, in one line, or None when it can."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return f"not a database URL SQLAlchemy can read; {SUPPORTED_DATABASES}"
+    if parsed.drivername not in SUPPORTED_DATABASE_DRIVERS:
+        return f"{parsed.drivername} is not supported; {SUPPORTED_DATABASES}"
+    return None
+
+
+class DatabaseSettings(BaseSettings):
+    """Only the database URL: what the commands that sign no cookie (`normdive db upgrade`,
+    `normdive prerequisite done`) read, so they need no secret."""
 
     model_config = SettingsConfigDict(env_prefix="NORMDIVE_", extra="ignore", frozen=True)
 
-    # Any SQLAlchemy URL; SQLite files get WAL and foreign keys, PostgreSQL works as is.
+    # A SQLAlchemy URL of SQLite or PostgreSQL; SQLite files get WAL and foreign keys.
     database_url: str = Field(default=DEFAULT_DATABASE_URL, validation_alias="DATABASE_URL")
+
+    @field_validator("database_url")
+    @classmethod
+    def _supported_database(cls, url: str) -> str:
+        problem = database_url_problem(url)
+        if problem is not None:
+            raise ValueError(problem)
+        return url
+
+
+class Settings(DatabaseSettings):
+    """Configuration of one server process. Environment variables are named in each field."""
+
     # Signs the learner cookie. Required: a server without one refuses to start.
-    secret_key: SecretStr = Field(min_length=32)
+    secret_key: SecretStr = Field(min_length=SECRET_KEY_MIN_LENGTH)
     # Bearer token the host platform uses to report that lesson 8.5 is done. Unset: refused.
     host_token: SecretStr | None = None
     # Development only: treat 8.5 as done for everyone (the page says so).
@@ -38,6 +99,48 @@ class Settings(BaseSettings):
     # Writes one learner may make in any 60 s (checks, locks, row predictions and plays, hint
     # opens, takeaway saves); beyond it, 429. Counted in the database, so shared by workers.
     attempts_per_minute: int = Field(default=DEFAULT_ATTEMPTS_PER_MINUTE, ge=1)
+
+    @field_validator("secret_key")
+    @classmethod
+    def _strong_secret(cls, key: SecretStr) -> SecretStr:
+        secret = key.get_secret_value()
+        if not secret.strip():
+            raise ValueError("blank")
+        bits = estimated_bits(secret)
+        if bits < SECRET_KEY_MIN_BITS:
+            raise ValueError(
+                f"too predictable (about {bits:.0f} bits estimated from its characters, "
+                f"{SECRET_KEY_MIN_BITS} needed)"
+            )
+        return key
+
+
+def environment_variable(name: str) -> str:
+    """The variable a setting is read from, given its field name or its alias (a validation
+    error names an aliased field by its alias, which is the variable itself)."""
+    field = Settings.model_fields.get(name)
+    if field is None:
+        return name
+    if isinstance(field.validation_alias, str):
+        return field.validation_alias
+    return f"{Settings.model_config.get('env_prefix', '')}{name}".upper()
+
+
+def settings_problems(error: ValidationError) -> list[str]:
+    """One line per invalid setting, naming the environment variable to fix."""
+    lines = []
+    for problem in error.errors():
+        field = ".".join(str(part) for part in problem["loc"])
+        if problem["type"] == "missing":
+            message = "missing"
+        elif problem["type"] == "value_error":
+            message = str(problem.get("ctx", {}).get("error", problem["msg"]))
+        else:
+            message = problem["msg"]
+        if environment_variable(field) == environment_variable("secret_key"):
+            message = f"{message}; {SECRET_KEY_HOW_TO}"
+        lines.append(f"{environment_variable(field)}: {message}")
+    return lines
 
 
 @lru_cache(maxsize=1)

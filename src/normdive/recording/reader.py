@@ -83,6 +83,14 @@ def parse_recording(text: str | bytes, name: str) -> Recording:
             f"The recording {name} is not valid JSON (line {error.lineno}, column "
             f"{error.colno}: {error.msg}); it may have been cut short. {REMEDY}",
         ) from error
+    except RecursionError as error:
+        # The json module parses nested arrays and objects by recursion; a file nested
+        # deeper than the interpreter's recursion limit is no recording either.
+        raise RecordingProblem(
+            "bad_json",
+            f"The recording {name} nests its JSON too deeply to read; it is not a "
+            f"recording. {REMEDY}",
+        ) from error
     if not isinstance(data, dict):
         raise RecordingProblem(
             "invalid", f"The recording {name} holds a JSON {type(data).__name__}, not an object."

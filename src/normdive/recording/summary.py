@@ -7,9 +7,17 @@ docs/recording.md. Markdown, so the same text reads in a terminal and in the doc
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from pathlib import Path
 
 from normdive.recording.format import ROW_KEYS, Recording, as_float
-from normdive.recording.reader import best_row, ranking
+from normdive.recording.reader import (
+    RecordingProblem,
+    best_row,
+    parse_recording,
+    ranking,
+    require_ablation_rows,
+)
 
 
 def _percent(value: float | str) -> str:
@@ -72,3 +80,57 @@ def ranking_note(recording: Recording) -> str:
         "Every seed ranks the rows the same way." if same else "The ranking differs between seeds."
     )
     return verdict + " " + "; ".join(notes) + "."
+
+
+def describe(recording: Recording, name: str) -> list[str]:
+    """Where the recording came from, what it trained, and its rows: the lines
+    `normdive check-recording` prints for a file that parses."""
+    source = recording.provenance
+    config = recording.config
+    lines = [
+        f"{name}: format_version {recording.format_version}, lesson {recording.lesson!r}",
+        f"made by: {source.command}",
+        f"on {source.created_at} with {source.device}, torch {source.torch_version}, "
+        f"normdive {source.normdive_version}, commit {source.git_commit or 'unknown'}; "
+        f"wall time {source.wall_s:.0f} s",
+        f"depth {config.depth}, copy length {config.copy_length}, init {config.init}, "
+        f"{config.steps} steps at batch {config.batch_size}; seeds "
+        f"{', '.join(map(str, recording.seeds))} (the page plays seed {recording.page_seed})",
+    ]
+    if recording.rows:
+        lines += ["", *summary_table(recording), "", ranking_note(recording)]
+    return lines
+
+
+@dataclass(frozen=True)
+class RecordingCheck:
+    """What checking a recording file found: `lines` describe it (none when it does not
+    parse), and `problem` is why the page cannot play it (None: it can)."""
+
+    lines: list[str]
+    problem: RecordingProblem | None
+
+
+def check_recording_file(path: Path) -> RecordingCheck:
+    """Read, validate and describe the recording at `path`, as `normdive check-recording`
+    reports it; the last line of a playable file says which row is best."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        message = f"The recording {path} does not exist."
+        return RecordingCheck([], RecordingProblem("missing", message))
+    except OSError as error:
+        message = f"The recording {path} cannot be read ({error.strerror or error})."
+        return RecordingCheck([], RecordingProblem("unreadable", message))
+    try:
+        recording = parse_recording(raw, str(path))
+    except RecordingProblem as problem:
+        return RecordingCheck([], problem)
+    lines = describe(recording, str(path))
+    try:
+        require_ablation_rows(recording, str(path))
+    except RecordingProblem as problem:
+        return RecordingCheck(lines, problem)
+    best = best_row(recording)
+    lines.append(f"OK: the page can play it; best row at seed {recording.page_seed}: {best}.")
+    return RecordingCheck(lines, None)

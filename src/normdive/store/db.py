@@ -15,17 +15,19 @@ alembic.ini: the script location is this package's folder.
 from __future__ import annotations
 
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+from normdive.config import POSTGRESQL_DRIVER
 
 # How long a SQLite writer waits for another's lock before giving up, in milliseconds.
 SQLITE_BUSY_TIMEOUT_MS = 10_000
-# The PostgreSQL driver normdive depends on (psycopg 3), used when a URL names none.
-POSTGRESQL_DRIVER = "postgresql+psycopg"
 # How long opening a PostgreSQL connection may take, in seconds, unless the URL says otherwise
 # (libpq's connect_timeout). Without it, a database host that drops packets would hold each
 # request for the operating system's TCP timeout (minutes) instead of answering 503.
@@ -75,3 +77,21 @@ def upgrade(url: str) -> None:
         command.upgrade(alembic_config(engine), "head")
     finally:
         engine.dispose()
+
+
+def create_sqlite_folder(url: str) -> None:
+    """For a SQLite file URL, create the folder the file goes in (SQLite creates the file but
+    not its folder); any other URL is left alone."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+
+
+def shown_url(url: str) -> str:
+    """`url` as messages show it: the password hidden."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def failure_reason(error: SQLAlchemyError) -> str:
+    """The driver's own message, without SQLAlchemy's statement dump and documentation link."""
+    return str(getattr(error, "orig", None) or error).strip().splitlines()[0]

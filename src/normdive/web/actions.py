@@ -46,7 +46,8 @@ from normdive.progress.actions import (
     save_takeaway,
 )
 from normdive.progress.state import LessonState
-from normdive.store.events import EventKind
+from normdive.store.events import UnknownLearner
+from normdive.store.prerequisite import PrerequisiteSource, record_prerequisite_done
 from normdive.web.errors import error_response, wants_json
 from normdive.web.identity import (
     COOKIE_NAME,
@@ -356,14 +357,14 @@ def _bearer_token(request: Request) -> str | None:
 
 
 def _record_prerequisite(svc: Services, learner_id: str) -> JSONResponse:
-    if not svc.store.learner_exists(learner_id):
+    try:
+        already_done = record_prerequisite_done(svc.store, learner_id, PrerequisiteSource.HOST)
+    except UnknownLearner:
         return _json_message(False, f"No learner with id {learner_id}.", 404)
     prerequisite = svc.lesson.prerequisite
-    events = svc.store.events_for(learner_id)
-    if any(event.kind == EventKind.PREREQUISITE_DONE for event in events):
+    if already_done:
         message = f"{prerequisite.id} was already recorded as done for {learner_id}."
         return _json_message(True, message, 200, already_done=True)
-    svc.store.append(learner_id, EventKind.PREREQUISITE_DONE, {"source": "host"})
     message = f"Recorded: {prerequisite.id} is done for {learner_id}."
     return _json_message(True, message, 200, already_done=False)
 

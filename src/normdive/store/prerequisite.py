@@ -1,0 +1,32 @@
+"""Recording that a learner finished lesson 8.5, which opens D9 to them.
+
+The host platform reports it over HTTP (`POST /api/prerequisite`) and an operator records it
+with `normdive prerequisite done`; both go through `record_prerequisite_done`, which appends
+the event only when the learner's history does not hold one yet.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from normdive.store.events import EventKind, Store, UnknownLearner
+
+
+class PrerequisiteSource(StrEnum):
+    """Who reported it: the prerequisite_done event's `source`."""
+
+    HOST = "host"
+    OPERATOR = "operator"
+
+
+def record_prerequisite_done(store: Store, learner_id: str, source: PrerequisiteSource) -> bool:
+    """Append prerequisite_done for the learner unless their history already has one.
+    Returns True when it was already recorded (nothing appended). Raises UnknownLearner for
+    an id the store does not hold."""
+    if not store.learner_exists(learner_id):
+        raise UnknownLearner(learner_id)
+    events = store.events_for(learner_id)
+    if any(event.kind is EventKind.PREREQUISITE_DONE for event in events):
+        return True
+    store.append(learner_id, EventKind.PREREQUISITE_DONE, {"source": source.value})
+    return False
