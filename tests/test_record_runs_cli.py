@@ -11,10 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
+import typer
+from typer.core import TyperGroup
 from typer.testing import CliRunner
 
 from normdive.cli import app
-from normdive.recording.format import ROW_KEYS, Recording
+from normdive.config import DEFAULT_RECORDING_PATH
+from normdive.recording.format import DEFAULT_SEEDS, ROW_KEYS, Recording, RunConfig
 from normdive.recording.reader import parse_recording
 
 NORMDIVE = str(Path(sys.executable).parent / "normdive")
@@ -172,3 +175,51 @@ def test_help_lists_the_options() -> None:
         "--fresh",
     ):
         assert option in result.output
+
+
+def test_help_shows_each_options_real_default() -> None:
+    # Wide enough that no default wraps inside its box.
+    result = CliRunner().invoke(app, ["record-runs", "--help"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0
+    defaults = RunConfig()
+    expected = {
+        "--depth": defaults.depth,
+        "--copy-length": defaults.copy_length,
+        "--steps": defaults.steps,
+        "--batch-size": defaults.batch_size,
+        "--d-model": defaults.d_model,
+        "--heads": defaults.n_heads,
+        "--init": defaults.init,
+        "--eval-every": defaults.eval_every,
+        "--heldout-size": defaults.heldout_size,
+        "--seeds": ",".join(map(str, DEFAULT_SEEDS)),
+        "--rows": ",".join(ROW_KEYS),
+        "--device": "auto",
+        "--jobs": "(the CPU count)",
+        "--out": DEFAULT_RECORDING_PATH,
+        "--fresh": "(resume from them)",
+    }
+    lines = {
+        line.split()[1]: line for line in result.output.splitlines() if line.startswith("│ --")
+    }
+    assert set(lines) == {*expected, "--help"}
+    for option, default in expected.items():
+        assert f"[default: {default}]" in lines[option], lines[option]
+
+
+def test_every_commands_options_show_a_default_or_say_they_are_required() -> None:
+    group = typer.main.get_command(app)
+    assert isinstance(group, TyperGroup)
+    commands: list[tuple[str, ...]] = []
+    for name, command in group.commands.items():
+        if isinstance(command, TyperGroup):
+            commands += [(name, sub) for sub in command.commands]
+        else:
+            commands.append((name,))
+    assert len(commands) == 5
+    for words in commands:
+        result = CliRunner().invoke(app, [*words, "--help"], env={"COLUMNS": "250"})
+        assert result.exit_code == 0
+        for line in result.output.splitlines():
+            if line.startswith("│") and "--" in line and "--help" not in line:
+                assert "[default: " in line or "[required]" in line, (words, line)

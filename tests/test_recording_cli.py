@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from normdive.cli import app
+from normdive.recording.reader import REMEDY, RecordingProblem, recording_status
 from normdive.recording.sample import sample_recording
 
 runner = CliRunner()
+# The console script installed beside this interpreter.
+NORMDIVE = str(Path(sys.executable).parent / "normdive")
 
 
 def test_a_whole_recording_passes_with_its_summary(tmp_path: Path) -> None:
@@ -46,3 +51,34 @@ def test_broken_and_missing_files_fail_with_the_reason(tmp_path: Path) -> None:
 def test_help() -> None:
     result = runner.invoke(app, ["check-recording", "--help"])
     assert result.exit_code == 0 and "Validate a recording file" in result.output
+
+
+# JSON nested far deeper than Python's recursion limit, which the json module parses by
+# recursion.
+DEEPLY_NESTED = b"[" * 100_000 + b"]" * 100_000
+
+
+def test_a_file_nested_100000_levels_deep_fails_with_a_message(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    path.write_bytes(DEEPLY_NESTED)
+    result = subprocess.run(
+        [NORMDIVE, "check-recording", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip() == (
+        f"The recording {path} nests its JSON too deeply to read; it is not a recording. {REMEDY}"
+    )
+
+
+def test_the_server_reports_the_same_problem_for_it(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    path.write_bytes(DEEPLY_NESTED)
+    problem = recording_status(path)
+    assert isinstance(problem, RecordingProblem)
+    assert problem.reason == "bad_json"
+    assert "nests its JSON too deeply to read" in problem.message

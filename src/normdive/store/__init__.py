@@ -25,6 +25,8 @@ CONTRACT (store helper):
                       append raises UnknownLearner (a LookupError) for an id not in the store
                       and ValueError for a payload JSON cannot hold; NUL and lone surrogates
                       in strings become U+FFFD (PostgreSQL JSONB refuses them).
-    store/cli.py:     normdive db upgrade; normdive prerequisite done --learner ID
+    store/prerequisite.py: record_prerequisite_done(store, learner_id, source) -> bool
+                      # True: already recorded; what `normdive prerequisite done` and
+                      # POST /api/prerequisite both call
 No SQLite-only SQL: everything must run on PostgreSQL too.
 """
