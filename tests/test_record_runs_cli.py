@@ -223,3 +223,15 @@ def test_every_commands_options_show_a_default_or_say_they_are_required() -> Non
         for line in result.output.splitlines():
             if line.startswith("│") and "--" in line and "--help" not in line:
                 assert "[default: " in line or "[required]" in line, (words, line)
+
+
+def test_cuda_asked_for_without_a_cuda_device_is_refused(tmp_path: Path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(app, ["record-runs", "--device", "cuda", "--out", str(out)])
+    assert result.exit_code == 2
+    assert "--device cuda: this torch sees no CUDA device (use cpu or auto)." in result.output
+    assert list(tmp_path.iterdir()) == []

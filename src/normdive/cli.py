@@ -30,7 +30,8 @@ prerequisite_app = typer.Typer(help="Lesson 8.5, which D9 waits for.", no_args_i
 app.add_typer(db_app, name="db")
 app.add_typer(prerequisite_app, name="prerequisite")
 
-# `serve` refuses to start with this status; `db` and `prerequisite` fail with 1.
+# A command refuses invalid settings with click's status for a usage error; `serve` refuses
+# to start with it. A command that fails at its work ends with 1.
 EXIT_SETTINGS_INVALID = 2
 EXIT_FAILED = 1
 
@@ -277,9 +278,14 @@ def record_runs(
         raise typer.Exit(EXIT_SETTINGS_INVALID) from None
 
     # torch from here on: normdive.training is the only code that imports it.
+    from normdive.training.command import NoCudaDevice
     from normdive.training.command import record_runs as train_and_record
 
-    status = train_and_record(
-        config, row_list, seed_list, device=device, jobs=jobs, out=out, fresh=fresh
-    )
+    try:
+        status = train_and_record(
+            config, row_list, seed_list, device=device, jobs=jobs, out=out, fresh=fresh
+        )
+    except NoCudaDevice as error:
+        typer.echo(str(error), err=True)
+        raise typer.Exit(EXIT_SETTINGS_INVALID) from None
     raise typer.Exit(status)

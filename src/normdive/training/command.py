@@ -25,7 +25,10 @@ from normdive.training.runner import RecordError, partial_dir, plan, record
 
 EXIT_INTERRUPTED = 130  # what a shell reports for a command ended by Ctrl-C
 EXIT_FAILED = 1
-EXIT_BAD_SETTINGS = 2  # click's code for a usage error, which a missing CUDA device is
+
+
+class NoCudaDevice(Exception):
+    """`--device cuda` was asked for, and this torch sees no CUDA device."""
 
 
 def command_line() -> str:
@@ -50,12 +53,12 @@ def record_runs(
     fresh: bool,
 ) -> int:
     """Train the rows and write the recording to `out`; returns the exit status.
-    `device` is auto, cpu or cuda; `jobs` None means one process per CPU."""
+    `device` is auto, cpu or cuda; `jobs` None means one process per CPU. Raises NoCudaDevice
+    before anything is trained."""
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     elif device == "cuda" and not torch.cuda.is_available():
-        print("--device cuda: this torch sees no CUDA device (use cpu or auto).", file=sys.stderr)
-        return EXIT_BAD_SETTINGS
+        raise NoCudaDevice("--device cuda: this torch sees no CUDA device (use cpu or auto).")
     tasks = plan(rows, seeds)
     job_count = min(jobs or os.cpu_count() or 1, len(tasks))
     console = Console(soft_wrap=True)  # paths and table lines stay whole in logs
