@@ -1,12 +1,13 @@
 """Engines and migrations for the progress store.
 
-`make_engine(url)` accepts any SQLAlchemy URL. SQLite connections get WAL (readers never block
-the writer), foreign keys (SQLite leaves them off by default, and ON DELETE CASCADE needs them)
-and a busy timeout (a writer waits for the lock instead of failing at once), all set on each
-new connection. PostgreSQL is used as it is; a bare `postgresql://` URL is given the psycopg 3
-driver, the one normdive installs, and a connect timeout unless the URL sets one. Every
-pooled PostgreSQL connection is pinged before use, so after the server restarts (or comes
-back from an outage, during which requests get a 503) the next request is served again.
+`make_engine(url)` takes a SQLite or PostgreSQL URL (normdive.config's settings refuse any
+other database, whose driver normdive does not install). SQLite connections get WAL (readers
+never block the writer), foreign keys (SQLite leaves them off by default, and ON DELETE CASCADE
+needs them) and a busy timeout (a writer waits for the lock instead of failing at once), all
+set on each new connection. PostgreSQL is used as it is; a bare `postgresql://` URL is given
+the psycopg 3 driver, the one normdive installs, and a connect timeout unless the URL sets
+one. Every pooled PostgreSQL connection is pinged before use, so after the server restarts (or
+comes back from an outage, during which requests get a 503) the next request is served again.
 
 `upgrade(url)` runs the Alembic migrations packaged in store/migrations up to head, without an
 alembic.ini: the script location is this package's folder.
