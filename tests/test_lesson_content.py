@@ -361,7 +361,7 @@ BROKEN: list[tuple[str, Callable[[str], str], tuple[str, ...]]] = [
     (
         "too-long message without the limit",
         _replace("and the limit is {max}", "and that is too many"),
-        ("takeaway.too_long", "{max}"),
+        ("takeaway", "too_long", "{max}"),
     ),
     (
         "takeaway over the limit",
