@@ -299,18 +299,23 @@ def test_without_a_recording_the_ablation_says_why_in_lesson_words(client: TestC
     assert text(soup, "#compare .placeholder") == " ".join(
         LESSON.ablation.compare_placeholder.split()
     )
-    assert text(soup, "#hints-body p") == LESSON.hints.runs_text.replace("{runs}", "0")
+    assert text(soup, "#hints-run-count") == LESSON.hints.runs_text.replace("{runs}", "0")
+    # Beside the count: what adds a run.
+    assert text(soup, "#hints-runs").endswith(" ".join(LESSON.hints.runs_meaning.split()))
 
 
 def test_the_gate_shows_progress_and_why_it_cannot_close_today(client: TestClient) -> None:
     gate = one(page(client), "#gate")
-    assert text(gate, "#gate-numbers") == "0 of 6 numbers checked."
+    assert text(gate, "#gate-numbers") == "0 of 6 numbers landed."
     assert text(gate, "#gate-reading") == "The right reading is not locked yet."
     assert text(gate, "#gate-predictions") == "0 of 4 predictions recorded."
     assert text(gate, "#gate-best-row") == "The best row has not been played."
     assert text(gate, "#gate-cannot-close").startswith(LESSON.gate.cannot_close_prefix)
     assert text(gate, ".verdict") == LESSON.gate.not_met
     assert text(gate, ".badge") == "not yet"
+    # The heading is the heading alone; the status is its own line.
+    assert text(gate, "h3") == LESSON.gate.heading
+    assert text(gate, "#gate-status") == "Status: not yet"
 
 
 def test_the_takeaway_starts_with_the_default_line(client: TestClient) -> None:
