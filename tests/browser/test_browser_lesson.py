@@ -143,7 +143,7 @@ def find_it_all_after_a_reload(page: Page) -> None:
     expect(page.locator("#gate-reading")).to_have_text("The right reading is locked.")
     expect(page.get_by_label(LESSON.takeaway.label, exact=True)).to_have_value(TAKEAWAY)
     expect(page.locator("#takeaway-status")).to_have_text("Saved")
-    expect(page.locator("#hints-body p")).to_have_text(
+    expect(page.locator("#hints-run-count")).to_have_text(
         LESSON.hints.runs_text.replace("{runs}", "4")
     )
 
