@@ -14,8 +14,9 @@ from pathlib import Path
 import httpx
 
 from fresh_loop import run_in_fresh_loop
+from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
-from normdive.store.events import EventKind, Store
+from normdive.store.events import Store
 from ops_server import JSON, TOKEN_HEADER, Learner, ServerProcess
 
 CHECKS = 100

@@ -565,7 +565,7 @@ def test_a_play_before_the_fourth_prediction_fails_the_order_rule_for_good(
     commit(client)
     learner_id = state_learner(client)
     store = app.state.services.store
-    from normdive.store.events import EventKind
+    from normdive.progress.events import EventKind
 
     store.append(learner_id, EventKind.ROW_PLAYED, {"row": "both"})
     predict_all(client)

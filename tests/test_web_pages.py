@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 
 from conftest import SettingsFactory
 from normdive.lesson.content import load_lesson
+from normdive.progress.events import EventKind
 from normdive.recording.sample import sample_recording
-from normdive.store.events import EventKind
 from normdive.web.app import create_app
 
 LESSON = load_lesson()

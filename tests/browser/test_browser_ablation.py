@@ -29,7 +29,7 @@ from conftest import (
 from lesson_answers import LESSON
 from lesson_answers import RIGHT_READING_CHOICE as RIGHT_READING
 from lesson_answers import WRONG_READING_CHOICE as WRONG_READING
-from normdive.store.events import EventKind
+from normdive.progress.events import EventKind
 from normdive.web.app import create_app
 
 pytestmark = pytest.mark.browser

@@ -20,8 +20,9 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from normdive.cli import db_app, prerequisite_app
 from normdive.config import DEFAULT_DATABASE_URL, Settings
+from normdive.progress.events import EventKind
 from normdive.store.db import make_engine, upgrade
-from normdive.store.events import EventKind, Store, UnknownLearner, is_learner_id
+from normdive.store.events import Store, UnknownLearner, is_learner_id
 
 # The prerequisite_done event's source when an operator records it from this command.
 OPERATOR_SOURCE = "operator"
