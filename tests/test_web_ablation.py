@@ -19,6 +19,7 @@ from conftest import NON_FINITE_ROW, SettingsFactory, ablation_recording, write_
 from lesson_answers import LESSON, RIGHT_NUMBERS
 from lesson_answers import RIGHT_READING_ID as RIGHT_READING
 from lesson_answers import WRONG_READING_ID as WRONG_READING
+from normdive.progress.actions import MAX_ECHOED_CHARS, unknown_row_message
 from normdive.recording.format import ROW_KEYS
 from normdive.recording.sample import sample_recording
 from normdive.web.app import create_app
@@ -256,6 +257,16 @@ def test_a_row_or_rung_the_lesson_lacks_is_404_with_a_message(
     assert message in html.text.replace("&#39;", "'")
     assert data.json()["ok"] is False and message in data.json()["message"]
     assert state(client) == before
+
+
+def test_an_unknown_row_has_one_message_wherever_it_is_named(client: TestClient) -> None:
+    key = "x" * 100
+    expected = unknown_row_message(key)
+    assert expected == f"There is no row called {'x' * MAX_ECHOED_CHARS!r} in this lesson."
+    posted = client.post(f"/rows/{key}/play", headers=JSON)
+    fetched = client.get(f"/recording/rows/{key}.json")
+    assert posted.status_code == fetched.status_code == 404
+    assert posted.json()["message"] == fetched.json()["message"] == expected
 
 
 # --- plays ---------------------------------------------------------------------------------------

@@ -382,3 +382,12 @@ def test_a_broken_recording_says_why_the_gate_cannot_close(
     assert response.status_code == 200
     reason = text(BeautifulSoup(response.text, "html.parser"), "#gate-cannot-close")
     assert reason.startswith(LESSON.gate.cannot_close_prefix)
+
+
+def test_the_page_states_the_lessons_epsilon_and_the_script_reads_it_from_there(
+    client: TestClient,
+) -> None:
+    assert one(page(client), "main")["data-eps"] == str(LESSON.eps)
+    static = Path(__file__).resolve().parents[1] / "src" / "normdive" / "web" / "static"
+    for script in ("page.js", "player.js", "layernorm.js"):
+        assert str(LESSON.eps) not in (static / script).read_text(encoding="utf-8"), script
