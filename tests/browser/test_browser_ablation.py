@@ -121,7 +121,7 @@ def play_button(page: Page, key: str):  # type: ignore[no-untyped-def]
 
 
 def runs(page: Page, count: int) -> None:
-    expect(page.locator("#hints-runs")).to_have_text(f"You have run it {count} times.")
+    expect(page.locator("#hints-run-count")).to_have_text(f"You have run it {count} times.")
 
 
 def rung(page: Page, number: int):  # type: ignore[no-untyped-def]
