@@ -58,6 +58,17 @@ WRONG_NUMBERS = {
     "row2_variance": "3",
     "row2_denominator": "0.25",
 }
+
+
+def wrong_numbers(n: int) -> dict[str, str]:
+    """WRONG_NUMBERS told apart by trailing digits ("2.50007"), still as wrong: an answer
+    unchanged since a field's last check is not checked again, so a repeated one is a 409."""
+    return {
+        field: f"{value}{'' if '.' in value else '.'}000{n}"
+        for field, value in WRONG_NUMBERS.items()
+    }
+
+
 COOKIE_NAME = "normdive_learner"
 READ_LIMIT = 1 << 20
 
@@ -213,7 +224,7 @@ async def lesson_learner(connection: Connection, tally: Tally, ready: asyncio.Ev
     )
     if predicted.status != 200:
         raise HttpError(f"POST /predict answered {predicted.status}: {predicted.body[:200]!r}")
-    numbers = urlencode(WRONG_NUMBERS).encode()
+    checks = 0
     tally.prepared += 1
     await ready.wait()
     while (now := time.perf_counter()) < tally.end:
@@ -223,6 +234,8 @@ async def lesson_learner(connection: Connection, tally: Tally, ready: asyncio.Ev
             sent = time.perf_counter()
             if sent >= tally.end:
                 break
+            checks += 1
+            numbers = urlencode(wrong_numbers(checks)).encode()
             reply = await connection.request("POST", "/numbers", headers=form_headers, body=numbers)
             tally.record(
                 "POST /numbers", sent, time.perf_counter(), reply.status == 200, reply.status

@@ -12,8 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from normdive.cli import app
+from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
-from normdive.store.events import EventKind, Store
+from normdive.store.events import Store
 
 runner = CliRunner()
 # The console script installed beside this interpreter.

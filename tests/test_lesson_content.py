@@ -217,6 +217,12 @@ def test_hint_runs_text_takes_the_run_count(lesson: Lesson) -> None:
     assert lesson.hints.runs_text.format(runs=4) != lesson.hints.runs_text
 
 
+def test_the_run_count_is_singular_for_one_run(lesson: Lesson) -> None:
+    assert lesson.hints.runs_sentence(1) == "You have run it 1 time."
+    assert lesson.hints.runs_sentence(0) == "You have run it 0 times."
+    assert lesson.hints.runs_sentence(2) == "You have run it 2 times."
+
+
 def test_load_lesson_reads_a_file_given_by_path(tmp_path: Path) -> None:
     path = tmp_path / "lesson.toml"
     path.write_text(PACKAGED.replace('title = "Layer norm and residuals"', 'title = "Other"'))
@@ -351,6 +357,11 @@ BROKEN: list[tuple[str, Callable[[str], str], tuple[str, ...]]] = [
         "runs text without the count",
         _replace("You have run it {runs} times.", "You have run it."),
         ("hints.runs_text", "{runs}"),
+    ),
+    (
+        "too-long message without the limit",
+        _replace("and the limit is {max}", "and that is too many"),
+        ("takeaway", "too_long", "{max}"),
     ),
     (
         "takeaway over the limit",

@@ -11,7 +11,10 @@ from normdive.numeric.display import (
     format_input_row,
     format_number,
     format_row,
+    non_finite_words,
 )
+from normdive.progress import figures
+from normdive.web.player import norm_text
 
 
 @pytest.mark.parametrize(
@@ -83,3 +86,12 @@ def test_format_input_row_shows_the_row_as_typed() -> None:
     assert format_input_row([2.0, 2.0, 2.0, 6.0]) == "[2, 2, 2, 6]"
     assert format_input_row([4, 4, 4, 4]) == "[4, 4, 4, 4]"
     assert format_input_row([2.5, -1.0, 1e-7]) == "[2.5, -1, 1e-7]"
+
+
+@pytest.mark.parametrize(
+    ("x", "words"),
+    [(math.nan, "not a number"), (math.inf, "infinity"), (-math.inf, "minus infinity")],
+)
+def test_non_finite_values_have_one_spelling_in_words(x: float, words: str) -> None:
+    assert non_finite_words(x) == format_number(x) == figures.loss(x) == words
+    assert figures.percent(x) == norm_text(x) == words

@@ -14,13 +14,16 @@ from pathlib import Path
 import httpx
 
 from fresh_loop import run_in_fresh_loop
+from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
-from normdive.store.events import EventKind, Store
+from normdive.store.events import Store
 from ops_server import JSON, TOKEN_HEADER, Learner, ServerProcess
 
 CHECKS = 100
 FIELD = "row1_mean"
-WRONG = "5"  # the mean of [1, 2, 3] is 2
+# The mean of [1, 2, 3] is 2: "5", "6", ... are all wrong, and each is a different answer (an
+# answer unchanged since the field's last check is not checked again).
+FIRST_WRONG = 5
 REQUEST_TIMEOUT_S = 120.0
 
 
@@ -31,7 +34,7 @@ async def _check_all_at_once(url: str, cookies: httpx.Cookies, token: str | None
         base_url=url, cookies=cookies, headers=headers, limits=limits, timeout=REQUEST_TIMEOUT_S
     ) as client:
         answers = await asyncio.gather(
-            *(client.post("/numbers", data={FIELD: WRONG}) for _ in range(CHECKS))
+            *(client.post("/numbers", data={FIELD: str(FIRST_WRONG + n)}) for n in range(CHECKS))
         )
     return [answer.status_code for answer in answers]
 

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import httpx
 
+from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
-from normdive.store.events import EventKind, Store
+from normdive.store.events import Store
 from ops_server import Learner, ServerProcess
 
 # Learners writing at once.

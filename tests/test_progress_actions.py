@@ -193,6 +193,63 @@ def test_check_numbers_refusals(
     refused(exc, message, lambda: check_numbers(state(*specs), LESSON, answers))
 
 
+def wrong(field_id: str, raw: str, verdict: str = "wrong") -> Spec:
+    entry = {"field": field_id, "raw": raw, "parsed": None, "verdict": verdict}
+    return EventKind.NUMBERS_CHECKED, {"answers": [{**entry, "slip": None, "message": "m"}]}
+
+
+@pytest.mark.parametrize("resent", ["2.5", " 2.5 ", "2.50", "5/2", "25e-1"])
+def test_an_unchanged_wrong_answer_is_not_graded_again(resent: str) -> None:
+    # "2.5" for the mean of [1, 2, 3] was marked wrong; the learner now checks the variance
+    # with the untouched (or merely respelled) "2.5" still in the mean's field.
+    history = (DONE, PREDICTED, wrong("row1_mean", "2.5"))
+    entries = _graded({"row1_mean": resent, "row1_variance": "2/3"}, wrong("row1_mean", "2.5"))
+    assert [e["field"] for e in entries] == ["row1_variance"]
+    kind, payload = check_numbers(
+        state(*history), LESSON, {"row1_mean": resent, "row1_variance": "2/3"}
+    )
+    after = state(*history, (kind, payload))
+    assert after.fields["row1_mean"].attempts == 1
+    assert after.fields["row1_mean"].last_raw == "2.5"
+
+
+def test_a_changed_answer_is_graded_and_costs_an_attempt() -> None:
+    history = (DONE, PREDICTED, wrong("row1_mean", "2.5"))
+    kind, payload = check_numbers(state(*history), LESSON, {"row1_mean": "2.4"})
+    assert [(e["field"], e["verdict"]) for e in payload["answers"]] == [("row1_mean", "wrong")]
+    after = state(*history, (kind, payload))
+    assert after.fields["row1_mean"].attempts == 2
+    assert after.evaluated_runs == 2
+
+
+@pytest.mark.parametrize(
+    "specs",
+    [
+        (wrong("row1_mean", "2.5"),),
+        (wrong("row1_mean", "two", "format_error"),),
+        (wrong("row1_mean", "2.5"), wrong("row1_variance", "1")),
+    ],
+)
+def test_a_check_where_nothing_changed_is_refused_and_is_not_a_run(
+    specs: tuple[Spec, ...],
+) -> None:
+    s = state(DONE, PREDICTED, *specs)
+    answers = {"row1_mean": s.fields["row1_mean"].last_raw or "", "row2_mean": ""}
+    if s.fields["row1_variance"].last_raw:
+        answers["row1_variance"] = "1.0"
+    refused(
+        Conflict,
+        "Nothing has changed since your last check",
+        lambda: check_numbers(s, LESSON, answers),
+    )
+
+
+def test_a_format_error_retyped_differently_is_checked_again() -> None:
+    s = state(DONE, PREDICTED, wrong("row1_mean", "two", "format_error"))
+    (entry,) = check_numbers(s, LESSON, {"row1_mean": "tw0"})[1]["answers"]
+    assert entry["verdict"] == "format_error" and entry["raw"] == "tw0"
+
+
 def test_the_commit_first_message_says_nothing_runs_before_it() -> None:
     assert "Commit your prediction first" in COMMIT_FIRST
     assert "nothing in Try it runs before that" in COMMIT_FIRST
@@ -264,7 +321,11 @@ def test_save_takeaway(text: str, stored: str) -> None:
     ("specs", "text", "message"),
     [
         ((), "fine", LOCKED_TEXT),
-        ((DONE,), "x" * (LIMIT + 1), "is 2,001 characters long; the limit is 2,000"),
+        (
+            (DONE,),
+            "x" * (LIMIT + 1),
+            "Too long to save: 2,001 characters, and the limit is 2,000. Shorten it",
+        ),
         ((DONE,), "bell\x07", "control character"),
         ((DONE,), "nul\x00", "control character"),
         ((DONE,), "escape\x1b[31m", "control character"),
@@ -360,9 +421,16 @@ def test_predict_row(row: str, outcome: str, payload: dict[str, str]) -> None:
         ((), ROWS, "both", "learns", Conflict, LOCKED_TEXT),
         ((DONE,), ROWS, "both", "learns", Conflict, COMMIT_FIRST),
         ((DONE, PREDICTED), NO_ROWS, "both", "learns", Conflict, NO_ROWS.problem or ""),
-        ((DONE, PREDICTED), ROWS, "all", "learns", Invalid, "There is no row called 'all'"),
-        ((DONE, PREDICTED), ROWS, "both", "", Invalid, "Pick one of the three outcomes"),
-        ((DONE, PREDICTED), ROWS, "both", "wins", Invalid, "Pick one of the three outcomes"),
+        (
+            (DONE, PREDICTED),
+            ROWS,
+            "all",
+            "learns",
+            Invalid,
+            "There is no row called 'all' in this lesson.",
+        ),
+        ((DONE, PREDICTED), ROWS, "both", "", Invalid, LESSON.ablation.prediction_prompt),
+        ((DONE, PREDICTED), ROWS, "both", "wins", Invalid, LESSON.ablation.prediction_prompt),
         (
             (DONE, PREDICTED, row_predicted("both", "partial")),
             ROWS,
@@ -460,7 +528,11 @@ def test_plays_count_as_runs_for_the_hints() -> None:
         EventKind.HINT_OPENED,
         {"rung": 1},
     )
-    refused(Conflict, "1 more to go", lambda: open_hint(rows_state(*specs), LESSON, 1))
+    refused(
+        Conflict,
+        "You have run it 2 times. Runs still needed: 1.",
+        lambda: open_hint(rows_state(*specs), LESSON, 1),
+    )
 
 
 @pytest.mark.parametrize(
@@ -472,20 +544,26 @@ def test_plays_count_as_runs_for_the_hints() -> None:
             (DONE, PREDICTED, *runs(2)),
             1,
             Conflict,
-            "Hint 1 opens after 3 evaluated runs. You have run it 2 times, so 1 more to go.",
+            "Hint 1 opens after 3 evaluated runs. You have run it 2 times. Runs still needed: 1.",
         ),
         ((DONE, PREDICTED, *runs(5)), 2, Conflict, "Open hint 1 first"),
         (
             (DONE, PREDICTED, *runs(4), hint(1)),
             2,
             Conflict,
-            "Hint 2 opens after 5 evaluated runs. You have run it 4 times, so 1 more to go.",
+            "Hint 2 opens after 5 evaluated runs. You have run it 4 times. Runs still needed: 1.",
         ),
         ((DONE, PREDICTED, *runs(5)), 0, Invalid, "no hint number '0'"),
         ((DONE, PREDICTED, *runs(5)), 3, Invalid, "numbered 1 to 2"),
         ((DONE, PREDICTED, *runs(5)), "one", Invalid, "no hint number 'one'"),
         ((DONE, PREDICTED, *runs(5)), "", Invalid, "no hint number"),
         ((DONE, PREDICTED, *runs(5)), "١", Invalid, "no hint number"),  # an Arabic-Indic one
+        (
+            (DONE, PREDICTED, *runs(1)),
+            1,
+            Conflict,
+            "Hint 1 opens after 3 evaluated runs. You have run it 1 time. Runs still needed: 2.",
+        ),
     ],
 )
 def test_open_hint_refusals(

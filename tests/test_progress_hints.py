@@ -59,7 +59,14 @@ def runs_of(n: int) -> tuple[Spec, ...]:
 
 @pytest.mark.parametrize(
     ("runs", "first", "second"),
-    [(0, False, False), (2, False, False), (3, True, False), (4, True, False), (5, True, True)],
+    [
+        (0, False, False),
+        (1, False, False),
+        (2, False, False),
+        (3, True, False),
+        (4, True, False),
+        (5, True, True),
+    ],
 )
 def test_rungs_become_available_at_exactly_3_and_5_runs(
     runs: int, first: bool, second: bool
@@ -70,7 +77,8 @@ def test_rungs_become_available_at_exactly_3_and_5_runs(
     assert [r.available for r in hints.rungs] == [first, second]
     assert [r.threshold for r in hints.rungs] == [3, 5]
     assert [r.runs_needed for r in hints.rungs] == [max(0, 3 - runs), max(0, 5 - runs)]
-    assert hints.runs_text == f"You have run it {runs} times."
+    # One run is written in the singular.
+    assert hints.runs_text == f"You have run it {runs} {'time' if runs == 1 else 'times'}."
     assert not any(r.opened or r.text for r in hints.rungs)
 
 

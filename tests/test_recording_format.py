@@ -16,8 +16,10 @@ from normdive.recording.format import (
     Recording,
     RunConfig,
     as_float,
+    non_finite_marker,
 )
 from normdive.recording.sample import sample_recording
+from normdive.web.pages import json_safe
 
 
 @pytest.mark.parametrize(
@@ -93,3 +95,10 @@ def test_config_defaults_are_the_shipped_settings() -> None:
     config = RunConfig()
     assert (config.depth, config.copy_length, config.vocab_size, config.init) == (8, 16, 16, "gpt2")
     assert config.sequence_length == 32
+
+
+@pytest.mark.parametrize(
+    ("x", "marker"), [(math.nan, "nan"), (math.inf, "inf"), (-math.inf, "-inf")]
+)
+def test_non_finite_values_have_one_marker(x: float, marker: str) -> None:
+    assert non_finite_marker(x) == json_safe(x) == marker

@@ -27,7 +27,12 @@ from page_client import PageClient
 
 JSON = {"Accept": "application/json"}
 LIMIT = 4
-FORMAT_ERROR = {"row1_mean": "two"}  # a format error: no attempt used on the page
+
+
+def format_error(n: int) -> dict[str, str]:
+    """A format error (no attempt used on the page), a different one for each n: an answer
+    unchanged since the field's last check is not checked again, so it writes nothing."""
+    return {"row1_mean": f"two {n}"}
 
 
 @pytest.fixture
@@ -107,7 +112,8 @@ def test_the_write_past_the_limit_is_refused_with_429_and_changes_nothing(
     learner = make_learner()
     assert learner.post("/predict", data={"choice": "residual"}).status_code == 303
     for attempt in range(LIMIT - 1):
-        assert learner.post("/numbers", data={"row1_mean": "5"}).status_code == 303, attempt
+        wrong = {"row1_mean": str(5 + attempt)}  # a different wrong mean each time
+        assert learner.post("/numbers", data=wrong).status_code == 303, attempt
     assert state(learner)["fields"]["row1_mean"]["attempts"] == LIMIT - 1
     # The next one: refused beside the form (no JavaScript) and as JSON, nothing recorded.
     page = learner.post("/numbers", data={"row1_mean": "2"})
@@ -127,10 +133,10 @@ def test_format_errors_count_towards_the_limit(make_learner: Callable[..., PageC
     """A check of only format errors still writes its event (no attempt on the page)."""
     learner = make_learner()
     learner.post("/predict", data={"choice": "residual"})
-    for _ in range(LIMIT - 1):
-        assert learner.post("/numbers", data=FORMAT_ERROR).status_code == 303
+    for n in range(LIMIT - 1):
+        assert learner.post("/numbers", data=format_error(n)).status_code == 303
     assert state(learner)["fields"]["row1_mean"]["attempts"] == 0
-    assert_throttled(learner.post("/numbers", data=FORMAT_ERROR, headers=JSON), json=True)
+    assert_throttled(learner.post("/numbers", data=format_error(LIMIT), headers=JSON), json=True)
 
 
 @pytest.mark.parametrize(
@@ -171,9 +177,9 @@ def test_one_learner_at_the_limit_does_not_hold_up_another(
 ) -> None:
     hammer, other = make_learner(), make_learner()
     hammer.post("/predict", data={"choice": "residual"})
-    for _ in range(LIMIT - 1):
-        hammer.post("/numbers", data=FORMAT_ERROR)
-    assert hammer.post("/numbers", data=FORMAT_ERROR).status_code == 429
+    for n in range(LIMIT - 1):
+        hammer.post("/numbers", data=format_error(n))
+    assert hammer.post("/numbers", data=format_error(LIMIT)).status_code == 429
     assert other.post("/predict", data={"choice": "residual"}).status_code == 303
     assert other.post("/numbers", data={"row1_mean": "2"}).status_code == 303
 
@@ -189,14 +195,14 @@ def test_the_count_is_shared_by_every_worker_on_the_database(
     first, second = create_app(settings), create_app(settings)
     learner = make_learner(first)
     learner.post("/predict", data={"choice": "residual"})
-    learner.post("/numbers", data=FORMAT_ERROR)
+    learner.post("/numbers", data=format_error(1))
     moved = make_learner(second)
     cookie = learner.cookies["normdive_learner"]
     moved.cookies.set("normdive_learner", cookie, domain="testserver.local")
-    moved.post("/numbers", data=FORMAT_ERROR)
-    learner.post("/numbers", data=FORMAT_ERROR)
-    assert_throttled(moved.post("/numbers", data=FORMAT_ERROR, headers=JSON), json=True)
-    assert_throttled(learner.post("/numbers", data=FORMAT_ERROR, headers=JSON), json=True)
+    moved.post("/numbers", data=format_error(2))
+    learner.post("/numbers", data=format_error(3))
+    assert_throttled(moved.post("/numbers", data=format_error(4), headers=JSON), json=True)
+    assert_throttled(learner.post("/numbers", data=format_error(5), headers=JSON), json=True)
 
 
 def test_writes_older_than_the_window_do_not_count(
@@ -205,9 +211,9 @@ def test_writes_older_than_the_window_do_not_count(
     learner = make_learner()
     write_back_dated(engine, learner_id(learner), WINDOW_S + 5, count=5 * LIMIT)
     learner.post("/predict", data={"choice": "residual"})
-    for _ in range(LIMIT - 1):
-        assert learner.post("/numbers", data=FORMAT_ERROR).status_code == 303
-    assert learner.post("/numbers", data=FORMAT_ERROR).status_code == 429
+    for n in range(LIMIT - 1):
+        assert learner.post("/numbers", data=format_error(n)).status_code == 303
+    assert learner.post("/numbers", data=format_error(LIMIT)).status_code == 429
 
 
 def test_retry_after_is_when_the_oldest_counted_write_leaves_the_window(
@@ -217,7 +223,7 @@ def test_retry_after_is_when_the_oldest_counted_write_leaves_the_window(
     write_back_dated(engine, learner_id(learner), 50, count=LIMIT - 1)
     learner.post("/predict", data={"choice": "residual"})
     retry_after = assert_throttled(
-        learner.post("/numbers", data=FORMAT_ERROR, headers=JSON), json=True
+        learner.post("/numbers", data=format_error(0), headers=JSON), json=True
     )
     # The fourth newest write is 50 s old (SQLite's clock keeps whole seconds).
     assert 8 <= retry_after <= 12

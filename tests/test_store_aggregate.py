@@ -10,8 +10,9 @@ from sqlalchemy import Engine
 
 from normdive.lesson.content import load_lesson
 from normdive.progress.aggregate import PredictionCounts, aggregate
+from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
-from normdive.store.events import EventKind, Store
+from normdive.store.events import Store
 
 LESSON = load_lesson()
 

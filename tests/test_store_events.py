@@ -10,8 +10,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import Engine, delete, insert
 
+from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
-from normdive.store.events import EventKind, Store, UnknownLearner, is_learner_id, storable
+from normdive.store.events import Store, UnknownLearner, is_learner_id, storable
 from normdive.store.tables import EventRecord, Learner
 
 

@@ -19,6 +19,7 @@ from conftest import NON_FINITE_ROW, SettingsFactory, ablation_recording, write_
 from lesson_answers import LESSON, RIGHT_NUMBERS
 from lesson_answers import RIGHT_READING_ID as RIGHT_READING
 from lesson_answers import WRONG_READING_ID as WRONG_READING
+from normdive.progress.actions import MAX_ECHOED_CHARS, unknown_row_message
 from normdive.recording.format import ROW_KEYS
 from normdive.recording.sample import sample_recording
 from normdive.web.app import create_app
@@ -231,7 +232,7 @@ def test_a_row_prediction_needs_one_of_the_three_outcomes(client: TestClient, ou
         return
     assert response.status_code == 422
     alert = text(soup_of(response.text), "#row-both-predict-alert")
-    assert alert == LESSON.ablation.prediction_prompt or "three outcomes" in alert
+    assert alert == LESSON.ablation.prediction_prompt
     assert ablation(client)["predictions_recorded"] == 0
 
 
@@ -256,6 +257,16 @@ def test_a_row_or_rung_the_lesson_lacks_is_404_with_a_message(
     assert message in html.text.replace("&#39;", "'")
     assert data.json()["ok"] is False and message in data.json()["message"]
     assert state(client) == before
+
+
+def test_an_unknown_row_has_one_message_wherever_it_is_named(client: TestClient) -> None:
+    key = "x" * 100
+    expected = unknown_row_message(key)
+    assert expected == f"There is no row called {'x' * MAX_ECHOED_CHARS!r} in this lesson."
+    posted = client.post(f"/rows/{key}/play", headers=JSON)
+    fetched = client.get(f"/recording/rows/{key}.json")
+    assert posted.status_code == fetched.status_code == 404
+    assert posted.json()["message"] == fetched.json()["message"] == expected
 
 
 # --- plays ---------------------------------------------------------------------------------------
@@ -387,7 +398,7 @@ def test_a_learner_sees_none_of_anothers_state(learner: Learner) -> None:
 def test_hint_rungs_open_at_three_and_five_runs_in_order(client: TestClient) -> None:
     commit(client)
     soup = page(client)
-    assert text(soup, "#hints-runs") == "You have run it 0 times."
+    assert text(soup, "#hints-run-count") == "You have run it 0 times."
     for rung in (1, 2):
         assert one(soup, f"#hint-{rung}-open").has_attr("disabled")
     early = client.post("/hints/1")
@@ -398,7 +409,7 @@ def test_hint_rungs_open_at_three_and_five_runs_in_order(client: TestClient) -> 
     client.post("/numbers", data={"row1_mean": "7"})
     client.post("/numbers", data={"row1_mean": "banana"})  # a format error is not a run
     soup = page(client)
-    assert text(soup, "#hints-runs") == "You have run it 2 times."
+    assert text(soup, "#hints-run-count") == "You have run it 2 times."
     assert text(soup, "#hint-1-status") == words(
         LESSON.hints.rung_waiting.format(threshold=3, more=1)
     )
@@ -565,7 +576,7 @@ def test_a_play_before_the_fourth_prediction_fails_the_order_rule_for_good(
     commit(client)
     learner_id = state_learner(client)
     store = app.state.services.store
-    from normdive.store.events import EventKind
+    from normdive.progress.events import EventKind
 
     store.append(learner_id, EventKind.ROW_PLAYED, {"row": "both"})
     predict_all(client)

@@ -149,15 +149,41 @@ def test_numbers_land_count_attempts_and_give_feedback(client: TestClient) -> No
         assert box.has_attr("readonly")
         assert text(soup, f"#field-{field_id}-attempts") == f"Attempts: {attempts}"
         assert LESSON.numbers.landed_text in text(soup, f"#field-{field_id}-feedback")
-    assert text(soup, "#gate-numbers") == "2 of 6 numbers checked."
-    assert LESSON.hints.runs_text.replace("{runs}", "2") == text(soup, "#hints-body p")
+    assert text(soup, "#gate-numbers") == "2 of 6 numbers landed."
+    assert LESSON.hints.runs_text.replace("{runs}", "2") == text(soup, "#hints-run-count")
+
+
+@pytest.mark.parametrize("headers", [{}, JSON], ids=["no-js", "js"])
+def test_an_unchanged_wrong_answer_costs_nothing_on_both_paths(
+    client: TestClient, headers: dict[str, str]
+) -> None:
+    # The mean of [1, 2, 3] is 2: "2.5" is wrong. Checking only the variance next sends the
+    # untouched "2.5" again; it is not graded again.
+    commit(client)
+    client.post("/numbers", data={"row1_mean": "2.5"}, headers=headers)
+    client.post("/numbers", data={"row1_mean": "2.5", "row1_variance": "1"}, headers=headers)
+    fields = state(client)["fields"]
+    assert isinstance(fields, dict)
+    assert fields["row1_mean"]["attempts"] == 1
+    assert fields["row1_variance"]["attempts"] == 1
+    assert state(client)["evaluated_runs"] == 2
+
+    # Every typed answer unchanged: a 409 with the message by the form, nothing appended.
+    again = client.post(
+        "/numbers", data={"row1_mean": "2.5", "row1_variance": "1"}, headers=headers
+    )
+    assert again.status_code == 409
+    said = again.json()["message"] if headers else text(soup_of(again.text), "#numbers-alert")
+    assert said.startswith("Nothing has changed since your last check")
+    assert state(client)["evaluated_runs"] == 2
+    assert state(client)["fields"]["row1_mean"]["attempts"] == 1  # type: ignore[index]
 
 
 def test_all_six_landed_disables_the_check(client: TestClient) -> None:
     commit(client)
     client.post("/numbers", data=RIGHT)
     soup = soup_of(client.get("/").text)
-    assert text(soup, "#gate-numbers") == "6 of 6 numbers checked."
+    assert text(soup, "#gate-numbers") == "6 of 6 numbers landed."
     assert one(soup, "#numbers-check").has_attr("disabled")
     again = client.post("/numbers", data=RIGHT)
     assert again.status_code == 409

@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 
 from conftest import SettingsFactory
 from normdive.lesson.content import load_lesson
+from normdive.progress.events import EventKind
 from normdive.recording.sample import sample_recording
-from normdive.store.events import EventKind
 from normdive.web.app import create_app
 
 LESSON = load_lesson()
@@ -299,18 +299,23 @@ def test_without_a_recording_the_ablation_says_why_in_lesson_words(client: TestC
     assert text(soup, "#compare .placeholder") == " ".join(
         LESSON.ablation.compare_placeholder.split()
     )
-    assert text(soup, "#hints-body p") == LESSON.hints.runs_text.replace("{runs}", "0")
+    assert text(soup, "#hints-run-count") == LESSON.hints.runs_text.replace("{runs}", "0")
+    # Beside the count: what adds a run.
+    assert text(soup, "#hints-runs").endswith(" ".join(LESSON.hints.runs_meaning.split()))
 
 
 def test_the_gate_shows_progress_and_why_it_cannot_close_today(client: TestClient) -> None:
     gate = one(page(client), "#gate")
-    assert text(gate, "#gate-numbers") == "0 of 6 numbers checked."
+    assert text(gate, "#gate-numbers") == "0 of 6 numbers landed."
     assert text(gate, "#gate-reading") == "The right reading is not locked yet."
     assert text(gate, "#gate-predictions") == "0 of 4 predictions recorded."
     assert text(gate, "#gate-best-row") == "The best row has not been played."
     assert text(gate, "#gate-cannot-close").startswith(LESSON.gate.cannot_close_prefix)
     assert text(gate, ".verdict") == LESSON.gate.not_met
     assert text(gate, ".badge") == "not yet"
+    # The heading is the heading alone; the status is its own line.
+    assert text(gate, "h3") == LESSON.gate.heading
+    assert text(gate, "#gate-status") == "Status: not yet"
 
 
 def test_the_takeaway_starts_with_the_default_line(client: TestClient) -> None:
@@ -377,3 +382,12 @@ def test_a_broken_recording_says_why_the_gate_cannot_close(
     assert response.status_code == 200
     reason = text(BeautifulSoup(response.text, "html.parser"), "#gate-cannot-close")
     assert reason.startswith(LESSON.gate.cannot_close_prefix)
+
+
+def test_the_page_states_the_lessons_epsilon_and_the_script_reads_it_from_there(
+    client: TestClient,
+) -> None:
+    assert one(page(client), "main")["data-eps"] == str(LESSON.eps)
+    static = Path(__file__).resolve().parents[1] / "src" / "normdive" / "web" / "static"
+    for script in ("page.js", "player.js", "layernorm.js"):
+        assert str(LESSON.eps) not in (static / script).read_text(encoding="utf-8"), script

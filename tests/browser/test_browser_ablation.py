@@ -29,7 +29,7 @@ from conftest import (
 from lesson_answers import LESSON
 from lesson_answers import RIGHT_READING_CHOICE as RIGHT_READING
 from lesson_answers import WRONG_READING_CHOICE as WRONG_READING
-from normdive.store.events import EventKind
+from normdive.progress.events import EventKind
 from normdive.web.app import create_app
 
 pytestmark = pytest.mark.browser
@@ -121,7 +121,7 @@ def play_button(page: Page, key: str):  # type: ignore[no-untyped-def]
 
 
 def runs(page: Page, count: int) -> None:
-    expect(page.locator("#hints-runs")).to_have_text(f"You have run it {count} times.")
+    expect(page.locator("#hints-run-count")).to_have_text(f"You have run it {count} times.")
 
 
 def rung(page: Page, number: int):  # type: ignore[no-untyped-def]
@@ -162,12 +162,12 @@ def test_a_learner_walks_from_the_locked_page_to_a_closed_gate(new_page: NewPage
     for label in list(NUMBERS)[:3]:
         page.get_by_label(label, exact=True).fill(NUMBERS[label])
     page.get_by_role("button", name=LESSON.numbers.check_label).click()
-    expect(page.locator("#gate-numbers")).to_have_text("3 of 6 numbers checked.")
+    expect(page.locator("#gate-numbers")).to_have_text("3 of 6 numbers landed.")
     page.reload()
     for label in list(NUMBERS)[3:]:
         page.get_by_label(label, exact=True).fill(NUMBERS[label])
     page.get_by_role("button", name=LESSON.numbers.check_label).click()
-    expect(page.locator("#gate-numbers")).to_have_text("6 of 6 numbers checked.")
+    expect(page.locator("#gate-numbers")).to_have_text("6 of 6 numbers landed.")
 
     # Hints: rung 1 waits at 2 runs and opens at exactly 3 (a wrong reading).
     runs(page, 2)
@@ -248,7 +248,7 @@ def test_a_learner_walks_from_the_locked_page_to_a_closed_gate(new_page: NewPage
     expect(page.locator("#takeaway-status")).to_have_text("Saved")
     page.reload()
     expect(gate.locator(".badge")).to_have_text("met")
-    expect(page.locator("#gate-numbers")).to_have_text("6 of 6 numbers checked.")
+    expect(page.locator("#gate-numbers")).to_have_text("6 of 6 numbers landed.")
     page.get_by_text("Show the curve as a table").click()
     page.get_by_text("Show every recorded gradient norm as a table").click()
     no_horizontal_scroll(page)

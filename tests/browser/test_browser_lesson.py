@@ -101,7 +101,7 @@ def land_six_numbers(page: Page) -> None:
     ]:
         field(page, field_id).fill(value)
     check_numbers(page)
-    expect(page.locator("#gate-numbers")).to_have_text("6 of 6 numbers checked.")
+    expect(page.locator("#gate-numbers")).to_have_text("6 of 6 numbers landed.")
     expect(attempts(page, "row1_variance")).to_have_text("Attempts: 2")
     for field_id in ("row1_denominator", "row2_mean", "row2_variance", "row2_denominator"):
         expect(attempts(page, field_id)).to_have_text("Attempts: 1")
@@ -138,12 +138,12 @@ def find_it_all_after_a_reload(page: Page) -> None:
         expect(field(page, number_field.id)).to_have_attribute("readonly", "")
     expect(attempts(page, "row1_variance")).to_have_text("Attempts: 2")
     expect(attempts(page, "row1_mean")).to_have_text("Attempts: 1")
-    expect(page.locator("#gate-numbers")).to_have_text("6 of 6 numbers checked.")
+    expect(page.locator("#gate-numbers")).to_have_text("6 of 6 numbers landed.")
     expect(page.get_by_role("radio", name=RIGHT_READING.label)).to_be_checked()
     expect(page.locator("#gate-reading")).to_have_text("The right reading is locked.")
     expect(page.get_by_label(LESSON.takeaway.label, exact=True)).to_have_value(TAKEAWAY)
     expect(page.locator("#takeaway-status")).to_have_text("Saved")
-    expect(page.locator("#hints-body p")).to_have_text(
+    expect(page.locator("#hints-run-count")).to_have_text(
         LESSON.hints.runs_text.replace("{runs}", "4")
     )
 
@@ -284,7 +284,7 @@ def test_without_javascript_a_number_still_lands(new_page: NewPage) -> None:
     expect(page).to_have_url(re.compile(r"/#numbers-section$"))
     expect(attempts(page, "row1_mean")).to_have_text("Attempts: 2")
     expect(field(page, "row1_mean")).to_have_attribute("readonly", "")
-    expect(page.locator("#gate-numbers")).to_have_text("1 of 6 numbers checked.")
+    expect(page.locator("#gate-numbers")).to_have_text("1 of 6 numbers landed.")
 
     # The switch works as a form: tick it off, apply, and the server draws eps = 0.
     page.get_by_role("switch", name=LESSON.hand.switch_label).uncheck()

@@ -179,7 +179,7 @@ def test_the_whole_page_works_under_its_policy(
     expect(page.locator("#own-row-steps [data-ln=mean]")).to_have_text("2.800000")
     number_field(page, "row1_mean").fill("2")
     page.get_by_role("button", name=LESSON.numbers.check_label).click()
-    expect(page.locator("#gate-numbers")).to_have_text("1 of 6 numbers checked.")
+    expect(page.locator("#gate-numbers")).to_have_text("1 of 6 numbers landed.")
     save_takeaway(page, "Layer norm keeps the scale; the residual keeps the signal.")
     for key in PREDICTIONS:
         predict_row(page, key)
@@ -311,7 +311,7 @@ def test_the_write_limit_speaks_beside_the_form(
     expect(alert).to_contain_text(f"That is {TIGHT_LIMIT} answers within a minute")
     expect(alert).to_contain_text("seconds, then try again")
     expect(page.locator("#field-row1_mean-attempts")).to_have_text("Attempts: 2")
-    expect(page.locator("#gate-numbers")).to_have_text("0 of 6 numbers checked.")
+    expect(page.locator("#gate-numbers")).to_have_text("0 of 6 numbers landed.")
     assert watched.errors == []
 
 

@@ -8,7 +8,7 @@ field, when the file is malformed (missing text, two right readings, an unknown 
 that is wrong. Every model forbids unknown keys, so a typo in the TOML is an error, not a
 silently ignored line.
 
-The ablation's data (issue 4), all here and none of it naming a winner:
+The ablation's data, all here and none of it naming a winner:
     Lesson.rows          the four rows in page order: key (a recording row key), label,
                          description; Lesson.row(key)
     Lesson.outcomes      the three outcomes a learner predicts per row (ids OUTCOME_IDS:
@@ -73,7 +73,7 @@ SECTION_IDS = ("question", "predict", "try", "compare", "check")
 NUMBER_STEPS = ("mean", "variance", "denominator")
 # The reading question offers one right reading and three plausible wrong ones.
 READING_CHOICE_COUNT = 4
-# The issue caps a saved takeaway at 2,000 characters.
+# A saved takeaway is capped at 2,000 characters.
 TAKEAWAY_MAX_CHARS_LIMIT = 2000
 # The three outcomes a learner predicts for each ablation row, in the order they are offered.
 OUTCOME_IDS = ("learns", "partial", "chance")
@@ -267,13 +267,13 @@ class Ablation(_Model):
     panel_title: Text
     loading: Text
     compare_placeholder: Text  # what "Compare" says before the rows have been played
-    # Issue 4: the player. Templates are checked in the validator below.
+    # The player. Templates are checked in the validator below.
     statement: Text  # RUN_FIELDS: these runs, at this depth and seed, nothing more general
     initialisation_named: Text  # {init}: the initialisation the recording names
     unavailable: Text  # prefix; followed by RecordingFacts.problem
     predict_prompt: Text  # why each row is predicted before anything plays
     predict_label: Text  # the button committing one row's prediction
-    prediction_prompt: Text  # shown while no outcome is chosen for a row
+    prediction_prompt: Text  # the refusal of a row's prediction committed with no outcome
     committed_text: Text  # introduces a row's committed prediction, which never changes
     play_label: Text
     replay_label: Text
@@ -309,7 +309,9 @@ class HintRung(_Model):
 class Hints(_Model):
     heading: Text
     intro: Text
-    runs_text: Text  # contains "{runs}", the learner's evaluated-run count
+    runs_text: Text  # contains "{runs}", the learner's evaluated-run count (two or more)
+    run_once_text: Text  # the same sentence for exactly one run
+    runs_meaning: Text  # what adds a run, shown beside the count
     rungs: list[HintRung]
     answer_tie: Text  # rung 2 when the two single-component rows tie exactly (ANSWER_FIELDS)
     answer_unavailable: Text  # rung 2's prefix when the recording has a problem
@@ -349,7 +351,13 @@ class Hints(_Model):
         _named("answer_tie", self.answer_tie, ANSWER_FIELDS, ("accuracy",))
         _named("rung_waiting", self.rung_waiting, ("threshold", "more"), ("more",))
         _named("answer_unavailable", self.answer_unavailable, ())
+        _named("run_once_text", self.run_once_text, ())
+        _named("runs_meaning", self.runs_meaning, ())
         return self
+
+    def runs_sentence(self, runs: int) -> str:
+        """ "You have run it 1 time." / "... 4 times.": the count in words, singular for one."""
+        return self.run_once_text if runs == 1 else self.runs_text.format(runs=runs)
 
 
 class Gate(_Model):
@@ -370,6 +378,9 @@ class Takeaway(_Model):
     default_line: Text  # the pre-filled line until the recording has shown its answer
     save_label: Text
     max_chars: int = Field(ge=1, le=TAKEAWAY_MAX_CHARS_LIMIT)
+    # {length}, {max}: the one message for a takeaway over max_chars, filled by the server's
+    # refusal and by page.js as the learner types.
+    too_long: Text
     # The pre-filled line once the learner has played both single-component rows: composed
     # from what the recording showed (ANSWER_FIELDS and RUN_FIELDS).
     composed_line: Text
@@ -389,6 +400,7 @@ class Takeaway(_Model):
             ("component",),
         )
         _named("composed_line_tie", self.composed_line_tie, ANSWER_FIELDS + RUN_FIELDS)
+        _named("too_long", self.too_long, ("length", "max"), ("length", "max"))
         return self
 
 

@@ -28,7 +28,8 @@ _POSITIONAL_MAX_EXPONENT = 21
 _POSITIONAL_MIN_EXPONENT = -6
 
 
-def _non_finite(x: float) -> str:
+def non_finite_words(x: float) -> str:
+    """A non-finite value in words: "not a number", "infinity", "minus infinity"."""
     if math.isnan(x):
         return NOT_A_NUMBER
     return INFINITY if x > 0 else MINUS_INFINITY
@@ -37,7 +38,7 @@ def _non_finite(x: float) -> str:
 def format_number(x: float) -> str:
     """Six decimals fixed: 0.816503, -1.224736; "not a number", "infinity", "minus infinity"."""
     if not math.isfinite(x):
-        return _non_finite(x)
+        return non_finite_words(x)
     text = f"{x:.{DECIMALS}f}"
     # -0.0 and tiny negatives like -1e-9 round to "-0.000000": a zero has no sign on the page.
     return ZERO if text == "-" + ZERO else text
@@ -51,7 +52,7 @@ def format_row(xs: Sequence[float]) -> str:
 def format_input_number(x: float) -> str:
     """A typed number as JavaScript's String(x) writes it: 3, 2.5, 0.001, 1e-7, 1.5e+300."""
     if not math.isfinite(x):
-        return _non_finite(x)
+        return non_finite_words(x)
     if x == 0:
         return "0"  # also -0, like String(-0)
     # repr gives the shortest digits that round-trip, as ECMAScript's algorithm requires.

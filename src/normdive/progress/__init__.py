@@ -2,8 +2,8 @@
 (and the recording). Nothing here touches the database or the web.
 
 CONTRACT (store helper):
-    progress/events.py:  EventKind, Event (re-exported by normdive.store.events, which
-                         depends on this package, never the reverse)
+    progress/events.py:  EventKind, Event: their one home (normdive.store depends on this
+                         package, never the reverse)
     progress/state.py:   derive(events, lesson, *, recording: RecordingFacts,
                                 dev_prerequisite_done: bool) -> LessonState
                          count_evaluated_runs(events) -> int
@@ -15,12 +15,12 @@ CONTRACT (store helper):
                              check_numbers(state, lesson, answers: Mapping[str, str])
                              lock_reading(state, lesson, choice)
                              save_takeaway(state, lesson, text)
-                             predict_row(state, lesson, row, outcome)       (issue 4)
-                             play_row(state, lesson, row)                   (issue 4)
+                             predict_row(state, lesson, row, outcome)
+                             play_row(state, lesson, row)
                              open_hint(state, lesson, rung) -> Action | None (None: already
                                  open, nothing to append; answer as a success)
 
-The ablation (issue 4), one concept per module, all pure:
+The ablation, one concept per module, all pure:
     progress/facts.py:     RecordingFacts, RowFacts (re-exported by state.py);
                            recording_facts(Recording | RecordingProblem) -> RecordingFacts,
                            recording_facts_at(path) -> RecordingFacts (never raise)

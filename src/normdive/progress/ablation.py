@@ -97,21 +97,21 @@ class OutcomeOption:
 
 @dataclass(frozen=True)
 class AblationState:
-    available: bool = False  # the recording's rows can be predicted and played
-    problem: str | None = None  # lesson.ablation.unavailable + the recording's problem
-    rows: tuple[RowState, ...] = ()  # in the lesson's order, the recording's rows only
-    outcomes: tuple[OutcomeOption, ...] = ()
-    predictions_recorded: int = 0
-    predictions_total: int = 0  # the recording's rows (4), 0 when it cannot be used
-    can_play: bool = False  # every row predicted and the recording usable
-    play_locked_reason: str | None = None  # why the play buttons are disabled (the 409 text)
-    plays: int = 0  # every play of every row
-    play_order: tuple[str, ...] = ()  # row keys in the order of their first play
-    all_played: bool = False  # every row has played at least once
-    predictions_before_play: bool = True  # False for good once a row played too early
-    best_row_played: bool = False  # the reader's best row has been played
-    statement: str | None = None  # these runs, this depth and seed, nothing more general
-    initialisation: str | None = None  # the initialisation the recording names
+    available: bool  # the recording's rows can be predicted and played
+    problem: str | None  # lesson.ablation.unavailable + the recording's problem
+    rows: tuple[RowState, ...]  # in the lesson's order, the recording's rows only
+    outcomes: tuple[OutcomeOption, ...]
+    predictions_recorded: int
+    predictions_total: int  # the recording's rows (4), 0 when it cannot be used
+    can_play: bool  # every row predicted and the recording usable
+    play_locked_reason: str | None  # why the play buttons are disabled (the 409 text)
+    plays: int  # every play of every row
+    play_order: tuple[str, ...]  # row keys in the order of their first play
+    all_played: bool  # every row has played at least once
+    predictions_before_play: bool  # False for good once a row played too early
+    best_row_played: bool  # the reader's best row has been played
+    statement: str | None  # these runs, this depth and seed, nothing more general
+    initialisation: str | None  # the initialisation the recording names
 
     def row(self, key: str) -> RowState | None:
         return next((r for r in self.rows if r.key == key), None)

@@ -4,7 +4,7 @@ Conflict (the action does not fit what the learner has done: HTTP 409) or Invali
 cannot be used: HTTP 422), each with a message a learner can read. Nothing here touches the
 database: the caller appends the returned event, so a refused action changes nothing.
 
-The ablation's actions (issue 4):
+The ablation's actions:
     predict_row(state, lesson, row, outcome) -> Action    ROW_PREDICTED {"row", "outcome"}
     play_row(state, lesson, row) -> Action                ROW_PLAYED {"row"}
     open_hint(state, lesson, rung) -> Action | None       HINT_OPENED {"rung"}; None when the
@@ -24,33 +24,38 @@ from collections.abc import Mapping
 from typing import Any
 
 from normdive.lesson.content import Lesson
-from normdive.numeric.answers import FormatError, parse_answer
+from normdive.numeric.answers import FormatError, ParsedAnswer, parse_answer
 from normdive.numeric.targets import grade
 from normdive.progress.events import EventKind
-from normdive.progress.state import LessonState
+from normdive.progress.state import FieldState, LessonState
 
 Action = tuple[EventKind, dict[str, Any]]
 
 # Raw text is kept beside the parsed value (the parser refuses anything over 64 characters,
 # but what was typed is stored as typed), capped so a pasted essay cannot bloat the history.
 MAX_STORED_RAW_CHARS = 200
+# At most this much of an unknown row key or hint number is repeated back in a message.
+MAX_ECHOED_CHARS = 40
 # Line breaks and tabs are text; every other control character is refused in a takeaway.
 ALLOWED_CONTROL_CHARACTERS = frozenset("\n\t")
 
 ALREADY_COMMITTED = "Your prediction is already committed, and it stays as it is."
 NO_PREDICTION_CHOSEN = "Pick one of the two answers before committing."
 NO_NUMBER_TYPED = "Type a number in at least one field before checking."
+NOTHING_CHANGED = (
+    "Nothing has changed since your last check: every answer you typed was already checked "
+    "as it is. Change an answer, then check again."
+)
 ALL_NUMBERS_LANDED = "All {count} numbers have landed already; there is nothing left to check."
 NO_READING_CHOSEN = "Pick one of the four readings before locking it in."
 READING_ALREADY_RIGHT = "The right reading is already locked in."
-UNKNOWN_ROW = "There is no row called {row!r} in this recording."
-NO_OUTCOME_CHOSEN = "Pick one of the three outcomes before committing this row's prediction."
+UNKNOWN_ROW = "There is no row called {row!r} in this lesson."
 ROW_ALREADY_PREDICTED = "Your prediction for the {label} row is already committed, and it stays."
 UNKNOWN_RUNG = "There is no hint number {rung!r}; the hints are numbered 1 to {count}."
 EARLIER_RUNG_FIRST = "Open hint {earlier} first: the hints open in order."
+# {runs_text} is the hints' own count sentence (HintsState.runs_text), singular for one run.
 RUNG_NOT_YET = (
-    "Hint {rung} opens after {threshold} evaluated runs. You have run it {runs} times, so "
-    "{more} more to go."
+    "Hint {rung} opens after {threshold} evaluated runs. {runs_text} Runs still needed: {more}."
 )
 CONTROL_CHARACTER = (
     "Your takeaway contains an invisible control character (such as one pasted from another "
@@ -91,10 +96,16 @@ def _require_rows(state: LessonState, lesson: Lesson) -> None:
         raise Conflict(state.ablation.problem or lesson.ablation.unavailable)
 
 
+def unknown_row_message(key: str) -> str:
+    """The one message for a row key the lesson does not have (the route's 404 and the
+    action's 422 alike), repeating at most MAX_ECHOED_CHARS of it."""
+    return UNKNOWN_ROW.format(row=key[:MAX_ECHOED_CHARS])
+
+
 def _known_row(state: LessonState, row: str) -> str:
     key = row.strip()
     if state.ablation.row(key) is None:
-        raise Invalid(UNKNOWN_ROW.format(row=key[:MAX_STORED_RAW_CHARS]))
+        raise Invalid(unknown_row_message(key))
     return key
 
 
@@ -109,8 +120,29 @@ def commit_prediction(state: LessonState, lesson: Lesson, choice: str) -> Action
     return EventKind.PREDICTION_COMMITTED, {"choice": chosen}
 
 
+def _unchanged(field_state: FieldState, raw: str) -> bool:
+    """Whether `raw` says what the field's last answer said, so grading it again would only
+    repeat the verdict the learner already has. Two numbers are compared by their exact
+    parsed value, not their text: "2.5", " 2.50" and "5/2" are the same answer, get the same
+    verdict and the same slip, and charging an attempt for a respelling teaches nothing. Text
+    that is not a number is compared as typed (after strip), since its message depends on it."""
+    last = field_state.last_raw
+    if last is None or field_state.last_verdict is None:
+        return False
+    before, now = parse_answer(last), parse_answer(raw)
+    if isinstance(before, ParsedAnswer) and isinstance(now, ParsedAnswer):
+        return before.value == now.value
+    return (
+        isinstance(before, FormatError)
+        and isinstance(now, FormatError)
+        and last.strip() == raw[:MAX_STORED_RAW_CHARS].strip()
+    )
+
+
 def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]) -> Action:
-    """Grade the typed numbers of the fields that have not landed; blank fields are skipped."""
+    """Grade the typed numbers of the fields that have not landed. Blank fields are skipped,
+    and so is an answer unchanged since the field's last check (`_unchanged`): it costs no
+    attempt, and a check in which nothing changed is refused, appending nothing (no run)."""
     _require_prediction(state, lesson)
     unknown = sorted(set(answers) - {number_field.id for number_field in lesson.number_fields})
     if unknown:
@@ -121,8 +153,11 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
     typed = [(f, answers[f.id]) for f in open_fields if answers.get(f.id, "").strip()]
     if not typed:
         raise Invalid(NO_NUMBER_TYPED)
+    changed = [(f, raw) for f, raw in typed if not _unchanged(state.fields[f.id], raw)]
+    if not changed:
+        raise Conflict(NOTHING_CHANGED)
     entries: list[dict[str, Any]] = []
-    for number_field, raw in typed:
+    for number_field, raw in changed:
         stored_raw = raw[:MAX_STORED_RAW_CHARS]
         parsed = parse_answer(raw)
         if isinstance(parsed, FormatError):
@@ -169,6 +204,15 @@ def lock_reading(state: LessonState, lesson: Lesson, choice: str) -> Action:
     return EventKind.READING_LOCKED, {"choice": reading.id, "right": reading.correct}
 
 
+def too_long_message(lesson: Lesson, length: int) -> str:
+    """The lesson's too-long message with both counts written as page.js writes them
+    (thousands separated by commas): the browser fills the same template as the learner
+    types, from the form's data-text-too-long."""
+    return lesson.takeaway.too_long.format(
+        length=f"{length:,}", max=f"{lesson.takeaway.max_chars:,}"
+    )
+
+
 def save_takeaway(state: LessonState, lesson: Lesson, text: str) -> Action:
     """Save the takeaway as typed (line breaks normalised); empty text clears it."""
     _require_prerequisite(state, lesson)
@@ -176,10 +220,7 @@ def save_takeaway(state: LessonState, lesson: Lesson, text: str) -> Action:
     normalised = text.replace("\r\n", "\n").replace("\r", "\n")
     limit = lesson.takeaway.max_chars
     if len(normalised) > limit:
-        raise Invalid(
-            f"Your takeaway is {len(normalised):,} characters long; the limit is {limit:,}. "
-            "Shorten it and save again."
-        )
+        raise Invalid(too_long_message(lesson, len(normalised)))
     if any(
         unicodedata.category(character) == "Cc" and character not in ALLOWED_CONTROL_CHARACTERS
         for character in normalised
@@ -194,7 +235,7 @@ def predict_row(state: LessonState, lesson: Lesson, row: str, outcome: str) -> A
     key = _known_row(state, row)
     chosen = lesson.outcome(outcome.strip())
     if chosen is None:
-        raise Invalid(NO_OUTCOME_CHOSEN)
+        raise Invalid(lesson.ablation.prediction_prompt)
     current = state.ablation.row(key)
     if current is not None and current.prediction is not None:
         raise Conflict(ROW_ALREADY_PREDICTED.format(label=current.label))
@@ -220,9 +261,9 @@ def open_hint(state: LessonState, lesson: Lesson, rung: int | str) -> Action | N
     """Open hint rung 1 or 2 (in order, once the runs reach its threshold). Free, not a run.
     Returns None for a rung already open: there is nothing to append."""
     _require_prediction(state, lesson)
-    number = _rung_number(rung, len(state.hints.rungs))
+    number = rung_number(rung, len(state.hints.rungs))
     current = state.hints.rung(number)
-    assert current is not None  # _rung_number checked the range
+    assert current is not None  # rung_number checked the range
     if current.opened:
         return None
     for earlier in state.hints.rungs[: number - 1]:
@@ -233,18 +274,23 @@ def open_hint(state: LessonState, lesson: Lesson, rung: int | str) -> Action | N
             RUNG_NOT_YET.format(
                 rung=number,
                 threshold=current.threshold,
-                runs=state.evaluated_runs,
+                runs_text=state.hints.runs_text,
                 more=current.runs_needed,
             )
         )
     return EventKind.HINT_OPENED, {"rung": number}
 
 
-def _rung_number(rung: int | str, count: int) -> int:
+def rung_number(rung: int | str, count: int) -> int:
+    """`rung` as a hint number from 1 to `count`, or Invalid with the one message for a hint
+    that does not exist (the route answers it as a 404)."""
     text = str(rung).strip()
-    if isinstance(rung, bool) or not text.isascii() or not text.isdigit() or len(text) > 3:
-        raise Invalid(UNKNOWN_RUNG.format(rung=text[:20], count=count))
-    number = int(text)
-    if not 1 <= number <= count:
-        raise Invalid(UNKNOWN_RUNG.format(rung=text, count=count))
-    return number
+    if (
+        isinstance(rung, bool)
+        or not text.isascii()
+        or not text.isdigit()
+        or len(text) > 3
+        or not 1 <= int(text) <= count
+    ):
+        raise Invalid(UNKNOWN_RUNG.format(rung=text[:MAX_ECHOED_CHARS], count=count))
+    return int(text)

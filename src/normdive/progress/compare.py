@@ -40,13 +40,13 @@ class CompareRow:
 
 @dataclass(frozen=True)
 class CompareState:
-    revealed: bool = False  # both single-component rows have played: the answer is shown
-    opening_verdict: OpeningVerdict = "none"  # "none": no opening prediction committed
-    opening: str | None = None
-    rows: tuple[CompareRow, ...] = ()
-    reading_verdict: ReadingVerdict = "none"
-    reading: str | None = None
-    complete: bool = False  # every row has played, so every comparison is in
+    revealed: bool  # both single-component rows have played: the answer is shown
+    opening_verdict: OpeningVerdict  # "none": no opening prediction committed
+    opening: str | None
+    rows: tuple[CompareRow, ...]
+    reading_verdict: ReadingVerdict
+    reading: str | None
+    complete: bool  # every row has played, so every comparison is in
 
 
 def revealed(ablation: AblationState) -> bool:

@@ -1,8 +1,8 @@
 """The kinds of event a learner's history holds, and one event as read back from the store.
 
 Defined here, with the functions that derive state from them, so that the store depends on
-progress and not the other way round (numeric <- lesson <- progress <- store <- web).
-normdive.store.events re-exports both names.
+progress and not the other way round (numeric <- lesson <- progress <- store <- web). This is
+the one home of both names: import them from here.
 
 Payloads, by kind (what normdive.progress.actions builds and derive reads):
     prerequisite_done     {"source": "host" | "operator"}

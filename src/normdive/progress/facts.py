@@ -41,7 +41,7 @@ class RecordingFacts:
     problem: str | None  # why the ablation rows cannot be used today (missing, corrupt, no rows)
     row_keys: tuple[str, ...] = ()  # e.g. ("both", "residual_only", "layernorm_only", "neither")
     best_row: str | None = None  # computed by the recording's reader, never written in code
-    # Issue 4: the page seed's rows and the settings the page states. Empty / None when the
+    # The page seed's rows and the settings the page states. Empty / None when the
     # recording has a problem (or when a caller only knows the keys).
     rows: tuple[RowFacts, ...] = ()
     vocab_size: int | None = None  # distinct symbols; the chance level is 1 / vocab_size

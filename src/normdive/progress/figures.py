@@ -13,23 +13,17 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 
-from normdive.numeric.display import INFINITY, MINUS_INFINITY, NOT_A_NUMBER
+from normdive.numeric.display import non_finite_words
 
 # Decimals of a measured percentage and of a loss.
 PERCENT_DECIMALS = 1
 LOSS_DECIMALS = 3
 
 
-def _words(x: float) -> str:
-    if math.isnan(x):
-        return NOT_A_NUMBER
-    return INFINITY if x > 0 else MINUS_INFINITY
-
-
 def percent(fraction: float) -> str:
     """A measured fraction as a percentage: 0.2134 -> "21.3 %", 1.0 -> "100.0 %"."""
     if not math.isfinite(fraction):
-        return _words(fraction)
+        return non_finite_words(fraction)
     text = f"{fraction * 100:.{PERCENT_DECIMALS}f}"
     return f"{'0.0' if text == '-0.0' else text} %"
 
@@ -46,7 +40,7 @@ def exact_percent(fraction: Decimal) -> str:
 def loss(value: float) -> str:
     """A loss to three decimals: 0.01234 -> "0.012"; non-finite in words."""
     if not math.isfinite(value):
-        return _words(value)
+        return non_finite_words(value)
     return f"{value:.{LOSS_DECIMALS}f}"
 
 

@@ -37,9 +37,9 @@ class HintRungState:
 
 @dataclass(frozen=True)
 class HintsState:
-    runs: int = 0  # evaluated runs, as LessonState.evaluated_runs
-    runs_text: str = ""  # "You have run it N times."
-    rungs: tuple[HintRungState, ...] = ()
+    runs: int  # evaluated runs, as LessonState.evaluated_runs
+    runs_text: str  # "You have run it 1 time." / "You have run it 4 times."
+    rungs: tuple[HintRungState, ...]
 
     def rung(self, number: int) -> HintRungState | None:
         return next((r for r in self.rungs if r.rung == number), None)
@@ -116,6 +116,6 @@ def fold_hints(
         )
     return HintsState(
         runs=runs,
-        runs_text=lesson.hints.runs_text.format(runs=runs),
+        runs_text=lesson.hints.runs_sentence(runs),
         rungs=tuple(rungs),
     )

@@ -1,7 +1,7 @@
 """The learner's state, derived from their events (and what the recording says).
 
 Pure functions only: no database, no web, no clock. The page, the gate, the run counter and
-(later) the hint rungs are all computed here from the same list of events.
+the hint rungs are all computed here from the same list of events.
 
 The dataclasses below are what the web renders; `derive` builds them. Field ids, choice ids
 and texts come from the Lesson; nothing here names an answer.
@@ -19,13 +19,14 @@ How events fold into state (each rule is tested in tests/test_progress_state.py)
 - Evaluated runs: see count_evaluated_runs.
 - The gate closes only when every part holds and the recording has no problem.
 
-The ablation (issue 4) adds, each in its own module and referenced from LessonState:
+The ablation's parts, each folded in its own module and referenced from LessonState:
     LessonState.ablation: AblationState    (progress/ablation.py) row predictions, plays,
                                            the order rule, results of played rows, bands
     LessonState.hints: HintsState          (progress/hints.py) rungs by evaluated runs
     LessonState.compare: CompareState      (progress/compare.py) the compare sentences
-    LessonState.takeaway_default: str      the pre-filled line, composed from the recording
-                                           once its answer has been shown
+    LessonState.takeaway_default: str      the pre-filled line: the lesson's default line,
+                                           composed from the recording once its answer has
+                                           been shown
 GateState's row parts come from AblationState: predictions_recorded counts the rows with a
 prediction, predictions_before_play is the order rule, best_row_played follows the reader's
 best row (RecordingFacts.best_row), whichever row that is.
@@ -35,7 +36,7 @@ RecordingFacts and RowFacts live in progress/facts.py and are re-exported here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from normdive.lesson.content import Lesson
@@ -87,7 +88,7 @@ class GateState:
     numbers_landed: int
     numbers_total: int  # 6
     reading_right: bool
-    predictions_recorded: int  # row predictions (the ablation issue); 0 until then
+    predictions_recorded: int  # rows with a committed prediction
     predictions_total: int  # the number of rows in the recording (4), 0 when none
     # No row was played before every row was predicted: True until that happens, then False
     # for good (and True while nothing has been played).
@@ -107,13 +108,10 @@ class LessonState:
     takeaway: str | None  # the saved text; None means never saved (show the default line)
     evaluated_runs: int  # checks with >= 1 graded number, reading locks, rows played
     gate: GateState
-    extras: dict[str, object] = field(default_factory=dict)  # room for the ablation issue
-    ablation: AblationState = field(default_factory=AblationState)
-    hints: HintsState = field(default_factory=HintsState)
-    compare: CompareState = field(default_factory=CompareState)
-    # The takeaway's pre-filled line (shown while nothing is saved); "" only in hand-built
-    # states, where the page falls back to the lesson's default line.
-    takeaway_default: str = ""
+    ablation: AblationState
+    hints: HintsState
+    compare: CompareState
+    takeaway_default: str  # the takeaway's pre-filled line, shown while nothing is saved
 
 
 # What counts as a graded try of one number (format errors do not).

@@ -41,11 +41,18 @@ NonFinite = Literal["nan", "inf", "-inf"]
 NON_FINITE_MARKERS = ("nan", "inf", "-inf")
 
 
+def non_finite_marker(value: float) -> NonFinite:
+    """The marker JSON can hold for a non-finite float: "nan", "inf" or "-inf"."""
+    if math.isnan(value):
+        return "nan"
+    return "inf" if value > 0 else "-inf"
+
+
 def _mark_non_finite(value: object) -> object:
     """Turn a non-finite float into its explicit marker; refuse any other string (one clear
     error instead of one per branch of the union); leave the rest to pydantic."""
     if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+        return non_finite_marker(value)
     if isinstance(value, str) and value not in NON_FINITE_MARKERS:
         raise ValueError(f"expected a number or one of 'nan', 'inf', '-inf', got {value!r}")
     return value

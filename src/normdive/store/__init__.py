@@ -5,11 +5,12 @@ CONTRACT (store helper):
                       upgrade(url: str) -> None          # alembic upgrade head, programmatic
     store/tables.py:  the typed declarative models (learners, events); migrations/ builds them
                       (0001 the tables, 0002 an index on events (kind, learner_id, id))
-    store/events.py:  EventKind and Event are defined in normdive.progress.events (the store
-                      depends on progress, never the reverse) and re-exported here:
+    store/events.py:  the Store of learners' events. The events themselves, EventKind and
+                      Event, live in normdive.progress.events (the store depends on progress,
+                      never the reverse) and are imported from there:
                       class EventKind(StrEnum): PREREQUISITE_DONE, PREDICTION_COMMITTED,
                           NUMBERS_CHECKED, READING_LOCKED, TAKEAWAY_SAVED
-                          ROW_PREDICTED, ROW_PLAYED, HINT_OPENED (the ablation, issue 4)
+                          ROW_PREDICTED, ROW_PLAYED, HINT_OPENED
                       @dataclass(frozen=True) class Event:
                           id: int; learner_id: str; kind: EventKind; payload: dict[str, Any];
                           created_at: datetime   # server time, UTC
@@ -20,8 +21,8 @@ CONTRACT (store helper):
                           def append(self, learner_id: str, kind: EventKind,
                                      payload: Mapping[str, Any]) -> Event
                           def events_for(self, learner_id: str) -> list[Event]  # in order
-                          def prediction_counts(self) -> PredictionCounts  # issue 4: all
-                              # learners' first predictions, bare counts (progress.aggregate)
+                          def prediction_counts(self) -> PredictionCounts  # all learners'
+                              # first predictions, bare counts (progress.aggregate)
                       append raises UnknownLearner (a LookupError) for an id not in the store
                       and ValueError for a payload JSON cannot hold; NUL and lone surrogates
                       in strings become U+FFFD (PostgreSQL JSONB refuses them).

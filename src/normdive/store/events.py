@@ -33,8 +33,7 @@ from normdive.progress.aggregate import PredictionCounts
 from normdive.progress.events import Event, EventKind
 from normdive.store.tables import LEARNER_ID_LENGTH, EventRecord, Learner
 
-# Event and EventKind are defined by normdive.progress (the store depends on it); re-exported.
-__all__ = ["Event", "EventKind", "Store", "UnknownLearner", "is_learner_id", "storable"]
+__all__ = ["Store", "UnknownLearner", "is_learner_id", "storable"]
 
 # Characters PostgreSQL cannot keep in JSONB text: NUL and UTF-16 surrogates.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")

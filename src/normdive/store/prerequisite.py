@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from normdive.store.events import EventKind, Store, UnknownLearner
+from normdive.progress.events import EventKind
+from normdive.store.events import Store, UnknownLearner
 
 
 class PrerequisiteSource(StrEnum):

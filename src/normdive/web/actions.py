@@ -43,7 +43,9 @@ from normdive.progress.actions import (
     open_hint,
     play_row,
     predict_row,
+    rung_number,
     save_takeaway,
+    unknown_row_message,
 )
 from normdive.progress.state import LessonState
 from normdive.store.events import UnknownLearner
@@ -73,10 +75,6 @@ MAX_FIELD_CHARS = 20_000
 # The form value naming the row or rung a per-row form's URL names (set by the route, never
 # read from the body).
 TARGET = "target"
-UNKNOWN_ROW = "There is no row called {key!r} in this lesson."
-UNKNOWN_RUNG = "There is no hint number {rung!r}; the hints are numbered 1 to {count}."
-# At most this much of an unknown path segment is repeated back.
-MAX_ECHOED = 40
 
 
 @dataclass(frozen=True)
@@ -293,7 +291,7 @@ async def _run(request: Request, action: FormAction, target: str | None = None) 
 def _unknown_row(request: Request, key: str) -> Response | None:
     if services(request).lesson.row(key) is not None:
         return None
-    return error_response(request, 404, UNKNOWN_ROW.format(key=key[:MAX_ECHOED]))
+    return error_response(request, 404, unknown_row_message(key))
 
 
 @router.post("/predict")
@@ -335,12 +333,11 @@ async def row_play(request: Request, key: str) -> Response:
 @router.post("/hints/{rung}")
 async def hint(request: Request, rung: str) -> Response:
     """Open a hint rung (in order, once the evaluated runs reach its threshold)."""
-    count = len(services(request).lesson.hints.rungs)
-    if not (rung.isascii() and rung.isdigit() and len(rung) <= 3 and 1 <= int(rung) <= count):
-        return error_response(
-            request, 404, UNKNOWN_RUNG.format(rung=rung[:MAX_ECHOED], count=count)
-        )
-    return await _run(request, HINT, str(int(rung)))
+    try:
+        number = rung_number(rung, len(services(request).lesson.hints.rungs))
+    except Invalid as unknown:
+        return error_response(request, 404, unknown.message)
+    return await _run(request, HINT, str(number))
 
 
 # --- the host platform reports that lesson 8.5 is done ---------------------------------------

@@ -14,7 +14,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
-from normdive.recording.format import Recording
+from normdive.progress.actions import unknown_row_message
+from normdive.recording.format import Recording, non_finite_marker
 from normdive.web.identity import attach_cookie, resolve_learner
 from normdive.web.player import row_payload
 from normdive.web.security.csrf import form_token
@@ -26,12 +27,12 @@ router = APIRouter()
 
 def _lesson_page(svc: Services, request: Request) -> Response:
     learner = resolve_learner(request, svc.store, svc.signer)
-    status = svc.recording()
-    state = svc.state_of(learner.id, status)
+    recording_status = svc.recording()
+    state = svc.state_of(learner.id, recording_status)
     view = svc.page_view(
         learner.id,
         state,
-        status,
+        recording_status,
         eps_on=eps_is_on(request.query_params.get("eps")),
         own_row_text=request.query_params.get("row"),
         player_row=request.query_params.get(PLAY_PARAM),
@@ -52,7 +53,7 @@ def json_safe(value: Any) -> Any:
     """`value` with every non-finite float spelled as JSON can hold it ("nan", "inf", "-inf"),
     as the recording format does: a diverged row's figures must not break the API."""
     if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+        return non_finite_marker(value)
     if isinstance(value, dict):
         return {key: json_safe(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -76,32 +77,29 @@ async def state_json(request: Request) -> Response:
     return await run_in_threadpool(_state_json, services(request), request)
 
 
-UNKNOWN_ROW = "There is no row called {key!r} in this lesson."
 NOT_PLAYED = "Play the {label} row first; its curves open once it has played."
-# At most this much of an unknown key is repeated back.
-MAX_ECHOED_KEY = 40
 
 
-def _refused(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"ok": False, "message": message}, status)
+def _refused(http_status: int, message: str) -> JSONResponse:
+    return JSONResponse({"ok": False, "message": message}, http_status)
 
 
 def _row_data(svc: Services, request: Request, key: str) -> Response:
     learner = resolve_learner(request, svc.store, svc.signer)
-    status = svc.recording()
-    state = svc.state_of(learner.id, status)
+    recording_status = svc.recording()
+    state = svc.state_of(learner.id, recording_status)
     row = state.ablation.row(key)
     response: Response
     if svc.lesson.row(key) is None:
-        response = _refused(404, UNKNOWN_ROW.format(key=key[:MAX_ECHOED_KEY]))
-    elif not state.ablation.available or not isinstance(status, Recording):
+        response = _refused(404, unknown_row_message(key))
+    elif not state.ablation.available or not isinstance(recording_status, Recording):
         problem = state.ablation.problem or svc.lesson.ablation.unavailable
         response = _refused(503, problem)
     elif row is None or row.plays == 0:
         label = row.label if row is not None else key
         response = _refused(409, NOT_PLAYED.format(label=f"“{label}”"))
     else:
-        payload = row_payload(status, svc.lesson, key)
+        payload = row_payload(recording_status, svc.lesson, key)
         if payload is None:  # the lesson knows the row, the recording does not
             response = _refused(503, svc.lesson.ablation.unavailable)
         else:
@@ -125,5 +123,5 @@ def _health(svc: Services) -> tuple[int, dict[str, Any]]:
 @router.get("/healthz")
 async def health(request: Request) -> Response:
     """For load balancers: 200 when the progress store answers."""
-    status, body = await run_in_threadpool(_health, services(request))
-    return JSONResponse(body, status)
+    http_status, body = await run_in_threadpool(_health, services(request))
+    return JSONResponse(body, http_status)

@@ -20,7 +20,7 @@ from decimal import Decimal
 from typing import Any
 
 from normdive.lesson.content import Lesson
-from normdive.numeric.display import INFINITY, MINUS_INFINITY, NOT_A_NUMBER
+from normdive.numeric.display import non_finite_words
 from normdive.progress import figures
 from normdive.recording.format import ROW_KEYS, BlockGradNorms, Recording, RowKey, as_float
 
@@ -137,10 +137,8 @@ def row_key(key: str) -> RowKey | None:
 def norm_text(value: float) -> str:
     """A gradient norm with NORM_DIGITS significant digits: 0.00123 -> "0.00123",
     1.234e-07 -> "1.23e-07"; non-finite values in words."""
-    if math.isnan(value):
-        return NOT_A_NUMBER
-    if math.isinf(value):
-        return INFINITY if value > 0 else MINUS_INFINITY
+    if not math.isfinite(value):
+        return non_finite_words(value)
     return f"{value:.{NORM_DIGITS}g}"
 
 

@@ -39,7 +39,7 @@ FRAGMENT_IDS = (
     "hints-body",
     "gate",
     "takeaway-status",
-    # The ablation (issue 4).
+    # The ablation's regions.
     "ablation-rows",
     "player",
     "gradients",

@@ -27,10 +27,15 @@ function epsSwitch() {
   return document.getElementById("eps-switch");
 }
 
+// The lesson's epsilon, as the server writes it on <main data-eps> (content/d9.toml).
+function lessonEps() {
+  return document.getElementById("main").dataset.eps;
+}
+
 function epsState() {
   const control = epsSwitch();
   const on = control ? control.checked : true;
-  const onText = control ? control.dataset.epsOn : "0.00001";
+  const onText = lessonEps();
   return { on, value: on ? Number(onText) : 0, text: on ? onText : "0" };
 }
 
@@ -47,7 +52,7 @@ const textsByRow = new Map();
 let targets = null;
 
 function otherEps(eps) {
-  const onText = epsSwitch()?.dataset.epsOn ?? "0.00001";
+  const onText = lessonEps();
   return eps.on ? { on: false, value: 0, text: "0" } : { on: true, value: Number(onText), text: onText };
 }
 
@@ -338,7 +343,9 @@ function setTakeawayStatus(text, isAlert) {
 function tooLong(parts) {
   const max = Number(parts.text.dataset.maxChars);
   const length = Array.from(parts.text.value).length;
-  return length > max ? parts.form.dataset.textTooLong.replace("{max}", String(max)).replace("{length}", String(length)) : null;
+  // Counts written as the server's message writes them (progress.actions.too_long_message).
+  const count = (n) => n.toLocaleString("en-US");
+  return length > max ? parts.form.dataset.textTooLong.replace("{max}", count(max)).replace("{length}", count(length)) : null;
 }
 
 function onTakeawayInput() {

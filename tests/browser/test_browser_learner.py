@@ -1,0 +1,126 @@
+"""Five things a new learner tripped on, each in Chromium and found by role and label: an
+unchanged wrong answer is not charged again (with and without JavaScript), the run count says
+what adds a run, the gate counts the numbers that landed, the gate's heading is named without
+its status, and one run is written in the singular."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from lesson_answers import LESSON
+from lesson_answers import WRONG_READING_CHOICE as WRONG_READING
+
+pytestmark = pytest.mark.browser
+
+NewPage = Callable[..., Page]
+NOTHING_CHANGED = "Nothing has changed since your last check"
+
+
+def field(page: Page, field_id: str):  # type: ignore[no-untyped-def]
+    label = next(f.label for f in LESSON.number_fields if f.id == field_id)
+    return page.get_by_label(label, exact=True)
+
+
+def attempts(page: Page, field_id: str):  # type: ignore[no-untyped-def]
+    return page.locator(f"#field-{field_id}-attempts")
+
+
+def check_numbers(page: Page) -> None:
+    page.get_by_role("button", name=LESSON.numbers.check_label).click()
+
+
+def commit(page: Page) -> None:
+    page.goto("/")
+    page.get_by_role("radio", name="Residual connections").check()
+    page.get_by_role("button", name=LESSON.predict.commit_label).click()
+    expect(page.locator("#committed-prediction")).to_have_text("Residual connections")
+
+
+def run_count(page: Page):  # type: ignore[no-untyped-def]
+    return page.locator("#hints-run-count")
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["js", "no-js"])
+def test_an_unchanged_wrong_answer_is_not_charged_again(
+    new_page: NewPage, javascript: bool
+) -> None:
+    page = new_page(java_script_enabled=javascript)
+    commit(page)
+    field(page, "row1_mean").fill("2.5")  # the mean of [1, 2, 3] is 2
+    check_numbers(page)
+    expect(attempts(page, "row1_mean")).to_have_text("Attempts: 1")
+    expect(run_count(page)).to_have_text("You have run it 1 time.")
+
+    # The learner checks only the variance; "2.5" is still in the mean's field.
+    expect(field(page, "row1_mean")).to_have_value("2.5")
+    field(page, "row1_variance").fill("1")
+    check_numbers(page)
+    expect(attempts(page, "row1_variance")).to_have_text("Attempts: 1")
+    expect(attempts(page, "row1_mean")).to_have_text("Attempts: 1")
+    expect(run_count(page)).to_have_text("You have run it 2 times.")
+
+    # Nothing typed has changed: a clear message by the form, no attempt, no run.
+    check_numbers(page)
+    expect(page.get_by_role("alert")).to_contain_text(NOTHING_CHANGED)
+    expect(attempts(page, "row1_mean")).to_have_text("Attempts: 1")
+    expect(attempts(page, "row1_variance")).to_have_text("Attempts: 1")
+    expect(run_count(page)).to_have_text("You have run it 2 times.")
+
+    # A changed answer is graded and costs its attempt.
+    field(page, "row1_mean").fill("2")
+    check_numbers(page)
+    expect(attempts(page, "row1_mean")).to_have_text("Attempts: 2")
+    expect(field(page, "row1_mean")).to_have_attribute("readonly", "")
+    expect(run_count(page)).to_have_text("You have run it 3 times.")
+
+
+def test_the_run_count_says_what_adds_a_run(new_page: NewPage) -> None:
+    page = new_page()
+    commit(page)
+    hints = page.get_by_role("region", name=LESSON.hints.heading)
+    expect(hints).to_contain_text("You have run it 0 times.")
+    expect(hints.locator("#hints-runs")).to_have_text(
+        f"You have run it 0 times. {' '.join(LESSON.hints.runs_meaning.split())}"
+    )
+
+
+def test_the_gate_counts_the_numbers_that_landed(new_page: NewPage) -> None:
+    page = new_page()
+    commit(page)
+    # Three numbers checked, one of them landed.
+    field(page, "row1_mean").fill("2")
+    field(page, "row1_variance").fill("1")
+    field(page, "row2_mean").fill("12")
+    check_numbers(page)
+    expect(attempts(page, "row2_mean")).to_have_text("Attempts: 1")
+    gate = page.get_by_role("heading", name=LESSON.gate.heading, exact=True).locator("..")
+    expect(gate.get_by_text(re.compile(r"numbers (checked|landed)"))).to_have_text(
+        "1 of 6 numbers landed."
+    )
+
+
+def test_the_gate_heading_is_named_without_its_status(new_page: NewPage) -> None:
+    page = new_page()
+    page.goto("/")
+    heading = page.get_by_role("heading", name=LESSON.gate.heading, exact=True)
+    expect(heading).to_be_visible()
+    expect(heading).to_have_accessible_name(LESSON.gate.heading)
+    status = page.locator("#gate-status")
+    expect(status).to_be_visible()
+    expect(status.locator(".badge")).to_have_text("not yet")
+    expect(status).to_have_text("Status: not yet")
+
+
+def test_one_run_is_written_in_the_singular(new_page: NewPage) -> None:
+    page = new_page()
+    commit(page)
+    page.get_by_role("radio", name=WRONG_READING.label).check()
+    page.get_by_role("button", name=LESSON.reading.lock_label).click()
+    expect(page.locator("#reading-feedback")).to_be_visible()
+    expect(run_count(page)).to_have_text("You have run it 1 time.")
+    page.reload()
+    expect(run_count(page)).to_have_text("You have run it 1 time.")
