@@ -12,6 +12,7 @@ from normdive.recording.reader import (
     RecordingProblem,
     best_row,
     parse_recording,
+    read_capped,
     require_ablation_rows,
 )
 from normdive.recording.summary import ranking_note, summary_table
@@ -23,15 +24,7 @@ def check_recording(
 ) -> None:
     """Validate a recording file and print its summary (exit 1 when the page cannot use it)."""
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        typer.echo(f"The recording {path} does not exist.", err=True)
-        raise typer.Exit(1) from None
-    except OSError as error:
-        typer.echo(f"The recording {path} cannot be read ({error.strerror or error}).", err=True)
-        raise typer.Exit(1) from None
-    try:
-        recording = parse_recording(raw, str(path))
+        recording = parse_recording(read_capped(path), str(path))
     except RecordingProblem as problem:
         typer.echo(problem.message, err=True)
         raise typer.Exit(1) from None

@@ -24,6 +24,7 @@ import hmac
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter
@@ -38,6 +39,7 @@ from normdive.progress.actions import (
     Conflict,
     Invalid,
     check_numbers,
+    close_gate,
     commit_prediction,
     lock_reading,
     open_hint,
@@ -46,7 +48,8 @@ from normdive.progress.actions import (
     save_takeaway,
 )
 from normdive.progress.state import LessonState
-from normdive.store.events import EventKind
+from normdive.recording.reader import RecordingSnapshot
+from normdive.store.events import Event, EventKind
 from normdive.web.errors import error_response, wants_json
 from normdive.web.identity import (
     COOKIE_NAME,
@@ -217,11 +220,41 @@ HINT = FormAction(
 )
 
 
+class _Decider:
+    """Decides one form's write from a learner's history, remembering the state and outcome
+    of its last decision (Store.append_decided may call it again after losing a race)."""
+
+    def __init__(
+        self, svc: Services, action: FormAction, form: dict[str, str], snapshot: RecordingSnapshot
+    ) -> None:
+        self.svc, self.action, self.form, self.snapshot = svc, action, form, snapshot
+        self.state: LessonState | None = None
+        self.outcome: Outcome = None
+
+    def __call__(self, events: list[Event]) -> list[Action]:
+        """The events to append: the action's, and gate_closed when this write closes the
+        gate. Raises Conflict / Invalid (nothing is appended)."""
+        svc, recording = self.svc, self.snapshot.status
+        self.outcome = None
+        self.state = svc.state_from(events, recording)
+        self.outcome = self.action.act(self.state, svc.lesson, self.form)
+        decided = [self.outcome] if self.outcome is not None else []
+        after = svc.state_from([*events, *(_provisional(action) for action in decided)], recording)
+        closing = close_gate(after, self.snapshot.digest, svc.settings.recording_path.name)
+        return [*decided, closing] if closing is not None else decided
+
+
+def _provisional(action: Action) -> Event:
+    """An event as it would be appended, to derive the state after it (derive reads the kind,
+    the payload and the order, never the id or the time)."""
+    kind, payload = action
+    return Event(0, "", kind, payload, datetime.now(UTC))
+
+
 def _perform(svc: Services, request: Request, action: FormAction, form: dict[str, str]) -> Response:
     learner = resolve_learner(request, svc.store, svc.signer)
-    recording = svc.recording()
-    events = svc.store.events_for(learner.id)
-    state = svc.state_from(events, recording)
+    snapshot = svc.recording_snapshot()
+    recording = snapshot.status
     carry = carry_from(form, svc.lesson)
     refusal: Refusal | None = None
     status = 200
@@ -229,18 +262,25 @@ def _perform(svc: Services, request: Request, action: FormAction, form: dict[str
     headers: dict[str, str] = {}
     limited = throttled(svc.engine, learner.id, svc.settings.attempts_per_minute)
     if limited is not None:
+        state = svc.state_of(learner.id, recording)
         status, refusal = 429, Refusal(action.name, limited.message, form)
         headers["Retry-After"] = str(limited.retry_after_s)
     else:
+        # Read, decide and append as one compare-and-append (Store.append_decided): a
+        # once-only fact is stored once however many requests race, and the answer is
+        # derived from the history the winning append extended.
+        decider = _Decider(svc, action, form, snapshot)
         try:
-            outcome = action.act(state, svc.lesson, form)
+            events, appended = svc.store.append_decided(learner.id, decider)
+            state = svc.state_from([*events, *appended], recording)
+            outcome = decider.outcome
         except Conflict as exc:
             status, refusal = 409, Refusal(action.name, exc.message, form)
         except Invalid as exc:
             status, refusal = 422, Refusal(action.name, exc.message, form)
-    if refusal is None and outcome is not None:
-        kind, payload = outcome
-        state = svc.state_from([*events, svc.store.append(learner.id, kind, payload)], recording)
+        if refusal is not None:
+            assert decider.state is not None  # a refusal comes from deciding
+            state = decider.state
     # What the announcement reads: the form (its target) and the event's payload (answers).
     said: Mapping[str, Any] = {**form, **(outcome[1] if outcome is not None else {})}
     player_row = form[TARGET] if action.plays and refusal is None else carry.play
@@ -359,11 +399,16 @@ def _record_prerequisite(svc: Services, learner_id: str) -> JSONResponse:
     if not svc.store.learner_exists(learner_id):
         return _json_message(False, f"No learner with id {learner_id}.", 404)
     prerequisite = svc.lesson.prerequisite
-    events = svc.store.events_for(learner_id)
-    if any(event.kind == EventKind.PREREQUISITE_DONE for event in events):
+
+    def decide(events: list[Event]) -> list[Action]:
+        if any(event.kind == EventKind.PREREQUISITE_DONE for event in events):
+            return []
+        return [(EventKind.PREREQUISITE_DONE, {"source": "host"})]
+
+    # Once, as every once-only fact (_perform): appended only on the history it was decided on.
+    if not svc.store.append_decided(learner_id, decide)[1]:
         message = f"{prerequisite.id} was already recorded as done for {learner_id}."
         return _json_message(True, message, 200, already_done=True)
-    svc.store.append(learner_id, EventKind.PREREQUISITE_DONE, {"source": "host"})
     message = f"Recorded: {prerequisite.id} is done for {learner_id}."
     return _json_message(True, message, 200, already_done=False)
 
