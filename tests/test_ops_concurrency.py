@@ -1,8 +1,8 @@
 """A hundred checks of one field by one learner, all at once, through a real server, are a
 hundred attempts: none lost to a race, none counted twice. On a SQLite file and on PostgreSQL.
 
-The answers are wrong, so the field never lands and every check is graded (a landed field
-would refuse later checks, which is another rule). Each check reads the learner's events and
+The answers are wrong and all different, so the field never lands and every check is graded
+(a landed field would refuse later checks, and a resubmitted wrong answer is another rule). Each check reads the learner's events and
 appends one; concurrent requests interleave freely, and the count must still come out exact.
 """
 
@@ -12,15 +12,19 @@ import asyncio
 from pathlib import Path
 
 import httpx
+import pytest
 
 from fresh_loop import run_in_fresh_loop
 from normdive.store.db import make_engine
 from normdive.store.events import EventKind, Store
 from ops_server import JSON, TOKEN_HEADER, Learner, ServerProcess
 
+pytestmark = pytest.mark.both_databases
+
 CHECKS = 100
 FIELD = "row1_mean"
-WRONG = "5"  # the mean of [1, 2, 3] is 2
+# The mean of [1, 2, 3] is 2: a hundred different wrong answers.
+WRONG = [str(10 + i) for i in range(CHECKS)]
 REQUEST_TIMEOUT_S = 120.0
 
 
@@ -31,7 +35,7 @@ async def _check_all_at_once(url: str, cookies: httpx.Cookies, token: str | None
         base_url=url, cookies=cookies, headers=headers, limits=limits, timeout=REQUEST_TIMEOUT_S
     ) as client:
         answers = await asyncio.gather(
-            *(client.post("/numbers", data={FIELD: WRONG}) for _ in range(CHECKS))
+            *(client.post("/numbers", data={FIELD: wrong}) for wrong in WRONG)
         )
     return [answer.status_code for answer in answers]
 
@@ -69,3 +73,4 @@ def test_a_hundred_concurrent_checks_are_a_hundred_attempts(
     assert len(checks) == CHECKS
     assert len({event.id for event in checks}) == CHECKS
     assert all(event.payload["answers"][0]["verdict"] == "wrong" for event in checks)
+    assert sorted(event.payload["answers"][0]["raw"] for event in checks) == sorted(WRONG)
