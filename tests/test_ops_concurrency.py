@@ -2,8 +2,9 @@
 hundred attempts: none lost to a race, none counted twice. On a SQLite file and on PostgreSQL.
 
 The answers are wrong and all different, so the field never lands and every check is graded
-(a landed field would refuse later checks, and a resubmitted wrong answer is another rule). Each check reads the learner's events and
-appends one; concurrent requests interleave freely, and the count must still come out exact.
+(a landed field would refuse later checks, and a resubmitted wrong answer is another rule).
+Each check reads the learner's events and appends one; concurrent requests interleave freely,
+and the count must still come out exact.
 """
 
 from __future__ import annotations
