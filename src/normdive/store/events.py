@@ -215,10 +215,14 @@ class Store:
             if appended is not None:
                 return events, appended
         logger.info("learner %s raced themselves; deciding under their lock", learner_id)
-        with self._locked(learner_id) as connection:
-            events, _ = _history(connection, learner_id)
-            planned = _storable_decision(decide(events))
-            return events, [self._insert(connection, learner_id, *entry) for entry in planned]
+        try:
+            with self._locked(learner_id) as connection:
+                events, _ = _history(connection, learner_id)
+                planned = _storable_decision(decide(events))
+                return events, [self._insert(connection, learner_id, *entry) for entry in planned]
+        except IntegrityError:
+            # The foreign key refused it: the learner does not exist.
+            raise UnknownLearner(learner_id) from None
 
     @contextlib.contextmanager
     def _locked(self, learner_id: str) -> Iterator[Connection]:
