@@ -221,27 +221,38 @@ HINT = FormAction(
 
 
 class _Decider:
-    """Decides one form's write from a learner's history, remembering the state and outcome
-    of its last decision (Store.append_decided may call it again after losing a race)."""
+    """Decides one form's write from a learner's history, remembering the state before and
+    after its last decision (Store.append_decided may call it again after losing a race)."""
 
     def __init__(
         self, svc: Services, action: FormAction, form: dict[str, str], snapshot: RecordingSnapshot
     ) -> None:
         self.svc, self.action, self.form, self.snapshot = svc, action, form, snapshot
         self.state: LessonState | None = None
+        self.after: LessonState | None = None
         self.outcome: Outcome = None
 
     def __call__(self, events: list[Event]) -> list[Action]:
         """The events to append: the action's, and gate_closed when this write closes the
         gate. Raises Conflict / Invalid (nothing is appended)."""
         svc, recording = self.svc, self.snapshot.status
-        self.outcome = None
+        self.outcome, self.after = None, None
         self.state = svc.state_from(events, recording)
         self.outcome = self.action.act(self.state, svc.lesson, self.form)
+        if self.outcome is None:
+            self.after = self.state
+        else:
+            self.after = svc.state_from([*events, _provisional(self.outcome)], recording)
+        closing = close_gate(self.after, self.snapshot.digest, svc.settings.recording_path.name)
         decided = [self.outcome] if self.outcome is not None else []
-        after = svc.state_from([*events, *(_provisional(action) for action in decided)], recording)
-        closing = close_gate(after, self.snapshot.digest, svc.settings.recording_path.name)
         return [*decided, closing] if closing is not None else decided
+
+    def state_after(self, events: list[Event], appended: list[Event]) -> LessonState:
+        """The state after the append: the one derived while deciding, unless a gate_closed
+        event went with it (then derived again, once per learner)."""
+        if self.after is not None and all(e.kind is not EventKind.GATE_CLOSED for e in appended):
+            return self.after
+        return self.svc.state_from([*events, *appended], self.snapshot.status)
 
 
 def _provisional(action: Action) -> Event:
@@ -272,7 +283,7 @@ def _perform(svc: Services, request: Request, action: FormAction, form: dict[str
         decider = _Decider(svc, action, form, snapshot)
         try:
             events, appended = svc.store.append_decided(learner.id, decider)
-            state = svc.state_from([*events, *appended], recording)
+            state = decider.state_after(events, appended)
             outcome = decider.outcome
         except Conflict as exc:
             status, refusal = 409, Refusal(action.name, exc.message, form)
