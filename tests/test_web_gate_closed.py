@@ -1,7 +1,7 @@
 """A closed gate stays closed: the write that closes it stores one gate_closed event naming
 the recording (its file and the SHA-256 of its bytes), and replacing the recording with one
-where another row is best, or one that cannot be used, leaves the gate closed. The page says
-which recording it closed on."""
+where another row is best, leaves the gate closed. The page says which recording it closed
+on. And a recording rewritten in place is never served half written."""
 
 from __future__ import annotations
 
@@ -116,3 +116,20 @@ def test_an_open_gate_has_no_closing_line_and_stores_no_closing(
         assert gate.select_one("#gate-closed-on") is None
         learner_id = client.get("/api/state").json()["learner_id"]
     assert gate_closings(settings.database_url, learner_id) == []
+
+
+def test_a_recording_half_written_in_place_is_never_served(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    path = write_recording(tmp_path, ablation_recording("both"))
+    whole = path.read_bytes()
+    with PageClient(
+        create_app(make_settings(recording_path=path)), follow_redirects=False
+    ) as client:
+        client.post("/predict", data={"choice": "residual"}, headers=JSON)
+        for key, outcome in PREDICTIONS.items():
+            client.post(f"/rows/{key}/predict", data={"outcome": outcome}, headers=JSON)
+        path.write_bytes(whole[: len(whole) // 2])  # the rewrite is half way through
+        played = client.post("/rows/both/play", headers=JSON)
+        assert played.status_code == 200, played.json()["message"]
+        assert gate_of(client).select_one("#gate-cannot-close") is None
