@@ -95,7 +95,7 @@ def test_a_closed_gate_stays_closed_when_the_recording_is_replaced(
         assert text(gate, ".badge") == "met"
         assert text(gate, "#gate-closed-on") == " ".join(closed_on.split())
 
-        # Later writes (a replay, a takeaway) close nothing again.
+        # Further writes (a replay, a takeaway) close nothing again.
         assert client.post("/rows/neither/play", headers=JSON).status_code == 200
         assert client.post("/takeaway", data={"text": "x"}, headers=JSON).status_code == 200
     assert gate_closings(settings.database_url, learner_id) == [

@@ -19,7 +19,7 @@ Payloads, by kind (what normdive.progress.actions builds and derive reads):
                            "recording_file": <its file name>}
                           appended once, with the write that first closes the gate. Once
                           there, the gate is closed for good, whatever recording is served
-                          later (one where another row is best, or none): the credit stays,
+                          afterwards (one where another row is best, or none): the credit stays,
                           and the page says which recording it was earned on.
 """
 
