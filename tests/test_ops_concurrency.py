@@ -1,9 +1,10 @@
 """A hundred checks of one field by one learner, all at once, through a real server, are a
 hundred attempts: none lost to a race, none counted twice. On a SQLite file and on PostgreSQL.
 
-The answers are wrong, so the field never lands and every check is graded (a landed field
-would refuse later checks, which is another rule). Each check reads the learner's events and
-appends one; concurrent requests interleave freely, and the count must still come out exact.
+The answers are wrong and all different, so the field never lands and every check is graded
+(a landed field would refuse later checks, and a resubmitted wrong answer is another rule).
+Each check reads the learner's events and appends one; concurrent requests interleave freely,
+and the count must still come out exact.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 from pathlib import Path
 
 import httpx
+import pytest
 
 from fresh_loop import run_in_fresh_loop
 from normdive.progress.events import EventKind
@@ -19,11 +21,12 @@ from normdive.store.db import make_engine
 from normdive.store.events import Store
 from ops_server import JSON, TOKEN_HEADER, Learner, ServerProcess
 
+pytestmark = pytest.mark.both_databases
+
 CHECKS = 100
 FIELD = "row1_mean"
-# The mean of [1, 2, 3] is 2: "5", "6", ... are all wrong, and each is a different answer (an
-# answer unchanged since the field's last check is not checked again).
-FIRST_WRONG = 5
+# The mean of [1, 2, 3] is 2: a hundred different wrong answers.
+WRONG = [str(10 + i) for i in range(CHECKS)]
 REQUEST_TIMEOUT_S = 120.0
 
 
@@ -34,7 +37,7 @@ async def _check_all_at_once(url: str, cookies: httpx.Cookies, token: str | None
         base_url=url, cookies=cookies, headers=headers, limits=limits, timeout=REQUEST_TIMEOUT_S
     ) as client:
         answers = await asyncio.gather(
-            *(client.post("/numbers", data={FIELD: str(FIRST_WRONG + n)}) for n in range(CHECKS))
+            *(client.post("/numbers", data={FIELD: wrong}) for wrong in WRONG)
         )
     return [answer.status_code for answer in answers]
 
@@ -72,3 +75,4 @@ def test_a_hundred_concurrent_checks_are_a_hundred_attempts(
     assert len(checks) == CHECKS
     assert len({event.id for event in checks}) == CHECKS
     assert all(event.payload["answers"][0]["verdict"] == "wrong" for event in checks)
+    assert sorted(event.payload["answers"][0]["raw"] for event in checks) == sorted(WRONG)

@@ -9,8 +9,10 @@ import pytest
 
 from lesson_answers import LESSON
 from lesson_answers import RIGHT_READING_CHOICE as RIGHT_READING
+from normdive.progress.actions import close_gate
 from normdive.progress.events import Event, EventKind
 from normdive.progress.state import (
+    ClosedOn,
     FieldState,
     LessonState,
     RecordingFacts,
@@ -428,3 +430,44 @@ def test_the_derived_state_holds_the_ablation_hints_and_compare() -> None:
     assert [r.available for r in s.hints.rungs] == [True, False]
     assert s.compare.opening_verdict == "waiting"
     assert s.takeaway_default == LESSON.takeaway.default_line
+
+
+# --- the gate, once closed -----------------------------------------------------------------------
+
+DIGEST = "ab" * 32
+CLOSING = (EventKind.GATE_CLOSED, {"recording_digest": DIGEST, "recording_file": "r.json"})
+CLOSED_HISTORY = (
+    done(),
+    predicted(),
+    ALL_SIX,
+    locked(RIGHT_READING.id, True),
+    *(row_predicted(key) for key in ROW_KEYS),
+    row_played("both"),
+)
+
+
+def test_the_write_that_closes_the_gate_records_the_recording_once() -> None:
+    closing = state(*CLOSED_HISTORY, recording=FOUR_ROWS)
+    assert closing.gate.closed and closing.gate.closed_on is None
+    assert close_gate(closing, DIGEST, "r.json") == CLOSING
+    recorded_state = state(*CLOSED_HISTORY, CLOSING, recording=FOUR_ROWS)
+    assert recorded_state.gate.closed_on == ClosedOn(DIGEST, "r.json")
+    assert close_gate(recorded_state, DIGEST, "r.json") is None  # once only
+    assert close_gate(state(*CLOSED_HISTORY[:-1], recording=FOUR_ROWS), DIGEST, "r") is None
+    assert close_gate(closing, None, "r.json") is None  # no usable recording to name
+
+
+@pytest.mark.parametrize(
+    "recording",
+    [
+        RecordingFacts(problem=None, row_keys=ROW_KEYS, best_row="neither"),
+        RecordingFacts(problem="The recording x.json is not valid JSON."),
+    ],
+)
+def test_a_recorded_closing_keeps_the_gate_closed_whatever_the_recording_says(
+    recording: RecordingFacts,
+) -> None:
+    gate = state(*CLOSED_HISTORY, CLOSING, recording=recording).gate
+    assert gate.closed and gate.closed_on == ClosedOn(DIGEST, "r.json")
+    assert gate.cannot_close_reason is None
+    assert not state(*CLOSED_HISTORY, recording=recording).gate.closed

@@ -9,7 +9,12 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from normdive.cli import app
-from normdive.recording.reader import REMEDY, RecordingProblem, recording_status
+from normdive.recording.reader import (
+    MAX_RECORDING_BYTES,
+    REMEDY,
+    RecordingProblem,
+    recording_status,
+)
 from normdive.recording.sample import sample_recording
 
 runner = CliRunner()
@@ -46,6 +51,14 @@ def test_broken_and_missing_files_fail_with_the_reason(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "has format_version 2" in result.output
     result = runner.invoke(app, ["check-recording", str(tmp_path)])
     assert result.exit_code == 1 and "cannot be read" in result.output
+
+
+def test_a_file_over_the_readers_cap_is_refused_with_the_limit_named(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    path.write_bytes(b" " * (MAX_RECORDING_BYTES + 1))
+    result = runner.invoke(app, ["check-recording", str(path)])
+    assert result.exit_code == 1
+    assert "is larger than 16 MiB (16,777,216 bytes), the most normdive reads" in result.output
 
 
 def test_help() -> None:

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import math
 import os
 from pathlib import Path
 
 import pytest
 
+from normdive.recording import reader
 from normdive.recording.format import Recording
 from normdive.recording.reader import (
+    MAX_RECORDING_BYTES,
     RecordingProblem,
     best_row,
     ranking,
     read_recording,
+    recording_snapshot,
     recording_status,
 )
 from normdive.recording.sample import sample_recording
@@ -109,6 +114,71 @@ def test_status_never_raises_and_rereads_a_changed_file(tmp_path: Path) -> None:
     stat = path.stat()
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
     assert recording_status(path) == recording
+
+
+def test_the_snapshot_carries_the_digest_of_the_files_bytes(tmp_path: Path) -> None:
+    path = write(tmp_path / "r.json", sample_recording())
+    snapshot = recording_snapshot(path)
+    assert isinstance(snapshot.status, Recording)
+    assert snapshot.digest == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert recording_snapshot(tmp_path / "absent.json").digest is None
+
+
+def test_an_edit_keeping_size_and_mtime_is_noticed_by_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No wait for the periodic re-hash: every call re-reads while the stat stands still.
+    monkeypatch.setattr(reader, "CONTENT_RECHECK_S", 0.0)
+    path = write(tmp_path / "r.json", sample_recording())
+    first = recording_snapshot(path)
+    before = path.stat()
+    text = path.read_text(encoding="utf-8")
+    edited = text.replace("sample_recording()", "sample_recordinG()")
+    assert edited != text and len(edited) == len(text)
+    path.write_text(edited, encoding="utf-8")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    second = recording_snapshot(path)
+    assert isinstance(second.status, Recording)
+    assert second.status.provenance.command == "sample_recordinG()"
+    assert second.digest != first.digest
+    assert recording_snapshot(path) == second  # the same bytes again: the same snapshot
+
+
+def test_a_half_written_file_keeps_the_last_good_recording(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = write(tmp_path / "r.json", sample_recording())
+    good = recording_snapshot(path)
+    whole = path.read_bytes()
+    with caplog.at_level(logging.WARNING, logger="normdive.recording.reader"):
+        path.write_bytes(whole[: len(whole) // 2])  # rewritten in place, half way through
+        assert recording_snapshot(path) == good
+        assert recording_snapshot(path) == good
+    warned = [r.getMessage() for r in caplog.records if r.name == "normdive.recording.reader"]
+    assert len(warned) == 1 and "(bad_json)" in warned[0] and str(good.digest) in warned[0]
+    # The write completes with another recording: that one is served.
+    replacement = sample_recording(seeds=(0, 1))
+    write(path, replacement)
+    assert recording_status(path) == replacement
+
+
+def test_a_path_that_never_held_a_good_recording_shows_its_problem(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    path.write_text('{"format_version": 1, "rows": [', encoding="utf-8")
+    status = recording_status(path)
+    assert isinstance(status, RecordingProblem) and status.reason == "bad_json"
+
+
+def test_a_file_over_the_cap_is_refused_with_the_limit_named(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    path.write_bytes(b" " * (MAX_RECORDING_BYTES + 1))
+    problem = problem_of(path)
+    assert problem.reason == "too_large"
+    assert "larger than 16 MiB (16,777,216 bytes)" in problem.message
+    status = recording_status(path)
+    assert isinstance(status, RecordingProblem) and status.reason == "too_large"
 
 
 def test_status_of_a_directory_is_a_problem(tmp_path: Path) -> None:

@@ -124,6 +124,7 @@ def test_the_store_offers_no_way_to_change_history() -> None:
         "create_learner",
         "learner_exists",
         "append",
+        "append_decided",
         "events_for",
         "prediction_counts",
     }

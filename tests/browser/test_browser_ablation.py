@@ -240,6 +240,8 @@ def test_a_learner_walks_from_the_locked_page_to_a_closed_gate(new_page: NewPage
     gate = page.locator("#gate")
     expect(gate.locator(".badge")).to_have_text("met")
     expect(gate.locator("#gate-verdict")).to_contain_text(LESSON.gate.met)
+    # The closing is recorded with the recording it was earned on, shown in the same answer.
+    expect(gate.locator("#gate-closed-on")).to_contain_text("the-transformer-block.json")
     expect(page.locator("#gradients svg")).to_have_count(8)
     # The takeaway's line now says what the recording showed; keep it and save it.
     box = page.get_by_label(LESSON.takeaway.label, exact=True)

@@ -369,6 +369,13 @@ class Gate(_Model):
     met: Text
     target_note: Text  # the target is the recording's best row, not a value written here
     cannot_close_prefix: Text  # followed by RecordingFacts.problem
+    # Once closed: which recording the gate closed on (GateState.closed_on), for good.
+    closed_on: Text
+
+    @model_validator(mode="after")
+    def _templates(self) -> Gate:
+        _named("closed_on", self.closed_on, ("file", "digest"), ("file", "digest"))
+        return self
 
 
 class Takeaway(_Model):

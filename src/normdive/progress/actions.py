@@ -281,6 +281,20 @@ def open_hint(state: LessonState, lesson: Lesson, rung: int | str) -> Action | N
     return EventKind.HINT_OPENED, {"rung": number}
 
 
+def close_gate(
+    state: LessonState, recording_digest: str | None, recording_file: str
+) -> Action | None:
+    """The gate_closed event, when `state` (derived with the write being made) closes the gate
+    and no gate_closed event records it yet; None otherwise. `recording_digest` is the sha256
+    of the recording the state was derived from (None: no usable recording, so no closing)."""
+    if not state.gate.closed or state.gate.closed_on is not None or recording_digest is None:
+        return None
+    return EventKind.GATE_CLOSED, {
+        "recording_digest": recording_digest,
+        "recording_file": recording_file,
+    }
+
+
 def rung_number(rung: int | str, count: int) -> int:
     """`rung` as a hint number from 1 to `count`, or Invalid with the one message for a hint
     that does not exist (the route answers it as a 404)."""

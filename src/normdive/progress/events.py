@@ -15,6 +15,12 @@ Payloads, by kind (what normdive.progress.actions builds and derive reads):
     row_predicted         {"row": <recording row key>, "outcome": "learns" | "partial" | "chance"}
     row_played            {"row": <recording row key>}   (each play, replays too, is a run)
     hint_opened           {"rung": 1 | 2}                (free: never a run)
+    gate_closed           {"recording_digest": <sha256 of the recording file's bytes, hex>,
+                           "recording_file": <its file name>}
+                          appended once, with the write that first closes the gate. Once
+                          there, the gate is closed for good, whatever recording is served
+                          afterwards (one where another row is best, or none): the credit stays,
+                          and the page says which recording it was earned on.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ class EventKind(StrEnum):
     ROW_PREDICTED = "row_predicted"
     ROW_PLAYED = "row_played"
     HINT_OPENED = "hint_opened"
+    GATE_CLOSED = "gate_closed"
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,9 @@ How events fold into state (each rule is tested in tests/test_progress_state.py)
 - The reading: every lock counts; once a right lock exists it is final.
 - The takeaway is the latest saved text ("" is a cleared takeaway, None never saved).
 - Evaluated runs: see count_evaluated_runs.
-- The gate closes only when every part holds and the recording has no problem.
+- The gate closes only when every part holds and the recording has no problem; once a
+  gate_closed event records that, it stays closed whatever the recording says now
+  (GateState.closed_on names the recording it closed on).
 
 The ablation's parts, each folded in its own module and referenced from LessonState:
     LessonState.ablation: AblationState    (progress/ablation.py) row predictions, plays,
@@ -49,6 +51,7 @@ from normdive.progress.hints import HintsState, fold_hints
 __all__ = [
     "GRADED_VERDICTS",
     "AblationState",
+    "ClosedOn",
     "CompareState",
     "FieldState",
     "GateState",
@@ -84,6 +87,22 @@ class ReadingState:
 
 
 @dataclass(frozen=True)
+class ClosedOn:
+    """The recording a gate closed on, from the first gate_closed event."""
+
+    recording_digest: str  # sha256 of the file's bytes, hex
+    recording_file: str  # the file's name
+
+    @property
+    def short_digest(self) -> str:
+        return self.recording_digest[:SHORT_DIGEST_CHARS]
+
+
+# How many hex characters of a recording's digest the page shows (as git shows a commit).
+SHORT_DIGEST_CHARS = 12
+
+
+@dataclass(frozen=True)
 class GateState:
     numbers_landed: int
     numbers_total: int  # 6
@@ -96,6 +115,8 @@ class GateState:
     best_row_played: bool
     cannot_close_reason: str | None  # from RecordingFacts.problem: the gate cannot close today
     closed: bool
+    # The recording the gate closed on (a gate_closed event), for good; None until recorded.
+    closed_on: ClosedOn | None = None
 
 
 @dataclass(frozen=True)
@@ -152,6 +173,7 @@ def derive(
         lesson,
         recording,
         ablation,
+        closed_on=_closed_on(events),
         prerequisite_done=prerequisite_done,
         numbers_landed=numbers_landed,
         reading_right=reading.right,
@@ -264,6 +286,16 @@ def _reading(events: Sequence[Event], lesson: Lesson) -> ReadingState:
     return state
 
 
+def _closed_on(events: Sequence[Event]) -> ClosedOn | None:
+    for event in events:
+        if event.kind is EventKind.GATE_CLOSED:
+            return ClosedOn(
+                recording_digest=str(event.payload.get("recording_digest", "")),
+                recording_file=str(event.payload.get("recording_file", "")),
+            )
+    return None
+
+
 def _takeaway(events: Sequence[Event]) -> str | None:
     text: str | None = None
     for event in events:
@@ -277,6 +309,7 @@ def _gate(
     recording: RecordingFacts,
     ablation: AblationState,
     *,
+    closed_on: ClosedOn | None,
     prerequisite_done: bool,
     numbers_landed: int,
     reading_right: bool,
@@ -286,7 +319,7 @@ def _gate(
     predictions_recorded = ablation.predictions_recorded
     predictions_before_play = ablation.predictions_before_play
     best_row_played = ablation.best_row_played
-    closed = (
+    closed = closed_on is not None or (
         prerequisite_done
         and recording.problem is None
         and recording.best_row is not None
@@ -305,6 +338,7 @@ def _gate(
         predictions_total=predictions_total,
         predictions_before_play=predictions_before_play,
         best_row_played=best_row_played,
-        cannot_close_reason=recording.problem,
+        cannot_close_reason=None if closed_on is not None else recording.problem,
         closed=closed,
+        closed_on=closed_on,
     )

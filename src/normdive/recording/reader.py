@@ -1,8 +1,24 @@
 """Reading the recording for the page: one clear problem per way a file can be unusable.
 
 CONTRACT (web): read_recording(path) -> Recording, raising RecordingProblem(reason, message);
-recording_status(path) -> Recording | RecordingProblem, never raising, cached by the file's
-(path, mtime, size); best_row(recording, seed=None) -> the row key the gate asks for.
+recording_snapshot(path) -> RecordingSnapshot(status, digest), never raising: the Recording or
+the problem to show, and the sha256 of the bytes the Recording was parsed from;
+recording_status(path) -> its status alone; best_row(recording, seed=None) -> the row key the
+gate asks for. read_capped(path) -> the file's bytes, at most MAX_RECORDING_BYTES (the server
+and `normdive check-recording` share the cap).
+
+The server's view of a file (recording_snapshot), cached per path:
+- A change is noticed by the file's stat (inode, size, mtime, ctime), taken on every call, and
+  by its content: while the stat stands still the bytes are read and hashed again at most
+  every CONTENT_RECHECK_S, so an edit that keeps the size and mtime (and lands within one tick
+  of the ctime clock) shows within that time. Bytes whose digest is unchanged are not parsed
+  again.
+- A file rewritten in place is, for a moment, half written, and a half-written file reads as
+  damaged. The reader cannot tell that moment from a file that is broken for good, so a path
+  that has held a good recording keeps serving its last good one while it reads as any
+  problem (and the author's message is logged, once per distinct problem); a path that never
+  held a good one shows its problem. A good file (written in place or atomically replaced)
+  replaces the last good one as soon as it is noticed.
 
 Every message names the file and is written for a course author, who is the one who can fix
 it (usually by running `normdive record-runs`).
@@ -10,10 +26,14 @@ it (usually by running `normdive record-runs`).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import math
 import os
 import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -22,11 +42,28 @@ from pydantic import ValidationError
 from normdive.recording.format import FORMAT_VERSION, ROW_KEYS, Recording, Row, RowKey, as_float
 
 ProblemReason = Literal[
-    "missing", "unreadable", "bad_json", "unknown_version", "invalid", "no_ablation_rows"
+    "missing",
+    "unreadable",
+    "too_large",
+    "bad_json",
+    "unknown_version",
+    "invalid",
+    "no_ablation_rows",
 ]
 # How many validation errors a message lists before it says "and N more".
 MAX_ERRORS_SHOWN = 3
 REMEDY = "Run `normdive record-runs` to make it again."
+# The most of a recording file that is read, in bytes. The shipped recording is about 120 KB;
+# parsing JSON takes several times its size in memory, so without a cap one large file costs a
+# worker hundreds of megabytes (bench/RESULTS.md, "Abuse").
+MAX_RECORDING_BYTES = 16 * 1024 * 1024
+# While a file's stat stands still, its bytes are read and hashed again at most this often, in
+# seconds (per worker). Reading and hashing the shipped 120 KB file takes about 0.5 ms on the
+# 2-core test machine, against about 7 µs for a stat: once a second it is lost in the noise,
+# while on every request it would add half a millisecond to each.
+CONTENT_RECHECK_S = 1.0
+
+logger = logging.getLogger(__name__)
 
 
 class RecordingProblem(Exception):
@@ -129,11 +166,16 @@ def require_ablation_rows(recording: Recording, name: str) -> Recording:
     return recording
 
 
-def read_recording(path: Path | str) -> Recording:
-    """The recording at `path`, with all four ablation rows at its page seed."""
+def read_capped(path: Path | str) -> bytes:
+    """The file's bytes, refusing a file larger than MAX_RECORDING_BYTES without reading more
+    than one byte past the cap. Raises RecordingProblem (missing, unreadable, too_large)."""
     where = Path(path)
     try:
-        raw = where.read_bytes()
+        with where.open("rb") as file:
+            # A file known to be too large is not read at all; one growing while it is read
+            # is stopped one byte past the cap.
+            too_large = os.fstat(file.fileno()).st_size > MAX_RECORDING_BYTES
+            raw = b"" if too_large else file.read(MAX_RECORDING_BYTES + 1)
     except FileNotFoundError as error:
         raise RecordingProblem(
             "missing", f"The recording {where} does not exist. {REMEDY}"
@@ -142,39 +184,117 @@ def read_recording(path: Path | str) -> Recording:
         raise RecordingProblem(
             "unreadable", f"The recording {where} cannot be read ({error.strerror or error})."
         ) from error
-    return require_ablation_rows(parse_recording(raw, str(where)), str(where))
+    if too_large or len(raw) > MAX_RECORDING_BYTES:
+        raise RecordingProblem(
+            "too_large",
+            f"The recording {where} is larger than {MAX_RECORDING_BYTES // (1024 * 1024)} MiB "
+            f"({MAX_RECORDING_BYTES:,} bytes), the most normdive reads. {REMEDY}",
+        )
+    return raw
 
 
-_cache: dict[Path, tuple[tuple[int, int], Recording | RecordingProblem]] = {}
+def read_recording(path: Path | str) -> Recording:
+    """The recording at `path`, with all four ablation rows at its page seed."""
+    return _parse_usable(read_capped(path), str(Path(path)))
+
+
+def _parse_usable(raw: bytes, name: str) -> Recording:
+    return require_ablation_rows(parse_recording(raw, name), name)
+
+
+@dataclass(frozen=True)
+class RecordingSnapshot:
+    """What the server serves for a recording path: the Recording or the problem to show,
+    and the sha256 (hex) of the bytes the Recording was parsed from (None with a problem)."""
+
+    status: Recording | RecordingProblem
+    digest: str | None
+
+
+@dataclass(frozen=True)
+class _Seen:
+    stamp: tuple[int, int, int, int] | None  # (inode, size, mtime ns, ctime ns); None: no stat
+    checked_at: float  # time.monotonic() when the bytes were last read
+    digest: str | None  # of the bytes last read; None when they could not be read
+    served: RecordingSnapshot
+    problem: RecordingProblem | None  # what the bytes last read amount to, when not good
+
+
+_cache: dict[Path, _Seen] = {}
 _cache_lock = threading.Lock()
 
 
-def recording_status(path: Path | str) -> Recording | RecordingProblem:
-    """read_recording without raising: the Recording, or the problem to show. A file is read
-    again only when its modification time or size changes."""
-    where = Path(path).absolute()
+def _stamp(where: Path) -> tuple[int, int, int, int] | None:
     try:
         info = os.stat(where)
     except OSError:
-        info = None
-    stamp = (info.st_mtime_ns, info.st_size) if info is not None else None
-    if stamp is not None:
-        with _cache_lock:
-            cached = _cache.get(where)
-        if cached is not None and cached[0] == stamp:
-            return cached[1]
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def recording_snapshot(path: Path | str) -> RecordingSnapshot:
+    """The recording at `path` as the server serves it (see the module's docstring: a change
+    is noticed by stat and by content, and a path keeps its last good recording while it
+    reads as a problem). Never raises."""
+    where = Path(path).absolute()
+    stamp = _stamp(where)
+    now = time.monotonic()
+    with _cache_lock:
+        seen = _cache.get(where)
+    if (
+        seen is not None
+        and stamp is not None
+        and seen.stamp == stamp
+        and now - seen.checked_at < CONTENT_RECHECK_S
+    ):
+        return seen.served
+    digest: str | None = None
     try:
-        result: Recording | RecordingProblem = read_recording(path)
+        raw = read_capped(path)
+        digest = hashlib.sha256(raw).hexdigest()
+        if seen is not None and seen.digest == digest:
+            fresh: Recording | RecordingProblem = (
+                seen.problem if seen.problem is not None else seen.served.status
+            )
+        else:
+            fresh = _parse_usable(raw, str(path))
     except RecordingProblem as problem:
-        result = problem
+        fresh = problem
     except Exception as error:
-        result = RecordingProblem(
+        fresh = RecordingProblem(
             "unreadable", f"The recording {path} could not be read: {error!r}. {REMEDY}"
         )
-    if stamp is not None:
-        with _cache_lock:
-            _cache[where] = (stamp, result)
-    return result
+    if isinstance(fresh, RecordingProblem):
+        served = _last_good(seen, where, fresh)
+        seen_now = _Seen(stamp, now, digest, served, fresh)
+    else:
+        served = RecordingSnapshot(fresh, digest)
+        seen_now = _Seen(stamp, now, digest, served, None)
+    with _cache_lock:
+        _cache[where] = seen_now
+    return served
+
+
+def _last_good(seen: _Seen | None, where: Path, problem: RecordingProblem) -> RecordingSnapshot:
+    """The snapshot to serve while the file reads as `problem`: its last good one, if any."""
+    last = seen.served if seen is not None else None
+    if last is None or isinstance(last.status, RecordingProblem):
+        return RecordingSnapshot(problem, None)
+    if seen is not None and seen.problem != problem:
+        logger.warning(
+            "the recording %s now reads as a problem (%s): %s; still serving the last good "
+            "one (sha256 %s)",
+            where,
+            problem.reason,
+            problem.message,
+            last.digest,
+        )
+    return last
+
+
+def recording_status(path: Path | str) -> Recording | RecordingProblem:
+    """recording_snapshot's status: the Recording, or the problem to show. Never raises."""
+    return recording_snapshot(path).status
 
 
 def _rank(value: float | str, *, worst: float) -> float:

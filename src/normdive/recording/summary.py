@@ -16,6 +16,7 @@ from normdive.recording.reader import (
     best_row,
     parse_recording,
     ranking,
+    read_capped,
     require_ablation_rows,
 )
 
@@ -115,15 +116,7 @@ def check_recording_file(path: Path) -> RecordingCheck:
     """Read, validate and describe the recording at `path`, as `normdive check-recording`
     reports it; the last line of a playable file says which row is best."""
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        message = f"The recording {path} does not exist."
-        return RecordingCheck([], RecordingProblem("missing", message))
-    except OSError as error:
-        message = f"The recording {path} cannot be read ({error.strerror or error})."
-        return RecordingCheck([], RecordingProblem("unreadable", message))
-    try:
-        recording = parse_recording(raw, str(path))
+        recording = parse_recording(read_capped(path), str(path))
     except RecordingProblem as problem:
         return RecordingCheck([], problem)
     lines = describe(recording, str(path))

@@ -10,6 +10,13 @@ the history is never rewritten. Every query is filtered by one learner id, excep
         committed. Portable SQL: JSON path access through SQLAlchemy (JSON_EXTRACT on SQLite,
         ->> on PostgreSQL), grouped on subquery columns so PostgreSQL sees one expression.
 
+Writing what the learner's history decides (`Store.append_decided`): a request reads the
+history, decides from it what to append (nothing, or one or more events, or a refusal) and
+appends only if the history is still the one it read. This is what keeps a once-only fact
+(the opening prediction, a row's prediction, a field landing, the right reading, the gate's
+closing) once under concurrency, and makes every answer agree with what was stored: the
+answer is derived from the history the winning append extended.
+
 Payloads are JSON objects. Before storing, every string in them (keys included) has NUL and
 lone surrogate characters replaced with U+FFFD, because PostgreSQL's JSONB rejects both;
 non-finite floats are refused (JSON has no NaN).
@@ -19,21 +26,47 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import math
 import re
 import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Select, exists, func, insert, literal_column, select
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Select,
+    exists,
+    func,
+    insert,
+    literal,
+    literal_column,
+    select,
+)
 from sqlalchemy.exc import IntegrityError
 
 from normdive.progress.aggregate import PredictionCounts
 from normdive.progress.events import Event, EventKind
 from normdive.store.tables import LEARNER_ID_LENGTH, EventRecord, Learner
 
-__all__ = ["Store", "UnknownLearner", "is_learner_id", "storable"]
+__all__ = [
+    "Decision",
+    "Store",
+    "UnknownLearner",
+    "is_learner_id",
+    "storable",
+]
+
+logger = logging.getLogger(__name__)
+
+# What a request decides from a learner's history: the events to append, in order (none:
+# nothing to store). Deciding may raise instead (a refusal); then nothing is appended.
+Decision = Sequence[tuple[EventKind, Mapping[str, Any]]]
+# How many times a request re-reads and re-decides after another request of the same learner
+# appended first, before it takes the learner's lock for its read, decision and append.
+OPTIMISTIC_TRIES = 3
 
 # Characters PostgreSQL cannot keep in JSONB text: NUL and UTF-16 surrogates.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -146,19 +179,123 @@ class Store:
         """The learner's events, oldest first. Kinds this version does not know are skipped."""
         if not is_learner_id(learner_id):
             return []
-        known = {kind.value for kind in EventKind}
-        query = (
-            select(EventRecord.id, EventRecord.kind, EventRecord.payload, EventRecord.created_at)
-            .where(EventRecord.learner_id == learner_id)
-            .order_by(EventRecord.id)
-        )
         with self._engine.connect() as connection:
-            rows = connection.execute(query).all()
-        return [
-            Event(row.id, learner_id, EventKind(row.kind), dict(row.payload), _utc(row.created_at))
-            for row in rows
-            if row.kind in known  # written by a newer version; that version derives from it
-        ]
+            return _history(connection, learner_id)[0]
+
+    def append_decided(
+        self, learner_id: str, decide: Callable[[list[Event]], Decision]
+    ) -> tuple[list[Event], list[Event]]:
+        """Read the learner's events, decide from them what to append, and append it only if
+        no event of theirs was appended in between. Returns (the events the decision was made
+        on, the events appended). Raises what `decide` raises (then nothing is appended),
+        UnknownLearner and ValueError.
+
+        The mechanism is a compare-and-append on the learner's last event id, not a lock held
+        from the read: on SQLite any lock is the whole database's write lock, and holding it
+        while Python derives the state (waiting for the GIL under load) stalls every other
+        learner's writes (see _writing); the compare-and-append holds it for one statement.
+        A request that loses re-reads and re-decides, so its answer (a 409 for a duplicate)
+        is decided on the history that won. A learner racing themselves many times over (a
+        hundred checks at once) could lose again and again, so after OPTIMISTIC_TRIES losses
+        a request takes the learner's lock for its read, decision and append, which every
+        compare-and-append of that learner also waits for: it cannot lose, and each request
+        ends in a bounded number of steps."""
+        if not is_learner_id(learner_id):
+            raise UnknownLearner(learner_id)
+        for _ in range(OPTIMISTIC_TRIES):
+            with self._engine.connect() as connection:
+                events, last_id = _history(connection, learner_id)
+            planned = _storable_decision(decide(events))
+            if not planned:
+                return events, []
+            appended = self._append_if_last(learner_id, planned, last_id)
+            if appended is not None:
+                return events, appended
+        logger.info("learner %s raced themselves; deciding under their lock", learner_id)
+        try:
+            with self._locked(learner_id) as connection:
+                events, _ = _history(connection, learner_id)
+                planned = _storable_decision(decide(events))
+                return events, [self._insert(connection, learner_id, *entry) for entry in planned]
+        except IntegrityError:
+            # The foreign key refused it: the learner does not exist.
+            raise UnknownLearner(learner_id) from None
+
+    @contextlib.contextmanager
+    def _locked(self, learner_id: str) -> Iterator[Connection]:
+        """A transaction holding the learner's write lock until it ends.
+
+        SQLite: BEGIN IMMEDIATE takes the database's write lock at once (pysqlite's own
+        transaction handling would begin only at the first INSERT, after the reads, so the
+        connection is in autocommit mode and the transaction is begun by hand). PostgreSQL:
+        a transaction-scoped advisory lock on the learner id, which needs no learner row and
+        leaves other learners alone."""
+        if self._sqlite:
+            with self._engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.exec_driver_sql("ROLLBACK")
+                    raise
+                conn.exec_driver_sql("COMMIT")
+        else:
+            with self._engine.begin() as connection:
+                key = func.hashtextextended(learner_id, 0)
+                connection.execute(select(func.pg_advisory_xact_lock(key)))
+                yield connection
+
+    def _append_if_last(
+        self, learner_id: str, planned: list[tuple[EventKind, dict[str, Any]]], last_id: int
+    ) -> list[Event] | None:
+        """Append `planned` if the learner's last event id is still `last_id` (0: none);
+        None if another append came first."""
+        try:
+            if self._sqlite and len(planned) == 1:
+                # One statement, in autocommit: SQLite takes the write lock when a writing
+                # statement starts, before its subquery reads, so the check and the insert
+                # are one step; the lock is let go inside the same call into SQLite.
+                kind, payload = planned[0]
+                values = select(
+                    literal(learner_id, EventRecord.learner_id.type),
+                    literal(kind.value, EventRecord.kind.type),
+                    literal(payload, EventRecord.payload.type),
+                ).where(_last_event_id(learner_id) == last_id)
+                statement = insert(EventRecord).from_select(
+                    ["learner_id", "kind", "payload"], values
+                )
+                with self._writing() as connection:
+                    result = connection.execute(statement)
+                    if result.rowcount != 1:
+                        return None
+                    event_id = result.lastrowid
+                    created_at = connection.execute(
+                        select(EventRecord.created_at).where(EventRecord.id == event_id)
+                    ).scalar_one()
+                return [Event(event_id, learner_id, kind, payload, _utc(created_at))]
+            with self._locked(learner_id) as connection:
+                if connection.execute(select(_last_event_id(learner_id))).scalar_one() != last_id:
+                    return None
+                return [self._insert(connection, learner_id, *entry) for entry in planned]
+        except IntegrityError:
+            # The foreign key refused it: the learner does not exist.
+            raise UnknownLearner(learner_id) from None
+
+    def _insert(
+        self, connection: Connection, learner_id: str, kind: EventKind, payload: dict[str, Any]
+    ) -> Event:
+        statement = insert(EventRecord).values(
+            learner_id=learner_id, kind=kind.value, payload=payload
+        )
+        if self._sqlite:
+            event_id = connection.execute(statement).lastrowid
+            created_at = connection.execute(
+                select(EventRecord.created_at).where(EventRecord.id == event_id)
+            ).scalar_one()
+        else:
+            returning = statement.returning(EventRecord.id, EventRecord.created_at)
+            event_id, created_at = connection.execute(returning).one()
+        return Event(event_id, learner_id, kind, payload, _utc(created_at))
 
     def prediction_counts(self) -> PredictionCounts:
         """How all learners predicted, each counted once by their first prediction."""
@@ -171,6 +308,34 @@ class Store:
             opening=rows_to_counts(opening).get("", {}),
             rows=rows_to_counts(rows),
         )
+
+
+def _storable_decision(decision: Decision) -> list[tuple[EventKind, dict[str, Any]]]:
+    return [(EventKind(kind), storable(payload)) for kind, payload in decision]
+
+
+def _last_event_id(learner_id: str) -> Any:
+    """The learner's last event id, 0 when they have none (a scalar subquery)."""
+    last = select(func.max(EventRecord.id)).where(EventRecord.learner_id == learner_id)
+    return func.coalesce(last.scalar_subquery(), 0)
+
+
+def _history(connection: Connection, learner_id: str) -> tuple[list[Event], int]:
+    """The learner's events, oldest first, skipping kinds this version does not know, and
+    the id of their last event of any kind (0: none)."""
+    known = {kind.value for kind in EventKind}
+    query = (
+        select(EventRecord.id, EventRecord.kind, EventRecord.payload, EventRecord.created_at)
+        .where(EventRecord.learner_id == learner_id)
+        .order_by(EventRecord.id)
+    )
+    rows = connection.execute(query).all()
+    events = [
+        Event(row.id, learner_id, EventKind(row.kind), dict(row.payload), _utc(row.created_at))
+        for row in rows
+        if row.kind in known  # written by a newer version; that version derives from it
+    ]
+    return events, (rows[-1].id if rows else 0)
 
 
 # Learners who committed the opening prediction (built once, like _first_answers_query).

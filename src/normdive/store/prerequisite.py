@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from normdive.progress.events import EventKind
-from normdive.store.events import Store, UnknownLearner
+from normdive.progress.events import Event, EventKind
+from normdive.store.events import Decision, Store, UnknownLearner
 
 
 class PrerequisiteSource(StrEnum):
@@ -26,8 +26,13 @@ def record_prerequisite_done(store: Store, learner_id: str, source: Prerequisite
     an id the store does not hold."""
     if not store.learner_exists(learner_id):
         raise UnknownLearner(learner_id)
-    events = store.events_for(learner_id)
-    if any(event.kind is EventKind.PREREQUISITE_DONE for event in events):
-        return True
-    store.append(learner_id, EventKind.PREREQUISITE_DONE, {"source": source.value})
-    return False
+
+    def decide(events: list[Event]) -> Decision:
+        if any(event.kind is EventKind.PREREQUISITE_DONE for event in events):
+            return []
+        return [(EventKind.PREREQUISITE_DONE, {"source": source.value})]
+
+    # Once under any concurrency, as every once-only fact: appended only on the history it was
+    # decided on (Store.append_decided).
+    _, appended = store.append_decided(learner_id, decide)
+    return not appended

@@ -24,6 +24,7 @@ import hmac
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter
@@ -38,6 +39,7 @@ from normdive.progress.actions import (
     Conflict,
     Invalid,
     check_numbers,
+    close_gate,
     commit_prediction,
     lock_reading,
     open_hint,
@@ -47,7 +49,9 @@ from normdive.progress.actions import (
     save_takeaway,
     unknown_row_message,
 )
+from normdive.progress.events import Event, EventKind
 from normdive.progress.state import LessonState
+from normdive.recording.reader import RecordingSnapshot
 from normdive.store.events import UnknownLearner
 from normdive.store.prerequisite import PrerequisiteSource, record_prerequisite_done
 from normdive.web.errors import error_response, wants_json
@@ -216,11 +220,52 @@ HINT = FormAction(
 )
 
 
+class _Decider:
+    """Decides one form's write from a learner's history, remembering the state before and
+    after its last decision (Store.append_decided may call it again after losing a race)."""
+
+    def __init__(
+        self, svc: Services, action: FormAction, form: dict[str, str], snapshot: RecordingSnapshot
+    ) -> None:
+        self.svc, self.action, self.form, self.snapshot = svc, action, form, snapshot
+        self.state: LessonState | None = None
+        self.after: LessonState | None = None
+        self.outcome: Outcome = None
+
+    def __call__(self, events: list[Event]) -> list[Action]:
+        """The events to append: the action's, and gate_closed when this write closes the
+        gate. Raises Conflict / Invalid (nothing is appended)."""
+        svc, recording = self.svc, self.snapshot.status
+        self.outcome, self.after = None, None
+        self.state = svc.state_from(events, recording)
+        self.outcome = self.action.act(self.state, svc.lesson, self.form)
+        if self.outcome is None:
+            self.after = self.state
+        else:
+            self.after = svc.state_from([*events, _provisional(self.outcome)], recording)
+        closing = close_gate(self.after, self.snapshot.digest, svc.settings.recording_path.name)
+        decided = [self.outcome] if self.outcome is not None else []
+        return [*decided, closing] if closing is not None else decided
+
+    def state_after(self, events: list[Event], appended: list[Event]) -> LessonState:
+        """The state after the append: the one derived while deciding, unless a gate_closed
+        event went with it (then derived again, once per learner)."""
+        if self.after is not None and all(e.kind is not EventKind.GATE_CLOSED for e in appended):
+            return self.after
+        return self.svc.state_from([*events, *appended], self.snapshot.status)
+
+
+def _provisional(action: Action) -> Event:
+    """An event as it would be appended, to derive the state after it (derive reads the kind,
+    the payload and the order, never the id or the time)."""
+    kind, payload = action
+    return Event(0, "", kind, payload, datetime.now(UTC))
+
+
 def _perform(svc: Services, request: Request, action: FormAction, form: dict[str, str]) -> Response:
     learner = resolve_learner(request, svc.store, svc.signer)
-    recording = svc.recording()
-    events = svc.store.events_for(learner.id)
-    state = svc.state_from(events, recording)
+    snapshot = svc.recording_snapshot()
+    recording = snapshot.status
     carry = carry_from(form, svc.lesson)
     refusal: Refusal | None = None
     status = 200
@@ -228,18 +273,25 @@ def _perform(svc: Services, request: Request, action: FormAction, form: dict[str
     headers: dict[str, str] = {}
     limited = throttled(svc.engine, learner.id, svc.settings.attempts_per_minute)
     if limited is not None:
+        state = svc.state_of(learner.id, recording)
         status, refusal = 429, Refusal(action.name, limited.message, form)
         headers["Retry-After"] = str(limited.retry_after_s)
     else:
+        # Read, decide and append as one compare-and-append (Store.append_decided): a
+        # once-only fact is stored once however many requests race, and the answer is
+        # derived from the history the winning append extended.
+        decider = _Decider(svc, action, form, snapshot)
         try:
-            outcome = action.act(state, svc.lesson, form)
+            events, appended = svc.store.append_decided(learner.id, decider)
+            state = decider.state_after(events, appended)
+            outcome = decider.outcome
         except Conflict as exc:
             status, refusal = 409, Refusal(action.name, exc.message, form)
         except Invalid as exc:
             status, refusal = 422, Refusal(action.name, exc.message, form)
-    if refusal is None and outcome is not None:
-        kind, payload = outcome
-        state = svc.state_from([*events, svc.store.append(learner.id, kind, payload)], recording)
+        if refusal is not None:
+            assert decider.state is not None  # a refusal comes from deciding
+            state = decider.state
     # What the announcement reads: the form (its target) and the event's payload (answers).
     said: Mapping[str, Any] = {**form, **(outcome[1] if outcome is not None else {})}
     player_row = form[TARGET] if action.plays and refusal is None else carry.play

@@ -72,9 +72,14 @@ class Services:
     renderer: Renderer
 
     def recording(self) -> RecordingStatus:
-        """The recording, or why it cannot be used. The reader caches the file by (path,
-        mtime, size), so a re-recording shows at once and an unchanged one is read once."""
-        return reader.recording_status(self.settings.recording_path)
+        """The recording, or why it cannot be used (reader.recording_snapshot: cached per
+        path, a change noticed by stat and by content)."""
+        return self.recording_snapshot().status
+
+    def recording_snapshot(self) -> reader.RecordingSnapshot:
+        """The recording with the digest of the bytes it was read from (what a gate_closed
+        event records)."""
+        return reader.recording_snapshot(self.settings.recording_path)
 
     def state_of(self, learner_id: str, status: RecordingStatus | None = None) -> LessonState:
         """The learner's state, derived afresh from their events and the recording."""

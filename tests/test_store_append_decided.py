@@ -1,0 +1,111 @@
+"""Store.append_decided: decide from the learner's history and append only on that history.
+
+A rival append between the read and the append (another request of the same learner) makes
+the decision be taken again on the new history; after OPTIMISTIC_TRIES such losses the
+decision is taken under the learner's lock, where it cannot lose. The rival here is a real
+second write through the store, made from inside the decision, at the worst moment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import Engine
+
+from normdive.progress.actions import ActionRefused
+from normdive.store.db import make_engine
+from normdive.store.events import (
+    OPTIMISTIC_TRIES,
+    Event,
+    EventKind,
+    Store,
+    UnknownLearner,
+)
+
+pytestmark = pytest.mark.both_databases
+
+SAVED = EventKind.TAKEAWAY_SAVED
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    engine = make_engine(database_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def store(engine: Engine) -> Store:
+    return Store(engine)
+
+
+def test_the_decision_is_appended_in_order_and_returned(store: Store) -> None:
+    learner = store.create_learner()
+    store.append(learner, SAVED, {"text": "before"})
+    seen: list[list[str]] = []
+
+    def decide(events: list[Event]) -> list[tuple[EventKind, dict[str, str]]]:
+        seen.append([event.payload["text"] for event in events])
+        return [(SAVED, {"text": "one"}), (SAVED, {"text": "two"})]
+
+    decided_on, appended = store.append_decided(learner, decide)
+    assert seen == [["before"]]
+    assert [e.payload["text"] for e in decided_on] == ["before"]
+    assert appended == store.events_for(learner)[1:]
+    assert [e.payload["text"] for e in appended] == ["one", "two"]
+
+
+def test_nothing_decided_appends_nothing_and_a_refusal_stores_nothing(store: Store) -> None:
+    learner = store.create_learner()
+    assert store.append_decided(learner, lambda events: []) == ([], [])
+
+    def refuse(events: list[Event]) -> list[tuple[EventKind, dict[str, str]]]:
+        raise ActionRefused("no")
+
+    with pytest.raises(ActionRefused):
+        store.append_decided(learner, refuse)
+    assert store.events_for(learner) == []
+
+
+def test_a_rival_append_makes_the_decision_be_taken_again(store: Store) -> None:
+    learner = store.create_learner()
+    calls: list[int] = []
+
+    def once(events: list[Event]) -> list[tuple[EventKind, dict[str, str]]]:
+        calls.append(len(events))
+        if len(calls) == 1:
+            store.append(learner, SAVED, {"text": "rival"})  # lands between read and append
+        if any(event.payload["text"] == "rival" for event in events):
+            return []  # what was to be stored once is already there
+        return [(SAVED, {"text": "rival"})]
+
+    decided_on, appended = store.append_decided(learner, once)
+    assert calls == [0, 1]
+    assert appended == [] and [e.payload["text"] for e in decided_on] == ["rival"]
+    assert [e.payload["text"] for e in store.events_for(learner)] == ["rival"]
+
+
+def test_after_losing_every_try_the_decision_is_taken_under_the_lock(store: Store) -> None:
+    learner = store.create_learner()
+    calls: list[int] = []
+
+    def always_raced(events: list[Event]) -> list[tuple[EventKind, dict[str, str]]]:
+        calls.append(len(events))
+        if len(calls) <= OPTIMISTIC_TRIES:
+            store.append(learner, SAVED, {"text": f"rival {len(calls)}"})
+        return [(SAVED, {"text": "mine"})]
+
+    decided_on, appended = store.append_decided(learner, always_raced)
+    assert calls == list(range(OPTIMISTIC_TRIES + 1))
+    assert len(decided_on) == OPTIMISTIC_TRIES
+    texts = [e.payload["text"] for e in store.events_for(learner)]
+    assert texts == [f"rival {n}" for n in range(1, OPTIMISTIC_TRIES + 1)] + ["mine"]
+    assert [e.payload["text"] for e in appended] == ["mine"]
+
+
+def test_an_unknown_learner_is_refused(store: Store) -> None:
+    with pytest.raises(UnknownLearner):
+        store.append_decided("0" * 32, lambda events: [(SAVED, {"text": "x"})])
+    with pytest.raises(UnknownLearner):
+        store.append_decided("not an id", lambda events: [(SAVED, {"text": "x"})])
