@@ -85,8 +85,9 @@ def db_upgrade() -> None:
     "done",
     help="Record that a learner has finished lesson 8.5 The transformer block, which opens D9 "
     "to them.\n\n"
-    "Reads DATABASE_URL. An unknown learner is an error (exit 1); a learner already recorded "
-    "as done is left as they are (exit 0).",
+    "Reads DATABASE_URL. A learner who has not written anything yet (the locked page is all "
+    "they could open) is stored by this; a learner already recorded as done is left as they "
+    "are (exit 0).",
 )
 def prerequisite_done(
     learner: Annotated[
@@ -104,8 +105,8 @@ def prerequisite_done(
     engine = make_engine(url)
     try:
         store = Store(engine)
-        if not store.learner_exists(learner_id):
-            raise _fail(f"No learner with id {learner_id} in {_shown(url)}.")
+        # A learner is stored by their first write, and a locked page takes none.
+        store.ensure_learner(learner_id)
         events = store.events_for(learner_id)
         if any(event.kind is EventKind.PREREQUISITE_DONE for event in events):
             typer.echo(f"Lesson 8.5 was already recorded as done for {learner_id}.")

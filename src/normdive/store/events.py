@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Select, exists, func, insert, literal_column, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from normdive.progress.aggregate import PredictionCounts
@@ -34,7 +35,15 @@ from normdive.progress.events import Event, EventKind
 from normdive.store.tables import LEARNER_ID_LENGTH, EventRecord, Learner
 
 # Event and EventKind are defined by normdive.progress (the store depends on it); re-exported.
-__all__ = ["Event", "EventKind", "Store", "UnknownLearner", "is_learner_id", "storable"]
+__all__ = [
+    "Event",
+    "EventKind",
+    "Store",
+    "UnknownLearner",
+    "is_learner_id",
+    "new_learner_id",
+    "storable",
+]
 
 # Characters PostgreSQL cannot keep in JSONB text: NUL and UTF-16 surrogates.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -53,6 +62,11 @@ class UnknownLearner(LookupError):
 def is_learner_id(text: str) -> bool:
     """True when `text` has the shape of a learner id: 32 lowercase hex characters."""
     return bool(_LEARNER_ID.fullmatch(text))
+
+
+def new_learner_id() -> str:
+    """A fresh learner id: 128 random bits as 32 hex characters. Minting one stores nothing."""
+    return secrets.token_hex(LEARNER_ID_LENGTH // 2)
 
 
 def storable(value: Any) -> Any:
@@ -105,10 +119,26 @@ class Store:
 
     def create_learner(self) -> str:
         """A new anonymous learner; returns the id (128 random bits, 32 hex characters)."""
-        learner_id = secrets.token_hex(LEARNER_ID_LENGTH // 2)
+        learner_id = new_learner_id()
         with self._writing() as connection:
             connection.execute(insert(Learner).values(id=learner_id))
         return learner_id
+
+    def ensure_learner(self, learner_id: str, created_by: str | None = None) -> bool:
+        """Store the learner `learner_id` unless the store has them already; True when this
+        call stored them. One INSERT ... ON CONFLICT DO NOTHING, so two first writes of the
+        same learner at once store one row and neither fails. `created_by` is the keyed hash
+        of the address that started them (the new-learner limit counts it)."""
+        if not is_learner_id(learner_id):
+            raise UnknownLearner(learner_id)
+        dialect = postgresql if self._engine.dialect.name == "postgresql" else sqlite
+        statement = (
+            dialect.insert(Learner)
+            .values(id=learner_id, created_by=created_by)
+            .on_conflict_do_nothing(index_elements=[Learner.id])
+        )
+        with self._writing() as connection:
+            return connection.execute(statement).rowcount == 1
 
     def learner_exists(self, learner_id: str) -> bool:
         if not is_learner_id(learner_id):

@@ -57,7 +57,8 @@ from normdive.web.identity import (
 )
 from normdive.web.rendering import AGGREGATE_FRAGMENT
 from normdive.web.security import csrf
-from normdive.web.security.ratelimit import throttled
+from normdive.web.security.proxy import client_address
+from normdive.web.security.ratelimit import address_key, throttled, too_many_learners
 from normdive.web.services import Services, services
 from normdive.web.view import Refusal, carry_from
 
@@ -76,6 +77,12 @@ UNKNOWN_ROW = "There is no row called {key!r} in this lesson."
 UNKNOWN_RUNG = "There is no hint number {rung!r}; the hints are numbered 1 to {count}."
 # At most this much of an unknown path segment is repeated back.
 MAX_ECHOED = 40
+# What a form posts as: a plain form, or multipart (the page script's FormData).
+FORM_MEDIA_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+NOT_A_FORM = (
+    "This address takes a form (application/x-www-form-urlencoded or multipart/form-data), "
+    "and that request sent something else, so nothing was saved."
+)
 
 
 @dataclass(frozen=True)
@@ -218,7 +225,7 @@ HINT = FormAction(
 
 
 def _perform(svc: Services, request: Request, action: FormAction, form: dict[str, str]) -> Response:
-    learner = resolve_learner(request, svc.store, svc.signer)
+    learner = resolve_learner(request, svc.signer)
     recording = svc.recording()
     events = svc.store.events_for(learner.id)
     state = svc.state_from(events, recording)
@@ -275,13 +282,43 @@ def _perform(svc: Services, request: Request, action: FormAction, form: dict[str
     return response
 
 
+async def _form_fields(request: Request) -> dict[str, str] | None:
+    """The form's fields, or None when the body is not a form (415). A body with no
+    Content-Type at all is a form only when it is empty (a form with no fields)."""
+    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media_type in FORM_MEDIA_TYPES:
+        return _field_values(await request.form())
+    if not media_type and not await request.body():
+        return {}
+    return None
+
+
+def _admit_learner(svc: Services, request: Request, learner_id: str) -> Response | None:
+    """Store the learner on their first write, unless their address started too many
+    learners lately (429, web.security.ratelimit); None when the write may go on."""
+    if svc.store.learner_exists(learner_id):
+        return None
+    created_by = address_key(svc.settings.secret_key, client_address(request))
+    limited = too_many_learners(svc.engine, created_by, svc.settings.new_learners_per_hour)
+    if limited is not None:
+        retry = {"Retry-After": str(limited.retry_after_s)}
+        return error_response(request, 429, limited.message, retry)
+    svc.store.ensure_learner(learner_id, created_by)
+    return None
+
+
 async def _run(request: Request, action: FormAction, target: str | None = None) -> Response:
     svc = services(request)
-    form = _field_values(await request.form())
+    form = await _form_fields(request)
+    if form is None:
+        return error_response(request, 415, NOT_A_FORM)
     vouched = learner_from_cookie(request.cookies.get(COOKIE_NAME), svc.signer)
     forged = csrf.refusal(request, form, vouched, svc.settings.secret_key)
-    if forged is not None:
-        return error_response(request, 403, forged)
+    if forged is not None or vouched is None:
+        return error_response(request, 403, forged or csrf.NO_LEARNER)
+    refused = await run_in_threadpool(_admit_learner, svc, request, vouched)
+    if refused is not None:
+        return refused
     form.pop(csrf.FIELD, None)
     form.pop(TARGET, None)  # only the URL names the row or rung
     if target is not None:
@@ -356,8 +393,10 @@ def _bearer_token(request: Request) -> str | None:
 
 
 def _record_prerequisite(svc: Services, learner_id: str) -> JSONResponse:
-    if not svc.store.learner_exists(learner_id):
-        return _json_message(False, f"No learner with id {learner_id}.", 404)
+    # A learner on the locked page has written nothing, so is not stored yet: the host's
+    # report stores them. Only a holder of the host token gets here, so this is no way for
+    # anyone else to fill the table.
+    svc.store.ensure_learner(learner_id)
     prerequisite = svc.lesson.prerequisite
     events = svc.store.events_for(learner_id)
     if any(event.kind == EventKind.PREREQUISITE_DONE for event in events):
@@ -385,7 +424,9 @@ async def prerequisite_done(request: Request) -> Response:
         return _json_message(False, "That host token is not the one this server expects.", 401)
     try:
         body = json.loads(await request.body())
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        # RecursionError: nesting deeper than the parser's recursion allows (the body is at
+        # most MAX_BODY_BYTES, but a thousand brackets fit in that).
         body = None
     learner_id = body.get("learner_id") if isinstance(body, dict) else None
     if not isinstance(learner_id, str) or not is_learner_id(learner_id):
