@@ -131,14 +131,19 @@ class Store:
         of the address that started them (the new-learner limit counts it)."""
         if not is_learner_id(learner_id):
             raise UnknownLearner(learner_id)
-        dialect = postgresql if self._engine.dialect.name == "postgresql" else sqlite
-        statement = (
-            dialect.insert(Learner)
-            .values(id=learner_id, created_by=created_by)
-            .on_conflict_do_nothing(index_elements=[Learner.id])
-        )
+        values = {"id": learner_id, "created_by": created_by}
         with self._writing() as connection:
-            return connection.execute(statement).rowcount == 1
+            if self._sqlite:
+                statement = sqlite.insert(Learner).values(values)
+                inserted = statement.on_conflict_do_nothing(index_elements=[Learner.id])
+                return connection.execute(inserted).rowcount == 1
+            # psycopg reports no row count here (-1): the row it returns says it was stored.
+            conflict_free = (
+                postgresql.insert(Learner)
+                .values(values)
+                .on_conflict_do_nothing(index_elements=[Learner.id])
+            )
+            return connection.execute(conflict_free.returning(Learner.id)).first() is not None
 
     def learner_exists(self, learner_id: str) -> bool:
         if not is_learner_id(learner_id):
