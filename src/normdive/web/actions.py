@@ -12,9 +12,11 @@ the event to append, or raising Conflict / Invalid); this module only translates
   {"ok", "message", "fragments"}: the page's regions re-rendered by the same macros.
 A row or hint the URL names that the lesson does not have is a 404 with a message.
 
-Before any of that, every form post passes web.security: a foreign Origin or a missing or
-wrong form token is a 403 (nothing read, nothing written), and a learner past the writes a
-minute allows gets a 429 with Retry-After, shown beside the form like any other refusal.
+Before any of that, a body that is not a form is a 415, and every form post passes
+web.security: a foreign Origin or a missing or wrong form token is a 403 (nothing read,
+nothing written); a learner's first write stores them, unless their address started too many
+learners lately (429 with Retry-After); and a learner past the writes a minute allows gets a
+429 with Retry-After, shown beside the form like any other refusal.
 """
 
 from __future__ import annotations
