@@ -43,6 +43,8 @@ def lesson_env(database_url: str, **extra: str) -> dict[str, str]:
         "NORMDIVE_SECRET_KEY": secrets.token_hex(32),
         "NORMDIVE_DEV_PREREQUISITE_DONE": "1",
         "NORMDIVE_RECORDING_PATH": str(SHIPPED_RECORDING),
+        # Every simulated learner comes from 127.0.0.1: no new-learner limit in the way.
+        "NORMDIVE_NEW_LEARNERS_PER_HOUR": str(10**9),
         **extra,
     }
 

@@ -93,12 +93,14 @@ def test_prerequisite_done_records_it_once(url: str) -> None:
     ]
 
 
-def test_prerequisite_done_for_an_unknown_learner_fails_and_changes_nothing(url: str) -> None:
+def test_prerequisite_done_for_a_learner_not_stored_yet_stores_them(url: str) -> None:
+    # A learner who only opened the locked page has a signed id but no row.
     store = _upgraded_store(url)
     other = store.create_learner()
-    code, output = _invoke(url, "prerequisite", "done", "--learner", "ab" * 16)
-    assert code == 1
-    assert f"No learner with id {'ab' * 16}" in output
+    code, _ = _invoke(url, "prerequisite", "done", "--learner", "ab" * 16)
+    assert code == 0
+    assert store.learner_exists("ab" * 16)
+    assert [e.kind for e in store.events_for("ab" * 16)] == [EventKind.PREREQUISITE_DONE]
     assert store.events_for(other) == []
 
 

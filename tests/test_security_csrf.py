@@ -26,6 +26,7 @@ from conftest import (
 from normdive.web.app import create_app
 from normdive.web.identity import COOKIE_NAME
 from normdive.web.security import csrf
+from normdive.web.security.proxy import PEER_TRUSTED
 
 JSON = {"Accept": "application/json"}
 SITE = "http://testserver"  # the TestClient's own origin
@@ -265,11 +266,13 @@ def test_a_post_from_the_page_itself_is_accepted(
     assert response.status_code == 303
 
 
-def _request(headers: dict[str, str]) -> Request:
+def _request(headers: dict[str, str], *, trusted_peer: bool = False) -> Request:
+    """A request as web.security.proxy hands it on: from a trusted proxy, or from anyone."""
     raw = [
         (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()
     ]
-    return Request({"type": "http", "method": "POST", "path": "/predict", "headers": raw})
+    scope = {"type": "http", "method": "POST", "path": "/predict", "headers": raw}
+    return Request({**scope, PEER_TRUSTED: trusted_peer})
 
 
 @pytest.mark.parametrize(
@@ -289,23 +292,69 @@ def _request(headers: dict[str, str]) -> Request:
         ({"host": "lesson.example", "referer": "garbage"}, "garbage"),
         ({"host": "lesson.example"}, None),
         ({"origin": "https://lesson.example"}, "https://lesson.example"),  # no Host to match
-        # Behind a proxy that rewrites Host and says where the request was sent.
-        (
-            {
-                "host": "127.0.0.1:8000",
-                "x-forwarded-host": "lesson.example, proxy.internal",
-                "origin": "https://lesson.example",
-            },
-            None,
-        ),
-        (
-            {"host": "127.0.0.1:8000", "x-forwarded-host": "lesson.example", "origin": EVIL},
-            EVIL,
-        ),
     ],
 )
 def test_foreign_origin(headers: dict[str, str], foreign: str | None) -> None:
     assert csrf.foreign_origin(_request(headers)) == foreign
+
+
+PROXIED = {"host": "127.0.0.1:8000", "x-forwarded-host": "lesson.example, proxy.internal"}
+
+
+@pytest.mark.parametrize(
+    ("headers", "trusted", "foreign"),
+    [
+        # Behind a trusted proxy that rewrites Host and says where the request was sent.
+        ({**PROXIED, "origin": "https://lesson.example"}, True, None),
+        ({**PROXIED, "origin": EVIL}, True, EVIL),
+        # From any other peer, X-Forwarded-Host is anyone's to write: it does not count.
+        ({**PROXIED, "origin": "https://lesson.example"}, False, "https://lesson.example"),
+        (
+            {"host": "lesson.example", "x-forwarded-host": "evil.example", "origin": EVIL},
+            False,
+            EVIL,
+        ),
+    ],
+)
+def test_forwarded_host_counts_only_from_a_trusted_proxy(
+    headers: dict[str, str], trusted: bool, foreign: str | None
+) -> None:
+    assert csrf.foreign_origin(_request(headers, trusted_peer=trusted)) == foreign
+
+
+@pytest.mark.parametrize(("path", "data"), FORM_POSTS, ids=PATHS)
+def test_a_forged_origin_naming_itself_in_x_forwarded_host_is_refused(
+    make_browser: Callable[[], TestClient], path: str, data: dict[str, str]
+) -> None:
+    learner = make_browser()
+    token = open_lesson(learner)
+    learner.post("/predict", data={"choice": "residual", "csrf_token": token})
+    before = events_of(learner)
+    headers = {"Origin": EVIL, "X-Forwarded-Host": "evil.example", **JSON}
+    response = learner.post(path, data={**data, "csrf_token": token}, headers=headers)
+    assert response.status_code == 403
+    assert "another site" in response.json()["message"]
+    assert events_of(learner) == before
+
+
+def test_x_forwarded_host_counts_when_the_peer_is_in_forwarded_allow_ips(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    # The in-process client's peer is called "testclient"; uvicorn's rule takes such names too.
+    settings = make_settings(
+        recording_path=write_recording(tmp_path, ablation_recording()),
+        FORWARDED_ALLOW_IPS="testclient",
+    )
+    with TestClient(create_app(settings)) as learner:
+        token = open_lesson(learner)
+        headers = {"Origin": "https://lesson.example", "X-Forwarded-Host": "lesson.example"}
+        accepted = learner.post(
+            "/predict",
+            data={"choice": "residual", "csrf_token": token},
+            headers=headers,
+            follow_redirects=False,
+        )
+        assert accepted.status_code == 303
 
 
 def test_a_long_foreign_origin_is_cut_in_the_message(

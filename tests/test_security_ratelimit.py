@@ -20,6 +20,7 @@ from conftest import SECRET_KEY, SettingsFactory, ablation_recording, write_reco
 from normdive.config import DEFAULT_ATTEMPTS_PER_MINUTE, Settings
 from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
+from normdive.store.events import Store
 from normdive.store.tables import EventRecord
 from normdive.web.app import create_app
 from normdive.web.security.ratelimit import COUNTED_KINDS, TOO_MANY, WINDOW_S, throttled
@@ -77,6 +78,7 @@ def learner_id(client: TestClient) -> str:
 
 def write_back_dated(engine: Engine, learner: str, seconds_ago: float, count: int = 1) -> None:
     """Events written `seconds_ago` by the database's clock (as if by an earlier request)."""
+    Store(engine).ensure_learner(learner)  # a learner who only read is not stored yet
     with engine.begin() as connection:
         now = connection.execute(select(func.now())).scalar_one()
         for _ in range(count):
@@ -236,6 +238,7 @@ def test_the_prerequisite_report_is_not_the_learners_write(
     assert set(COUNTED_KINDS) == {kind.value for kind in EventKind} - {"prerequisite_done"}
     with PageClient(create_app(make_settings(attempts_per_minute=1)), follow_redirects=False) as c:
         learner = learner_id(c)
+        Store(engine).ensure_learner(learner)  # as the host's report stores them
         with engine.begin() as connection:
             for _ in range(3):
                 connection.execute(

@@ -14,14 +14,9 @@ import pytest
 from sqlalchemy import Engine
 
 from normdive.progress.actions import ActionRefused
+from normdive.progress.events import Event, EventKind
 from normdive.store.db import make_engine
-from normdive.store.events import (
-    OPTIMISTIC_TRIES,
-    Event,
-    EventKind,
-    Store,
-    UnknownLearner,
-)
+from normdive.store.events import OPTIMISTIC_TRIES, Store, UnknownLearner
 
 pytestmark = pytest.mark.both_databases
 

@@ -30,9 +30,14 @@ def test_it_is_recorded_once_with_its_source(store: Store, source: PrerequisiteS
     ]
 
 
-def test_an_unknown_learner_is_refused_and_nothing_is_stored(store: Store) -> None:
+def test_a_learner_not_stored_yet_is_stored_with_the_event(store: Store) -> None:
     other = store.create_learner()
-    with pytest.raises(UnknownLearner):
-        record_prerequisite_done(store, "ab" * 16, PrerequisiteSource.OPERATOR)
-    assert store.events_for("ab" * 16) == []
+    unseen = "ab" * 16
+    assert record_prerequisite_done(store, unseen, PrerequisiteSource.OPERATOR) is False
+    assert [e.kind for e in store.events_for(unseen)] == [EventKind.PREREQUISITE_DONE]
     assert store.events_for(other) == []
+
+
+def test_text_that_is_not_a_learner_id_is_refused(store: Store) -> None:
+    with pytest.raises(UnknownLearner):
+        record_prerequisite_done(store, "not-an-id", PrerequisiteSource.OPERATOR)

@@ -338,11 +338,11 @@ def test_json_takeaway_returns_only_its_status_line(client: TestClient) -> None:
     }
 
 
-def test_a_form_body_that_is_not_a_form_is_just_blank_input(client: TestClient) -> None:
+def test_a_form_body_that_is_not_a_form_is_refused_as_such(client: TestClient) -> None:
     response = client.post(
         "/predict", content=b'{"choice": "residual"}', headers={"Content-Type": "application/json"}
     )
-    assert response.status_code == 422
+    assert response.status_code == 415
     assert state(client)["prediction"] is None
 
 

@@ -8,8 +8,13 @@ from http.cookies import SimpleCookie
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import func, select
 
 from conftest import SettingsFactory
+from normdive.config import Settings
+from normdive.store.db import make_engine
+from normdive.store.events import Store
+from normdive.store.tables import Learner
 from normdive.web.app import create_app
 from normdive.web.identity import (
     COOKIE_MAX_AGE_S,
@@ -33,7 +38,24 @@ def set_cookie_header(client: TestClient, path: str = "/") -> SimpleCookie:
     return cookie
 
 
-def test_a_first_visit_creates_a_learner_and_a_signed_cookie(client: TestClient) -> None:
+def stored_learners(settings: Settings) -> int:
+    engine = make_engine(settings.database_url)
+    try:
+        with engine.connect() as connection:
+            return int(connection.execute(select(func.count()).select_from(Learner)).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def is_stored(settings: Settings, learner_id: str) -> bool:
+    engine = make_engine(settings.database_url)
+    try:
+        return Store(engine).learner_exists(learner_id)
+    finally:
+        engine.dispose()
+
+
+def test_a_first_visit_mints_a_learner_and_a_signed_cookie(client: TestClient) -> None:
     cookie = set_cookie_header(client)[COOKIE_NAME]
     learner_id, _, signature = cookie.value.partition(".")
     assert len(learner_id) == 32 and int(learner_id, 16) >= 0
@@ -84,13 +106,52 @@ def test_a_tampered_cookie_gets_a_fresh_learner_not_an_error(
     assert client.get("/api/state").json()["state"]["prediction"] is None
 
 
-def test_a_validly_signed_id_the_store_does_not_know_gets_a_fresh_learner(
+def test_a_validly_signed_id_the_store_does_not_know_is_that_learner_stored_on_first_write(
     client: TestClient, make_settings: SettingsFactory
 ) -> None:
-    signer = make_signer(make_settings())
+    # Only this server signs ids, and it signs them before storing them (on the first write).
+    settings = make_settings()
     unknown = "0123456789abcdef" * 2
-    client.cookies.set(COOKIE_NAME, cookie_value(unknown, signer))
-    assert learner_of(client) != unknown
+    client.cookies.set(COOKIE_NAME, cookie_value(unknown, make_signer(settings)))
+    assert learner_of(client) == unknown
+    assert not is_stored(settings, unknown)
+    assert client.post("/predict", data={"choice": "residual"}).status_code == 303
+    assert is_stored(settings, unknown)
+    assert learner_of(client) == unknown
+    assert client.get("/api/state").json()["state"]["prediction"] == "residual"
+
+
+def test_reading_without_a_cookie_stores_nothing_but_signs_an_id(
+    make_client: Callable[[], TestClient], settings: Settings
+) -> None:
+    for path in ("/", "/api/state", "/recording/rows/both.json", "/healthz"):
+        visitor = make_client()
+        response = visitor.get(path)
+        assert response.status_code in (200, 409, 503), path
+        if path != "/healthz":
+            assert (
+                learner_from_cookie(visitor.cookies[COOKIE_NAME], make_signer(settings)) is not None
+            ), path
+    assert stored_learners(settings) == 0
+
+
+def test_the_first_write_stores_the_learner_once(client: TestClient, settings: Settings) -> None:
+    learner_id = learner_of(client)
+    client.post("/predict", data={"choice": "residual"})
+    client.post("/numbers", data={"row1_mean": "2"})
+    assert stored_learners(settings) == 1
+    assert is_stored(settings, learner_id)
+
+
+def test_a_refused_first_write_stores_no_learner(
+    make_client: Callable[[], TestClient], settings: Settings
+) -> None:
+    # A bare client: a cookie from a read, but no form token, so the write is refused.
+    visitor = make_client()
+    visitor.get("/")
+    refused = visitor.post("/predict", data={"choice": "residual"}, headers={"X-CSRF-Token": "x"})
+    assert refused.status_code == 403
+    assert stored_learners(settings) == 0
 
 
 def test_a_cookie_signed_with_another_key_is_not_trusted(make_settings: SettingsFactory) -> None:

@@ -55,6 +55,7 @@ def test_no_dev_note_when_8_5_is_really_done(make_settings: SettingsFactory) -> 
         test_client.get("/")
         learner_id = test_client.get("/api/state").json()["learner_id"]
         store = app.state.services.store
+        store.ensure_learner(learner_id)  # reading stored nothing; the operator's report does
         store.append(learner_id, EventKind.PREREQUISITE_DONE, {"source": "operator"})
         soup = page(test_client)
     assert soup.select_one(".dev-note") is None

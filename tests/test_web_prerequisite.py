@@ -87,10 +87,15 @@ def test_without_a_host_token_every_report_is_refused(make_settings: SettingsFac
         assert test_client.get("/api/state").json()["state"]["prerequisite_done"] is False
 
 
-def test_an_unknown_learner_is_404(locked: TestClient) -> None:
-    response = locked.post("/api/prerequisite", json={"learner_id": "ab" * 16}, headers=AUTH)
-    assert response.status_code == 404
-    assert response.json() == {"ok": False, "message": f"No learner with id {'ab' * 16}."}
+def test_a_learner_who_only_opened_the_locked_page_is_stored_by_the_report(
+    locked: TestClient,
+) -> None:
+    # Opening the locked page stores nothing; the host reports the id the page shows.
+    learner_id = learner_of(locked)
+    response = locked.post("/api/prerequisite", json={"learner_id": learner_id}, headers=AUTH)
+    assert response.status_code == 200
+    assert response.json()["already_done"] is False
+    assert locked.get("/api/state").json()["state"]["prerequisite_done"] is True
 
 
 @pytest.mark.parametrize(

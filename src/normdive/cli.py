@@ -118,8 +118,9 @@ def db_upgrade() -> None:
     "done",
     help="Record that a learner has finished lesson 8.5 The transformer block, which opens D9 "
     "to them.\n\n"
-    "Reads DATABASE_URL. An unknown learner is an error (exit 1); a learner already recorded "
-    "as done is left as they are (exit 0).",
+    "Reads DATABASE_URL. A learner who has written nothing yet (the locked page is all they "
+    "could open) is stored by this; a learner already recorded as done is left as they are "
+    "(exit 0).",
 )
 def prerequisite_done(
     learner: Annotated[

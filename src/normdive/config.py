@@ -46,6 +46,15 @@ SECRET_KEY_MIN_LENGTH = 32
 # is certainly weak, and never a key made by `secrets`.
 SECRET_KEY_MIN_BITS = 80
 SECRET_KEY_HOW_TO = "generate one with: python -c 'import secrets; print(secrets.token_hex(32))'"
+# New learners one client address may start in any hour. A class of 30 behind one school's
+# address starts 30, twice over if every learner opens a private window; a script starting over
+# to dodge the attempts limit needs far more. Raise it for larger groups behind one address.
+DEFAULT_NEW_LEARNERS_PER_HOUR = 60
+# uvicorn's own default for FORWARDED_ALLOW_IPS: only a proxy on this machine is trusted.
+DEFAULT_FORWARDED_ALLOW_IPS = "127.0.0.1,::1"
+# How long a request's body may take to arrive, in seconds, from the first read: a form is at
+# most 64 KiB, which a slow 2G phone (50 kbit/s) sends in about 11 s.
+DEFAULT_BODY_TIMEOUT_S = 30.0
 
 
 def estimated_bits(text: str) -> float:
@@ -99,6 +108,18 @@ class Settings(DatabaseSettings):
     # Writes one learner may make in any 60 s (checks, locks, row predictions and plays, hint
     # opens, takeaway saves); beyond it, 429. Counted in the database, so shared by workers.
     attempts_per_minute: int = Field(default=DEFAULT_ATTEMPTS_PER_MINUTE, ge=1)
+    # Learners one client address may start in any hour (a learner starts with their first
+    # write; reading stores nothing); beyond it, 429. Counted in the database, by a keyed hash
+    # of the address, so shared by workers.
+    new_learners_per_hour: int = Field(default=DEFAULT_NEW_LEARNERS_PER_HOUR, ge=1)
+    # The proxies whose X-Forwarded-For, -Proto and -Host are believed: uvicorn's variable and
+    # rule (comma-separated addresses or CIDR networks, or "*" for any peer). From any other
+    # peer those headers are ignored, and the peer itself is the client address.
+    forwarded_allow_ips: str = Field(
+        default=DEFAULT_FORWARDED_ALLOW_IPS, validation_alias="FORWARDED_ALLOW_IPS"
+    )
+    # The longest a request's body may take to arrive, in seconds; beyond it, 408.
+    body_timeout_s: float = Field(default=DEFAULT_BODY_TIMEOUT_S, gt=0)
 
     @field_validator("secret_key")
     @classmethod

@@ -4,7 +4,8 @@ CONTRACT (store helper):
     store/db.py:      make_engine(url: str) -> Engine   # SQLite: WAL + foreign keys on connect
                       upgrade(url: str) -> None          # alembic upgrade head, programmatic
     store/tables.py:  the typed declarative models (learners, events); migrations/ builds them
-                      (0001 the tables, 0002 an index on events (kind, learner_id, id))
+                      (0001 the tables, 0002 an index on events (kind, learner_id, id),
+                      0003 learners.created_by, an HMAC of the address that started them)
     store/events.py:  the Store of learners' events. The events themselves, EventKind and
                       Event, live in normdive.progress.events (the store depends on progress,
                       never the reverse) and are imported from there:
@@ -17,6 +18,9 @@ CONTRACT (store helper):
                       class Store:
                           def __init__(self, engine: Engine)
                           def create_learner(self) -> str            # 32 hex chars, 128 random bits
+                          def ensure_learner(self, learner_id: str,
+                                             created_by: str | None = None) -> bool
+                              # stores a minted id unless stored; True when this call stored it
                           def learner_exists(self, learner_id: str) -> bool
                           def append(self, learner_id: str, kind: EventKind,
                                      payload: Mapping[str, Any]) -> Event

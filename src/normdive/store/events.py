@@ -45,6 +45,7 @@ from sqlalchemy import (
     literal_column,
     select,
 )
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from normdive.progress.aggregate import PredictionCounts
@@ -56,6 +57,7 @@ __all__ = [
     "Store",
     "UnknownLearner",
     "is_learner_id",
+    "new_learner_id",
     "storable",
 ]
 
@@ -85,6 +87,11 @@ class UnknownLearner(LookupError):
 def is_learner_id(text: str) -> bool:
     """True when `text` has the shape of a learner id: 32 lowercase hex characters."""
     return bool(_LEARNER_ID.fullmatch(text))
+
+
+def new_learner_id() -> str:
+    """A fresh learner id: 128 random bits as 32 hex characters. Minting one stores nothing."""
+    return secrets.token_hex(LEARNER_ID_LENGTH // 2)
 
 
 def storable(value: Any) -> Any:
@@ -137,10 +144,31 @@ class Store:
 
     def create_learner(self) -> str:
         """A new anonymous learner; returns the id (128 random bits, 32 hex characters)."""
-        learner_id = secrets.token_hex(LEARNER_ID_LENGTH // 2)
+        learner_id = new_learner_id()
         with self._writing() as connection:
             connection.execute(insert(Learner).values(id=learner_id))
         return learner_id
+
+    def ensure_learner(self, learner_id: str, created_by: str | None = None) -> bool:
+        """Store the learner `learner_id` unless the store has them already; True when this
+        call stored them. One INSERT ... ON CONFLICT DO NOTHING, so two first writes of the
+        same learner at once store one row and neither fails. `created_by` is the keyed hash
+        of the address that started them (the new-learner limit counts it)."""
+        if not is_learner_id(learner_id):
+            raise UnknownLearner(learner_id)
+        values = {"id": learner_id, "created_by": created_by}
+        with self._writing() as connection:
+            if self._sqlite:
+                statement = sqlite.insert(Learner).values(values)
+                inserted = statement.on_conflict_do_nothing(index_elements=[Learner.id])
+                return connection.execute(inserted).rowcount == 1
+            # psycopg reports no row count here (-1): the row it returns says it was stored.
+            conflict_free = (
+                postgresql.insert(Learner)
+                .values(values)
+                .on_conflict_do_nothing(index_elements=[Learner.id])
+            )
+            return connection.execute(conflict_free.returning(Learner.id)).first() is not None
 
     def learner_exists(self, learner_id: str) -> bool:
         if not is_learner_id(learner_id):

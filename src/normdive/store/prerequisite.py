@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from normdive.progress.events import Event, EventKind
-from normdive.store.events import Decision, Store, UnknownLearner
+from normdive.store.events import Decision, Store
 
 
 class PrerequisiteSource(StrEnum):
@@ -22,10 +22,11 @@ class PrerequisiteSource(StrEnum):
 
 def record_prerequisite_done(store: Store, learner_id: str, source: PrerequisiteSource) -> bool:
     """Append prerequisite_done for the learner unless their history already has one.
-    Returns True when it was already recorded (nothing appended). Raises UnknownLearner for
-    an id the store does not hold."""
-    if not store.learner_exists(learner_id):
-        raise UnknownLearner(learner_id)
+    Returns True when it was already recorded (nothing appended). A learner not stored yet is
+    stored. Raises UnknownLearner for text that is not a learner id."""
+    # A learner is stored by their first write, and the locked page a learner waits on takes
+    # none: the report stores them (only a holder of the host token or an operator gets here).
+    store.ensure_learner(learner_id)
 
     def decide(events: list[Event]) -> Decision:
         if any(event.kind is EventKind.PREREQUISITE_DONE for event in events):

@@ -28,6 +28,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 # A learner id is 128 random bits written as 32 lowercase hex characters.
 LEARNER_ID_LENGTH = 32
+# A keyed hash of the address that started a learner: HMAC-SHA256, 64 hex characters.
+ADDRESS_KEY_LENGTH = 64
 # Longest event kind name; EventKind values stay well under it.
 EVENT_KIND_LENGTH = 40
 
@@ -51,11 +53,18 @@ class Base(DeclarativeBase):
 
 class Learner(Base):
     __tablename__ = "learners"
+    __table_args__ = (
+        # Learners one address started lately, newest first (the new-learner limit), 0003.
+        Index("ix_learners_created_by_created_at", "created_by", "created_at"),
+    )
 
     id: Mapped[str] = mapped_column(CHAR(LEARNER_ID_LENGTH), primary_key=True)
     created_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), nullable=False
     )
+    # HMAC of the client address whose first write stored this learner (never the address
+    # itself); None for learners stored by the host platform, an operator, or before 0003.
+    created_by: Mapped[str | None] = mapped_column(CHAR(ADDRESS_KEY_LENGTH), nullable=True)
 
 
 class EventRecord(Base):

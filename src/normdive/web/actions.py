@@ -12,9 +12,11 @@ the event to append, or raising Conflict / Invalid); this module only translates
   {"ok", "message", "fragments"}: the page's regions re-rendered by the same macros.
 A row or hint the URL names that the lesson does not have is a 404 with a message.
 
-Before any of that, every form post passes web.security: a foreign Origin or a missing or
-wrong form token is a 403 (nothing read, nothing written), and a learner past the writes a
-minute allows gets a 429 with Retry-After, shown beside the form like any other refusal.
+Before any of that, a body that is not a form is a 415, and every form post passes
+web.security: a foreign Origin or a missing or wrong form token is a 403 (nothing read,
+nothing written); a learner's first write stores them, unless their address started too many
+learners lately (429 with Retry-After); and a learner past the writes a minute allows gets a
+429 with Retry-After, shown beside the form like any other refusal.
 """
 
 from __future__ import annotations
@@ -52,7 +54,6 @@ from normdive.progress.actions import (
 from normdive.progress.events import Event, EventKind
 from normdive.progress.state import LessonState
 from normdive.recording.reader import RecordingSnapshot
-from normdive.store.events import UnknownLearner
 from normdive.store.prerequisite import PrerequisiteSource, record_prerequisite_done
 from normdive.web.errors import error_response, wants_json
 from normdive.web.identity import (
@@ -64,7 +65,8 @@ from normdive.web.identity import (
 )
 from normdive.web.rendering import AGGREGATE_FRAGMENT
 from normdive.web.security import csrf
-from normdive.web.security.ratelimit import throttled
+from normdive.web.security.proxy import client_address
+from normdive.web.security.ratelimit import address_key, throttled, too_many_learners
 from normdive.web.services import Services, services
 from normdive.web.view import Refusal, carry_from
 
@@ -79,6 +81,12 @@ MAX_FIELD_CHARS = 20_000
 # The form value naming the row or rung a per-row form's URL names (set by the route, never
 # read from the body).
 TARGET = "target"
+# What a form posts as: a plain form, or multipart (the page script's FormData).
+FORM_MEDIA_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+NOT_A_FORM = (
+    "This address takes a form (application/x-www-form-urlencoded or multipart/form-data), "
+    "and that request sent something else, so nothing was saved."
+)
 
 
 @dataclass(frozen=True)
@@ -263,7 +271,7 @@ def _provisional(action: Action) -> Event:
 
 
 def _perform(svc: Services, request: Request, action: FormAction, form: dict[str, str]) -> Response:
-    learner = resolve_learner(request, svc.store, svc.signer)
+    learner = resolve_learner(request, svc.signer)
     snapshot = svc.recording_snapshot()
     recording = snapshot.status
     carry = carry_from(form, svc.lesson)
@@ -326,13 +334,43 @@ def _perform(svc: Services, request: Request, action: FormAction, form: dict[str
     return response
 
 
+async def _form_fields(request: Request) -> dict[str, str] | None:
+    """The form's fields, or None when the body is not a form (415). A body with no
+    Content-Type at all is a form only when it is empty (a form with no fields)."""
+    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media_type in FORM_MEDIA_TYPES:
+        return _field_values(await request.form())
+    if not media_type and not await request.body():
+        return {}
+    return None
+
+
+def _admit_learner(svc: Services, request: Request, learner_id: str) -> Response | None:
+    """Store the learner on their first write, unless their address started too many
+    learners lately (429, web.security.ratelimit); None when the write may go on."""
+    if svc.store.learner_exists(learner_id):
+        return None
+    created_by = address_key(svc.settings.secret_key, client_address(request))
+    limited = too_many_learners(svc.engine, created_by, svc.settings.new_learners_per_hour)
+    if limited is not None:
+        retry = {"Retry-After": str(limited.retry_after_s)}
+        return error_response(request, 429, limited.message, retry)
+    svc.store.ensure_learner(learner_id, created_by)
+    return None
+
+
 async def _run(request: Request, action: FormAction, target: str | None = None) -> Response:
     svc = services(request)
-    form = _field_values(await request.form())
+    form = await _form_fields(request)
+    if form is None:
+        return error_response(request, 415, NOT_A_FORM)
     vouched = learner_from_cookie(request.cookies.get(COOKIE_NAME), svc.signer)
     forged = csrf.refusal(request, form, vouched, svc.settings.secret_key)
-    if forged is not None:
-        return error_response(request, 403, forged)
+    if forged is not None or vouched is None:
+        return error_response(request, 403, forged or csrf.NO_LEARNER)
+    refused = await run_in_threadpool(_admit_learner, svc, request, vouched)
+    if refused is not None:
+        return refused
     form.pop(csrf.FIELD, None)
     form.pop(TARGET, None)  # only the URL names the row or rung
     if target is not None:
@@ -406,10 +444,9 @@ def _bearer_token(request: Request) -> str | None:
 
 
 def _record_prerequisite(svc: Services, learner_id: str) -> JSONResponse:
-    try:
-        already_done = record_prerequisite_done(svc.store, learner_id, PrerequisiteSource.HOST)
-    except UnknownLearner:
-        return _json_message(False, f"No learner with id {learner_id}.", 404)
+    # The id was checked above; a learner not stored yet (a locked page takes no write) is
+    # stored by the report.
+    already_done = record_prerequisite_done(svc.store, learner_id, PrerequisiteSource.HOST)
     prerequisite = svc.lesson.prerequisite
     if already_done:
         message = f"{prerequisite.id} was already recorded as done for {learner_id}."
@@ -435,7 +472,9 @@ async def prerequisite_done(request: Request) -> Response:
         return _json_message(False, "That host token is not the one this server expects.", 401)
     try:
         body = json.loads(await request.body())
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        # RecursionError: nesting deeper than the parser's recursion allows (the body is at
+        # most MAX_BODY_BYTES, but a thousand brackets fit in that).
         body = None
     learner_id = body.get("learner_id") if isinstance(body, dict) else None
     if not isinstance(learner_id, str) or not is_learner_id(learner_id):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
 import anyio.to_thread
 from fastapi import FastAPI
 from starlette.datastructures import Headers
@@ -27,6 +28,7 @@ from normdive.web.errors import error_response, install_error_handlers
 from normdive.web.identity import make_signer
 from normdive.web.openapi import install_openapi
 from normdive.web.rendering import STATIC_DIR, STATIC_MOUNT, Renderer, static_version
+from normdive.web.security.proxy import TrustedProxy
 from normdive.web.services import Services
 
 # Threads per worker process that run requests' blocking work (the database, deriving,
@@ -39,6 +41,10 @@ REQUEST_THREADS = 4
 MAX_BODY_BYTES = 64 * 1024
 
 TOO_LARGE = "That request is too large to accept. Nothing was saved."
+TOO_SLOW = (
+    "That request's body took longer than {seconds:g} seconds to arrive, so it was refused. "
+    "Nothing was saved; check your connection and try again."
+)
 
 # The page loads nothing from elsewhere and runs no inline script or style.
 CONTENT_SECURITY_POLICY = (
@@ -56,7 +62,8 @@ SECURITY_HEADERS = (
 
 
 class SecurityHeaders:
-    """Adds the security headers to every HTTP response."""
+    """Adds the security headers to every HTTP response. It wraps the whole app, Starlette's
+    ServerErrorMiddleware included (NormdiveApp), so an unexpected error's 500 has them too."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -76,11 +83,14 @@ class SecurityHeaders:
 
 class BodyLimit:
     """Refuses request bodies over `max_bytes` with a readable 413: at once when the declared
-    length is too large, otherwise as soon as the bytes received pass the limit."""
+    length is too large, otherwise as soon as the bytes received pass the limit. A body still
+    arriving `timeout_s` after the app first asked for it is refused with a 408, so a client
+    sending a byte now and then cannot hold a connection and a request thread."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, timeout_s: float) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout_s = timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -92,10 +102,22 @@ class BodyLimit:
             await response(scope, receive, send)
             return
         received = 0
+        deadline: float | None = None
+        complete = False
 
         async def counting_receive() -> Message:
-            nonlocal received
-            message = await receive()
+            nonlocal received, deadline, complete
+            if complete:  # after the body: waiting for a disconnect, which has no deadline
+                return await receive()
+            if deadline is None:
+                deadline = anyio.current_time() + self.timeout_s
+            try:
+                with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
+                    message = await receive()
+            except TimeoutError:
+                # Raised inside the route's body read, so the app's HTTP error handler answers.
+                raise HTTPException(408, TOO_SLOW.format(seconds=self.timeout_s)) from None
+            complete = message["type"] != "http.request" or not message.get("more_body", False)
             received += len(message.get("body", b""))
             if received > self.max_bytes:
                 # Raised inside the route's body read, so the app's 413 handler answers.
@@ -103,6 +125,15 @@ class BodyLimit:
             return message
 
         await self.app(scope, counting_receive, send)
+
+
+class NormdiveApp(FastAPI):
+    """FastAPI with SecurityHeaders around its whole middleware stack. Starlette puts its
+    ServerErrorMiddleware outside every middleware added with add_middleware, and that one
+    sends the 500 for an unexpected error: headers added inside it never reach that 500."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return SecurityHeaders(super().build_middleware_stack())
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -117,7 +148,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine.dispose()  # close the pool's connections when the server stops
 
     version = static_version(STATIC_DIR)
-    app = FastAPI(
+    app = NormdiveApp(
         lifespan=lifespan,
         title="normdive",
         version=__version__,
@@ -138,7 +169,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_openapi(app, app.state.services.lesson)  # app.openapi(): not served, for tests
     app.mount(STATIC_MOUNT, StaticAssets(STATIC_DIR, version), name="static")
     install_error_handlers(app)
-    app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES, timeout_s=settings.body_timeout_s)
     app.add_middleware(CompressResponses)
+    # Outermost of the added ones, so everything inside sees the client a trusted proxy names.
+    app.add_middleware(TrustedProxy, forwarded_allow_ips=settings.forwarded_allow_ips)
     return app

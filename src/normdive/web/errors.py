@@ -9,7 +9,7 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from normdive.web.rendering import Renderer
@@ -26,6 +26,7 @@ TITLES = {
     403: "Refused",
     404: "Not found",
     405: "Method not allowed",
+    408: "Too slow",
     409: "Not yet",
     413: "Too large",
     415: "Unsupported format",
@@ -92,6 +93,15 @@ async def _on_database_error(request: Request, exc: Exception) -> Response:
     )
 
 
+async def _on_client_disconnect(request: Request, exc: Exception) -> Response:
+    # The client went away before its request arrived whole (a closed tab, a lost network):
+    # nothing of ours failed, and nobody is left to read an answer. One line for the operator.
+    logger.info(
+        "client left before its request arrived whole: %s %s", request.method, request.url.path
+    )
+    return Response(status_code=400)
+
+
 async def _on_unexpected(request: Request, exc: Exception) -> Response:
     # Starlette logs the exception itself after this response is sent.
     return error_response(
@@ -103,4 +113,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(HTTPException, _on_http_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(SQLAlchemyError, _on_database_error)
+    app.add_exception_handler(ClientDisconnect, _on_client_disconnect)
     app.add_exception_handler(Exception, _on_unexpected)

@@ -1,9 +1,15 @@
 """Who is asking: the anonymous learner behind the `normdive_learner` cookie.
 
-The cookie holds the learner's id (32 hex characters, 128 random bits, created by the store)
-signed with itsdangerous under the server's secret key. A missing, malformed or tampered
-cookie, or one naming a learner the store does not know, quietly yields a fresh learner: a
-learner never sees an error for a bad cookie, and never reaches anyone else's events.
+The cookie holds the learner's id (32 hex characters, 128 random bits) signed with
+itsdangerous under the server's secret key. A missing, malformed or tampered cookie quietly
+yields a fresh learner: a learner never sees an error for a bad cookie, and never reaches
+anyone else's events.
+
+Reading stores nothing. A visitor without a valid cookie gets a freshly minted id, signed into
+the cookie, without the database being touched: a crawler or a health check that forgets its
+cookie costs no row. The learner is stored by their first write (web.actions), so a validly
+signed cookie may name an id the store does not hold yet; only this server can sign one, and
+such a learner simply has no events.
 """
 
 from __future__ import annotations
@@ -16,20 +22,22 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from normdive.config import Settings
-from normdive.store.events import Store
+from normdive.store.events import new_learner_id
 
 COOKIE_NAME = "normdive_learner"
 # One year: a learner coming back to an optional deep dive months later still finds their work.
 COOKIE_MAX_AGE_S = 365 * 24 * 60 * 60
 # Distinguishes this signature from any other use of the same secret key.
 SIGNER_SALT = "normdive.learner-cookie"
+# What every response that names a learner says to caches (RFC 9111 5.2.2.5).
+CACHE_CONTROL = "no-store"
 LEARNER_ID_PATTERN = re.compile(r"[0-9a-f]{32}")
 
 
 @dataclass(frozen=True)
 class Learner:
     id: str
-    new: bool  # created by this request: the response must carry the cookie
+    new: bool  # minted by this request (not stored yet): the response must carry the cookie
 
 
 def make_signer(settings: Settings) -> Signer:
@@ -55,24 +63,19 @@ def cookie_value(learner_id: str, signer: Signer) -> str:
     return signer.sign(learner_id).decode("ascii")
 
 
-def known_learner(request: Request, store: Store, signer: Signer) -> str | None:
-    """The learner of this request if their cookie is valid and the store knows them."""
+def resolve_learner(request: Request, signer: Signer) -> Learner:
+    """The learner the cookie vouches for, or a freshly minted one; stores nothing."""
     learner_id = learner_from_cookie(request.cookies.get(COOKIE_NAME), signer)
-    if learner_id is not None and store.learner_exists(learner_id):
-        return learner_id
-    return None
-
-
-def resolve_learner(request: Request, store: Store, signer: Signer) -> Learner:
-    """The learner of this request, created on the spot when there is none yet."""
-    learner_id = known_learner(request, store, signer)
     if learner_id is not None:
         return Learner(id=learner_id, new=False)
-    return Learner(id=store.create_learner(), new=True)
+    return Learner(id=new_learner_id(), new=True)
 
 
 def attach_cookie(response: Response, learner: Learner, signer: Signer, settings: Settings) -> None:
-    """Set the cookie on every response to a learner, which also renews its year."""
+    """Set the cookie on every response to a learner, which also renews its year. Such a
+    response is the learner's own (the page and /api/state carry their form token), so no
+    cache may keep it: Cache-Control: no-store."""
+    response.headers["Cache-Control"] = CACHE_CONTROL
     response.set_cookie(
         COOKIE_NAME,
         cookie_value(learner.id, signer),

@@ -26,7 +26,7 @@ router = APIRouter()
 
 
 def _lesson_page(svc: Services, request: Request) -> Response:
-    learner = resolve_learner(request, svc.store, svc.signer)
+    learner = resolve_learner(request, svc.signer)
     recording_status = svc.recording()
     state = svc.state_of(learner.id, recording_status)
     view = svc.page_view(
@@ -62,7 +62,7 @@ def json_safe(value: Any) -> Any:
 
 
 def _state_json(svc: Services, request: Request) -> Response:
-    learner = resolve_learner(request, svc.store, svc.signer)
+    learner = resolve_learner(request, svc.signer)
     state = json_safe(jsonable_encoder(dataclasses.asdict(svc.state_of(learner.id))))
     token = form_token(svc.settings.secret_key, learner.id)
     response = JSONResponse({"learner_id": learner.id, "state": state, "csrf_token": token})
@@ -85,7 +85,7 @@ def _refused(http_status: int, message: str) -> JSONResponse:
 
 
 def _row_data(svc: Services, request: Request, key: str) -> Response:
-    learner = resolve_learner(request, svc.store, svc.signer)
+    learner = resolve_learner(request, svc.signer)
     recording_status = svc.recording()
     state = svc.state_of(learner.id, recording_status)
     row = state.ablation.row(key)
@@ -103,7 +103,7 @@ def _row_data(svc: Services, request: Request, key: str) -> Response:
         if payload is None:  # the lesson knows the row, the recording does not
             response = _refused(503, svc.lesson.ablation.unavailable)
         else:
-            response = JSONResponse(payload, headers={"Cache-Control": "private, no-cache"})
+            response = JSONResponse(payload)
     attach_cookie(response, learner, svc.signer, svc.settings)
     return response
 

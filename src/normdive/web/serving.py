@@ -8,6 +8,15 @@ answer took more than 40 ms. asyncio turns Nagle off only on connections accepte
 whose protocol number is IPPROTO_TCP (asyncio.base_events._set_nodelay), and the socket uvicorn
 binds for several workers has protocol number 0: with `--workers 2`, every answer took 44 ms
 on this machine, against 0.3 ms with one worker (bench/RESULTS.md, "Load").
+
+Slow clients. uvicorn closes a kept-alive connection idle for `timeout_keep_alive` seconds,
+but has no deadline for a request's head: a client sending its headers a byte at a time held a
+connection for as long as it liked. The protocol here closes a connection whose request head
+has not arrived whole HEADER_TIMEOUT_S seconds after the connection opened or the previous
+answer ended. h11 refuses a head larger than MAX_HEAD_BYTES. The body has its own deadline in
+the app (Settings.body_timeout_s, web.app.BodyLimit), so it holds under any server. A proxy in
+front should still set its own (README, "Deploying it"): it can refuse slow clients before
+they cost this process a connection.
 """
 
 from __future__ import annotations
@@ -15,15 +24,27 @@ from __future__ import annotations
 import asyncio
 import socket
 
+import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-# Trust X-Forwarded-For/-Proto from the proxy in front (uvicorn reads them only from
-# FORWARDED_ALLOW_IPS, 127.0.0.1 by default).
-PROXY_HEADERS = True
+# The app applies FORWARDED_ALLOW_IPS to the forwarded headers itself (web.security.proxy), with
+# uvicorn's own middleware; uvicorn's copy would rewrite the client before the app could see
+# which peer sent them.
+PROXY_HEADERS = False
+# Seconds a request's head (request line and headers) may take to arrive whole.
+HEADER_TIMEOUT_S = 10.0
+# Seconds an idle kept-alive connection stays open (uvicorn's default, named here).
+KEEP_ALIVE_TIMEOUT_S = 5
+# The largest request head h11 buffers before refusing it with a 400 (h11's default, named).
+MAX_HEAD_BYTES = 16 * 1024
 
 
 class NoDelayH11Protocol(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol (h11), with Nagle's algorithm off on its connection."""
+    """uvicorn's HTTP/1.1 protocol (h11), with Nagle's algorithm off on its connection, and a
+    deadline of `header_timeout_s` for each request's head."""
+
+    header_timeout_s: float = HEADER_TIMEOUT_S
+    _head_deadline: asyncio.TimerHandle | None = None
 
     def connection_made(  # type: ignore[override]  # uvicorn narrows the transport too
         self, transport: asyncio.Transport
@@ -32,6 +53,31 @@ class NoDelayH11Protocol(H11Protocol):
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         super().connection_made(transport)
+        self._await_request_head()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._await_request_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_head_deadline()
+        super().connection_lost(exc)
+
+    def _await_request_head(self) -> None:
+        self._cancel_head_deadline()
+        self._head_deadline = self.loop.call_later(self.header_timeout_s, self._head_too_slow)
+
+    def _cancel_head_deadline(self) -> None:
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+
+    def _head_too_slow(self) -> None:
+        self._head_deadline = None
+        # IDLE: h11 has not yet parsed a whole request head since the deadline was set.
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self.logger.info("closed a connection whose request head did not arrive in time")
+            self.transport.close()
 
 
 def run(app: str, *, host: str, port: int, workers: int, reload: bool = False) -> None:
@@ -47,4 +93,6 @@ def run(app: str, *, host: str, port: int, workers: int, reload: bool = False) -
         reload=reload,
         proxy_headers=PROXY_HEADERS,
         http=NoDelayH11Protocol,
+        timeout_keep_alive=KEEP_ALIVE_TIMEOUT_S,
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
     )

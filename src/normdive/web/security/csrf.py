@@ -36,6 +36,8 @@ from urllib.parse import urlsplit
 from pydantic import SecretStr
 from starlette.requests import Request
 
+from normdive.web.security.proxy import peer_is_trusted_proxy
+
 # The hidden form field and the header that carry the token.
 FIELD = "csrf_token"
 HEADER = "X-CSRF-Token"
@@ -82,10 +84,13 @@ def own_hosts(request: Request) -> set[str]:
     """The host (and port) this request was sent to: its Host header, and the first
     X-Forwarded-Host a proxy in front may have set while rewriting Host. A page on another
     site cannot add either to a browser's request (a form sets no headers; a script that sets
-    one needs the server's CORS consent, which it never gives)."""
+    one needs the server's CORS consent, which it never gives). Any other client can, so
+    X-Forwarded-Host counts only from a trusted proxy (FORWARDED_ALLOW_IPS, web.security.proxy):
+    from anyone else it would let a forged Origin name its own host."""
     hosts = {request.headers.get("host", "").lower()}
-    forwarded = request.headers.get("x-forwarded-host", "")
-    hosts.add(forwarded.split(",")[0].strip().lower())
+    if peer_is_trusted_proxy(request):
+        forwarded = request.headers.get("x-forwarded-host", "")
+        hosts.add(forwarded.split(",")[0].strip().lower())
     return hosts - {""}
 
 

@@ -17,18 +17,23 @@ is older than the window; Retry-After says how many seconds that is.
 The check reads, then the action appends: requests of one learner that arrive at the same
 moment may each see the count below the limit, so a burst can pass it by at most the number of
 requests in flight. The limit is a brake on scripts, not an exact quota.
+
+How many learners one client address may start is limited too (`too_many_learners`, below).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from pydantic import SecretStr
 from sqlalchemy import Engine, func, select
 
 from normdive.progress.events import EventKind
-from normdive.store.tables import EventRecord
+from normdive.store.tables import EventRecord, Learner
 
 # The window the limit counts over: "per minute".
 WINDOW_S = 60
@@ -78,3 +83,68 @@ def throttled(engine: Engine, learner_id: str, limit: int) -> Throttled | None:
     if age_s >= WINDOW_S:
         return None
     return Throttled(limit=limit, retry_after_s=max(1, math.ceil(WINDOW_S - age_s)))
+
+
+# --- how many new learners one address may start ----------------------------------------------
+#
+# Starting over is free: a client without a cookie gets a fresh learner, whose attempts count
+# from zero. So learners are also limited per client address: at most
+# `Settings.new_learners_per_hour` learners stored in any NEW_LEARNER_WINDOW_S seconds from one
+# address. A learner is stored by their first write (reading stores nothing), so the limit
+# costs a reader nothing. The address is the peer, or the client a trusted proxy names
+# (web.security.proxy). What is stored is an HMAC of it under the server's secret key: the
+# table can count one address's learners, but does not hold the address, and without the key
+# nobody can test an address against it. As with the attempts, requests in flight at the same
+# moment may each see the count below the limit.
+
+# The window the new-learner limit counts over: "per hour".
+NEW_LEARNER_WINDOW_S = 60 * 60
+# Distinguishes this use of the secret key from the cookie's and the form token's.
+ADDRESS_KEY_PURPOSE = b"normdive.client-address:"
+
+TOO_MANY_LEARNERS = (
+    "{limit} new learners have started from your network within an hour, the most this "
+    "lesson takes from one address. Wait {minutes} minutes, or go back to the browser you "
+    "started in; nothing was saved this time."
+)
+
+
+@dataclass(frozen=True)
+class TooManyLearners:
+    """The address started the most learners the window allows: refuse with 429."""
+
+    limit: int
+    retry_after_s: int  # whole seconds until one more learner may start (at least 1)
+
+    @property
+    def message(self) -> str:
+        minutes = max(1, math.ceil(self.retry_after_s / 60))
+        return TOO_MANY_LEARNERS.format(limit=self.limit, minutes=minutes)
+
+
+def address_key(secret_key: SecretStr, address: str) -> str:
+    """The keyed hash stored for a client address: 64 hex characters."""
+    key = secret_key.get_secret_value().encode()
+    return hmac.new(key, ADDRESS_KEY_PURPOSE + address.encode(), hashlib.sha256).hexdigest()
+
+
+def too_many_learners(engine: Engine, created_by: str, limit: int) -> TooManyLearners | None:
+    """TooManyLearners when `limit` learners were started by this address key in the last
+    NEW_LEARNER_WINDOW_S seconds, else None. One indexed query reading at most `limit` rows."""
+    query = (
+        select(Learner.created_at, func.now().label("now"))
+        .where(Learner.created_by == created_by)
+        .order_by(Learner.created_at.desc())
+        .limit(limit)
+    )
+    with engine.connect() as connection:
+        rows = connection.execute(query).all()
+    if len(rows) < limit:
+        return None
+    oldest, now = _utc(rows[-1].created_at), _utc(rows[-1].now)
+    age_s = (now - oldest).total_seconds()
+    if age_s >= NEW_LEARNER_WINDOW_S:
+        return None
+    return TooManyLearners(
+        limit=limit, retry_after_s=max(1, math.ceil(NEW_LEARNER_WINDOW_S - age_s))
+    )

@@ -1,0 +1,28 @@
+"""Learners remember a keyed hash of the address that started them, for the new-learner limit.
+
+Revision ID: 0003
+Revises: 0002
+Create Date: 2025-01-03
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0003"
+down_revision: str | None = "0002"
+branch_labels: str | None = None
+depends_on: str | None = None
+
+
+def upgrade() -> None:
+    # A nullable column: SQLite adds it with ALTER TABLE, without rebuilding the table.
+    op.add_column("learners", sa.Column("created_by", sa.CHAR(64), nullable=True))
+    op.create_index("ix_learners_created_by_created_at", "learners", ["created_by", "created_at"])
+
+
+def downgrade() -> None:
+    op.drop_index("ix_learners_created_by_created_at", table_name="learners")
+    with op.batch_alter_table("learners") as batch:
+        batch.drop_column("created_by")

@@ -1,0 +1,129 @@
+"""Clients that are slow or leave: a request head that does not arrive in time closes the
+connection (web.serving), a body that does not arrive in time is a 408 (web.app.BodyLimit), and
+a client that leaves mid-body is one INFO line in the log, not an ERROR with a traceback.
+A real uvicorn server on 127.0.0.1 and raw sockets; short deadlines, so the tests wait little,
+and nothing here measures time: each waits for the server to act, with a generous bound."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+from conftest import SERVER_START_TIMEOUT_S, SettingsFactory
+from normdive.web.app import create_app
+from normdive.web.serving import NoDelayH11Protocol
+
+# Deadlines short enough to wait for in a test.
+SHORT_S = 0.5
+# How long a test waits for the server to act before failing: far above SHORT_S.
+PATIENCE_S = 15.0
+
+
+class ShortHeadDeadline(NoDelayH11Protocol):
+    header_timeout_s = SHORT_S
+
+
+@contextlib.contextmanager
+def served(make_settings: SettingsFactory, tmp_path: Path) -> Iterator[int]:
+    """The app served by uvicorn with the protocol `normdive serve` uses; yields the port."""
+    app = create_app(make_settings(body_timeout_s=SHORT_S))
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    # log_config=None: uvicorn's loggers propagate to the root, where caplog sees them.
+    config = uvicorn.Config(
+        app, http=ShortHeadDeadline, lifespan="on", log_config=None, log_level="info"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])))
+    thread.start()
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=SERVER_START_TIMEOUT_S)
+        sock.close()
+
+
+def connect(port: int) -> socket.socket:
+    connection = socket.create_connection(("127.0.0.1", port))
+    connection.settimeout(PATIENCE_S)
+    return connection
+
+
+def read_until_closed(connection: socket.socket) -> bytes:
+    """Everything the server sends until it closes; socket.timeout if it never does."""
+    received = b""
+    while chunk := connection.recv(65536):
+        received += chunk
+    return received
+
+
+def test_a_request_head_that_does_not_arrive_in_time_closes_the_connection(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    with served(make_settings, tmp_path) as port, connect(port) as connection:
+        connection.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        assert read_until_closed(connection) == b""  # closed, without an answer
+
+
+def test_a_slow_head_after_a_kept_alive_answer_is_closed_too(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    with served(make_settings, tmp_path) as port, connect(port) as connection:
+        connection.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        answer = b""
+        # The head and the JSON body may come apart; an early close ends the loop too.
+        while not answer.endswith(b"}") and (chunk := connection.recv(65536)):
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200")
+        connection.sendall(b"GET / HTTP/1.1\r\nHost: 1")
+        assert read_until_closed(connection) == b""
+
+
+def test_a_body_that_does_not_arrive_in_time_is_a_408(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    with served(make_settings, tmp_path) as port, connect(port) as connection:
+        connection.sendall(
+            b"POST /takeaway HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n"
+            b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\n"
+            b"text=slow"
+        )
+        answer = read_until_closed(connection)
+    assert answer.startswith(b"HTTP/1.1 408")
+    assert b"took longer than 0.5 seconds" in answer
+
+
+def test_a_client_leaving_mid_body_is_one_info_line(
+    make_settings: SettingsFactory, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    with served(make_settings, tmp_path) as port:
+        with connect(port) as connection:
+            connection.sendall(
+                b"POST /takeaway HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\n"
+                b"text=half"
+            )
+        deadline = time.monotonic() + PATIENCE_S
+        while time.monotonic() < deadline and not any(
+            "client left" in record.getMessage() for record in caplog.records
+        ):
+            time.sleep(0.05)
+    left = [record for record in caplog.records if "client left" in record.getMessage()]
+    assert len(left) == 1
+    assert left[0].levelno == logging.INFO and left[0].exc_info is None
+    assert "POST /takeaway" in left[0].getMessage()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
