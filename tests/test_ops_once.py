@@ -4,8 +4,8 @@
 For each once-only fact (the opening prediction, a row's prediction, a field landing, the
 right reading, the gate's closing) the store holds one event however many requests race, the
 one request that stored it says what was stored, and every other request gets the answer the
-same request gets when sent alone afterwards (the readable 409, or 422 for a field that has
-landed). Stored events are counted by reading the database.
+same request gets when sent alone afterwards: the readable 409. Stored events are counted by
+reading the database.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def one_won(answers: list[tuple[int, dict[str, Any]]], alone: httpx.Response) ->
     won = [body for status, body in answers if status == 200]
     refused = {(status, body["message"]) for status, body in answers if status != 200}
     assert len(won) == 1, Counter(status for status, _ in answers)
-    assert alone.status_code in (409, 422)
+    assert alone.status_code == 409
     assert refused == {(alone.status_code, alone.json()["message"])}
     return won[0]
 

@@ -181,8 +181,8 @@ def test_landed_fields_are_ignored() -> None:
         (
             (DONE, PREDICTED, landed("row1_mean")),
             {"row1_mean": "2", "row1_variance": ""},
-            Invalid,
-            "Type a number",
+            Conflict,
+            "Already landed: ",
         ),
         ((DONE, PREDICTED, landed(*SIX_RIGHT)), SIX_RIGHT, Conflict, "All 6 numbers have landed"),
     ],

@@ -46,6 +46,10 @@ NOTHING_CHANGED = (
     "Nothing has changed since your last check: every answer you typed was already checked "
     "as it is. Change an answer, then check again."
 )
+ALREADY_LANDED = (
+    "Already landed: {labels}. A number that has landed stays landed; type an answer in a field "
+    "that has not landed yet."
+)
 ALL_NUMBERS_LANDED = "All {count} numbers have landed already; there is nothing left to check."
 NO_READING_CHOSEN = "Pick one of the four readings before locking it in."
 READING_ALREADY_RIGHT = "The right reading is already locked in."
@@ -152,6 +156,15 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
         raise Conflict(ALL_NUMBERS_LANDED.format(count=len(lesson.number_fields)))
     typed = [(f, answers[f.id]) for f in open_fields if answers.get(f.id, "").strip()]
     if not typed:
+        landed_typed = [
+            f.label
+            for f in lesson.number_fields
+            if f not in open_fields and answers.get(f.id, "").strip()
+        ]
+        if landed_typed:
+            # A second request with an answer that has just landed (a double click, two tabs)
+            # is told so, as a duplicate of any once-only fact is: 409, not "type a number".
+            raise Conflict(ALREADY_LANDED.format(labels=", ".join(landed_typed)))
         raise Invalid(NO_NUMBER_TYPED)
     changed = [(f, raw) for f, raw in typed if not _unchanged(state.fields[f.id], raw)]
     if not changed:
