@@ -7,7 +7,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from normdive.cli import app
-from normdive.recording.sample import sample_recording
+from sample_recordings import sample_recording
 
 runner = CliRunner()
 

@@ -17,7 +17,7 @@ from normdive.recording.format import (
     RunConfig,
     as_float,
 )
-from normdive.recording.sample import sample_recording
+from sample_recordings import sample_recording
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from normdive.recording.reader import (
     read_recording,
     recording_status,
 )
-from normdive.recording.sample import sample_recording
+from sample_recordings import sample_recording
 
 
 def write(path: Path, recording: Recording) -> Path:

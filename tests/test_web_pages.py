@@ -11,9 +11,9 @@ from fastapi.testclient import TestClient
 
 from conftest import SettingsFactory
 from normdive.lesson.content import load_lesson
-from normdive.recording.sample import sample_recording
 from normdive.store.events import EventKind
 from normdive.web.app import create_app
+from sample_recordings import sample_recording
 
 LESSON = load_lesson()
 NAN4 = "[not a number, not a number, not a number, not a number]"

@@ -13,7 +13,6 @@ import pytest
 from conftest import NON_FINITE_ROW, ablation_recording
 from normdive.lesson.content import load_lesson
 from normdive.recording.format import ROW_KEYS, Recording
-from normdive.recording.sample import sample_recording
 from normdive.web.player import (
     BAR_AREA_HEIGHT,
     MIN_BAR_HEIGHT,
@@ -25,6 +24,7 @@ from normdive.web.player import (
     row_payload,
 )
 from normdive.web.rendering import STATIC_DIR
+from sample_recordings import sample_recording
 
 LESSON = load_lesson()
 REPO = Path(__file__).resolve().parents[1]
