@@ -12,11 +12,14 @@ import asyncio
 from pathlib import Path
 
 import httpx
+import pytest
 
 from fresh_loop import run_in_fresh_loop
 from normdive.store.db import make_engine
 from normdive.store.events import EventKind, Store
 from ops_server import JSON, TOKEN_HEADER, Learner, ServerProcess
+
+pytestmark = pytest.mark.both_databases
 
 CHECKS = 100
 FIELD = "row1_mean"

@@ -18,10 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import pytest
 
 from normdive.store.db import make_engine
 from normdive.store.events import EventKind, Store
 from ops_server import Learner, ServerProcess
+
+pytestmark = pytest.mark.both_databases
 
 # Learners writing at once.
 CLIENTS = 6

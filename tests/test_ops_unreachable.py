@@ -64,6 +64,7 @@ def _assert_unreachable_everywhere(learner: Learner) -> None:
     assert health.status_code == 503
 
 
+@pytest.mark.postgresql
 def test_postgresql_stopped_under_a_running_server(
     own_cluster: PostgresCluster, tmp_path: Path
 ) -> None:

@@ -13,6 +13,8 @@ from normdive.progress.aggregate import PredictionCounts, aggregate
 from normdive.store.db import make_engine
 from normdive.store.events import EventKind, Store
 
+pytestmark = pytest.mark.both_databases
+
 LESSON = load_lesson()
 
 
