@@ -91,7 +91,7 @@ typecheck: $(VENV)/.installed-test
 unit: $(VENV)/.installed-test
 	$(BIN)/python -m pytest $(UNIT_TESTS)
 
-browser: os-packages $(VENV)/.installed-test
+browser: os-packages $(VENV)/.installed-test node_modules/.installed
 	$(BIN)/python -m pytest -n 2 -m browser
 
 # --- authors ---------------------------------------------------------------------
