@@ -47,13 +47,14 @@ FORM_POSTS = [
     ("/hints/1", {}),
 ]
 PATHS = [path for path, _ in FORM_POSTS]
-# How a refusal for another origin begins (the origin itself follows).
-FOREIGN_ORIGIN_WORDS = "This request came from another site"
+# How a refusal for another origin begins ("This request came from another site"), up to the
+# origin it names.
+FOREIGN_ORIGIN_WORDS = csrf.FOREIGN_ORIGIN.partition(" ({origin})")[0]
 
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The module's database, recording and settings."""
+    """The folder of the module's database and recording."""
     return tmp_path_factory.mktemp("csrf")
 
 
