@@ -13,15 +13,17 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 
 # The tests `make unit` runs: neither PostgreSQL (--no-postgresql: see tests/conftest.py), nor
-# Chromium, nor node, nor the slow ones.
-UNIT_TESTS := --no-postgresql -m "not browser and not node and not slow"
+# the app's HTTP tests, nor Chromium, nor node, nor the slow ones; property tests on fewer
+# examples (the Hypothesis profile "unit", tests/conftest.py).
+UNIT_TESTS := --no-postgresql -m "not http and not browser and not node and not slow" \
+  --hypothesis-profile=unit
 
 .PHONY: run test lint typecheck unit browser record clean-venv help
 
 help:
 	@echo "make run       - set up and serve the lesson at http://$(HOST):$(PORT) (SQLite under $(VAR)/)"
 	@echo "make test      - set up and run every test (lint, types, unit, HTTP, browser)"
-	@echo "make unit      - the quick tests: no PostgreSQL, no browser, no node, no root"
+	@echo "make unit      - the quick tests: no PostgreSQL, HTTP, browser, node or root"
 	@echo "make lint      - ruff check and ruff format --check"
 	@echo "make typecheck - mypy (strict)"
 	@echo "make browser   - the browser tests (Chromium, and PostgreSQL for one journey)"

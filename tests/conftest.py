@@ -12,7 +12,7 @@ one on first use. Its URL reaches the workers in NORMDIVE_TEST_POSTGRES_URL (set
 to use a server you run). Each worker migrates one template database once; each test gets a
 copy of it, dropped afterwards. Every test that needs PostgreSQL gets the `postgresql` marker
 here; `--no-postgresql` (`make unit`) deselects those, starts no cluster, and runs the
-`both_databases` tests on SQLite alone."""
+`both_databases` tests on SQLite alone. Every test that takes an app gets the `http` marker."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import hypothesis
 import pytest
 import uvicorn
 from fastapi import FastAPI
@@ -51,6 +52,12 @@ HOST_TOKEN = "host-token-for-tests-0123456789"
 SERVER_START_TIMEOUT_S = 30.0
 
 SettingsFactory = Callable[..., Settings]
+
+# Property tests (Hypothesis) try 400 examples each; `make unit` loads the "unit" profile
+# (--hypothesis-profile=unit), which tries 50.
+hypothesis.settings.register_profile("full", max_examples=400)
+hypothesis.settings.register_profile("unit", max_examples=50)
+hypothesis.settings.load_profile("full")
 
 
 def migrated_sqlite_url(folder: Path) -> str:
@@ -154,6 +161,8 @@ DATABASES = (
 )
 # The fixture every PostgreSQL database of the tests comes from.
 POSTGRES_FIXTURE = "postgres_server"
+# Given (by conftest) to every test that takes an app: it sends HTTP requests through it.
+HTTP = "http"
 NO_POSTGRESQL = "--no-postgresql"
 _CLUSTER = pytest.StashKey[PostgresCluster]()
 
@@ -214,7 +223,11 @@ def _needs_postgresql(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Marks what needs PostgreSQL, so `-m` can select on it; `--no-postgresql` drops it."""
+    """Marks what needs PostgreSQL and what goes through an app, so `-m` can select on them;
+    `--no-postgresql` drops what needs PostgreSQL."""
+    for item in items:
+        if "app" in getattr(item, "fixturenames", ()):
+            item.add_marker(HTTP)
     needing = [item for item in items if _needs_postgresql(item)]
     for item in needing:
         item.add_marker(NEEDS_POSTGRESQL)

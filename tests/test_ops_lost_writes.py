@@ -24,7 +24,7 @@ from normdive.store.db import make_engine
 from normdive.store.events import EventKind, Store
 from ops_server import Learner, ServerProcess
 
-pytestmark = pytest.mark.both_databases
+pytestmark = [pytest.mark.both_databases, pytest.mark.slow]
 
 # Learners writing at once.
 CLIENTS = 6

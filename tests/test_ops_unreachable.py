@@ -21,6 +21,8 @@ from pg_cluster import PostgresCluster
 from normdive.store.db import upgrade
 from ops_server import JSON, Learner, ServerProcess
 
+pytestmark = pytest.mark.slow
+
 UNREACHABLE = "The progress store is not reachable right now"
 UVICORN_FACTORY = [
     sys.executable,

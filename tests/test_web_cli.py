@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import httpx2
+import pytest
 from typer.testing import CliRunner
 
 from conftest import SECRET_KEY, migrated_sqlite_url
@@ -60,6 +61,7 @@ def test_serve_names_a_secret_key_that_is_too_short() -> None:
     assert "32" in result.output
 
 
+@pytest.mark.slow
 def test_serve_serves_the_page(tmp_path: Path) -> None:
     url = migrated_sqlite_url(tmp_path)
     port = free_port()
