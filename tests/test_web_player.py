@@ -137,6 +137,7 @@ def test_the_row_payload_holds_every_seed_with_its_markers() -> None:
     assert row_payload(RECORDING, LESSON, "best") is None
 
 
+@pytest.mark.node  # reads node_modules (npm ci)
 def test_the_vendored_uplot_is_the_pinned_package_unchanged() -> None:
     readme = (VENDOR / "README.md").read_text(encoding="utf-8")
     package = json.loads((REPO / "package.json").read_text(encoding="utf-8"))
