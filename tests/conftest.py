@@ -12,7 +12,8 @@ one on first use. Its URL reaches the workers in NORMDIVE_TEST_POSTGRES_URL (set
 to use a server you run). Each worker migrates one template database once; each test gets a
 copy of it, dropped afterwards. Every test that needs PostgreSQL gets the `postgresql` marker
 here; `--no-postgresql` (`make unit`) deselects those, starts no cluster, and runs the
-`both_databases` tests on SQLite alone. Every test that takes an app gets the `http` marker."""
+`both_databases` tests on SQLite alone. Every test that takes an app (or the settings
+for one) gets the `http` marker."""
 
 from __future__ import annotations
 
@@ -161,8 +162,10 @@ DATABASES = (
 )
 # The fixture every PostgreSQL database of the tests comes from.
 POSTGRES_FIXTURE = "postgres_server"
-# Given (by conftest) to every test that takes an app: it sends HTTP requests through it.
+# Given (by conftest) to every test that takes an app or the settings one is made from: it
+# sends HTTP requests through the app.
 HTTP = "http"
+APP_FIXTURES = frozenset({"app", "settings", "make_settings"})
 NO_POSTGRESQL = "--no-postgresql"
 _CLUSTER = pytest.StashKey[PostgresCluster]()
 
@@ -226,7 +229,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Marks what needs PostgreSQL and what goes through an app, so `-m` can select on them;
     `--no-postgresql` drops what needs PostgreSQL."""
     for item in items:
-        if "app" in getattr(item, "fixturenames", ()):
+        if APP_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(HTTP)
     needing = [item for item in items if _needs_postgresql(item)]
     for item in needing:

@@ -37,6 +37,7 @@ def test_serve_has_help() -> None:
         assert option in result.output
 
 
+@pytest.mark.slow
 def test_serve_refuses_to_start_without_a_secret_key(tmp_path: Path) -> None:
     result = subprocess.run(
         [NORMDIVE, "serve", "--port", "9"],
