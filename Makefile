@@ -1,5 +1,6 @@
 # The two commands a newcomer runs: `make run` and `make test`.
 # Both set up everything they need (OS packages, the venv, node modules) and are idempotent.
+# `make unit` is the inner loop: the venv only (no PostgreSQL, Chromium, node or root).
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -11,12 +12,22 @@ DEV_SECRET := $(VAR)/secret-key
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
+# The tests `make unit` runs: neither PostgreSQL (--no-postgresql: see tests/conftest.py), nor
+# the app's HTTP tests, nor Chromium, nor node, nor the slow ones; property tests on fewer
+# examples (the Hypothesis profile "unit", tests/conftest.py).
+UNIT_TESTS := --no-postgresql -m "not http and not browser and not node and not slow" \
+  --hypothesis-profile=unit
+
 .PHONY: run test lint typecheck unit browser record clean-venv help
 
 help:
-	@echo "make run   - set up and serve the lesson at http://$(HOST):$(PORT) (SQLite under $(VAR)/)"
-	@echo "make test  - set up and run every test (lint, types, unit, HTTP, browser)"
-	@echo "make record - re-record the ablation (recordings/the-transformer-block.json)"
+	@echo "make run       - set up and serve the lesson at http://$(HOST):$(PORT) (SQLite under $(VAR)/)"
+	@echo "make test      - set up and run every test (lint, types, unit, HTTP, browser)"
+	@echo "make unit      - the quick tests: no PostgreSQL, HTTP, browser, node or root"
+	@echo "make lint      - ruff check and ruff format --check"
+	@echo "make typecheck - mypy (strict)"
+	@echo "make browser   - the browser tests (Chromium, and PostgreSQL for one journey)"
+	@echo "make record    - re-record the ablation (recordings/the-transformer-block.json)"
 
 # --- set-up -------------------------------------------------------------------
 
@@ -67,11 +78,23 @@ run: $(VENV)/.installed-base $(DEV_SECRET)
 	  NORMDIVE_DEV_PREREQUISITE_DONE=1 \
 	  $(BIN)/normdive serve --host $(HOST) --port $(PORT)
 
-test: os-packages $(VENV)/.installed-test node_modules/.installed
+test: os-packages $(VENV)/.installed-test node_modules/.installed lint typecheck
+	$(BIN)/python -m pytest -n 2
+
+# --- parts of `make test` ----------------------------------------------------------
+
+lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/ruff format --check src tests bench scripts
+
+typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -n 2
+
+unit: $(VENV)/.installed-test
+	$(BIN)/python -m pytest $(UNIT_TESTS)
+
+browser: os-packages $(VENV)/.installed-test node_modules/.installed
+	$(BIN)/python -m pytest -n 2 -m browser
 
 # --- authors ---------------------------------------------------------------------
 

@@ -3,13 +3,17 @@ TestClient), the app served for real by uvicorn on a free 127.0.0.1 port in a ba
 thread, and Playwright driving Debian's Chromium against it for the browser tests; and the
 sample recordings the ablation's tests write to files (never the shipped one).
 
-Databases: `database_url` is parametrised, so every test that uses it (the store and web
-tests, through settings, app and client) runs once on a SQLite file and once on PostgreSQL.
-PostgreSQL is a throwaway cluster (scripts/pg_cluster.py): under xdist the controller starts
-one before the workers and stops it at the end; a run without xdist starts one on first use.
-Its URL reaches the workers in NORMDIVE_TEST_POSTGRES_URL (set it yourself to use a server you
-run). Each worker migrates one template database once; each test gets a copy of it, dropped
-afterwards."""
+Databases: `database_url` is a fresh, migrated SQLite file. A test marked `both_databases`
+(the store, the aggregate, the write limit, the migrations, the ops tests: where the SQL can
+differ) runs twice, once on a SQLite file and once on PostgreSQL; `pytest_generate_tests`
+parametrises it. PostgreSQL is a throwaway cluster (scripts/pg_cluster.py): under xdist the
+controller starts one before the workers and stops it at the end; a run without xdist starts
+one on first use. Its URL reaches the workers in NORMDIVE_TEST_POSTGRES_URL (set it yourself
+to use a server you run). Each worker migrates one template database once; each test gets a
+copy of it, dropped afterwards. Every test that needs PostgreSQL gets the `postgresql` marker
+here; `--no-postgresql` (`make unit`) deselects those, starts no cluster, and runs the
+`both_databases` tests on SQLite alone. Every test that takes an app (or the settings
+for one) gets the `http` marker."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import asyncio
 import contextlib
 import os
 import socket
+import sqlite3
 import sys
 import threading
 import time
@@ -25,6 +30,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import hypothesis
 import pytest
 import uvicorn
 from fastapi import FastAPI
@@ -34,10 +40,10 @@ from sqlalchemy.pool import NullPool
 
 from normdive.config import Settings
 from normdive.recording.format import Recording, RowKey
-from normdive.recording.sample import SAMPLE_FINALS, sample_recording
 from normdive.store.db import upgrade
 from normdive.web.app import create_app
 from page_client import PageClient
+from sample_recordings import SAMPLE_FINALS, sample_recording
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page
@@ -50,11 +56,29 @@ UNREACHED_LEARNER_LIMIT = 1_000_000
 
 SettingsFactory = Callable[..., Settings]
 
+# Property tests (Hypothesis) try 400 examples each; `make unit` loads the "unit" profile
+# (--hypothesis-profile=unit), which tries 50.
+hypothesis.settings.register_profile("full", max_examples=400)
+hypothesis.settings.register_profile("unit", max_examples=50)
+hypothesis.settings.load_profile("full")
+
 
 def migrated_sqlite_url(folder: Path) -> str:
     url = f"sqlite:///{folder / 'normdive.sqlite3'}"
     upgrade(url)
     return url
+
+
+def copied_sqlite_url(template: Path, folder: Path) -> str:
+    """A copy of the SQLite database at `template` in `folder`, by SQLite's backup API (a
+    consistent copy, whatever the journal holds)."""
+    path = folder / "normdive.sqlite3"
+    with (
+        contextlib.closing(sqlite3.connect(template)) as source,
+        contextlib.closing(sqlite3.connect(path)) as copy,
+    ):
+        source.backup(copy)
+    return f"sqlite:///{path}"
 
 
 # --- sample recordings ----------------------------------------------------------------------
@@ -131,15 +155,48 @@ from pg_cluster import ClusterError, PostgresCluster  # noqa: E402  (scripts/ is
 
 # The PostgreSQL server's URL (its first database), handed from the xdist controller to workers.
 POSTGRES_URL_ENV = "NORMDIVE_TEST_POSTGRES_URL"
-DATABASES = ("sqlite", "postgresql")
+# Marks the tests whose SQL can differ between the two databases: they run on both.
+BOTH_DATABASES = "both_databases"
+# Given (by conftest) to every test that needs a PostgreSQL server.
+NEEDS_POSTGRESQL = "postgresql"
+# The two databases as parameters (of `database_url`, or of a test module's own fixture).
+DATABASES = (
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgresql),
+)
+# The fixture every PostgreSQL database of the tests comes from.
+POSTGRES_FIXTURE = "postgres_server"
+# Given (by conftest) to every test that takes an app or the settings one is made from: it
+# sends HTTP requests through the app.
+HTTP = "http"
+APP_FIXTURES = frozenset({"app", "settings", "make_settings"})
+NO_POSTGRESQL = "--no-postgresql"
 _CLUSTER = pytest.StashKey[PostgresCluster]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        NO_POSTGRESQL,
+        action="store_true",
+        help="run without a PostgreSQL server: start no cluster, deselect the tests that need "
+        "one, and run the both_databases tests on SQLite alone",
+    )
+
+
+def _without_postgresql(config: pytest.Config) -> bool:
+    return bool(config.getoption(NO_POSTGRESQL))
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """The xdist controller starts the one cluster every worker shares, before they start."""
     is_worker = hasattr(config, "workerinput")
     distributed = bool(config.getoption("numprocesses", default=None))
-    if is_worker or not distributed or os.environ.get(POSTGRES_URL_ENV):
+    if (
+        is_worker
+        or not distributed
+        or _without_postgresql(config)
+        or os.environ.get(POSTGRES_URL_ENV)
+    ):
         return
     try:
         cluster = PostgresCluster().start()
@@ -154,6 +211,37 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if cluster is not None:
         cluster.stop()
         os.environ.pop(POSTGRES_URL_ENV, None)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A `both_databases` test that takes `database_url` runs on each database."""
+    if (
+        "database_url" in metafunc.fixturenames
+        and metafunc.definition.get_closest_marker(BOTH_DATABASES) is not None
+        and not _without_postgresql(metafunc.config)
+    ):
+        metafunc.parametrize("database_url", DATABASES, indirect=True)
+
+
+def _needs_postgresql(item: pytest.Item) -> bool:
+    return item.get_closest_marker(NEEDS_POSTGRESQL) is not None or POSTGRES_FIXTURE in getattr(
+        item, "fixturenames", ()
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks what needs PostgreSQL and what goes through an app, so `-m` can select on them;
+    `--no-postgresql` drops what needs PostgreSQL."""
+    for item in items:
+        if APP_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(HTTP)
+    needing = [item for item in items if _needs_postgresql(item)]
+    for item in needing:
+        item.add_marker(NEEDS_POSTGRESQL)
+    if _without_postgresql(config) and needing:
+        dropped = set(map(id, needing))
+        items[:] = [item for item in items if id(item) not in dropped]
+        config.hook.pytest_deselected(items=needing)
 
 
 @pytest.fixture(scope="session")
@@ -223,11 +311,21 @@ def postgres_url(postgres_databases: PostgresDatabases) -> Iterator[str]:
     postgres_databases.drop(url)
 
 
-@pytest.fixture(params=DATABASES)
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh, migrated database: a SQLite file, then a PostgreSQL database."""
-    if request.param == "sqlite":
-        return migrated_sqlite_url(tmp_path)
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated once per worker, for the tests to copy (copying is much faster
+    than running the migrations per test)."""
+    folder = tmp_path_factory.mktemp("sqlite-template")
+    migrated_sqlite_url(folder)
+    return folder / "normdive.sqlite3"
+
+
+@pytest.fixture
+def database_url(request: pytest.FixtureRequest, sqlite_template: Path, tmp_path: Path) -> str:
+    """A fresh, migrated database: a SQLite file (for a `both_databases` test, a SQLite file,
+    then a PostgreSQL database)."""
+    if getattr(request, "param", "sqlite") == "sqlite":
+        return copied_sqlite_url(sqlite_template, tmp_path)
     return str(request.getfixturevalue("postgres_url"))
 
 

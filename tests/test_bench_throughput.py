@@ -7,6 +7,7 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
+import pytest
 import torch
 
 from normdive.recording.format import RunConfig
@@ -59,6 +60,7 @@ def test_flops_follow_the_formula() -> None:
     assert bench.flops_per_step(TINY, ours) == expected
 
 
+@pytest.mark.slow
 def test_one_step_of_each_runs() -> None:
     bench = load_bench()
     batch_source = torch.Generator().manual_seed(0)

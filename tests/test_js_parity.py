@@ -23,6 +23,8 @@ from normdive.numeric.display import format_input_row, format_number, format_row
 from normdive.numeric.layernorm import layer_norm_steps
 from normdive.numeric.rows import MAX_ROW_CHARS, MAX_ROW_LENGTH, parse_row
 
+pytestmark = pytest.mark.node
+
 ROOT = Path(__file__).resolve().parent.parent
 PARITY_SCRIPT = ROOT / "tests" / "js" / "parity.mjs"
 NODE = shutil.which("node") or "/usr/bin/node"

@@ -21,7 +21,7 @@ from normdive.store.db import make_engine
 from normdive.store.events import Store
 from ops_server import JSON, TOKEN_HEADER, Learner, ServerProcess
 
-pytestmark = pytest.mark.both_databases
+pytestmark = [pytest.mark.both_databases, pytest.mark.slow]
 
 CHECKS = 100
 FIELD = "row1_mean"

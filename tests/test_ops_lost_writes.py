@@ -18,11 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import pytest
 
 from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
 from normdive.store.events import Store
 from ops_server import Learner, ServerProcess
+
+pytestmark = [pytest.mark.both_databases, pytest.mark.slow]
 
 # Learners writing at once.
 CLIENTS = 6

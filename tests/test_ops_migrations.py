@@ -21,6 +21,8 @@ from normdive.cli import app
 from normdive.store.db import alembic_config, make_engine, upgrade
 from normdive.store.tables import Base
 
+pytestmark = pytest.mark.both_databases
+
 TABLES = {"learners", "events", "alembic_version"}
 
 

@@ -17,6 +17,8 @@ import psycopg
 import pytest
 from pg_cluster import PostgresCluster, free_port
 
+pytestmark = pytest.mark.postgresql
+
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "pg_cluster.py"
 # Generous: two cores are shared by the whole test run.
 WAIT_S = 60.0

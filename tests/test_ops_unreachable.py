@@ -21,6 +21,8 @@ from pg_cluster import PostgresCluster
 from normdive.store.db import upgrade
 from ops_server import JSON, Learner, ServerProcess
 
+pytestmark = pytest.mark.slow
+
 UNREACHABLE = "The progress store is not reachable right now"
 UVICORN_FACTORY = [
     sys.executable,
@@ -64,6 +66,7 @@ def _assert_unreachable_everywhere(learner: Learner) -> None:
     assert health.status_code == 503
 
 
+@pytest.mark.postgresql
 def test_postgresql_stopped_under_a_running_server(
     own_cluster: PostgresCluster, tmp_path: Path
 ) -> None:

@@ -17,7 +17,7 @@ from normdive.progress.facts import RecordingFacts, recording_facts, recording_f
 from normdive.progress.state import derive
 from normdive.recording.format import ROW_KEYS, ROW_SWITCHES, Recording
 from normdive.recording.reader import RecordingProblem
-from normdive.recording.sample import sample_recording
+from sample_recordings import sample_recording
 
 DEPTH = 2
 

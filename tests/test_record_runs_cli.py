@@ -66,6 +66,7 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return out, done.stdout
 
 
+@pytest.mark.slow
 def test_end_to_end(uninterrupted: tuple[Path, str]) -> None:
     out, stdout = uninterrupted
     recording = parse_recording(out.read_bytes(), str(out))
@@ -101,6 +102,7 @@ def signal_after_first_row(process: subprocess.Popen[str], out: Path, signum: in
     return output
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill_gives_the_uninterrupted_rows(
     tmp_path: Path, uninterrupted: tuple[Path, str]
 ) -> None:
@@ -123,6 +125,7 @@ def test_resume_after_sigkill_gives_the_uninterrupted_rows(
     assert again.provenance.rows_resumed == 1
 
 
+@pytest.mark.slow
 def test_sigint_stops_cleanly_and_keeps_the_old_file(tmp_path: Path) -> None:
     out = tmp_path / "the-transformer-block.json"
     out.write_bytes(OLD)

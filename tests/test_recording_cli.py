@@ -15,7 +15,7 @@ from normdive.recording.reader import (
     RecordingProblem,
     recording_status,
 )
-from normdive.recording.sample import sample_recording
+from sample_recordings import sample_recording
 
 runner = CliRunner()
 # The console script installed beside this interpreter.

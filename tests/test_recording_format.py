@@ -18,8 +18,8 @@ from normdive.recording.format import (
     as_float,
     non_finite_marker,
 )
-from normdive.recording.sample import sample_recording
 from normdive.web.pages import json_safe
+from sample_recordings import sample_recording
 
 
 @pytest.mark.parametrize(

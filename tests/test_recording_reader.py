@@ -22,7 +22,7 @@ from normdive.recording.reader import (
     recording_snapshot,
     recording_status,
 )
-from normdive.recording.sample import sample_recording
+from sample_recordings import sample_recording
 
 
 def write(path: Path, recording: Recording) -> Path:

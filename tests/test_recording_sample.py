@@ -1,10 +1,10 @@
-"""The made-up recording tests and demos use: valid, and honest about being made up."""
+"""The made-up recording the tests use: valid, and honest about being made up."""
 
 from __future__ import annotations
 
 from normdive.recording.format import ROW_KEYS, RunConfig
 from normdive.recording.reader import best_row, require_ablation_rows
-from normdive.recording.sample import sample_recording
+from sample_recordings import sample_recording
 
 
 def test_the_sample_is_a_whole_recording_that_says_it_is_made_up() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 from normdive.recording.format import Recording
-from normdive.recording.sample import sample_recording
 from normdive.recording.summary import ranking_note, summary_table
+from sample_recordings import sample_recording
 
 
 def test_four_lines_under_a_header_with_the_best_row_marked() -> None:

@@ -1,6 +1,11 @@
 """Cross-site request forgery (web.security.csrf): every form post needs the learner's form
 token and must not come from another origin; a refusal is a readable 403 and writes nothing.
-These tests use plain TestClients (no token added for them) and set every header by hand."""
+These tests use plain TestClients (no token added for them) and set every header by hand.
+
+Every form route is tried without the token and from another site; each way a request can
+come from another origin (or from the page itself) is tried on one route through the app;
+and the origin check itself has its own table (`test_foreign_origin`). One app serves the
+module: each test's learners are new ones, with cookie jars of their own."""
 
 from __future__ import annotations
 
@@ -20,7 +25,9 @@ from conftest import (
     SECRET_KEY,
     SettingsFactory,
     ablation_recording,
+    build_settings,
     client_factory,
+    migrated_sqlite_url,
     write_recording,
 )
 from normdive.web.app import create_app
@@ -42,12 +49,27 @@ FORM_POSTS = [
     ("/hints/1", {}),
 ]
 PATHS = [path for path, _ in FORM_POSTS]
+# How a refusal for another origin begins ("This request came from another site"), up to the
+# origin it names.
+FOREIGN_ORIGIN_WORDS = csrf.FOREIGN_ORIGIN.partition(" ({origin})")[0]
 
 
-@pytest.fixture
-def app(make_settings: SettingsFactory, tmp_path: Path) -> FastAPI:
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of the module's database and recording."""
+    return tmp_path_factory.mktemp("csrf")
+
+
+@pytest.fixture(scope="module")
+def database(folder: Path) -> str:
+    return migrated_sqlite_url(folder)
+
+
+@pytest.fixture(scope="module")
+def app(folder: Path, database: str) -> FastAPI:
     """With a recording, so the ablation's routes are real too."""
-    return create_app(make_settings(recording_path=write_recording(tmp_path, ablation_recording())))
+    recording = write_recording(folder, ablation_recording())
+    return create_app(build_settings(database, folder, recording_path=recording))
 
 
 @pytest.fixture
@@ -134,8 +156,24 @@ def test_the_token_as_a_form_field_or_as_a_header_is_accepted(
     assert state(learner)["prediction"] == "residual"
 
 
+def assert_refused(
+    learner: TestClient, path: str, data: dict[str, str], headers: dict[str, str], message: str
+) -> str:
+    """403 twice, as a page for a browser and as JSON for the page script, both saying
+    `message` (what the JSON says in full is returned)."""
+    page = learner.post(path, data=data, headers=headers)
+    assert page.status_code == 403
+    assert page.headers["content-type"].startswith("text/html")
+    assert message in BeautifulSoup(page.text, "html.parser").get_text(" ")
+    answer = learner.post(path, data=data, headers={**headers, **JSON})
+    assert answer.status_code == 403
+    assert answer.json()["ok"] is False
+    assert answer.json()["message"].startswith(message)
+    return str(answer.json()["message"])
+
+
 @pytest.mark.parametrize("path", PATHS)
-def test_a_post_without_the_token_is_refused_and_changes_nothing(
+def test_every_form_refuses_a_post_without_the_token_or_from_another_site(
     make_browser: Callable[[], TestClient], path: str
 ) -> None:
     learner = make_browser()
@@ -143,13 +181,10 @@ def test_a_post_without_the_token_is_refused_and_changes_nothing(
     learner.post("/predict", data={"choice": "layer_norm", "csrf_token": token})
     before = events_of(learner)
     data = dict(FORM_POSTS)[path]
-    page = learner.post(path, data=data)
-    assert page.status_code == 403
-    assert page.headers["content-type"].startswith("text/html")
-    assert csrf.MISSING_TOKEN in BeautifulSoup(page.text, "html.parser").get_text(" ")
-    answer = learner.post(path, data=data, headers=JSON)
-    assert answer.status_code == 403
-    assert answer.json() == {"ok": False, "message": csrf.MISSING_TOKEN}
+    assert assert_refused(learner, path, data, {}, csrf.MISSING_TOKEN) == csrf.MISSING_TOKEN
+    assert_refused(
+        learner, path, {**data, "csrf_token": token}, {"Origin": EVIL}, FOREIGN_ORIGIN_WORDS
+    )
     assert events_of(learner) == before
 
 
@@ -213,18 +248,21 @@ def test_the_token_of_another_learner_is_refused(make_browser: Callable[[], Test
 # --- the origin ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", PATHS)
+# Each way a post can come from another site, on a route of its own (every route is tried
+# from another site above).
+FOREIGN = [
+    ("origin", "/numbers", {"Origin": EVIL}),
+    ("null", "/reading", {"Origin": "null"}),
+    ("suffix", "/takeaway", {"Origin": "http://testserver.evil.example"}),
+    ("port", "/rows/both/predict", {"Origin": "http://testserver:8080"}),
+    ("referer", "/rows/both/play", {"Referer": f"{EVIL}/lesson"}),
+    # The Origin decides when there is one.
+    ("origin-over-referer", "/hints/1", {"Origin": EVIL, "Referer": f"{SITE}/"}),
+]
+
+
 @pytest.mark.parametrize(
-    "headers",
-    [
-        {"Origin": EVIL},
-        {"Origin": "null"},
-        {"Origin": "http://testserver.evil.example"},
-        {"Origin": "http://testserver:8080"},
-        {"Referer": f"{EVIL}/lesson"},
-        {"Origin": EVIL, "Referer": f"{SITE}/"},  # the Origin decides when there is one
-    ],
-    ids=["origin", "null", "suffix", "port", "referer", "origin-over-referer"],
+    ("path", "headers"), [case[1:] for case in FOREIGN], ids=[case[0] for case in FOREIGN]
 )
 def test_a_post_from_another_origin_is_refused_even_with_the_token(
     make_browser: Callable[[], TestClient], path: str, headers: dict[str, str]
@@ -234,13 +272,8 @@ def test_a_post_from_another_origin_is_refused_even_with_the_token(
     learner.post("/predict", data={"choice": "layer_norm", "csrf_token": token})
     before = events_of(learner)
     data = {**dict(FORM_POSTS)[path], "csrf_token": token}
-    page = learner.post(path, data=data, headers=headers)
-    assert page.status_code == 403
-    text = BeautifulSoup(page.text, "html.parser").get_text(" ")
-    assert "came from another site" in text and "nothing was saved" in text
-    answer = learner.post(path, data=data, headers={**headers, **JSON})
-    assert answer.status_code == 403
-    assert answer.json()["message"].startswith("This request came from another site")
+    message = assert_refused(learner, path, data, headers, FOREIGN_ORIGIN_WORDS)
+    assert "nothing was saved" in message
     assert events_of(learner) == before
 
 
@@ -376,12 +409,13 @@ def test_a_long_foreign_origin_is_cut_in_the_message(
 
 
 def test_the_host_platform_reports_without_a_form_token(
-    make_settings: SettingsFactory, make_browser: Callable[[], TestClient]
+    folder: Path, database: str, make_browser: Callable[[], TestClient]
 ) -> None:
     learner = make_browser()
     open_lesson(learner)
     learner_id = learner.get("/api/state").json()["learner_id"]
-    with TestClient(create_app(make_settings(dev_prerequisite_done=False))) as host:
+    settings = build_settings(database, folder, dev_prerequisite_done=False)
+    with TestClient(create_app(settings)) as host:
         response = host.post(
             "/api/prerequisite",
             json={"learner_id": learner_id},

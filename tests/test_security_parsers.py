@@ -27,7 +27,8 @@ from normdive.numeric.answers import (
 from normdive.numeric.rows import MAX_ROW_CHARS, MAX_ROW_LENGTH, RowError, parse_row
 from normdive.numeric.targets import exact_value, grade
 
-PROPERTY = settings(max_examples=400, derandomize=True, database=None, deadline=None)
+# As many examples as the Hypothesis profile says (tests/conftest.py).
+PROPERTY = settings(derandomize=True, database=None, deadline=None)
 LESSON = load_lesson()
 TOLERANCE = Fraction(LESSON.tolerance)
 UNICODE_MINUS = "\u2212"

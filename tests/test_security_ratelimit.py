@@ -26,6 +26,8 @@ from normdive.web.app import create_app
 from normdive.web.security.ratelimit import COUNTED_KINDS, TOO_MANY, WINDOW_S, throttled
 from page_client import PageClient
 
+pytestmark = pytest.mark.both_databases
+
 JSON = {"Accept": "application/json"}
 LIMIT = 4
 

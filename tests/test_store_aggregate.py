@@ -14,6 +14,8 @@ from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
 from normdive.store.events import Store
 
+pytestmark = pytest.mark.both_databases
+
 LESSON = load_lesson()
 
 

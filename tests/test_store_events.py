@@ -15,6 +15,8 @@ from normdive.store.db import make_engine
 from normdive.store.events import Store, UnknownLearner, is_learner_id, storable
 from normdive.store.tables import EventRecord, Learner
 
+pytestmark = pytest.mark.both_databases
+
 
 @pytest.fixture
 def engine(database_url: str) -> Iterator[Engine]:

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from normdive.recording.format import Recording, RunConfig
-from normdive.recording.sample import sample_recording
 from normdive.training.runner import (
     PartialRows,
     RecordError,
@@ -19,6 +18,7 @@ from normdive.training.runner import (
     write_recording,
 )
 from normdive.training.runner import tmp_path as temporary_path
+from sample_recordings import sample_recording
 
 CONFIG = RunConfig(depth=2, steps=40)
 

@@ -74,6 +74,7 @@ def test_thin_keeps_the_ends_and_the_limit() -> None:
     assert thin(points[:5], 200) == points[:5]
 
 
+@pytest.mark.slow
 def test_a_row_has_its_curve_norms_and_final_figures() -> None:
     seen: list[Progress] = []
     row = train_row(TINY, "both", 0, report=seen.append)
@@ -94,6 +95,7 @@ def test_a_row_has_its_curve_norms_and_final_figures() -> None:
     assert (row.layernorm, row.residual) == (True, True) and row.wall_s > 0
 
 
+@pytest.mark.slow
 def test_the_same_seed_and_config_give_the_same_row() -> None:
     one = train_row(TINY, "residual_only", 1)
     torch.manual_seed(999)  # whatever ran before does not matter

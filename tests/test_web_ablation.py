@@ -21,9 +21,9 @@ from lesson_answers import RIGHT_READING_ID as RIGHT_READING
 from lesson_answers import WRONG_READING_ID as WRONG_READING
 from normdive.progress.actions import MAX_ECHOED_CHARS, unknown_row_message
 from normdive.recording.format import ROW_KEYS
-from normdive.recording.sample import sample_recording
 from normdive.web.app import create_app
 from page_client import PageClient
+from sample_recordings import sample_recording
 
 JSON = {"Accept": "application/json"}
 PREDICTIONS = {

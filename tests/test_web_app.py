@@ -143,6 +143,7 @@ def test_a_store_that_cannot_be_reached_is_a_503_not_a_500(
     assert health.status_code == 503
 
 
+@pytest.mark.slow
 def test_serving_the_app_never_imports_torch(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""

@@ -40,6 +40,7 @@ def test_serve_has_help() -> None:
         assert option in result.output
 
 
+@pytest.mark.slow
 def test_serve_refuses_to_start_without_a_secret_key(tmp_path: Path) -> None:
     result = subprocess.run(
         [NORMDIVE, "serve", "--port", "9"],
@@ -91,6 +92,7 @@ def test_help_imports_no_layer_and_no_torch() -> None:
     assert loaded & layers == set()
 
 
+@pytest.mark.slow
 def test_serve_serves_the_page_without_importing_torch(tmp_path: Path) -> None:
     url = migrated_sqlite_url(tmp_path)
     port = free_port()

@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 from conftest import SettingsFactory
 from normdive.lesson.content import load_lesson
 from normdive.progress.events import EventKind
-from normdive.recording.sample import sample_recording
 from normdive.web.app import create_app
+from sample_recordings import sample_recording
 
 LESSON = load_lesson()
 NAN4 = "[not a number, not a number, not a number, not a number]"

@@ -13,7 +13,6 @@ import pytest
 from conftest import NON_FINITE_ROW, ablation_recording
 from normdive.lesson.content import load_lesson
 from normdive.recording.format import ROW_KEYS, Recording
-from normdive.recording.sample import sample_recording
 from normdive.web.player import (
     BAR_AREA_HEIGHT,
     MIN_BAR_HEIGHT,
@@ -25,6 +24,7 @@ from normdive.web.player import (
     row_payload,
 )
 from normdive.web.rendering import STATIC_DIR
+from sample_recordings import sample_recording
 
 LESSON = load_lesson()
 REPO = Path(__file__).resolve().parents[1]
@@ -137,6 +137,7 @@ def test_the_row_payload_holds_every_seed_with_its_markers() -> None:
     assert row_payload(RECORDING, LESSON, "best") is None
 
 
+@pytest.mark.node  # reads node_modules (npm ci)
 def test_the_vendored_uplot_is_the_pinned_package_unchanged() -> None:
     readme = (VENDOR / "README.md").read_text(encoding="utf-8")
     package = json.loads((REPO / "package.json").read_text(encoding="utf-8"))

@@ -12,8 +12,8 @@ import pytest
 from conftest import ablation_recording, write_recording
 from normdive.lesson.content import load_lesson
 from normdive.recording import reader
-from normdive.recording.sample import sample_recording
 from normdive.web.services import learner_facts
+from sample_recordings import sample_recording
 
 LESSON = load_lesson()
 

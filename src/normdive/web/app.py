@@ -26,7 +26,6 @@ from normdive.web import actions, pages
 from normdive.web.assets import CompressResponses, StaticAssets
 from normdive.web.errors import error_response, install_error_handlers
 from normdive.web.identity import make_signer
-from normdive.web.openapi import install_openapi
 from normdive.web.rendering import STATIC_DIR, STATIC_MOUNT, Renderer, static_version
 from normdive.web.security.proxy import TrustedProxy
 from normdive.web.services import Services
@@ -166,7 +165,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.include_router(pages.router)
     app.include_router(actions.router)
-    install_openapi(app, app.state.services.lesson)  # app.openapi(): not served, for tests
     app.mount(STATIC_MOUNT, StaticAssets(STATIC_DIR, version), name="static")
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES, timeout_s=settings.body_timeout_s)

@@ -1,24 +1,28 @@
-"""The app's OpenAPI document, `app.openapi()`, describing what each route really takes and
-answers. It is not served (the app exposes no API documentation); the tests generate their
-hostile cases from it.
+"""An OpenAPI document of the app's routes, describing what each one really takes and
+answers, for the schemathesis tests (tests/test_security_schemathesis.py) to generate their
+hostile cases from. The app serves no API documentation.
 
-The routes read their forms and JSON by hand (one flow for every form, web.actions), so
-FastAPI alone would describe no bodies. This module writes each operation out: the form
-fields of every page form (with the lesson's own ids as enums where anything else is refused),
-the carried switch/row/player fields, the form token, the learner cookie, the host platform's
-JSON and bearer token, and every status a route gives with its body (a JSON answer or an HTML
-page; refusals always hold a readable `message`). Schemathesis generates its cases from this
-document (tests/test_security_schemathesis.py), so it must stay true to the routes.
+The route list is the app's own: FastAPI's `get_openapi` describes `app.routes`, and this
+module fills in each operation. The routes read their forms and JSON by hand (one flow for
+every form, web.actions), so FastAPI alone would describe no bodies. Written out here: the
+form fields of every page form (with the lesson's own ids as enums where anything else is
+refused), the carried switch/row/player fields, the form token, the learner cookie, the host
+platform's JSON and bearer token, and every status a route gives with its body (a JSON answer
+or an HTML page; refusals always hold a readable `message`).
+`described_operations` lists what is written out; the tests hold it equal to the app's routes
+(`route_operations`), so a new route cannot go unfuzzed.
 
 Reference: OpenAPI 3.1, https://spec.openapis.org/oas/v3.1.0
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from starlette.routing import BaseRoute
 
 from normdive.lesson.content import Lesson
 from normdive.web.identity import COOKIE_NAME
@@ -321,7 +325,7 @@ def operations(lesson: Lesson) -> dict[str, dict[str, Schema]]:
     }
 
 
-def openapi_document(app: FastAPI, lesson: Lesson) -> dict[str, Any]:
+def openapi_document(app: FastAPI) -> dict[str, Any]:
     """FastAPI's document for the app's routes, each operation written out by `operations`
     (an operation this module does not describe keeps what FastAPI says)."""
     document = get_openapi(
@@ -330,7 +334,7 @@ def openapi_document(app: FastAPI, lesson: Lesson) -> dict[str, Any]:
         description="The D9 deep dive's lesson page and its host platform API.",
         routes=app.routes,
     )
-    described = operations(lesson)
+    described = operations(app.state.services.lesson)
     for path, methods in document["paths"].items():
         for method, operation in methods.items():
             written = described.get(path, {}).get(method)
@@ -349,12 +353,21 @@ def openapi_document(app: FastAPI, lesson: Lesson) -> dict[str, Any]:
     return document
 
 
-def install_openapi(app: FastAPI, lesson: Lesson) -> None:
-    """Make `openapi_document` the app's document, `app.openapi()` (built once)."""
+def route_operations(routes: Sequence[BaseRoute]) -> list[str]:
+    """Every operation of these routes, as "METHOD /path", as FastAPI describes them (the
+    static files' mount aside)."""
+    document = get_openapi(title="routes", version="0", routes=routes)
+    return [
+        f"{method.upper()} {path}"
+        for path, methods in document["paths"].items()
+        for method in methods
+    ]
 
-    def build() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            app.openapi_schema = openapi_document(app, lesson)
-        return app.openapi_schema
 
-    app.openapi = build  # type: ignore[method-assign]
+def described_operations(lesson: Lesson) -> list[str]:
+    """Every operation `operations` writes out, as "METHOD /path"."""
+    return [
+        f"{method.upper()} {path}"
+        for path, methods in operations(lesson).items()
+        for method in methods
+    ]

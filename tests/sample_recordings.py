@@ -1,4 +1,4 @@
-"""A small hand-made recording, for tests and demos that need rows without training any.
+"""A small hand-made recording, for the tests that need rows without training any.
 
 Its numbers are made up (shaped like the real ones); its provenance says so. Nothing ships
 it: the page reads recordings/the-transformer-block.json, made by `normdive record-runs`.
@@ -98,7 +98,7 @@ def sample_recording(
         format_version=FORMAT_VERSION,
         lesson="8.5 The transformer block",
         provenance=Provenance(
-            script="normdive.recording.sample (made-up numbers, for tests)",
+            script="tests/sample_recordings.py (made-up numbers, for tests)",
             normdive_version="0",
             git_commit=None,
             git_dirty=None,
