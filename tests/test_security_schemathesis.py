@@ -62,15 +62,15 @@ OPERATIONS = route_operations([*pages.router.routes, *actions.router.routes])
 # varies is the credentials, set below), no query of GET / is invalid (every value is text,
 # so no negative cases), and a row's curves take one of four keys (four valid cases). Each
 # operation's floor is MIN_CASES; they add up to at least TOTAL_CASES.
-EXAMPLES = {GenerationMode.POSITIVE: 210, GenerationMode.NEGATIVE: 105}
+EXAMPLES = {GenerationMode.POSITIVE: 84, GenerationMode.NEGATIVE: 42}
 FLOORS = {
     "GET /healthz": 1,
     "GET /api/state": 1,
-    "GET /": 200,
-    "GET /recording/rows/{key}.json": 100,
+    "GET /": 80,
+    "GET /recording/rows/{key}.json": 40,
 }
-MIN_CASES = {op: FLOORS.get(op, 300) for op in OPERATIONS}
-TOTAL_CASES = 2_500
+MIN_CASES = {op: FLOORS.get(op, 120) for op in OPERATIONS}
+TOTAL_CASES = 1_000
 # The share of cases sent with forged credentials (see FORGERIES).
 CORRUPT = 0.15
 FORGERIES = (
