@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from normdive.cli import app
 from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
-from normdive.store.events import Store
+from normdive.store.event_store import Store
 
 runner = CliRunner()
 # The console script installed beside this interpreter.

@@ -18,7 +18,7 @@ import pytest
 from fresh_loop import run_in_fresh_loop
 from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
-from normdive.store.events import Store
+from normdive.store.event_store import Store
 from ops_server import JSON, TOKEN_HEADER, Learner, ServerProcess
 
 pytestmark = [pytest.mark.both_databases, pytest.mark.slow]

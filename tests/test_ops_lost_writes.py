@@ -22,7 +22,7 @@ import pytest
 
 from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
-from normdive.store.events import Store
+from normdive.store.event_store import Store
 from ops_server import Learner, ServerProcess
 
 pytestmark = [pytest.mark.both_databases, pytest.mark.slow]

@@ -24,7 +24,7 @@ from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID
 from normdive.progress.events import Event, EventKind
 from normdive.recording.format import ROW_KEYS
 from normdive.store.db import make_engine
-from normdive.store.events import Store
+from normdive.store.event_store import Store
 from ops_server import JSON, TOKEN_HEADER, Learner, ServerProcess
 
 pytestmark = [pytest.mark.both_databases, pytest.mark.slow]

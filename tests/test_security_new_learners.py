@@ -16,7 +16,7 @@ from sqlalchemy import func, select, update
 from conftest import SECRET_KEY, SettingsFactory, client_factory
 from normdive.config import Settings
 from normdive.store.db import make_engine
-from normdive.store.events import Store
+from normdive.store.event_store import Store
 from normdive.store.tables import Learner
 from normdive.web.app import create_app
 from normdive.web.security.ratelimit import NEW_LEARNER_WINDOW_S, address_key

@@ -20,7 +20,7 @@ from conftest import SECRET_KEY, SettingsFactory, ablation_recording, write_reco
 from normdive.config import DEFAULT_ATTEMPTS_PER_MINUTE, Settings
 from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
-from normdive.store.events import Store
+from normdive.store.event_store import Store
 from normdive.store.tables import EventRecord
 from normdive.web.app import create_app
 from normdive.web.security.ratelimit import COUNTED_KINDS, TOO_MANY, WINDOW_S, throttled

@@ -12,7 +12,7 @@ from normdive.lesson.content import load_lesson
 from normdive.progress.aggregate import PredictionCounts, aggregate
 from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
-from normdive.store.events import Store
+from normdive.store.event_store import Store
 
 pytestmark = pytest.mark.both_databases
 

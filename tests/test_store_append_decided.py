@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 from normdive.progress.actions import ActionRefused
 from normdive.progress.events import Event, EventKind
 from normdive.store.db import make_engine
-from normdive.store.events import OPTIMISTIC_TRIES, Store, UnknownLearner
+from normdive.store.event_store import OPTIMISTIC_TRIES, Store, UnknownLearner
 
 pytestmark = pytest.mark.both_databases
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import migrated_sqlite_url
 from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
-from normdive.store.events import Store, UnknownLearner
+from normdive.store.event_store import Store, UnknownLearner
 from normdive.store.prerequisite import PrerequisiteSource, record_prerequisite_done
 
 

@@ -19,7 +19,7 @@ from normdive.progress.events import EventKind
 from normdive.progress.state import SHORT_DIGEST_CHARS
 from normdive.recording.format import ROW_KEYS
 from normdive.store.db import make_engine
-from normdive.store.events import Store
+from normdive.store.event_store import Store
 from normdive.web.app import create_app
 from page_client import PageClient
 

@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from conftest import SettingsFactory
 from normdive.config import Settings
 from normdive.store.db import make_engine
-from normdive.store.events import Store
+from normdive.store.event_store import Store
 from normdive.store.tables import Learner
 from normdive.web.app import create_app
 from normdive.web.identity import (

@@ -134,7 +134,7 @@ def prerequisite_done(
     from sqlalchemy.exc import SQLAlchemyError
 
     from normdive.store.db import failure_reason, make_engine, shown_url
-    from normdive.store.events import Store, UnknownLearner, is_learner_id
+    from normdive.store.event_store import Store, UnknownLearner, is_learner_id
     from normdive.store.prerequisite import PrerequisiteSource, record_prerequisite_done
 
     learner_id = learner.strip().lower()

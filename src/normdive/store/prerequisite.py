@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from normdive.progress.events import Event, EventKind
-from normdive.store.events import Decision, Store
+from normdive.store.event_store import Decision, Store
 
 
 class PrerequisiteSource(StrEnum):

@@ -21,7 +21,7 @@ from normdive import __version__
 from normdive.config import Settings, get_settings
 from normdive.lesson.content import load_lesson
 from normdive.store.db import make_engine
-from normdive.store.events import Store
+from normdive.store.event_store import Store
 from normdive.web import actions, pages
 from normdive.web.assets import CompressResponses, StaticAssets
 from normdive.web.errors import error_response, install_error_handlers

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from normdive.config import Settings
-from normdive.store.events import new_learner_id
+from normdive.store.event_store import new_learner_id
 
 COOKIE_NAME = "normdive_learner"
 # One year: a learner coming back to an optional deep dive months later still finds their work.

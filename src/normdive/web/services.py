@@ -26,7 +26,7 @@ from normdive.progress.facts import RecordingFacts, recording_facts
 from normdive.progress.state import LessonState, derive
 from normdive.recording import reader
 from normdive.recording.format import Recording
-from normdive.store.events import Store
+from normdive.store.event_store import Store
 from normdive.web.rendering import Renderer
 from normdive.web.security.csrf import form_token
 from normdive.web.view import PageView, Refusal, build_page_view

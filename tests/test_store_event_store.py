@@ -12,7 +12,7 @@ from sqlalchemy import Engine, delete, insert
 
 from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
-from normdive.store.events import Store, UnknownLearner, is_learner_id, storable
+from normdive.store.event_store import Store, UnknownLearner, is_learner_id, storable
 from normdive.store.tables import EventRecord, Learner
 
 pytestmark = pytest.mark.both_databases
