@@ -183,25 +183,12 @@ class Store:
         clean: dict[str, Any] = storable(payload)
         if not is_learner_id(learner_id):
             raise UnknownLearner(learner_id)
-        statement = insert(EventRecord).values(
-            learner_id=learner_id, kind=kind.value, payload=clean
-        )
         try:
             with self._writing() as connection:
-                if self._sqlite:
-                    # No RETURNING: SQLite ends a statement (and its transaction) only once its
-                    # returned rows are read, back in Python. The time is read after the lock.
-                    event_id = connection.execute(statement).lastrowid
-                    created_at = connection.execute(
-                        select(EventRecord.created_at).where(EventRecord.id == event_id)
-                    ).scalar_one()
-                else:
-                    returning = statement.returning(EventRecord.id, EventRecord.created_at)
-                    event_id, created_at = connection.execute(returning).one()
+                return self._insert(connection, learner_id, kind, clean)
         except IntegrityError:
             # The foreign key refused it: the learner does not exist.
             raise UnknownLearner(learner_id) from None
-        return Event(event_id, learner_id, kind, clean, _utc(created_at))
 
     def events_for(self, learner_id: str) -> list[Event]:
         """The learner's events, oldest first. Kinds this version does not know are skipped."""
@@ -316,6 +303,8 @@ class Store:
             learner_id=learner_id, kind=kind.value, payload=payload
         )
         if self._sqlite:
+            # No RETURNING: SQLite ends a statement (and its transaction) only once its
+            # returned rows are read, back in Python. The time is read after the lock.
             event_id = connection.execute(statement).lastrowid
             created_at = connection.execute(
                 select(EventRecord.created_at).where(EventRecord.id == event_id)
