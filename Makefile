@@ -35,13 +35,17 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# Re-install only when pyproject.toml changes.
+# Re-install only when pyproject.toml changes. --no-compile: pip would byte-compile every
+# installed module (torch's thousands) up front, half of a fresh install's time (75 s against
+# 35 s here); Python compiles what it imports, once, as it imports it.
+PIP_INSTALL := $(BIN)/python -m pip install --quiet --no-compile
+
 $(VENV)/.installed-base: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(PIP_INSTALL) -e .
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(PIP_INSTALL) -e '.[test]'
 	touch $@ $(VENV)/.installed-base
 
 node_modules/.installed: package.json package-lock.json
