@@ -213,6 +213,23 @@ def test_an_unchanged_wrong_answer_is_not_graded_again(resent: str) -> None:
     assert after.fields["row1_mean"].last_raw == "2.5"
 
 
+def test_a_format_error_in_between_does_not_make_the_last_graded_answer_new() -> None:
+    # "2.5" (wrong), then "abc" (a format error, never graded), then "2.5" again: the last
+    # graded answer is still "2.5", so nothing has changed.
+    history = (
+        DONE,
+        PREDICTED,
+        wrong("row1_mean", "2.5"),
+        wrong("row1_mean", "abc", "format_error"),
+    )
+    refused(
+        Conflict,
+        "Nothing has changed",
+        lambda: check_numbers(state(*history), LESSON, {"row1_mean": "2.5"}),
+    )
+    assert state(*history).fields["row1_mean"].attempts == 1
+
+
 def test_a_changed_answer_is_graded_and_costs_an_attempt() -> None:
     history = (DONE, PREDICTED, wrong("row1_mean", "2.5"))
     kind, payload = check_numbers(state(*history), LESSON, {"row1_mean": "2.4"})

@@ -96,7 +96,9 @@ def test_a_learner_with_no_events() -> None:
     assert not s.prerequisite_done and not s.prerequisite_by_dev_setting
     assert s.prediction is None
     assert list(s.fields) == [f.id for f in LESSON.number_fields]
-    assert all(f == FieldState(f.field_id, 0, False, None, None, None) for f in s.fields.values())
+    assert all(
+        f == FieldState(f.field_id, 0, False, None, None, None, None) for f in s.fields.values()
+    )
     assert s.reading.locked_choice is None and not s.reading.right and s.reading.locks == 0
     assert s.takeaway is None
     assert s.evaluated_runs == 0

@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 from starlette.requests import Request
 
 from conftest import HOST_TOKEN, SettingsFactory, ablation_recording, write_recording
+from normdive.progress.actions import NO_TAKEAWAY_TEXT
 from normdive.web.app import CONTENT_SECURITY_POLICY, create_app
 
 JSON = {"Accept": "application/json"}
@@ -115,6 +116,21 @@ def test_a_takeaway_sent_as_anything_but_a_form_keeps_the_saved_one(
     committed: TestClient, content_type: str | None, body: str
 ) -> None:
     post_not_a_form(committed, "/takeaway", content_type, body)
+    assert committed.get("/api/state").json()["state"]["takeaway"] == "Kept."
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [(None, ""), ("application/x-www-form-urlencoded", '{"text": "x"}')],
+    ids=["empty-body", "form-without-a-text-field"],
+)
+def test_a_takeaway_save_without_its_text_field_keeps_the_saved_one(
+    committed: TestClient, content_type: str | None, body: str
+) -> None:
+    headers = {**JSON, **({"Content-Type": content_type} if content_type else {})}
+    answer = committed.post("/takeaway", content=body.encode(), headers=headers)
+    assert answer.status_code == 422
+    assert answer.json()["message"] == NO_TAKEAWAY_TEXT
     assert committed.get("/api/state").json()["state"]["takeaway"] == "Kept."
 
 

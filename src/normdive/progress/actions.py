@@ -61,6 +61,10 @@ EARLIER_RUNG_FIRST = "Open hint {earlier} first: the hints open in order."
 RUNG_NOT_YET = (
     "Hint {rung} opens after {threshold} evaluated runs. {runs_text} Runs still needed: {more}."
 )
+NO_TAKEAWAY_TEXT = (
+    "That save carried no takeaway text (the form's text field was missing), so nothing was "
+    "saved and your saved takeaway stays as it is."
+)
 CONTROL_CHARACTER = (
     "Your takeaway contains an invisible control character (such as one pasted from another "
     "program). Remove it and save again."
@@ -125,20 +129,22 @@ def commit_prediction(state: LessonState, lesson: Lesson, choice: str) -> Action
 
 
 def _unchanged(field_state: FieldState, raw: str) -> bool:
-    """Whether `raw` says what the field's last answer said, so grading it again would only
-    repeat the verdict the learner already has. Two numbers are compared by their exact
-    parsed value, not their text: "2.5", " 2.50" and "5/2" are the same answer, get the same
-    verdict and the same slip, and charging an attempt for a respelling teaches nothing. Text
-    that is not a number is compared as typed (after strip), since its message depends on it."""
+    """Whether `raw` says what the field's last graded answer said, so grading it again would
+    only repeat the verdict the learner already has (a format error typed in between changes
+    nothing: it was never graded). Two numbers are compared by their exact parsed value, not
+    their text: "2.5", " 2.50" and "5/2" are the same answer, get the same verdict and the same
+    slip, and charging an attempt for a respelling teaches nothing. Text that is not a number
+    is compared with the field's last answer as typed (after strip), when that answer was a
+    format error too: its message would only be repeated."""
+    now = parse_answer(raw)
+    if isinstance(now, ParsedAnswer):
+        graded = field_state.last_graded_raw
+        before = parse_answer(graded) if graded is not None else None
+        return isinstance(before, ParsedAnswer) and before.value == now.value
     last = field_state.last_raw
-    if last is None or field_state.last_verdict is None:
-        return False
-    before, now = parse_answer(last), parse_answer(raw)
-    if isinstance(before, ParsedAnswer) and isinstance(now, ParsedAnswer):
-        return before.value == now.value
     return (
-        isinstance(before, FormatError)
-        and isinstance(now, FormatError)
+        field_state.last_verdict == "format_error"
+        and last is not None
         and last.strip() == raw[:MAX_STORED_RAW_CHARS].strip()
     )
 
@@ -226,9 +232,13 @@ def too_long_message(lesson: Lesson, length: int) -> str:
     )
 
 
-def save_takeaway(state: LessonState, lesson: Lesson, text: str) -> Action:
-    """Save the takeaway as typed (line breaks normalised); empty text clears it."""
+def save_takeaway(state: LessonState, lesson: Lesson, text: str | None) -> Action:
+    """Save the takeaway as typed (line breaks normalised); empty text clears it. A save that
+    carries no text field at all (None) is refused: only a learner who emptied the box may
+    clear what they saved."""
     _require_prerequisite(state, lesson)
+    if text is None:
+        raise Invalid(NO_TAKEAWAY_TEXT)
     # Browsers send a textarea's line breaks as CR LF; one form of line break is stored.
     normalised = text.replace("\r\n", "\n").replace("\r", "\n")
     limit = lesson.takeaway.max_chars

@@ -75,6 +75,9 @@ class FieldState:
     landed: bool  # stays True once right
     last_raw: str | None  # what the learner last typed here (shown back in the input)
     last_verdict: Verdict | None
+    # The last answer that was graded (right or wrong), as typed: an answer equal to it is not
+    # graded again. None before the first graded try.
+    last_graded_raw: str | None
     message: str | None  # feedback for the last try: slip text, wrong text or format message
 
 
@@ -239,6 +242,7 @@ def _fields(events: Sequence[Event], lesson: Lesson) -> dict[str, FieldState]:
     builds each field's state (and its message) once at the end."""
     attempts = {number_field.id: 0 for number_field in lesson.number_fields}
     last: dict[str, dict[str, Any]] = {}
+    last_graded: dict[str, str] = {}
     landed: set[str] = set()
     for event in events:
         if event.kind is not EventKind.NUMBERS_CHECKED:
@@ -250,13 +254,15 @@ def _fields(events: Sequence[Event], lesson: Lesson) -> dict[str, FieldState]:
                 continue
             attempts[field_id] += verdict in GRADED_VERDICTS
             last[field_id] = entry
+            if verdict in GRADED_VERDICTS and entry.get("raw") is not None:
+                last_graded[field_id] = str(entry.get("raw"))
             if verdict == "right":
                 landed.add(field_id)
     states = {}
     for field_id, tries in attempts.items():
         latest = last.get(field_id)
         if latest is None:
-            states[field_id] = FieldState(field_id, 0, False, None, None, None)
+            states[field_id] = FieldState(field_id, 0, False, None, None, None, None)
             continue
         raw = latest.get("raw")
         states[field_id] = FieldState(
@@ -266,6 +272,7 @@ def _fields(events: Sequence[Event], lesson: Lesson) -> dict[str, FieldState]:
             last_raw=str(raw) if raw is not None else None,
             last_verdict=latest.get("verdict"),
             message=_message(latest, lesson),
+            last_graded_raw=last_graded.get(field_id),
         )
     return states
 

@@ -189,7 +189,7 @@ TAKEAWAY = FormAction(
     name="takeaway",
     anchor="takeaway-section",
     fragments=("takeaway-status",),
-    act=lambda state, lesson, form: save_takeaway(state, lesson, form.get("text", "")),
+    act=lambda state, lesson, form: save_takeaway(state, lesson, form.get("text")),
     announce=_takeaway_announcement,
 )
 
