@@ -19,7 +19,7 @@ from normdive.store.db import make_engine
 from normdive.store.event_store import Store
 from normdive.store.tables import Learner
 from normdive.web.app import create_app
-from normdive.web.security.ratelimit import NEW_LEARNER_WINDOW_S, address_key
+from normdive.web.security.ratelimit import NEW_LEARNER_WINDOW_S, address_key, client_network
 
 # The limit's count is SQL that can differ between the databases: those tests run on both.
 # Reading stores nothing, whatever the database: that test runs on SQLite only.
@@ -171,3 +171,23 @@ def test_storing_a_learner_twice_stores_one_row(settings: Settings) -> None:
         assert count == 1
     finally:
         engine.dispose()
+
+
+@pytest.mark.parametrize(
+    ("address", "client"),
+    [
+        ("203.0.113.7", "203.0.113.7"),
+        ("::ffff:203.0.113.7", "203.0.113.7"),
+        ("2001:db8:1:2:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::/64"),
+        ("2001:db8:1:2::1", "2001:db8:1:2::/64"),
+        ("2001:db8:1:3::1", "2001:db8:1:3::/64"),
+        ("testclient", "testclient"),
+    ],
+)
+def test_an_ipv6_client_counts_by_its_64_network(address: str, client: str) -> None:
+    assert client_network(address) == client
+    same_network = "2001:db8:1:2:ffff::9"
+    if client == "2001:db8:1:2::/64":
+        assert address_key(SecretStr(SECRET_KEY), address) == address_key(
+            SecretStr(SECRET_KEY), same_network
+        )

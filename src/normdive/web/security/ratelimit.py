@@ -5,7 +5,8 @@ open the hints, or flood the progress store.
 What counts is what was written: the learner's own events whose `created_at` (the database's
 clock) lies within the last WINDOW_S seconds, of every kind a learner's request appends
 (numbers checked, readings locked, predictions, row predictions and plays, hint opens,
-takeaway saves; not the host platform's prerequisite report). The count lives in the events
+takeaway saves; not the host platform's prerequisite report, nor the gate's closing, which
+goes with the write that closes it). The count lives in the events
 table, so every worker of a deployment sees the same one; no process keeps state.
 
 A check whose every field is a format error still appends its numbers_checked event (with the
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -38,7 +40,8 @@ from normdive.store.tables import EventRecord, Learner
 # The window the limit counts over: "per minute".
 WINDOW_S = 60
 # Every kind a learner's own request writes; the host platform's report is not theirs.
-COUNTED_KINDS = tuple(kind.value for kind in EventKind if kind is not EventKind.PREREQUISITE_DONE)
+NOT_COUNTED = frozenset({EventKind.PREREQUISITE_DONE, EventKind.GATE_CLOSED})
+COUNTED_KINDS = tuple(kind.value for kind in EventKind if kind not in NOT_COUNTED)
 
 TOO_MANY = (
     "That is {limit} answers within a minute, the most this lesson takes from one learner. "
@@ -122,10 +125,32 @@ class TooManyLearners:
         return TOO_MANY_LEARNERS.format(limit=self.limit, minutes=minutes)
 
 
+# An IPv6 client is normally handed a whole /64 network (2**64 addresses) and can pick a new
+# address from it for each request, so an IPv6 address counts by its /64 prefix (RFC 4291's
+# interface identifier is the rest); an IPv4 address counts as itself.
+IPV6_CLIENT_PREFIX = 64
+
+
+def client_network(address: str) -> str:
+    """What the new-learner limit counts one client by: an IPv4 address, or an IPv6 address's
+    /64 network; anything else (a name a test client gives) as it is."""
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:  # ::ffff:a.b.c.d is the IPv4 client a.b.c.d
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{parsed}/{IPV6_CLIENT_PREFIX}", strict=False))
+    return str(parsed)
+
+
 def address_key(secret_key: SecretStr, address: str) -> str:
-    """The keyed hash stored for a client address: 64 hex characters."""
+    """The keyed hash stored for a client (client_network of its address): 64 hex
+    characters."""
     key = secret_key.get_secret_value().encode()
-    return hmac.new(key, ADDRESS_KEY_PURPOSE + address.encode(), hashlib.sha256).hexdigest()
+    client = client_network(address).encode()
+    return hmac.new(key, ADDRESS_KEY_PURPOSE + client, hashlib.sha256).hexdigest()
 
 
 def too_many_learners(engine: Engine, created_by: str, limit: int) -> TooManyLearners | None:
