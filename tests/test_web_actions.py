@@ -177,6 +177,14 @@ def test_an_unchanged_wrong_answer_costs_nothing_on_both_paths(
     assert said.startswith("Nothing has changed since your last check")
     assert state(client)["evaluated_runs"] == 2
     assert state(client)["fields"]["row1_mean"]["attempts"] == 1  # type: ignore[index]
+    # The refusal leaves the fields as they were: still wrong, with their feedback.
+    page = soup_of(client.get("/").text if headers else again.text)
+    if headers:
+        fragment = again.json()["fragments"]["numbers"]
+        page = soup_of(fragment)
+    mean = one(page, "#field-row1_mean")
+    assert mean.get("aria-invalid") == "true"
+    assert text(page, "#field-row1_mean-feedback") != ""
 
 
 def test_all_six_landed_disables_the_check(client: TestClient) -> None:

@@ -124,3 +124,29 @@ def test_one_run_is_written_in_the_singular(new_page: NewPage) -> None:
     expect(run_count(page)).to_have_text("You have run it 1 time.")
     page.reload()
     expect(run_count(page)).to_have_text("You have run it 1 time.")
+
+
+def scroll_settled(page: Page) -> None:
+    """Wait until the page stops scrolling (a smooth scroll takes a while)."""
+    last = None
+    for _ in range(40):
+        now = page.evaluate("window.scrollY")
+        if now == last:
+            return
+        last = now
+        page.wait_for_timeout(150)
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["js", "no-js"])
+def test_a_jump_to_a_section_lands_on_it(new_page: NewPage, javascript: bool) -> None:
+    # A no-JavaScript answer is a redirect to the section's anchor; a link can name one too.
+    # The section must be at the top of the screen, not somewhere below a guessed height.
+    page = new_page(java_script_enabled=javascript, viewport={"width": 375, "height": 740})
+    commit(page)
+    for anchor in ("numbers-section", "reading-section", "player"):
+        page.goto("about:blank")
+        page.goto(f"/#{anchor}")
+        page.wait_for_load_state("load")
+        scroll_settled(page)
+        top = page.evaluate(f"document.getElementById('{anchor}').getBoundingClientRect().top")
+        assert -2 <= top <= 120, (anchor, top)
