@@ -21,6 +21,7 @@ from normdive.recording.format import ROW_KEYS
 from normdive.store.db import make_engine
 from normdive.store.event_store import Store
 from normdive.web.app import create_app
+from normdive.web.identity import COOKIE_NAME, cookie_value, make_signer
 from page_client import PageClient
 
 pytestmark = pytest.mark.both_databases
@@ -100,6 +101,42 @@ def test_a_closed_gate_stays_closed_when_the_recording_is_replaced(
         assert client.post("/rows/neither/play", headers=JSON).status_code == 200
         assert client.post("/takeaway", data={"text": "x"}, headers=JSON).status_code == 200
     assert gate_closings(settings.database_url, learner_id) == [
+        {"recording_digest": digest, "recording_file": path.name}
+    ]
+
+
+def test_a_gate_closed_without_its_closing_recorded_keeps_it_from_the_next_page(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    # A learner whose gate closed before closings were recorded: their history holds every
+    # part of the gate but no gate_closed event (copied here from a learner who closed it).
+    # Opening the page records the closing, so a new recording where another row is best
+    # leaves the gate closed.
+    path = write_recording(tmp_path, ablation_recording("both"))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    settings = make_settings(recording_path=path)
+    app = create_app(settings)
+    with PageClient(app, follow_redirects=False) as client:
+        close_the_gate(client, "both")
+        source = client.get("/api/state").json()["learner_id"]
+    engine = make_engine(settings.database_url)
+    try:
+        store = Store(engine)
+        earlier = "0" * 31 + "1"
+        store.ensure_learner(earlier)
+        for event in store.events_for(source):
+            if event.kind is not EventKind.GATE_CLOSED:
+                store.append(earlier, event.kind, event.payload)
+    finally:
+        engine.dispose()
+    assert gate_closings(settings.database_url, earlier) == []
+    with PageClient(app, follow_redirects=False) as client:
+        client.cookies.set(COOKIE_NAME, cookie_value(earlier, make_signer(settings)))
+        assert text(gate_of(client), "#gate-closed-on")  # recorded by this page view
+        replace_atomically(path, ablation_recording("residual_only").model_dump_json())
+        gate = gate_of(client)
+        assert text(gate, ".badge") == "met"
+    assert gate_closings(settings.database_url, earlier) == [
         {"recording_digest": digest, "recording_file": path.name}
     ]
 

@@ -27,8 +27,9 @@ router = APIRouter()
 
 def _lesson_page(svc: Services, request: Request) -> Response:
     learner = resolve_learner(request, svc.signer)
-    recording_status = svc.recording()
-    state = svc.state_of(learner.id, recording_status)
+    snapshot = svc.recording_snapshot()
+    recording_status = snapshot.status
+    state = svc.record_closing(learner.id, svc.state_of(learner.id, recording_status), snapshot)
     view = svc.page_view(
         learner.id,
         state,

@@ -13,7 +13,7 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from itsdangerous import Signer
 from sqlalchemy import Engine
@@ -21,7 +21,8 @@ from starlette.requests import Request
 
 from normdive.config import Settings
 from normdive.lesson.content import Lesson
-from normdive.progress.events import Event
+from normdive.progress.actions import close_gate
+from normdive.progress.events import Event, EventKind
 from normdive.progress.facts import RecordingFacts, recording_facts
 from normdive.progress.state import LessonState, derive
 from normdive.recording import reader
@@ -80,6 +81,26 @@ class Services:
         """The recording with the digest of the bytes it was read from (what a gate_closed
         event records)."""
         return reader.recording_snapshot(self.settings.recording_path)
+
+    def record_closing(
+        self, learner_id: str, state: LessonState, snapshot: reader.RecordingSnapshot
+    ) -> LessonState:
+        """`state`, with the gate's closing recorded if the gate is closed and no gate_closed
+        event holds it yet: a gate that closed before closings were recorded, or one that a
+        new recording closed without a write of the learner's. Once recorded, the credit
+        survives the next recording change. Decided on the learner's history like every
+        once-only fact (Store.append_decided), so two pages loaded at once record it once.
+        Costs nothing (no query) unless the gate is closed and unrecorded."""
+        if not state.gate.closed or state.gate.closed_on is not None or snapshot.digest is None:
+            return state
+        digest, name = snapshot.digest, self.settings.recording_path.name
+
+        def decide(events: list[Event]) -> list[tuple[EventKind, dict[str, Any]]]:
+            closing = close_gate(self.state_from(events, snapshot.status), digest, name)
+            return [closing] if closing is not None else []
+
+        events, appended = self.store.append_decided(learner_id, decide)
+        return self.state_from([*events, *appended], snapshot.status)
 
     def state_of(self, learner_id: str, status: RecordingStatus | None = None) -> LessonState:
         """The learner's state, derived afresh from their events and the recording."""
