@@ -164,6 +164,27 @@ def test_a_half_written_file_keeps_the_last_good_recording(
     assert recording_status(path) == replacement
 
 
+def test_a_file_broken_for_longer_than_the_grace_shows_its_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path / "r.json", sample_recording())
+    recording_snapshot(path)
+    whole = path.read_bytes()
+    monkeypatch.setattr(reader, "LAST_GOOD_GRACE_S", 0.0)  # the grace is already over
+    path.write_bytes(whole[: len(whole) // 2])
+    status = recording_status(path)
+    assert isinstance(status, RecordingProblem) and status.reason == "bad_json"
+
+
+def test_a_deleted_recording_shows_its_problem_at_once(tmp_path: Path) -> None:
+    # A write in progress never deletes the file: the last good recording is not kept for it.
+    path = write(tmp_path / "r.json", sample_recording())
+    recording_snapshot(path)
+    path.unlink()
+    status = recording_status(path)
+    assert isinstance(status, RecordingProblem) and status.reason == "missing"
+
+
 def test_a_path_that_never_held_a_good_recording_shows_its_problem(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     path.write_text('{"format_version": 1, "rows": [', encoding="utf-8")

@@ -14,11 +14,15 @@ The server's view of a file (recording_snapshot), cached per path:
   of the ctime clock) shows within that time. Bytes whose digest is unchanged are not parsed
   again.
 - A file rewritten in place is, for a moment, half written, and a half-written file reads as
-  damaged. The reader cannot tell that moment from a file that is broken for good, so a path
-  that has held a good recording keeps serving its last good one while it reads as any
-  problem (and the author's message is logged, once per distinct problem); a path that never
-  held a good one shows its problem. A good file (written in place or atomically replaced)
-  replaces the last good one as soon as it is noticed.
+  damaged (cut-off JSON, an invalid document, rows missing). The reader cannot tell that
+  moment from a file that is broken for good, so a path that has held a good recording keeps
+  serving its last good one while it reads as such a problem, for at most LAST_GOOD_GRACE_S
+  from when the problem was first seen (the author's message is logged, once per distinct
+  problem); after that, or for a file that is gone, unreadable or over the cap (none of which
+  a write in progress causes), the problem shows. Each worker keeps its own last good copy,
+  so for that grace a worker started after the damage shows the problem while an older one
+  does not. A path that never held a good one shows its problem. A good file (written in
+  place or atomically replaced) replaces the last good one as soon as it is noticed.
 
 Every message names the file and is written for a course author, who is the one who can fix
 it (usually by running `normdive record-runs`).
@@ -62,6 +66,12 @@ MAX_RECORDING_BYTES = 16 * 1024 * 1024
 # 2-core test machine, against about 7 µs for a stat: once a second it is lost in the noise,
 # while on every request it would add half a millisecond to each.
 CONTENT_RECHECK_S = 1.0
+# How long a path keeps serving its last good recording while its file reads as damaged, in
+# seconds: far longer than any write of a recording takes (a 16 MiB file is written in well
+# under a second), short enough that a file broken for good shows its problem soon.
+LAST_GOOD_GRACE_S = 30.0
+# The problems a write in progress causes: a file cut off mid-way reads as these.
+HALF_WRITTEN_REASONS = frozenset({"bad_json", "invalid", "no_ablation_rows"})
 
 logger = logging.getLogger(__name__)
 
@@ -218,6 +228,7 @@ class _Seen:
     digest: str | None  # of the bytes last read; None when they could not be read
     served: RecordingSnapshot
     problem: RecordingProblem | None  # what the bytes last read amount to, when not good
+    problem_since: float | None  # time.monotonic() when the file first read as a problem
 
 
 _cache: dict[Path, _Seen] = {}
@@ -265,20 +276,38 @@ def recording_snapshot(path: Path | str) -> RecordingSnapshot:
             "unreadable", f"The recording {path} could not be read: {error!r}. {REMEDY}"
         )
     if isinstance(fresh, RecordingProblem):
-        served = _last_good(seen, where, fresh)
-        seen_now = _Seen(stamp, now, digest, served, fresh)
+        since = seen.problem_since if seen is not None and seen.problem_since is not None else now
+        served = _last_good(seen, where, fresh, now - since)
+        seen_now = _Seen(stamp, now, digest, served, fresh, since)
     else:
         served = RecordingSnapshot(fresh, digest)
-        seen_now = _Seen(stamp, now, digest, served, None)
+        seen_now = _Seen(stamp, now, digest, served, None, None)
     with _cache_lock:
         _cache[where] = seen_now
     return served
 
 
-def _last_good(seen: _Seen | None, where: Path, problem: RecordingProblem) -> RecordingSnapshot:
-    """The snapshot to serve while the file reads as `problem`: its last good one, if any."""
+def _last_good(
+    seen: _Seen | None, where: Path, problem: RecordingProblem, problem_age_s: float
+) -> RecordingSnapshot:
+    """The snapshot to serve while the file reads as `problem` (for `problem_age_s` so far):
+    its last good one while a half-written file could explain the problem, else the problem."""
     last = seen.served if seen is not None else None
-    if last is None or isinstance(last.status, RecordingProblem):
+    if (
+        last is None
+        or isinstance(last.status, RecordingProblem)
+        or problem.reason not in HALF_WRITTEN_REASONS
+        or problem_age_s >= LAST_GOOD_GRACE_S
+    ):
+        if last is not None and not isinstance(last.status, RecordingProblem):
+            logger.warning(
+                "the recording %s reads as a problem (%s) that a write in progress does not "
+                "explain, or for %.0f s: %s; no longer serving the last good one",
+                where,
+                problem.reason,
+                problem_age_s,
+                problem.message,
+            )
         return RecordingSnapshot(problem, None)
     if seen is not None and seen.problem != problem:
         logger.warning(
