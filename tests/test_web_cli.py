@@ -254,3 +254,15 @@ def test_serve_refuses_a_low_entropy_secret() -> None:
     assert result.exit_code == 2
     assert "NORMDIVE_SECRET_KEY: too predictable" in result.output
     assert "secrets.token_hex(32)" in result.output
+
+
+def test_serve_help_and_the_readme_name_every_setting() -> None:
+    from normdive.config import Settings, environment_variable
+
+    variables = [environment_variable(name) for name in Settings.model_fields]
+    shown = " ".join(
+        CliRunner().invoke(app, ["serve", "--help"], terminal_width=400).output.split()
+    )
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert [v for v in variables if v not in shown] == []
+    assert [v for v in variables if f"| `{v}` |" not in readme] == []

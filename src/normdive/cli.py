@@ -17,6 +17,8 @@ from normdive.config import (
     DEFAULT_RECORDING_PATH,
     DEFAULT_WORKERS,
     SECRET_KEY_MIN_LENGTH,
+    Settings,
+    environment_variable,
 )
 from normdive.recording.format import DEFAULT_SEEDS, ROW_KEYS, RowKey, RunConfig
 
@@ -43,11 +45,14 @@ def _refuse_to_serve(problems: list[str]) -> NoReturn:
     raise typer.Exit(code=EXIT_SETTINGS_INVALID)
 
 
+# Every setting's variable, from Settings itself, so a new setting is listed without a copy.
+SETTINGS_VARIABLES = ", ".join(environment_variable(name) for name in Settings.model_fields)
+
+
 @app.command(
-    help="Serve the lesson page with uvicorn. Settings come from the environment: "
-    f"NORMDIVE_SECRET_KEY (required: {SECRET_KEY_MIN_LENGTH}+ characters, not guessable), "
-    "DATABASE_URL (SQLite or PostgreSQL), NORMDIVE_HOST_TOKEN, "
-    "NORMDIVE_DEV_PREREQUISITE_DONE, NORMDIVE_RECORDING_PATH, NORMDIVE_COOKIE_SECURE."
+    help="Serve the lesson page with uvicorn. Settings come from the environment "
+    f"({SETTINGS_VARIABLES}); NORMDIVE_SECRET_KEY is required ({SECRET_KEY_MIN_LENGTH}+ "
+    "characters, not guessable). README.md, 'Deploying it', says what each means."
 )
 def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = DEFAULT_HOST,
