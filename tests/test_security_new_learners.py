@@ -4,6 +4,7 @@ with Retry-After beyond), counted in the database by a keyed hash of the address
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -14,7 +15,7 @@ from pydantic import SecretStr
 from sqlalchemy import func, select, update
 
 from conftest import SECRET_KEY, SettingsFactory, client_factory
-from normdive.config import Settings
+from normdive.config import DEFAULT_NEW_LEARNERS_PER_HOUR, Settings
 from normdive.store.db import make_engine
 from normdive.store.event_store import Store
 from normdive.store.tables import Learner
@@ -191,3 +192,18 @@ def test_an_ipv6_client_counts_by_its_64_network(address: str, client: str) -> N
         assert address_key(SecretStr(SECRET_KEY), address) == address_key(
             SecretStr(SECRET_KEY), same_network
         )
+
+
+@pytest.mark.slow
+def test_a_hundred_fresh_starts_from_one_address_at_the_default_limit(
+    make_settings: SettingsFactory,
+) -> None:
+    # The figure in bench/RESULTS.md, "Abuse": a script starting over with a fresh cookie and
+    # token before each write, at the default limit of the shipped settings.
+    settings = make_settings(new_learners_per_hour=DEFAULT_NEW_LEARNERS_PER_HOUR)
+    answers: Counter[int] = Counter()
+    with client_factory(create_app(settings)) as make:
+        for _ in range(100):
+            answers[first_write(make())] += 1
+    assert answers == {200: DEFAULT_NEW_LEARNERS_PER_HOUR, 429: 100 - DEFAULT_NEW_LEARNERS_PER_HOUR}
+    assert len(stored(settings)) == DEFAULT_NEW_LEARNERS_PER_HOUR == 60
