@@ -143,10 +143,10 @@ class Store:
                 yield connection
 
     def create_learner(self) -> str:
-        """A new anonymous learner; returns the id (128 random bits, 32 hex characters)."""
+        """A new anonymous learner, stored; returns the id (128 random bits, 32 hex characters).
+        For scripts that seed a store (the web app mints ids and stores them on first write)."""
         learner_id = new_learner_id()
-        with self._writing() as connection:
-            connection.execute(insert(Learner).values(id=learner_id))
+        self.ensure_learner(learner_id)
         return learner_id
 
     def ensure_learner(self, learner_id: str, created_by: str | None = None) -> bool:
@@ -178,17 +178,11 @@ class Store:
             return bool(connection.execute(query).scalar())
 
     def append(self, learner_id: str, kind: EventKind, payload: Mapping[str, Any]) -> Event:
-        """Append one event to the learner's history. Raises UnknownLearner, ValueError."""
-        kind = EventKind(kind)
-        clean: dict[str, Any] = storable(payload)
-        if not is_learner_id(learner_id):
-            raise UnknownLearner(learner_id)
-        try:
-            with self._writing() as connection:
-                return self._insert(connection, learner_id, kind, clean)
-        except IntegrityError:
-            # The foreign key refused it: the learner does not exist.
-            raise UnknownLearner(learner_id) from None
+        """Append one event to the learner's history, whatever it holds. Raises UnknownLearner,
+        ValueError. For scripts that seed a store; it goes through append_decided, so it waits
+        its turn behind any request of the same learner deciding a once-only fact."""
+        _, appended = self.append_decided(learner_id, lambda _events: [(EventKind(kind), payload)])
+        return appended[0]
 
     def events_for(self, learner_id: str) -> list[Event]:
         """The learner's events, oldest first. Kinds this version does not know are skipped."""
