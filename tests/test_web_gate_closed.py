@@ -96,6 +96,9 @@ def test_a_closed_gate_stays_closed_when_the_recording_is_replaced(
         assert "closed" in gate["class"]
         assert text(gate, ".badge") == "met"
         assert text(gate, "#gate-closed-on") == " ".join(closed_on.split())
+        assert text(gate, "#gate-best-row") == (
+            "The best row of the recording the gate closed on was played."
+        )
 
         # Further writes (a replay, a takeaway) close nothing again.
         assert client.post("/rows/neither/play", headers=JSON).status_code == 200
