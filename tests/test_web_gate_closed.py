@@ -96,9 +96,6 @@ def test_a_closed_gate_stays_closed_when_the_recording_is_replaced(
         assert "closed" in gate["class"]
         assert text(gate, ".badge") == "met"
         assert text(gate, "#gate-closed-on") == " ".join(closed_on.split())
-        assert text(gate, "#gate-best-row") == (
-            "The best row of the recording the gate closed on was played."
-        )
 
         # Further writes (a replay, a takeaway) close nothing again.
         assert client.post("/rows/neither/play", headers=JSON).status_code == 200
@@ -142,6 +139,27 @@ def test_a_gate_closed_without_its_closing_recorded_keeps_it_from_the_next_page(
     assert gate_closings(settings.database_url, earlier) == [
         {"recording_digest": digest, "recording_file": path.name}
     ]
+
+
+def test_the_checklist_of_a_gate_closed_on_an_earlier_recording_keeps_its_best_row(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    path = write_recording(tmp_path, ablation_recording("both"))
+    with PageClient(create_app(make_settings(recording_path=path)), follow_redirects=False) as c:
+        for path_, data in [
+            ("/predict", {"choice": "residual"}),
+            ("/numbers", RIGHT_NUMBERS),
+            ("/reading", {"choice": RIGHT_READING_ID}),
+            *((f"/rows/{key}/predict", {"outcome": o}) for key, o in PREDICTIONS.items()),
+            ("/rows/both/play", {}),  # the best row only: the gate closes
+        ]:
+            assert c.post(path_, data=data, headers=JSON).status_code == 200, path_
+        replace_atomically(path, ablation_recording("neither").model_dump_json())
+        gate = gate_of(c)
+        assert text(gate, ".badge") == "met"
+        assert text(gate, "#gate-best-row") == (
+            "The best row of the recording the gate closed on was played."
+        )
 
 
 def test_an_open_gate_has_no_closing_line_and_stores_no_closing(
