@@ -1,7 +1,6 @@
 """Derived state: everything the page shows is a pure function of a learner's events
 (and the recording). Nothing here touches the database or the web.
 
-CONTRACT (store helper):
     progress/events.py:  EventKind, Event: their one home (normdive.store depends on this
                          package, never the reverse)
     progress/state.py:   derive(events, lesson, *, recording: RecordingFacts,
@@ -19,6 +18,10 @@ CONTRACT (store helper):
                              play_row(state, lesson, row)
                              open_hint(state, lesson, rung) -> Action | None (None: already
                                  open, nothing to append; answer as a success)
+                         and close_gate(state, recording_digest, recording_file), the
+                         gate_closed event a write (or a page view) records once the gate is
+                         closed; rung_number, unknown_row_message and too_long_message are
+                         the one source of those rules and messages for the web layer too
 
 The ablation, one concept per module, all pure:
     progress/facts.py:     RecordingFacts, RowFacts (re-exported by state.py);
