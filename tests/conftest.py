@@ -40,7 +40,8 @@ from sqlalchemy.pool import NullPool
 
 from normdive.config import Settings
 from normdive.recording.format import Recording, RowKey
-from normdive.store.db import upgrade
+from normdive.store.db import make_engine, upgrade
+from normdive.store.event_store import Store
 from normdive.web.app import create_app
 from page_client import PageClient
 from sample_recordings import SAMPLE_FINALS, sample_recording
@@ -327,6 +328,20 @@ def database_url(request: pytest.FixtureRequest, sqlite_template: Path, tmp_path
     if getattr(request, "param", "sqlite") == "sqlite":
         return copied_sqlite_url(sqlite_template, tmp_path)
     return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    """An engine on the test's database (see database_url), disposed afterwards."""
+    engine = make_engine(database_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def store(engine: Engine) -> Store:
+    """The progress store on the test's database."""
+    return Store(engine)
 
 
 @pytest.fixture

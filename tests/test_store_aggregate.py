@@ -3,33 +3,16 @@ by their first prediction, and the shares hidden until five learners have answer
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from sqlalchemy import Engine
 
 from normdive.lesson.content import load_lesson
 from normdive.progress.aggregate import PredictionCounts, aggregate
 from normdive.progress.events import EventKind
-from normdive.store.db import make_engine
 from normdive.store.event_store import Store
 
 pytestmark = pytest.mark.both_databases
 
 LESSON = load_lesson()
-
-
-@pytest.fixture
-def engine(database_url: str) -> Iterator[Engine]:
-    # conftest's database_url: a migrated SQLite file, then a migrated PostgreSQL database.
-    engine = make_engine(database_url)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
-def store(engine: Engine) -> Store:
-    return Store(engine)
 
 
 def learner_who(store: Store, opening: str | None, **rows: str) -> str:

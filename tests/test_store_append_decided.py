@@ -8,31 +8,15 @@ second write through the store, made from inside the decision, at the worst mome
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from sqlalchemy import Engine
 
 from normdive.progress.actions import ActionRefused
 from normdive.progress.events import Event, EventKind
-from normdive.store.db import make_engine
 from normdive.store.event_store import OPTIMISTIC_TRIES, Store, UnknownLearner
 
 pytestmark = pytest.mark.both_databases
 
 SAVED = EventKind.TAKEAWAY_SAVED
-
-
-@pytest.fixture
-def engine(database_url: str) -> Iterator[Engine]:
-    engine = make_engine(database_url)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
-def store(engine: Engine) -> Store:
-    return Store(engine)
 
 
 def test_the_decision_is_appended_in_order_and_returned(store: Store) -> None:

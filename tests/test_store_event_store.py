@@ -4,31 +4,16 @@ at a time."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import Engine, delete, insert
 
 from normdive.progress.events import EventKind
-from normdive.store.db import make_engine
 from normdive.store.event_store import Store, UnknownLearner, is_learner_id, storable
 from normdive.store.tables import EventRecord, Learner
 
 pytestmark = pytest.mark.both_databases
-
-
-@pytest.fixture
-def engine(database_url: str) -> Iterator[Engine]:
-    # conftest's database_url: a migrated SQLite file, then a migrated PostgreSQL database.
-    engine = make_engine(database_url)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
-def store(engine: Engine) -> Store:
-    return Store(engine)
 
 
 def test_a_new_learner_has_a_random_128_bit_hex_id(store: Store) -> None:
