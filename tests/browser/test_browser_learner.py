@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 
 import pytest
+from lesson_page import attempts, check_numbers, field
 from playwright.sync_api import Page, expect
 
 from lesson_answers import LESSON
@@ -18,19 +19,6 @@ pytestmark = pytest.mark.browser
 
 NewPage = Callable[..., Page]
 NOTHING_CHANGED = "Nothing has changed since your last check"
-
-
-def field(page: Page, field_id: str):  # type: ignore[no-untyped-def]
-    label = next(f.label for f in LESSON.number_fields if f.id == field_id)
-    return page.get_by_label(label, exact=True)
-
-
-def attempts(page: Page, field_id: str):  # type: ignore[no-untyped-def]
-    return page.locator(f"#field-{field_id}-attempts")
-
-
-def check_numbers(page: Page) -> None:
-    page.get_by_role("button", name=LESSON.numbers.check_label).click()
 
 
 def commit(page: Page) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from lesson_page import attempts, check_numbers, field
 from playwright.sync_api import Page, expect
 
 from lesson_answers import LESSON
@@ -25,19 +26,6 @@ PHONE = {"width": 375, "height": 812}
 NAN4 = "[not a number, not a number, not a number, not a number]"
 ZEROS4 = "[0.000000, 0.000000, 0.000000, 0.000000]"
 TAKEAWAY = "Layer norm divides by sqrt(var + eps); without eps, [4, 4, 4, 4] breaks. <b>mine</b>"
-
-
-def field(page: Page, field_id: str):  # type: ignore[no-untyped-def]
-    label = next(f.label for f in LESSON.number_fields if f.id == field_id)
-    return page.get_by_label(label, exact=True)
-
-
-def attempts(page: Page, field_id: str):  # type: ignore[no-untyped-def]
-    return page.locator(f"#field-{field_id}-attempts")
-
-
-def check_numbers(page: Page) -> None:
-    page.get_by_role("button", name=LESSON.numbers.check_label).click()
 
 
 def no_horizontal_scroll(page: Page) -> None:
