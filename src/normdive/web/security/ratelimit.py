@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from pydantic import SecretStr
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, Select, func, select
 
 from normdive.progress.events import EventKind
 from normdive.store.tables import EventRecord, Learner
@@ -66,26 +66,35 @@ def _utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
+def _window_full(
+    engine: Engine, newest_first: Select[datetime, datetime], limit: int, window_s: int
+) -> int | None:
+    """The sliding window both limits share: `newest_first` selects (created_at, now) of what
+    counts, newest first, with the database's own clock beside each row; it is read for at
+    most `limit` rows. None when fewer than `limit` lie within the last `window_s` seconds,
+    else the whole seconds (at least 1) until the limit-th newest leaves the window and one
+    more is accepted."""
+    with engine.connect() as connection:
+        rows = connection.execute(newest_first.limit(limit)).all()
+    if len(rows) < limit:
+        return None
+    oldest, now = _utc(rows[-1].created_at), _utc(rows[-1].now)
+    age_s = (now - oldest).total_seconds()
+    if age_s >= window_s:
+        return None
+    return max(1, math.ceil(window_s - age_s))
+
+
 def throttled(engine: Engine, learner_id: str, limit: int) -> Throttled | None:
     """Throttled when the learner already wrote `limit` events in the last WINDOW_S seconds,
-    else None. One indexed query (events by learner, newest first) reading at most `limit`
-    rows, with the database's own clock beside them."""
+    else None. One indexed query (events by learner, newest first)."""
     query = (
         select(EventRecord.created_at, func.now().label("now"))
         .where(EventRecord.learner_id == learner_id, EventRecord.kind.in_(COUNTED_KINDS))
         .order_by(EventRecord.id.desc())
-        .limit(limit)
     )
-    with engine.connect() as connection:
-        rows = connection.execute(query).all()
-    if len(rows) < limit:
-        return None
-    # The limit-th newest write: one more is accepted once it leaves the window.
-    oldest, now = _utc(rows[-1].created_at), _utc(rows[-1].now)
-    age_s = (now - oldest).total_seconds()
-    if age_s >= WINDOW_S:
-        return None
-    return Throttled(limit=limit, retry_after_s=max(1, math.ceil(WINDOW_S - age_s)))
+    retry_after_s = _window_full(engine, query, limit, WINDOW_S)
+    return None if retry_after_s is None else Throttled(limit, retry_after_s)
 
 
 # --- how many new learners one address may start ----------------------------------------------
@@ -155,21 +164,12 @@ def address_key(secret_key: SecretStr, address: str) -> str:
 
 def too_many_learners(engine: Engine, created_by: str, limit: int) -> TooManyLearners | None:
     """TooManyLearners when `limit` learners were started by this address key in the last
-    NEW_LEARNER_WINDOW_S seconds, else None. One indexed query reading at most `limit` rows."""
+    NEW_LEARNER_WINDOW_S seconds, else None. One indexed query (learners by address key,
+    newest first)."""
     query = (
         select(Learner.created_at, func.now().label("now"))
         .where(Learner.created_by == created_by)
         .order_by(Learner.created_at.desc())
-        .limit(limit)
     )
-    with engine.connect() as connection:
-        rows = connection.execute(query).all()
-    if len(rows) < limit:
-        return None
-    oldest, now = _utc(rows[-1].created_at), _utc(rows[-1].now)
-    age_s = (now - oldest).total_seconds()
-    if age_s >= NEW_LEARNER_WINDOW_S:
-        return None
-    return TooManyLearners(
-        limit=limit, retry_after_s=max(1, math.ceil(NEW_LEARNER_WINDOW_S - age_s))
-    )
+    retry_after_s = _window_full(engine, query, limit, NEW_LEARNER_WINDOW_S)
+    return None if retry_after_s is None else TooManyLearners(limit, retry_after_s)
