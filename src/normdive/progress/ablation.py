@@ -33,12 +33,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
 
 from normdive.lesson.content import COMPONENT_ROWS, Lesson, OutcomeId
 from normdive.progress import figures
-from normdive.progress.events import Event, EventKind
+from normdive.progress.events import Event
 from normdive.progress.facts import RecordingFacts, RowFacts
+from normdive.progress.history import History, RowTally
 
 # Accuracies are recorded through float32 (a 0.9 arrives as 0.89999998), so a band edge is
 # met within this much. The accuracy itself moves in steps of 1 / (256 x 16) ~ 2.4e-4, far
@@ -205,39 +205,41 @@ def _result(lesson: Lesson, facts: RowFacts, chance_level: float | None) -> RowR
     )
 
 
-def _text(payload: dict[str, Any], key: str) -> str | None:
-    value = payload.get(key)
-    return value if isinstance(value, str) else None
-
-
 def fold_ablation(
     events: Sequence[Event], lesson: Lesson, recording: RecordingFacts
 ) -> AblationState:
     """Row predictions, plays and the order rule from the learner's events, oldest first."""
+    return ablation_state(History.of(events, lesson), lesson, recording)
+
+
+def ablation_state(history: History, lesson: Lesson, recording: RecordingFacts) -> AblationState:
+    """Row predictions, plays and the order rule from the learner's History (its per-row
+    tallies), for the recording's rows."""
     available = recording.problem is None and bool(recording.row_keys)
     if available:
         keys = [row.key for row in lesson.rows if row.key in recording.row_keys]
     else:
         keys = [row.key for row in lesson.rows]
     total = len(recording.row_keys) if available else 0
-    predictions: dict[str, OutcomeId] = {}
-    plays: dict[str, int] = {}
-    order: list[str] = []
-    before_play = True
-    for event in events:
-        row_key = _text(event.payload, "row")
-        if event.kind is EventKind.ROW_PREDICTED:
-            outcome = lesson.outcome(_text(event.payload, "outcome") or "")
-            if row_key in keys and row_key not in predictions and outcome is not None:
-                predictions[row_key] = outcome.id
-        elif event.kind is EventKind.ROW_PLAYED:
-            # Counted against the recording's rows as they were predicted at this moment.
-            if len(predictions) < total:
-                before_play = False
-            if row_key in keys:
-                plays[row_key] = plays.get(row_key, 0) + 1
-                if row_key not in order:
-                    order.append(row_key)
+    tallies = {key: history.rows.get(key, RowTally()) for key in keys}
+    predictions: dict[str, OutcomeId] = {
+        key: tally.prediction  # type: ignore[misc]
+        for key, tally in tallies.items()
+        if tally.prediction is not None
+    }
+    plays = {key: tally.plays for key, tally in tallies.items() if tally.plays > 0}
+    order = sorted(plays, key=lambda key: tallies[key].first_played_at or 0)
+    # Predictions only accumulate: were all the rows predicted before the first play of any
+    # row, they were before every play.
+    first_play = history.first_play_at
+    before_play = first_play is None or (
+        sum(
+            1
+            for tally in tallies.values()
+            if tally.predicted_at is not None and tally.predicted_at < first_play
+        )
+        >= total
+    )
     rows = []
     for key in keys:
         text = lesson.row(key)

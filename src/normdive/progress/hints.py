@@ -12,14 +12,16 @@ An opened rung's text is shown; an unopened one's is not (None).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from normdive.lesson.content import Lesson
 from normdive.progress import figures
 from normdive.progress.ablation import Recovery, which_recovers_more
-from normdive.progress.events import Event, EventKind
+from normdive.progress.events import Event
 from normdive.progress.facts import RecordingFacts
+from normdive.progress.history import History
 
 
 @dataclass(frozen=True)
@@ -73,18 +75,21 @@ def answer_text(lesson: Lesson, recording: RecordingFacts) -> str:
 
 def opened_rungs(events: Sequence[Event]) -> set[int]:
     """The rung numbers named by the learner's hint_opened events."""
-    opened: set[int] = set()
-    for event in events:
-        rung = event.payload.get("rung")
-        if event.kind is EventKind.HINT_OPENED and type(rung) is int:
-            opened.add(rung)
-    return opened
+    no_lesson = History(lesson_fields=(), lesson_rows=(), lesson_outcomes=frozenset())
+    return set(no_lesson.extended(list(events), 0).opened_rungs)
 
 
 def fold_hints(
     events: Sequence[Event], lesson: Lesson, recording: RecordingFacts, runs: int
 ) -> HintsState:
-    opened = opened_rungs(events)
+    """The rungs from the learner's events, given their evaluated runs."""
+    history = dataclasses.replace(History.of(events, lesson), evaluated_runs=runs)
+    return hints_state(history, lesson, recording)
+
+
+def hints_state(history: History, lesson: Lesson, recording: RecordingFacts) -> HintsState:
+    """The rungs from the learner's History: its evaluated runs and the rungs it opened."""
+    opened, runs = history.opened_rungs, history.evaluated_runs
     rungs: list[HintRungState] = []
     for number, rung in enumerate(lesson.hints.rungs, 1):
         available = runs >= rung.threshold

@@ -37,18 +37,20 @@ RecordingFacts and RowFacts live in progress/facts.py and are re-exported here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from normdive.lesson.content import Lesson
-from normdive.progress.ablation import AblationState, fold_ablation
+from normdive.progress.ablation import AblationState, ablation_state
 from normdive.progress.compare import CompareState, compare, revealed, takeaway_line
-from normdive.progress.events import Event, EventKind
+from normdive.progress.events import Event
 from normdive.progress.facts import RecordingFacts, RowFacts
-from normdive.progress.hints import HintsState, fold_hints
+from normdive.progress.hints import HintsState, hints_state
+from normdive.progress.history import COUNTED_VERDICTS, GRADED_VERDICTS, History
 
 __all__ = [
+    "COUNTED_VERDICTS",
     "GRADED_VERDICTS",
     "AblationState",
     "ClosedOn",
@@ -56,6 +58,7 @@ __all__ = [
     "FieldState",
     "GateState",
     "HintsState",
+    "History",
     "LessonState",
     "ReadingState",
     "RecordingFacts",
@@ -138,45 +141,42 @@ class LessonState:
     takeaway_default: str  # the takeaway's pre-filled line, shown while nothing is saved
 
 
-# What counts as a graded try of one number (format errors do not).
-GRADED_VERDICTS: frozenset[str] = frozenset({"right", "wrong"})
-
-
 def count_evaluated_runs(events: Sequence[Event]) -> int:
     """Server-evaluated actions by the learner: a numbers check with at least one graded number
     (a check of format errors only is not a run), every locked reading, and every row played
     (replays too). Predictions, hints and takeaways are not runs. The hint rungs and the
-    page's counter share this one definition."""
-    runs = 0
-    for event in events:
-        if event.kind is EventKind.NUMBERS_CHECKED:
-            runs += any(entry.get("verdict") in GRADED_VERDICTS for entry in _answers(event))
-        elif event.kind in (EventKind.READING_LOCKED, EventKind.ROW_PLAYED):
-            runs += 1
-    return runs
+    page's counter share this one definition: History's fold, which needs no lesson for it."""
+    no_lesson = History(lesson_fields=(), lesson_rows=(), lesson_outcomes=frozenset())
+    return no_lesson.extended(list(events), 0).evaluated_runs
 
 
 def derive(
-    events: Sequence[Event],
+    events: Sequence[Event] | History,
     lesson: Lesson,
     *,
     recording: RecordingFacts,
     dev_prerequisite_done: bool,
 ) -> LessonState:
-    """The learner's state from their events, oldest first, the lesson and the recording."""
-    by_event = any(event.kind is EventKind.PREREQUISITE_DONE for event in events)
+    """The learner's state from their events, oldest first (or their History: the same fold,
+    kept), the lesson and the recording. Its cost does not grow with the events: everything
+    is read from the History."""
+    history = events if isinstance(events, History) else History.of(events, lesson)
+    by_event = history.prerequisite_done
     prerequisite_done = by_event or dev_prerequisite_done
-    fields = _fields(events, lesson)
-    reading = _reading(events, lesson)
+    fields = _fields(history, lesson)
+    reading = _reading(history, lesson)
     numbers_landed = sum(state.landed for state in fields.values())
-    ablation = fold_ablation(events, lesson, recording)
-    prediction = _prediction(events)
-    runs = count_evaluated_runs(events)
+    ablation = ablation_state(history, lesson, recording)
+    prediction = history.prediction
+    runs = history.evaluated_runs
+    closed = history.closed_on
     gate = _gate(
         lesson,
         recording,
         ablation,
-        closed_on=_closed_on(events),
+        closed_on=(
+            ClosedOn(closed.recording_digest, closed.recording_file) if closed is not None else None
+        ),
         prerequisite_done=prerequisite_done,
         numbers_landed=numbers_landed,
         reading_right=reading.right,
@@ -187,11 +187,11 @@ def derive(
         prediction=prediction,
         fields=fields,
         reading=reading,
-        takeaway=_takeaway(events),
+        takeaway=history.takeaway,
         evaluated_runs=runs,
         gate=gate,
         ablation=ablation,
-        hints=fold_hints(events, lesson, recording, runs),
+        hints=hints_state(history, lesson, recording),
         compare=compare(
             lesson,
             recording,
@@ -204,22 +204,7 @@ def derive(
     )
 
 
-def _answers(event: Event) -> list[dict[str, Any]]:
-    answers = event.payload.get("answers", [])
-    return (
-        [entry for entry in answers if isinstance(entry, dict)] if isinstance(answers, list) else []
-    )
-
-
-def _prediction(events: Sequence[Event]) -> str | None:
-    for event in events:
-        if event.kind is EventKind.PREDICTION_COMMITTED:
-            choice = event.payload.get("choice")
-            return str(choice) if choice is not None else None
-    return None
-
-
-def _message(entry: dict[str, Any], lesson: Lesson) -> str | None:
+def _message(entry: Mapping[str, Any], lesson: Lesson) -> str | None:
     verdict = entry.get("verdict")
     if verdict == "format_error":
         message = entry.get("message")
@@ -232,83 +217,40 @@ def _message(entry: dict[str, Any], lesson: Lesson) -> str | None:
     return None
 
 
-# Verdicts that count in a field's state: graded tries and format errors.
-COUNTED_VERDICTS: frozenset[str] = GRADED_VERDICTS | {"format_error"}
-
-
-def _fields(events: Sequence[Event], lesson: Lesson) -> dict[str, FieldState]:
-    """Each field's tries until it landed, and its last counted answer. Runs on every request,
-    over every check the learner made: it keeps a count and the last entry per field, and
-    builds each field's state (and its message) once at the end."""
-    attempts = {number_field.id: 0 for number_field in lesson.number_fields}
-    last: dict[str, dict[str, Any]] = {}
-    last_graded: dict[str, str] = {}
-    landed: set[str] = set()
-    for event in events:
-        if event.kind is not EventKind.NUMBERS_CHECKED:
-            continue
-        for entry in _answers(event):
-            field_id = str(entry.get("field"))
-            verdict = entry.get("verdict")
-            if field_id not in attempts or field_id in landed or verdict not in COUNTED_VERDICTS:
-                continue
-            attempts[field_id] += verdict in GRADED_VERDICTS
-            last[field_id] = entry
-            if verdict in GRADED_VERDICTS and entry.get("raw") is not None:
-                last_graded[field_id] = str(entry.get("raw"))
-            if verdict == "right":
-                landed.add(field_id)
+def _fields(history: History, lesson: Lesson) -> dict[str, FieldState]:
+    """Each field's tries until it landed, and its last counted answer (History's tallies),
+    with its message looked up in the lesson now."""
     states = {}
-    for field_id, tries in attempts.items():
-        latest = last.get(field_id)
-        if latest is None:
+    for number_field in lesson.number_fields:
+        field_id = number_field.id
+        tally = history.fields.get(field_id)
+        latest = tally.last if tally is not None else None
+        if tally is None or latest is None:
             states[field_id] = FieldState(field_id, 0, False, None, None, None, None)
             continue
         raw = latest.get("raw")
         states[field_id] = FieldState(
             field_id=field_id,
-            attempts=tries,
-            landed=field_id in landed,
+            attempts=tally.attempts,
+            landed=tally.landed,
             last_raw=str(raw) if raw is not None else None,
             last_verdict=latest.get("verdict"),
             message=_message(latest, lesson),
-            last_graded_raw=last_graded.get(field_id),
+            last_graded_raw=tally.last_graded_raw,
         )
     return states
 
 
-def _reading(events: Sequence[Event], lesson: Lesson) -> ReadingState:
-    state = ReadingState(locked_choice=None, right=False, locks=0, feedback=None)
-    for event in events:
-        if event.kind is not EventKind.READING_LOCKED or state.right:
-            continue
-        choice_id = str(event.payload.get("choice"))
-        choice = lesson.reading_choice(choice_id)
-        state = ReadingState(
-            locked_choice=choice_id,
-            right=event.payload.get("right") is True,
-            locks=state.locks + 1,
-            feedback=choice.feedback if choice is not None else None,
-        )
-    return state
-
-
-def _closed_on(events: Sequence[Event]) -> ClosedOn | None:
-    for event in events:
-        if event.kind is EventKind.GATE_CLOSED:
-            return ClosedOn(
-                recording_digest=str(event.payload.get("recording_digest", "")),
-                recording_file=str(event.payload.get("recording_file", "")),
-            )
-    return None
-
-
-def _takeaway(events: Sequence[Event]) -> str | None:
-    text: str | None = None
-    for event in events:
-        if event.kind is EventKind.TAKEAWAY_SAVED:
-            text = str(event.payload.get("text", ""))
-    return text
+def _reading(history: History, lesson: Lesson) -> ReadingState:
+    if history.reading_locks == 0:
+        return ReadingState(locked_choice=None, right=False, locks=0, feedback=None)
+    choice = lesson.reading_choice(history.reading_choice or "")
+    return ReadingState(
+        locked_choice=history.reading_choice,
+        right=history.reading_right,
+        locks=history.reading_locks,
+        feedback=choice.feedback if choice is not None else None,
+    )
 
 
 def _gate(

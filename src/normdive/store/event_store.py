@@ -31,13 +31,15 @@ import math
 import re
 import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol, Self, TypeVar
 
 from sqlalchemy import (
     Connection,
     Engine,
     Select,
+    bindparam,
     exists,
     func,
     insert,
@@ -54,6 +56,8 @@ from normdive.store.tables import LEARNER_ID_LENGTH, EventRecord, Learner
 
 __all__ = [
     "Decision",
+    "EventList",
+    "Folded",
     "Store",
     "UnknownLearner",
     "is_learner_id",
@@ -66,6 +70,31 @@ logger = logging.getLogger(__name__)
 # What a request decides from a learner's history: the events to append, in order (none:
 # nothing to store). Deciding may raise instead (a refusal); then nothing is appended.
 Decision = Sequence[tuple[EventKind, Mapping[str, Any]]]
+
+
+class Folded(Protocol):
+    """What a learner's history is read into: a fold that can take newer events. Reading
+    extends it by the events after its `last_event_id` only (normdive.progress.history.History
+    is the web's; EventList keeps every event)."""
+
+    @property
+    def last_event_id(self) -> int: ...
+
+    def extended(self, events: Sequence[Event], last_event_id: int) -> Self: ...
+
+
+@dataclass(frozen=True)
+class EventList:
+    """The plain fold: every event, oldest first (scripts, tests, rare decisions)."""
+
+    events: tuple[Event, ...] = ()
+    last_event_id: int = 0  # the newest event's id, of any kind (0: none)
+
+    def extended(self, events: Sequence[Event], last_event_id: int) -> EventList:
+        return EventList((*self.events, *events), max(last_event_id, self.last_event_id))
+
+
+FoldedT = TypeVar("FoldedT", bound=Folded)
 # How many times a request re-reads and re-decides after another request of the same learner
 # appended first, before it takes the learner's lock for its read, decision and append.
 OPTIMISTIC_TRIES = 3
@@ -179,25 +208,37 @@ class Store:
 
     def append(self, learner_id: str, kind: EventKind, payload: Mapping[str, Any]) -> Event:
         """Append one event to the learner's history, whatever it holds. Raises UnknownLearner,
-        ValueError. For scripts that seed a store; it goes through append_decided, so it waits
+        ValueError. For scripts that seed a store: it takes the learner's lock, so it waits
         its turn behind any request of the same learner deciding a once-only fact."""
-        _, appended = self.append_decided(learner_id, lambda _events: [(EventKind(kind), payload)])
-        return appended[0]
+        if not is_learner_id(learner_id):
+            raise UnknownLearner(learner_id)
+        entry = _storable_decision([(EventKind(kind), payload)])[0]
+        try:
+            with self._locked(learner_id) as connection:
+                return self._insert(connection, learner_id, *entry)
+        except IntegrityError:
+            # The foreign key refused it: the learner does not exist.
+            raise UnknownLearner(learner_id) from None
 
     def events_for(self, learner_id: str) -> list[Event]:
         """The learner's events, oldest first. Kinds this version does not know are skipped."""
+        return list(self.read(learner_id, EventList()).events)
+
+    def read(self, learner_id: str, start: FoldedT) -> FoldedT:
+        """`start` extended by the learner's events after its last_event_id: one indexed
+        query that returns only those (none, when nothing was appended since)."""
         if not is_learner_id(learner_id):
-            return []
+            return start
         with self._engine.connect() as connection:
-            return _history(connection, learner_id)[0]
+            return _extended(connection, learner_id, start)
 
     def append_decided(
-        self, learner_id: str, decide: Callable[[list[Event]], Decision]
-    ) -> tuple[list[Event], list[Event]]:
-        """Read the learner's events, decide from them what to append, and append it only if
-        no event of theirs was appended in between. Returns (the events the decision was made
-        on, the events appended). Raises what `decide` raises (then nothing is appended),
-        UnknownLearner and ValueError.
+        self, learner_id: str, decide: Callable[[FoldedT], Decision], start: FoldedT
+    ) -> tuple[FoldedT, list[Event]]:
+        """Read the learner's events into `start` (only those after its last_event_id), decide
+        from the result what to append, and append it only if no event of theirs was appended
+        in between. Returns (the history the decision was made on, the events appended).
+        Raises what `decide` raises (then nothing is appended), UnknownLearner and ValueError.
 
         The mechanism is a compare-and-append on the learner's last event id, not a lock held
         from the read: on SQLite any lock is the whole database's write lock, and holding it
@@ -211,21 +252,22 @@ class Store:
         ends in a bounded number of steps."""
         if not is_learner_id(learner_id):
             raise UnknownLearner(learner_id)
+        history = start
         for _ in range(OPTIMISTIC_TRIES):
             with self._engine.connect() as connection:
-                events, last_id = _history(connection, learner_id)
-            planned = _storable_decision(decide(events))
+                history = _extended(connection, learner_id, history)
+            planned = _storable_decision(decide(history))
             if not planned:
-                return events, []
-            appended = self._append_if_last(learner_id, planned, last_id)
+                return history, []
+            appended = self._append_if_last(learner_id, planned, history.last_event_id)
             if appended is not None:
-                return events, appended
+                return history, appended
         logger.info("learner %s raced themselves; deciding under their lock", learner_id)
         try:
             with self._locked(learner_id) as connection:
-                events, _ = _history(connection, learner_id)
-                planned = _storable_decision(decide(events))
-                return events, [self._insert(connection, learner_id, *entry) for entry in planned]
+                history = _extended(connection, learner_id, history)
+                planned = _storable_decision(decide(history))
+                return history, [self._insert(connection, learner_id, *e) for e in planned]
         except IntegrityError:
             # The foreign key refused it: the learner does not exist.
             raise UnknownLearner(learner_id) from None
@@ -331,22 +373,38 @@ def _last_event_id(learner_id: str) -> Any:
     return func.coalesce(last.scalar_subquery(), 0)
 
 
-def _history(connection: Connection, learner_id: str) -> tuple[list[Event], int]:
-    """The learner's events, oldest first, skipping kinds this version does not know, and
-    the id of their last event of any kind (0: none)."""
-    known = {kind.value for kind in EventKind}
-    query = (
-        select(EventRecord.id, EventRecord.kind, EventRecord.payload, EventRecord.created_at)
-        .where(EventRecord.learner_id == learner_id)
-        .order_by(EventRecord.id)
-    )
+def _extended(connection: Connection, learner_id: str, start: FoldedT) -> FoldedT:
+    """`start` extended by the learner's events after its last_event_id, oldest first,
+    skipping kinds this version does not know (their ids still move last_event_id on).
+
+    Reading only what is newer than the last id read is exact because one learner's events
+    are committed in the order of their ids: every append of a learner holds the learner's
+    write lock from taking its id to its commit (SQLite has one writer at a time; PostgreSQL
+    appends under the learner's advisory lock, `Store._locked`), so no event of theirs with a
+    smaller id can become visible after a larger one was read."""
+    known = _KNOWN_KINDS
+    query = _EVENTS_AFTER.params(learner_id=learner_id, after=start.last_event_id)
     rows = connection.execute(query).all()
+    if not rows:
+        return start
     events = [
         Event(row.id, learner_id, EventKind(row.kind), dict(row.payload), _utc(row.created_at))
         for row in rows
         if row.kind in known  # written by a newer version; that version derives from it
     ]
-    return events, (rows[-1].id if rows else 0)
+    return start.extended(events, rows[-1].id)
+
+
+_KNOWN_KINDS = frozenset(kind.value for kind in EventKind)
+# One learner's events after a given id, oldest first (built once: ix_events_learner_id_id).
+_EVENTS_AFTER = (
+    select(EventRecord.id, EventRecord.kind, EventRecord.payload, EventRecord.created_at)
+    .where(
+        EventRecord.learner_id == bindparam("learner_id"),
+        EventRecord.id > bindparam("after"),
+    )
+    .order_by(EventRecord.id)
+)
 
 
 # Learners who committed the opening prediction (built once, like _first_answers_query).

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from normdive.progress.events import Event, EventKind
-from normdive.store.event_store import Decision, Store
+from normdive.progress.events import EventKind
+from normdive.store.event_store import Decision, EventList, Store
 
 
 class PrerequisiteSource(StrEnum):
@@ -28,12 +28,12 @@ def record_prerequisite_done(store: Store, learner_id: str, source: Prerequisite
     # none: the report stores them (only a holder of the host token or an operator gets here).
     store.ensure_learner(learner_id)
 
-    def decide(events: list[Event]) -> Decision:
-        if any(event.kind is EventKind.PREREQUISITE_DONE for event in events):
+    def decide(history: EventList) -> Decision:
+        if any(event.kind is EventKind.PREREQUISITE_DONE for event in history.events):
             return []
         return [(EventKind.PREREQUISITE_DONE, {"source": source.value})]
 
     # Once under any concurrency, as every once-only fact: appended only on the history it was
     # decided on (Store.append_decided).
-    _, appended = store.append_decided(learner_id, decide)
+    _, appended = store.append_decided(learner_id, decide, EventList())
     return not appended

@@ -52,6 +52,7 @@ from normdive.progress.actions import (
     unknown_row_message,
 )
 from normdive.progress.events import Event, EventKind
+from normdive.progress.history import History
 from normdive.progress.state import LessonState
 from normdive.recording.reader import RecordingSnapshot
 from normdive.store.prerequisite import PrerequisiteSource, record_prerequisite_done
@@ -240,37 +241,47 @@ class _Decider:
         self.after: LessonState | None = None
         self.outcome: Outcome = None
 
-    def __call__(self, events: list[Event]) -> list[Action]:
+    def __call__(self, history: History) -> list[Action]:
         """The events to append: the action's, and gate_closed when this write closes the
         gate. Raises Conflict / Invalid (nothing is appended)."""
         svc, recording = self.svc, self.snapshot.status
         self.outcome, self.after = None, None
-        self.state = svc.state_from(events, recording)
+        self.state = svc.state_from(history, recording)
         self.outcome = self.action.act(self.state, svc.lesson, self.form)
         if self.outcome is None:
             self.after = self.state
         else:
-            self.after = svc.state_from([*events, _provisional(self.outcome)], recording)
+            provisional = history.extended([_provisional(self.outcome)], history.last_event_id)
+            self.after = svc.state_from(provisional, recording)
         closing = close_gate(self.after, self.snapshot.digest, svc.settings.recording_path.name)
         decided = [self.outcome] if self.outcome is not None else []
         return [*decided, closing] if closing is not None else decided
 
-    def state_after(self, events: list[Event], appended: list[Event]) -> LessonState:
+    def state_after(self, history: History, appended: list[Event]) -> LessonState:
         """The state after the append: the one derived while deciding, unless a gate_closed
         event went with it (then derived again, once per learner)."""
         if self.after is not None and all(e.kind is not EventKind.GATE_CLOSED for e in appended):
             return self.after
-        return self.svc.state_from([*events, *appended], self.snapshot.status)
+        return self.svc.state_from(history, self.snapshot.status)
 
 
 def _provisional(action: Action) -> Event:
-    """An event as it would be appended, to derive the state after it (derive reads the kind,
-    the payload and the order, never the id or the time)."""
+    """An event as it would be appended, to derive the state after it (the fold reads the
+    kind, the payload and the order, never the id or the time)."""
     kind, payload = action
     return Event(0, "", kind, payload, datetime.now(UTC))
 
 
-def _perform(svc: Services, request: Request, action: FormAction, form: dict[str, str]) -> Response:
+def _perform(
+    svc: Services, request: Request, action: FormAction, form: dict[str, str], learner_id: str
+) -> Response:
+    """The whole write, in one worker thread: admit the learner, check the attempts limit,
+    decide and append, render the answer."""
+    history = svc.history(learner_id)
+    if history.last_event_id == 0:  # no event yet: maybe not stored yet either
+        refused = _admit_learner(svc, request, learner_id)
+        if refused is not None:
+            return refused
     learner = resolve_learner(request, svc.signer)
     snapshot = svc.recording_snapshot()
     recording = snapshot.status
@@ -279,9 +290,11 @@ def _perform(svc: Services, request: Request, action: FormAction, form: dict[str
     status = 200
     outcome: Outcome = None
     headers: dict[str, str] = {}
-    limited = throttled(svc.engine, learner.id, svc.settings.attempts_per_minute)
+    limit = svc.settings.attempts_per_minute
+    # Fewer writes than the limit in all, so fewer within any minute: no need to count.
+    limited = throttled(svc.engine, learner.id, limit) if history.learner_writes >= limit else None
     if limited is not None:
-        state = svc.state_of(learner.id, recording)
+        state = svc.state_from(history, recording)
         status, refusal = 429, Refusal(action.name, limited.message, form)
         headers["Retry-After"] = str(limited.retry_after_s)
     else:
@@ -290,8 +303,10 @@ def _perform(svc: Services, request: Request, action: FormAction, form: dict[str
         # derived from the history the winning append extended.
         decider = _Decider(svc, action, form, snapshot)
         try:
-            events, appended = svc.store.append_decided(learner.id, decider)
-            state = decider.state_after(events, appended)
+            decided_on, appended = svc.store.append_decided(learner.id, decider, history)
+            history = decided_on.extended(appended, appended[-1].id if appended else 0)
+            svc.histories.keep(learner.id, history)
+            state = decider.state_after(history, appended)
             outcome = decider.outcome
         except Conflict as exc:
             status, refusal = 409, Refusal(action.name, exc.message, form)
@@ -368,14 +383,11 @@ async def _run(request: Request, action: FormAction, target: str | None = None) 
     forged = csrf.refusal(request, form, vouched, svc.settings.secret_key)
     if forged is not None or vouched is None:
         return error_response(request, 403, forged or csrf.NO_LEARNER)
-    refused = await run_in_threadpool(_admit_learner, svc, request, vouched)
-    if refused is not None:
-        return refused
     form.pop(csrf.FIELD, None)
     form.pop(TARGET, None)  # only the URL names the row or rung
     if target is not None:
         form[TARGET] = target
-    return await run_in_threadpool(_perform, svc, request, action, form)
+    return await run_in_threadpool(_perform, svc, request, action, form, vouched)
 
 
 def _unknown_row(request: Request, key: str) -> Response | None:

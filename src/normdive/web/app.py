@@ -28,7 +28,7 @@ from normdive.web.errors import error_response, install_error_handlers
 from normdive.web.identity import make_signer
 from normdive.web.rendering import STATIC_DIR, STATIC_MOUNT, Renderer, static_version
 from normdive.web.security.proxy import TrustedProxy
-from normdive.web.services import Services
+from normdive.web.services import Histories, Services
 
 # Threads per worker process that run requests' blocking work (the database, deriving,
 # rendering). Python runs one thread at a time, so more threads only add waiting for the GIL:
@@ -155,13 +155,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
         openapi_url=None,
     )
+    lesson = load_lesson()
     app.state.services = Services(
         settings=settings,
-        lesson=load_lesson(),
+        lesson=lesson,
         engine=engine,
         store=Store(engine),
         signer=make_signer(settings),
         renderer=Renderer(version=version),
+        histories=Histories(lesson),
     )
     app.include_router(pages.router)
     app.include_router(actions.router)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Sequence
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -22,8 +22,9 @@ from starlette.requests import Request
 from normdive.config import Settings
 from normdive.lesson.content import Lesson
 from normdive.progress.actions import close_gate
-from normdive.progress.events import Event, EventKind
+from normdive.progress.events import EventKind
 from normdive.progress.facts import RecordingFacts, recording_facts
+from normdive.progress.history import History
 from normdive.progress.state import LessonState, derive
 from normdive.recording import reader
 from normdive.recording.format import Recording
@@ -63,6 +64,47 @@ def learner_facts(status: RecordingStatus, lesson: Lesson) -> RecordingFacts:
     return dataclasses.replace(facts, problem=lesson.recording_problems.sentence(reason))
 
 
+# Learners whose History one worker keeps: a History is a few kilobytes at most, so this is
+# tens of megabytes at worst. A learner not kept is read whole once, then kept again.
+HISTORIES_KEPT = 20_000
+
+
+class Histories:
+    """The latest History read of each recently seen learner, least recently used dropped first.
+
+    Safe across workers and machines: a kept History is only a starting point, which every
+    read extends by the events appended since (Store.read), wherever they were appended. It
+    only saves reading and folding again what was already read. Thread-safe."""
+
+    def __init__(self, lesson: Lesson, capacity: int = HISTORIES_KEPT) -> None:
+        self._start = History.start(lesson)
+        self._capacity = capacity
+        self._kept: OrderedDict[str, History] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, learner_id: str) -> History:
+        with self._lock:
+            kept = self._kept.get(learner_id)
+            if kept is None:
+                return self._start
+            self._kept.move_to_end(learner_id)
+            return kept
+
+    def keep(self, learner_id: str, history: History) -> None:
+        """Keep `history` unless a newer one of the learner's is kept already."""
+        with self._lock:
+            kept = self._kept.get(learner_id)
+            if kept is not None and kept.last_event_id >= history.last_event_id:
+                return
+            self._kept[learner_id] = history
+            self._kept.move_to_end(learner_id)
+            while len(self._kept) > self._capacity:
+                self._kept.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+
 @dataclass(frozen=True)
 class Services:
     settings: Settings
@@ -71,6 +113,14 @@ class Services:
     store: Store
     signer: Signer
     renderer: Renderer
+    histories: Histories
+
+    def history(self, learner_id: str) -> History:
+        """The learner's History as it is now in the store: the kept one, extended by what was
+        appended since (one indexed query, which returns nothing when nothing was)."""
+        history = self.store.read(learner_id, self.histories.get(learner_id))
+        self.histories.keep(learner_id, history)
+        return history
 
     def recording(self) -> RecordingStatus:
         """The recording, or why it cannot be used (reader.recording_snapshot: cached per
@@ -95,24 +145,25 @@ class Services:
             return state
         digest, name = snapshot.digest, self.settings.recording_path.name
 
-        def decide(events: list[Event]) -> list[tuple[EventKind, dict[str, Any]]]:
-            closing = close_gate(self.state_from(events, snapshot.status), digest, name)
+        def decide(history: History) -> list[tuple[EventKind, dict[str, Any]]]:
+            closing = close_gate(self.state_from(history, snapshot.status), digest, name)
             return [closing] if closing is not None else []
 
-        events, appended = self.store.append_decided(learner_id, decide)
-        return self.state_from([*events, *appended], snapshot.status)
+        history, appended = self.store.append_decided(
+            learner_id, decide, self.histories.get(learner_id)
+        )
+        history = history.extended(appended, appended[-1].id if appended else 0)
+        self.histories.keep(learner_id, history)
+        return self.state_from(history, snapshot.status)
 
     def state_of(self, learner_id: str, status: RecordingStatus | None = None) -> LessonState:
-        """The learner's state, derived afresh from their events and the recording."""
-        return self.state_from(self.store.events_for(learner_id), status)
+        """The learner's state, derived from their History and the recording."""
+        return self.state_from(self.history(learner_id), status)
 
-    def state_from(
-        self, events: Sequence[Event], status: RecordingStatus | None = None
-    ) -> LessonState:
-        """The state these events derive to: after an append, the events read before it plus
-        the appended one, which spares reading them all again."""
+    def state_from(self, history: History, status: RecordingStatus | None = None) -> LessonState:
+        """The state a History derives to, with the recording as it is now (or `status`)."""
         return derive(
-            events,
+            history,
             self.lesson,
             recording=learner_facts(
                 status if status is not None else self.recording(), self.lesson

@@ -35,13 +35,14 @@ from pydantic import SecretStr
 from sqlalchemy import Engine, Select, func, select
 
 from normdive.progress.events import EventKind
+from normdive.progress.history import NOT_LEARNER_WRITES
 from normdive.store.tables import EventRecord, Learner
 
 # The window the limit counts over: "per minute".
 WINDOW_S = 60
-# Every kind a learner's own request writes; the host platform's report is not theirs.
-NOT_COUNTED = frozenset({EventKind.PREREQUISITE_DONE, EventKind.GATE_CLOSED})
-COUNTED_KINDS = tuple(kind.value for kind in EventKind if kind not in NOT_COUNTED)
+# Every kind a learner's own request writes; the host platform's report is not theirs, nor
+# the gate's closing (History.learner_writes counts the same kinds).
+COUNTED_KINDS = tuple(kind.value for kind in EventKind if kind not in NOT_LEARNER_WRITES)
 
 TOO_MANY = (
     "That is {limit} answers within a minute, the most this lesson takes from one learner. "

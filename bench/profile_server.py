@@ -1,0 +1,108 @@
+"""Where a request's CPU goes: py-spy samples every thread of a one-worker `normdive serve`
+on SQLite while bench/load.py's simulated learners work the page, and this prints the
+functions with the most samples, inclusive (the function and what it calls) and exclusive:
+
+    .venv/bin/pip install py-spy   # not a dependency of normdive; only this script uses it
+    .venv/bin/python bench/profile_server.py [--seconds 15] [--connections 20] [--top 40]
+
+One worker, so one process holds every sample (uvicorn runs it in the serving process).
+py-spy's --idle is off: a thread waiting (for the GIL, a lock, the socket) is not counted,
+so the shares are of CPU time. The learners are load.py's own (lesson_learner).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from tempfile import TemporaryDirectory
+
+from load import ATTEMPTS_PER_MINUTE, Connection, Tally, lesson_learner
+from servers import normdive_server
+
+SAMPLING_RATE = 250  # samples per second
+DEFAULT_SECONDS = 15.0
+DEFAULT_CONNECTIONS = 20
+DEFAULT_TOP = 40
+
+
+async def drive(url: str, connections: int, seconds: float) -> int:
+    host, port = url.removeprefix("http://").split(":")
+    pool = [Connection(host, int(port)) for _ in range(connections)]
+    ready = asyncio.Event()
+    tally = Tally(start=float("inf"), end=float("inf"))
+    tasks = [asyncio.create_task(lesson_learner(c, tally, ready)) for c in pool]
+    while tally.prepared < connections:
+        await asyncio.sleep(0.05)
+    tally.start, tally.end = time.perf_counter(), time.perf_counter() + seconds
+    ready.set()
+    await asyncio.gather(*tasks)
+    for connection in pool:
+        await connection.close()
+    return sum(len(values) for values in tally.latencies.values())
+
+
+def summarise(raw: Path, top: int) -> None:
+    """Inclusive and exclusive sample counts per function from py-spy's raw (collapsed) stacks:
+    one line per distinct stack, frames joined by ';', then a space and the count."""
+    inclusive: collections.Counter[str] = collections.Counter()
+    exclusive: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not count_text.isdigit():
+            continue
+        count = int(count_text)
+        frames = [frame for frame in stack.split(";") if not frame.startswith("process ")]
+        frames = [frame for frame in frames if not frame.startswith("thread ")]
+        total += count
+        for frame in set(frames):
+            inclusive[frame] += count
+        if frames:
+            exclusive[frames[-1]] += count
+    print(f"{total} samples")
+    for title, counter in (("inclusive", inclusive), ("exclusive", exclusive)):
+        print(f"\n## {title}: share of samples, function (file:line)")
+        for frame, count in counter.most_common(top):
+            print(f"{100 * count / max(1, total):5.1f} %  {frame}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=DEFAULT_SECONDS)
+    parser.add_argument("--connections", type=int, default=DEFAULT_CONNECTIONS)
+    parser.add_argument("--top", type=int, default=DEFAULT_TOP)
+    parser.add_argument("--keep", type=Path, help="also write py-spy's raw stacks here")
+    args = parser.parse_args()
+    py_spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which(
+        "py-spy"
+    )
+    if py_spy is None:
+        sys.exit("py-spy is not installed: .venv/bin/pip install py-spy")
+    with TemporaryDirectory(prefix="normdive-profile-") as folder:
+        url_db = f"sqlite:///{Path(folder) / 'profile.sqlite3'}"
+        raw = Path(folder) / "stacks.txt"
+        env = {"NORMDIVE_ATTEMPTS_PER_MINUTE": ATTEMPTS_PER_MINUTE}
+        with normdive_server(url_db, 1, **env) as (url, process):
+            sampler = subprocess.Popen(
+                [py_spy, "record", "--pid", str(process.pid), "--rate", str(SAMPLING_RATE)]
+                + ["--format", "raw", "--output", str(raw), "--nonblocking", "--threads"]
+                + ["--duration", str(int(args.seconds))],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            requests = asyncio.run(drive(url, args.connections, args.seconds))
+            sampler.wait()
+        print(f"{requests} requests in {args.seconds:g} s, {args.connections} learners")
+        if args.keep:
+            shutil.copyfile(raw, args.keep)
+        summarise(raw, args.top)
+
+
+if __name__ == "__main__":
+    main()
