@@ -1,0 +1,114 @@
+"""Services keeps each learner's History between requests, extended by what was appended since.
+
+What is kept must never show: one learner works through two workers of one deployment (two
+apps on one database, as two processes would be) in a random order of random actions, one of
+the workers restarts half-way (a new app: nothing kept), and after every request both workers
+answer /api/state with exactly the state derived from scratch from the learner's events in
+the store. The kept History itself is dropped least recently used first, past its capacity.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.encoders import jsonable_encoder
+
+from conftest import SettingsFactory, ablation_recording, write_recording
+from lesson_answers import LESSON, RIGHT_NUMBERS
+from normdive.progress.history import History
+from normdive.web.app import create_app
+from normdive.web.identity import COOKIE_NAME
+from normdive.web.pages import json_safe
+from normdive.web.services import Histories, Services
+from page_client import PageClient
+
+pytestmark = pytest.mark.both_databases
+
+ROWS = [row.key for row in LESSON.rows]
+OUTCOMES = [outcome.id for outcome in LESSON.outcomes]
+ACTIONS_PER_RUN = 40
+
+
+def random_action(rng: random.Random) -> tuple[str, dict[str, str]]:
+    """One form post a learner (or a script) might send, right, wrong or refused."""
+    choice = rng.randrange(8)
+    if choice == 0:
+        return "/predict", {"choice": rng.choice([*LESSON.components, "both"])}
+    if choice == 1:
+        fields = rng.sample(sorted(RIGHT_NUMBERS), rng.randint(1, 3))
+        return "/numbers", {
+            f: rng.choice([RIGHT_NUMBERS[f], "2.5", "abc", f"1.{rng.randrange(99)}"])
+            for f in fields
+        }
+    if choice == 2:
+        return "/reading", {"choice": rng.choice([c.id for c in LESSON.reading.choices])}
+    if choice == 3:
+        return "/takeaway", {"text": rng.choice(["", "mine", "layer norm rescales"])}
+    if choice in (4, 5):
+        return f"/rows/{rng.choice(ROWS)}/predict", {"outcome": rng.choice(OUTCOMES)}
+    if choice == 6:
+        return f"/rows/{rng.choice(ROWS)}/play", {}
+    return f"/hints/{rng.choice(['1', '2'])}", {}
+
+
+def state_from_scratch(svc: Services, learner_id: str) -> Any:
+    """The learner's state derived from every event in the store, by a fresh fold."""
+    events = svc.store.events_for(learner_id)
+    state = svc.state_from(History.of(events, svc.lesson))
+    return json_safe(jsonable_encoder(dataclasses.asdict(state)))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_two_workers_and_a_restart_always_answer_the_fresh_fold(
+    make_settings: SettingsFactory, tmp_path: Path, seed: int
+) -> None:
+    recording = write_recording(tmp_path, ablation_recording())
+    settings = make_settings(recording_path=recording, attempts_per_minute=10_000)
+    rng = random.Random(seed)
+    scratch: Services = create_app(settings).state.services
+    workers = [PageClient(create_app(settings)), PageClient(create_app(settings))]
+    with workers[0], workers[1]:
+        first = workers[0].get("/api/state").json()
+        learner_id = first["learner_id"]
+        cookie = workers[0].cookies[COOKIE_NAME]
+        workers[1].cookies.set(COOKIE_NAME, cookie)
+        for step in range(ACTIONS_PER_RUN):
+            if step == ACTIONS_PER_RUN // 2:  # the second worker restarts: nothing kept
+                workers[1].close()
+                workers[1] = PageClient(create_app(settings))
+                workers[1].__enter__()
+                workers[1].cookies.set(COOKIE_NAME, cookie)
+            path, form = random_action(rng)
+            answer = rng.choice(workers).post(
+                path, data=form, headers={"Accept": "application/json"}
+            )
+            assert answer.status_code in (200, 409, 422), (path, form, answer.text)
+            expected = state_from_scratch(scratch, learner_id)
+            for worker in workers:
+                assert worker.get("/api/state").json()["state"] == expected, (step, path, form)
+
+
+def test_kept_histories_drop_the_least_recently_used_past_capacity() -> None:
+    histories = Histories(LESSON, capacity=2)
+    start = histories.get("a")
+    one = start.extended([], 1)
+    histories.keep("a", one)
+    histories.keep("b", start.extended([], 2))
+    assert histories.get("a") is one  # "a" is now the most recently used
+    histories.keep("c", start.extended([], 3))
+    assert len(histories) == 2
+    assert histories.get("b") is start  # dropped: a fresh start, read whole next time
+    assert histories.get("a") is one
+
+
+def test_an_older_history_never_replaces_a_newer_one() -> None:
+    histories = Histories(LESSON)
+    start = histories.get("a")
+    newer = start.extended([], 5)
+    histories.keep("a", newer)
+    histories.keep("a", start.extended([], 4))
+    assert histories.get("a") is newer
