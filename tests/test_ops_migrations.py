@@ -1,7 +1,8 @@
 """The Alembic migrations on both databases: from empty to head they build exactly the models'
 schema (JSONB payloads and BIGINT identity ids on PostgreSQL), run again they change nothing,
 down to nothing and up again they still hold, and `normdive db upgrade` does it from a bare
-`postgresql://` URL as an operator would write it."""
+`postgresql://` URL as an operator would write it. The tallies migration counts the
+predictions stored before it exactly as the store counts them after it."""
 
 from __future__ import annotations
 
@@ -13,17 +14,20 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import inspect, text
+from sqlalchemy import insert, inspect, text
 from typer.testing import CliRunner
 
 from conftest import DATABASES, PostgresDatabases
 from normdive.cli import app
+from normdive.progress.aggregate import PredictionCounts
+from normdive.progress.events import EventKind
 from normdive.store.db import alembic_config, make_engine, upgrade
-from normdive.store.tables import Base
+from normdive.store.event_store import Store
+from normdive.store.tables import Base, EventRecord
 
 pytestmark = pytest.mark.both_databases
 
-TABLES = {"learners", "events", "alembic_version"}
+TABLES = {"learners", "events", "prediction_tallies", "alembic_version"}
 
 
 @pytest.fixture(params=DATABASES)
@@ -114,3 +118,45 @@ def test_db_upgrade_takes_a_bare_postgresql_url(postgres_databases: PostgresData
         assert _version(url) == [_head()]
     finally:
         postgres_databases.drop(url)
+
+
+def test_the_tallies_migration_counts_what_was_stored_before_it(empty_url: str) -> None:
+    engine = make_engine(empty_url)
+    try:
+        command.upgrade(alembic_config(engine), "0003")
+        store = Store(engine)
+        learners = [store.create_learner() for _ in range(4)]
+        stored = [
+            (0, EventKind.PREDICTION_COMMITTED, {"choice": "residual"}),
+            (0, EventKind.PREDICTION_COMMITTED, {"choice": "layer_norm"}),  # not the first
+            (1, EventKind.PREDICTION_COMMITTED, {"choice": "residual"}),
+            (2, EventKind.PREDICTION_COMMITTED, {"choice": "layer_norm"}),
+            (3, EventKind.PREDICTION_COMMITTED, {}),  # committed, naming no choice
+            (0, EventKind.ROW_PREDICTED, {"row": "both", "outcome": "learns"}),
+            (0, EventKind.ROW_PREDICTED, {"row": "both", "outcome": "chance"}),  # not the first
+            (0, EventKind.ROW_PREDICTED, {"row": "neither", "outcome": "chance"}),
+            (1, EventKind.ROW_PREDICTED, {"row": "both", "outcome": "partial"}),
+            (1, EventKind.ROW_PREDICTED, {"outcome": "partial"}),  # no row: counted nowhere
+            (2, EventKind.TAKEAWAY_SAVED, {"text": "not a prediction"}),
+        ]
+        for learner, kind, payload in stored:
+            with engine.begin() as connection:  # as 0003's code stored them: plain inserts
+                connection.execute(
+                    insert(EventRecord).values(
+                        learner_id=learners[learner], kind=kind.value, payload=payload
+                    )
+                )
+        command.upgrade(alembic_config(engine), "head")
+        migrated = store.prediction_counts()
+        assert migrated == PredictionCounts(
+            committed=4,
+            opening={"residual": 2, "layer_norm": 1},
+            rows={"both": {"learns": 1, "partial": 1}, "neither": {"chance": 1}},
+        )
+        # After it, the store keeps counting from there.
+        store.append(learners[3], EventKind.ROW_PREDICTED, {"row": "neither", "outcome": "learns"})
+        store.append(learners[3], EventKind.ROW_PREDICTED, {"row": "neither", "outcome": "chance"})
+        after = store.prediction_counts()
+        assert after.rows["neither"] == {"chance": 1, "learns": 1}
+    finally:
+        engine.dispose()

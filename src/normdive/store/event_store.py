@@ -7,8 +7,8 @@ the history is never rewritten. Every query is filtered by one learner id, excep
     Store.prediction_counts() -> normdive.progress.aggregate.PredictionCounts
         learners per opening choice and per (row, outcome), each learner counted once by their
         first prediction_committed / first row_predicted for that row, plus how many learners
-        committed. Portable SQL: JSON path access through SQLAlchemy (JSON_EXTRACT on SQLite,
-        ->> on PostgreSQL), grouped on subquery columns so PostgreSQL sees one expression.
+        committed. Counted on write: appending a learner's first such event adds one to its
+        row of prediction_tallies in the same transaction (Store._tally).
 
 Writing what the learner's history decides (`Store.append_decided`): a request reads the
 history, decides from it what to append (nothing, or one or more events, or a refusal) and
@@ -25,7 +25,6 @@ non-finite floats are refused (JSON has no NaN).
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import math
 import re
@@ -36,15 +35,14 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, Self, TypeVar
 
 from sqlalchemy import (
+    ColumnElement,
     Connection,
     Engine,
-    Select,
     bindparam,
     exists,
     func,
     insert,
     literal,
-    literal_column,
     select,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -52,7 +50,7 @@ from sqlalchemy.exc import IntegrityError
 
 from normdive.progress.aggregate import PredictionCounts
 from normdive.progress.events import Event, EventKind
-from normdive.store.tables import LEARNER_ID_LENGTH, EventRecord, Learner
+from normdive.store.tables import LEARNER_ID_LENGTH, EventRecord, Learner, PredictionTally
 
 __all__ = [
     "Decision",
@@ -302,7 +300,7 @@ class Store:
         """Append `planned` if the learner's last event id is still `last_id` (0: none);
         None if another append came first."""
         try:
-            if self._sqlite and len(planned) == 1:
+            if self._sqlite and len(planned) == 1 and planned[0][0] not in TALLIED_KINDS:
                 # One statement, in autocommit: SQLite takes the write lock when a writing
                 # statement starts, before its subquery reads, so the check and the insert
                 # are one step; the lock is let go inside the same call into SQLite.
@@ -348,19 +346,71 @@ class Store:
         else:
             returning = statement.returning(EventRecord.id, EventRecord.created_at)
             event_id, created_at = connection.execute(returning).one()
+        if kind in TALLIED_KINDS:
+            self._tally(connection, learner_id, kind, payload, event_id)
         return Event(event_id, learner_id, kind, payload, _utc(created_at))
 
-    def prediction_counts(self) -> PredictionCounts:
-        """How all learners predicted, each counted once by their first prediction."""
-        with self._engine.connect() as connection:
-            committed = connection.execute(_COMMITTED_QUERY).scalar_one()
-            opening = _first_answers(connection, EventKind.PREDICTION_COMMITTED, "choice")
-            rows = _first_answers(connection, EventKind.ROW_PREDICTED, "outcome", per="row")
-        return PredictionCounts(
-            committed=int(committed),
-            opening=rows_to_counts(opening).get("", {}),
-            rows=rows_to_counts(rows),
+    def _tally(
+        self,
+        connection: Connection,
+        learner_id: str,
+        kind: EventKind,
+        payload: Mapping[str, Any],
+        event_id: int,
+    ) -> None:
+        """Count the learner in prediction_tallies if this event is their first of its kind
+        (for a row prediction: of that row). Called inside the transaction that appends it,
+        under the learner's lock, so "first" is exact and the count moves with the event."""
+        earlier: list[ColumnElement[bool]] = [
+            EventRecord.learner_id == learner_id,
+            EventRecord.kind == kind.value,
+        ]
+        if kind is EventKind.PREDICTION_COMMITTED:
+            question: object = ""
+            answer = payload.get("choice")
+        else:
+            question = payload.get("row")
+            answer = payload.get("outcome")
+            earlier.append(EventRecord.payload["row"].as_string() == str(question))
+        if not isinstance(question, str):
+            return  # a row prediction naming no row is counted nowhere
+        first = not connection.execute(
+            select(exists().where(*earlier, EventRecord.id < event_id))
+        ).scalar()
+        if not first:
+            return
+        values = {"question": question, "answer": str(answer or ""), "learners": 1}
+        dialect_insert = sqlite.insert if self._sqlite else postgresql.insert
+        upsert = dialect_insert(PredictionTally).values(values)
+        connection.execute(
+            upsert.on_conflict_do_update(
+                index_elements=[PredictionTally.question, PredictionTally.answer],
+                set_={"learners": PredictionTally.learners + 1},
+            )
         )
+
+    def prediction_counts(self) -> PredictionCounts:
+        """How all learners predicted, each counted once by their first prediction: the
+        tallies kept on write (one small table, whatever the number of learners)."""
+        with self._engine.connect() as connection:
+            tallies = connection.execute(_TALLIES_QUERY).all()
+        committed = 0
+        counts: dict[str, dict[str, int]] = {}
+        for question, answer, learners in tallies:
+            if question == "":
+                committed += learners
+            if answer:  # "" : the payload named no answer
+                counts.setdefault(question, {})[answer] = learners
+        return PredictionCounts(
+            committed=committed,
+            opening=counts.pop("", {}),
+            rows=counts,
+        )
+
+
+# Kinds whose first event per learner (per row, for row predictions) prediction_tallies counts.
+TALLIED_KINDS = frozenset({EventKind.PREDICTION_COMMITTED, EventKind.ROW_PREDICTED})
+_TALLIES_QUERY = select(PredictionTally.question, PredictionTally.answer, PredictionTally.learners)
 
 
 def _storable_decision(decision: Decision) -> list[tuple[EventKind, dict[str, Any]]]:
@@ -405,59 +455,6 @@ _EVENTS_AFTER = (
     )
     .order_by(EventRecord.id)
 )
-
-
-# Learners who committed the opening prediction (built once, like _first_answers_query).
-_COMMITTED_QUERY = select(func.count(EventRecord.learner_id.distinct())).where(
-    EventRecord.kind == EventKind.PREDICTION_COMMITTED.value
-)
-
-
-@functools.cache
-def _first_answers_query(kind: EventKind, answer: str, per: str | None) -> Select[Any]:
-    """The query behind _first_answers, built once per shape: it has no parameters, and
-    building its subqueries costs more Python than running it (bench/RESULTS.md, "Load")."""
-    answers = select(
-        EventRecord.id.label("id"),
-        EventRecord.learner_id.label("learner_id"),
-        (EventRecord.payload[per].as_string() if per else literal_column("''")).label("question"),
-        EventRecord.payload[answer].as_string().label("answer"),
-    ).where(EventRecord.kind == kind.value)
-    inner = answers.subquery("answers")
-    first = (
-        select(func.min(inner.c.id).label("id"))
-        .group_by(inner.c.learner_id, inner.c.question)
-        .subquery("first")
-    )
-    return (
-        select(inner.c.question, inner.c.answer, func.count().label("learners"))
-        .select_from(inner.join(first, first.c.id == inner.c.id))
-        .group_by(inner.c.question, inner.c.answer)
-    )
-
-
-def _first_answers(
-    connection: Connection, kind: EventKind, answer: str, *, per: str | None = None
-) -> list[tuple[str | None, str | None, int]]:
-    """(question, answer, learners) for each learner's first `kind` event per question.
-
-    The question is the payload's `per` key ("" when the kind answers one question). Every
-    JSON path is labelled in an inner query and grouped by that label outside it, so the
-    same expression is grouped on every backend."""
-    query = _first_answers_query(kind, answer, per)
-    return [(row.question, row.answer, int(row.learners)) for row in connection.execute(query)]
-
-
-def rows_to_counts(
-    rows: list[tuple[str | None, str | None, int]],
-) -> dict[str, dict[str, int]]:
-    """{question: {answer: learners}}, leaving out answers the payload did not hold."""
-    counts: dict[str, dict[str, int]] = {}
-    for question, answer, learners in rows:
-        if question is None or answer is None:
-            continue
-        counts.setdefault(question, {})[answer] = learners
-    return counts
 
 
 def _utc(moment: datetime) -> datetime:

@@ -1,7 +1,8 @@
 """The progress store's two tables, as typed SQLAlchemy 2 declarative models.
 
-`learners` holds anonymous ids; `events` is each learner's append-only history. The Alembic
-migrations under store/migrations/ create exactly these (a test compares the two).
+`learners` holds anonymous ids; `events` is each learner's append-only history;
+`prediction_tallies` counts learners per first prediction, kept with the events that add to
+it. The Alembic migrations under store/migrations/ create exactly these (a test compares the two).
 Portable types only: the same models run on SQLite and PostgreSQL.
 """
 
@@ -88,3 +89,22 @@ class EventRecord(Base):
     created_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), nullable=False
     )
+
+
+# Longest question or answer a tally names: a row key, a choice id or an outcome id.
+TALLY_KEY_LENGTH = 40
+
+
+class PredictionTally(Base):
+    """How many learners made each first prediction, counted as the prediction is appended, in
+    the same transaction (Store.append_decided), so reading "how everyone predicted" is one
+    small table, whatever the number of learners (migration 0004 counted what came before).
+
+    question "" is the opening prediction (answer: the choice id, "" if the payload had none);
+    otherwise the row key, and the answer its outcome id."""
+
+    __tablename__ = "prediction_tallies"
+
+    question: Mapped[str] = mapped_column(String(TALLY_KEY_LENGTH), primary_key=True)
+    answer: Mapped[str] = mapped_column(String(TALLY_KEY_LENGTH), primary_key=True)
+    learners: Mapped[int] = mapped_column(Integer, nullable=False)

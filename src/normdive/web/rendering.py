@@ -89,6 +89,11 @@ class Renderer:
         self.env.globals["static_url"] = lambda name: static_url(name, self.version)
         # Until a recording is readable, the gate still says how many row predictions it wants.
         self.env.globals["ablation_row_count"] = len(ROW_KEYS)
+        # Compiled now, once: otherwise the first requests, arriving together on several
+        # threads, would each compile the same templates (a fifth of a second apiece).
+        for name in self.env.list_templates(extensions=["html"]):
+            self.env.get_template(name)
+        self.env.get_template(FRAGMENTS_TEMPLATE).module  # noqa: B018  (builds the macros)
 
     def page(self, view: PageView) -> str:
         return self.env.get_template("page.html").render(view=view)
