@@ -118,3 +118,25 @@ def test_a_decision_starts_from_the_history_it_is_given(store: Store) -> None:
     decided_on, appended = store.append_decided(learner, decide, known)
     assert seen == [["one", "two"]]
     assert decided_on.events[-1].id < appended[0].id == store.events_for(learner)[-1].id
+
+
+def test_a_history_just_read_is_decided_on_at_once_and_loses_to_a_newer_append(
+    store: Store,
+) -> None:
+    learner = store.create_learner()
+    store.append(learner, SAVED, {"text": "one"})
+    read = store.read(learner, EventList())
+    seen: list[list[str]] = []
+
+    def decide(history: EventList) -> list[tuple[EventKind, dict[str, str]]]:
+        seen.append([event.payload["text"] for event in history.events])
+        return [(SAVED, {"text": "mine"})]
+
+    store.append_decided(learner, decide, read, just_read=True)
+    assert seen == [["one"]]  # decided on what was given, with no read of its own
+    store.append(learner, SAVED, {"text": "rival"})  # lands after `read` was taken
+    seen.clear()
+    store.append_decided(learner, decide, read, just_read=True)
+    assert seen == [["one"], ["one", "mine", "rival"]]  # lost once, decided again on the news
+    texts = [e.payload["text"] for e in store.events_for(learner)]
+    assert texts == ["one", "mine", "rival", "mine"]

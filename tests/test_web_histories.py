@@ -9,6 +9,7 @@ the store. The kept History itself is dropped least recently used first, past it
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import random
 from pathlib import Path
@@ -69,18 +70,22 @@ def test_two_workers_and_a_restart_always_answer_the_fresh_fold(
     recording = write_recording(tmp_path, ablation_recording())
     settings = make_settings(recording_path=recording, attempts_per_minute=10_000)
     rng = random.Random(seed)
-    scratch: Services = create_app(settings).state.services
-    workers = [PageClient(create_app(settings)), PageClient(create_app(settings))]
-    with workers[0], workers[1]:
+    with contextlib.ExitStack() as stack:
+        scratch_app = create_app(settings)
+        stack.callback(scratch_app.state.services.engine.dispose)
+        scratch: Services = scratch_app.state.services
+
+        def worker() -> PageClient:
+            return stack.enter_context(PageClient(create_app(settings)))
+
+        workers = [worker(), worker()]
         first = workers[0].get("/api/state").json()
         learner_id = first["learner_id"]
         cookie = workers[0].cookies[COOKIE_NAME]
         workers[1].cookies.set(COOKIE_NAME, cookie)
         for step in range(ACTIONS_PER_RUN):
             if step == ACTIONS_PER_RUN // 2:  # the second worker restarts: nothing kept
-                workers[1].close()
-                workers[1] = PageClient(create_app(settings))
-                workers[1].__enter__()
+                workers[1] = worker()
                 workers[1].cookies.set(COOKIE_NAME, cookie)
             path, form = random_action(rng)
             answer = rng.choice(workers).post(
@@ -88,8 +93,8 @@ def test_two_workers_and_a_restart_always_answer_the_fresh_fold(
             )
             assert answer.status_code in (200, 409, 422), (path, form, answer.text)
             expected = state_from_scratch(scratch, learner_id)
-            for worker in workers:
-                assert worker.get("/api/state").json()["state"] == expected, (step, path, form)
+            for each in workers:
+                assert each.get("/api/state").json()["state"] == expected, (step, path, form)
 
 
 def test_kept_histories_drop_the_least_recently_used_past_capacity() -> None:

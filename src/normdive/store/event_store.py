@@ -25,10 +25,12 @@ non-finite floats are refused (JSON has no NaN).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import re
 import secrets
+import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -38,11 +40,9 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Engine,
-    bindparam,
     exists,
     func,
     insert,
-    literal,
     select,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -231,12 +231,18 @@ class Store:
             return _extended(connection, learner_id, start)
 
     def append_decided(
-        self, learner_id: str, decide: Callable[[FoldedT], Decision], start: FoldedT
+        self,
+        learner_id: str,
+        decide: Callable[[FoldedT], Decision],
+        start: FoldedT,
+        *,
+        just_read: bool = False,
     ) -> tuple[FoldedT, list[Event]]:
         """Read the learner's events into `start` (only those after its last_event_id), decide
         from the result what to append, and append it only if no event of theirs was appended
         in between. Returns (the history the decision was made on, the events appended).
         Raises what `decide` raises (then nothing is appended), UnknownLearner and ValueError.
+        With `just_read`, the first decision is taken on `start` itself, without reading.
 
         The mechanism is a compare-and-append on the learner's last event id, not a lock held
         from the read: on SQLite any lock is the whole database's write lock, and holding it
@@ -251,9 +257,12 @@ class Store:
         if not is_learner_id(learner_id):
             raise UnknownLearner(learner_id)
         history = start
-        for _ in range(OPTIMISTIC_TRIES):
-            with self._engine.connect() as connection:
-                history = _extended(connection, learner_id, history)
+        for attempt in range(OPTIMISTIC_TRIES):
+            # `just_read`: the caller read `start` a moment ago, so the first try decides on it
+            # as it is; if anything was appended since, that append makes the try lose.
+            if attempt > 0 or not just_read:
+                with self._engine.connect() as connection:
+                    history = _extended(connection, learner_id, history)
             planned = _storable_decision(decide(history))
             if not planned:
                 return history, []
@@ -305,28 +314,27 @@ class Store:
                 # statement starts, before its subquery reads, so the check and the insert
                 # are one step; the lock is let go inside the same call into SQLite.
                 kind, payload = planned[0]
-                values = select(
-                    literal(learner_id, EventRecord.learner_id.type),
-                    literal(kind.value, EventRecord.kind.type),
-                    literal(payload, EventRecord.payload.type),
-                ).where(_last_event_id(learner_id) == last_id)
-                statement = insert(EventRecord).from_select(
-                    ["learner_id", "kind", "payload"], values
-                )
                 with self._writing() as connection:
-                    result = connection.execute(statement)
-                    if result.rowcount != 1:
-                        return None
-                    event_id = result.lastrowid
-                    created_at = connection.execute(
-                        select(EventRecord.created_at).where(EventRecord.id == event_id)
-                    ).scalar_one()
-                return [Event(event_id, learner_id, kind, payload, _utc(created_at))]
+                    cursor = connection.connection.cursor()
+                    try:
+                        text = json.dumps(payload)
+                        cursor.execute(
+                            _SQLITE_APPEND_IF_LAST, (learner_id, kind.value, text, last_id)
+                        )
+                        if cursor.rowcount != 1:
+                            return None
+                        event_id = cursor.lastrowid
+                        assert event_id is not None
+                        cursor.execute(_SQLITE_CREATED_AT, (event_id,))
+                        created_at = _sqlite_time(cursor.fetchone()[0])  # type: ignore[index]
+                    finally:
+                        cursor.close()
+                return [Event(event_id, learner_id, kind, payload, created_at)]
             with self._locked(learner_id) as connection:
                 if connection.execute(select(_last_event_id(learner_id))).scalar_one() != last_id:
                     return None
                 return [self._insert(connection, learner_id, *entry) for entry in planned]
-        except IntegrityError:
+        except (IntegrityError, sqlite3.IntegrityError):  # the raw path: sqlite3's own
             # The foreign key refused it: the learner does not exist.
             raise UnknownLearner(learner_id) from None
 
@@ -432,29 +440,53 @@ def _extended(connection: Connection, learner_id: str, start: FoldedT) -> Folded
     write lock from taking its id to its commit (SQLite has one writer at a time; PostgreSQL
     appends under the learner's advisory lock, `Store._locked`), so no event of theirs with a
     smaller id can become visible after a larger one was read."""
-    known = _KNOWN_KINDS
-    query = _EVENTS_AFTER.params(learner_id=learner_id, after=start.last_event_id)
-    rows = connection.execute(query).all()
+    sqlite_backend = connection.dialect.name == "sqlite"
+    cursor = connection.connection.cursor()
+    try:
+        query = _SQLITE_EVENTS_AFTER if sqlite_backend else _POSTGRESQL_EVENTS_AFTER
+        cursor.execute(query, (learner_id, start.last_event_id))
+        rows = cursor.fetchall()
+    finally:
+        cursor.close()
     if not rows:
         return start
     events = [
-        Event(row.id, learner_id, EventKind(row.kind), dict(row.payload), _utc(row.created_at))
-        for row in rows
-        if row.kind in known  # written by a newer version; that version derives from it
+        Event(
+            event_id,
+            learner_id,
+            EventKind(kind),
+            json.loads(payload) if sqlite_backend else dict(payload),
+            _sqlite_time(created_at) if sqlite_backend else _utc(created_at),
+        )
+        for event_id, kind, payload, created_at in rows
+        if kind in _KNOWN_KINDS  # written by a newer version; that version derives from it
     ]
-    return start.extended(events, rows[-1].id)
+    return start.extended(events, rows[-1][0])
 
 
 _KNOWN_KINDS = frozenset(kind.value for kind in EventKind)
-# One learner's events after a given id, oldest first (built once: ix_events_learner_id_id).
+# The hot path's statements in each driver's own SQL (sqlite3: ? parameters, payloads as JSON
+# text, times as "YYYY-MM-DD HH:MM:SS" text in UTC; psycopg: %s, JSONB as dicts, aware times),
+# run on the pooled connection's own cursor: compiling and running them through SQLAlchemy
+# costs four times as much as the query itself (bench/RESULTS.md, "One millisecond").
+# One learner's events after a given id, oldest first (ix_events_learner_id_id).
 _EVENTS_AFTER = (
-    select(EventRecord.id, EventRecord.kind, EventRecord.payload, EventRecord.created_at)
-    .where(
-        EventRecord.learner_id == bindparam("learner_id"),
-        EventRecord.id > bindparam("after"),
-    )
-    .order_by(EventRecord.id)
+    "SELECT id, kind, payload, created_at FROM events "
+    "WHERE learner_id = {0} AND id > {0} ORDER BY id"
 )
+_SQLITE_EVENTS_AFTER = _EVENTS_AFTER.format("?")
+_POSTGRESQL_EVENTS_AFTER = _EVENTS_AFTER.format("%s")
+# Append if the learner's last event id is still the one given (0: none); see _append_if_last.
+_SQLITE_APPEND_IF_LAST = (
+    "INSERT INTO events (learner_id, kind, payload) SELECT ?1, ?2, ?3 "
+    "WHERE (SELECT coalesce(max(id), 0) FROM events WHERE learner_id = ?1) = ?4"
+)
+_SQLITE_CREATED_AT = "SELECT created_at FROM events WHERE id = ?"
+
+
+def _sqlite_time(text: str) -> datetime:
+    # CURRENT_TIMESTAMP: UTC, as text.
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
 def _utc(moment: datetime) -> datetime:

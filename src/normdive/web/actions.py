@@ -303,7 +303,9 @@ def _perform(
         # derived from the history the winning append extended.
         decider = _Decider(svc, action, form, snapshot)
         try:
-            decided_on, appended = svc.store.append_decided(learner.id, decider, history)
+            decided_on, appended = svc.store.append_decided(
+                learner.id, decider, history, just_read=True
+            )
             history = decided_on.extended(appended, appended[-1].id if appended else 0)
             svc.histories.keep(learner.id, history)
             state = decider.state_after(history, appended)
