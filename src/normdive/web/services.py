@@ -54,8 +54,23 @@ def log_recording_problem(reason: str, message: str) -> None:
     logger.warning("the recording cannot be used (%s): %s", reason, message)
 
 
+# The facts of the recording last asked about, with the status object they were made from:
+# the reader hands out the same object until the file changes, so most requests reuse them.
+_last_facts: tuple[RecordingStatus, Lesson, RecordingFacts] | None = None
+
+
 def learner_facts(status: RecordingStatus, lesson: Lesson) -> RecordingFacts:
     """RecordingFacts whose problem, if any, is the lesson's sentence for its reason code."""
+    global _last_facts
+    last = _last_facts
+    if last is not None and last[0] is status and last[1] is lesson:
+        return last[2]
+    facts = _learner_facts(status, lesson)
+    _last_facts = (status, lesson, facts)
+    return facts
+
+
+def _learner_facts(status: RecordingStatus, lesson: Lesson) -> RecordingFacts:
     facts = recording_facts(status)
     if facts.problem is None:
         return facts

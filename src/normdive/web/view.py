@@ -12,6 +12,7 @@ in the URL (?eps=off&row=...&play=...). Every form that posts carries them as hi
 
 from __future__ import annotations
 
+import functools
 import json
 import unicodedata
 from collections.abc import Mapping
@@ -151,7 +152,14 @@ def eps_is_on(query_value: str | None) -> bool:
     return query_value != EPS_OFF
 
 
+# The lesson's own rows, at both epsilons, and the few a learner types in a while.
+ROW_VIEWS_KEPT = 64
+
+
+@functools.lru_cache(maxsize=ROW_VIEWS_KEPT)
 def row_view(row: tuple[float, ...], eps: float) -> RowView:
+    """A row's hand computation: a pure function of the row and the epsilon, so computed once
+    per pair (every page shows the lesson's rows)."""
     return RowView(
         label=format_input_row(row),
         data=json.dumps(list(row)),
