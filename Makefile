@@ -18,7 +18,7 @@ PORT ?= 8000
 UNIT_TESTS := --no-postgresql -m "not http and not browser and not node and not slow" \
   --hypothesis-profile=unit
 
-.PHONY: run test lint typecheck unit browser record clean-venv help
+.PHONY: run test pytest lint typecheck unit browser record clean-venv help
 
 help:
 	@echo "make run       - set up and serve the lesson at http://$(HOST):$(PORT) (SQLite under $(VAR)/)"
@@ -26,28 +26,37 @@ help:
 	@echo "make unit      - the quick tests: no PostgreSQL, HTTP, browser, node or root"
 	@echo "make lint      - ruff check and ruff format --check"
 	@echo "make typecheck - mypy (strict)"
+	@echo "make pytest    - every pytest test (PostgreSQL, Chromium and node must be there)"
 	@echo "make browser   - the browser tests (Chromium, and PostgreSQL for one journey)"
 	@echo "make record    - re-record the ablation (recordings/the-transformer-block.json)"
 
 # --- set-up -------------------------------------------------------------------
 
+# uv installs the packages: half of pip's time on a fresh machine (bench/RESULTS.md, "Set-up").
+# It comes from PyPI into the venv itself, pinned, by the venv's own pip.
+UV_VERSION := 0.13.9
+
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# Re-install only when pyproject.toml changes. pip byte-compiles what it installs (about half
-# of a fresh install's time, torch's thousands of modules), and that is kept: where
-# PYTHONDONTWRITEBYTECODE is set, nothing compiled later is saved, and every test process
-# would compile torch, FastAPI and the rest again from source (measured: pytest 241 s ->
-# 339 s on a fresh clone, for 35 s saved in pip).
-PIP_INSTALL := $(BIN)/python -m pip install --quiet
+$(BIN)/uv: | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
-$(VENV)/.installed-base: pyproject.toml | $(BIN)/python
-	$(PIP_INSTALL) -e .
+# Re-install only when pyproject.toml changes. What is installed is byte-compiled now, in
+# parallel: where PYTHONDONTWRITEBYTECODE is set nothing compiled later is saved, and every
+# test process would compile torch, FastAPI and the rest again from source (measured: pytest
+# 241 s -> 339 s on a fresh clone). uv reads neither pip's configuration nor its
+# find-links, so a folder of wheels that pip is pointed at (PIP_FIND_LINKS: on our machines,
+# the CPU build of torch) is handed to it as well.
+UV_INSTALL := $(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode \
+  $(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS))
+
+$(VENV)/.installed-base: pyproject.toml | $(BIN)/uv
+	$(UV_INSTALL) -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(PIP_INSTALL) -e '.[test]'
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/uv
+	$(UV_INSTALL) -e '.[test]'
 	touch $@ $(VENV)/.installed-base
 
 node_modules/.installed: package.json package-lock.json
@@ -84,7 +93,12 @@ run: $(VENV)/.installed-base $(DEV_SECRET)
 	  NORMDIVE_DEV_PREREQUISITE_DONE=1 \
 	  $(BIN)/normdive serve --host $(HOST) --port $(PORT)
 
-test: os-packages $(VENV)/.installed-test node_modules/.installed lint typecheck
+# mypy runs beside pytest, not before it: the tests leave a core idle much of the time
+# (browsers, servers and sleeps), and mypy's half-minute fits there (bench/RESULTS.md, "Set-up").
+test: os-packages $(VENV)/.installed-test node_modules/.installed lint
+	$(MAKE) --no-print-directory -j2 --output-sync=target typecheck pytest
+
+pytest: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -n 2
 
 # --- parts of `make test` ----------------------------------------------------------
