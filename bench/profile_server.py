@@ -79,9 +79,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=DEFAULT_TOP)
     parser.add_argument("--keep", type=Path, help="also write py-spy's raw stacks here")
     args = parser.parse_args()
-    py_spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which(
-        "py-spy"
-    )
+    py_spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
     if py_spy is None:
         sys.exit("py-spy is not installed: .venv/bin/pip install py-spy")
     with TemporaryDirectory(prefix="normdive-profile-") as folder:
@@ -90,9 +88,11 @@ def main() -> None:
         env = {"NORMDIVE_ATTEMPTS_PER_MINUTE": ATTEMPTS_PER_MINUTE}
         with normdive_server(url_db, 1, **env) as (url, process):
             sampler = subprocess.Popen(
-                [py_spy, "record", "--pid", str(process.pid), "--rate", str(SAMPLING_RATE)]
-                + ["--format", "raw", "--output", str(raw), "--nonblocking", "--threads"]
-                + ["--duration", str(int(args.seconds))],
+                [
+                    *(py_spy, "record", "--pid", str(process.pid), "--rate", str(SAMPLING_RATE)),
+                    *("--format", "raw", "--output", str(raw), "--nonblocking", "--threads"),
+                    *("--duration", str(int(args.seconds))),
+                ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
