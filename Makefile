@@ -96,7 +96,7 @@ run: $(VENV)/.installed-base $(DEV_SECRET)
 # mypy runs beside pytest, not before it: the tests leave a core idle much of the time
 # (browsers, servers and sleeps), and mypy's half-minute fits there (bench/RESULTS.md, "Set-up").
 test: os-packages $(VENV)/.installed-test node_modules/.installed lint
-	$(MAKE) --no-print-directory -j2 --output-sync=target typecheck pytest
+	$(MAKE) --no-print-directory -j2 typecheck pytest
 
 pytest: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -n 2
