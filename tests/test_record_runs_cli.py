@@ -201,6 +201,9 @@ def test_help_shows_each_options_real_default() -> None:
         "--jobs": "(the CPU count)",
         "--out": DEFAULT_RECORDING_PATH,
         "--fresh": "(resume from them)",
+        "--sweep": "(the ablation at --depth)",
+        "--sweep-depths": "(2,4,8,16; 32 too on cuda)",
+        "--shard": "(the whole sweep)",
     }
     lines = {
         line.split()[1]: line for line in result.output.splitlines() if line.startswith("│ --")
@@ -219,7 +222,7 @@ def test_every_commands_options_show_a_default_or_say_they_are_required() -> Non
             commands += [(name, sub) for sub in command.commands]
         else:
             commands.append((name,))
-    assert len(commands) == 5
+    assert len(commands) == 6
     for words in commands:
         result = CliRunner().invoke(app, [*words, "--help"], env={"COLUMNS": "250"})
         assert result.exit_code == 0
