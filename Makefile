@@ -28,6 +28,7 @@ help:
 	@echo "make typecheck - mypy (strict)"
 	@echo "make browser   - the browser tests (Chromium, and PostgreSQL for one journey)"
 	@echo "make record    - re-record the ablation (recordings/the-transformer-block.json)"
+	@echo "make record-sweep - record the depth sweep beside it (about 45 min on 2 cores)"
 
 # --- set-up -------------------------------------------------------------------
 
