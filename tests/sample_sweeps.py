@@ -117,17 +117,17 @@ def sample_sweep(
     plan: SweepPlan | None = None,
     config: RunConfig | None = None,
     points: int = 3,
-    seed_noise: Callable[[int], float] = lambda seed: 0.0,
+    seed_noise: Callable[[int, RowKey], float] = lambda seed, key: 0.0,
 ) -> Sweep:
     """A valid, whole sweep of `plan` (default: the default plan) ending at `finals`, the
-    same at every seed plus `seed_noise(seed)` on the single-component rows (kept in 0..1)."""
+    same at every seed plus `seed_noise(seed, row)` on the single-component rows (kept in 0..1)."""
     chosen_plan = plan or default_plan()
     chosen = config or RunConfig()
     runs = []
     for run_key in chosen_plan.runs():
         accuracy = finals[(run_key.depth, run_key.init)][run_key.key]
         if run_key.key in ("residual_only", "layernorm_only"):
-            accuracy = min(1.0, max(0.0, accuracy + seed_noise(run_key.seed)))
+            accuracy = min(1.0, max(0.0, accuracy + seed_noise(run_key.seed, run_key.key)))
         runs.append(
             SweepRun(
                 depth=run_key.depth,

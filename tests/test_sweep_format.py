@@ -160,7 +160,7 @@ def test_check_recording_refuses_a_broken_sweep(tmp_path: Path) -> None:
 
 def test_the_seed_spread_and_the_verdicts() -> None:
     noise = {0: 0.0, 1: 0.05, 2: -0.05}
-    sweep = sample_sweep(plan=TINY_PLAN, seed_noise=lambda seed: noise[seed])
+    sweep = sample_sweep(plan=TINY_PLAN, seed_noise=lambda seed, key: noise[seed])
     cell = next(c for c in cells(sweep) if (c.depth, c.init, c.key) == (4, "gpt2", "residual_only"))
     assert cell.by_seed == ((0, 0.186),)  # trimmed to one seed from depth 4
     cell = next(c for c in cells(sweep) if (c.depth, c.init, c.key) == (2, "gpt2", "residual_only"))

@@ -2,16 +2,19 @@
 
 CONTRACT: parse_sweep(text, name) -> Sweep, raising RecordingProblem (the recording reader's
 reasons and messages); read_sweep(path) likewise from a file (capped like a recording);
-sweep_summary(sweep) -> the lines `check-recording` prints; merge_sweeps(parts) -> the
-unsharded Sweep, raising MergeProblem; cells(sweep) and verdicts(sweep) -> the figures and
-the per-depth answers the page's sentences are made from.
+sweep_status(path) -> Sweep | RecordingProblem, never raising, cached by the file's stat
+(what the server uses); sweep_summary(sweep) -> the lines `check-recording` prints;
+merge_sweeps(parts) -> the unsharded Sweep, raising MergeProblem; cells(sweep) and
+verdicts(sweep) -> the figures and the per-depth answers the page's sentences are made from.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -310,3 +313,35 @@ def merge_sweeps(parts: Sequence[tuple[str, Sweep]]) -> Sweep:
         )
     except ValidationError as error:
         raise MergeProblem(f"The merged sweep is not whole: {validation_summary(error)}") from None
+
+
+_status_cache: dict[Path, tuple[tuple[int, int, int, int], Sweep | RecordingProblem]] = {}
+_status_lock = threading.Lock()
+
+
+def sweep_status(path: Path | str) -> Sweep | RecordingProblem:
+    """The sweep at `path`, or why it cannot be shown; never raises. Parsed again only when
+    the file's stat (inode, size, mtime, ctime) changes: the server asks on every open of the
+    panel, and parsing the default sweep takes tens of milliseconds."""
+    where = Path(path).absolute()
+    try:
+        info = os.stat(where)
+    except FileNotFoundError:
+        return RecordingProblem("missing", f"The sweep {path} does not exist. {SWEEP_REMEDY}")
+    except OSError as error:
+        return RecordingProblem("unreadable", f"The sweep {path} cannot be read ({error}).")
+    stamp = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    with _status_lock:
+        seen = _status_cache.get(where)
+    if seen is not None and seen[0] == stamp:
+        return seen[1]
+    status: Sweep | RecordingProblem
+    try:
+        status = read_sweep(where)
+    except RecordingProblem as problem:
+        status = problem
+    except Exception as error:
+        status = RecordingProblem("unreadable", f"The sweep {path} could not be read: {error!r}")
+    with _status_lock:
+        _status_cache[where] = (stamp, status)
+    return status
