@@ -68,9 +68,11 @@ def sweep_row(
     curve = []
     for index, step in enumerate(steps):
         share = index / (points - 1)
-        # full float64 figures, as training writes them, so the size test is honest
-        here_acc = CHANCE + (accuracy - CHANCE) * share + math.pi * 1e-9
-        here_loss = CHANCE_LOSS + (loss - CHANCE_LOSS) * share + math.e * 1e-9
+        # full float64 figures between the ends, as training writes them, so the size test is
+        # honest; the ends exact
+        wobble = share * (1 - share)
+        here_acc = CHANCE + (accuracy - CHANCE) * share + math.pi * 1e-9 * wobble
+        here_loss = CHANCE_LOSS + (loss - CHANCE_LOSS) * share + math.e * 1e-9 * wobble
         curve.append(
             CurvePoint(
                 step=step,

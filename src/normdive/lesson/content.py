@@ -533,8 +533,10 @@ class SweepText(_Model):
     locked: Text  # the panel's figures asked for before the gate has closed
     grid_caption: Text  # {init}: one initialisation's table
     how_to_read: Text  # what a cell shows
-    cell_text: Text  # {mean}, {low}, {high}, {seeds}: a cell's figures
-    cell_label: Text  # {row}, {depth}, {init}: the accessible name of a cell's play link
+    cell_spread: Text  # {low}, {high}: a cell's lowest and highest seed
+    cell_label: Text  # {row}, {depth}, {init}: ends the accessible name of a cell's link
+    depth_seeds: Text  # {seeds}: the seeds trained at a depth
+    back_label: Text  # the standalone page's link back to the lesson
     player_heading: Text  # {row}, {depth}, {init}, {seed}
     player_note: Text  # {steps}, {others}
     recovers_more: Text  # {init}, {component}, {depths}
@@ -551,7 +553,8 @@ class SweepText(_Model):
     @model_validator(mode="after")
     def _templates(self) -> SweepText:
         _named("grid_caption", self.grid_caption, ("init",), ("init",))
-        _named("cell_text", self.cell_text, ("mean", "low", "high", "seeds"), ("mean",))
+        _named("cell_spread", self.cell_spread, ("low", "high"), ("low", "high"))
+        _named("depth_seeds", self.depth_seeds, ("seeds",), ("seeds",))
         _named("cell_label", self.cell_label, ("row", "depth", "init"), ("row", "depth"))
         _named("player_heading", self.player_heading, ("row", "depth", "init", "seed"))
         _named("player_note", self.player_note, ("steps", "others"))
