@@ -1,13 +1,31 @@
 // The panel "Does it hold at other depths?": nothing here loads with the lesson page. page.js
 // imports this module when the panel first opens; it then fetches the panel's figures (HTML
 // drawn by the server's templates, the same as the page without JavaScript gets) and swaps
-// them in. Picking a cell fetches the figures again with that cell in the player, and the
+// them in, with their stylesheet (sweep.css). Picking a cell fetches the figures again with that cell in the player, and the
 // existing player (player.js) draws its curves. On the page of its own (/depths) the same
 // module draws the cell already in the player and handles picks the same way.
 
 import { showPlayer } from "./player.js";
 
 const PROBLEM = "The runs at other depths could not be loaded just now. Try again.";
+const STYLESHEET = new URL("./sweep.css", import.meta.url).href;
+
+// The figures' styles, once (the page of its own links them already): resolves when loaded.
+function loadStyles() {
+  const present = [...document.querySelectorAll('link[rel="stylesheet"]')].some((link) =>
+    link.href.endsWith("/sweep.css"),
+  );
+  if (present) return Promise.resolve();
+  const link = document.createElement("link");
+  link.rel = "stylesheet";
+  link.href = STYLESHEET;
+  const loaded = new Promise((resolve) => {
+    link.addEventListener("load", resolve, { once: true });
+    link.addEventListener("error", resolve, { once: true }); // the figures read without it
+  });
+  document.head.append(link);
+  return loaded;
+}
 
 function paragraph(className, text) {
   const element = document.createElement("p");
@@ -16,10 +34,12 @@ function paragraph(className, text) {
   return element;
 }
 
-async function load(body, url) {
+// Swap in the figures at `url` once they and `ready` (the stylesheet) have arrived.
+async function load(body, url, ready = Promise.resolve()) {
   body.setAttribute("aria-busy", "true");
   try {
-    const response = await fetch(url, { headers: { Accept: "text/html" }, credentials: "same-origin" });
+    const fetched = fetch(url, { headers: { Accept: "text/html" }, credentials: "same-origin" });
+    const [response] = await Promise.all([fetched, ready]);
     // Every answer, a refusal included, is a readable fragment drawn by the server.
     body.innerHTML = await response.text();
   } catch {
@@ -43,7 +63,7 @@ export async function openPanel(panel) {
   if (!body || body.dataset.loaded) return;
   body.dataset.loaded = "true";
   body.replaceChildren(paragraph("placeholder", body.dataset.loading || ""));
-  await load(body, body.dataset.src);
+  await load(body, body.dataset.src, loadStyles());
 }
 
 async function pick(link, body) {
