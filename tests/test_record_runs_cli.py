@@ -77,6 +77,10 @@ def test_end_to_end(uninterrupted: tuple[Path, str]) -> None:
     assert (source.jobs, source.threads_per_job, source.rows_resumed) == (2, 1, 0)
     assert f"Wrote {out}" in stdout
     assert "| row (seed 0) |" in stdout and "| neither | off | off |" in stdout
+    # Into a pipe (no terminal): a line per finished row, with the time elapsed and left.
+    finished = [line for line in stdout.splitlines() if line.startswith("[")]
+    assert [line.split()[0] for line in finished] == ["[1/4]", "[2/4]", "[3/4]", "[4/4]"]
+    assert finished[-1].endswith("elapsed, done")
     assert not out.with_name(out.name + ".partial").exists()
     assert not out.with_name(out.name + ".tmp").exists()
 
