@@ -120,6 +120,13 @@ def test_the_panel_loads_when_opened_and_plays_any_cell(new_page: NewPage) -> No
     violations = axe_violations(page)
     assert violations == [], json.dumps(violations, indent=1)
 
+    # Replaying a row draws the gate again: the open panel stays open with its figures.
+    page.evaluate("document.getElementById('gate').dataset.before = 'replay'")
+    page.get_by_role("button", name=re.compile(r"^Play it again \(Both\)$")).click()
+    page.wait_for_function("() => !document.getElementById('gate').dataset.before")
+    expect(page.get_by_role("heading", name=CELL_HEADING)).to_be_visible()
+    expect(page.locator("#sweep-panel")).to_have_attribute("open", "")
+
 
 def test_without_javascript_the_panel_is_a_table_whose_cells_play(new_page: NewPage) -> None:
     page = new_page(java_script_enabled=False, viewport=PHONE)

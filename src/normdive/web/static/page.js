@@ -191,6 +191,7 @@ function isFocusable(element) {
 
 function swapFragments(fragments, focusId) {
   const keepDefault = !takeawayDirty();
+  const sweepPanel = document.getElementById("sweep-panel");
   let firstRegion = null;
   for (const [id, html] of Object.entries(fragments)) {
     const current = document.getElementById(id);
@@ -198,6 +199,10 @@ function swapFragments(fragments, focusId) {
     current.outerHTML = html;
     firstRegion = firstRegion || document.getElementById(id);
   }
+  // An open panel of the runs at other depths stays open, its figures loaded, when the gate
+  // around it is drawn again (a replayed row).
+  const drawnAgain = document.getElementById("sweep-panel");
+  if (sweepPanel?.open && drawnAgain && drawnAgain !== sweepPanel) drawnAgain.replaceWith(sweepPanel);
   forgetTargets();
   repaint();
   if (keepDefault) followTakeawayDefault();
