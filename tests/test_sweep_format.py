@@ -123,14 +123,15 @@ def test_main_writes_both_schemas(tmp_path: Path) -> None:
 
 def test_the_default_sweep_at_full_shape_fits_the_shipped_size() -> None:
     # Every run with the curve the default config records (600 steps, one point every 20:
-    # 31 points) and ten per-block gradient norm points, in full float64 precision; depth 32
-    # (a CUDA sweep) included.
+    # 31 points) and ten per-block gradient norm points, in full float64 precision: the
+    # default sweep (88 runs, 672 KB), and a CUDA sweep (depth 32 too, no seed trimmed: 120
+    # runs, 1,045 KB).
     config = RunConfig()
-    plan = default_plan(depths=(2, 4, 8, 16, 32))
     finals = {**FLIP_AT_8, **{(32, i): FLIP_AT_8[(16, i)] for i in ("gpt2", "pytorch")}}
-    sweep = sample_sweep(finals, plan=plan, config=config, points=31)
-    size = len(sweep.model_dump_json().encode())
-    assert size <= SHIPPED_MAX_BYTES, size
+    for plan in (default_plan(), default_plan(depths=(2, 4, 8, 16, 32), trim_depth=None)):
+        sweep = sample_sweep(finals, plan=plan, config=config, points=31)
+        size = len(sweep.model_dump_json().encode())
+        assert size <= SHIPPED_MAX_BYTES, size
 
 
 def test_check_recording_validates_a_sweep_and_prints_its_summary(tmp_path: Path) -> None:
