@@ -79,7 +79,8 @@ def _cell_data(svc: Services, request: Request, cell: str) -> Response:
             message = text.missing if status.reason == "missing" else text.unusable
             response = JSONResponse({"ok": False, "message": message}, 503)
         elif (payload := cell_payload(status, svc.lesson, cell)) is None:
-            response = JSONResponse({"ok": False, "message": f"No cell {cell!r}."}, 404)
+            message = f"The sweep has no cell {cell!r} (depth-init-row, e.g. 8-gpt2-both)."
+            response = JSONResponse({"ok": False, "message": message}, 404)
         else:
             response = JSONResponse(payload)
     attach_cookie(response, learner, svc.signer, svc.settings)
