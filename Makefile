@@ -18,7 +18,7 @@ PORT ?= 8000
 UNIT_TESTS := --no-postgresql -m "not http and not browser and not node and not slow" \
   --hypothesis-profile=unit
 
-.PHONY: run test pytest lint typecheck unit browser record clean-venv help
+.PHONY: run test pytest lint typecheck unit browser record record-sweep clean-venv help
 
 help:
 	@echo "make run       - set up and serve the lesson at http://$(HOST):$(PORT) (SQLite under $(VAR)/)"
@@ -29,6 +29,7 @@ help:
 	@echo "make pytest    - every pytest test (PostgreSQL, Chromium and node must be there)"
 	@echo "make browser   - the browser tests (Chromium, and PostgreSQL for one journey)"
 	@echo "make record    - re-record the ablation (recordings/the-transformer-block.json)"
+	@echo "make record-sweep - record the depth sweep beside it (about 45 min on 2 cores)"
 
 # --- set-up -------------------------------------------------------------------
 
@@ -120,6 +121,10 @@ browser: os-packages $(VENV)/.installed-test node_modules/.installed
 
 record: $(VENV)/.installed-test
 	$(BIN)/normdive record-runs
+
+# The depth sweep beside the recording (about 45 minutes on 2 cores; docs/recording.md).
+record-sweep: $(VENV)/.installed-test
+	$(BIN)/normdive record-runs --sweep
 
 clean-venv:
 	rm -rf $(VENV) node_modules

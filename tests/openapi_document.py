@@ -214,6 +214,20 @@ def _query_parameter(name: str, description: str) -> Schema:
     }
 
 
+def _sweep_page(description: str) -> Schema:
+    """GET of the sweep's figures: an HTML page or fragment, 409 (readable) before the gate
+    has closed."""
+    page = {HTML: {"schema": PAGE}}
+    return {
+        "parameters": [_query_parameter("cell", "The sweep's cell to show in the player.")],
+        "security": [{}, {"learnerCookie": []}],
+        "responses": {
+            "200": {"description": description, "content": page},
+            "409": {"description": "The learner's gate has not closed yet.", "content": page},
+        },
+    }
+
+
 def operations(lesson: Lesson) -> dict[str, dict[str, Schema]]:
     """Each route's parameters, body and answers, by path and method."""
     number_fields = {
@@ -258,6 +272,24 @@ def operations(lesson: Lesson) -> dict[str, dict[str, Schema]]:
                     "404": _json("No such row.", REFUSAL),
                     "409": _json("The learner has not played this row yet.", REFUSAL),
                     "503": _json("The recording cannot be used right now.", REFUSAL),
+                },
+            }
+        },
+        "/depths": {"get": _sweep_page("The runs at other depths, as a page.")},
+        "/depths/panel": {"get": _sweep_page("The runs at other depths, as the panel's HTML.")},
+        "/depths/cells/{cell}.json": {
+            "get": {
+                "parameters": [
+                    _path_parameter(
+                        "cell", _text(), 'A cell of the sweep: "depth-init-row", e.g. 8-gpt2-both.'
+                    )
+                ],
+                "security": optional_learner,
+                "responses": {
+                    "200": _json("The cell's recorded curves, every seed.", ROW_CURVES),
+                    "404": _json("No such cell in the sweep.", REFUSAL),
+                    "409": _json("The learner's gate has not closed yet.", REFUSAL),
+                    "503": _json("The sweep cannot be used right now.", REFUSAL),
                 },
             }
         },

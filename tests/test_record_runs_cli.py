@@ -77,6 +77,10 @@ def test_end_to_end(uninterrupted: tuple[Path, str]) -> None:
     assert (source.jobs, source.threads_per_job, source.rows_resumed) == (2, 1, 0)
     assert f"Wrote {out}" in stdout
     assert "| row (seed 0) |" in stdout and "| neither | off | off |" in stdout
+    # Into a pipe (no terminal): a line per finished row, with the time elapsed and left.
+    finished = [line for line in stdout.splitlines() if line.startswith("[")]
+    assert [line.split()[0] for line in finished] == ["[1/4]", "[2/4]", "[3/4]", "[4/4]"]
+    assert finished[-1].endswith("elapsed, done")
     assert not out.with_name(out.name + ".partial").exists()
     assert not out.with_name(out.name + ".tmp").exists()
 
@@ -201,6 +205,9 @@ def test_help_shows_each_options_real_default() -> None:
         "--jobs": "(the CPU count)",
         "--out": DEFAULT_RECORDING_PATH,
         "--fresh": "(resume from them)",
+        "--sweep": "(the ablation at --depth)",
+        "--sweep-depths": "(2,4,8,16; 32 too on cuda)",
+        "--shard": "(the whole sweep)",
     }
     lines = {
         line.split()[1]: line for line in result.output.splitlines() if line.startswith("│ --")
@@ -219,7 +226,7 @@ def test_every_commands_options_show_a_default_or_say_they_are_required() -> Non
             commands += [(name, sub) for sub in command.commands]
         else:
             commands.append((name,))
-    assert len(commands) == 5
+    assert len(commands) == 6
     for words in commands:
         result = CliRunner().invoke(app, [*words, "--help"], env={"COLUMNS": "250"})
         assert result.exit_code == 0

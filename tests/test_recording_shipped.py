@@ -1,12 +1,17 @@
-"""The recording the lesson ships: the real output of the default `normdive record-runs`."""
+"""The recording the lesson ships: the real output of the default `normdive record-runs`; and
+the depth sweep beside it, once `normdive record-runs --sweep` has made it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from normdive.config import DEFAULT_RECORDING_PATH
 from normdive.recording.format import DEFAULT_SEEDS, ROW_KEYS, RunConfig
 from normdive.recording.reader import best_row, read_recording
+from normdive.recording.sweep import SWEEP_DEPTHS, default_plan, sweep_path_for
+from normdive.recording.sweep_reader import read_sweep
 
 SHIPPED = Path(__file__).resolve().parents[1] / DEFAULT_RECORDING_PATH
 
@@ -40,3 +45,21 @@ def test_its_best_row_is_computed_and_learned_the_copy() -> None:
     best = best_row(recording)
     row = recording.row(best)
     assert row is not None and row.final.heldout_accuracy == 1.0  # at least one row learned it
+
+
+SHIPPED_SWEEP = sweep_path_for(SHIPPED)
+SWEEP_MAX_BYTES = 2 * 1024 * 1024
+
+
+@pytest.mark.skipif(
+    not SHIPPED_SWEEP.exists(),
+    reason="no depth sweep shipped yet: `normdive record-runs --sweep` makes it (about 45 min)",
+)
+def test_the_shipped_sweep_is_the_default_one_whole_and_small() -> None:
+    sweep = read_sweep(SHIPPED_SWEEP)
+    assert SHIPPED_SWEEP.stat().st_size <= SWEEP_MAX_BYTES
+    assert sweep.shard is None
+    assert sweep.config == RunConfig()
+    assert sweep.plan in (default_plan(), default_plan([*SWEEP_DEPTHS, 32], trim_depth=None))
+    assert all(source.git_dirty is False for source in sweep.provenance)
+    assert all(run.row.final.step == sweep.config.steps for run in sweep.runs)

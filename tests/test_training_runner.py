@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from normdive.recording.files import tmp_path as temporary_path
 from normdive.recording.format import Recording, RunConfig
 from normdive.training.runner import (
     PartialRows,
@@ -17,7 +18,6 @@ from normdive.training.runner import (
     plan,
     write_recording,
 )
-from normdive.training.runner import tmp_path as temporary_path
 from sample_recordings import sample_recording
 
 CONFIG = RunConfig(depth=2, steps=40)

@@ -21,6 +21,7 @@ from normdive.config import (
     environment_variable,
 )
 from normdive.recording.format import DEFAULT_SEEDS, ROW_KEYS, RowKey, RunConfig
+from normdive.recording.sweep import SWEEP_DEPTHS, shard_path_for, sweep_path_for
 
 app = typer.Typer(
     help="normdive: deep dive D9 'Layer norm and residuals'.",
@@ -183,6 +184,8 @@ def check_recording(
 
 # The defaults of record-runs' options: the shipped recording's settings.
 RUN_DEFAULTS = RunConfig()
+# Where the depth sweep goes by default: beside the recording.
+DEFAULT_SWEEP_PATH = sweep_path_for(DEFAULT_RECORDING_PATH)
 
 
 def _described(field: str) -> str:
@@ -206,6 +209,27 @@ def parse_rows(text: str) -> list[RowKey]:
     if not wanted or unknown or len(set(wanted)) != len(wanted):
         raise typer.BadParameter(f"{text!r}: give distinct row keys from {', '.join(ROW_KEYS)}")
     return [key for key in ROW_KEYS if key in wanted]  # the page's order
+
+
+def parse_depths(text: str) -> list[int]:
+    try:
+        depths = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a comma-separated list of depths") from None
+    if not depths or any(not 1 <= d <= 64 for d in depths):
+        raise typer.BadParameter(f"{text!r}: give depths from 1 to 64, e.g. 2,4,8,16")
+    return depths
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    index, _, count = text.partition("/")
+    try:
+        shard = int(index), int(count)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r}: write it as I/N, e.g. 2/4") from None
+    if not 1 <= shard[0] <= shard[1]:
+        raise typer.BadParameter(f"{text!r}: I must be from 1 to N, e.g. 2/4")
+    return shard
 
 
 @app.command("record-runs")
@@ -248,17 +272,52 @@ def record_runs(
             show_default="resume from them",
         ),
     ] = False,
+    sweep: Annotated[
+        bool,
+        typer.Option(
+            "--sweep",
+            help="Record the depth sweep instead (docs/recording.md), into ...-sweep.json "
+            "beside --out.",
+            show_default="the ablation at --depth",
+        ),
+    ] = False,
+    sweep_depths: Annotated[
+        str | None,
+        typer.Option(
+            help="With --sweep: comma-separated depths.",
+            show_default=",".join(map(str, SWEEP_DEPTHS)) + "; 32 too on cuda",
+        ),
+    ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            help="With --sweep: train only the I-th of N disjoint slices (I/N), written beside "
+            "the sweep as ...-sweep.shard-I-of-N.json; join them with merge-recordings.",
+            show_default="the whole sweep",
+        ),
+    ] = None,
 ) -> None:
     """Train the ablation rows and write the recording the page replays.
 
     Every row is the same stack and budget with layer norm and residuals switched on or off.
     Finished rows are kept beside the output, so an interrupted run resumes when the same
     command runs again; the previous recording is replaced only once the new one is whole.
+    With --sweep, the same for the depth sweep.
     """
     from pydantic import ValidationError
 
     seed_list = parse_seeds(seeds)
     row_list = parse_rows(rows)
+    if not sweep and (sweep_depths is not None or shard is not None):
+        raise typer.BadParameter("--sweep-depths and --shard go with --sweep", param_hint="--sweep")
+    if sweep and (depth != RUN_DEFAULTS.depth or init != RUN_DEFAULTS.init):
+        raise typer.BadParameter(
+            "the sweep trains every depth of --sweep-depths with both inits; "
+            "leave --depth and --init out",
+            param_hint="--sweep",
+        )
+    depth_list = parse_depths(sweep_depths) if sweep_depths is not None else None
+    shard_part = parse_shard(shard) if shard is not None else None
     if device not in ("auto", "cpu", "cuda"):
         raise typer.BadParameter(f"{device!r}: choose auto, cpu or cuda", param_hint="--device")
     if jobs is not None and jobs < 1:
@@ -284,14 +343,66 @@ def record_runs(
         raise typer.Exit(EXIT_SETTINGS_INVALID) from None
 
     # torch from here on: normdive.training is the only code that imports it.
-    from normdive.training.command import NoCudaDevice
+    from normdive.training.command import NoCudaDevice, record_sweep_runs
     from normdive.training.command import record_runs as train_and_record
 
     try:
-        status = train_and_record(
-            config, row_list, seed_list, device=device, jobs=jobs, out=out, fresh=fresh
-        )
+        if sweep:
+            sweep_out = sweep_path_for(out)
+            if shard_part is not None:
+                sweep_out = shard_path_for(sweep_out, *shard_part)
+            status = record_sweep_runs(
+                config,
+                row_list,
+                seed_list,
+                depths=depth_list,
+                shard=shard_part,
+                device=device,
+                jobs=jobs,
+                out=sweep_out,
+                fresh=fresh,
+            )
+        else:
+            status = train_and_record(
+                config, row_list, seed_list, device=device, jobs=jobs, out=out, fresh=fresh
+            )
     except NoCudaDevice as error:
         typer.echo(str(error), err=True)
         raise typer.Exit(EXIT_SETTINGS_INVALID) from None
     raise typer.Exit(status)
+
+
+@app.command("merge-recordings")
+def merge_recordings(
+    parts: Annotated[
+        list[Path], typer.Argument(help="The shard files of one sweep (all N of them).")
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(help="Where the merged sweep goes."),
+    ] = DEFAULT_SWEEP_PATH,
+) -> None:
+    """Join the shards of a depth sweep (record-runs --sweep --shard I/N) into one file.
+
+    Checks that they agree (same format, settings and plan), that none is missing or given
+    twice, and that no run is in two of them; then writes the sweep whole or not at all.
+    """
+    from normdive.recording.files import UnfaithfulWrite, write_validated
+    from normdive.recording.reader import RecordingProblem
+    from normdive.recording.sweep_reader import MergeProblem, merge_sweeps, read_sweep
+
+    try:
+        loaded = [(str(path), read_sweep(path)) for path in parts]
+        merged = merge_sweeps(loaded)
+    except RecordingProblem as problem:
+        raise _fail(problem.message) from None
+    except MergeProblem as problem:
+        raise _fail(f"Not merged: {problem}") from None
+    try:
+        size = write_validated(out, merged, indent=None)
+    except (OSError, UnfaithfulWrite) as error:
+        raise _fail(f"Could not write {out}: {error}") from None
+    typer.echo(
+        f"Merged {len(parts)} shard(s), {len(merged.runs)} runs, into {out} "
+        f"({size / 1024:.1f} KiB)."
+    )

@@ -28,6 +28,8 @@ The ablation's data, all here and none of it naming a winner:
     Lesson.takeaway      `composed_line` / `composed_line_tie`: the pre-filled line once the
                          recording has shown its answer
     Lesson.aggregate     how all learners predicted: min_learners and texts
+    Lesson.sweep         the panel "Does it hold at other depths?" and the compare section's
+                         line about other depths: templates filled from the sweep file
     Lesson.recording_problems
                          what a learner reads when the recording cannot be used, one
                          sentence per reason code of normdive.recording.reader (the author's
@@ -517,6 +519,59 @@ class RecordingProblems(_Model):
         return text if isinstance(text, str) else self.invalid
 
 
+class SweepText(_Model):
+    """The panel "Does it hold at other depths?", shown once the gate has closed, and the
+    compare section's line about other depths. Every sentence is a template that
+    normdive.progress.sweep fills from the sweep file; none names a result."""
+
+    heading: Text
+    intro: Text
+    open_label: Text  # the link that opens the panel's figures (the page without JavaScript)
+    loading: Text
+    missing: Text  # no sweep file on this server
+    unusable: Text  # a sweep file that cannot be read
+    locked: Text  # the panel's figures asked for before the gate has closed
+    grid_caption: Text  # {init}: one initialisation's table
+    how_to_read: Text  # what a cell shows
+    cell_spread: Text  # {low}, {high}: a cell's lowest and highest seed
+    cell_label: Text  # {row}, {depth}, {init}: ends the accessible name of a cell's link
+    depth_seeds: Text  # {seeds}: the seeds trained at a depth
+    back_label: Text  # the standalone page's link back to the lesson
+    player_heading: Text  # {row}, {depth}, {init}, {seed}
+    player_note: Text  # {steps}, {others}
+    recovers_more: Text  # {init}, {component}, {depths}
+    neither_more: Text  # {init}, {depths}
+    seeds_disagree: Text  # {init}, {depths}
+    changes: Text  # {init}, {before}, {after}: between two depths recorded next to each other
+    same_everywhere: Text  # {init}
+    init_changes: Text  # {depths}
+    init_same: Text
+    trimmed: Text  # {depth}, {seeds}
+    compare_line: Text  # {predicted}, {init}, {depths}
+    init_labels: dict[str, Text]  # by init setting, short: "GPT-2 initialisation"
+
+    @model_validator(mode="after")
+    def _templates(self) -> SweepText:
+        _named("grid_caption", self.grid_caption, ("init",), ("init",))
+        _named("cell_spread", self.cell_spread, ("low", "high"), ("low", "high"))
+        _named("depth_seeds", self.depth_seeds, ("seeds",), ("seeds",))
+        _named("cell_label", self.cell_label, ("row", "depth", "init"), ("row", "depth"))
+        _named("player_heading", self.player_heading, ("row", "depth", "init", "seed"))
+        _named("player_note", self.player_note, ("steps", "others"))
+        _named("recovers_more", self.recovers_more, ("init", "component", "depths"))
+        _named("neither_more", self.neither_more, ("init", "depths"), ("depths",))
+        _named("seeds_disagree", self.seeds_disagree, ("init", "depths"), ("depths",))
+        _named("changes", self.changes, ("init", "before", "after"), ("before", "after"))
+        _named("same_everywhere", self.same_everywhere, ("init",))
+        _named("init_changes", self.init_changes, ("depths",), ("depths",))
+        _named("init_same", self.init_same, ())
+        _named("trimmed", self.trimmed, ("depth", "seeds"), ("depth", "seeds"))
+        _named("compare_line", self.compare_line, ("predicted", "init", "depths"), ("depths",))
+        for name in ("heading", "intro", "open_label", "loading", "missing", "unusable"):
+            _named(name, getattr(self, name), ())
+        return self
+
+
 class OwnRow(_Model):
     label: Text
     placeholder: Text
@@ -557,6 +612,7 @@ class Lesson(_Model):
     compare: Compare
     aggregate: Aggregate
     recording_problems: RecordingProblems
+    sweep: SweepText
 
     @field_validator("eps", "tolerance", mode="before")
     @classmethod

@@ -97,7 +97,7 @@ class RecordingProblem(Exception):
         return hash((self.reason, self.message))
 
 
-def _validation_summary(error: ValidationError) -> str:
+def validation_summary(error: ValidationError) -> str:
     """The first few problems, one per field: a value that fits neither branch of a union
     (a number or a non-finite marker) is reported once, under the field's own name."""
     found: dict[str, str] = {}
@@ -155,7 +155,7 @@ def parse_recording(text: str | bytes, name: str) -> Recording:
     except ValidationError as error:
         raise RecordingProblem(
             "invalid",
-            f"The recording {name} does not match the format: {_validation_summary(error)}. "
+            f"The recording {name} does not match the format: {validation_summary(error)}. "
             f"{REMEDY}",
         ) from error
 

@@ -6,6 +6,7 @@ docs/recording.md. Markdown, so the same text reads in a terminal and in the doc
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,8 @@ from normdive.recording.reader import (
     read_capped,
     require_ablation_rows,
 )
+from normdive.recording.sweep import Sweep
+from normdive.recording.sweep_reader import describe_sweep, is_sweep_document, sweep_from_data
 
 
 def _percent(value: float | str) -> str:
@@ -103,6 +106,16 @@ def describe(recording: Recording, name: str) -> list[str]:
     return lines
 
 
+def _as_sweep(raw: bytes, name: str) -> Sweep | None:
+    """The sweep in `raw` when it claims to be one (raising its problem if invalid), else
+    None: the bytes are left to the recording's own parser and its messages."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return sweep_from_data(data, name) if is_sweep_document(data) else None
+
+
 @dataclass(frozen=True)
 class RecordingCheck:
     """What checking a recording file found: `lines` describe it (none when it does not
@@ -114,9 +127,20 @@ class RecordingCheck:
 
 def check_recording_file(path: Path) -> RecordingCheck:
     """Read, validate and describe the recording at `path`, as `normdive check-recording`
-    reports it; the last line of a playable file says which row is best."""
+    reports it; the last line of a playable file says which row is best. A depth sweep file
+    is recognised by its kind and checked as one (normdive.recording.sweep_reader)."""
     try:
-        recording = parse_recording(read_capped(path), str(path))
+        raw = read_capped(path)
+        sweep = _as_sweep(raw, str(path))
+        if sweep is not None:
+            return RecordingCheck(
+                [
+                    *describe_sweep(sweep, str(path)),
+                    f"OK: a valid sweep of {len(sweep.runs)} runs.",
+                ],
+                None,
+            )
+        recording = parse_recording(raw, str(path))
     except RecordingProblem as problem:
         return RecordingCheck([], problem)
     lines = describe(recording, str(path))

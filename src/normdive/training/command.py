@@ -21,7 +21,17 @@ from rich.console import Console
 
 from normdive.recording.format import RowKey, RunConfig
 from normdive.recording.summary import ranking_note, summary_table
+from normdive.recording.sweep import (
+    CUDA_EXTRA_DEPTHS,
+    SWEEP_DEPTHS,
+    TRIM_DEPTH,
+    ShardPart,
+    default_plan,
+    relative_cost,
+)
+from normdive.recording.sweep_reader import sweep_summary
 from normdive.training.runner import RecordError, partial_dir, plan, record
+from normdive.training.sweep import record_sweep
 
 EXIT_INTERRUPTED = 130  # what a shell reports for a command ended by Ctrl-C
 EXIT_FAILED = 1
@@ -36,6 +46,15 @@ def command_line() -> str:
     if Path(sys.argv[0]).name == "normdive":
         return shlex.join(["normdive", *sys.argv[1:]])
     return shlex.join(["normdive", "record-runs", *sys.argv[1:]])
+
+
+def resolve_device(device: str) -> str:
+    """auto, cpu or cuda as the device to train on; raises NoCudaDevice."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise NoCudaDevice("--device cuda: this torch sees no CUDA device (use cpu or auto).")
+    return device
 
 
 def _interrupt_on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -55,10 +74,7 @@ def record_runs(
     """Train the rows and write the recording to `out`; returns the exit status.
     `device` is auto, cpu or cuda; `jobs` None means one process per CPU. Raises NoCudaDevice
     before anything is trained."""
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    elif device == "cuda" and not torch.cuda.is_available():
-        raise NoCudaDevice("--device cuda: this torch sees no CUDA device (use cpu or auto).")
+    device = resolve_device(device)
     tasks = plan(rows, seeds)
     job_count = min(jobs or os.cpu_count() or 1, len(tasks))
     console = Console(soft_wrap=True)  # paths and table lines stay whole in logs
@@ -100,4 +116,81 @@ def record_runs(
     for line in summary_table(recording):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(ranking_note(recording), markup=False, highlight=False, soft_wrap=True)
+    return 0
+
+
+def record_sweep_runs(
+    config: RunConfig,
+    rows: Sequence[RowKey],
+    seeds: Sequence[int],
+    *,
+    depths: Sequence[int] | None,
+    shard: tuple[int, int] | None,
+    device: str,
+    jobs: int | None,
+    out: Path,
+    fresh: bool,
+) -> int:
+    """Train the depth sweep (or one shard of it) and write it to `out`; returns the exit
+    status. `depths` None means the default depths, and depth 32 too on CUDA. On the CPU the
+    default trims the seeds from depth 16 on (recording.sweep.TRIM_DEPTH); on CUDA it does
+    not. Raises NoCudaDevice before anything is trained."""
+    device = resolve_device(device)
+    chosen_depths = (
+        list(depths)
+        if depths is not None
+        else [*SWEEP_DEPTHS, *(CUDA_EXTRA_DEPTHS if device == "cuda" else ())]
+    )
+    sweep_plan = default_plan(
+        chosen_depths, seeds, rows=rows, trim_depth=None if device == "cuda" else TRIM_DEPTH
+    )
+    part = ShardPart(index=shard[0], count=shard[1]) if shard is not None else None
+    runs = sweep_plan.runs() if part is None else sweep_plan.shard(part.index, part.count)
+    job_count = min(jobs or os.cpu_count() or 1, max(1, len(runs)))
+    console = Console(soft_wrap=True)
+    depth_text = "; ".join(
+        f"depth {entry.depth} seeds {', '.join(map(str, entry.seeds))}"
+        for entry in sweep_plan.depths
+    )
+    console.print(
+        "Recording the depth sweep"
+        + (f", shard {part.index} of {part.count}" if part else "")
+        + f": {len(runs)} run(s) on {device}"
+        + (f" with {job_count} single-thread process(es)" if device == "cpu" else "")
+        + f"; {depth_text}; inits {', '.join(sweep_plan.inits)}; copy length "
+        f"{config.copy_length}, width {config.d_model}, {config.steps} steps. "
+        f"Relative cost {sum(relative_cost(r.depth) for r in runs):.0f} (one run at depth 8: "
+        f"{relative_cost(8):.1f}). Writing {out}."
+    )
+    previous = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+    started = time.perf_counter()
+    try:
+        sweep = record_sweep(
+            config,
+            sweep_plan,
+            shard=part,
+            device=device,
+            jobs=job_count,
+            out=out,
+            command=command_line(),
+            fresh=fresh,
+            console=console,
+        )
+    except KeyboardInterrupt:
+        console.print(
+            f"Interrupted. Finished runs are kept in {partial_dir(out)}; run the same command "
+            f"again to resume. {out} was not touched."
+        )
+        return EXIT_INTERRUPTED
+    except RecordError as error:
+        console.print(f"record-runs --sweep failed: {error}")
+        console.print(f"Finished runs are kept in {partial_dir(out)}; {out} was not touched.")
+        return EXIT_FAILED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    wall = time.perf_counter() - started
+    size = out.stat().st_size
+    console.print(f"Wrote {out} ({size / 1024:.1f} KiB) in {wall:.1f} s ({wall / 60:.1f} min).")
+    for line in sweep_summary(sweep):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     return 0

@@ -29,17 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
+from normdive.recording.files import UnfaithfulWrite, write_atomically, write_validated
 from normdive.recording.format import FORMAT_VERSION, Recording, Row, RowKey, RunConfig
+from normdive.training.progress import Planned, RunProgress
 from normdive.training.provenance import provenance
 from normdive.training.train import pin_cpu, train_row
 
@@ -66,6 +59,26 @@ class RowTask:
     def label(self) -> str:
         return f"{self.key} seed {self.seed}"
 
+    def job(self, config: RunConfig) -> Job:
+        return Job(self.name, self.label, config, self.key, self.seed)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One row to train: under `name` its row is kept beside the output; `cost` is relative
+    to the command's other jobs (for the estimate of the time left)."""
+
+    name: str
+    label: str
+    config: RunConfig
+    key: RowKey
+    seed: int
+    cost: float = 1.0
+
+    @property
+    def planned(self) -> Planned:
+        return Planned(self.name, self.label, self.cost)
+
 
 def plan(rows: Sequence[RowKey], seeds: Sequence[int]) -> list[RowTask]:
     """Seed by seed, in the page's row order, so the page's seed finishes first."""
@@ -74,20 +87,6 @@ def plan(rows: Sequence[RowKey], seeds: Sequence[int]) -> list[RowTask]:
 
 def partial_dir(out: Path) -> Path:
     return out.with_name(out.name + ".partial")
-
-
-def tmp_path(out: Path) -> Path:
-    return out.with_name(out.name + ".tmp")
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write `text` to `path` so that a reader sees the old file or the new one, never half."""
-    tmp = tmp_path(path)
-    with tmp.open("w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 class PartialRows:
@@ -108,19 +107,27 @@ class PartialRows:
         if not stamp.exists():
             write_atomically(stamp, json.dumps(fingerprint, indent=1, sort_keys=True))
 
-    def path(self, task: RowTask) -> Path:
+    def path(self, task: RowTask | Job) -> Path:
         return self.dir / f"{task.name}.json"
 
-    def load(self, task: RowTask) -> Row | None:
-        """The kept row, or None when absent or unreadable (then it is trained again)."""
+    def load(self, task: RowTask | Job) -> Row | None:
+        """The kept row, or None when absent, unreadable or not the task's (then it is
+        trained again)."""
         try:
             row = Row.model_validate_json(self.path(task).read_bytes())
         except (OSError, ValueError):
             return None
-        return row if (row.key, row.seed) == (task.key, task.seed) else None
+        if (row.key, row.seed) != (task.key, task.seed):
+            return None
+        if isinstance(task, Job) and any(
+            len(point.norms) != task.config.depth for point in row.block_grad_norms
+        ):
+            return None
+        return row
 
-    def save(self, row: Row) -> None:
-        write_atomically(self.path(RowTask(row.key, row.seed)), row.model_dump_json())
+    def save(self, row: Row, name: str | None = None) -> None:
+        where = self.dir / f"{name}.json" if name else self.path(RowTask(row.key, row.seed))
+        write_atomically(where, row.model_dump_json())
 
     def remove(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -136,71 +143,30 @@ def fingerprint(config: RunConfig, device: str) -> dict[str, Any]:
 
 
 def _worker(
-    config_json: str, device: str, partial: str, tasks: Any, events: Any
+    device: str, partial: str, tasks: Any, events: Any
 ) -> None:  # pragma: no cover  (runs in a spawned process; the CLI tests drive it)
     # Ctrl-C reaches the whole process group: the parent decides, and stops us itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (already ignored since exec; see below)
     pin_cpu()
     parent = os.getppid()
-    config = RunConfig.model_validate_json(config_json)
     store = Path(partial)
     while (item := tasks.get()) is not None:
-        task = RowTask(*item)
+        name, config_json, key, seed = item
+        config = RunConfig.model_validate_json(config_json)
 
-        def report(p: Any, name: str = task.name) -> None:
+        def report(p: Any, name: str = name) -> None:
             if os.getppid() != parent:
                 os._exit(1)  # the parent is gone (killed): do not train on as an orphan
             events.put(("progress", name, (p.step, p.train_loss, p.heldout_accuracy)))
 
         try:
-            events.put(("start", task.name, None))
-            row = train_row(config, task.key, task.seed, device=device, report=report)
-            write_atomically(store / f"{task.name}.json", row.model_dump_json())
-            events.put(("done", task.name, (row.wall_s, row.final.heldout_accuracy)))
+            events.put(("start", name, None))
+            row = train_row(config, key, seed, device=device, report=report)
+            write_atomically(store / f"{name}.json", row.model_dump_json())
+            events.put(("done", name, (row.wall_s, row.final.heldout_accuracy)))
         except Exception:
-            events.put(("error", task.name, traceback.format_exc()))
+            events.put(("error", name, traceback.format_exc()))
             return
-
-
-class _Bars:
-    def __init__(self, console: Console, tasks: Sequence[RowTask], steps: int) -> None:
-        self.progress = Progress(
-            TextColumn("{task.description:<22}"),
-            BarColumn(bar_width=24),
-            MofNCompleteColumn(),
-            TextColumn("loss {task.fields[loss]:>6}  acc {task.fields[acc]:>6}"),
-            TimeElapsedColumn(),
-            TextColumn("eta"),
-            TimeRemainingColumn(),
-            console=console,
-        )
-        self.steps = steps
-        self.ids: dict[str, TaskID] = {
-            t.name: self.progress.add_task(t.label, total=steps, start=False, loss="-", acc="-")
-            for t in tasks
-        }
-
-    def kept(self, name: str, accuracy: float | str) -> None:
-        self.progress.update(self.ids[name], completed=self.steps, loss="kept", acc=_pct(accuracy))
-
-    def start(self, name: str) -> None:
-        self.progress.start_task(self.ids[name])
-
-    def step(self, name: str, step: int, loss: float, accuracy: float | None) -> None:
-        self.progress.update(
-            self.ids[name],
-            completed=step,
-            loss=f"{loss:.3f}",
-            acc=_pct(accuracy) if accuracy is not None else "-",
-        )
-
-    def done(self, name: str, accuracy: float | str) -> None:
-        self.progress.update(self.ids[name], completed=self.steps, acc=_pct(accuracy))
-        self.progress.stop_task(self.ids[name])
-
-
-def _pct(value: float | str) -> str:
-    return f"{100 * value:.1f}%" if isinstance(value, float) else str(value)
 
 
 def _stop(workers: list[BaseProcess]) -> None:
@@ -214,21 +180,21 @@ def _stop(workers: list[BaseProcess]) -> None:
             worker.join()
 
 
-def _run_processes(
-    config: RunConfig, todo: list[RowTask], jobs: int, partial: PartialRows, bars: _Bars
-) -> None:
+def run_processes(todo: list[Job], jobs: int, partial: PartialRows, bars: RunProgress) -> None:
+    """Train `todo` in `jobs` single-thread worker processes, each row kept in `partial` as
+    it finishes. Raises RecordError when a worker fails or dies."""
     context = mp.get_context("spawn")  # a fresh interpreter: no inherited torch thread pools
     tasks = context.Queue()
     events = context.Queue()
-    for task in todo:
-        tasks.put((task.key, task.seed))
+    for job in todo:
+        tasks.put((job.name, job.config.model_dump_json(), job.key, job.seed))
     count = min(jobs, len(todo))
     for _ in range(count):
         tasks.put(None)
     workers: list[BaseProcess] = [
         context.Process(
             target=_worker,
-            args=(config.model_dump_json(), "cpu", str(partial.dir), tasks, events),
+            args=("cpu", str(partial.dir), tasks, events),
             daemon=True,
         )
         for _ in range(count)
@@ -242,7 +208,7 @@ def _run_processes(
             worker.start()
     finally:
         signal.signal(signal.SIGINT, previous)
-    remaining = {task.name for task in todo}
+    remaining = {job.name for job in todo}
     try:
         while remaining:
             try:
@@ -261,7 +227,7 @@ def _run_processes(
             elif kind == "progress":
                 bars.step(name, *data)
             elif kind == "done":
-                bars.done(name, data[1])
+                bars.done(name, data[1], data[0])
                 remaining.discard(name)
             elif kind == "error":
                 raise RecordError(f"row {name} failed:\n{data}")
@@ -272,36 +238,58 @@ def _run_processes(
         _stop(workers)
 
 
-def _run_here(
-    config: RunConfig, todo: list[RowTask], device: str, partial: PartialRows, bars: _Bars
-) -> None:
-    for task in todo:
-        bars.start(task.name)
+def run_here(todo: list[Job], device: str, partial: PartialRows, bars: RunProgress) -> None:
+    """Train `todo` one after the other in this process (the CUDA path)."""
+    for job in todo:
+        bars.start(job.name)
 
-        def report(p: Any, name: str = task.name) -> None:
+        def report(p: Any, name: str = job.name) -> None:
             bars.step(name, p.step, p.train_loss, p.heldout_accuracy)
 
-        row = train_row(config, task.key, task.seed, device=device, report=report)
-        partial.save(row)
-        bars.done(task.name, row.final.heldout_accuracy)
+        row = train_row(job.config, job.key, job.seed, device=device, report=report)
+        partial.save(row, job.name)
+        bars.done(job.name, row.final.heldout_accuracy, row.wall_s)
 
 
 def write_recording(out: Path, recording: Recording) -> int:
-    """Write, read back, validate, rename. Returns the file's size in bytes."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    text = recording.model_dump_json(indent=1) + "\n"
-    tmp = tmp_path(out)
+    """Write the recording whole or not at all (write_validated). Returns its size in bytes."""
     try:
-        with tmp.open("w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if Recording.model_validate_json(tmp.read_bytes()) != recording:
-            raise RecordError(f"{tmp} did not read back as written; {out} is unchanged")
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return len(text.encode("utf-8"))
+        return write_validated(out, recording)
+    except UnfaithfulWrite as error:
+        raise RecordError(str(error)) from None
+
+
+def train_missing(
+    todo: list[Job],
+    kept: dict[str, Row],
+    *,
+    device: str,
+    jobs: int,
+    partial: PartialRows,
+    console: Console,
+    steps: int,
+    every: Sequence[Job],
+) -> dict[str, Row]:
+    """Train `todo` (the jobs of `every` not kept yet), showing progress over all of them;
+    returns every job's row by name. Raises KeyboardInterrupt (finished rows stay kept) or
+    RecordError."""
+    bars = RunProgress(console, [job.planned for job in every], steps)
+    for name, kept_row in kept.items():
+        bars.kept(name, kept_row.final.heldout_accuracy)
+    with bars:
+        if not todo:
+            pass
+        elif device == "cpu":
+            run_processes(todo, jobs, partial, bars)
+        else:
+            run_here(todo, device, partial, bars)
+    rows: dict[str, Row] = {}
+    for job in every:
+        row = kept.get(job.name) or partial.load(job)
+        if row is None:
+            raise RecordError(f"row {job.label} finished but {partial.path(job)} is unreadable")
+        rows[job.name] = row
+    return rows
 
 
 def record(
@@ -327,22 +315,18 @@ def record(
         console.print(
             f"Resuming: {len(kept)} finished row(s) kept in {partial.dir}; {len(todo)} to train."
         )
-    bars = _Bars(console, tasks, config.steps)
-    for name, row in kept.items():
-        bars.kept(name, row.final.heldout_accuracy)
-    with bars.progress:
-        if not todo:
-            pass
-        elif device == "cpu":
-            _run_processes(config, todo, jobs, partial, bars)
-        else:
-            _run_here(config, todo, device, partial, bars)
-    rows = []
-    for task in tasks:
-        row = kept.get(task.name) or partial.load(task)
-        if row is None:
-            raise RecordError(f"row {task.label} finished but {partial.path(task)} is unreadable")
-        rows.append(row)
+    every = [task.job(config) for task in tasks]
+    found = train_missing(
+        [job for job in every if job.name not in kept],
+        kept,
+        device=device,
+        jobs=jobs,
+        partial=partial,
+        console=console,
+        steps=config.steps,
+        every=every,
+    )
+    rows = [found[task.name] for task in tasks]
     recording = Recording(
         format_version=FORMAT_VERSION,
         lesson=LESSON,

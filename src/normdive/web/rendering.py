@@ -17,8 +17,10 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup
 
 from normdive import __version__
+from normdive.lesson.content import Lesson
 from normdive.numeric.display import format_number, format_row
 from normdive.recording.format import ROW_KEYS
+from normdive.web.sweep_view import SweepPanelView
 from normdive.web.view import PageView
 
 TEMPLATES_DIR = Path(str(resources.files("normdive.web").joinpath("templates")))
@@ -105,6 +107,15 @@ class Renderer:
         return self.env.get_template("error.html").render(
             status=status, title=title, message=message
         )
+
+    def sweep_page(self, lesson: Lesson, panel: SweepPanelView) -> str:
+        """The panel "Does it hold at other depths?" as a page of its own."""
+        return self.env.get_template("depths.html").render(lesson=lesson, panel=panel)
+
+    def sweep_fragment(self, lesson: Lesson, panel: SweepPanelView) -> str:
+        """The panel's figures, as the lesson page swaps them in."""
+        module: Any = self.env.get_template(FRAGMENTS_TEMPLATE).module
+        return str(Markup(module.sweep_body(lesson, panel)).strip())
 
     def fragment(self, fragment_id: str, view: PageView) -> str:
         if fragment_id not in FRAGMENT_IDS:

@@ -26,8 +26,11 @@ from normdive.progress.events import EventKind
 from normdive.progress.facts import RecordingFacts, recording_facts
 from normdive.progress.history import History
 from normdive.progress.state import LessonState, derive
+from normdive.progress.sweep import compare_line
 from normdive.recording import reader
 from normdive.recording.format import Recording
+from normdive.recording.sweep import sweep_path_for
+from normdive.recording.sweep_reader import sweep_status
 from normdive.store.event_store import Store
 from normdive.web.rendering import Renderer
 from normdive.web.security.csrf import form_token
@@ -218,6 +221,25 @@ class Services:
                 else None
             ),
             csrf_token=form_token(self.settings.secret_key, learner_id),
+            sweep_line=self.sweep_line(state, status),
+        )
+
+    def sweep_line(self, state: LessonState, status: RecordingStatus) -> str | None:
+        """The compare section's line about other depths, once the gate has closed and when
+        the sweep beside the recording bears the learner's prediction out elsewhere (the
+        sweep is read then, cached by its stat; never before the gate closes)."""
+        if not state.gate.closed or not isinstance(status, Recording):
+            return None
+        sweep = sweep_status(sweep_path_for(self.settings.recording_path))
+        if isinstance(sweep, reader.RecordingProblem):
+            return None
+        return compare_line(
+            sweep,
+            self.lesson,
+            state.prediction,
+            depth=status.config.depth,
+            init=status.config.init,
+            agrees=state.compare.opening_verdict == "agrees",
         )
 
 

@@ -125,6 +125,8 @@ class PageView:
     provenance: ProvenanceView | None = None  # while the recording's rows can be used
     gradients: GradientsView | None = None  # once every row has played
     aggregate: AggregateView | None = None  # once the learner has committed
+    # The compare section's line about other depths (progress.sweep.compare_line).
+    sweep_line: str | None = None
     # The learner's form token (security.csrf), in every form and the page's meta tag.
     csrf_token: str = ""
 
@@ -189,6 +191,7 @@ def build_page_view(
     recording_file: str = "",
     counts: PredictionCounts | None = None,
     csrf_token: str = "",
+    sweep_line: str | None = None,
 ) -> PageView:
     """`player_row` is shown only once it has played; `recording` feeds the player, the
     provenance card and the gradients while its rows can be used; `counts` (all learners'
@@ -238,4 +241,5 @@ def build_page_view(
             else None
         ),
         csrf_token=csrf_token,
+        sweep_line=sweep_line,
     )

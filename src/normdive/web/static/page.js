@@ -10,6 +10,8 @@
 // - Playing a row posts like any form, then player.js (loaded only now) draws the row's curves,
 //   growing over a few seconds (at once under prefers-reduced-motion); the row's final figures
 //   show when the curves are complete. A reload shows the same row again, without animation.
+// - The panel "Does it hold at other depths?" (once the gate has closed) costs nothing until
+//   it opens: then sweep.js loads and fetches its figures.
 // - Hidden inputs carry the switch, the learner's own row and the row in the player in every
 //   form, as the URL does, so a page without JavaScript keeps them across a POST.
 //
@@ -189,6 +191,7 @@ function isFocusable(element) {
 
 function swapFragments(fragments, focusId) {
   const keepDefault = !takeawayDirty();
+  const sweepPanel = document.getElementById("sweep-panel");
   let firstRegion = null;
   for (const [id, html] of Object.entries(fragments)) {
     const current = document.getElementById(id);
@@ -196,6 +199,10 @@ function swapFragments(fragments, focusId) {
     current.outerHTML = html;
     firstRegion = firstRegion || document.getElementById(id);
   }
+  // An open panel of the runs at other depths stays open, its figures loaded, when the gate
+  // around it is drawn again (a replayed row).
+  const drawnAgain = document.getElementById("sweep-panel");
+  if (sweepPanel?.open && drawnAgain && drawnAgain !== sweepPanel) drawnAgain.replaceWith(sweepPanel);
   forgetTargets();
   repaint();
   if (keepDefault) followTakeawayDefault();
@@ -435,5 +442,18 @@ takeaway.baseline = takeawayParts()?.text.value ?? null;
 repaint();
 // requestIdleCallback is missing from some browsers (Safari); a timer does the same there.
 (window.requestIdleCallback ?? window.setTimeout)(prepareOtherEps);
+// ---- the runs at other depths ----------------------------------------------------------------
+
+// `toggle` does not bubble: listened for on the way down.
+document.addEventListener(
+  "toggle",
+  (event) => {
+    const panel = event.target;
+    if (!(panel instanceof HTMLDetailsElement) || panel.id !== "sweep-panel" || !panel.open) return;
+    import("./sweep.js").then(({ openPanel }) => openPanel(panel));
+  },
+  true,
+);
+
 const shownRow = document.getElementById("player")?.dataset.playerRow;
 if (shownRow) showPlayedRow(shownRow, false);

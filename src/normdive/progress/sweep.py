@@ -1,0 +1,118 @@
+"""What the depth sweep says, in the lesson's sentences: filled from the sweep file, so a
+sweep whose answer flips at another depth (or never) says so without an edit.
+
+CONTRACT: sweep_sentences(sweep, lesson) -> list[str]: for each initialisation, at which
+depths each single component recovers more (or neither, or the seeds disagree) and where
+the answer changes; then what the initialisation changes; then which depths trained fewer
+seeds. compare_line(sweep, lesson, prediction, depth=, init=, agrees=) -> str | None: the
+compare section's line when the learner's opening prediction, wrong (or tied) in the
+recording, is what happens at other depths of the sweep with the recording's initialisation.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+from normdive.lesson.content import COMPONENT_ROWS, Lesson
+from normdive.recording.sweep import Sweep
+from normdive.recording.sweep_reader import DepthVerdict, verdicts
+
+# The predict choice id whose single-component row each verdict names.
+VERDICT_CHOICES = {row: choice for choice, row in COMPONENT_ROWS.items()}
+
+
+def listed(numbers: Sequence[int]) -> str:
+    """ "2", "2 and 4", "2, 4 and 8"."""
+    if len(numbers) == 1:
+        return str(numbers[0])
+    return f"{', '.join(map(str, numbers[:-1]))} and {numbers[-1]}"
+
+
+def depth_words(depths: Sequence[int]) -> str:
+    """ "depth 2", "depths 2 and 4", "depths 2, 4 and 8"."""
+    return f"depth{'s' if len(depths) > 1 else ''} {listed(depths)}"
+
+
+def init_label(lesson: Lesson, init: str) -> str:
+    return lesson.sweep.init_labels.get(init, init)
+
+
+def _by_init(found: list[DepthVerdict]) -> dict[str, list[DepthVerdict]]:
+    grouped: dict[str, list[DepthVerdict]] = {}
+    for verdict in found:
+        grouped.setdefault(verdict.init, []).append(verdict)
+    return grouped
+
+
+def _verdict_sentence(lesson: Lesson, init: str, verdict: str, depths: list[int]) -> str:
+    text = lesson.sweep
+    fields = {"init": init_label(lesson, init), "depths": depth_words(depths)}
+    if verdict in VERDICT_CHOICES:
+        component = lesson.components[VERDICT_CHOICES[verdict]]
+        return text.recovers_more.format(component=component, **fields)
+    if verdict == "tie":
+        return text.neither_more.format(**fields)
+    return text.seeds_disagree.format(**fields)
+
+
+def sweep_sentences(sweep: Sweep, lesson: Lesson) -> list[str]:
+    text = lesson.sweep
+    sentences = []
+    grouped = _by_init(verdicts(sweep))
+    for init, found in grouped.items():
+        order: dict[str, list[int]] = {}
+        for verdict in found:
+            order.setdefault(verdict.verdict, []).append(verdict.depth)
+        sentences += [_verdict_sentence(lesson, init, v, depths) for v, depths in order.items()]
+        changes = [
+            (before.depth, after.depth)
+            for before, after in itertools.pairwise(found)
+            if before.verdict != after.verdict
+        ]
+        label = init_label(lesson, init)
+        sentences += [text.changes.format(init=label, before=b, after=a) for b, a in changes]
+        if not changes and len(found) > 1:
+            sentences.append(text.same_everywhere.format(init=label))
+    if len(grouped) > 1:
+        answers: dict[int, set[str]] = {}
+        for found in grouped.values():
+            for verdict in found:
+                answers.setdefault(verdict.depth, set()).add(verdict.verdict)
+        differ = [depth for depth, seen in sorted(answers.items()) if len(seen) > 1]
+        sentences.append(
+            text.init_changes.format(depths=depth_words(differ)) if differ else text.init_same
+        )
+    widest = max(len(entry.seeds) for entry in sweep.plan.depths)
+    for entry in sweep.plan.depths:
+        if len(entry.seeds) < widest:
+            sentences.append(text.trimmed.format(depth=entry.depth, seeds=listed(entry.seeds)))
+    return sentences
+
+
+def compare_line(
+    sweep: Sweep,
+    lesson: Lesson,
+    prediction: str | None,
+    *,
+    depth: int,
+    init: str,
+    agrees: bool,
+) -> str | None:
+    """The compare section's line about other depths, or None: when the learner's opening
+    prediction agrees with the recording, or the sweep never bears it out elsewhere."""
+    if agrees or prediction not in COMPONENT_ROWS:
+        return None
+    wanted = COMPONENT_ROWS[prediction]
+    depths = [
+        v.depth
+        for v in verdicts(sweep)
+        if v.init == init and v.verdict == wanted and v.depth != depth
+    ]
+    if not depths:
+        return None
+    return lesson.sweep.compare_line.format(
+        predicted=lesson.components[prediction],
+        init=init_label(lesson, init),
+        depths=depth_words(depths),
+    )

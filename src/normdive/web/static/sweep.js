@@ -1,0 +1,88 @@
+// The panel "Does it hold at other depths?": nothing here loads with the lesson page. page.js
+// imports this module when the panel first opens; it then fetches the panel's figures (HTML
+// drawn by the server's templates, the same as the page without JavaScript gets) and swaps
+// them in, with their stylesheet (sweep.css). Picking a cell fetches the figures again with that cell in the player, and the
+// existing player (player.js) draws its curves. On the page of its own (/depths) the same
+// module draws the cell already in the player and handles picks the same way.
+
+import { showPlayer } from "./player.js";
+
+const PROBLEM = "The runs at other depths could not be loaded just now. Try again.";
+const STYLESHEET = new URL("./sweep.css", import.meta.url).href;
+
+// The figures' styles, once (the page of its own links them already): resolves when loaded.
+function loadStyles() {
+  const present = [...document.querySelectorAll('link[rel="stylesheet"]')].some((link) =>
+    link.href.endsWith("/sweep.css"),
+  );
+  if (present) return Promise.resolve();
+  const link = document.createElement("link");
+  link.rel = "stylesheet";
+  link.href = STYLESHEET;
+  const loaded = new Promise((resolve) => {
+    link.addEventListener("load", resolve, { once: true });
+    link.addEventListener("error", resolve, { once: true }); // the figures read without it
+  });
+  document.head.append(link);
+  return loaded;
+}
+
+function paragraph(className, text) {
+  const element = document.createElement("p");
+  element.className = className;
+  element.textContent = text;
+  return element;
+}
+
+// Swap in the figures at `url` once they and `ready` (the stylesheet) have arrived.
+async function load(body, url, ready = Promise.resolve()) {
+  body.setAttribute("aria-busy", "true");
+  try {
+    const fetched = fetch(url, { headers: { Accept: "text/html" }, credentials: "same-origin" });
+    const [response] = await Promise.all([fetched, ready]);
+    // Every answer, a refusal included, is a readable fragment drawn by the server.
+    body.innerHTML = await response.text();
+  } catch {
+    body.replaceChildren(paragraph("note", PROBLEM));
+  } finally {
+    body.removeAttribute("aria-busy");
+  }
+}
+
+function draw(root, animate) {
+  const player = root.querySelector("#sweep-player[data-src]");
+  if (!player) return;
+  showPlayer(player, { animate }).catch(() => {
+    player.querySelector(".charts")?.replaceChildren(paragraph("note", PROBLEM));
+  });
+}
+
+// The panel has opened: load its figures, once.
+export async function openPanel(panel) {
+  const body = panel.querySelector("#sweep-body");
+  if (!body || body.dataset.loaded) return;
+  body.dataset.loaded = "true";
+  body.replaceChildren(paragraph("placeholder", body.dataset.loading || ""));
+  await load(body, body.dataset.src, loadStyles());
+}
+
+async function pick(link, body) {
+  const url = new URL(body.dataset.src, window.location.href);
+  url.searchParams.set("cell", link.dataset.sweepCell);
+  await load(body, url.href);
+  const player = body.querySelector("#sweep-player");
+  if (player) player.focus();
+  draw(body, true);
+}
+
+document.addEventListener("click", (event) => {
+  const link = event.target instanceof Element ? event.target.closest("a[data-sweep-cell]") : null;
+  if (!link || event.defaultPrevented || event.button !== 0) return;
+  if (event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return; // a new tab
+  const body = link.closest("#sweep-body");
+  if (!body || !body.dataset.src) return;
+  event.preventDefault();
+  pick(link, body);
+});
+
+draw(document, false);

@@ -1,0 +1,93 @@
+"""Routes of the panel "Does it hold at other depths?": its figures as a fragment the lesson
+page loads when the panel opens, the same as a page of its own (for a page without
+JavaScript, and a picked cell in the player), and one cell's curves for the chart.
+
+Each answers only once the learner's gate has closed (the panel never changes the gate), and
+reads the sweep file (beside the recording, recording.sweep.sweep_path_for) only when asked:
+the lesson page itself never reads it for the panel.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+
+from normdive.recording.reader import RecordingProblem
+from normdive.recording.sweep import sweep_path_for
+from normdive.recording.sweep_reader import sweep_status
+from normdive.web.identity import attach_cookie, resolve_learner
+from normdive.web.services import Services, log_recording_problem, services
+from normdive.web.sweep_view import CELL_PARAM, SweepPanelView, cell_payload, sweep_panel_view
+
+router = APIRouter()
+
+
+def panel_for(svc: Services, picked: str | None) -> SweepPanelView:
+    """The panel's figures, or the lesson's sentence for a sweep that is missing or unusable
+    (the author's message goes to the log)."""
+    status = sweep_status(sweep_path_for(svc.settings.recording_path))
+    if isinstance(status, RecordingProblem):
+        if status.reason != "missing":
+            log_recording_problem(status.reason, status.message)
+        text = svc.lesson.sweep
+        return SweepPanelView(problem=text.missing if status.reason == "missing" else text.unusable)
+    return sweep_panel_view(status, svc.lesson, picked)
+
+
+def _gate_closed(svc: Services, learner_id: str) -> bool:
+    return svc.state_of(learner_id).gate.closed
+
+
+def _sweep_page(svc: Services, request: Request, fragment: bool) -> Response:
+    learner = resolve_learner(request, svc.signer)
+    picked = request.query_params.get(CELL_PARAM)
+    if not _gate_closed(svc, learner.id):
+        panel = SweepPanelView(problem=svc.lesson.sweep.locked, refused=True)
+        status = 409
+    else:
+        panel = panel_for(svc, picked)
+        status = 200
+    render = svc.renderer.sweep_fragment if fragment else svc.renderer.sweep_page
+    response = HTMLResponse(render(svc.lesson, panel), status)
+    attach_cookie(response, learner, svc.signer, svc.settings)
+    return response
+
+
+@router.get("/depths", response_class=HTMLResponse)
+async def sweep_page(request: Request) -> Response:
+    """The runs at other depths as a page of its own, a picked cell (?cell=) in the player."""
+    return await run_in_threadpool(_sweep_page, services(request), request, False)
+
+
+@router.get("/depths/panel", response_class=HTMLResponse)
+async def sweep_panel(request: Request) -> Response:
+    """The same figures as the fragment the lesson page swaps into its panel."""
+    return await run_in_threadpool(_sweep_page, services(request), request, True)
+
+
+def _cell_data(svc: Services, request: Request, cell: str) -> Response:
+    learner = resolve_learner(request, svc.signer)
+    response: Response
+    if not _gate_closed(svc, learner.id):
+        response = JSONResponse({"ok": False, "message": svc.lesson.sweep.locked}, 409)
+    else:
+        status = sweep_status(sweep_path_for(svc.settings.recording_path))
+        if isinstance(status, RecordingProblem):
+            text = svc.lesson.sweep
+            message = text.missing if status.reason == "missing" else text.unusable
+            response = JSONResponse({"ok": False, "message": message}, 503)
+        elif (payload := cell_payload(status, svc.lesson, cell)) is None:
+            message = f"The sweep has no cell {cell!r} (depth-init-row, e.g. 8-gpt2-both)."
+            response = JSONResponse({"ok": False, "message": message}, 404)
+        else:
+            response = JSONResponse(payload)
+    attach_cookie(response, learner, svc.signer, svc.settings)
+    return response
+
+
+@router.get("/depths/cells/{cell}.json")
+async def cell_data(request: Request, cell: str) -> Response:
+    """One cell's recorded curves (every seed), for the chart; once the gate has closed."""
+    return await run_in_threadpool(_cell_data, services(request), request, cell)

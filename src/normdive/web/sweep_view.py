@@ -1,0 +1,266 @@
+"""The panel "Does it hold at other depths?" as the page shows it: one table per
+initialisation (depth against row, each cell a final accuracy with its seed spread, coloured
+as a heatmap), the sentences the sweep file says, and a picked cell in the player. Pure
+functions of the Sweep and the Lesson (no I/O, no learner state).
+
+The table is the heatmap: it works without JavaScript and reads as a table to a screen reader;
+the colour (a class per tenth of accuracy, CSS in page.css) only repeats what the figures say.
+A cell's curves are fetched by the player (player.js) from GET /depths/cells/{cell}.json,
+in the same shape as a recording row's, so the existing player draws them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from normdive.lesson.content import Lesson
+from normdive.progress import figures
+from normdive.progress.sweep import init_label, listed, sweep_sentences
+from normdive.recording.format import InitScheme, RowKey, as_float
+from normdive.recording.sweep import SWEEP_INITS, Sweep, SweepRun
+from normdive.recording.sweep_reader import Cell, cells
+from normdive.web.player import CurvePointView, PlayerView, row_key
+
+# Where the standalone page, the panel's fragment and a cell's curves are served.
+SWEEP_PAGE_URL = "/depths"
+SWEEP_PANEL_URL = "/depths/panel"
+SWEEP_CELL_URL = "/depths/cells/{cell}.json"
+# The query parameter naming the cell in the player.
+CELL_PARAM = "cell"
+# The heatmap's classes: heat-0 (chance or below) .. heat-10 (every token right).
+HEAT_STEPS = 10
+
+
+@dataclass(frozen=True)
+class SweepCellView:
+    cell: str  # "8-gpt2-residual_only": the cell's id in URLs
+    label: str  # the row as the page names it
+    mean: str  # "20.6 %"
+    spread: str  # "13.1 % to 26.3 %"
+    name_suffix: str  # ", play Residuals only at depth 8, GPT-2 initialisation"
+    heat: int  # 0 .. HEAT_STEPS
+    href: str
+    selected: bool
+
+
+@dataclass(frozen=True)
+class SweepDepthRow:
+    depth: int
+    seeds: str  # "seeds 0, 1 and 2"
+    cells: tuple[SweepCellView | None, ...]  # in the page's row order
+
+
+@dataclass(frozen=True)
+class SweepGrid:
+    init: str
+    caption: str
+    columns: tuple[str, ...]  # the row labels, in the page's order
+    depths: tuple[SweepDepthRow, ...]
+
+
+@dataclass(frozen=True)
+class SweepPanelView:
+    """The panel's figures, or the sentence saying why there are none (`problem`)."""
+
+    problem: str | None
+    refused: bool = False  # the problem is a refusal (the gate has not closed): an alert
+    grids: tuple[SweepGrid, ...] = ()
+    sentences: tuple[str, ...] = ()
+    player: PlayerView | None = None
+    player_heading: str = ""
+    player_note: str = ""
+
+
+def cell_id(depth: int, init: str, key: str) -> str:
+    return f"{depth}-{init}-{key}"
+
+
+def parse_cell(text: str) -> tuple[int, InitScheme, RowKey] | None:
+    """(depth, init, row key) from a cell id, or None when it names no cell."""
+    depth, _, rest = text.partition("-")
+    init, _, key = rest.partition("-")
+    known = row_key(key)
+    if (
+        not (depth.isascii() and depth.isdigit())
+        or len(depth) > 3
+        or init not in SWEEP_INITS
+        or known is None
+    ):
+        return None
+    chosen: InitScheme = "gpt2" if init == "gpt2" else "pytorch"
+    return int(depth), chosen, known
+
+
+def _row_label(lesson: Lesson, key: str) -> str:
+    text = lesson.row(key)
+    return text.label if text is not None else key
+
+
+def heat(accuracy: float, chance: float) -> int:
+    """The heatmap's class for an accuracy: 0 at chance or below, HEAT_STEPS at 100 %."""
+    if not math.isfinite(accuracy) or accuracy <= chance:
+        return 0
+    share = (accuracy - chance) / (1 - chance)
+    return max(0, min(HEAT_STEPS, round(share * HEAT_STEPS)))
+
+
+def _cell_view(cell: Cell, lesson: Lesson, chance: float, picked: str | None) -> SweepCellView:
+    text = lesson.sweep
+    row = lesson.row(cell.key)
+    label = row.label if row is not None else cell.key
+    ident = cell_id(cell.depth, cell.init, cell.key)
+    return SweepCellView(
+        cell=ident,
+        label=label,
+        mean=figures.percent(cell.mean),
+        spread=text.cell_spread.format(
+            low=figures.percent(cell.low), high=figures.percent(cell.high)
+        ),
+        name_suffix=", "
+        + text.cell_label.format(row=label, depth=cell.depth, init=init_label(lesson, cell.init)),
+        heat=heat(cell.mean, chance),
+        href=f"{SWEEP_PAGE_URL}?{CELL_PARAM}={ident}#sweep-player",
+        selected=ident == picked,
+    )
+
+
+def _run_at_first_seed(sweep: Sweep, depth: int, init: str, key: str) -> SweepRun | None:
+    seeds = sweep.plan.seeds_at(depth) if depth in [e.depth for e in sweep.plan.depths] else []
+    for seed in seeds:
+        run = sweep.run(depth, init, key, seed)
+        if run is not None:
+            return run
+    return None
+
+
+def _player(sweep: Sweep, lesson: Lesson, picked: str) -> tuple[PlayerView, str, str] | None:
+    parsed = parse_cell(picked)
+    if parsed is None:
+        return None
+    depth, init, key = parsed
+    run = _run_at_first_seed(sweep, depth, init, key)
+    row_text = lesson.row(key)
+    if run is None or row_text is None:
+        return None
+    row = run.row
+    others = tuple(
+        seed
+        for seed in sweep.plan.seeds_at(depth)
+        if seed != row.seed and sweep.run(depth, init, key, seed) is not None
+    )
+    chance_max = lesson.bands.chance_max_multiple / Decimal(sweep.config.vocab_size)
+    view = PlayerView(
+        key=key,
+        label=row_text.label,
+        seed=row.seed,
+        other_seeds=others,
+        steps=sweep.config.steps,
+        data_url=SWEEP_CELL_URL.format(cell=picked),
+        points=tuple(
+            CurvePointView(
+                step=point.step,
+                accuracy=figures.percent(as_float(point.heldout_accuracy)),
+                loss=figures.loss(as_float(point.heldout_loss)),
+                exact_match=figures.percent(as_float(point.heldout_exact_match)),
+                non_finite=any(
+                    not math.isfinite(as_float(v))
+                    for v in (point.heldout_accuracy, point.heldout_loss, point.heldout_exact_match)
+                ),
+            )
+            for point in row.curve
+        ),
+        accuracy=figures.percent(as_float(row.final.heldout_accuracy)),
+        loss=figures.loss(as_float(row.final.heldout_loss)),
+        exact_match=figures.percent(as_float(row.final.heldout_exact_match)),
+        full_accuracy_step=row.final.first_step_at_full_accuracy,
+        learns_min=figures.exact_percent(lesson.bands.learns_min_accuracy),
+        chance_max=figures.exact_percent(chance_max),
+    )
+    text = lesson.sweep
+    heading = text.player_heading.format(
+        row=row_text.label, depth=depth, init=init_label(lesson, init), seed=row.seed
+    )
+    note = text.player_note.format(
+        steps=sweep.config.steps, others=listed(others) if others else "none"
+    )
+    return view, heading, note
+
+
+def sweep_panel_view(sweep: Sweep, lesson: Lesson, picked: str | None = None) -> SweepPanelView:
+    chance = 1 / sweep.config.vocab_size
+    by_place = {(c.depth, c.init, c.key): c for c in cells(sweep)}
+    grids = []
+    for init in sweep.plan.inits:
+        label = init_label(lesson, init)
+        grids.append(
+            SweepGrid(
+                init=init,
+                caption=lesson.sweep.grid_caption.format(init=label),
+                columns=tuple(_row_label(lesson, key) for key in sweep.plan.rows),
+                depths=tuple(
+                    SweepDepthRow(
+                        depth=entry.depth,
+                        seeds=lesson.sweep.depth_seeds.format(seeds=listed(entry.seeds)),
+                        cells=tuple(
+                            _cell_view(found, lesson, chance, picked)
+                            if (found := by_place.get((entry.depth, init, key))) is not None
+                            else None
+                            for key in sweep.plan.rows
+                        ),
+                    )
+                    for entry in sweep.plan.depths
+                ),
+            )
+        )
+    player = _player(sweep, lesson, picked) if picked else None
+    return SweepPanelView(
+        problem=None,
+        grids=tuple(grids),
+        sentences=tuple(sweep_sentences(sweep, lesson)),
+        player=player[0] if player else None,
+        player_heading=player[1] if player else "",
+        player_note=player[2] if player else "",
+    )
+
+
+def cell_payload(sweep: Sweep, lesson: Lesson, picked: str) -> dict[str, Any] | None:
+    """What the player draws for one cell, in the shape of a recording row's payload
+    (web.player.row_payload): every seed's held-out accuracy and loss by step, the first seed
+    first. None when the sweep has no such cell."""
+    parsed = parse_cell(picked)
+    if parsed is None:
+        return None
+    depth, init, key = parsed
+    first = _run_at_first_seed(sweep, depth, init, key)
+    row_text = lesson.row(key)
+    if first is None or row_text is None:
+        return None
+    series = []
+    for seed in sweep.plan.seeds_at(depth):
+        run = sweep.run(depth, init, key, seed)
+        if run is None:
+            continue
+        series.append(
+            {
+                "seed": seed,
+                "page": seed == first.row.seed,
+                "step": [point.step for point in run.row.curve],
+                "accuracy": [point.heldout_accuracy for point in run.row.curve],
+                "loss": [point.heldout_loss for point in run.row.curve],
+            }
+        )
+    series.sort(key=lambda item: not item["page"])
+    return {
+        "ok": True,
+        "key": key,
+        "label": row_text.label,
+        "seed": first.row.seed,
+        "steps": sweep.config.steps,
+        "chance_level": 1 / sweep.config.vocab_size,
+        "learns_min": float(lesson.bands.learns_min_accuracy),
+        "chance_max": float(lesson.bands.chance_max_multiple / Decimal(sweep.config.vocab_size)),
+        "series": series,
+    }

@@ -1,0 +1,84 @@
+"""The sweep panel's sentences and the compare section's line come from the sweep file: a
+sample sweep where the answer flips elsewhere moves them."""
+
+from __future__ import annotations
+
+from normdive.lesson.content import load_lesson
+from normdive.progress.sweep import compare_line, depth_words, sweep_sentences
+from normdive.recording.sweep import default_plan
+from sample_sweeps import CHANCE, FLIP_AT_4, FLIP_AT_8, sample_sweep
+
+LESSON = load_lesson()
+
+
+def test_depth_words() -> None:
+    assert [depth_words(d) for d in ([2], [2, 4], [2, 4, 8])] == [
+        "depth 2",
+        "depths 2 and 4",
+        "depths 2, 4 and 8",
+    ]
+
+
+def test_the_sentences_of_a_sweep_that_flips_between_depth_4_and_8() -> None:
+    assert sweep_sentences(sample_sweep(FLIP_AT_8), LESSON) == [
+        "With GPT-2 initialisation, putting back layer norm alone recovers more at depths 2 and 4.",
+        "With GPT-2 initialisation, putting back the residual connections alone recovers more "
+        "at depths 8 and 16.",
+        "With GPT-2 initialisation, the answer changes between depth 4 and depth 8.",
+        "With PyTorch's default initialisation, putting back the residual connections alone "
+        "recovers more at depths 2, 4, 8 and 16.",
+        "With PyTorch's default initialisation, the answer is the same at every depth recorded.",
+        "The initialisation changes the answer at depths 2 and 4.",
+        "At depth 16 only seeds 0 and 1 were trained, to keep the sweep within its time.",
+    ]
+
+
+def test_a_sweep_that_flips_elsewhere_moves_the_sentences() -> None:
+    sentences = sweep_sentences(sample_sweep(FLIP_AT_4), LESSON)
+    assert sentences[:3] == [
+        "With GPT-2 initialisation, putting back layer norm alone recovers more at depth 2.",
+        "With GPT-2 initialisation, putting back the residual connections alone recovers more "
+        "at depths 4, 8 and 16.",
+        "With GPT-2 initialisation, the answer changes between depth 2 and depth 4.",
+    ]
+    assert "The initialisation changes the answer at depth 2." in sentences
+
+
+def test_ties_disagreeing_seeds_and_no_trimming() -> None:
+    finals = {
+        key: {**rows, "layernorm_only": rows["residual_only"]} for key, rows in FLIP_AT_8.items()
+    }
+    finals[(8, "gpt2")] = {**finals[(8, "gpt2")], "residual_only": 0.5, "layernorm_only": 0.5}
+    plan = default_plan(depths=(4, 8), seeds=(0, 1), trim_depth=None)
+    tied = sweep_sentences(sample_sweep(finals, plan=plan), LESSON)
+    assert tied[0] == "With GPT-2 initialisation, neither alone recovers more at depths 4 and 8."
+    assert not any("only seeds" in sentence for sentence in tied)
+
+    def residual_up_then_down(seed: int, key: str) -> float:
+        return (0.1 if seed == 0 else -0.1) if key == "residual_only" else 0.0
+
+    mixed = sweep_sentences(
+        sample_sweep(finals, plan=plan, seed_noise=residual_up_then_down), LESSON
+    )
+    assert mixed[:2] == [
+        "With GPT-2 initialisation, the seeds disagree about which recovers more at depths 4 "
+        "and 8.",
+        "With GPT-2 initialisation, the answer is the same at every depth recorded.",
+    ]
+    assert CHANCE < 0.1
+
+
+def test_the_compare_line_when_the_prediction_holds_at_other_depths() -> None:
+    sweep = sample_sweep(FLIP_AT_8)
+    line = compare_line(sweep, LESSON, "layer_norm", depth=8, init="gpt2", agrees=False)
+    assert line == (
+        "At other depths your prediction, layer norm, is what happens: with GPT-2 "
+        "initialisation, at depths 2 and 4."
+    )
+    moved = compare_line(
+        sample_sweep(FLIP_AT_4), LESSON, "layer_norm", depth=8, init="gpt2", agrees=False
+    )
+    assert moved is not None and moved.endswith("at depth 2.")
+    assert compare_line(sweep, LESSON, "residual", depth=8, init="gpt2", agrees=True) is None
+    assert compare_line(sweep, LESSON, "layer_norm", depth=8, init="pytorch", agrees=False) is None
+    assert compare_line(sweep, LESSON, None, depth=8, init="gpt2", agrees=False) is None

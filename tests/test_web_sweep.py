@@ -1,0 +1,214 @@
+"""The panel "Does it hold at other depths?" over HTTP: there only once the gate has closed,
+its figures only when asked for (never in the lesson page), a plain sentence when no sweep
+is recorded, the table and sentences from the sweep file, any cell in the player, its
+curves as JSON, and the compare section's line about other depths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup, Tag
+from fastapi.testclient import TestClient
+
+from conftest import SettingsFactory, ablation_recording, write_recording
+from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID
+from normdive.progress.sweep import sweep_sentences
+from normdive.recording.format import ROW_KEYS
+from normdive.recording.sweep import Sweep, sweep_path_for
+from normdive.web.app import create_app
+from page_client import PageClient
+from sample_sweeps import FLIP_AT_4, FLIP_AT_8, sample_sweep
+
+JSON = {"Accept": "application/json"}
+PREDICTIONS = {"both": "learns", "residual_only": "partial"}
+PREDICTIONS |= {"layernorm_only": "chance", "neither": "chance"}
+
+
+def close_the_gate(client: TestClient, choice: str = "residual") -> None:
+    steps = [
+        ("/predict", {"choice": choice}),
+        ("/numbers", RIGHT_NUMBERS),
+        ("/reading", {"choice": RIGHT_READING_ID}),
+        *((f"/rows/{key}/predict", {"outcome": o}) for key, o in PREDICTIONS.items()),
+        *((f"/rows/{key}/play", {}) for key in ROW_KEYS),
+    ]
+    for path, data in steps:
+        assert client.post(path, data=data, headers=JSON).status_code == 200, path
+    assert client.get("/api/state").json()["state"]["gate"]["closed"] is True
+
+
+def soup(html: str) -> BeautifulSoup:
+    return BeautifulSoup(html, "html.parser")
+
+
+def words(tag: Tag | None) -> str:
+    assert isinstance(tag, Tag)
+    return " ".join(tag.get_text().split())
+
+
+@pytest.fixture
+def recording_path(tmp_path: Path) -> Path:
+    return write_recording(tmp_path, ablation_recording("both"))
+
+
+def with_sweep(recording_path: Path, sweep: Sweep) -> None:
+    sweep_path_for(recording_path).write_text(sweep.model_dump_json(), encoding="utf-8")
+
+
+def test_before_the_gate_closes_there_is_no_panel_and_no_figures(
+    make_settings: SettingsFactory, recording_path: Path
+) -> None:
+    with_sweep(recording_path, sample_sweep())
+    with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
+        client.post("/predict", data={"choice": "residual"}, headers=JSON)
+        assert soup(client.get("/").text).select_one("#sweep") is None
+        for url in ("/depths", "/depths/panel"):
+            answer = client.get(url)
+            assert answer.status_code == 409
+            assert words(soup(answer.text).select_one("#sweep-problem")) == LESSON.sweep.locked
+        answer = client.get("/depths/cells/8-gpt2-both.json")
+        assert answer.status_code == 409 and answer.json()["message"] == LESSON.sweep.locked
+
+
+def test_the_panel_says_so_plainly_when_no_sweep_is_recorded(
+    make_settings: SettingsFactory, recording_path: Path
+) -> None:
+    with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
+        close_the_gate(client)
+        page = soup(client.get("/").text)
+        panel = page.select_one("#gate #sweep")
+        assert isinstance(panel, Tag)
+        assert words(panel.select_one("h4")) == LESSON.sweep.heading
+        assert words(panel.select_one("summary")) == LESSON.sweep.open_label
+        link = panel.select_one("#sweep-body a")
+        assert isinstance(link, Tag) and link["href"] == "/depths#sweep"
+        for url in ("/depths", "/depths/panel"):
+            answer = client.get(url)
+            assert answer.status_code == 200
+            assert words(soup(answer.text).select_one("#sweep-problem")) == LESSON.sweep.missing
+        assert page.select_one("#compare-depths") is None
+
+
+def test_the_lesson_page_holds_none_of_the_sweeps_figures(
+    make_settings: SettingsFactory, recording_path: Path
+) -> None:
+    with_sweep(recording_path, sample_sweep())
+    with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
+        close_the_gate(client)
+        html = client.get("/").text
+    assert "heatmap" not in html and "/depths/cells/" not in html
+    assert sweep_sentences(sample_sweep(), LESSON)[0] not in html
+
+
+def grid(page: BeautifulSoup, init: str) -> list[list[str]]:
+    table = page.select_one(f"#sweep-grid-{init}")
+    assert isinstance(table, Tag)
+    return [
+        [" ".join(cell.get_text().split()) for cell in row.select("th, td")]
+        for row in table.select("tr")
+    ]
+
+
+def test_the_panel_shows_the_sweep_by_depth_and_row_with_its_sentences(
+    make_settings: SettingsFactory, recording_path: Path
+) -> None:
+    with_sweep(recording_path, sample_sweep())
+    with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
+        close_the_gate(client)
+        answer = client.get("/depths/panel")
+    assert answer.status_code == 200
+    panel = soup(answer.text)
+    sentences = [words(li) for li in panel.select("#sweep-sentences li")]
+    assert sentences == sweep_sentences(sample_sweep(), LESSON)
+    rows = grid(panel, "gpt2")
+    assert rows[0] == ["Depth", "Both", "Residuals only", "Layer norm only", "Neither"]
+    assert [row[0] for row in rows[1:]] == [
+        "2 seeds 0, 1 and 2",
+        "4 seeds 0, 1 and 2",
+        "8 seeds 0, 1 and 2",
+        "16 seeds 0 and 1",
+    ]
+    play_4 = ", play Layer norm only at depth 4, GPT-2 initialisation"
+    assert rows[2][3] == f"87.9 %{play_4} 87.9 % to 87.9 %"
+    cell = panel.select_one('#sweep-grid-gpt2 a[data-sweep-cell="4-gpt2-layernorm_only"]')
+    assert isinstance(cell, Tag)
+    assert cell["href"] == "/depths?cell=4-gpt2-layernorm_only#sweep-player"
+    assert "heat-9" in (cell.parent or Tag(name="x"))["class"]
+    assert grid(panel, "pytorch")[3][2].startswith("100.0 %")
+    caption = words(panel.select_one("#sweep-grid-pytorch-caption"))
+    assert caption == "Final held-out accuracy with PyTorch's default initialisation"
+
+
+def test_a_sweep_where_the_answer_flips_elsewhere_moves_the_page(
+    make_settings: SettingsFactory, recording_path: Path
+) -> None:
+    with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
+        close_the_gate(client)
+        with_sweep(recording_path, sample_sweep(FLIP_AT_8))
+        first = [words(li) for li in soup(client.get("/depths").text).select("#sweep-sentences li")]
+        with_sweep(recording_path, sample_sweep(FLIP_AT_4))
+        moved = [words(li) for li in soup(client.get("/depths").text).select("#sweep-sentences li")]
+    assert "With GPT-2 initialisation, the answer changes between depth 4 and depth 8." in first
+    assert "With GPT-2 initialisation, the answer changes between depth 2 and depth 4." in moved
+    assert moved == sweep_sentences(sample_sweep(FLIP_AT_4), LESSON) != first
+
+
+def test_any_cell_plays_in_the_player_with_and_without_javascript(
+    make_settings: SettingsFactory, recording_path: Path
+) -> None:
+    with_sweep(recording_path, sample_sweep())
+    with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
+        close_the_gate(client)
+        page = soup(client.get("/depths?cell=16-pytorch-residual_only").text)
+        player = page.select_one("#sweep-player")
+        assert isinstance(player, Tag)
+        assert player["data-src"] == "/depths/cells/16-pytorch-residual_only.json"
+        assert words(player.select_one("#sweep-player-title")) == (
+            "Residuals only, depth 16, PyTorch's default initialisation, seed 0"
+        )
+        assert words(player.select_one("#sweep-final-accuracy")) == "100.0 %"
+        assert len(player.select(".curve-table tbody tr")) == 3
+        selected = page.select_one("td.selected a")
+        assert isinstance(selected, Tag) and selected["aria-current"] == "true"
+
+        data = client.get("/depths/cells/16-pytorch-residual_only.json").json()
+        assert data["ok"] is True and data["seed"] == 0 and data["label"] == "Residuals only"
+        assert [s["seed"] for s in data["series"]] == [0, 1]  # depth 16 trained two seeds
+        assert data["series"][0]["page"] is True
+        assert data["series"][0]["accuracy"][-1] == 1.0
+
+        for bad in ("3-gpt2-both", "8-xavier-both", "8-gpt2-half", "x", "8-gpt2-both-2"):
+            assert client.get(f"/depths/cells/{bad}.json").status_code == 404, bad
+            assert client.get(f"/depths?cell={bad}").status_code == 200  # the table, no player
+        assert soup(client.get("/depths?cell=x").text).select_one("#sweep-player h3") is None
+
+
+def test_an_unusable_sweep_is_a_plain_sentence_not_an_error(
+    make_settings: SettingsFactory, recording_path: Path
+) -> None:
+    sweep_path_for(recording_path).write_text('{"kind": "depth_sweep"}', encoding="utf-8")
+    with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
+        close_the_gate(client)
+        answer = client.get("/depths/panel")
+        assert answer.status_code == 200
+        assert words(soup(answer.text).select_one("#sweep-problem")) == LESSON.sweep.unusable
+        assert client.get("/depths/cells/8-gpt2-both.json").status_code == 503
+        assert client.get("/").status_code == 200
+
+
+def test_the_compare_section_adds_a_line_when_the_prediction_holds_at_other_depths(
+    make_settings: SettingsFactory, recording_path: Path
+) -> None:
+    # The sample recording: the residual connections recover more at its depth (8).
+    with_sweep(recording_path, sample_sweep(FLIP_AT_8))
+    app = create_app(make_settings(recording_path=recording_path))
+    with PageClient(app) as wrong, PageClient(app) as right:
+        close_the_gate(wrong, "layer_norm")
+        close_the_gate(right, "residual")
+        line = soup(wrong.get("/").text).select_one("#compare-depths")
+        assert words(line) == (
+            "At other depths your prediction, layer norm, is what happens: with GPT-2 "
+            "initialisation, at depths 2 and 4."
+        )
+        assert soup(right.get("/").text).select_one("#compare-depths") is None
