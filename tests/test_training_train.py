@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
 
 import pytest
 import torch
@@ -32,8 +33,15 @@ TINY = RunConfig(
 
 
 @pytest.fixture(autouse=True)
-def _one_thread() -> None:
+def _one_thread() -> Iterator[None]:
+    """The recording's CPU settings for each test, undone after it: flushing denormals is the
+    process's floating-point mode, and the tests that run next in this process (the numeric
+    core's, against JavaScript's doubles) must see subnormal numbers as they are."""
+    threads = torch.get_num_threads()
     pin_cpu()
+    yield
+    torch.set_flush_denormal(False)
+    torch.set_num_threads(threads)
 
 
 def test_block_norms_are_sampled_densely_early_and_at_both_ends() -> None:
