@@ -17,6 +17,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from bare_app import DATABASE_PATH_VARIABLE
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 SHIPPED_RECORDING = REPO / "recordings" / "the-transformer-block.json"
@@ -121,14 +123,19 @@ def normdive_server(
 
 
 @contextlib.contextmanager
-def bare_server(workers: int = 1) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """bench/bare_app.py through normdive.web.serving.run, the function `normdive serve` uses."""
+def bare_server(
+    workers: int = 1, database: Path | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """bench/bare_app.py through normdive.web.serving.run, the function `normdive serve` uses;
+    with `database`, a SQLite file, its POST /write route (the write floor) inserts into it."""
     port = free_port()
     code = (
         "from normdive.web.serving import run; "
         f"run({BARE_APP!r}, host='127.0.0.1', port={port}, workers={workers})"
     )
     env = {**os.environ, "PYTHONPATH": str(BARE_APP_DIR)}
+    if database is not None:
+        env[DATABASE_PATH_VARIABLE] = str(database)
     with serving([str(BIN / "python"), "-c", code], env, port, "/") as process:
         yield f"http://127.0.0.1:{port}", process
 
