@@ -224,6 +224,13 @@ def seed(
         engine.dispose()
 
 
+def seed_method(fast: bool) -> str:
+    """How `seed(..., fast=fast)` writes, in words."""
+    if fast:
+        return "bulk INSERTs into the Store's tables (seed.py --fast)"
+    return "the Store's methods (Store.ensure_learner, Store.append_decided)"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("database_url", help="SQLAlchemy URL (SQLite or PostgreSQL)")
@@ -238,7 +245,7 @@ def main() -> None:
     began = time.perf_counter()
     seed(args.database_url, args.learners, args.events, fast=args.fast, rng_seed=args.seed)
     took = time.perf_counter() - began
-    how = "bulk INSERTs into the Store's tables (--fast)" if args.fast else "the Store's methods"
+    how = seed_method(args.fast)
     print(
         f"seeded {args.learners:,} learners x {args.events:,} events "
         f"({args.learners * args.events:,} events) through {how} in {took:.1f} s: "
