@@ -126,6 +126,7 @@ CLIENT_BUSY_CORES = 0.8  # a client process busier than this may hold the rate b
 SEARCH_START_RATE = 100.0
 SEARCH_STEP = 1.25
 SEARCH_MAX_RATE = 8000.0
+SEARCH_MIN_RATE = 10.0
 WRITE_INTERVAL_S = 15.0
 WRITE_SHARE = CHECKS_PER_PAGE / (CHECKS_PER_PAGE + 1)
 
@@ -527,12 +528,15 @@ class OpenLearner:
     headers: dict[str, str]
     requests: int = 0
     checks: int = 0
+    ceiling: bool = False  # bare_app's GET / and POST /write in the same order instead
 
     def next_request(self) -> tuple[str, str, str, dict[str, str], bytes]:
         """(kind, method, path, headers, body) of this learner's next request."""
         self.requests += 1
         if self.requests % (CHECKS_PER_PAGE + 1) == 1:
             return "GET /", "GET", "/", {"Accept": "text/html"}, b""
+        if self.ceiling:
+            return "POST /write", "POST", "/write", {}, b""
         self.checks += 1
         body = urlencode(wrong_numbers(self.checks)).encode()
         return "POST /numbers", "POST", "/numbers", self.headers, body
@@ -632,35 +636,24 @@ async def open_cell(
     return share
 
 
-async def _client(
-    url: str,
-    identities: list[tuple[str, str]] | int,
-    commands: Any,
-    results: Any,
-) -> None:
-    """One client process: prepares its learners (new ones, or seeded (cookie, token) pairs),
-    says so, then runs the cells it is sent until told to stop."""
+async def _client(url: str, count: int, ceiling: bool, commands: Any, results: Any) -> None:
+    """One client process: prepares its `count` learners (of bare_app with `ceiling`), says
+    so, then runs the cells it is sent until told to stop."""
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
     learners: list[OpenLearner] = []
     gate = asyncio.Semaphore(PREPARE_AT_ONCE)
     rng = random.Random()
 
-    async def prepare(identity: tuple[str, str] | None) -> None:
+    async def prepare() -> None:
         async with gate:
             connection = Connection(host, port)
-            if identity is None:
-                headers = await prepare_learner(connection)
-            else:
-                connection.cookie = identity[0]
-                headers = form_headers(connection, identity[1])
+            headers = {} if ceiling else await prepare_learner(connection)
             # Spread over the 1:3 order, so the first arrivals are not all page loads.
             start = rng.randrange(CHECKS_PER_PAGE + 1)
-            learners.append(OpenLearner(connection, headers, requests=start))
+            learners.append(OpenLearner(connection, headers, requests=start, ceiling=ceiling))
 
-    wanted: list[tuple[str, str] | None]
-    wanted = [None] * identities if isinstance(identities, int) else list(identities)
-    await asyncio.gather(*(prepare(identity) for identity in wanted))
+    await asyncio.gather(*(prepare() for _ in range(count)))
     results.put(("ready", None))
     while True:
         command = await asyncio.to_thread(commands.get)
@@ -672,11 +665,9 @@ async def _client(
         await learner.connection.close()
 
 
-def client_process(
-    url: str, identities: list[tuple[str, str]] | int, commands: Any, results: Any
-) -> None:
+def client_process(url: str, count: int, ceiling: bool, commands: Any, results: Any) -> None:
     try:
-        asyncio.run(_client(url, identities, commands, results))
+        asyncio.run(_client(url, count, ceiling, commands, results))
     except BaseException:
         results.put(("error", traceback.format_exc()))
         raise
@@ -726,25 +717,26 @@ class ClientPool:
     """CLIENT_PROCESSES processes (spawned: a fork would inherit this process's event loop)
     that drive one server; each holds its share of the learners for every cell."""
 
-    def __init__(self, url: str, identities: list[tuple[str, str]] | int, processes: int) -> None:
+    def __init__(self, url: str, learners: int, processes: int, ceiling: bool) -> None:
         context = multiprocessing.get_context("spawn")
         self.results: Any = context.Queue()
         self.commands: list[Any] = [context.Queue() for _ in range(processes)]
         self.processes = []
         for index, commands in enumerate(self.commands):
-            if isinstance(identities, int):
-                mine: list[tuple[str, str]] | int = identities // processes + (
-                    index < identities % processes
-                )
-            else:
-                mine = identities[index::processes]
+            mine = learners // processes + (index < learners % processes)
             process = context.Process(
-                target=client_process, args=(url, mine, commands, self.results), daemon=True
+                target=client_process,
+                args=(url, mine, ceiling, commands, self.results),
+                daemon=True,
             )
             process.start()
             self.processes.append(process)
-        for _ in self.processes:
-            self._receive("ready", SETUP_TIMEOUT_S)
+        try:
+            for _ in self.processes:
+                self._receive("ready", SETUP_TIMEOUT_S)
+        except BaseException:
+            self.close()
+            raise
 
     def _receive(self, expected: str, timeout: float) -> Any:
         try:
@@ -782,20 +774,21 @@ class ClientPool:
 
 @contextlib.contextmanager
 def client_pool(
-    url: str, identities: list[tuple[str, str]] | int, processes: int
+    url: str, learners: int, processes: int, ceiling: bool = False
 ) -> Iterator[ClientPool]:
-    pool = ClientPool(url, identities, processes)
+    pool = ClientPool(url, learners, processes, ceiling)
     try:
         yield pool
     finally:
         pool.close()
 
 
-def search_rates() -> Iterator[float]:
+def search_rates(factor: float) -> Iterator[float]:
+    """SEARCH_START_RATE, then each step `factor` times the last, within the search's bounds."""
     rate = SEARCH_START_RATE
-    while rate <= SEARCH_MAX_RATE:
+    while SEARCH_MIN_RATE <= rate <= SEARCH_MAX_RATE:
         yield round(rate)
-        rate *= SEARCH_STEP
+        rate *= factor
 
 
 def learners_at(rate: float) -> float:
@@ -967,8 +960,8 @@ def report_search(found: dict[str, float | None]) -> None:
     for server, rate in found.items():
         if rate is None:
             print(
-                f"{server}: no rate from {SEARCH_START_RATE:,.0f} req/s up met p99 <= "
-                f"{GOAL_P99_MS:.0f} ms"
+                f"{server}: no rate from {SEARCH_MIN_RATE:,.0f} to {SEARCH_MAX_RATE:,.0f} req/s "
+                f"met p99 <= {GOAL_P99_MS:.0f} ms"
             )
             continue
         print(
@@ -1069,7 +1062,8 @@ async def closed_cells(
         for server, learner in servers:
             cell = await run_cell(server.name, server.url, server.group, count, learner, measure_s)
             cells.append(cell)
-            print(f"  {server.name} x{count}: {cell.rps:,.0f} req/s", file=sys.stderr)
+            what = f"{server.name} x{count} ({learner.__name__})"
+            print(f"  {what}: {cell.rps:,.0f} req/s", file=sys.stderr)
     return cells
 
 
@@ -1080,7 +1074,8 @@ def open_cells(
     that met the goal (None: none did, or no search)."""
     cells: list[OpenCell] = []
     best: float | None = None
-    with client_pool(server.url, args.pool, args.clients) as pool:
+    ceiling = server.name == "bare+floor"
+    with client_pool(server.url, args.pool, args.clients, ceiling) as pool:
 
         def one(rate: float) -> OpenCell:
             cell = pool.cell(server.name, server.group, rate, args.seconds)
@@ -1094,10 +1089,15 @@ def open_cells(
         for rate in rates:
             one(rate)
         if search:
-            for rate in search_rates():
+            for rate in search_rates(SEARCH_STEP):
                 if not one(rate).meets_goal():
                     break
                 best = rate
+            if best is None:  # even the start failed: step down until a rate meets it
+                for rate in search_rates(1 / SEARCH_STEP):
+                    if rate != SEARCH_START_RATE and one(rate).meets_goal():
+                        best = rate
+                        break
     return cells, best
 
 
@@ -1220,6 +1220,10 @@ def main() -> None:
         if args.open_loop or args.search:
             cells: list[OpenCell] = []
             found: dict[str, float | None] = {}
+            if args.open_loop:
+                # The ceilings in the same 1:3 order: what this client and machine can do.
+                mix = Server("bare+floor", bare_url, bare.pid)
+                cells += open_cells(mix, args.open_loop, False, args)[0]
             for server in lessons:
                 got, found[server.name] = open_cells(server, args.open_loop, args.search, args)
                 cells += got
