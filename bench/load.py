@@ -67,6 +67,7 @@ import os
 import queue
 import random
 import secrets
+import shutil
 import statistics
 import sys
 import time
@@ -997,8 +998,8 @@ class SeededCell:
 
 def report_seeded(rows: list[SeededCell], seeded_how: str) -> None:
     print(
-        "| database | learners | events each | seeded in | active | requests/s | p50 ms | p99 ms "
-        "| server CPU per request | events added per active learner |"
+        "| database | learners | events each | seeded (or copied) in | active | requests/s "
+        "| p50 ms | p99 ms | server CPU per request | events added per active learner |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
@@ -1129,6 +1130,30 @@ def seeded_pairs(learners: list[int], events: list[int]) -> list[tuple[int, int]
     return pairs + [(count, events[0]) for count in learners[1:]]
 
 
+def seeded_sqlite(
+    learners: int, events: int, fast: bool, folder: Path, kept: Path | None
+) -> tuple[str, list[str]]:
+    """A SQLite database of `learners` x `events` in `folder` and its learner ids. With `kept`,
+    the seeded file is kept there untouched and reused by later runs: this run works on a copy
+    (its learners add events while they are measured)."""
+    from seed import learner_ids, seed, seed_method
+
+    name = f"seed-{learners}x{events}{'-fast' if fast else ''}.sqlite3"
+    url = f"sqlite:///{folder / name}"
+    if kept is None:
+        return url, seed(url, learners, events, fast=fast)
+    pristine = kept / name
+    if not pristine.exists():
+        partial = kept / f"{name}.partial"
+        partial.unlink(missing_ok=True)
+        seed(f"sqlite:///{partial}", learners, events, fast=fast)
+        partial.rename(pristine)
+    else:
+        print(f"  reusing {pristine} (seeded through {seed_method(fast)})", file=sys.stderr)
+    shutil.copyfile(pristine, folder / name)
+    return url, learner_ids(url)
+
+
 def seeded_runs(args: argparse.Namespace, cluster: Any, folder: Path) -> list[SeededCell]:
     from seed import seed
 
@@ -1139,15 +1164,14 @@ def seeded_runs(args: argparse.Namespace, cluster: Any, folder: Path) -> list[Se
     backends = ["sqlite"] + (["postgresql"] if cluster is not None else [])
     for backend in backends:
         for learners, events in seeded_pairs(args.learners, args.events):
+            what = f"{learners:,} learners x {events:,} events"
+            print(f"  seeding {backend}: {what}", file=sys.stderr)
+            began = time.perf_counter()
             if backend == "sqlite":
-                url = f"sqlite:///{folder / f'seed-{learners}x{events}.sqlite3'}"
+                url, ids = seeded_sqlite(learners, events, args.seed_fast, folder, args.seed_dir)
             else:
                 url = cluster.create_database(f"seed_{learners}x{events}")
-            print(
-                f"  seeding {backend}: {learners:,} learners x {events:,} events", file=sys.stderr
-            )
-            began = time.perf_counter()
-            ids = seed(url, learners, events, fast=args.seed_fast)
+                ids = seed(url, learners, events, fast=args.seed_fast)
             seed_s = time.perf_counter() - began
             identities = seeded_identities(ids, secret, args.active, rng)
             idle = IdleLearners(identities, rng)
@@ -1184,6 +1208,9 @@ def main() -> None:
     parser.add_argument("--events", type=int, nargs="+", default=[], help="seeded events each")
     parser.add_argument("--active", type=int, default=SEEDED_ACTIVE, help="seeded, worked")
     parser.add_argument("--seed-fast", action="store_true", help="seed.py's bulk path")
+    parser.add_argument(
+        "--seed-dir", type=Path, help="keep seeded SQLite files here and reuse them (copied)"
+    )
     parser.add_argument("--page-cpu", action="store_true", help="GET / alone, returning, new")
     args = parser.parse_args()
     if bool(args.learners) != bool(args.events):

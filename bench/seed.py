@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from itertools import cycle
 from typing import Any
 
-from sqlalchemy import Engine, event, insert
+from sqlalchemy import Engine, event, insert, select
 
 from normdive.lesson.content import OUTCOME_IDS, load_lesson
 from normdive.progress.actions import (
@@ -220,6 +220,16 @@ def seed(
     try:
         write = seed_fast if fast else seed_through_store
         return write(engine, learners, events, rng_seed)
+    finally:
+        engine.dispose()
+
+
+def learner_ids(url: str) -> list[str]:
+    """Every learner id in the store at `url` (of a database seeded earlier)."""
+    engine = make_engine(url)
+    try:
+        with engine.connect() as connection:
+            return list(connection.execute(select(Learner.id).order_by(Learner.id)).scalars())
     finally:
         engine.dispose()
 
