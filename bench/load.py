@@ -3,7 +3,7 @@ PostgreSQL, beside a bare FastAPI endpoint and a write floor served the same way
 
     .venv/bin/python bench/load.py                      # closed loop, every server
     .venv/bin/python bench/load.py --open-loop 250 500 1000 --search   # open loop too
-    .venv/bin/python bench/load.py --learners 100 100000 --events 10 1000 --seed-fast
+    .venv/bin/python bench/load.py --learners 100 100000 --events 10 1000 --seed-dir var/seeds
     .venv/bin/python bench/load.py --page-cpu           # GET / alone, returning and new
     .venv/bin/python bench/load.py --skip-closed ...    # only the modes named
 
@@ -31,13 +31,18 @@ or a slow server shows in the figures (coordinated omission is not hidden); an a
 more than LATE_MS after its time counts as late, one unanswered DRAIN_S after the window as
 unfinished (infinitely slow in the percentiles). Reported per rate: requests sent per second,
 p50/p99/p99.9, server CPU per request, each client process's CPU (a process near one core is
-the bottleneck, not the server), late, dropped, unfinished. --search steps the rate up from
+the bottleneck, not the server), the p99 of the send lag and of the latency from the send
+(what the server alone took), late, dropped, unfinished. The rates of --open-loop are run on
+the ceilings first ("bare+floor": bare_app's GET / and POST /write in the same 1:3 order), to
+show what this client and machine can do at all. --search steps the rate up from
 SEARCH_START_RATE by SEARCH_STEP until p99 exceeds GOAL_P99_MS (or arrivals are dropped or
-unfinished) and prints the highest rate that met it, on each database, as concurrent learners
+unfinished; when the start already fails, it steps down instead, to SEARCH_MIN_RATE) and
+prints the highest rate that met it, on each database, as concurrent learners
 at one write per WRITE_INTERVAL_S s: rate x share of writes (3/4) x 15 s.
 
 Seeded (--learners N ... --events E ...). Databases filled by bench/seed.py (learners and their
-events written through normdive's Store; --seed-fast: its bulk path) with the first N and each
+events written through normdive's Store; --seed-fast: its bulk path; --seed-dir DIR keeps the
+seeded SQLite files there and reuses them, each run working on a copy) with the first N and each
 E, and with each N and the first E (not every pair: 100,000 learners of 1,000 events is 10^8
 events), each served by its own `normdive serve`. The simulated learners ARE seeded learners:
 the bench starts the server, so it knows the secret and signs their cookies and form tokens

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import multiprocessing
 import random
 import sys
 import time
@@ -210,18 +211,34 @@ def seed_fast(engine: Engine, learners: int, events: int, seed: int) -> list[str
     return ids
 
 
-def seed(
-    url: str, learners: int, events: int, *, fast: bool = False, rng_seed: int = 0
-) -> list[str]:
-    """Migrate the database at `url` and add `learners` learners of `events` events each;
-    their ids, in the order written."""
-    upgrade(url)
+def _seed_part(url: str, learners: int, events: int, fast: bool, rng_seed: int) -> list[str]:
     engine = seeding_engine(url)
     try:
         write = seed_fast if fast else seed_through_store
         return write(engine, learners, events, rng_seed)
     finally:
         engine.dispose()
+
+
+def seed(
+    url: str,
+    learners: int,
+    events: int,
+    *,
+    fast: bool = False,
+    rng_seed: int = 0,
+    processes: int = 1,
+) -> list[str]:
+    """Migrate the database at `url` and add `learners` learners of `events` events each, in
+    `processes` processes (each writes its share; SQLite lets one write at a time, but the
+    Python around each write runs in parallel); their ids."""
+    upgrade(url)
+    if processes <= 1:
+        return _seed_part(url, learners, events, fast, rng_seed)
+    shares = [learners // processes + (i < learners % processes) for i in range(processes)]
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        parts = pool.starmap(_seed_part, [(url, n, events, fast, rng_seed) for n in shares])
+    return [learner_id for part in parts for learner_id in part]
 
 
 def learner_ids(url: str) -> list[str]:
@@ -248,17 +265,26 @@ def main() -> None:
     parser.add_argument("--events", type=int, required=True, help="events per learner")
     parser.add_argument("--fast", action="store_true", help="bulk INSERTs into the tables")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the histories")
+    parser.add_argument("--processes", type=int, default=1, help="writing processes")
     args = parser.parse_args()
     began = time.perf_counter()
     histories(args.events, args.seed)
     built = time.perf_counter() - began
     began = time.perf_counter()
-    seed(args.database_url, args.learners, args.events, fast=args.fast, rng_seed=args.seed)
+    seed(
+        args.database_url,
+        args.learners,
+        args.events,
+        fast=args.fast,
+        rng_seed=args.seed,
+        processes=args.processes,
+    )
     took = time.perf_counter() - began
     how = seed_method(args.fast)
     print(
         f"seeded {args.learners:,} learners x {args.events:,} events "
-        f"({args.learners * args.events:,} events) through {how} in {took:.1f} s: "
+        f"({args.learners * args.events:,} events) through {how}, {args.processes} "
+        f"process(es), in {took:.1f} s: "
         f"{args.learners / took:,.0f} learners/s, {args.learners * args.events / took:,.0f} "
         f"events/s (histories built in {built:.1f} s)"
     )
