@@ -20,25 +20,25 @@ warm-up, then a fixed window; requests/s and p50/p99 latency of the answers comp
 window, the ratios to bare and floor at the same concurrency, the CPU the server and this
 client used (from /proc), and Little's law's reading of the figures.
 
-Open loop (--open-loop RATE ..., --search). Arrivals are a Poisson process at a set total
-rate, as real learners arrive, whatever the server's speed: CLIENT_PROCESSES processes
-(--clients) each schedule their share of the rate over their share of a pool of OPEN_POOL
-prepared learners (--pool), each on its own keep-alive connection. An arrival takes the
+Open loop (--open-loop RATE ..., --search). Arrivals are a Poisson process at a set total rate,
+as real learners arrive, whatever the server's speed: CLIENT_PROCESSES processes (--clients)
+each schedule their share of the rate over their share of a pool of OPEN_POOL learners (--pool),
+new ones prepared for each rate, each on its own keep-alive connection. An arrival takes the
 longest-idle learner, whose next request is GET / or POST /numbers in the closed loop's 1:3
 order; with no learner idle the arrival is dropped (counted). Latency is measured from the
-arrival's scheduled time, not from when the client got round to sending it, so a late client
-or a slow server shows in the figures (coordinated omission is not hidden); an arrival sent
-more than LATE_MS after its time counts as late, one unanswered DRAIN_S after the window as
+arrival's scheduled time, not from when the client got round to sending it, so a late client or
+a slow server shows in the figures (coordinated omission is not hidden); an arrival sent more
+than LATE_MS after its time counts as late, one unanswered DRAIN_S after the window as
 unfinished (infinitely slow in the percentiles). Reported per rate: requests sent per second,
-p50/p99/p99.9, server CPU per request, each client process's CPU (a process near one core is
-the bottleneck, not the server), the p99 of the send lag and of the latency from the send
-(what the server alone took), late, dropped, unfinished. The rates of --open-loop are run on
-the ceilings first ("bare+floor": bare_app's GET / and POST /write in the same 1:3 order), to
-show what this client and machine can do at all. --search steps the rate up from
-SEARCH_START_RATE by SEARCH_STEP until p99 exceeds GOAL_P99_MS (or arrivals are dropped or
-unfinished; when the start already fails, it steps down instead, to SEARCH_MIN_RATE) and
-prints the highest rate that met it, on each database, as concurrent learners
-at one write per WRITE_INTERVAL_S s: rate x share of writes (3/4) x 15 s.
+p50/p99/p99.9, server CPU per request, each client process's CPU (a process near one core is the
+bottleneck, not the server), the p99 of the send lag and of the latency from the send (what the
+server alone took), late, dropped, unfinished. The rates of --open-loop are run on the ceilings
+first ("bare+floor": bare_app's GET / and POST /write in the same 1:3 order), to show what this
+client and machine can do at all. --search steps the rate up from SEARCH_START_RATE by
+SEARCH_STEP until p99 exceeds GOAL_P99_MS (or arrivals are dropped or unfinished; when the start
+already fails, it steps down instead, to SEARCH_MIN_RATE) and prints the highest rate that met
+it, on each database, as concurrent learners at one write per WRITE_INTERVAL_S s: rate x share
+of writes (3/4) x 15 s.
 
 Seeded (--learners N ... --events E ...). Databases filled by bench/seed.py (learners and their
 events written through normdive's Store; --seed-fast: its bulk path; --seed-dir DIR keeps the
@@ -928,9 +928,9 @@ def report_open(cells: list[OpenCell]) -> None:
     print(
         "| server | offered req/s | sent req/s | GET / share | p50 ms | p99 ms | p99.9 ms "
         "| server CPU per request | client CPU per process | send lag p99 ms | p99 from send ms "
-        f"| late | dropped | unfinished | p99 <= {GOAL_P99_MS:.0f} ms |"
+        f"| late | dropped | unfinished | machine busy | p99 <= {GOAL_P99_MS:.0f} ms |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for cell in cells:
         values = cell.latencies()
         lags = [lag for share in cell.shares for lag in share.send_lags]
@@ -943,7 +943,8 @@ def report_open(cells: list[OpenCell]) -> None:
             f"| {percentile_ms(values, 0.999):.1f} | {cell.cpu_ms:.2f} ms | {clients} cores "
             f"| {percentile_ms(lags, 0.99):.1f} | {percentile_ms(from_sent, 0.99):.1f} "
             f"| {cell.total('late')} | {cell.total('dropped')} "
-            f"| {cell.total('unfinished')} | {'yes' if cell.meets_goal() else 'no'} |"
+            f"| {cell.total('unfinished')} | {100 * cell.machine_busy:.0f} % "
+            f"| {'yes' if cell.meets_goal() else 'no'} |"
         )
     for cell in cells:
         unexpected: dict[str, int] = {}
@@ -1086,29 +1087,30 @@ def open_cells(
     cells: list[OpenCell] = []
     best: float | None = None
     ceiling = server.name == "bare+floor"
-    with client_pool(server.url, args.pool, args.clients, ceiling) as pool:
 
-        def one(rate: float) -> OpenCell:
+    def one(rate: float) -> OpenCell:
+        # New learners for every rate: the last rate's learners would carry its events.
+        with client_pool(server.url, args.pool, args.clients, ceiling) as pool:
             cell = pool.cell(server.name, server.group, rate, args.seconds)
-            print(
-                f"  {server.name} open loop at {rate:,.0f}/s: p99 {cell.p99_ms:.1f} ms",
-                file=sys.stderr,
-            )
-            cells.append(cell)
-            return cell
+        print(
+            f"  {server.name} open loop at {rate:,.0f}/s: p99 {cell.p99_ms:.1f} ms",
+            file=sys.stderr,
+        )
+        cells.append(cell)
+        return cell
 
-        for rate in rates:
-            one(rate)
-        if search:
-            for rate in search_rates(SEARCH_STEP):
-                if not one(rate).meets_goal():
+    for rate in rates:
+        one(rate)
+    if search:
+        for rate in search_rates(SEARCH_STEP):
+            if not one(rate).meets_goal():
+                break
+            best = rate
+        if best is None:  # even the start failed: step down until a rate meets it
+            for rate in search_rates(1 / SEARCH_STEP):
+                if rate != SEARCH_START_RATE and one(rate).meets_goal():
+                    best = rate
                     break
-                best = rate
-            if best is None:  # even the start failed: step down until a rate meets it
-                for rate in search_rates(1 / SEARCH_STEP):
-                    if rate != SEARCH_START_RATE and one(rate).meets_goal():
-                        best = rate
-                        break
     return cells, best
 
 
