@@ -1004,15 +1004,17 @@ class SeededCell:
 
 def report_seeded(rows: list[SeededCell], seeded_how: str) -> None:
     print(
-        "| database | learners | events each | seeded (or copied) in | active | requests/s "
-        "| p50 ms | p99 ms | server CPU per request | events added per active learner |"
+        "| database | learners | events each | seeded (or copied) in | active | conns "
+        "| requests/s | p50 ms | p99 ms | server CPU per request | events added per active "
+        "learner |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         values = row.cell.all_latencies()
         print(
             f"| {row.backend} | {row.learners:,} | {row.events:,} | {row.seed_s:.0f} s "
-            f"| {row.active:,} | {row.cell.rps:,.0f} | {percentile_ms(values, 0.5):.1f} "
+            f"| {row.active:,} | {row.cell.connections} | {row.cell.rps:,.0f} "
+            f"| {percentile_ms(values, 0.5):.1f} "
             f"| {percentile_ms(values, 0.99):.1f} | {row.cell.cpu_ms:.2f} ms "
             f"| {row.added_per_learner:,.0f} |"
         )
@@ -1188,7 +1190,8 @@ def seeded_runs(args: argparse.Namespace, cluster: Any, folder: Path) -> list[Se
                         f"{backend} {learners}x{events}",
                         server_url,
                         process.pid,
-                        args.connections[0],
+                        # A connection works one idle learner at a time: no more than there are.
+                        min(args.connections[0], len(identities)),
                         seeded_learner(idle),
                         args.seconds,
                     )
