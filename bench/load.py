@@ -44,13 +44,14 @@ Seeded (--learners N ... --events E ...). Databases filled by bench/seed.py (lea
 events written through normdive's Store; --seed-fast: its bulk path; --seed-dir DIR keeps the
 seeded SQLite files there and reuses them, each run working on a copy) with the first N and each
 E, and with each N and the first E (not every pair: 100,000 learners of 1,000 events is 10^8
-events), each served by its own `normdive serve`. The simulated learners ARE seeded learners:
-the bench starts the server, so it knows the secret and signs their cookies and form tokens
-with normdive's own functions. Closed loop at the first --connections; each connection takes a
-random idle learner from SEEDED_ACTIVE (--active) learners drawn from the N for each page load
-and its checks. Printed: server CPU per request per database, "flat in events" (largest E over
-first E) and "flat in learners" (largest N over first N) as ratios side by side, and how many
-events the cell itself added per active learner (the learners grow while they are measured).
+events), on each database of --seeded-on, each served by its own `normdive serve`. The simulated
+learners ARE seeded learners: the bench starts the server, so it knows the secret and signs
+their cookies and form tokens with normdive's own functions. Closed loop at the first
+--connections; each connection takes a random idle learner from SEEDED_ACTIVE (--active)
+learners drawn from the N for each page load and its checks. Printed: server CPU per request per
+database, "flat in events" (largest E over first E) and "flat in learners" (largest N over first
+N) as ratios side by side, and how many events the cell itself added per active learner (the
+learners grow while they are measured).
 
 Page CPU (--page-cpu): closed-loop cells of GET / alone, by a returning learner (cookie, opening
 prediction committed) and by a new one (no cookie on any request), each with its server CPU per
@@ -138,6 +139,7 @@ WRITE_SHARE = CHECKS_PER_PAGE / (CHECKS_PER_PAGE + 1)
 
 # Seeded.
 SEEDED_ACTIVE = 1000
+BACKENDS = ("sqlite", "postgresql")
 
 
 def wrong_numbers(n: int) -> dict[str, str]:
@@ -1170,7 +1172,7 @@ def seeded_runs(args: argparse.Namespace, cluster: Any, folder: Path) -> list[Se
     rng = random.Random()
     secret = secrets.token_hex(32)
     env = {"NORMDIVE_ATTEMPTS_PER_MINUTE": ATTEMPTS_PER_MINUTE, "NORMDIVE_SECRET_KEY": secret}
-    backends = ["sqlite"] + (["postgresql"] if cluster is not None else [])
+    backends = [b for b in args.seeded_on if b == "sqlite" or cluster is not None]
     for backend in backends:
         for learners, events in seeded_pairs(args.learners, args.events):
             what = f"{learners:,} learners x {events:,} events"
@@ -1218,6 +1220,9 @@ def main() -> None:
     parser.add_argument("--events", type=int, nargs="+", default=[], help="seeded events each")
     parser.add_argument("--active", type=int, default=SEEDED_ACTIVE, help="seeded, worked")
     parser.add_argument("--seed-fast", action="store_true", help="seed.py's bulk path")
+    parser.add_argument(
+        "--seeded-on", nargs="+", choices=BACKENDS, default=list(BACKENDS), help="databases"
+    )
     parser.add_argument(
         "--seed-dir", type=Path, help="keep seeded SQLite files here and reuse them (copied)"
     )
