@@ -86,7 +86,7 @@ from tempfile import TemporaryDirectory
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from servers import REPO, bare_server, group_cpu_s, normdive_server
+from servers import REPO, bare_server, group_cpu_s, normdive_server, wait_until_idle
 
 sys.path.insert(0, str(REPO / "scripts"))
 
@@ -1187,6 +1187,7 @@ def seeded_runs(args: argparse.Namespace, cluster: Any, folder: Path) -> list[Se
             identities = seeded_identities(ids, secret, args.active, rng)
             idle = IdleLearners(identities, rng)
             with normdive_server(url, args.workers, **env) as (server_url, process):
+                wait_until_idle(process.pid)
                 cell = asyncio.run(
                     run_cell(
                         f"{backend} {learners}x{events}",
@@ -1254,6 +1255,8 @@ def main() -> None:
         if cluster is not None:
             url, process = stack.enter_context(normdive_server(cluster.url, args.workers, **env))
             lessons.append(Server("postgresql", url, process.pid))
+        for server in [ceilings[0], *lessons]:
+            wait_until_idle(server.group)
         if not args.skip_closed:
             learners: list[LearnerLoop] = [bare_learner, floor_learner]
             servers = list(zip(ceilings, learners, strict=True))

@@ -25,6 +25,9 @@ SHIPPED_RECORDING = REPO / "recordings" / "the-transformer-block.json"
 # Starting takes a second or two; on two shared cores under load it can take far longer.
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
+# A started server counts as idle once it uses at most this share of a core over a probe.
+IDLE_PROBE_S = 0.5
+IDLE_CPU_SHARE = 0.05
 # The bare endpoint's app, served exactly as `normdive serve` serves ours.
 BARE_APP_DIR = Path(__file__).resolve().parent
 BARE_APP = "bare_app:create_app"
@@ -152,3 +155,15 @@ def group_cpu_s(group: int) -> float:
             if int(fields[2]) == group:
                 total += (int(fields[11]) + int(fields[12])) / ticks
     return total
+
+
+def wait_until_idle(group: int) -> None:
+    """Wait until a server's process group, just started, has stopped using the CPU: its first
+    worker answers while the others may still be importing, and that start-up would count as
+    the first cell's CPU. Gives up after START_TIMEOUT_S (a busy machine) and goes on."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        before = group_cpu_s(group)
+        time.sleep(IDLE_PROBE_S)
+        if group_cpu_s(group) - before <= IDLE_CPU_SHARE * IDLE_PROBE_S:
+            return
