@@ -528,7 +528,7 @@ async def run_cell(
 # --- open loop -------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(eq=False)
 class OpenLearner:
     """A prepared learner of the open loop and where they are in the 1:3 order."""
 
@@ -638,8 +638,9 @@ async def open_cell(
     share.unfinished = share.in_flight
     share.in_flight = 0
     # A cancelled request leaves its connection mid-answer: every learner starts clean again.
+    waiting = {id(learner) for learner in idle}
     for learner in learners:
-        if learner not in idle:
+        if id(learner) not in waiting:
             await learner.connection.close()
             idle.append(learner)
     if "start" in marks and "end" in marks:
@@ -659,7 +660,11 @@ async def _client(url: str, count: int, ceiling: bool, commands: Any, results: A
     async def prepare() -> None:
         async with gate:
             connection = Connection(host, port)
-            headers = {} if ceiling else await prepare_learner(connection)
+            if ceiling:
+                headers: dict[str, str] = {}
+                await connection.request("GET", "/")  # connected before the timing starts
+            else:
+                headers = await prepare_learner(connection)
             # Spread over the 1:3 order, so the first arrivals are not all page loads.
             start = rng.randrange(CHECKS_PER_PAGE + 1)
             learners.append(OpenLearner(connection, headers, requests=start, ceiling=ceiling))
