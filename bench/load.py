@@ -1158,6 +1158,7 @@ def seeded_sqlite(
     url = f"sqlite:///{folder / name}"
     if kept is None:
         return url, seed(url, learners, events, fast=fast)
+    kept.mkdir(parents=True, exist_ok=True)
     pristine = kept / name
     if not pristine.exists():
         partial = kept / f"{name}.partial"
