@@ -1027,6 +1027,13 @@ def report_seeded(rows: list[SeededCell], seeded_how: str) -> None:
         )
     print(f"seeded through {seeded_how}")
     for row in rows:
+        if not row.cell.requests:
+            print(
+                f"{row.cell.server}: no request was both sent and answered inside the "
+                f"{row.cell.seconds:g} s window (each took longer): its CPU per request is "
+                f"meaningless; a longer --seconds measures it"
+            )
+    for row in rows:
         if row.cell.unexpected or row.cell.reconnects:
             print(
                 f"{row.backend} {row.learners:,} x {row.events:,}: unexpected answers "
