@@ -1048,16 +1048,30 @@ def report_seeded(rows: list[SeededCell], seeded_how: str) -> None:
         most_learners = max(
             (row for row in mine if row.events == base.events), key=lambda r: r.learners
         )
-        flat_events = most_events.cell.cpu_ms / base.cell.cpu_ms
-        flat_learners = most_learners.cell.cpu_ms / base.cell.cpu_ms
-        print(
-            f"{backend}: flat in events ({base.events:,} -> {most_events.events:,} events, "
-            f"{base.learners:,} learners): {flat_events:.2f}x "
-            f"({_met(flat_events <= GOAL_FLAT)}, goal <= {GOAL_FLAT}x) | flat in learners "
-            f"({base.learners:,} -> {most_learners.learners:,} learners, {base.events:,} events): "
-            f"{flat_learners:.2f}x ({_met(flat_learners <= GOAL_FLAT)}, goal <= {GOAL_FLAT}x); "
-            f"server CPU per request, the mix"
-        )
+        parts = []
+        for what, other, span in (
+            (
+                "events",
+                most_events,
+                f"{base.events:,} -> {most_events.events:,} events, {base.learners:,} learners",
+            ),
+            (
+                "learners",
+                most_learners,
+                f"{base.learners:,} -> {most_learners.learners:,} learners, {base.events:,} events",
+            ),
+        ):
+            if other is base:
+                parts.append(f"flat in {what}: only one count given")
+            elif not (other.cell.requests and base.cell.requests):
+                parts.append(f"flat in {what} ({span}): not measured (a cell answered nothing)")
+            else:
+                ratio = other.cell.cpu_ms / base.cell.cpu_ms
+                parts.append(
+                    f"flat in {what} ({span}): {ratio:.2f}x ({_met(ratio <= GOAL_FLAT)}, "
+                    f"goal <= {GOAL_FLAT}x)"
+                )
+        print(f"{backend}: " + " | ".join(parts) + "; server CPU per request, the mix")
 
 
 # --- the run ---------------------------------------------------------------------------------
