@@ -17,12 +17,17 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from bare_app import DATABASE_PATH_VARIABLE
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 SHIPPED_RECORDING = REPO / "recordings" / "the-transformer-block.json"
 # Starting takes a second or two; on two shared cores under load it can take far longer.
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
+# A started server counts as idle once it uses at most this share of a core over a probe.
+IDLE_PROBE_S = 0.5
+IDLE_CPU_SHARE = 0.05
 # The bare endpoint's app, served exactly as `normdive serve` serves ours.
 BARE_APP_DIR = Path(__file__).resolve().parent
 BARE_APP = "bare_app:create_app"
@@ -121,14 +126,19 @@ def normdive_server(
 
 
 @contextlib.contextmanager
-def bare_server(workers: int = 1) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """bench/bare_app.py through normdive.web.serving.run, the function `normdive serve` uses."""
+def bare_server(
+    workers: int = 1, database: Path | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """bench/bare_app.py through normdive.web.serving.run, the function `normdive serve` uses;
+    with `database`, a SQLite file, its POST /write route (the write floor) inserts into it."""
     port = free_port()
     code = (
         "from normdive.web.serving import run; "
         f"run({BARE_APP!r}, host='127.0.0.1', port={port}, workers={workers})"
     )
     env = {**os.environ, "PYTHONPATH": str(BARE_APP_DIR)}
+    if database is not None:
+        env[DATABASE_PATH_VARIABLE] = str(database)
     with serving([str(BIN / "python"), "-c", code], env, port, "/") as process:
         yield f"http://127.0.0.1:{port}", process
 
@@ -145,3 +155,15 @@ def group_cpu_s(group: int) -> float:
             if int(fields[2]) == group:
                 total += (int(fields[11]) + int(fields[12])) / ticks
     return total
+
+
+def wait_until_idle(group: int) -> None:
+    """Wait until a server's process group, just started, has stopped using the CPU: its first
+    worker answers while the others may still be importing, and that start-up would count as
+    the first cell's CPU. Gives up after START_TIMEOUT_S (a busy machine) and goes on."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        before = group_cpu_s(group)
+        time.sleep(IDLE_PROBE_S)
+        if group_cpu_s(group) - before <= IDLE_CPU_SHARE * IDLE_PROBE_S:
+            return
