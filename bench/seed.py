@@ -17,8 +17,9 @@ histories per E are built (different choices and wrong answers) and dealt round-
 Two ways to write, timed and printed:
 - through the Store (default): per learner `Store.ensure_learner`, then one
   `Store.append_decided` whose decision is the whole history (one read of the empty history,
-  one transaction of E inserts). The seeding engine turns off the wait for the disk on commit
-  (SQLite synchronous=OFF, PostgreSQL synchronous_commit=off), on its own connections only:
+  one transaction of E inserts, the prediction tallies counted in it). The seeding engine
+  turns off the wait for the disk on commit (SQLite synchronous=OFF, PostgreSQL
+  synchronous_commit=off), on its own connections only:
   a seeded benchmark database needs no crash safety, and the server opens its own.
 - --fast: bulk INSERTs into the Store's own SQLAlchemy tables (store.tables: Learner,
   EventRecord), payloads through the Store's `storable`, LEARNERS_PER_TRANSACTION learners per
@@ -63,7 +64,7 @@ from normdive.progress.events import Event
 from normdive.progress.facts import recording_facts_at
 from normdive.progress.state import LessonState, derive
 from normdive.store.db import make_engine, upgrade
-from normdive.store.event_store import Store, new_learner_id, storable
+from normdive.store.event_store import EventList, Store, new_learner_id, storable
 from normdive.store.tables import EventRecord, Learner
 from servers import SHIPPED_RECORDING
 
@@ -190,7 +191,7 @@ def seed_through_store(engine: Engine, learners: int, events: int, seed: int) ->
     for learner, history in zip(range(learners), cycle(histories(events, seed)), strict=False):
         learner_id = new_learner_id()
         store.ensure_learner(learner_id)
-        _, appended = store.append_decided(learner_id, lambda _events, h=history: h)
+        _, appended = store.append_decided(learner_id, lambda _read, h=history: h, EventList())
         if len(appended) != events:
             raise RuntimeError(f"learner {learner}: {len(appended)} events stored, not {events}")
         ids.append(learner_id)
