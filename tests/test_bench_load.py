@@ -18,6 +18,7 @@ from types import ModuleType
 import pytest
 from fastapi.testclient import TestClient
 
+from fresh_loop import run_in_fresh_loop
 from normdive.lesson.content import load_lesson
 from normdive.progress.actions import check_numbers, commit_prediction
 from normdive.progress.events import Event, EventKind
@@ -162,7 +163,7 @@ def test_the_open_loop_answers_and_counts_every_arrival(monkeypatch: pytest.Monk
         await server.wait_closed()
         return share
 
-    share = asyncio.run(scenario())
+    share = run_in_fresh_loop(scenario)
     answered = sum(len(values) for values in share.latencies.values())
     assert share.scheduled == share.sent + share.dropped
     assert answered == share.sent > 0
