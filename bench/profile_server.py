@@ -5,9 +5,11 @@ functions with the most samples, inclusive (the function and what it calls) and 
     .venv/bin/pip install py-spy   # not a dependency of normdive; only this script uses it
     .venv/bin/python bench/profile_server.py [--seconds 15] [--connections 20] [--top 40]
 
-One worker, so one process holds every sample (uvicorn runs it in the serving process).
-py-spy's --idle is off: a thread waiting (for the GIL, a lock, the socket) is not counted,
-so the shares are of CPU time. The learners are load.py's own (lesson_learner).
+After a warm-up (WARMUP_S), one worker, so one process holds every sample (uvicorn runs it
+in the serving process). Only the thread holding the GIL is sampled (py-spy --gil): the
+Python work. What runs with the GIL let go is not in the profile: SQLite's own work and its
+wait for fsync, zlib's compression; bench/load.py measures the whole process's CPU. The
+learners are load.py's own (lesson_learner).
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ SAMPLING_RATE = 250  # samples per second
 DEFAULT_SECONDS = 15.0
 DEFAULT_CONNECTIONS = 20
 DEFAULT_TOP = 40
+# Learners work this long before sampling starts: the first requests of a fresh server pay
+# for what is then kept (compiled templates, cached queries), which is not the steady state.
+WARMUP_S = 3.0
 
 
 async def drive(url: str, connections: int, seconds: float) -> int:
@@ -87,10 +92,11 @@ def main() -> None:
         raw = Path(folder) / "stacks.txt"
         env = {"NORMDIVE_ATTEMPTS_PER_MINUTE": ATTEMPTS_PER_MINUTE}
         with normdive_server(url_db, 1, **env) as (url, process):
+            asyncio.run(drive(url, args.connections, WARMUP_S))
             sampler = subprocess.Popen(
                 [
                     *(py_spy, "record", "--pid", str(process.pid), "--rate", str(SAMPLING_RATE)),
-                    *("--format", "raw", "--output", str(raw), "--nonblocking", "--threads"),
+                    *("--format", "raw", "--output", str(raw), "--nonblocking", "--gil"),
                     *("--duration", str(int(args.seconds))),
                 ],
                 stdout=subprocess.DEVNULL,
