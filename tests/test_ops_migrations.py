@@ -23,7 +23,19 @@ from normdive.store.tables import Base
 
 pytestmark = pytest.mark.both_databases
 
-TABLES = {"learners", "events", "alembic_version"}
+TABLES = {
+    "learners",
+    "events",
+    "alembic_version",
+    "lti_registrations",
+    "lti_deployments",
+    "lti_states",
+    "lti_nonces",
+    "lti_platform_key_sets",
+    "lti_tool_keys",
+    "lti_learners",
+    "lti_context_members",
+}
 
 
 @pytest.fixture(params=DATABASES)

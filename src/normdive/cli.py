@@ -31,6 +31,10 @@ db_app = typer.Typer(help="The progress store's database.", no_args_is_help=True
 prerequisite_app = typer.Typer(help="Lesson 8.5, which D9 waits for.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(prerequisite_app, name="prerequisite")
+lti_app = typer.Typer(
+    help="LTI 1.3: the platforms (LMSs) registered to launch the lesson.", no_args_is_help=True
+)
+app.add_typer(lti_app, name="lti")
 
 # A command refuses invalid settings with click's status for a usage error; `serve` refuses
 # to start with it. A command that fails at its work ends with 1.
@@ -164,6 +168,129 @@ def prerequisite_done(
         typer.echo(f"Lesson 8.5 was already recorded as done for {learner_id}.")
     else:
         typer.echo(f"Lesson 8.5 is now recorded as done for {learner_id}; D9 is open to them.")
+
+
+def _store_failure(url: str, error: Exception) -> typer.Exit:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from normdive.store.db import failure_reason, shown_url
+
+    assert isinstance(error, SQLAlchemyError)
+    return _fail(
+        f"Could not use the store at {shown_url(url)}: {failure_reason(error)}. "
+        "Has `normdive db upgrade` run on it?"
+    )
+
+
+@lti_app.command(
+    "register",
+    help="Register a platform (an LMS) so that it can launch the lesson: the values its "
+    "administrator shows for this tool.\n\nReads DATABASE_URL. Every URL must be https "
+    "(plain http only for this machine).",
+)
+def lti_register(
+    issuer: Annotated[
+        str, typer.Option(help="The platform's issuer (iss), e.g. https://lms.example.edu.")
+    ],
+    client_id: Annotated[str, typer.Option(help="The client id the platform gave this tool.")],
+    auth_login_url: Annotated[
+        str, typer.Option(help="The platform's OIDC authorization endpoint.")
+    ],
+    token_url: Annotated[str, typer.Option(help="The platform's OAuth 2 token endpoint.")],
+    jwks_url: Annotated[str, typer.Option(help="The platform's public key set (JWKS) URL.")],
+    deployment_id: Annotated[
+        list[str], typer.Option(help="A deployment id the platform launches from (repeatable).")
+    ],
+    prerequisite: Annotated[
+        str,
+        typer.Option(
+            help="How lesson 8.5 is checked: platform (the LMS gates the lesson; a launch "
+            "means done), report (wait for POST /api/prerequisite) or custom (the launch's "
+            "custom parameter lesson_8_5_done)."
+        ),
+    ] = "platform",
+) -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from normdive.lti.registrations import RegistrationProblem, describe, register, validated
+    from normdive.store.db import make_engine
+
+    try:
+        given = validated(
+            issuer=issuer,
+            client_id=client_id,
+            auth_login_url=auth_login_url,
+            token_url=token_url,
+            jwks_url=jwks_url,
+            deployment_ids=tuple(deployment_id),
+            prerequisite_mode=prerequisite,
+        )
+    except RegistrationProblem as problem:
+        raise _fail(f"Not registered: {problem}") from None
+    url = _database_url()
+    engine = make_engine(url)
+    try:
+        registration = register(engine, given)
+    except RegistrationProblem as problem:
+        raise _fail(f"Not registered: {problem}") from None
+    except SQLAlchemyError as error:
+        raise _store_failure(url, error) from None
+    finally:
+        engine.dispose()
+    typer.echo("Registered:")
+    for line in describe(registration):
+        typer.echo(f"  {line}")
+
+
+@lti_app.command("list", help="List the registered platforms. Reads DATABASE_URL.")
+def lti_list() -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from normdive.lti.registrations import all_registrations, describe
+    from normdive.store.db import make_engine
+
+    url = _database_url()
+    engine = make_engine(url)
+    try:
+        registrations = all_registrations(engine)
+    except SQLAlchemyError as error:
+        raise _store_failure(url, error) from None
+    finally:
+        engine.dispose()
+    if not registrations:
+        typer.echo("No platform is registered.")
+    for index, registration in enumerate(registrations):
+        if index:
+            typer.echo("")
+        for line in describe(registration):
+            typer.echo(line)
+
+
+@lti_app.command(
+    "remove",
+    help="Remove a platform's registration, with its logins in flight and cached keys. "
+    "Its learners keep their progress. Reads DATABASE_URL.",
+)
+def lti_remove(
+    issuer: Annotated[str, typer.Option(help="The platform's issuer (iss).")],
+    client_id: Annotated[str, typer.Option(help="The client id it gave this tool.")],
+) -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from normdive.lti.registrations import UnknownRegistration, remove
+    from normdive.store.db import make_engine
+
+    url = _database_url()
+    engine = make_engine(url)
+    try:
+        remove(engine, issuer.strip(), client_id.strip())
+    except UnknownRegistration as missing:
+        raise _fail(f"Nothing removed: {missing}.") from None
+    except SQLAlchemyError as error:
+        raise _store_failure(url, error) from None
+    finally:
+        engine.dispose()
+    typer.echo(f"Removed the registration of {issuer.strip()} with client id {client_id.strip()}.")
 
 
 @app.command("check-recording")

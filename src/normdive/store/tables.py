@@ -1,6 +1,9 @@
-"""The progress store's two tables, as typed SQLAlchemy 2 declarative models.
+"""The progress store's tables, as typed SQLAlchemy 2 declarative models.
 
-`learners` holds anonymous ids; `events` is each learner's append-only history. The Alembic
+`learners` holds anonymous ids; `events` is each learner's append-only history. The `lti_*`
+tables hold what an LTI 1.3 launch needs on any worker (normdive.lti): the platforms
+registered, their deployments, the logins in flight (states and nonces), the platforms' key
+sets, the tool's own keys, and which learner and course a launch stands for. The Alembic
 migrations under store/migrations/ create exactly these (a test compares the two).
 Portable types only: the same models run on SQLite and PostgreSQL.
 """
@@ -20,7 +23,9 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    PrimaryKeyConstraint,
     String,
+    UniqueConstraint,
     func,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -40,6 +45,18 @@ NAMING_CONVENTION = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
+
+# LTI 1.3 caps its identifiers (deployment_id, context and resource link ids) at 255 ASCII
+# characters; issuers, client ids and subjects are no longer in practice.
+LTI_IDENTIFIER_LENGTH = 255
+# A URL a registration names (login, token, key set); browsers handle 2,048 everywhere.
+LTI_URL_LENGTH = 2048
+# States and nonces the tool mints: secrets.token_urlsafe(32) is 43 characters.
+LTI_SECRET_LENGTH = 64
+# SHA-256 in hex: the key of a (platform, subject) or (platform, context) pair.
+LTI_DIGEST_LENGTH = 64
+# The longest prerequisite mode name (normdive.lti.registrations.PrerequisiteMode).
+LTI_MODE_LENGTH = 20
 
 # PostgreSQL stores payloads as JSONB; elsewhere the generic JSON type (text on SQLite).
 PAYLOAD_TYPE = JSON().with_variant(JSONB(), "postgresql")
@@ -88,3 +105,127 @@ class EventRecord(Base):
     created_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), nullable=False
     )
+
+
+class LtiRegistration(Base):
+    """A platform (an LMS) registered to launch the lesson: one (issuer, client id) pair."""
+
+    __tablename__ = "lti_registrations"
+    __table_args__ = (UniqueConstraint("issuer", "client_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, Identity(), primary_key=True)
+    issuer: Mapped[str] = mapped_column(String(LTI_IDENTIFIER_LENGTH), nullable=False)
+    client_id: Mapped[str] = mapped_column(String(LTI_IDENTIFIER_LENGTH), nullable=False)
+    # Where the tool sends the browser to authenticate (OIDC authorization endpoint).
+    auth_login_url: Mapped[str] = mapped_column(String(LTI_URL_LENGTH), nullable=False)
+    # Where the tool asks for an access token for the platform's services (OAuth 2).
+    token_url: Mapped[str] = mapped_column(String(LTI_URL_LENGTH), nullable=False)
+    # The platform's public keys, which sign its id_tokens.
+    jwks_url: Mapped[str] = mapped_column(String(LTI_URL_LENGTH), nullable=False)
+    # How lesson 8.5 is known to be done for this platform's learners.
+    prerequisite_mode: Mapped[str] = mapped_column(String(LTI_MODE_LENGTH), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), nullable=False
+    )
+
+
+class LtiDeployment(Base):
+    """A deployment of the tool on a registered platform: launches name one of these."""
+
+    __tablename__ = "lti_deployments"
+    __table_args__ = (PrimaryKeyConstraint("registration_id", "deployment_id"),)
+
+    registration_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("lti_registrations.id", ondelete="CASCADE"), nullable=False
+    )
+    deployment_id: Mapped[str] = mapped_column(String(LTI_IDENTIFIER_LENGTH), nullable=False)
+
+
+class LtiState(Base):
+    """A login in flight: the state the tool sent the platform, the nonce the id_token must
+    carry back, and the target the launch must name. Deleted by the launch that uses it."""
+
+    __tablename__ = "lti_states"
+    __table_args__ = (Index("ix_lti_states_expires_at", "expires_at"),)
+
+    state: Mapped[str] = mapped_column(String(LTI_SECRET_LENGTH), primary_key=True)
+    registration_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("lti_registrations.id", ondelete="CASCADE"), nullable=False
+    )
+    nonce: Mapped[str] = mapped_column(String(LTI_SECRET_LENGTH), nullable=False)
+    target_link_uri: Mapped[str] = mapped_column(String(LTI_URL_LENGTH), nullable=False)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class LtiNonce(Base):
+    """A nonce the tool minted and no id_token has used yet: a launch deletes it, so a
+    replayed id_token finds it gone."""
+
+    __tablename__ = "lti_nonces"
+    __table_args__ = (Index("ix_lti_nonces_expires_at", "expires_at"),)
+
+    nonce: Mapped[str] = mapped_column(String(LTI_SECRET_LENGTH), primary_key=True)
+    registration_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("lti_registrations.id", ondelete="CASCADE"), nullable=False
+    )
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class LtiPlatformKeySet(Base):
+    """The last key set fetched from a registration's JWKS URL (RFC 7517 JSON), shared by
+    every worker."""
+
+    __tablename__ = "lti_platform_key_sets"
+
+    registration_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("lti_registrations.id", ondelete="CASCADE"), primary_key=True
+    )
+    key_set: Mapped[dict[str, Any]] = mapped_column(PAYLOAD_TYPE, nullable=False)
+    fetched_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class LtiToolKey(Base):
+    """One of the tool's own signing keys (a private JWK): the newest one not retired signs;
+    all not retired are published in the tool's key set."""
+
+    __tablename__ = "lti_tool_keys"
+
+    kid: Mapped[str] = mapped_column(String(LTI_SECRET_LENGTH), primary_key=True)
+    private_jwk: Mapped[dict[str, Any]] = mapped_column(PAYLOAD_TYPE, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), nullable=False
+    )
+    retired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class LtiLearner(Base):
+    """The learner a platform's user is: SHA-256 of (issuer, client id, deployment id, sub)
+    -> learner id, so the same person launching again, from any device, resumes."""
+
+    __tablename__ = "lti_learners"
+
+    link_key: Mapped[str] = mapped_column(CHAR(LTI_DIGEST_LENGTH), primary_key=True)
+    learner_id: Mapped[str] = mapped_column(
+        CHAR(LEARNER_ID_LENGTH),
+        ForeignKey("learners.id", ondelete="CASCADE"),
+        nullable=False,
+        unique=True,
+    )
+
+
+class LtiContextMember(Base):
+    """A learner launched from a course (an LTI context): SHA-256 of (issuer, client id,
+    deployment id, context id), and when they last launched from it."""
+
+    __tablename__ = "lti_context_members"
+    __table_args__ = (
+        PrimaryKeyConstraint("context_key", "learner_id"),
+        # A learner's latest course (which aggregate their page shows).
+        Index("ix_lti_context_members_learner_id_last_launch_at", "learner_id", "last_launch_at"),
+    )
+
+    context_key: Mapped[str] = mapped_column(CHAR(LTI_DIGEST_LENGTH), nullable=False)
+    learner_id: Mapped[str] = mapped_column(
+        CHAR(LEARNER_ID_LENGTH), ForeignKey("learners.id", ondelete="CASCADE"), nullable=False
+    )
+    last_launch_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
