@@ -19,6 +19,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import httpx
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 from sqlalchemy import Engine
@@ -191,3 +194,22 @@ def hs256_with_public_key(claims: dict[str, Any], key: RSAKey) -> str:
 
 def unique_sub() -> str:
     return f"user-{uuid.uuid4().hex[:8]}"
+
+
+def browser(app: FastAPI) -> TestClient:
+    """A browser on the tool's https origin (the cookies are Secure), following nothing."""
+    return TestClient(app, base_url=TOOL_ORIGIN, follow_redirects=False)
+
+
+def login(client: TestClient, method: str = "GET", **overrides: str) -> Authorization:
+    params = login_params(**overrides)
+    if method == "GET":
+        response = client.get("/lti/login", params=params)
+    else:
+        response = client.post("/lti/login", data=params)
+    assert response.status_code == 303, response.text
+    return authorization(response.headers["location"])
+
+
+def launch(client: TestClient, id_token: str, state: str) -> httpx.Response:
+    return client.post("/lti/launch", data={"id_token": id_token, "state": state})

@@ -26,12 +26,13 @@ from lti_platform import (
     CLIENT_ID,
     DEPLOYMENT_ID,
     TOOL_ORIGIN,
-    Authorization,
     KeySetServer,
-    authorization,
+    browser,
     hs256_with_public_key,
     key_set_server,
+    launch,
     launch_claims,
+    login,
     login_params,
     new_key,
     register_platform,
@@ -79,11 +80,6 @@ def registration(engine: Engine, jwks: KeySetServer) -> Registration:
     return register_platform(engine, jwks.url)
 
 
-def browser(app: FastAPI) -> TestClient:
-    """A browser on the tool's https origin (the cookies are Secure), following nothing."""
-    return TestClient(app, base_url=TOOL_ORIGIN, follow_redirects=False)
-
-
 @pytest.fixture
 def make_browser(app: FastAPI) -> Iterator[Callable[[], TestClient]]:
     clients: list[TestClient] = []
@@ -96,20 +92,6 @@ def make_browser(app: FastAPI) -> Iterator[Callable[[], TestClient]]:
     yield make
     for client in clients:
         client.__exit__(None, None, None)
-
-
-def login(client: TestClient, method: str = "GET", **overrides: str) -> Authorization:
-    params = login_params(**overrides)
-    if method == "GET":
-        response = client.get("/lti/login", params=params)
-    else:
-        response = client.post("/lti/login", data=params)
-    assert response.status_code == 303, response.text
-    return authorization(response.headers["location"])
-
-
-def launch(client: TestClient, id_token: str, state: str) -> httpx.Response:
-    return client.post("/lti/launch", data={"id_token": id_token, "state": state})
 
 
 def stored(engine: Engine) -> dict[str, int]:

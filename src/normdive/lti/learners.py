@@ -103,6 +103,19 @@ def _remember_course(connection: Connection, key: str, learner_id: str) -> None:
         )
 
 
+def latest_course(engine: Engine, learner_id: str) -> str | None:
+    """The course (context key) the learner last launched from; None for a learner no LMS
+    launched, or launched from outside any course. Its learners are the pool whose
+    predictions the learner's page shows (Store.prediction_counts)."""
+    with engine.connect() as connection:
+        return connection.execute(
+            select(LtiContextMember.context_key)
+            .where(LtiContextMember.learner_id == learner_id)
+            .order_by(LtiContextMember.last_launch_at.desc())
+            .limit(1)
+        ).scalar_one_or_none()
+
+
 def _prerequisite_source(launch: Launch, staff: bool) -> PrerequisiteSource | None:
     if staff:
         return PrerequisiteSource.LTI_STAFF

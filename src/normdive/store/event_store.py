@@ -4,10 +4,11 @@ The Store can create a learner, append an event and read a learner's events in o
 no update and no delete: the page's state is derived from the history (normdive.progress), so
 the history is never rewritten. Every query is filtered by one learner id, except
 `prediction_counts`, which reads across learners but returns bare counts (no id, no payload):
-    Store.prediction_counts() -> normdive.progress.aggregate.PredictionCounts
+    Store.prediction_counts(course=None) -> normdive.progress.aggregate.PredictionCounts
         learners per opening choice and per (row, outcome), each learner counted once by their
         first prediction_committed / first row_predicted for that row, plus how many learners
-        committed. Portable SQL: JSON path access through SQLAlchemy (JSON_EXTRACT on SQLite,
+        committed; over one pool: a course's learners (an LTI context's key) or, without one,
+        the learners no LMS launched. Portable SQL: JSON path access through SQLAlchemy (JSON_EXTRACT on SQLite,
         ->> on PostgreSQL), grouped on subquery columns so PostgreSQL sees one expression.
 
 Writing what the learner's history decides (`Store.append_decided`): a request reads the
@@ -35,9 +36,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
+    ColumnElement,
     Connection,
     Engine,
     Select,
+    bindparam,
     exists,
     func,
     insert,
@@ -50,7 +53,13 @@ from sqlalchemy.exc import IntegrityError
 
 from normdive.progress.aggregate import PredictionCounts
 from normdive.progress.events import Event, EventKind
-from normdive.store.tables import LEARNER_ID_LENGTH, EventRecord, Learner
+from normdive.store.tables import (
+    LEARNER_ID_LENGTH,
+    EventRecord,
+    Learner,
+    LtiContextMember,
+    LtiLearner,
+)
 
 __all__ = [
     "Decision",
@@ -308,12 +317,19 @@ class Store:
             event_id, created_at = connection.execute(returning).one()
         return Event(event_id, learner_id, kind, payload, _utc(created_at))
 
-    def prediction_counts(self) -> PredictionCounts:
-        """How all learners predicted, each counted once by their first prediction."""
+    def prediction_counts(self, course: str | None = None) -> PredictionCounts:
+        """How the learners of one pool predicted, each counted once by their first
+        prediction. The pool is a course's learners (`course`: an LTI context's key, see
+        normdive.lti.learners) or, with None, the learners who came outside any LMS."""
+        pool = {"course": course} if course is not None else {}
         with self._engine.connect() as connection:
-            committed = connection.execute(_COMMITTED_QUERY).scalar_one()
-            opening = _first_answers(connection, EventKind.PREDICTION_COMMITTED, "choice")
-            rows = _first_answers(connection, EventKind.ROW_PREDICTED, "outcome", per="row")
+            committed = connection.execute(_committed_query(course is not None), pool).scalar_one()
+            opening = _first_answers(
+                connection, EventKind.PREDICTION_COMMITTED, "choice", course=course
+            )
+            rows = _first_answers(
+                connection, EventKind.ROW_PREDICTED, "outcome", per="row", course=course
+            )
         return PredictionCounts(
             committed=int(committed),
             opening=rows_to_counts(opening).get("", {}),
@@ -349,22 +365,40 @@ def _history(connection: Connection, learner_id: str) -> tuple[list[Event], int]
     return events, (rows[-1].id if rows else 0)
 
 
-# Learners who committed the opening prediction (built once, like _first_answers_query).
-_COMMITTED_QUERY = select(func.count(EventRecord.learner_id.distinct())).where(
-    EventRecord.kind == EventKind.PREDICTION_COMMITTED.value
-)
+def _in_pool(in_course: bool) -> ColumnElement[bool]:
+    """The learners an aggregate counts: a course's (the bound parameter `course`, an LTI
+    context's key) or, outside any course, those no LMS launched (the anonymous pool)."""
+    if in_course:
+        return EventRecord.learner_id.in_(
+            select(LtiContextMember.learner_id).where(
+                LtiContextMember.context_key == bindparam("course")
+            )
+        )
+    return EventRecord.learner_id.not_in(select(LtiLearner.learner_id))
 
 
 @functools.cache
-def _first_answers_query(kind: EventKind, answer: str, per: str | None) -> Select[Any]:
-    """The query behind _first_answers, built once per shape: it has no parameters, and
-    building its subqueries costs more Python than running it (bench/RESULTS.md, "Load")."""
+def _committed_query(in_course: bool) -> Select[Any]:
+    """Learners of the pool who committed the opening prediction (built once per shape, like
+    _first_answers_query)."""
+    return select(func.count(EventRecord.learner_id.distinct())).where(
+        EventRecord.kind == EventKind.PREDICTION_COMMITTED.value, _in_pool(in_course)
+    )
+
+
+@functools.cache
+def _first_answers_query(
+    kind: EventKind, answer: str, per: str | None, in_course: bool = False
+) -> Select[Any]:
+    """The query behind _first_answers, built once per shape: its one parameter is the
+    course, bound at execution, and building its subqueries costs more Python than running
+    it (bench/RESULTS.md, "Load")."""
     answers = select(
         EventRecord.id.label("id"),
         EventRecord.learner_id.label("learner_id"),
         (EventRecord.payload[per].as_string() if per else literal_column("''")).label("question"),
         EventRecord.payload[answer].as_string().label("answer"),
-    ).where(EventRecord.kind == kind.value)
+    ).where(EventRecord.kind == kind.value, _in_pool(in_course))
     inner = answers.subquery("answers")
     first = (
         select(func.min(inner.c.id).label("id"))
@@ -379,15 +413,23 @@ def _first_answers_query(kind: EventKind, answer: str, per: str | None) -> Selec
 
 
 def _first_answers(
-    connection: Connection, kind: EventKind, answer: str, *, per: str | None = None
+    connection: Connection,
+    kind: EventKind,
+    answer: str,
+    *,
+    per: str | None = None,
+    course: str | None = None,
 ) -> list[tuple[str | None, str | None, int]]:
     """(question, answer, learners) for each learner's first `kind` event per question.
 
     The question is the payload's `per` key ("" when the kind answers one question). Every
     JSON path is labelled in an inner query and grouped by that label outside it, so the
     same expression is grouped on every backend."""
-    query = _first_answers_query(kind, answer, per)
-    return [(row.question, row.answer, int(row.learners)) for row in connection.execute(query)]
+    query = _first_answers_query(kind, answer, per, course is not None)
+    pool = {"course": course} if course is not None else {}
+    return [
+        (row.question, row.answer, int(row.learners)) for row in connection.execute(query, pool)
+    ]
 
 
 def rows_to_counts(
