@@ -209,6 +209,13 @@ def lti_register(
             "custom parameter lesson_8_5_done)."
         ),
     ] = "platform",
+    frame_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="An origin (https://host) whose pages frame the lesson, besides the issuer's "
+            "and the login URL's: the course pages' host where it differs (repeatable)."
+        ),
+    ] = None,
 ) -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
@@ -224,6 +231,7 @@ def lti_register(
             jwks_url=jwks_url,
             deployment_ids=tuple(deployment_id),
             prerequisite_mode=prerequisite,
+            frame_origins=tuple(frame_origin or ()),
         )
     except RegistrationProblem as problem:
         raise _fail(f"Not registered: {problem}") from None

@@ -66,6 +66,29 @@ class Registration:
     jwks_url: str
     deployment_ids: tuple[str, ...]
     prerequisite_mode: PrerequisiteMode
+    frame_origins: tuple[str, ...] = ()
+
+    def framing_origins(self) -> tuple[str, ...]:
+        """The origins that may frame the lesson in this platform's launches: the issuer's,
+        the login URL's, and those registered with --frame-origin (the course pages' host,
+        where it differs, as on Canvas: issuer canvas.instructure.com, courses on
+        school.instructure.com)."""
+        found = [origin_of(self.issuer), origin_of(self.auth_login_url), *self.frame_origins]
+        return tuple(dict.fromkeys(origin for origin in found if origin is not None))
+
+
+def origin_of(url: str) -> str | None:
+    """scheme://host[:port] of an http(s) URL, lowercased; None for anything else."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not host:
+        return None
+    shown = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{shown}" + (f":{port}" if port is not None else "")
 
 
 def _is_loopback(host: str) -> bool:
@@ -108,6 +131,7 @@ class RegistrationInput(BaseModel):
     jwks_url: str
     deployment_ids: tuple[str, ...] = Field(min_length=1)
     prerequisite_mode: PrerequisiteMode = DEFAULT_PREREQUISITE_MODE
+    frame_origins: tuple[str, ...] = ()
 
     @field_validator("auth_login_url", "token_url", "jwks_url")
     @classmethod
@@ -116,6 +140,20 @@ class RegistrationInput(BaseModel):
         if problem is not None:
             raise ValueError(problem)
         return url
+
+    @field_validator("frame_origins")
+    @classmethod
+    def _origins(cls, origins: tuple[str, ...]) -> tuple[str, ...]:
+        cleaned = []
+        for given in origins:
+            origin = origin_of(given.strip())
+            if origin is None or origin != given.strip().rstrip("/").lower():
+                raise ValueError(f"{given!r} is not an origin (https://host or https://host:port)")
+            problem = url_problem(origin)
+            if problem is not None:
+                raise ValueError(f"{given!r}: {problem}")
+            cleaned.append(origin)
+        return tuple(dict.fromkeys(cleaned))
 
     @field_validator("deployment_ids")
     @classmethod
@@ -150,6 +188,7 @@ def register(engine: Engine, given: RegistrationInput) -> Registration:
                     auth_login_url=given.auth_login_url,
                     token_url=given.token_url,
                     jwks_url=given.jwks_url,
+                    frame_origins=list(given.frame_origins),
                     prerequisite_mode=given.prerequisite_mode.value,
                 )
                 .returning(LtiRegistration.id)
@@ -195,6 +234,7 @@ def _registrations(engine: Engine, *conditions: ColumnElement[bool]) -> list[Reg
             jwks_url=row.jwks_url,
             deployment_ids=tuple(deployments[row.id]),
             prerequisite_mode=PrerequisiteMode(row.prerequisite_mode),
+            frame_origins=tuple(row.frame_origins),
         )
         for row in rows
     ]
@@ -244,4 +284,5 @@ def describe(registration: Registration) -> Sequence[str]:
         f"JWKS URL:       {registration.jwks_url}",
         f"deployment ids: {', '.join(registration.deployment_ids)}",
         f"8.5 checked by: {registration.prerequisite_mode.value}",
+        f"may frame it:   {' '.join(registration.framing_origins())}",
     )

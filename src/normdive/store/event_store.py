@@ -8,8 +8,9 @@ the history is never rewritten. Every query is filtered by one learner id, excep
         learners per opening choice and per (row, outcome), each learner counted once by their
         first prediction_committed / first row_predicted for that row, plus how many learners
         committed; over one pool: a course's learners (an LTI context's key) or, without one,
-        the learners no LMS launched. Portable SQL: JSON path access through SQLAlchemy (JSON_EXTRACT on SQLite,
-        ->> on PostgreSQL), grouped on subquery columns so PostgreSQL sees one expression.
+        the learners no LMS launched. Portable SQL: JSON path access through SQLAlchemy
+        (JSON_EXTRACT on SQLite, ->> on PostgreSQL), grouped on subquery columns so PostgreSQL
+        sees one expression.
 
 Writing what the learner's history decides (`Store.append_decided`): a request reads the
 history, decides from it what to append (nothing, or one or more events, or a refusal) and

@@ -122,6 +122,9 @@ class LtiRegistration(Base):
     token_url: Mapped[str] = mapped_column(String(LTI_URL_LENGTH), nullable=False)
     # The platform's public keys, which sign its id_tokens.
     jwks_url: Mapped[str] = mapped_column(String(LTI_URL_LENGTH), nullable=False)
+    # Origins that may frame the lesson for this platform's learners besides the issuer's and
+    # the login URL's (a JSON list of "https://host[:port]"): where the course pages are.
+    frame_origins: Mapped[list[str]] = mapped_column(PAYLOAD_TYPE, nullable=False)
     # How lesson 8.5 is known to be done for this platform's learners.
     prerequisite_mode: Mapped[str] = mapped_column(String(LTI_MODE_LENGTH), nullable=False)
     created_at: Mapped[datetime] = mapped_column(

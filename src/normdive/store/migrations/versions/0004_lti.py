@@ -59,6 +59,7 @@ def upgrade() -> None:
         sa.Column("auth_login_url", sa.String(URL), nullable=False),
         sa.Column("token_url", sa.String(URL), nullable=False),
         sa.Column("jwks_url", sa.String(URL), nullable=False),
+        sa.Column("frame_origins", _json(), nullable=False),
         sa.Column("prerequisite_mode", sa.String(MODE), nullable=False),
         sa.Column(
             "created_at", sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False
