@@ -6,15 +6,16 @@ Run it with `normdive serve`, or any ASGI server: `uvicorn --factory normdive.we
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 import anyio
 import anyio.to_thread
 from fastapi import FastAPI
+from itsdangerous import Signer
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import Request, cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from normdive import __version__
@@ -27,6 +28,13 @@ from normdive.web.assets import CompressResponses, StaticAssets
 from normdive.web.errors import error_response, install_error_handlers
 from normdive.web.identity import make_signer
 from normdive.web.rendering import STATIC_DIR, STATIC_MOUNT, Renderer, static_version
+from normdive.web.security.framing import (
+    FRAME_COOKIE,
+    UNFRAMED_POLICY,
+    frame_signer,
+    framed_policy,
+    framing_origins,
+)
 from normdive.web.security.proxy import TrustedProxy
 from normdive.web.services import Services
 
@@ -45,16 +53,16 @@ TOO_SLOW = (
     "Nothing was saved; check your connection and try again."
 )
 
-# The page loads nothing from elsewhere and runs no inline script or style.
-CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; "
-    "object-src 'none'"
+# The page loads nothing from elsewhere, runs no inline script or style, and is framed by
+# nobody (outside an LTI launch: web.security.framing).
+CONTENT_SECURITY_POLICY = UNFRAMED_POLICY
+COMMON_HEADERS = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
 )
 SECURITY_HEADERS = (
     (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"same-origin"),
+    *COMMON_HEADERS,
     # frame-ancestors 'none' above, for browsers that predate it.
     (b"x-frame-options", b"DENY"),
 )
@@ -62,19 +70,32 @@ SECURITY_HEADERS = (
 
 class SecurityHeaders:
     """Adds the security headers to every HTTP response. It wraps the whole app, Starlette's
-    ServerErrorMiddleware included (NormdiveApp), so an unexpected error's 500 has them too."""
+    ServerErrorMiddleware included (NormdiveApp), so an unexpected error's 500 has them too.
+    A request with a valid framing cookie (an LTI launch's) gets the launching platform's
+    origins as frame-ancestors instead of 'none' (web.security.framing)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, frame_signer: Signer | None = None) -> None:
         self.app = app
+        self.frame_signer = frame_signer
+
+    def _headers(self, scope: Scope) -> Sequence[tuple[bytes, bytes]]:
+        raw = Headers(scope=scope).get("cookie", "")
+        if self.frame_signer is None or FRAME_COOKIE not in raw:
+            return SECURITY_HEADERS
+        origins = framing_origins(cookie_parser(raw).get(FRAME_COOKIE), self.frame_signer)
+        if origins is None:
+            return SECURITY_HEADERS
+        return ((b"content-security-policy", framed_policy(origins).encode()), *COMMON_HEADERS)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        headers = self._headers(scope)
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+                message["headers"] = [*message.get("headers", []), *headers]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
@@ -131,8 +152,10 @@ class NormdiveApp(FastAPI):
     ServerErrorMiddleware outside every middleware added with add_middleware, and that one
     sends the 500 for an unexpected error: headers added inside it never reach that 500."""
 
+    frame_signer: Signer | None = None
+
     def build_middleware_stack(self) -> ASGIApp:
-        return SecurityHeaders(super().build_middleware_stack())
+        return SecurityHeaders(super().build_middleware_stack(), self.frame_signer)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -155,6 +178,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
         openapi_url=None,
     )
+    app.frame_signer = frame_signer(settings.secret_key)
     app.state.services = Services(
         settings=settings,
         lesson=load_lesson(),

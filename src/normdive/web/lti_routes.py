@@ -6,7 +6,8 @@ launches may be in flight in one browser: a course page can hold several activit
 a platform's iframe that cookie is third-party, so it is SameSite=None, Secure and
 Partitioned (CHIPS): a browser that blocks third-party cookies still keeps a partitioned one
 for the same top-level site, which is where the launch lands. The launch signs the learner in
-with the learner cookie, set with the same attributes.
+with the learner cookie, set with the same attributes, and sets the framing cookie that lets
+the platform's origins frame the lesson (web.security.framing).
 
 Every refusal is a page for the platform's administrator, with a 4xx and a log line; nothing
 is stored.
@@ -31,6 +32,12 @@ from normdive.web.identity import (
     COOKIE_MAX_AGE_S,
     COOKIE_NAME,
     cookie_value,
+)
+from normdive.web.security.framing import (
+    FRAME_COOKIE,
+    frame_cookie_value,
+    frame_signer,
+    set_framed_cookie,
 )
 from normdive.web.services import Services, services
 
@@ -63,21 +70,6 @@ def refused(svc: Services, step: str, refusal: Refusal) -> Response:
     response = HTMLResponse(body, refusal.status)
     response.headers["Cache-Control"] = CACHE_CONTROL
     return response
-
-
-def set_framed_cookie(response: Response, name: str, value: str, max_age: int, path: str) -> None:
-    """A cookie that works inside a platform's iframe with third-party cookies blocked:
-    SameSite=None (sent on the platform's cross-site posts), Secure (required with None),
-    Partitioned (kept per top-level site, CHIPS), HttpOnly. A max_age of 0 deletes it (a
-    partitioned cookie is deleted only by a Set-Cookie that is Partitioned too)."""
-    response.set_cookie(
-        name, value, max_age=max_age, path=path, secure=True, httponly=True, samesite="none"
-    )
-    # Starlette writes Partitioned only on Python 3.14+ (http.cookies learnt it there); the
-    # attribute is appended to the header it just wrote.
-    header, cookie = response.raw_headers[-1]
-    assert header == b"set-cookie"
-    response.raw_headers[-1] = (header, cookie + b"; Partitioned")
 
 
 def _login(svc: Services, request: Request, params: dict[str, str]) -> Response:
@@ -146,6 +138,15 @@ def _launch(svc: Services, request: Request, fields: dict[str, str]) -> Response
         response,
         COOKIE_NAME,
         cookie_value(signed_in.learner_id, svc.signer),
+        max_age=COOKIE_MAX_AGE_S,
+        path="/",
+    )
+    set_framed_cookie(
+        response,
+        FRAME_COOKIE,
+        frame_cookie_value(
+            launch.registration.framing_origins(), frame_signer(svc.settings.secret_key)
+        ),
         max_age=COOKIE_MAX_AGE_S,
         path="/",
     )
