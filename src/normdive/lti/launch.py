@@ -15,6 +15,7 @@ caller's transaction, so an id_token serves one launch only: replayed, its nonce
 
 from __future__ import annotations
 
+import hmac
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from joserfc.jwt import JWTClaimsRegistry
 from sqlalchemy import Connection, Engine, delete, select
 
 from normdive.lti import registrations
-from normdive.lti.login import LOGIN_TTL
+from normdive.lti.login import LOGIN_TTL, secret_digest
 from normdive.lti.platform_keys import signing_key
 from normdive.lti.refusal import Refusal
 from normdive.lti.registrations import Registration
@@ -80,6 +81,31 @@ class PendingLogin:
     registration_id: int
     nonce: str
     target_link_uri: str
+    # SHA-256 of the secret the login put in the platform's storage; None when it put none.
+    storage_key: str | None = None
+    relaunch_query: str | None = None
+
+
+@dataclass(frozen=True)
+class BrowserProof:
+    """What the launch request shows of the browser that started the login."""
+
+    # The state the browser's state cookie holds (None: it sent none).
+    cookie_state: str | None
+    # The secret the tool's launch page read back from the platform's storage (None: none).
+    storage_secret: str | None = None
+    # The request came from this tool's own page (its Origin is this tool's), as the launch
+    # page's second post does; a form another site makes a browser post never does.
+    from_own_page: bool = False
+
+
+class NeedsPlatformStorage(Exception):
+    """The browser kept no cookie, but the login put a secret in the platform's storage: the
+    launch page must read it back (in the browser) and post the launch again with it."""
+
+    def __init__(self, login: PendingLogin) -> None:
+        super().__init__("the launch must read the platform's storage")
+        self.login = login
 
 
 @dataclass(frozen=True)
@@ -122,7 +148,18 @@ def _pending(engine: Engine, state: str) -> PendingLogin:
         registration_id=row.registration_id,
         nonce=row.nonce,
         target_link_uri=row.target_link_uri,
+        storage_key=row.storage_key,
+        relaunch_query=row.relaunch_query,
     )
+
+
+def _bound_to_this_browser(login: PendingLogin, proof: BrowserProof) -> bool:
+    if proof.cookie_state is not None and hmac.compare_digest(proof.cookie_state, login.state):
+        return True
+    if login.storage_key is None or proof.storage_secret is None or not proof.from_own_page:
+        return False
+    digest = secret_digest(proof.storage_secret)
+    return hmac.compare_digest(digest, login.storage_key)
 
 
 def _header(id_token: str) -> Mapping[str, Any]:
@@ -266,9 +303,10 @@ def _lti_claims(claims: Mapping[str, Any], registration: Registration, login: Pe
         raise Refusal(401, "missing_claim", "The launch's roles claim is not a list of roles.")
 
 
-def validate(engine: Engine, *, id_token: str, state: str, browser_state: str | None) -> Launch:
-    """The launch this id_token and state stand for, or a Refusal. `browser_state` is the
-    state this browser was given at the login (its cookie), None when it holds none."""
+def validate(engine: Engine, *, id_token: str, state: str, proof: BrowserProof) -> Launch:
+    """The launch this id_token and state stand for, or a Refusal. `proof` is what the
+    request shows of the browser that started the login. NeedsPlatformStorage when only the
+    platform's storage can show it."""
     if len(id_token) > MAX_ID_TOKEN_BYTES:
         raise Refusal(
             413,
@@ -279,13 +317,17 @@ def validate(engine: Engine, *, id_token: str, state: str, browser_state: str | 
     if not id_token:
         raise Refusal(400, "no_id_token", "The launch carries no id_token.")
     login = _pending(engine, state)
-    if browser_state != login.state:
+    if not _bound_to_this_browser(login, proof):
+        if login.storage_key is not None and proof.storage_secret is None:
+            raise NeedsPlatformStorage(login)
         raise Refusal(
             403,
             "state_from_another_browser",
-            "This launch's state was issued to another browser (or this browser did not keep "
-            "the login's cookie). Launch the activity again from the platform in this browser; "
-            "if it keeps happening, open the lesson in a new window.",
+            "This launch's state was issued to another browser, or this browser kept neither "
+            "the login's cookie (it blocks third-party cookies) nor the platform's storage. "
+            "Launch the activity again from the platform in this browser, or open the lesson "
+            "in a window of its own.",
+            relaunch_query=login.relaunch_query,
         )
     registration = registrations.by_id(engine, login.registration_id)
     if registration is None:

@@ -4,12 +4,16 @@ The platform sends the browser here (GET or POST) with its issuer, a login hint,
 link URI and, optionally, its client id, a deployment id and a message hint. The tool answers
 by sending the browser to the platform's authorization endpoint with a fresh state and nonce,
 which it stores first (lti_states, lti_nonces), so the launch can land on any worker. The
-state is also bound to this browser by the web layer (a cookie named after the state), so a
-state carried to another browser is refused at the launch.
+state is also bound to this browser, so a state carried to another browser is refused at the
+launch: by a cookie named after the state (the web layer's), and, when the platform offers
+its storage (`lti_storage_target`, LTI client-side postMessages), by a secret the login page
+puts there, whose digest the state keeps: a browser that keeps no third-party cookie still
+keeps the platform's storage.
 """
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,7 +24,7 @@ from sqlalchemy import Engine, delete, insert
 
 from normdive.lti import registrations
 from normdive.lti.refusal import Refusal
-from normdive.lti.registrations import Registration
+from normdive.lti.registrations import Registration, origin_of
 from normdive.store.tables import LTI_IDENTIFIER_LENGTH, LTI_URL_LENGTH, LtiNonce, LtiState
 
 # How long a login may take to come back as a launch: the platform's authorization step is
@@ -32,14 +36,48 @@ SECRET_BYTES = 32
 MAX_HINT_LENGTH = 2048
 
 
+# The login parameters worth keeping to start the login again in a window of its own.
+RELAUNCH_PARAMETERS = (
+    "iss",
+    "login_hint",
+    "target_link_uri",
+    "client_id",
+    "lti_deployment_id",
+    "lti_message_hint",
+)
+# Longest name of the platform's storage frame (lti_storage_target): "_parent" or a frame's.
+MAX_STORAGE_TARGET_LENGTH = 64
+
+
+@dataclass(frozen=True)
+class PlatformStorage:
+    """The platform's storage (LTI client-side postMessages, lti-pm-s) a login uses: the
+    frame to post to, the origin it answers from, and the key and secret value to put there."""
+
+    target: str
+    origin: str
+    key: str
+    secret: str
+
+
 @dataclass(frozen=True)
 class LoginRedirect:
     """Where to send the browser (the platform's authorization endpoint, with the request in
-    its query) and the state minted for it."""
+    its query) and the state minted for it; with the platform's storage when it offers it."""
 
     url: str
     state: str
     registration: Registration
+    storage: PlatformStorage | None = None
+
+
+def storage_key_name(state: str) -> str:
+    """The key the login's secret is kept under in the platform's storage."""
+    return f"normdive_state_{state}"
+
+
+def secret_digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 def _parameter(params: Mapping[str, str], name: str, *, required: bool, limit: int) -> str | None:
@@ -87,6 +125,9 @@ def begin_login(
         params, "lti_deployment_id", required=False, limit=LTI_IDENTIFIER_LENGTH
     )
     message_hint = _parameter(params, "lti_message_hint", required=False, limit=MAX_HINT_LENGTH)
+    storage_target = _parameter(
+        params, "lti_storage_target", required=False, limit=MAX_STORAGE_TARGET_LENGTH
+    )
     assert issuer is not None and login_hint is not None and target_link_uri is not None
 
     registration = registrations.find(engine, issuer, client_id)
@@ -122,6 +163,16 @@ def begin_login(
 
     state = secrets.token_urlsafe(SECRET_BYTES)
     nonce = secrets.token_urlsafe(SECRET_BYTES)
+    storage = None
+    platform_origin = origin_of(registration.auth_login_url)
+    if storage_target is not None and platform_origin is not None:
+        storage = PlatformStorage(
+            target=storage_target,
+            origin=platform_origin,
+            key=storage_key_name(state),
+            secret=secrets.token_urlsafe(SECRET_BYTES),
+        )
+    relaunch = urlencode({k: params[k] for k in RELAUNCH_PARAMETERS if params.get(k)})
     now = datetime.now(UTC)
     with engine.begin() as connection:
         # Logins never finished (the browser closed on the platform's page) go here.
@@ -134,6 +185,8 @@ def begin_login(
                 nonce=nonce,
                 target_link_uri=target_link_uri,
                 expires_at=now + LOGIN_TTL,
+                storage_key=secret_digest(storage.secret) if storage is not None else None,
+                relaunch_query=relaunch,
             )
         )
         connection.execute(
@@ -158,4 +211,4 @@ def begin_login(
     parts = urlsplit(registration.auth_login_url)
     joined = f"{parts.query}&{urlencode(query)}" if parts.query else urlencode(query)
     url = urlunsplit((parts.scheme, parts.netloc, parts.path, joined, ""))
-    return LoginRedirect(url=url, state=state, registration=registration)
+    return LoginRedirect(url=url, state=state, registration=registration, storage=storage)

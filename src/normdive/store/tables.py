@@ -25,6 +25,7 @@ from sqlalchemy import (
     MetaData,
     PrimaryKeyConstraint,
     String,
+    Text,
     UniqueConstraint,
     func,
 )
@@ -158,6 +159,12 @@ class LtiState(Base):
     nonce: Mapped[str] = mapped_column(String(LTI_SECRET_LENGTH), nullable=False)
     target_link_uri: Mapped[str] = mapped_column(String(LTI_URL_LENGTH), nullable=False)
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    # SHA-256 (hex) of the secret the login put in the platform's storage (LTI client-side
+    # postMessages), when the platform offered it: the launch's other proof of the browser.
+    storage_key: Mapped[str | None] = mapped_column(CHAR(LTI_DIGEST_LENGTH), nullable=True)
+    # The login's parameters, to start it again in a window of its own (the last resort when
+    # the browser keeps neither a cookie nor the platform's storage).
+    relaunch_query: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class LtiNonce(Base):

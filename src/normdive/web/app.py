@@ -56,6 +56,7 @@ TOO_SLOW = (
 # The page loads nothing from elsewhere, runs no inline script or style, and is framed by
 # nobody (outside an LTI launch: web.security.framing).
 CONTENT_SECURITY_POLICY = UNFRAMED_POLICY
+CSP_HEADER = b"content-security-policy"
 COMMON_HEADERS = (
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"same-origin"),
@@ -95,7 +96,11 @@ class SecurityHeaders:
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *headers]
+                own = message.get("headers", [])
+                # A route that set its own policy (the LTI pages, framed by the registered
+                # platforms) keeps it, without X-Frame-Options.
+                chosen = COMMON_HEADERS if any(k == CSP_HEADER for k, _ in own) else headers
+                message["headers"] = [*own, *chosen]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

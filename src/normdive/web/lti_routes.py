@@ -1,13 +1,23 @@
 """The LTI 1.3 routes: the OIDC login a platform initiates (GET or POST /lti/login) and the
 launch it posts back (POST /lti/launch). The work is normdive.lti's; this module speaks HTTP.
 
-The login binds its state to this browser with a cookie named after the state (several
-launches may be in flight in one browser: a course page can hold several activities). Inside
-a platform's iframe that cookie is third-party, so it is SameSite=None, Secure and
-Partitioned (CHIPS): a browser that blocks third-party cookies still keeps a partitioned one
-for the same top-level site, which is where the launch lands. The launch signs the learner in
-with the learner cookie, set with the same attributes, and sets the framing cookie that lets
-the platform's origins frame the lesson (web.security.framing).
+The login binds its state to this browser, two ways:
+- a cookie named after the state (several launches may be in flight in one browser: a course
+  page can hold several activities). Inside a platform's iframe that cookie is third-party, so
+  it is SameSite=None, Secure and Partitioned (CHIPS): a browser that blocks third-party
+  cookies still keeps a partitioned one for the same top-level site, which is where the launch
+  lands;
+- when the platform offers its storage (`lti_storage_target`: LTI client-side postMessages,
+  lti-cs-oidc, and the platform storage, lti-pm-s), a secret the login page puts there
+  (static/lti-storage.js) before it goes on to the platform. A launch whose browser sent no
+  cookie answers with a page that reads the secret back and posts the launch again with it,
+  from this tool's own page (its Origin says so). Without either, the refusal says so and
+  offers to open the lesson in a window of its own (where the tool's cookies are first-party).
+
+The launch signs the learner in with the learner cookie, set with the same attributes, and
+sets the framing cookie that lets the platform's origins frame the lesson
+(web.security.framing). Every page these routes answer may be framed by the registered
+platforms' origins (it is shown in their iframe), and by nobody when none is registered.
 
 Every refusal is a page for the platform's administrator, with a 4xx and a log line; nothing
 is stored.
@@ -16,6 +26,8 @@ is stored.
 from __future__ import annotations
 
 import logging
+from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
@@ -24,19 +36,24 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from normdive.lti import launch as launches
+from normdive.lti.launch import BrowserProof, NeedsPlatformStorage, PendingLogin
 from normdive.lti.learners import sign_in
-from normdive.lti.login import LOGIN_TTL, begin_login
+from normdive.lti.login import LOGIN_TTL, begin_login, storage_key_name
 from normdive.lti.refusal import Refusal
+from normdive.lti.registrations import all_registrations, by_id, origin_of
 from normdive.web.identity import (
     CACHE_CONTROL,
     COOKIE_MAX_AGE_S,
     COOKIE_NAME,
     cookie_value,
 )
+from normdive.web.security.csrf import own_hosts
 from normdive.web.security.framing import (
     FRAME_COOKIE,
+    UNFRAMED_POLICY,
     frame_cookie_value,
     frame_signer,
+    framed_policy,
     set_framed_cookie,
 )
 from normdive.web.services import Services, services
@@ -51,9 +68,12 @@ LAUNCH_PATH = "/lti/launch"
 # state (URL-safe base64: letters, digits, - and _, all allowed in a cookie name).
 STATE_COOKIE_PREFIX = "normdive_lti_state_"
 REFUSED_TITLE = "This LTI launch was refused"
-# Form fields of the launch are short, but an id_token may be tens of KiB: read no more
-# fields than a launch has.
+STORAGE_TEMPLATE = "lti_storage.html"
+# The launch's form fields: the platform's id_token and state (and lti_storage_target), and
+# the secret the tool's launch page read back from the platform's storage.
 MAX_FORM_FIELDS = 8
+# Where a platform's storage lives when the launch does not name its frame (lti-pm-s).
+DEFAULT_STORAGE_TARGET = "_parent"
 
 
 def own_origin(request: Request) -> str:
@@ -62,14 +82,40 @@ def own_origin(request: Request) -> str:
     return f"{request.url.scheme}://{request.url.netloc}"
 
 
-def refused(svc: Services, step: str, refusal: Refusal) -> Response:
-    logger.warning("LTI %s refused (%s): %s", step, refusal.code, refusal.message)
-    body = svc.renderer.env.get_template("lti_refused.html").render(
-        title=REFUSED_TITLE, message=refusal.message, code=refusal.code
+def _registered_origins(svc: Services) -> list[str]:
+    origins: dict[str, None] = {}
+    for registration in all_registrations(svc.engine):
+        origins.update(dict.fromkeys(registration.framing_origins()))
+    return list(origins)
+
+
+def _framable(svc: Services, response: Response) -> Response:
+    """The response, framable by the registered platforms (it is shown in their iframe)."""
+    origins = _registered_origins(svc)
+    response.headers["Content-Security-Policy"] = (
+        framed_policy(origins) if origins else UNFRAMED_POLICY
     )
-    response = HTMLResponse(body, refusal.status)
     response.headers["Cache-Control"] = CACHE_CONTROL
     return response
+
+
+def _render(svc: Services, template: str, status: int = 200, **context: Any) -> Response:
+    body = svc.renderer.env.get_template(template).render(**context)
+    return _framable(svc, HTMLResponse(body, status))
+
+
+def refused(svc: Services, step: str, refusal: Refusal) -> Response:
+    logger.warning("LTI %s refused (%s): %s", step, refusal.code, refusal.message)
+    relaunch = f"{LOGIN_PATH}?{refusal.relaunch_query}" if refusal.relaunch_query else None
+    return _render(
+        svc,
+        "lti_refused.html",
+        refusal.status,
+        title=REFUSED_TITLE,
+        message=refusal.message,
+        code=refusal.code,
+        relaunch_url=relaunch,
+    )
 
 
 def _login(svc: Services, request: Request, params: dict[str, str]) -> Response:
@@ -82,8 +128,20 @@ def _login(svc: Services, request: Request, params: dict[str, str]) -> Response:
         )
     except Refusal as refusal:
         return refused(svc, "login", refusal)
-    response = RedirectResponse(redirect.url, status_code=303)
-    response.headers["Cache-Control"] = CACHE_CONTROL
+    if redirect.storage is None:
+        response: Response = _framable(svc, RedirectResponse(redirect.url, status_code=303))
+    else:
+        # A page that puts the secret in the platform's storage, then goes on to the platform.
+        response = _render(
+            svc,
+            STORAGE_TEMPLATE,
+            mode="put",
+            storage_target=redirect.storage.target,
+            storage_origin=redirect.storage.origin,
+            storage_key=redirect.storage.key,
+            storage_value=redirect.storage.secret,
+            next_url=redirect.url,
+        )
     set_framed_cookie(
         response,
         STATE_COOKIE_PREFIX + redirect.state,
@@ -113,16 +171,50 @@ async def login_post(request: Request) -> Response:
     return await run_in_threadpool(_login, services(request), request, params)
 
 
+def _from_own_page(request: Request) -> bool:
+    origin = request.headers.get("origin")
+    if not origin:
+        return False
+    try:
+        netloc = urlsplit(origin).netloc.lower()
+    except ValueError:
+        return False
+    return netloc in own_hosts(request)
+
+
+def _read_platform_storage(svc: Services, login: PendingLogin, fields: dict[str, str]) -> Response:
+    """The page that reads the login's secret back from the platform's storage and posts the
+    launch again with it (static/lti-storage.js)."""
+    registration = by_id(svc.engine, login.registration_id)
+    origin = origin_of(registration.auth_login_url) if registration is not None else None
+    relaunch = f"{LOGIN_PATH}?{login.relaunch_query}" if login.relaunch_query else None
+    return _render(
+        svc,
+        STORAGE_TEMPLATE,
+        mode="get",
+        storage_target=fields.get("lti_storage_target") or DEFAULT_STORAGE_TARGET,
+        storage_origin=origin or "",
+        storage_key=storage_key_name(login.state),
+        id_token=fields.get("id_token", ""),
+        state=login.state,
+        relaunch_url=relaunch,
+    )
+
+
 def _launch(svc: Services, request: Request, fields: dict[str, str]) -> Response:
     state = fields.get("state", "")
+    proof = BrowserProof(
+        cookie_state=request.cookies.get(STATE_COOKIE_PREFIX + state) if state else None,
+        storage_secret=fields.get("storage_secret") or None,
+        from_own_page=_from_own_page(request),
+    )
     try:
         launch = launches.validate(
-            svc.engine,
-            id_token=fields.get("id_token", ""),
-            state=state,
-            browser_state=request.cookies.get(STATE_COOKIE_PREFIX + state) if state else None,
+            svc.engine, id_token=fields.get("id_token", ""), state=state, proof=proof
         )
         signed_in = sign_in(svc.engine, svc.store, launch)
+    except NeedsPlatformStorage as needed:
+        return _read_platform_storage(svc, needed.login, fields)
     except Refusal as refusal:
         return refused(svc, "launch", refusal)
     logger.info(
@@ -132,8 +224,7 @@ def _launch(svc: Services, request: Request, fields: dict[str, str]) -> Response
         signed_in.learner_id,
         " (staff)" if signed_in.staff else "",
     )
-    response = RedirectResponse("/", status_code=303)
-    response.headers["Cache-Control"] = CACHE_CONTROL
+    response = _framable(svc, RedirectResponse("/", status_code=303))
     set_framed_cookie(
         response,
         COOKIE_NAME,

@@ -81,6 +81,8 @@ def upgrade() -> None:
         sa.Column("nonce", sa.String(SECRET), nullable=False),
         sa.Column("target_link_uri", sa.String(URL), nullable=False),
         sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("storage_key", sa.CHAR(DIGEST), nullable=True),
+        sa.Column("relaunch_query", sa.Text(), nullable=True),
         _registration_fk("lti_states"),
         sa.PrimaryKeyConstraint("state", name="pk_lti_states"),
     )
