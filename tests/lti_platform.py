@@ -101,6 +101,7 @@ def register_platform(
     *,
     mode: PrerequisiteMode = PrerequisiteMode.PLATFORM,
     client_id: str = CLIENT_ID,
+    token_url: str = f"{ISSUER}/token",
 ) -> Registration:
     return register(
         engine,
@@ -108,7 +109,7 @@ def register_platform(
             issuer=ISSUER,
             client_id=client_id,
             auth_login_url=f"{ISSUER}/auth",
-            token_url=f"{ISSUER}/token",
+            token_url=token_url,
             jwks_url=jwks_url,
             deployment_ids=(DEPLOYMENT_ID,),
             prerequisite_mode=mode,
@@ -213,3 +214,128 @@ def login(client: TestClient, method: str = "GET", **overrides: str) -> Authoriz
 
 def launch(client: TestClient, id_token: str, state: str) -> httpx.Response:
     return client.post("/lti/launch", data={"id_token": id_token, "state": state})
+
+
+SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
+LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
+
+
+@dataclass
+class GradeBook:
+    """A platform's Assignment and Grade Services side, served over real HTTP: the token
+    endpoint checks the tool's client assertion against the tool's key set (as fetched from
+    /lti/jwks), line items can be created, and scores are recorded. `down` answers 503."""
+
+    tool_key_set: dict[str, Any] = field(default_factory=dict)
+    client_id: str = CLIENT_ID
+    base: str = ""
+    down: bool = False
+    tokens_issued: int = 0
+    scores: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    lineitems_created: list[dict[str, Any]] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+    @property
+    def token_url(self) -> str:
+        return f"{self.base}/token"
+
+    def endpoint_claim(self, *, with_lineitem: bool = True) -> dict[str, Any]:
+        claim: dict[str, Any] = {
+            "scope": [SCORE_SCOPE, LINEITEM_SCOPE],
+            "lineitems": f"{self.base}/lineitems?course=1",
+        }
+        if with_lineitem:
+            claim["lineitem"] = f"{self.base}/lineitems/d9?course=1"
+        return claim
+
+    def check_assertion(self, assertion: str) -> bool:
+        from joserfc.errors import JoseError
+        from joserfc.jwk import KeySet
+        from joserfc.jwt import JWTClaimsRegistry
+
+        try:
+            keys = KeySet.import_key_set(self.tool_key_set)  # type: ignore[arg-type]
+            token = jwt.decode(assertion, keys, algorithms=["RS256"])
+            JWTClaimsRegistry(
+                iss={"essential": True, "value": self.client_id},
+                sub={"essential": True, "value": self.client_id},
+                aud={"essential": True, "value": self.token_url},
+                exp={"essential": True},
+                jti={"essential": True},
+            ).validate(token.claims)
+        except JoseError as error:
+            self.refused.append(f"assertion: {error}")
+            return False
+        return True
+
+
+@contextmanager
+def grade_book_server(book: GradeBook) -> Iterator[GradeBook]:
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self, status: int, body: dict[str, Any] | None = None) -> None:
+            data = json.dumps(body or {}).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            raw = self.rfile.read(length)
+            if book.down:
+                self._answer(503)
+                return
+            path = urlsplit(self.path).path
+            if path == "/token":
+                form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
+                if form.get("grant_type") != "client_credentials" or not book.check_assertion(
+                    form.get("client_assertion", "")
+                ):
+                    self._answer(400, {"error": "invalid_client"})
+                    return
+                book.tokens_issued += 1
+                self._answer(
+                    200,
+                    {
+                        "access_token": f"token-{book.tokens_issued}",
+                        "token_type": "Bearer",
+                        "expires_in": 3600,
+                    },
+                )
+                return
+            if not self.headers.get("Authorization", "").startswith("Bearer token-"):
+                book.refused.append(f"{path}: no bearer token")
+                self._answer(401)
+                return
+            body = json.loads(raw)
+            if path == "/lineitems":
+                book.lineitems_created.append(body)
+                self._answer(
+                    201, {"id": f"{book.base}/lineitems/{len(book.lineitems_created)}", **body}
+                )
+                return
+            if path.endswith("/scores"):
+                if self.headers.get("Content-Type") != "application/vnd.ims.lis.v1.score+json":
+                    book.refused.append(f"{path}: content type")
+                    self._answer(415)
+                    return
+                book.scores.append((self.path, body))
+                self._answer(200)
+                return
+            self._answer(404)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    book.base = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield book
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

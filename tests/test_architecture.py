@@ -24,7 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "progress": {"lesson", "numeric", "recording"},
     "store": {"progress", "config"},
     # LTI 1.3 (registrations, login, launch): over the store, under the web app.
-    "lti": {"store", "progress", "config"},
+    "lti": {"store", "progress", "lesson", "config"},
     "training": {"recording"},
     "web": {"store", "progress", "lesson", "numeric", "recording", "config", "lti"},
 }

@@ -35,6 +35,8 @@ TABLES = {
     "lti_tool_keys",
     "lti_learners",
     "lti_context_members",
+    "lti_grade_targets",
+    "lti_score_outbox",
 }
 
 

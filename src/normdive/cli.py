@@ -301,6 +301,87 @@ def lti_remove(
     typer.echo(f"Removed the registration of {issuer.strip()} with client id {client_id.strip()}.")
 
 
+@lti_app.command(
+    "rotate-key",
+    help="Make a new signing key for the tool (grade passback's client assertions). The "
+    "previous key stays published at /lti/jwks; older ones are retired. Reads DATABASE_URL.",
+)
+def lti_rotate_key() -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from normdive.lti.tool_keys import rotate
+    from normdive.store.db import make_engine
+
+    url = _database_url()
+    engine = make_engine(url)
+    try:
+        kid = rotate(engine)
+    except SQLAlchemyError as error:
+        raise _store_failure(url, error) from None
+    finally:
+        engine.dispose()
+    typer.echo(f"The tool now signs with key {kid}; /lti/jwks publishes it and the previous one.")
+
+
+@lti_app.command(
+    "outbox",
+    help="Show the scores waiting to go back to the platforms (one line per learner: tries, "
+    "when due, the last failure). Reads DATABASE_URL.",
+)
+def lti_outbox() -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from normdive.lti.passback import queue
+    from normdive.store.db import make_engine
+
+    url = _database_url()
+    engine = make_engine(url)
+    try:
+        waiting = queue(engine)
+    except SQLAlchemyError as error:
+        raise _store_failure(url, error) from None
+    finally:
+        engine.dispose()
+    typer.echo(f"{len(waiting)} score(s) waiting.")
+    for item in waiting:
+        failure = f"; last failure: {item.last_error}" if item.last_error else ""
+        typer.echo(
+            f"  {item.learner_id}  tries {item.attempts}  due {item.due_at:%Y-%m-%d %H:%M:%S}"
+            f"{failure}"
+        )
+
+
+@lti_app.command(
+    "passback",
+    help="Send the scores in the outbox to the platforms, round after round (run it beside "
+    "`normdive serve`, with the same settings; several may run). Failures wait and try again.",
+)
+def lti_passback(
+    once: Annotated[bool, typer.Option("--once", help="Send what is due now, then stop.")] = False,
+) -> None:
+    import logging
+
+    from pydantic import ValidationError
+
+    from normdive.config import settings_problems
+    from normdive.lesson.content import load_lesson
+    from normdive.lti.passback import Sender, run
+    from normdive.store.db import make_engine
+
+    try:
+        settings = Settings()  # secret_key comes from the environment
+    except ValidationError as error:
+        raise _fail("\n".join(settings_problems(error))) from None
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    engine = make_engine(settings.database_url)
+    try:
+        run(Sender(engine, load_lesson(), settings.recording_path), once=once)
+    except KeyboardInterrupt:
+        typer.echo("Stopped.")
+    finally:
+        engine.dispose()
+
+
 @app.command("check-recording")
 def check_recording(
     path: Annotated[Path, typer.Argument(help="The recording file to check.")],

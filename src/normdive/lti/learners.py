@@ -19,6 +19,7 @@ from sqlalchemy import Connection, Engine, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from normdive.lti import launch as launches
+from normdive.lti import passback
 from normdive.lti.launch import Launch
 from normdive.lti.registrations import CUSTOM_PREREQUISITE_PARAMETER, PrerequisiteMode
 from normdive.store.event_store import Store, new_learner_id
@@ -141,6 +142,7 @@ def sign_in(engine: Engine, store: Store, launch: Launch) -> SignedIn:
                 learner_id, new = _learner(connection, key)
                 if course is not None:
                     _remember_course(connection, course, learner_id)
+                passback.record_grade_target(connection, launch, learner_id)
             break
         except IntegrityError:
             if attempt + 1 == CONCURRENT_LAUNCH_TRIES:

@@ -239,3 +239,48 @@ class LtiContextMember(Base):
         CHAR(LEARNER_ID_LENGTH), ForeignKey("learners.id", ondelete="CASCADE"), nullable=False
     )
     last_launch_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class LtiGradeTarget(Base):
+    """Where a learner's score goes: a resource link's line item on a platform that offered
+    the Assignment and Grade Services score scope in a launch. `target_key` is SHA-256 of
+    (issuer, client id, deployment id, resource link id)."""
+
+    __tablename__ = "lti_grade_targets"
+    __table_args__ = (PrimaryKeyConstraint("learner_id", "target_key"),)
+
+    learner_id: Mapped[str] = mapped_column(
+        CHAR(LEARNER_ID_LENGTH), ForeignKey("learners.id", ondelete="CASCADE"), nullable=False
+    )
+    target_key: Mapped[str] = mapped_column(CHAR(LTI_DIGEST_LENGTH), nullable=False)
+    registration_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("lti_registrations.id", ondelete="CASCADE"), nullable=False
+    )
+    # The platform's user (the launch's sub): the score's userId.
+    user_id: Mapped[str] = mapped_column(String(LTI_IDENTIFIER_LENGTH), nullable=False)
+    resource_link_id: Mapped[str] = mapped_column(String(LTI_IDENTIFIER_LENGTH), nullable=False)
+    # The launch's line item, or the one the tool created in `lineitems_url` (None until then).
+    lineitem_url: Mapped[str | None] = mapped_column(String(LTI_URL_LENGTH), nullable=True)
+    lineitems_url: Mapped[str | None] = mapped_column(String(LTI_URL_LENGTH), nullable=True)
+    # The last score the platform took (its JSON, less the timestamp) and that timestamp:
+    # the same score is not sent again, and a new one is stamped later than the last.
+    sent_score: Mapped[dict[str, Any] | None] = mapped_column(PAYLOAD_TYPE, nullable=True)
+    sent_timestamp: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class LtiScoreOutbox(Base):
+    """A learner whose score must be sent (again): one row per learner, put here by the
+    database itself (a trigger on events, migration 0004) in the same transaction as the
+    write that may change their gate, and deleted once every grade target took the score.
+    `version` grows with each such write, so a sender deletes only what it sent."""
+
+    __tablename__ = "lti_score_outbox"
+    __table_args__ = (Index("ix_lti_score_outbox_due_at", "due_at"),)
+
+    learner_id: Mapped[str] = mapped_column(
+        CHAR(LEARNER_ID_LENGTH), ForeignKey("learners.id", ondelete="CASCADE"), primary_key=True
+    )
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+    due_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -33,9 +33,10 @@ from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from normdive.lti import launch as launches
+from normdive.lti import tool_keys
 from normdive.lti.launch import BrowserProof, NeedsPlatformStorage, PendingLogin
 from normdive.lti.learners import sign_in
 from normdive.lti.login import LOGIN_TTL, begin_login, storage_key_name
@@ -64,6 +65,10 @@ router = APIRouter()
 
 LOGIN_PATH = "/lti/login"
 LAUNCH_PATH = "/lti/launch"
+JWKS_PATH = "/lti/jwks"
+# Platforms may keep the tool's key set a few minutes (they fetch it again for a key id they
+# do not know); the previous key stays published after a rotation (tool_keys).
+JWKS_CACHE_CONTROL = "public, max-age=300"
 # The cookie that binds a login's state to the browser that started it, suffixed with the
 # state (URL-safe base64: letters, digits, - and _, all allowed in a cookie name).
 STATE_COOKIE_PREFIX = "normdive_lti_state_"
@@ -243,6 +248,15 @@ def _launch(svc: Services, request: Request, fields: dict[str, str]) -> Response
     )
     set_framed_cookie(response, STATE_COOKIE_PREFIX + state, "", max_age=0, path=LAUNCH_PATH)
     return response
+
+
+@router.get(JWKS_PATH)
+async def tool_key_set(request: Request) -> Response:
+    """The tool's public keys (JWKS), which a platform registers to verify the tool's signed
+    client assertions (grade passback)."""
+    svc = services(request)
+    key_set = await run_in_threadpool(tool_keys.public_key_set, svc.engine)
+    return JSONResponse(dict(key_set), headers={"Cache-Control": JWKS_CACHE_CONTROL})
 
 
 @router.post(LAUNCH_PATH)
