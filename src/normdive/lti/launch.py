@@ -51,6 +51,12 @@ MAX_ID_TOKEN_BYTES = 32 * 1024
 LTI_VERSION = "1.3.0"
 LOGIN_TTL_MINUTES = int(LOGIN_TTL.total_seconds() // 60)
 RESOURCE_LINK_REQUEST = "LtiResourceLinkRequest"
+# Deep Linking 2.0: an instructor picking the lesson in the platform's content picker.
+DEEP_LINKING_REQUEST = "LtiDeepLinkingRequest"
+MESSAGE_TYPES = (RESOURCE_LINK_REQUEST, DEEP_LINKING_REQUEST)
+DEEP_LINKING_SETTINGS_CLAIM = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
+# The content item type the lesson is offered as.
+RESOURCE_LINK_ITEM = "ltiResourceLink"
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 MESSAGE_TYPE_CLAIM = CLAIM + "message_type"
@@ -123,6 +129,9 @@ class Launch:
     custom: Mapping[str, str] = field(default_factory=dict)
     # The Assignment and Grade Services endpoint claim, when the platform offers it.
     ags_endpoint: Mapping[str, Any] | None = None
+    message_type: str = RESOURCE_LINK_REQUEST
+    # A deep linking request's settings (deep_link_return_url, data, ...); None otherwise.
+    deep_linking: Mapping[str, Any] | None = None
 
 
 def _pending(engine: Engine, state: str) -> PendingLogin:
@@ -265,12 +274,12 @@ def _string(claims: Mapping[str, Any], name: str, what: str) -> str:
 
 def _lti_claims(claims: Mapping[str, Any], registration: Registration, login: PendingLogin) -> None:
     message_type = claims.get(MESSAGE_TYPE_CLAIM)
-    if message_type != RESOURCE_LINK_REQUEST:
+    if message_type not in MESSAGE_TYPES:
         raise Refusal(
             400,
             "unsupported_message_type",
             f"The launch is a {str(message_type)[:40]!r} message; this tool takes "
-            f"{RESOURCE_LINK_REQUEST}.",
+            f"{' and '.join(MESSAGE_TYPES)}.",
         )
     version = claims.get(VERSION_CLAIM)
     if version != LTI_VERSION:
@@ -295,12 +304,36 @@ def _lti_claims(claims: Mapping[str, Any], registration: Registration, login: Pe
             "wrong_target_link_uri",
             "The id_token's target link URI is not the one the platform's login request named.",
         )
-    link = claims.get(RESOURCE_LINK_CLAIM)
-    if not isinstance(link, Mapping) or not isinstance(link.get("id"), str) or not link["id"]:
-        raise Refusal(401, "missing_claim", "The launch names no resource link (its id).")
+    if message_type == RESOURCE_LINK_REQUEST:
+        link = claims.get(RESOURCE_LINK_CLAIM)
+        if not isinstance(link, Mapping) or not isinstance(link.get("id"), str) or not link["id"]:
+            raise Refusal(401, "missing_claim", "The launch names no resource link (its id).")
+    else:
+        _deep_linking_settings(claims)
     roles = claims.get(ROLES_CLAIM)
     if not isinstance(roles, list) or not all(isinstance(role, str) for role in roles):
         raise Refusal(401, "missing_claim", "The launch's roles claim is not a list of roles.")
+
+
+def _deep_linking_settings(claims: Mapping[str, Any]) -> Mapping[str, Any]:
+    settings = claims.get(DEEP_LINKING_SETTINGS_CLAIM)
+    if not isinstance(settings, Mapping) or not isinstance(
+        settings.get("deep_link_return_url"), str
+    ):
+        raise Refusal(
+            401,
+            "missing_claim",
+            "The deep linking request has no deep_linking_settings with a deep_link_return_url.",
+        )
+    accepted = settings.get("accept_types")
+    if not isinstance(accepted, list) or RESOURCE_LINK_ITEM not in accepted:
+        raise Refusal(
+            400,
+            "unacceptable_content",
+            f"The platform's content picker does not accept {RESOURCE_LINK_ITEM} items here, "
+            "which is what this lesson is.",
+        )
+    return settings
 
 
 def validate(engine: Engine, *, id_token: str, state: str, proof: BrowserProof) -> Launch:
@@ -344,12 +377,16 @@ def validate(engine: Engine, *, id_token: str, state: str, proof: BrowserProof) 
     context_title = context.get("title") if isinstance(context, Mapping) else None
     custom = claims.get(CUSTOM_CLAIM)
     ags = claims.get(AGS_ENDPOINT_CLAIM)
+    message_type = claims[MESSAGE_TYPE_CLAIM]
+    deep_linking = message_type == DEEP_LINKING_REQUEST
     return Launch(
         registration=registration,
         login=login,
+        message_type=message_type,
+        deep_linking=_deep_linking_settings(claims) if deep_linking else None,
         deployment_id=claims[DEPLOYMENT_ID_CLAIM],
         subject=claims["sub"],
-        resource_link_id=claims[RESOURCE_LINK_CLAIM]["id"],
+        resource_link_id="" if deep_linking else claims[RESOURCE_LINK_CLAIM]["id"],
         roles=tuple(claims[ROLES_CLAIM]),
         context_id=context_id if isinstance(context_id, str) and context_id else None,
         context_title=context_title if isinstance(context_title, str) else None,

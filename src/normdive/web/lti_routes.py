@@ -1,5 +1,7 @@
-"""The LTI 1.3 routes: the OIDC login a platform initiates (GET or POST /lti/login) and the
-launch it posts back (POST /lti/launch). The work is normdive.lti's; this module speaks HTTP.
+"""The LTI 1.3 routes: the OIDC login a platform initiates (GET or POST /lti/login), the
+launch it posts back (POST /lti/launch: a resource link launch signs the learner in; a deep
+linking request shows the content picker's page), and the tool's key set (GET /lti/jwks).
+The work is normdive.lti's; this module speaks HTTP.
 
 The login binds its state to this browser, two ways:
 - a cookie named after the state (several launches may be in flight in one browser: a course
@@ -35,9 +37,15 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from normdive.lti import deep_linking, tool_keys
 from normdive.lti import launch as launches
-from normdive.lti import tool_keys
-from normdive.lti.launch import BrowserProof, NeedsPlatformStorage, PendingLogin
+from normdive.lti.launch import (
+    DEEP_LINKING_REQUEST,
+    BrowserProof,
+    Launch,
+    NeedsPlatformStorage,
+    PendingLogin,
+)
 from normdive.lti.learners import sign_in
 from normdive.lti.login import LOGIN_TTL, begin_login, storage_key_name
 from normdive.lti.refusal import Refusal
@@ -217,6 +225,8 @@ def _launch(svc: Services, request: Request, fields: dict[str, str]) -> Response
         launch = launches.validate(
             svc.engine, id_token=fields.get("id_token", ""), state=state, proof=proof
         )
+        if launch.message_type == DEEP_LINKING_REQUEST:
+            return _deep_linking(svc, request, launch, state)
         signed_in = sign_in(svc.engine, svc.store, launch)
     except NeedsPlatformStorage as needed:
         return _read_platform_storage(svc, needed.login, fields)
@@ -245,6 +255,23 @@ def _launch(svc: Services, request: Request, fields: dict[str, str]) -> Response
         ),
         max_age=COOKIE_MAX_AGE_S,
         path="/",
+    )
+    set_framed_cookie(response, STATE_COOKIE_PREFIX + state, "", max_age=0, path=LAUNCH_PATH)
+    return response
+
+
+def _deep_linking(svc: Services, request: Request, launch: Launch, state: str) -> Response:
+    """The content picker's page: the lesson, and a button that posts the signed response
+    back to the platform. Refusals raise before the login is consumed."""
+    answer = deep_linking.respond(svc.engine, launch, svc.lesson, own_origin(request) + LAUNCH_PATH)
+    with svc.engine.begin() as connection:
+        launches.consume(connection, launch.login)
+    response = _render(svc, "lti_deep_link.html", answer=answer, lesson=svc.lesson)
+    # The page's one form posts to the platform: its origin joins form-action.
+    origin = origin_of(answer.return_url) or "'none'"
+    policy = response.headers["Content-Security-Policy"]
+    response.headers["Content-Security-Policy"] = policy.replace(
+        "form-action 'self'", f"form-action 'self' {origin}"
     )
     set_framed_cookie(response, STATE_COOKIE_PREFIX + state, "", max_age=0, path=LAUNCH_PATH)
     return response
