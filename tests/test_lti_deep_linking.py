@@ -145,3 +145,24 @@ def test_a_deep_linking_request_it_cannot_answer_is_refused(
     assert response.status_code == status, response.text
     assert f"<code>{code}</code>" in response.text
     assert any(code in record.getMessage() for record in caplog.records)
+
+
+def test_the_canvas_configuration_names_the_tools_urls(app: FastAPI) -> None:
+    with browser(app) as client:
+        answer = client.get("/lti/canvas.json")
+    assert answer.status_code == 200
+    config = answer.json()
+    assert config["oidc_initiation_url"] == f"{TOOL_ORIGIN}/lti/login"
+    assert config["target_link_uri"] == f"{TOOL_ORIGIN}/lti/launch"
+    assert config["public_jwk_url"] == f"{TOOL_ORIGIN}/lti/jwks"
+    assert set(config["scopes"]) == {
+        "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
+        "https://purl.imsglobal.org/spec/lti-ags/scope/score",
+    }
+    [canvas] = config["extensions"]
+    assert canvas["platform"] == "canvas.instructure.com"
+    assert canvas["domain"] == "tool.test"
+    assert canvas["privacy_level"] == "anonymous"
+    assert {p["message_type"] for p in canvas["settings"]["placements"]} == {
+        "LtiDeepLinkingRequest"
+    }

@@ -50,6 +50,7 @@ from normdive.lti.learners import sign_in
 from normdive.lti.login import LOGIN_TTL, begin_login, storage_key_name
 from normdive.lti.refusal import Refusal
 from normdive.lti.registrations import all_registrations, by_id, origin_of
+from normdive.lti.tool_config import JWKS_PATH, LAUNCH_PATH, LOGIN_PATH, canvas_configuration
 from normdive.web.identity import (
     CACHE_CONTROL,
     COOKIE_MAX_AGE_S,
@@ -71,9 +72,7 @@ logger = logging.getLogger(__name__)
 
 router = APIRouter()
 
-LOGIN_PATH = "/lti/login"
-LAUNCH_PATH = "/lti/launch"
-JWKS_PATH = "/lti/jwks"
+CANVAS_CONFIG_PATH = "/lti/canvas.json"
 # Platforms may keep the tool's key set a few minutes (they fetch it again for a key id they
 # do not know); the previous key stays published after a rotation (tool_keys).
 JWKS_CACHE_CONTROL = "public, max-age=300"
@@ -284,6 +283,13 @@ async def tool_key_set(request: Request) -> Response:
     svc = services(request)
     key_set = await run_in_threadpool(tool_keys.public_key_set, svc.engine)
     return JSONResponse(dict(key_set), headers={"Cache-Control": JWKS_CACHE_CONTROL})
+
+
+@router.get(CANVAS_CONFIG_PATH)
+async def canvas_config(request: Request) -> Response:
+    """The JSON configuration a Canvas administrator pastes (or points) a developer key at."""
+    svc = services(request)
+    return JSONResponse(canvas_configuration(own_origin(request), svc.lesson))
 
 
 @router.post(LAUNCH_PATH)
