@@ -302,6 +302,32 @@ def lti_remove(
 
 
 @lti_app.command(
+    "invite",
+    help="Print the URL an LMS administrator pastes into the platform's dynamic registration "
+    "(good for a week). Reads NORMDIVE_SECRET_KEY, which signs it.",
+)
+def lti_invite(
+    base_url: Annotated[
+        str, typer.Option(help="The tool's own origin, as learners reach it: https://host.")
+    ],
+) -> None:
+    from pydantic import ValidationError
+
+    from normdive.config import settings_problems
+    from normdive.lti.dynamic_registration import invite_url
+    from normdive.lti.registrations import origin_of
+
+    origin = origin_of(base_url.strip())
+    if origin is None or origin != base_url.strip().rstrip("/").lower():
+        raise _fail(f"{base_url!r} is not an origin: give https://host (and :port if any).")
+    try:
+        settings = Settings()  # secret_key comes from the environment
+    except ValidationError as error:
+        raise _fail("\n".join(settings_problems(error))) from None
+    typer.echo(invite_url(origin, settings.secret_key))
+
+
+@lti_app.command(
     "rotate-key",
     help="Make a new signing key for the tool (grade passback's client assertions). The "
     "previous key stays published at /lti/jwks; older ones are retired. Reads DATABASE_URL.",

@@ -37,7 +37,7 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from normdive.lti import deep_linking, tool_keys
+from normdive.lti import deep_linking, dynamic_registration, tool_config, tool_keys
 from normdive.lti import launch as launches
 from normdive.lti.launch import (
     DEEP_LINKING_REQUEST,
@@ -283,6 +283,41 @@ async def tool_key_set(request: Request) -> Response:
     svc = services(request)
     key_set = await run_in_threadpool(tool_keys.public_key_set, svc.engine)
     return JSONResponse(dict(key_set), headers={"Cache-Control": JWKS_CACHE_CONTROL})
+
+
+def _register(svc: Services, request: Request, params: dict[str, str]) -> Response:
+    try:
+        dynamic_registration.check_invite(
+            params.get(dynamic_registration.INVITE_PARAMETER, ""), svc.settings.secret_key
+        )
+        registration = dynamic_registration.register_dynamically(
+            svc.engine,
+            configuration_url=params.get("openid_configuration", ""),
+            registration_token=params.get("registration_token") or None,
+            origin=own_origin(request),
+            lesson=svc.lesson,
+        )
+    except Refusal as refusal:
+        return refused(svc, "registration", refusal)
+    logger.info(
+        "LTI platform %s registered itself (client id %s)",
+        registration.issuer,
+        registration.client_id,
+    )
+    return _render(
+        svc,
+        "lti_registered.html",
+        title=tool_config.title(svc.lesson),
+        registration=registration,
+    )
+
+
+@router.get(dynamic_registration.REGISTER_PATH)
+async def dynamic_register(request: Request) -> Response:
+    """LTI Dynamic Registration: the platform opens this URL (the operator's invitation) with
+    its OpenID configuration's URL and a registration token."""
+    params = dict(request.query_params)
+    return await run_in_threadpool(_register, services(request), request, params)
 
 
 @router.get(CANVAS_CONFIG_PATH)
