@@ -36,6 +36,7 @@ from normdive.lti.registrations import register, validated
 from normdive.store.db import make_engine
 from normdive.web.app import create_app
 
+AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
 TOOL_HOST = "tool.test"
 PLATFORM_HOST = "platform.test"
 # How long a TLS server may take to start.
@@ -137,6 +138,8 @@ class Platform:
     storage: bool = True
     # The platform's user who launches (each test its own: the same one would resume).
     subject: str = "ada"
+    # The Assignment and Grade Services endpoint claim its launches carry, if any.
+    ags_endpoint: dict[str, Any] | None = None
 
     def app(self) -> Starlette:
         async def course(request: Request) -> Response:
@@ -159,8 +162,10 @@ class Platform:
 
         async def authorize(request: Request) -> Response:
             query = request.query_params
+            extra = {AGS_CLAIM: self.ags_endpoint} if self.ags_endpoint else {}
             claims = launch_claims(
                 query["nonce"],
+                **extra,
                 sub=self.subject,
                 iss=self.origin,
                 lti_target_link_uri=f"{self.tool_origin}/lti/launch",

@@ -7,7 +7,9 @@ and the learner cookie keep working there).
 Twice: with the login's partitioned cookie (CHIPS), and with that cookie stripped from the
 login's answer (a browser that keeps no third-party cookie at all), where the platform's
 storage (lti-cs-oidc / lti-pm-s postMessages, answered by the course page) carries the login.
-A control checks that the browser really blocks an unpartitioned third-party cookie.
+A control checks that the browser really blocks an unpartitioned third-party cookie. And the
+score of the work done in the frame (the right reading locked) arrives at the platform's
+grade book, sent by the passback sender over real HTTP with the tool's client assertion.
 
 The platform here is written for the test (its storage, its auth endpoint); its id_tokens
 are signed with a real RSA key whose set the tool fetches over real HTTP."""
@@ -15,15 +17,21 @@ are signed with a real RSA key whose set the tool fetches over real HTTP."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 from playwright.sync_api import Browser, FrameLocator, Page, Route, expect
+from sqlalchemy import update
 
 from conftest import ACTION_TIMEOUT_MS, CHROMIUM, CHROMIUM_ARGS
-from lesson_answers import LESSON
+from lesson_answers import LESSON, RIGHT_READING_CHOICE
 from lti_browser_sites import SITES_ARGS, TOOL_HOST, Sites, serve_sites
-from lti_platform import unique_sub
+from lti_platform import GradeBook, grade_book_server, unique_sub
+from normdive.lti import tool_keys
+from normdive.lti.passback import Sender
+from normdive.store.db import make_engine
+from normdive.store.tables import LtiRegistration
 
 pytestmark = pytest.mark.browser
 
@@ -144,3 +152,34 @@ def test_framed_with_no_cookie_the_platform_storage_carries_the_login(
     _work_in_the_frame(course_page.frame_locator("iframe"))
     # The first launch answered with the page reading the storage, the second signed in.
     assert launches[:2] == [200, 303]
+
+
+def test_the_score_of_the_work_in_the_frame_arrives_at_the_platform(
+    sites: Sites, course_page: Page
+) -> None:
+    engine = make_engine(sites.database_url)
+    with grade_book_server(GradeBook()) as book:
+        with engine.begin() as connection:
+            connection.execute(update(LtiRegistration).values(token_url=book.token_url))
+        book.tool_key_set = dict(tool_keys.public_key_set(engine))
+        sites.platform.storage = False
+        sites.platform.subject = unique_sub()
+        sites.platform.ags_endpoint = book.endpoint_claim()
+        try:
+            course_page.goto(f"{sites.platform.origin}/course")
+            frame = course_page.frame_locator("iframe")
+            _work_in_the_frame(frame)
+            frame.get_by_role("radio", name=RIGHT_READING_CHOICE.label).check()
+            frame.get_by_role("button", name=LESSON.reading.lock_label).click()
+            expect(frame.locator("#gate-reading")).to_have_text("The right reading is locked.")
+            sender = Sender(engine, LESSON, Path("no-recording-here.json"))
+            assert sender.send_due().sent == 1
+        finally:
+            sites.platform.ags_endpoint = None
+    engine.dispose()
+    assert book.refused == []
+    [(path, score)] = book.scores
+    assert path == "/lineitems/d9/scores?course=1"
+    assert score["userId"] == sites.platform.subject
+    assert score["scoreGiven"] == 1  # the right reading
+    assert score["gradingProgress"] == "Pending"

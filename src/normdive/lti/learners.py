@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from normdive.lti import launch as launches
 from normdive.lti import passback
 from normdive.lti.launch import Launch
+from normdive.lti.refusal import Refusal
 from normdive.lti.registrations import CUSTOM_PREREQUISITE_PARAMETER, PrerequisiteMode
 from normdive.store.event_store import Store, new_learner_id
 from normdive.store.prerequisite import PrerequisiteSource, record_prerequisite_done
@@ -146,7 +147,12 @@ def sign_in(engine: Engine, store: Store, launch: Launch) -> SignedIn:
             break
         except IntegrityError:
             if attempt + 1 == CONCURRENT_LAUNCH_TRIES:
-                raise
+                raise Refusal(
+                    409,
+                    "concurrent_launch",
+                    "Another launch of the same user stored the same learner at the same "
+                    "moment, twice over. Launch the activity again.",
+                ) from None
     staff = is_staff(launch.roles)
     source = _prerequisite_source(launch, staff)
     if source is not None:
