@@ -57,6 +57,7 @@ TOO_SLOW = (
 # nobody (outside an LTI launch: web.security.framing).
 CONTENT_SECURITY_POLICY = UNFRAMED_POLICY
 CSP_HEADER = b"content-security-policy"
+FRAME_COOKIE_BYTES = FRAME_COOKIE.encode()
 COMMON_HEADERS = (
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"same-origin"),
@@ -80,10 +81,15 @@ class SecurityHeaders:
         self.frame_signer = frame_signer
 
     def _headers(self, scope: Scope) -> Sequence[tuple[bytes, bytes]]:
-        raw = Headers(scope=scope).get("cookie", "")
-        if self.frame_signer is None or FRAME_COOKIE not in raw:
+        if self.frame_signer is None:
             return SECURITY_HEADERS
-        origins = framing_origins(cookie_parser(raw).get(FRAME_COOKIE), self.frame_signer)
+        # The raw headers, scanned without building a Headers: most requests carry no
+        # framing cookie, and this runs for every one.
+        raw = b"; ".join(value for name, value in scope["headers"] if name == b"cookie")
+        if FRAME_COOKIE_BYTES not in raw:
+            return SECURITY_HEADERS
+        cookies = cookie_parser(raw.decode("latin-1"))
+        origins = framing_origins(cookies.get(FRAME_COOKIE), self.frame_signer)
         if origins is None:
             return SECURITY_HEADERS
         return ((b"content-security-policy", framed_policy(origins).encode()), *COMMON_HEADERS)
