@@ -30,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route as Path_
 
-from conftest import build_settings, migrated_sqlite_url
+from conftest import ablation_recording, build_settings, migrated_sqlite_url, write_recording
 from lti_platform import CLIENT_ID, DEPLOYMENT_ID, key_set_server, launch_claims, new_key, signed
 from normdive.lti.registrations import register, validated
 from normdive.store.db import make_engine
@@ -207,16 +207,18 @@ class Sites:
     tool: str
     platform: Platform
     database_url: str
+    recording: Path
 
 
 @contextmanager
 def serve_sites(folder: Path) -> Iterator[Sites]:
-    """The tool (a fresh SQLite database, 8.5 not done outside a launch) and the platform,
-    registered with each other, each over TLS on its own port."""
+    """The tool (a fresh SQLite database, a sample recording, 8.5 not done outside a launch)
+    and the platform, registered with each other, each over TLS on its own port."""
     cert, key = certificate(folder)
     platform_key = new_key("platform-key-1")
     url = migrated_sqlite_url(folder)
-    settings = build_settings(url, folder, dev_prerequisite_done=False)
+    recording = write_recording(folder, ablation_recording())
+    settings = build_settings(url, folder, dev_prerequisite_done=False, recording_path=recording)
     with (
         key_set_server([platform_key]) as keys,
         TlsServer(create_app(settings), cert, key) as tool_server,
@@ -238,4 +240,4 @@ def serve_sites(folder: Path) -> Iterator[Sites]:
                 ),
             )
             engine.dispose()
-            yield Sites(tool=tool, platform=platform, database_url=url)
+            yield Sites(tool=tool, platform=platform, database_url=url, recording=recording)

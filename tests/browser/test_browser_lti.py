@@ -8,16 +8,18 @@ Twice: with the login's partitioned cookie (CHIPS), and with that cookie strippe
 login's answer (a browser that keeps no third-party cookie at all), where the platform's
 storage (lti-cs-oidc / lti-pm-s postMessages, answered by the course page) carries the login.
 A control checks that the browser really blocks an unpartitioned third-party cookie. And the
-score of the work done in the frame (the right reading locked) arrives at the platform's
-grade book, sent by the passback sender over real HTTP with the tool's client assertion.
+score of the work done in the frame arrives at the platform's grade book, sent by the
+passback sender over real HTTP with the tool's client assertion: part of the work (the right
+reading: 1 of 12, Pending), and the whole lesson walked in the frame through the gate (the six
+numbers, the reading, four row predictions, the best row played: 12 of 12, FullyGraded).
 
 The platform here is written for the test (its storage, its auth endpoint); its id_tokens
 are signed with a real RSA key whose set the tool fetches over real HTTP."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -25,7 +27,7 @@ from playwright.sync_api import Browser, FrameLocator, Page, Route, expect
 from sqlalchemy import update
 
 from conftest import ACTION_TIMEOUT_MS, CHROMIUM, CHROMIUM_ARGS
-from lesson_answers import LESSON, RIGHT_READING_CHOICE
+from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_CHOICE
 from lti_browser_sites import SITES_ARGS, TOOL_HOST, Sites, serve_sites
 from lti_platform import GradeBook, grade_book_server, unique_sub
 from normdive.lti import tool_keys
@@ -172,7 +174,7 @@ def test_the_score_of_the_work_in_the_frame_arrives_at_the_platform(
             frame.get_by_role("radio", name=RIGHT_READING_CHOICE.label).check()
             frame.get_by_role("button", name=LESSON.reading.lock_label).click()
             expect(frame.locator("#gate-reading")).to_have_text("The right reading is locked.")
-            sender = Sender(engine, LESSON, Path("no-recording-here.json"))
+            sender = Sender(engine, LESSON, sites.recording)
             assert sender.send_due().sent == 1
         finally:
             sites.platform.ags_endpoint = None
@@ -183,3 +185,51 @@ def test_the_score_of_the_work_in_the_frame_arrives_at_the_platform(
     assert score["userId"] == sites.platform.subject
     assert score["scoreGiven"] == 1  # the right reading
     assert score["gradingProgress"] == "Pending"
+
+
+def _walk_to_the_gate(frame: FrameLocator) -> None:
+    """The six numbers, the right reading, the four row predictions, the best row played."""
+    for field_id, value in RIGHT_NUMBERS.items():
+        label = next(f.label for f in LESSON.number_fields if f.id == field_id)
+        frame.get_by_label(label, exact=True).fill(value)
+    frame.get_by_role("button", name=LESSON.numbers.check_label).click()
+    expect(frame.locator("#gate-numbers")).to_have_text("6 of 6 numbers landed.")
+    frame.get_by_role("radio", name=RIGHT_READING_CHOICE.label).check()
+    frame.get_by_role("button", name=LESSON.reading.lock_label).click()
+    expect(frame.locator("#gate-reading")).to_have_text("The right reading is locked.")
+    outcome = LESSON.outcomes[0].label
+    for row in LESSON.rows:
+        group = frame.get_by_role("group", name=f"{row.label}: your prediction")
+        group.get_by_role("radio", name=outcome, exact=True).check()
+        frame.get_by_role("button", name=f"{LESSON.ablation.predict_label} ({row.label})").click()
+        expect(frame.locator(f"#row-{row.key}-prediction")).to_have_text(outcome)
+    best = next(row for row in LESSON.rows if row.key == "both")
+    frame.get_by_role("button", name=re.compile(rf"^Play this row \({best.label}\)$")).click()
+    expect(frame.locator("#gate-status")).to_contain_text("met")
+
+
+def test_through_the_gate_full_marks_arrive_at_the_platform(
+    sites: Sites, course_page: Page
+) -> None:
+    engine = make_engine(sites.database_url)
+    with grade_book_server(GradeBook()) as book:
+        with engine.begin() as connection:
+            connection.execute(update(LtiRegistration).values(token_url=book.token_url))
+        book.tool_key_set = dict(tool_keys.public_key_set(engine))
+        sites.platform.storage = False
+        sites.platform.subject = unique_sub()
+        sites.platform.ags_endpoint = book.endpoint_claim()
+        try:
+            course_page.goto(f"{sites.platform.origin}/course")
+            frame = course_page.frame_locator("iframe")
+            _work_in_the_frame(frame)
+            _walk_to_the_gate(frame)
+            assert Sender(engine, LESSON, sites.recording).send_due().sent == 1
+        finally:
+            sites.platform.ags_endpoint = None
+    engine.dispose()
+    assert book.refused == []
+    score = book.scores[-1][1]
+    assert score["scoreGiven"] == score["scoreMaximum"] == 12
+    assert score["activityProgress"] == "Completed"
+    assert score["gradingProgress"] == "FullyGraded"
