@@ -532,3 +532,20 @@ def test_deployment_id_claim_is_checked_even_without_a_login_hint_for_it(
     token = signed(launch_claims(asked.nonce), platform_key)
     assert launch(client, token, asked.state).status_code == 303
     assert DEPLOYMENT_ID in registration.deployment_ids
+
+
+@pytest.mark.both_databases
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [("client_id", "client\x00id"), ("login_hint", "hint\x01"), ("state", "state\x00")],
+)
+def test_control_characters_are_refused_readably_on_both_databases(
+    make_browser: Callable[[], TestClient], registration: Registration, where: str, value: str
+) -> None:
+    client = make_browser()
+    if where == "state":
+        response = launch(client, "a.b.c", value)
+    else:
+        response = client.get("/lti/login", params=login_params(**{where: value}))
+    assert response.status_code == 400, response.text
+    assert "This LTI launch was refused" in response.text

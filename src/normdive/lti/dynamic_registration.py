@@ -138,7 +138,9 @@ def register_dynamically(
 ) -> Registration:
     """Fetch the platform's configuration, register the tool with it, store the result.
     A Refusal (nothing stored) for anything the platform gets wrong."""
-    problem = url_problem(configuration_url)
+    if registration_token is not None and not registration_token.isprintable():
+        raise Refusal(400, "registration_failed", "The registration token is malformed.")
+    problem = url_problem(configuration_url) if configuration_url.isprintable() else "malformed"
     if problem is not None:
         raise Refusal(400, "registration_failed", f"The openid_configuration URL {problem}.")
     http = client or httpx.Client(timeout=REGISTRATION_TIMEOUT_S, follow_redirects=False)
@@ -172,7 +174,7 @@ def register_dynamically(
             content=json.dumps(client_registration(origin, lesson)),
             headers=headers,
         )
-    except httpx.HTTPError as error:
+    except (httpx.HTTPError, httpx.InvalidURL) as error:
         raise Refusal(
             400,
             "registration_failed",

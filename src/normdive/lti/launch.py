@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -49,6 +50,8 @@ CLOCK_LEEWAY_S = 60
 # A real id_token is 2 to 8 KiB (Canvas, with custom claims and AGS endpoints, about 6).
 MAX_ID_TOKEN_BYTES = 32 * 1024
 LTI_VERSION = "1.3.0"
+# A state this tool mints: URL-safe base64 (login.SECRET_BYTES), within the column's length.
+STATE_PATTERN = re.compile(rf"[A-Za-z0-9_-]{{1,{LTI_SECRET_LENGTH}}}")
 LOGIN_TTL_MINUTES = int(LOGIN_TTL.total_seconds() // 60)
 RESOURCE_LINK_REQUEST = "LtiResourceLinkRequest"
 # Deep Linking 2.0: an instructor picking the lesson in the platform's content picker.
@@ -142,7 +145,7 @@ def _pending(engine: Engine, state: str) -> PendingLogin:
         f"login it belongs to is more than {LOGIN_TTL_MINUTES} minutes old. Launch the "
         "activity again from the platform. (A replayed launch is refused this way too.)",
     )
-    if not state or len(state) > LTI_SECRET_LENGTH:
+    if not STATE_PATTERN.fullmatch(state):
         raise refused
     with engine.connect() as connection:
         row = connection.execute(

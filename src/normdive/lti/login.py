@@ -95,7 +95,15 @@ def _parameter(params: Mapping[str, str], name: str, *, required: bool, limit: i
         raise Refusal(
             400,
             "login_parameter_too_long",
-            f"The platform's login request has a {name} of more than {limit} characters.",
+            f"The platform's login request's {name} is longer than {limit} characters.",
+        )
+    if not value.isprintable():
+        # NUL and other control characters: no identifier holds them (and PostgreSQL text
+        # cannot hold NUL).
+        raise Refusal(
+            400,
+            "login_parameter_malformed",
+            f"The platform's login request's {name} holds control characters.",
         )
     return value
 

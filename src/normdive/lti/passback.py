@@ -345,7 +345,7 @@ class Sender:
                 json=body,
                 headers={"Authorization": f"Bearer {token}", "Content-Type": media_type},
             )
-        except httpx.HTTPError as error:
+        except (httpx.HTTPError, httpx.InvalidURL) as error:
             raise PassbackFailed(f"{url}: {type(error).__name__}") from None
         if answer.status_code == 401:
             self._tokens.pop(registration.id, None)  # expired early: a new one next time
@@ -381,7 +381,7 @@ class Sender:
                     "scope": f"{SCORE_SCOPE} {LINEITEM_SCOPE}",
                 },
             )
-        except httpx.HTTPError as error:
+        except (httpx.HTTPError, httpx.InvalidURL) as error:
             raise PassbackFailed(f"{registration.token_url}: {type(error).__name__}") from None
         if answer.status_code != 200:
             raise PassbackFailed(f"{registration.token_url} answered {answer.status_code}")

@@ -58,7 +58,7 @@ def _fetch(registration: Registration) -> dict[str, object]:
                         f"The platform's key set at {registration.jwks_url} is over "
                         f"{MAX_JWKS_BYTES // 1024} KiB, which no key set is.",
                     )
-    except httpx.HTTPError as error:
+    except (httpx.HTTPError, httpx.InvalidURL) as error:
         raise Refusal(
             401,
             "jwks_unreachable",
