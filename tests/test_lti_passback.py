@@ -304,3 +304,26 @@ def _key_set(app: FastAPI) -> dict[str, list[dict[str, str]]]:
         answer = client.get("/lti/jwks")
         assert answer.headers["cache-control"] == "public, max-age=300"
         return dict(answer.json())
+
+
+def test_two_senders_never_send_the_same_row_twice(
+    launch_as: LaunchAs, book: GradeBook, engine: Engine, settings: Settings
+) -> None:
+    for _ in range(3):
+        launch_as()
+    first = Sender(engine, LESSON, settings.recording_path)
+    second = Sender(engine, LESSON, settings.recording_path)
+    # While the first sends its first row, the second runs a round: it takes the two rows
+    # the first has not claimed yet, and the first leaves them to it.
+    original = first._send
+    seen: list[int] = []
+
+    def send_while_the_other_runs(learner_id: str) -> None:
+        seen.append(second.send_due().sent)
+        original(learner_id)
+
+    first._send = send_while_the_other_runs  # type: ignore[method-assign]
+    assert first.send_due().sent == 1
+    assert seen == [2]
+    assert len({score["userId"] for _, score in book.scores}) == len(book.scores) == 3
+    assert outbox(engine) == {}

@@ -18,7 +18,8 @@ has already, stamps a new one with the time of the learner's latest event, but a
 than the last one sent there (the platform keeps the score with the latest timestamp), gets an
 access token with OAuth 2 client credentials and a client assertion JWT signed with the
 tool's key (RFC 7523; tool_keys), and posts it. A learner leaves the outbox only once every
-target took the score and no write came meanwhile (the row's version); a failure waits,
+target took the score and no write came meanwhile (the row's version); a worker claims a row
+before sending (so several workers may run); a failure waits,
 doubling from FIRST_RETRY_S to MAX_RETRY_S, and a crash loses nothing: the row is still there.
 """
 
@@ -66,6 +67,9 @@ MAX_RETRY_S = 3600.0
 ASSERTION_LIFETIME_S = 300
 # An access token is used until this long before the platform says it expires.
 TOKEN_MARGIN_S = 30
+# How long a worker holds a learner's row while it sends: beyond the few requests one send
+# makes (each at most PASSBACK_TIMEOUT_S).
+CLAIM_LEASE_S = 60.0
 # Learners sent in one round of `normdive lti passback`.
 ROUND_SIZE = 50
 # How much later than the last score sent a new score is stamped, at the least.
@@ -257,6 +261,8 @@ class Sender:
             ).all()
         report = RoundReport()
         for learner_id, version, attempts in due:
+            if not self._claim(learner_id, version, now):
+                continue  # another worker took it first
             try:
                 self._send(learner_id)
             except PassbackFailed as failure:
@@ -272,6 +278,21 @@ class Sender:
                         )
                     )
         return report
+
+    def _claim(self, learner_id: str, version: int, now: datetime) -> bool:
+        """Take the learner's row for CLAIM_LEASE_S (one UPDATE, so two workers never both
+        take it); a worker that dies holding it leaves it due again after the lease."""
+        with self.engine.begin() as connection:
+            claimed = connection.execute(
+                update(LtiScoreOutbox)
+                .where(
+                    LtiScoreOutbox.learner_id == learner_id,
+                    LtiScoreOutbox.version == version,
+                    LtiScoreOutbox.due_at <= now,
+                )
+                .values(due_at=now + timedelta(seconds=CLAIM_LEASE_S))
+            ).rowcount
+        return bool(claimed)
 
     def _postpone(self, learner_id: str, version: int, attempts: int, why: str) -> None:
         logger.warning("score passback for %s failed (try %d): %s", learner_id, attempts, why)
