@@ -23,8 +23,10 @@ ALLOWED: dict[str, set[str]] = {
     "lesson": {"numeric", "recording"},
     "progress": {"lesson", "numeric", "recording"},
     "store": {"progress", "config"},
+    # LTI 1.3 (registrations, login, launch): over the store, under the web app.
+    "lti": {"store", "progress", "lesson", "config"},
     "training": {"recording"},
-    "web": {"store", "progress", "lesson", "numeric", "recording", "config"},
+    "web": {"store", "progress", "lesson", "numeric", "recording", "config", "lti"},
 }
 # Only training may import torch; the web app, the numeric core and the format never do.
 TORCH_ALLOWED = {"training"}

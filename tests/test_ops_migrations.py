@@ -27,7 +27,22 @@ from normdive.store.tables import Base, EventRecord
 
 pytestmark = pytest.mark.both_databases
 
-TABLES = {"learners", "events", "prediction_tallies", "alembic_version"}
+TABLES = {
+    "learners",
+    "events",
+    "alembic_version",
+    "prediction_tallies",
+    "lti_registrations",
+    "lti_deployments",
+    "lti_states",
+    "lti_nonces",
+    "lti_platform_key_sets",
+    "lti_tool_keys",
+    "lti_learners",
+    "lti_context_members",
+    "lti_grade_targets",
+    "lti_score_outbox",
+}
 
 
 @pytest.fixture(params=DATABASES)

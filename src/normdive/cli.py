@@ -32,6 +32,10 @@ db_app = typer.Typer(help="The progress store's database.", no_args_is_help=True
 prerequisite_app = typer.Typer(help="Lesson 8.5, which D9 waits for.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(prerequisite_app, name="prerequisite")
+lti_app = typer.Typer(
+    help="LTI 1.3: the platforms (LMSs) registered to launch the lesson.", no_args_is_help=True
+)
+app.add_typer(lti_app, name="lti")
 
 # A command refuses invalid settings with click's status for a usage error; `serve` refuses
 # to start with it. A command that fails at its work ends with 1.
@@ -165,6 +169,244 @@ def prerequisite_done(
         typer.echo(f"Lesson 8.5 was already recorded as done for {learner_id}.")
     else:
         typer.echo(f"Lesson 8.5 is now recorded as done for {learner_id}; D9 is open to them.")
+
+
+def _store_failure(url: str, error: Exception) -> typer.Exit:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from normdive.store.db import failure_reason, shown_url
+
+    assert isinstance(error, SQLAlchemyError)
+    return _fail(
+        f"Could not use the store at {shown_url(url)}: {failure_reason(error)}. "
+        "Has `normdive db upgrade` run on it?"
+    )
+
+
+@lti_app.command(
+    "register",
+    help="Register a platform (an LMS) so that it can launch the lesson: the values its "
+    "administrator shows for this tool.\n\nReads DATABASE_URL. Every URL must be https "
+    "(plain http only for this machine).",
+)
+def lti_register(
+    issuer: Annotated[
+        str, typer.Option(help="The platform's issuer (iss), e.g. https://lms.example.edu.")
+    ],
+    client_id: Annotated[str, typer.Option(help="The client id the platform gave this tool.")],
+    auth_login_url: Annotated[
+        str, typer.Option(help="The platform's OIDC authorization endpoint.")
+    ],
+    token_url: Annotated[str, typer.Option(help="The platform's OAuth 2 token endpoint.")],
+    jwks_url: Annotated[str, typer.Option(help="The platform's public key set (JWKS) URL.")],
+    deployment_id: Annotated[
+        list[str], typer.Option(help="A deployment id the platform launches from (repeatable).")
+    ],
+    prerequisite: Annotated[
+        str,
+        typer.Option(
+            help="How lesson 8.5 is checked: platform (the LMS gates the lesson; a launch "
+            "means done), report (wait for POST /api/prerequisite) or custom (the launch's "
+            "custom parameter lesson_8_5_done)."
+        ),
+    ] = "platform",
+    frame_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="An origin (https://host) whose pages frame the lesson, besides the issuer's "
+            "and the login URL's: the course pages' host where it differs (repeatable)."
+        ),
+    ] = None,
+) -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from normdive.lti.registrations import RegistrationProblem, describe, register, validated
+    from normdive.store.db import make_engine
+
+    try:
+        given = validated(
+            issuer=issuer,
+            client_id=client_id,
+            auth_login_url=auth_login_url,
+            token_url=token_url,
+            jwks_url=jwks_url,
+            deployment_ids=tuple(deployment_id),
+            prerequisite_mode=prerequisite,
+            frame_origins=tuple(frame_origin or ()),
+        )
+    except RegistrationProblem as problem:
+        raise _fail(f"Not registered: {problem}") from None
+    url = _database_url()
+    engine = make_engine(url)
+    try:
+        registration = register(engine, given)
+    except RegistrationProblem as problem:
+        raise _fail(f"Not registered: {problem}") from None
+    except SQLAlchemyError as error:
+        raise _store_failure(url, error) from None
+    finally:
+        engine.dispose()
+    typer.echo("Registered:")
+    for line in describe(registration):
+        typer.echo(f"  {line}")
+
+
+@lti_app.command("list", help="List the registered platforms. Reads DATABASE_URL.")
+def lti_list() -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from normdive.lti.registrations import all_registrations, describe
+    from normdive.store.db import make_engine
+
+    url = _database_url()
+    engine = make_engine(url)
+    try:
+        registrations = all_registrations(engine)
+    except SQLAlchemyError as error:
+        raise _store_failure(url, error) from None
+    finally:
+        engine.dispose()
+    if not registrations:
+        typer.echo("No platform is registered.")
+    for index, registration in enumerate(registrations):
+        if index:
+            typer.echo("")
+        for line in describe(registration):
+            typer.echo(line)
+
+
+@lti_app.command(
+    "remove",
+    help="Remove a platform's registration, with its logins in flight and cached keys. "
+    "Its learners keep their progress. Reads DATABASE_URL.",
+)
+def lti_remove(
+    issuer: Annotated[str, typer.Option(help="The platform's issuer (iss).")],
+    client_id: Annotated[str, typer.Option(help="The client id it gave this tool.")],
+) -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from normdive.lti.registrations import UnknownRegistration, remove
+    from normdive.store.db import make_engine
+
+    url = _database_url()
+    engine = make_engine(url)
+    try:
+        remove(engine, issuer.strip(), client_id.strip())
+    except UnknownRegistration as missing:
+        raise _fail(f"Nothing removed: {missing}.") from None
+    except SQLAlchemyError as error:
+        raise _store_failure(url, error) from None
+    finally:
+        engine.dispose()
+    typer.echo(f"Removed the registration of {issuer.strip()} with client id {client_id.strip()}.")
+
+
+@lti_app.command(
+    "invite",
+    help="Print the URL an LMS administrator pastes into the platform's dynamic registration "
+    "(good for a week). Reads NORMDIVE_SECRET_KEY, which signs it.",
+)
+def lti_invite(
+    base_url: Annotated[
+        str, typer.Option(help="The tool's own origin, as learners reach it: https://host.")
+    ],
+) -> None:
+    from pydantic import ValidationError
+
+    from normdive.config import settings_problems
+    from normdive.lti.dynamic_registration import invite_url
+    from normdive.lti.registrations import origin_of
+
+    origin = origin_of(base_url.strip())
+    if origin is None or origin != base_url.strip().rstrip("/").lower():
+        raise _fail(f"{base_url!r} is not an origin: give https://host (and :port if any).")
+    try:
+        settings = Settings()  # secret_key comes from the environment
+    except ValidationError as error:
+        raise _fail("\n".join(settings_problems(error))) from None
+    typer.echo(invite_url(origin, settings.secret_key))
+
+
+@lti_app.command(
+    "rotate-key",
+    help="Make a new signing key for the tool (grade passback's client assertions). The "
+    "previous key stays published at /lti/jwks; older ones are retired. Reads DATABASE_URL.",
+)
+def lti_rotate_key() -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from normdive.lti.tool_keys import rotate
+    from normdive.store.db import make_engine
+
+    url = _database_url()
+    engine = make_engine(url)
+    try:
+        kid = rotate(engine)
+    except SQLAlchemyError as error:
+        raise _store_failure(url, error) from None
+    finally:
+        engine.dispose()
+    typer.echo(f"The tool now signs with key {kid}; /lti/jwks publishes it and the previous one.")
+
+
+@lti_app.command(
+    "outbox",
+    help="Show the scores waiting to go back to the platforms (one line per learner: tries, "
+    "when due, the last failure). Reads DATABASE_URL.",
+)
+def lti_outbox() -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from normdive.lti.passback import queue
+    from normdive.store.db import make_engine
+
+    url = _database_url()
+    engine = make_engine(url)
+    try:
+        waiting = queue(engine)
+    except SQLAlchemyError as error:
+        raise _store_failure(url, error) from None
+    finally:
+        engine.dispose()
+    typer.echo(f"{len(waiting)} score(s) waiting.")
+    for item in waiting:
+        failure = f"; last failure: {item.last_error}" if item.last_error else ""
+        typer.echo(
+            f"  {item.learner_id}  tries {item.attempts}  due {item.due_at:%Y-%m-%d %H:%M:%S}"
+            f"{failure}"
+        )
+
+
+@lti_app.command(
+    "passback",
+    help="Send the scores in the outbox to the platforms, round after round (run it beside "
+    "`normdive serve`, with the same settings; several may run). Failures wait and try again.",
+)
+def lti_passback(
+    once: Annotated[bool, typer.Option("--once", help="Send what is due now, then stop.")] = False,
+) -> None:
+    import logging
+
+    from pydantic import ValidationError
+
+    from normdive.config import settings_problems
+    from normdive.lesson.content import load_lesson
+    from normdive.lti.passback import Sender, run
+    from normdive.store.db import make_engine
+
+    try:
+        settings = Settings()  # secret_key comes from the environment
+    except ValidationError as error:
+        raise _fail("\n".join(settings_problems(error))) from None
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    engine = make_engine(settings.database_url)
+    try:
+        run(Sender(engine, load_lesson(), settings.recording_path), once=once)
+    except KeyboardInterrupt:
+        typer.echo("Stopped.")
+    finally:
+        engine.dispose()
 
 
 @app.command("check-recording")

@@ -5,7 +5,8 @@ progress and not the other way round (numeric <- lesson <- progress <- store <- 
 the one home of both names: import them from here.
 
 Payloads, by kind (what normdive.progress.actions builds and derive reads):
-    prerequisite_done     {"source": "host" | "operator"}
+    prerequisite_done     {"source": "host" | "operator" | "lti_platform" | "lti_staff" |
+                           "lti_custom"}
     prediction_committed  {"choice": <predict choice id>}
     numbers_checked       {"answers": [{"field", "raw", "parsed" (canonical text or null),
                             "verdict" ("right" | "wrong" | "format_error"), "slip" (or null),

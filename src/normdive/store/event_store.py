@@ -4,11 +4,16 @@ The Store can create a learner, append an event and read a learner's events in o
 no update and no delete: the page's state is derived from the history (normdive.progress), so
 the history is never rewritten. Every query is filtered by one learner id, except
 `prediction_counts`, which reads across learners but returns bare counts (no id, no payload):
-    Store.prediction_counts() -> normdive.progress.aggregate.PredictionCounts
+    Store.prediction_counts(course=None) -> normdive.progress.aggregate.PredictionCounts
         learners per opening choice and per (row, outcome), each learner counted once by their
         first prediction_committed / first row_predicted for that row, plus how many learners
-        committed. Counted on write: appending a learner's first such event adds one to its
-        row of prediction_tallies in the same transaction (Store._tally).
+        committed; over one pool: a course's learners (an LTI context's key) or, without one,
+        the learners no LMS launched. The anonymous pool is counted on write: appending a
+        learner's first such event adds one to its row of prediction_tallies in the same
+        transaction (Store._tally), so reading it costs the same whatever the number of
+        learners. A course is counted when asked, over its members' events (portable SQL:
+        JSON path access through SQLAlchemy, grouped on subquery columns so PostgreSQL sees
+        one expression): its cost grows with the course, not with everyone.
 
 Writing what the learner's history decides (`Store.append_decided`): a request reads the
 history, decides from it what to append (nothing, or one or more events, or a refusal) and
@@ -25,6 +30,7 @@ non-finite floats are refused (JSON has no NaN).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -40,9 +46,12 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Engine,
+    Select,
+    bindparam,
     exists,
     func,
     insert,
+    literal_column,
     select,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -50,7 +59,14 @@ from sqlalchemy.exc import IntegrityError
 
 from normdive.progress.aggregate import PredictionCounts
 from normdive.progress.events import Event, EventKind
-from normdive.store.tables import LEARNER_ID_LENGTH, EventRecord, Learner, PredictionTally
+from normdive.store.tables import (
+    LEARNER_ID_LENGTH,
+    EventRecord,
+    Learner,
+    LtiContextMember,
+    LtiLearner,
+    PredictionTally,
+)
 
 __all__ = [
     "Decision",
@@ -385,7 +401,12 @@ class Store:
         first = not connection.execute(
             select(exists().where(*earlier, EventRecord.id < event_id))
         ).scalar()
-        if not first:
+        # An LMS's learner counts in their course (prediction_counts(course)), not in the
+        # anonymous pool; a launch stores them as such before anything they predict.
+        launched = connection.execute(
+            select(exists().where(LtiLearner.learner_id == learner_id))
+        ).scalar()
+        if not first or launched:
             return
         values = {"question": question, "answer": str(answer or ""), "learners": 1}
         dialect_insert = sqlite.insert if self._sqlite else postgresql.insert
@@ -397,9 +418,13 @@ class Store:
             )
         )
 
-    def prediction_counts(self) -> PredictionCounts:
-        """How all learners predicted, each counted once by their first prediction: the
+    def prediction_counts(self, course: str | None = None) -> PredictionCounts:
+        """How the learners of one pool predicted, each counted once by their first
+        prediction. The pool is a course's learners (`course`: an LTI context's key, see
+        normdive.lti.learners) or, with None, the learners who came outside any LMS: the
         tallies kept on write (one small table, whatever the number of learners)."""
+        if course is not None:
+            return _course_counts(self._engine, course)
         with self._engine.connect() as connection:
             tallies = connection.execute(_TALLIES_QUERY).all()
         committed = 0
@@ -419,6 +444,79 @@ class Store:
 # Kinds whose first event per learner (per row, for row predictions) prediction_tallies counts.
 TALLIED_KINDS = frozenset({EventKind.PREDICTION_COMMITTED, EventKind.ROW_PREDICTED})
 _TALLIES_QUERY = select(PredictionTally.question, PredictionTally.answer, PredictionTally.learners)
+
+
+def _course_counts(engine: Engine, course: str) -> PredictionCounts:
+    pool = {"course": course}
+    with engine.connect() as connection:
+        committed = connection.execute(_COURSE_COMMITTED_QUERY, pool).scalar_one()
+        opening = _first_answers(connection, EventKind.PREDICTION_COMMITTED, "choice", course)
+        rows = _first_answers(connection, EventKind.ROW_PREDICTED, "outcome", course, per="row")
+    return PredictionCounts(
+        committed=int(committed),
+        opening=rows_to_counts(opening).get("", {}),
+        rows=rows_to_counts(rows),
+    )
+
+
+# The learners of one course (the bound parameter `course`, an LTI context's key).
+_IN_COURSE = EventRecord.learner_id.in_(
+    select(LtiContextMember.learner_id).where(LtiContextMember.context_key == bindparam("course"))
+)
+# Learners of the course who committed the opening prediction.
+_COURSE_COMMITTED_QUERY = select(func.count(EventRecord.learner_id.distinct())).where(
+    EventRecord.kind == EventKind.PREDICTION_COMMITTED.value, _IN_COURSE
+)
+
+
+@functools.cache
+def _first_answers_query(kind: EventKind, answer: str, per: str | None) -> Select[Any]:
+    """The query behind _first_answers, built once per shape: its one parameter is the
+    course, bound at execution, and building its subqueries costs more Python than running
+    it (bench/RESULTS.md, "Load")."""
+    answers = select(
+        EventRecord.id.label("id"),
+        EventRecord.learner_id.label("learner_id"),
+        (EventRecord.payload[per].as_string() if per else literal_column("''")).label("question"),
+        EventRecord.payload[answer].as_string().label("answer"),
+    ).where(EventRecord.kind == kind.value, _IN_COURSE)
+    inner = answers.subquery("answers")
+    first = (
+        select(func.min(inner.c.id).label("id"))
+        .group_by(inner.c.learner_id, inner.c.question)
+        .subquery("first")
+    )
+    return (
+        select(inner.c.question, inner.c.answer, func.count().label("learners"))
+        .select_from(inner.join(first, first.c.id == inner.c.id))
+        .group_by(inner.c.question, inner.c.answer)
+    )
+
+
+def _first_answers(
+    connection: Connection, kind: EventKind, answer: str, course: str, *, per: str | None = None
+) -> list[tuple[str | None, str | None, int]]:
+    """(question, answer, learners) for each of the course's learners' first `kind` event per
+    question. The question is the payload's `per` key ("" when the kind answers one
+    question). Every JSON path is labelled in an inner query and grouped by that label
+    outside it, so the same expression is grouped on every backend."""
+    query = _first_answers_query(kind, answer, per)
+    return [
+        (row.question, row.answer, int(row.learners))
+        for row in connection.execute(query, {"course": course})
+    ]
+
+
+def rows_to_counts(
+    rows: list[tuple[str | None, str | None, int]],
+) -> dict[str, dict[str, int]]:
+    """{question: {answer: learners}}, leaving out answers the payload did not hold."""
+    counts: dict[str, dict[str, int]] = {}
+    for question, answer, learners in rows:
+        if question is None or answer is None:
+            continue
+        counts.setdefault(question, {})[answer] = learners
+    return counts
 
 
 def _storable_decision(decision: Decision) -> list[tuple[EventKind, dict[str, Any]]]:

@@ -18,6 +18,11 @@ class PrerequisiteSource(StrEnum):
 
     HOST = "host"
     OPERATOR = "operator"
+    # An LTI launch (normdive.lti.learners): the platform gates the lesson itself, or a staff
+    # role passed the lock, or the launch's custom parameter said 8.5 is done.
+    LTI_PLATFORM = "lti_platform"
+    LTI_STAFF = "lti_staff"
+    LTI_CUSTOM = "lti_custom"
 
 
 def record_prerequisite_done(store: Store, learner_id: str, source: PrerequisiteSource) -> bool:

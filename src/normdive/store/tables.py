@@ -1,8 +1,11 @@
-"""The progress store's two tables, as typed SQLAlchemy 2 declarative models.
+"""The progress store's tables, as typed SQLAlchemy 2 declarative models.
 
 `learners` holds anonymous ids; `events` is each learner's append-only history;
 `prediction_tallies` counts learners per first prediction, kept with the events that add to
-it. The Alembic migrations under store/migrations/ create exactly these (a test compares the two).
+it. The `lti_*` tables hold what an LTI 1.3 launch needs on any worker (normdive.lti): the
+platforms registered, their deployments, the logins in flight (states and nonces), the
+platforms' key sets, the tool's own keys, and which learner and course a launch stands for.
+The Alembic migrations under store/migrations/ create exactly these (a test compares the two).
 Portable types only: the same models run on SQLite and PostgreSQL.
 """
 
@@ -21,7 +24,10 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    PrimaryKeyConstraint,
     String,
+    Text,
+    UniqueConstraint,
     func,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -41,6 +47,18 @@ NAMING_CONVENTION = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
+
+# LTI 1.3 caps its identifiers (deployment_id, context and resource link ids) at 255 ASCII
+# characters; issuers, client ids and subjects are no longer in practice.
+LTI_IDENTIFIER_LENGTH = 255
+# A URL a registration names (login, token, key set); browsers handle 2,048 everywhere.
+LTI_URL_LENGTH = 2048
+# States and nonces the tool mints: secrets.token_urlsafe(32) is 43 characters.
+LTI_SECRET_LENGTH = 64
+# SHA-256 in hex: the key of a (platform, subject) or (platform, context) pair.
+LTI_DIGEST_LENGTH = 64
+# The longest prerequisite mode name (normdive.lti.registrations.PrerequisiteMode).
+LTI_MODE_LENGTH = 20
 
 # PostgreSQL stores payloads as JSONB; elsewhere the generic JSON type (text on SQLite).
 PAYLOAD_TYPE = JSON().with_variant(JSONB(), "postgresql")
@@ -108,3 +126,181 @@ class PredictionTally(Base):
     question: Mapped[str] = mapped_column(String(TALLY_KEY_LENGTH), primary_key=True)
     answer: Mapped[str] = mapped_column(String(TALLY_KEY_LENGTH), primary_key=True)
     learners: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class LtiRegistration(Base):
+    """A platform (an LMS) registered to launch the lesson: one (issuer, client id) pair."""
+
+    __tablename__ = "lti_registrations"
+    __table_args__ = (UniqueConstraint("issuer", "client_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, Identity(), primary_key=True)
+    issuer: Mapped[str] = mapped_column(String(LTI_IDENTIFIER_LENGTH), nullable=False)
+    client_id: Mapped[str] = mapped_column(String(LTI_IDENTIFIER_LENGTH), nullable=False)
+    # Where the tool sends the browser to authenticate (OIDC authorization endpoint).
+    auth_login_url: Mapped[str] = mapped_column(String(LTI_URL_LENGTH), nullable=False)
+    # Where the tool asks for an access token for the platform's services (OAuth 2).
+    token_url: Mapped[str] = mapped_column(String(LTI_URL_LENGTH), nullable=False)
+    # The platform's public keys, which sign its id_tokens.
+    jwks_url: Mapped[str] = mapped_column(String(LTI_URL_LENGTH), nullable=False)
+    # Origins that may frame the lesson for this platform's learners besides the issuer's and
+    # the login URL's (a JSON list of "https://host[:port]"): where the course pages are.
+    frame_origins: Mapped[list[str]] = mapped_column(PAYLOAD_TYPE, nullable=False)
+    # How lesson 8.5 is known to be done for this platform's learners.
+    prerequisite_mode: Mapped[str] = mapped_column(String(LTI_MODE_LENGTH), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), nullable=False
+    )
+
+
+class LtiDeployment(Base):
+    """A deployment of the tool on a registered platform: launches name one of these."""
+
+    __tablename__ = "lti_deployments"
+    __table_args__ = (PrimaryKeyConstraint("registration_id", "deployment_id"),)
+
+    registration_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("lti_registrations.id", ondelete="CASCADE"), nullable=False
+    )
+    deployment_id: Mapped[str] = mapped_column(String(LTI_IDENTIFIER_LENGTH), nullable=False)
+
+
+class LtiState(Base):
+    """A login in flight: the state the tool sent the platform, the nonce the id_token must
+    carry back, and the target the launch must name. Deleted by the launch that uses it."""
+
+    __tablename__ = "lti_states"
+    __table_args__ = (Index("ix_lti_states_expires_at", "expires_at"),)
+
+    state: Mapped[str] = mapped_column(String(LTI_SECRET_LENGTH), primary_key=True)
+    registration_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("lti_registrations.id", ondelete="CASCADE"), nullable=False
+    )
+    nonce: Mapped[str] = mapped_column(String(LTI_SECRET_LENGTH), nullable=False)
+    target_link_uri: Mapped[str] = mapped_column(String(LTI_URL_LENGTH), nullable=False)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    # SHA-256 (hex) of the secret the login put in the platform's storage (LTI client-side
+    # postMessages), when the platform offered it: the launch's other proof of the browser.
+    storage_key: Mapped[str | None] = mapped_column(CHAR(LTI_DIGEST_LENGTH), nullable=True)
+    # The login's parameters, to start it again in a window of its own (the last resort when
+    # the browser keeps neither a cookie nor the platform's storage).
+    relaunch_query: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class LtiNonce(Base):
+    """A nonce the tool minted and no id_token has used yet: a launch deletes it, so a
+    replayed id_token finds it gone."""
+
+    __tablename__ = "lti_nonces"
+    __table_args__ = (Index("ix_lti_nonces_expires_at", "expires_at"),)
+
+    nonce: Mapped[str] = mapped_column(String(LTI_SECRET_LENGTH), primary_key=True)
+    registration_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("lti_registrations.id", ondelete="CASCADE"), nullable=False
+    )
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class LtiPlatformKeySet(Base):
+    """The last key set fetched from a registration's JWKS URL (RFC 7517 JSON), shared by
+    every worker."""
+
+    __tablename__ = "lti_platform_key_sets"
+
+    registration_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("lti_registrations.id", ondelete="CASCADE"), primary_key=True
+    )
+    key_set: Mapped[dict[str, Any]] = mapped_column(PAYLOAD_TYPE, nullable=False)
+    fetched_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class LtiToolKey(Base):
+    """One of the tool's own signing keys (a private JWK): the newest one not retired signs;
+    all not retired are published in the tool's key set."""
+
+    __tablename__ = "lti_tool_keys"
+
+    kid: Mapped[str] = mapped_column(String(LTI_SECRET_LENGTH), primary_key=True)
+    private_jwk: Mapped[dict[str, Any]] = mapped_column(PAYLOAD_TYPE, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), nullable=False
+    )
+    retired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class LtiLearner(Base):
+    """The learner a platform's user is: SHA-256 of (issuer, client id, deployment id, sub)
+    -> learner id, so the same person launching again, from any device, resumes."""
+
+    __tablename__ = "lti_learners"
+
+    link_key: Mapped[str] = mapped_column(CHAR(LTI_DIGEST_LENGTH), primary_key=True)
+    learner_id: Mapped[str] = mapped_column(
+        CHAR(LEARNER_ID_LENGTH),
+        ForeignKey("learners.id", ondelete="CASCADE"),
+        nullable=False,
+        unique=True,
+    )
+
+
+class LtiContextMember(Base):
+    """A learner launched from a course (an LTI context): SHA-256 of (issuer, client id,
+    deployment id, context id), and when they last launched from it."""
+
+    __tablename__ = "lti_context_members"
+    __table_args__ = (
+        PrimaryKeyConstraint("context_key", "learner_id"),
+        # A learner's latest course (which aggregate their page shows).
+        Index("ix_lti_context_members_learner_id_last_launch_at", "learner_id", "last_launch_at"),
+    )
+
+    context_key: Mapped[str] = mapped_column(CHAR(LTI_DIGEST_LENGTH), nullable=False)
+    learner_id: Mapped[str] = mapped_column(
+        CHAR(LEARNER_ID_LENGTH), ForeignKey("learners.id", ondelete="CASCADE"), nullable=False
+    )
+    last_launch_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class LtiGradeTarget(Base):
+    """Where a learner's score goes: a resource link's line item on a platform that offered
+    the Assignment and Grade Services score scope in a launch. `target_key` is SHA-256 of
+    (issuer, client id, deployment id, resource link id)."""
+
+    __tablename__ = "lti_grade_targets"
+    __table_args__ = (PrimaryKeyConstraint("learner_id", "target_key"),)
+
+    learner_id: Mapped[str] = mapped_column(
+        CHAR(LEARNER_ID_LENGTH), ForeignKey("learners.id", ondelete="CASCADE"), nullable=False
+    )
+    target_key: Mapped[str] = mapped_column(CHAR(LTI_DIGEST_LENGTH), nullable=False)
+    registration_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("lti_registrations.id", ondelete="CASCADE"), nullable=False
+    )
+    # The platform's user (the launch's sub): the score's userId.
+    user_id: Mapped[str] = mapped_column(String(LTI_IDENTIFIER_LENGTH), nullable=False)
+    resource_link_id: Mapped[str] = mapped_column(String(LTI_IDENTIFIER_LENGTH), nullable=False)
+    # The launch's line item, or the one the tool created in `lineitems_url` (None until then).
+    lineitem_url: Mapped[str | None] = mapped_column(String(LTI_URL_LENGTH), nullable=True)
+    lineitems_url: Mapped[str | None] = mapped_column(String(LTI_URL_LENGTH), nullable=True)
+    # The last score the platform took (its JSON, less the timestamp) and that timestamp:
+    # the same score is not sent again, and a new one is stamped later than the last.
+    sent_score: Mapped[dict[str, Any] | None] = mapped_column(PAYLOAD_TYPE, nullable=True)
+    sent_timestamp: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class LtiScoreOutbox(Base):
+    """A learner whose score must be sent (again): one row per learner, put here by the
+    database itself (a trigger on events, migration 0005) in the same transaction as the
+    write that may change their gate, and deleted once every grade target took the score.
+    `version` grows with each such write, so a sender deletes only what it sent."""
+
+    __tablename__ = "lti_score_outbox"
+    __table_args__ = (Index("ix_lti_score_outbox_due_at", "due_at"),)
+
+    learner_id: Mapped[str] = mapped_column(
+        CHAR(LEARNER_ID_LENGTH), ForeignKey("learners.id", ondelete="CASCADE"), primary_key=True
+    )
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+    due_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)

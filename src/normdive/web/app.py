@@ -6,15 +6,16 @@ Run it with `normdive serve`, or any ASGI server: `uvicorn --factory normdive.we
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 import anyio
 import anyio.to_thread
 from fastapi import FastAPI
+from itsdangerous import Signer
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import Request, cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from normdive import __version__
@@ -22,11 +23,18 @@ from normdive.config import Settings, get_settings
 from normdive.lesson.content import load_lesson
 from normdive.store.db import make_engine
 from normdive.store.event_store import Store
-from normdive.web import actions, pages, sweep_pages
+from normdive.web import actions, lti_routes, pages, sweep_pages
 from normdive.web.assets import CompressResponses, StaticAssets
 from normdive.web.errors import error_response, install_error_handlers
 from normdive.web.identity import make_signer
 from normdive.web.rendering import STATIC_DIR, STATIC_MOUNT, Renderer, static_version
+from normdive.web.security.framing import (
+    FRAME_COOKIE,
+    UNFRAMED_POLICY,
+    frame_signer,
+    framed_policy,
+    framing_origins,
+)
 from normdive.web.security.proxy import TrustedProxy
 from normdive.web.services import Histories, Services
 
@@ -45,16 +53,18 @@ TOO_SLOW = (
     "Nothing was saved; check your connection and try again."
 )
 
-# The page loads nothing from elsewhere and runs no inline script or style.
-CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; "
-    "object-src 'none'"
+# The page loads nothing from elsewhere, runs no inline script or style, and is framed by
+# nobody (outside an LTI launch: web.security.framing).
+CONTENT_SECURITY_POLICY = UNFRAMED_POLICY
+CSP_HEADER = b"content-security-policy"
+FRAME_COOKIE_BYTES = FRAME_COOKIE.encode()
+COMMON_HEADERS = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
 )
 SECURITY_HEADERS = (
     (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"same-origin"),
+    *COMMON_HEADERS,
     # frame-ancestors 'none' above, for browsers that predate it.
     (b"x-frame-options", b"DENY"),
 )
@@ -62,19 +72,41 @@ SECURITY_HEADERS = (
 
 class SecurityHeaders:
     """Adds the security headers to every HTTP response. It wraps the whole app, Starlette's
-    ServerErrorMiddleware included (NormdiveApp), so an unexpected error's 500 has them too."""
+    ServerErrorMiddleware included (NormdiveApp), so an unexpected error's 500 has them too.
+    A request with a valid framing cookie (an LTI launch's) gets the launching platform's
+    origins as frame-ancestors instead of 'none' (web.security.framing)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, frame_signer: Signer | None = None) -> None:
         self.app = app
+        self.frame_signer = frame_signer
+
+    def _headers(self, scope: Scope) -> Sequence[tuple[bytes, bytes]]:
+        if self.frame_signer is None:
+            return SECURITY_HEADERS
+        # The raw headers, scanned without building a Headers: most requests carry no
+        # framing cookie, and this runs for every one.
+        raw = b"; ".join(value for name, value in scope["headers"] if name == b"cookie")
+        if FRAME_COOKIE_BYTES not in raw:
+            return SECURITY_HEADERS
+        cookies = cookie_parser(raw.decode("latin-1"))
+        origins = framing_origins(cookies.get(FRAME_COOKIE), self.frame_signer)
+        if origins is None:
+            return SECURITY_HEADERS
+        return ((b"content-security-policy", framed_policy(origins).encode()), *COMMON_HEADERS)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        headers = self._headers(scope)
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+                own = message.get("headers", [])
+                # A route that set its own policy (the LTI pages, framed by the registered
+                # platforms) keeps it, without X-Frame-Options.
+                chosen = COMMON_HEADERS if any(k == CSP_HEADER for k, _ in own) else headers
+                message["headers"] = [*own, *chosen]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
@@ -131,8 +163,10 @@ class NormdiveApp(FastAPI):
     ServerErrorMiddleware outside every middleware added with add_middleware, and that one
     sends the 500 for an unexpected error: headers added inside it never reach that 500."""
 
+    frame_signer: Signer | None = None
+
     def build_middleware_stack(self) -> ASGIApp:
-        return SecurityHeaders(super().build_middleware_stack())
+        return SecurityHeaders(super().build_middleware_stack(), self.frame_signer)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -156,6 +190,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         openapi_url=None,
     )
     lesson = load_lesson()
+    app.frame_signer = frame_signer(settings.secret_key)
     app.state.services = Services(
         settings=settings,
         lesson=lesson,
@@ -168,6 +203,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(pages.router)
     app.include_router(actions.router)
     app.include_router(sweep_pages.router)
+    app.include_router(lti_routes.router)
     app.mount(STATIC_MOUNT, StaticAssets(STATIC_DIR, version), name="static")
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES, timeout_s=settings.body_timeout_s)

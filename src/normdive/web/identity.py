@@ -23,6 +23,7 @@ from starlette.responses import Response
 
 from normdive.config import Settings
 from normdive.store.event_store import new_learner_id
+from normdive.web.security.framing import FRAME_COOKIE, set_framed_cookie
 
 COOKIE_NAME = "normdive_learner"
 # One year: a learner coming back to an optional deep dive months later still finds their work.
@@ -38,6 +39,9 @@ LEARNER_ID_PATTERN = re.compile(r"[0-9a-f]{32}")
 class Learner:
     id: str
     new: bool  # minted by this request (not stored yet): the response must carry the cookie
+    # Inside a platform's iframe (an LTI launch set the framing cookie): the cookie must stay
+    # SameSite=None, Secure and Partitioned to keep working there.
+    framed: bool = False
 
 
 def make_signer(settings: Settings) -> Signer:
@@ -66,9 +70,11 @@ def cookie_value(learner_id: str, signer: Signer) -> str:
 def resolve_learner(request: Request, signer: Signer) -> Learner:
     """The learner the cookie vouches for, or a freshly minted one; stores nothing."""
     learner_id = learner_from_cookie(request.cookies.get(COOKIE_NAME), signer)
+    # Only the cookie's attributes follow from this; the framing policy checks its signature.
+    framed = FRAME_COOKIE in request.cookies
     if learner_id is not None:
-        return Learner(id=learner_id, new=False)
-    return Learner(id=new_learner_id(), new=True)
+        return Learner(id=learner_id, new=False, framed=framed)
+    return Learner(id=new_learner_id(), new=True, framed=framed)
 
 
 def attach_cookie(response: Response, learner: Learner, signer: Signer, settings: Settings) -> None:
@@ -76,6 +82,10 @@ def attach_cookie(response: Response, learner: Learner, signer: Signer, settings
     response is the learner's own (the page and /api/state carry their form token), so no
     cache may keep it: Cache-Control: no-store."""
     response.headers["Cache-Control"] = CACHE_CONTROL
+    if learner.framed:
+        value = cookie_value(learner.id, signer)
+        set_framed_cookie(response, COOKIE_NAME, value, max_age=COOKIE_MAX_AGE_S, path="/")
+        return
     response.set_cookie(
         COOKIE_NAME,
         cookie_value(learner.id, signer),

@@ -21,6 +21,7 @@ from starlette.requests import Request
 
 from normdive.config import Settings
 from normdive.lesson.content import Lesson
+from normdive.lti.learners import latest_course
 from normdive.progress.actions import close_gate
 from normdive.progress.events import EventKind
 from normdive.progress.facts import RecordingFacts, recording_facts
@@ -202,7 +203,8 @@ class Services:
         aggregate: bool = True,
     ) -> PageView:
         """Everything one render of the page needs, the recording's views and (once the
-        learner has committed) how all learners predicted included. `aggregate=False` leaves
+        learner has committed) how the learners of their pool predicted included (their course's,
+        or outside an LMS everyone's who came outside one). `aggregate=False` leaves
         that out, for answers that re-render no region showing it: it reads every learner's
         predictions, the one query here whose cost grows with the course."""
         return build_page_view(
@@ -216,7 +218,8 @@ class Services:
             recording=status if isinstance(status, Recording) else None,
             recording_file=self.settings.recording_path.name,
             counts=(
-                self.store.prediction_counts()
+                # The learner's course, when an LMS launched them from one, is their pool.
+                self.store.prediction_counts(latest_course(self.engine, learner_id))
                 if aggregate and state.prediction is not None
                 else None
             ),

@@ -1,0 +1,160 @@
+"""What a validated launch does: the platform's user becomes (or is again) one learner, the
+course they came from is remembered, and lesson 8.5 is recorded as the registration says.
+
+A user is (issuer, client id, deployment id, sub); its SHA-256 keys lti_learners, so the same
+person launching again, from any device, is the same learner. The course is the LTI context,
+keyed the same way with the context id (lti_context_members). The login's state and nonce are
+consumed in the same transaction that maps the learner, so a launch either happens whole or
+leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import Connection, Engine, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from normdive.lti import launch as launches
+from normdive.lti import passback
+from normdive.lti.launch import Launch
+from normdive.lti.refusal import Refusal
+from normdive.lti.registrations import CUSTOM_PREREQUISITE_PARAMETER, PrerequisiteMode
+from normdive.store.event_store import Store, new_learner_id
+from normdive.store.prerequisite import PrerequisiteSource, record_prerequisite_done
+from normdive.store.tables import Learner, LtiContextMember, LtiLearner
+
+# LIS v2 roles (LTI 1.3 core A.2) whose holders teach or run the course, not take it: they
+# pass the 8.5 lock. Matched on the role's last name, so the context, institution and system
+# vocabularies (…/membership#Instructor, …/membership/Instructor#TeachingAssistant,
+# …/institution/person#Administrator) and the short forms ("Instructor") all count.
+STAFF_ROLES = frozenset({"Instructor", "TeachingAssistant", "ContentDeveloper", "Administrator"})
+LIS_VOCABULARY = "http://purl.imsglobal.org/vocab/lis/v2/"
+# How many times a launch retries after another launch of the same user or course stored
+# the same row at the same moment (the second finds the first's row).
+CONCURRENT_LAUNCH_TRIES = 2
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    learner_id: str
+    new_learner: bool
+    staff: bool
+    context_key: str | None
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=True).encode()).hexdigest()
+
+
+def user_key(launch: Launch) -> str:
+    registration = launch.registration
+    return _digest(
+        "user", registration.issuer, registration.client_id, launch.deployment_id, launch.subject
+    )
+
+
+def context_key(launch: Launch) -> str | None:
+    if launch.context_id is None:
+        return None
+    registration = launch.registration
+    return _digest(
+        "context",
+        registration.issuer,
+        registration.client_id,
+        launch.deployment_id,
+        launch.context_id,
+    )
+
+
+def is_staff(roles: tuple[str, ...]) -> bool:
+    return any(
+        (role.startswith(LIS_VOCABULARY) or "/" not in role)
+        and role.rsplit("#", 1)[-1] in STAFF_ROLES
+        for role in roles
+    )
+
+
+def _learner(connection: Connection, key: str) -> tuple[str, bool]:
+    found = connection.execute(
+        select(LtiLearner.learner_id).where(LtiLearner.link_key == key)
+    ).scalar_one_or_none()
+    if found is not None:
+        return found, False
+    learner_id = new_learner_id()
+    connection.execute(insert(Learner).values(id=learner_id, created_by=None))
+    connection.execute(insert(LtiLearner).values(link_key=key, learner_id=learner_id))
+    return learner_id, True
+
+
+def _remember_course(connection: Connection, key: str, learner_id: str) -> None:
+    now = datetime.now(UTC)
+    updated = connection.execute(
+        update(LtiContextMember)
+        .where(LtiContextMember.context_key == key, LtiContextMember.learner_id == learner_id)
+        .values(last_launch_at=now)
+    ).rowcount
+    if not updated:
+        connection.execute(
+            insert(LtiContextMember).values(
+                context_key=key, learner_id=learner_id, last_launch_at=now
+            )
+        )
+
+
+def latest_course(engine: Engine, learner_id: str) -> str | None:
+    """The course (context key) the learner last launched from; None for a learner no LMS
+    launched, or launched from outside any course. Its learners are the pool whose
+    predictions the learner's page shows (Store.prediction_counts)."""
+    with engine.connect() as connection:
+        return connection.execute(
+            select(LtiContextMember.context_key)
+            .where(LtiContextMember.learner_id == learner_id)
+            .order_by(LtiContextMember.last_launch_at.desc())
+            .limit(1)
+        ).scalar_one_or_none()
+
+
+def _prerequisite_source(launch: Launch, staff: bool) -> PrerequisiteSource | None:
+    if staff:
+        return PrerequisiteSource.LTI_STAFF
+    mode = launch.registration.prerequisite_mode
+    if mode is PrerequisiteMode.PLATFORM:
+        return PrerequisiteSource.LTI_PLATFORM
+    said = launch.custom.get(CUSTOM_PREREQUISITE_PARAMETER, "").strip().lower()
+    if mode is PrerequisiteMode.CUSTOM and said == "true":
+        return PrerequisiteSource.LTI_CUSTOM
+    return None
+
+
+def sign_in(engine: Engine, store: Store, launch: Launch) -> SignedIn:
+    """Consume the launch's login and map it to its learner and course, in one transaction;
+    then record 8.5 as done when the registration's mode (or a staff role) says so. Raises
+    Refusal (nothing stored) when the nonce was used meanwhile."""
+    key = user_key(launch)
+    course = context_key(launch)
+    for attempt in range(CONCURRENT_LAUNCH_TRIES):
+        try:
+            with engine.begin() as connection:
+                launches.consume(connection, launch.login)
+                learner_id, new = _learner(connection, key)
+                if course is not None:
+                    _remember_course(connection, course, learner_id)
+                passback.record_grade_target(connection, launch, learner_id)
+            break
+        except IntegrityError:
+            if attempt + 1 == CONCURRENT_LAUNCH_TRIES:
+                raise Refusal(
+                    409,
+                    "concurrent_launch",
+                    "Another launch of the same user stored the same learner at the same "
+                    "moment, twice over. Launch the activity again.",
+                ) from None
+    staff = is_staff(launch.roles)
+    source = _prerequisite_source(launch, staff)
+    if source is not None:
+        record_prerequisite_done(store, learner_id, source)
+    return SignedIn(learner_id=learner_id, new_learner=new, staff=staff, context_key=course)

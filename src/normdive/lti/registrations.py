@@ -1,0 +1,288 @@
+"""The platforms registered to launch the lesson, kept in the database.
+
+A registration is one (issuer, client id) pair, as the platform's administrator gives them,
+with the platform's three URLs (OIDC authorization, OAuth 2 token, key set), the deployment
+ids it may launch from, and how lesson 8.5 is known to be done for its learners. Registered
+with `normdive lti register`, listed with `normdive lti list`, removed with
+`normdive lti remove` (which removes its logins in flight and cached keys with it).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from sqlalchemy import ColumnElement, Engine, delete, insert, select
+from sqlalchemy.exc import IntegrityError
+
+from normdive.store.tables import (
+    LTI_IDENTIFIER_LENGTH,
+    LTI_URL_LENGTH,
+    LtiDeployment,
+    LtiRegistration,
+)
+
+
+class PrerequisiteMode(StrEnum):
+    """How lesson 8.5 is known to be done for a platform's learners."""
+
+    # The platform gates the lesson (its own conditional release): a launch means 8.5 is done.
+    PLATFORM = "platform"
+    # The lesson waits for the report it takes outside an LMS (POST /api/prerequisite or
+    # `normdive prerequisite done`).
+    REPORT = "report"
+    # The launch's custom parameter says (CUSTOM_PREREQUISITE_PARAMETER, "true" when done).
+    CUSTOM = "custom"
+
+
+DEFAULT_PREREQUISITE_MODE = PrerequisiteMode.PLATFORM
+# The custom launch parameter that carries the state of 8.5 in PrerequisiteMode.CUSTOM; the
+# platform's administrator sets it to a substitution of their course's completion data.
+CUSTOM_PREREQUISITE_PARAMETER = "lesson_8_5_done"
+# Hosts a registration may name over plain http: a platform on this machine (development and
+# tests). Every other URL must be https, so keys and tokens never cross a network in clear.
+LOOPBACK_NAMES = frozenset({"localhost"})
+
+
+class RegistrationProblem(ValueError):
+    """What is wrong with a registration as given, in one line for the administrator."""
+
+
+class UnknownRegistration(LookupError):
+    """No registration for this issuer and client id."""
+
+
+@dataclass(frozen=True)
+class Registration:
+    id: int
+    issuer: str
+    client_id: str
+    auth_login_url: str
+    token_url: str
+    jwks_url: str
+    deployment_ids: tuple[str, ...]
+    prerequisite_mode: PrerequisiteMode
+    frame_origins: tuple[str, ...] = ()
+
+    def framing_origins(self) -> tuple[str, ...]:
+        """The origins that may frame the lesson in this platform's launches: the issuer's,
+        the login URL's, and those registered with --frame-origin (the course pages' host,
+        where it differs, as on Canvas: issuer canvas.instructure.com, courses on
+        school.instructure.com)."""
+        found = [origin_of(self.issuer), origin_of(self.auth_login_url), *self.frame_origins]
+        return tuple(dict.fromkeys(origin for origin in found if origin is not None))
+
+
+def origin_of(url: str) -> str | None:
+    """scheme://host[:port] of an http(s) URL, lowercased; None for anything else."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not host:
+        return None
+    shown = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{shown}" + (f":{port}" if port is not None else "")
+
+
+def _is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def url_problem(url: str) -> str | None:
+    """Why `url` cannot be a platform's endpoint, or None: https with a host (plain http only
+    on this machine), no fragment, at most LTI_URL_LENGTH characters."""
+    if len(url) > LTI_URL_LENGTH:
+        return f"longer than {LTI_URL_LENGTH} characters"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        return "not a URL"
+    if not host:
+        return "not an absolute URL (https://host/path)"
+    if parts.fragment:
+        return "has a fragment (#...), which a request never sends"
+    if parts.scheme == "https" or (parts.scheme == "http" and _is_loopback(host)):
+        return None
+    return "must be https (plain http only for this machine: localhost, 127.0.0.1, ::1)"
+
+
+class RegistrationInput(BaseModel):
+    """A registration as an administrator gives it, validated."""
+
+    model_config = ConfigDict(frozen=True, str_strip_whitespace=True)
+
+    issuer: str = Field(min_length=1, max_length=LTI_IDENTIFIER_LENGTH)
+    client_id: str = Field(min_length=1, max_length=LTI_IDENTIFIER_LENGTH)
+    auth_login_url: str
+    token_url: str
+    jwks_url: str
+    deployment_ids: tuple[str, ...] = Field(min_length=1)
+    prerequisite_mode: PrerequisiteMode = DEFAULT_PREREQUISITE_MODE
+    frame_origins: tuple[str, ...] = ()
+
+    @field_validator("auth_login_url", "token_url", "jwks_url")
+    @classmethod
+    def _endpoint(cls, url: str) -> str:
+        problem = url_problem(url)
+        if problem is not None:
+            raise ValueError(problem)
+        return url
+
+    @field_validator("frame_origins")
+    @classmethod
+    def _origins(cls, origins: tuple[str, ...]) -> tuple[str, ...]:
+        cleaned = []
+        for given in origins:
+            origin = origin_of(given.strip())
+            if origin is None or origin != given.strip().rstrip("/").lower():
+                raise ValueError(f"{given!r} is not an origin (https://host or https://host:port)")
+            problem = url_problem(origin)
+            if problem is not None:
+                raise ValueError(f"{given!r}: {problem}")
+            cleaned.append(origin)
+        return tuple(dict.fromkeys(cleaned))
+
+    @field_validator("deployment_ids")
+    @classmethod
+    def _deployments(cls, ids: tuple[str, ...]) -> tuple[str, ...]:
+        cleaned = tuple(dict.fromkeys(i.strip() for i in ids))
+        if any(not i or len(i) > LTI_IDENTIFIER_LENGTH for i in cleaned):
+            raise ValueError(f"each deployment id has 1 to {LTI_IDENTIFIER_LENGTH} characters")
+        return cleaned
+
+
+def validated(**fields: object) -> RegistrationInput:
+    """The registration as given, or RegistrationProblem naming each field that is wrong."""
+    try:
+        return RegistrationInput.model_validate(fields)
+    except ValidationError as error:
+        lines = [
+            f"{'.'.join(str(p) for p in problem['loc'])}: {problem['msg']}"
+            for problem in error.errors()
+        ]
+        raise RegistrationProblem("; ".join(lines)) from None
+
+
+def register(engine: Engine, given: RegistrationInput) -> Registration:
+    """Store a registration. RegistrationProblem when its issuer and client id are taken."""
+    try:
+        with engine.begin() as connection:
+            registration_id = connection.execute(
+                insert(LtiRegistration)
+                .values(
+                    issuer=given.issuer,
+                    client_id=given.client_id,
+                    auth_login_url=given.auth_login_url,
+                    token_url=given.token_url,
+                    jwks_url=given.jwks_url,
+                    frame_origins=list(given.frame_origins),
+                    prerequisite_mode=given.prerequisite_mode.value,
+                )
+                .returning(LtiRegistration.id)
+            ).scalar_one()
+            connection.execute(
+                insert(LtiDeployment),
+                [
+                    {"registration_id": registration_id, "deployment_id": deployment}
+                    for deployment in given.deployment_ids
+                ],
+            )
+    except IntegrityError:
+        raise RegistrationProblem(
+            f"issuer {given.issuer} with client id {given.client_id} is registered already; "
+            "remove it first (normdive lti remove) to register it again"
+        ) from None
+    found = find(engine, given.issuer, given.client_id)
+    assert found is not None  # just stored
+    return found
+
+
+def _registrations(engine: Engine, *conditions: ColumnElement[bool]) -> list[Registration]:
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(LtiRegistration).where(*conditions).order_by(LtiRegistration.id)
+        ).all()
+        ids = [row.id for row in rows]
+        deployments: dict[int, list[str]] = {i: [] for i in ids}
+        if ids:
+            for registration_id, deployment_id in connection.execute(
+                select(LtiDeployment.registration_id, LtiDeployment.deployment_id)
+                .where(LtiDeployment.registration_id.in_(ids))
+                .order_by(LtiDeployment.deployment_id)
+            ):
+                deployments[registration_id].append(deployment_id)
+    return [
+        Registration(
+            id=row.id,
+            issuer=row.issuer,
+            client_id=row.client_id,
+            auth_login_url=row.auth_login_url,
+            token_url=row.token_url,
+            jwks_url=row.jwks_url,
+            deployment_ids=tuple(deployments[row.id]),
+            prerequisite_mode=PrerequisiteMode(row.prerequisite_mode),
+            frame_origins=tuple(row.frame_origins),
+        )
+        for row in rows
+    ]
+
+
+def all_registrations(engine: Engine) -> list[Registration]:
+    return _registrations(engine)
+
+
+def find(engine: Engine, issuer: str, client_id: str | None) -> Registration | None:
+    """The registration of `issuer` and `client_id`; with no client id, the issuer's only
+    registration (None when it has none or several: the platform must say which)."""
+    if client_id is not None:
+        found = _registrations(
+            engine, LtiRegistration.issuer == issuer, LtiRegistration.client_id == client_id
+        )
+    else:
+        found = _registrations(engine, LtiRegistration.issuer == issuer)
+    return found[0] if len(found) == 1 else None
+
+
+def by_id(engine: Engine, registration_id: int) -> Registration | None:
+    found = _registrations(engine, LtiRegistration.id == registration_id)
+    return found[0] if found else None
+
+
+def remove(engine: Engine, issuer: str, client_id: str) -> None:
+    """Remove a registration with its deployments, logins in flight and cached keys.
+    UnknownRegistration when there is none. Learners it launched keep their progress."""
+    with engine.begin() as connection:
+        removed = connection.execute(
+            delete(LtiRegistration).where(
+                LtiRegistration.issuer == issuer, LtiRegistration.client_id == client_id
+            )
+        ).rowcount
+    if not removed:
+        raise UnknownRegistration(f"no registration for issuer {issuer} and client id {client_id}")
+
+
+def describe(registration: Registration) -> Sequence[str]:
+    """The registration in lines, as `normdive lti list` shows it."""
+    return (
+        f"issuer:         {registration.issuer}",
+        f"client id:      {registration.client_id}",
+        f"auth login URL: {registration.auth_login_url}",
+        f"token URL:      {registration.token_url}",
+        f"JWKS URL:       {registration.jwks_url}",
+        f"deployment ids: {', '.join(registration.deployment_ids)}",
+        f"8.5 checked by: {registration.prerequisite_mode.value}",
+        f"may frame it:   {' '.join(registration.framing_origins())}",
+    )

@@ -1,0 +1,61 @@
+"""What the tool tells a platform about itself: its URLs, the messages it takes and the
+services it uses. Canvas reads it as a developer key's JSON configuration (GET
+/lti/canvas.json); dynamic registration sends the same facts as an OpenID client
+registration (lti/dynamic_registration.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from normdive.lesson.content import Lesson
+from normdive.lti.passback import LINEITEM_SCOPE, SCORE_SCOPE
+
+# The tool's paths (served by normdive.web.lti_routes).
+LOGIN_PATH = "/lti/login"
+LAUNCH_PATH = "/lti/launch"
+JWKS_PATH = "/lti/jwks"
+# The services the tool asks for: sending scores, and creating the line item it sends to.
+SCOPES = (LINEITEM_SCOPE, SCORE_SCOPE)
+# Canvas's privacy level: the tool needs only the user's opaque id (sub), no name or email.
+CANVAS_PRIVACY_LEVEL = "anonymous"
+CANVAS_PLATFORM = "canvas.instructure.com"
+
+
+def title(lesson: Lesson) -> str:
+    return f"{lesson.id.upper()} {lesson.title}"
+
+
+def canvas_configuration(origin: str, lesson: Lesson) -> dict[str, Any]:
+    """A Canvas developer key's JSON configuration for the tool at `origin`."""
+    launch = origin + LAUNCH_PATH
+    return {
+        "title": title(lesson),
+        "description": lesson.summary,
+        "oidc_initiation_url": origin + LOGIN_PATH,
+        "target_link_uri": launch,
+        "public_jwk_url": origin + JWKS_PATH,
+        "scopes": list(SCOPES),
+        "extensions": [
+            {
+                "platform": CANVAS_PLATFORM,
+                "domain": urlsplit(origin).hostname,
+                "privacy_level": CANVAS_PRIVACY_LEVEL,
+                "settings": {
+                    "placements": [
+                        {
+                            "placement": "link_selection",
+                            "message_type": "LtiDeepLinkingRequest",
+                            "target_link_uri": launch,
+                        },
+                        {
+                            "placement": "assignment_selection",
+                            "message_type": "LtiDeepLinkingRequest",
+                            "target_link_uri": launch,
+                        },
+                    ]
+                },
+            }
+        ],
+        "custom_fields": {},
+    }

@@ -1,0 +1,335 @@
+"""The LTI 1.3 routes: the OIDC login a platform initiates (GET or POST /lti/login), the
+launch it posts back (POST /lti/launch: a resource link launch signs the learner in; a deep
+linking request shows the content picker's page), and the tool's key set (GET /lti/jwks).
+The work is normdive.lti's; this module speaks HTTP.
+
+The login binds its state to this browser, two ways:
+- a cookie named after the state (several launches may be in flight in one browser: a course
+  page can hold several activities). Inside a platform's iframe that cookie is third-party, so
+  it is SameSite=None, Secure and Partitioned (CHIPS): a browser that blocks third-party
+  cookies still keeps a partitioned one for the same top-level site, which is where the launch
+  lands;
+- when the platform offers its storage (`lti_storage_target`: LTI client-side postMessages,
+  lti-cs-oidc, and the platform storage, lti-pm-s), a secret the login page puts there
+  (static/lti-storage.js) before it goes on to the platform. A launch whose browser sent no
+  cookie answers with a page that reads the secret back and posts the launch again with it,
+  from this tool's own page (its Origin says so). Without either, the refusal says so and
+  offers to open the lesson in a window of its own (where the tool's cookies are first-party).
+
+The launch signs the learner in with the learner cookie, set with the same attributes, and
+sets the framing cookie that lets the platform's origins frame the lesson
+(web.security.framing). Every page these routes answer may be framed by the registered
+platforms' origins (it is shown in their iframe), and by nobody when none is registered.
+
+Every refusal is a page for the platform's administrator, with a 4xx and a log line; nothing
+is stored.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+
+from normdive.lti import deep_linking, dynamic_registration, tool_config, tool_keys
+from normdive.lti import launch as launches
+from normdive.lti.launch import (
+    DEEP_LINKING_REQUEST,
+    BrowserProof,
+    Launch,
+    NeedsPlatformStorage,
+    PendingLogin,
+)
+from normdive.lti.learners import sign_in
+from normdive.lti.login import LOGIN_TTL, begin_login, storage_key_name
+from normdive.lti.refusal import Refusal
+from normdive.lti.registrations import all_registrations, by_id, origin_of
+from normdive.lti.tool_config import JWKS_PATH, LAUNCH_PATH, LOGIN_PATH, canvas_configuration
+from normdive.web.identity import (
+    CACHE_CONTROL,
+    COOKIE_MAX_AGE_S,
+    COOKIE_NAME,
+    cookie_value,
+)
+from normdive.web.security.csrf import own_hosts
+from normdive.web.security.framing import (
+    FRAME_COOKIE,
+    UNFRAMED_POLICY,
+    frame_cookie_value,
+    frame_signer,
+    framed_policy,
+    set_framed_cookie,
+)
+from normdive.web.services import Services, services
+
+logger = logging.getLogger(__name__)
+
+router = APIRouter()
+
+CANVAS_CONFIG_PATH = "/lti/canvas.json"
+# Platforms may keep the tool's key set a few minutes (they fetch it again for a key id they
+# do not know); the previous key stays published after a rotation (tool_keys).
+JWKS_CACHE_CONTROL = "public, max-age=300"
+# The cookie that binds a login's state to the browser that started it, suffixed with the
+# state (URL-safe base64: letters, digits, - and _, all allowed in a cookie name).
+STATE_COOKIE_PREFIX = "normdive_lti_state_"
+REFUSED_TITLE = "This LTI launch was refused"
+STORAGE_TEMPLATE = "lti_storage.html"
+# The launch's form fields: the platform's id_token and state (and lti_storage_target), and
+# the secret the tool's launch page read back from the platform's storage.
+MAX_FORM_FIELDS = 8
+# Where a platform's storage lives when the launch does not name its frame (lti-pm-s).
+DEFAULT_STORAGE_TARGET = "_parent"
+
+
+def own_origin(request: Request) -> str:
+    """This tool's origin as the browser reached it (scheme, host and port; behind a trusted
+    proxy, what it forwarded, as uvicorn's proxy headers middleware applied)."""
+    return f"{request.url.scheme}://{request.url.netloc}"
+
+
+def _registered_origins(svc: Services) -> list[str]:
+    origins: dict[str, None] = {}
+    for registration in all_registrations(svc.engine):
+        origins.update(dict.fromkeys(registration.framing_origins()))
+    return list(origins)
+
+
+def _framable(svc: Services, response: Response) -> Response:
+    """The response, framable by the registered platforms (it is shown in their iframe)."""
+    origins = _registered_origins(svc)
+    response.headers["Content-Security-Policy"] = (
+        framed_policy(origins) if origins else UNFRAMED_POLICY
+    )
+    response.headers["Cache-Control"] = CACHE_CONTROL
+    return response
+
+
+def _render(svc: Services, template: str, status: int = 200, **context: Any) -> Response:
+    body = svc.renderer.env.get_template(template).render(**context)
+    return _framable(svc, HTMLResponse(body, status))
+
+
+def refused(svc: Services, step: str, refusal: Refusal) -> Response:
+    logger.warning("LTI %s refused (%s): %s", step, refusal.code, refusal.message)
+    relaunch = f"{LOGIN_PATH}?{refusal.relaunch_query}" if refusal.relaunch_query else None
+    return _render(
+        svc,
+        "lti_refused.html",
+        refusal.status,
+        title=REFUSED_TITLE,
+        message=refusal.message,
+        code=refusal.code,
+        relaunch_url=relaunch,
+    )
+
+
+def _login(svc: Services, request: Request, params: dict[str, str]) -> Response:
+    try:
+        redirect = begin_login(
+            svc.engine,
+            params,
+            own_origin=own_origin(request),
+            launch_url=own_origin(request) + LAUNCH_PATH,
+        )
+    except Refusal as refusal:
+        return refused(svc, "login", refusal)
+    if redirect.storage is None:
+        response: Response = _framable(svc, RedirectResponse(redirect.url, status_code=303))
+    else:
+        # A page that puts the secret in the platform's storage, then goes on to the platform.
+        response = _render(
+            svc,
+            STORAGE_TEMPLATE,
+            mode="put",
+            storage_target=redirect.storage.target,
+            storage_origin=redirect.storage.origin,
+            storage_key=redirect.storage.key,
+            storage_value=redirect.storage.secret,
+            next_url=redirect.url,
+        )
+    set_framed_cookie(
+        response,
+        STATE_COOKIE_PREFIX + redirect.state,
+        redirect.state,
+        max_age=int(LOGIN_TTL.total_seconds()),
+        path=LAUNCH_PATH,
+    )
+    return response
+
+
+def _text_fields(form: FormData) -> dict[str, str]:
+    return {key: value for key, value in form.items() if isinstance(value, str)}
+
+
+@router.get(LOGIN_PATH)
+async def login_get(request: Request) -> Response:
+    """OIDC third-party login initiation, as a GET."""
+    params = dict(request.query_params)
+    return await run_in_threadpool(_login, services(request), request, params)
+
+
+@router.post(LOGIN_PATH)
+async def login_post(request: Request) -> Response:
+    """OIDC third-party login initiation, as a form POST."""
+    async with request.form(max_files=0, max_fields=MAX_FORM_FIELDS) as form:
+        params = _text_fields(form)
+    return await run_in_threadpool(_login, services(request), request, params)
+
+
+def _from_own_page(request: Request) -> bool:
+    origin = request.headers.get("origin")
+    if not origin:
+        return False
+    try:
+        netloc = urlsplit(origin).netloc.lower()
+    except ValueError:
+        return False
+    return netloc in own_hosts(request)
+
+
+def _read_platform_storage(svc: Services, login: PendingLogin, fields: dict[str, str]) -> Response:
+    """The page that reads the login's secret back from the platform's storage and posts the
+    launch again with it (static/lti-storage.js)."""
+    registration = by_id(svc.engine, login.registration_id)
+    origin = origin_of(registration.auth_login_url) if registration is not None else None
+    relaunch = f"{LOGIN_PATH}?{login.relaunch_query}" if login.relaunch_query else None
+    return _render(
+        svc,
+        STORAGE_TEMPLATE,
+        mode="get",
+        storage_target=fields.get("lti_storage_target") or DEFAULT_STORAGE_TARGET,
+        storage_origin=origin or "",
+        storage_key=storage_key_name(login.state),
+        id_token=fields.get("id_token", ""),
+        state=login.state,
+        relaunch_url=relaunch,
+    )
+
+
+def _launch(svc: Services, request: Request, fields: dict[str, str]) -> Response:
+    state = fields.get("state", "")
+    proof = BrowserProof(
+        cookie_state=request.cookies.get(STATE_COOKIE_PREFIX + state) if state else None,
+        storage_secret=fields.get("storage_secret") or None,
+        from_own_page=_from_own_page(request),
+    )
+    try:
+        launch = launches.validate(
+            svc.engine, id_token=fields.get("id_token", ""), state=state, proof=proof
+        )
+        if launch.message_type == DEEP_LINKING_REQUEST:
+            return _deep_linking(svc, request, launch, state)
+        signed_in = sign_in(svc.engine, svc.store, launch)
+    except NeedsPlatformStorage as needed:
+        return _read_platform_storage(svc, needed.login, fields)
+    except Refusal as refusal:
+        return refused(svc, "launch", refusal)
+    logger.info(
+        "LTI launch from %s (deployment %s): learner %s%s",
+        launch.registration.issuer,
+        launch.deployment_id,
+        signed_in.learner_id,
+        " (staff)" if signed_in.staff else "",
+    )
+    response = _framable(svc, RedirectResponse("/", status_code=303))
+    set_framed_cookie(
+        response,
+        COOKIE_NAME,
+        cookie_value(signed_in.learner_id, svc.signer),
+        max_age=COOKIE_MAX_AGE_S,
+        path="/",
+    )
+    set_framed_cookie(
+        response,
+        FRAME_COOKIE,
+        frame_cookie_value(
+            launch.registration.framing_origins(), frame_signer(svc.settings.secret_key)
+        ),
+        max_age=COOKIE_MAX_AGE_S,
+        path="/",
+    )
+    set_framed_cookie(response, STATE_COOKIE_PREFIX + state, "", max_age=0, path=LAUNCH_PATH)
+    return response
+
+
+def _deep_linking(svc: Services, request: Request, launch: Launch, state: str) -> Response:
+    """The content picker's page: the lesson, and a button that posts the signed response
+    back to the platform. Refusals raise before the login is consumed."""
+    answer = deep_linking.respond(svc.engine, launch, svc.lesson, own_origin(request) + LAUNCH_PATH)
+    with svc.engine.begin() as connection:
+        launches.consume(connection, launch.login)
+    response = _render(svc, "lti_deep_link.html", answer=answer, lesson=svc.lesson)
+    # The page's one form posts to the platform: its origin joins form-action.
+    origin = origin_of(answer.return_url) or "'none'"
+    policy = response.headers["Content-Security-Policy"]
+    response.headers["Content-Security-Policy"] = policy.replace(
+        "form-action 'self'", f"form-action 'self' {origin}"
+    )
+    set_framed_cookie(response, STATE_COOKIE_PREFIX + state, "", max_age=0, path=LAUNCH_PATH)
+    return response
+
+
+@router.get(JWKS_PATH)
+async def tool_key_set(request: Request) -> Response:
+    """The tool's public keys (JWKS), which a platform registers to verify the tool's signed
+    client assertions (grade passback)."""
+    svc = services(request)
+    key_set = await run_in_threadpool(tool_keys.public_key_set, svc.engine)
+    return JSONResponse(dict(key_set), headers={"Cache-Control": JWKS_CACHE_CONTROL})
+
+
+def _register(svc: Services, request: Request, params: dict[str, str]) -> Response:
+    try:
+        dynamic_registration.check_invite(
+            params.get(dynamic_registration.INVITE_PARAMETER, ""), svc.settings.secret_key
+        )
+        registration = dynamic_registration.register_dynamically(
+            svc.engine,
+            configuration_url=params.get("openid_configuration", ""),
+            registration_token=params.get("registration_token") or None,
+            origin=own_origin(request),
+            lesson=svc.lesson,
+        )
+    except Refusal as refusal:
+        return refused(svc, "registration", refusal)
+    logger.info(
+        "LTI platform %s registered itself (client id %s)",
+        registration.issuer,
+        registration.client_id,
+    )
+    return _render(
+        svc,
+        "lti_registered.html",
+        title=tool_config.title(svc.lesson),
+        registration=registration,
+    )
+
+
+@router.get(dynamic_registration.REGISTER_PATH)
+async def dynamic_register(request: Request) -> Response:
+    """LTI Dynamic Registration: the platform opens this URL (the operator's invitation) with
+    its OpenID configuration's URL and a registration token."""
+    params = dict(request.query_params)
+    return await run_in_threadpool(_register, services(request), request, params)
+
+
+@router.get(CANVAS_CONFIG_PATH)
+async def canvas_config(request: Request) -> Response:
+    """The JSON configuration a Canvas administrator pastes (or points) a developer key at."""
+    svc = services(request)
+    return JSONResponse(canvas_configuration(own_origin(request), svc.lesson))
+
+
+@router.post(LAUNCH_PATH)
+async def launch(request: Request) -> Response:
+    """The resource link launch: the id_token (and state) the platform posts back."""
+    async with request.form(max_files=0, max_fields=MAX_FORM_FIELDS) as form:
+        fields = _text_fields(form)
+    return await run_in_threadpool(_launch, services(request), request, fields)

@@ -1,0 +1,243 @@
+"""Two HTTPS sites on this machine for the LTI browser journeys and the launch benchmark:
+a throwaway certificate for tool.test and platform.test (Chromium maps both to 127.0.0.1),
+uvicorn serving an app over TLS in a thread, and a small platform (a course page that frames
+the tool's login and answers the platform storage's postMessages, and an authorization
+endpoint that posts a signed id_token back)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import html
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import uvicorn
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import NameOID
+from joserfc.jwk import RSAKey
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.routing import Route as Path_
+
+from conftest import ablation_recording, build_settings, migrated_sqlite_url, write_recording
+from lti_platform import CLIENT_ID, DEPLOYMENT_ID, key_set_server, launch_claims, new_key, signed
+from normdive.lti.registrations import register, validated
+from normdive.store.db import make_engine
+from normdive.web.app import create_app
+
+AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+TOOL_HOST = "tool.test"
+PLATFORM_HOST = "platform.test"
+# How long a TLS server may take to start.
+SERVER_START_TIMEOUT_S = 30.0
+
+
+def certificate(folder: Path) -> tuple[Path, Path]:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "normdive test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(hours=2))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.DNSName(TOOL_HOST), x509.DNSName(PLATFORM_HOST)]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+class TlsServer:
+    """uvicorn serving one ASGI app over TLS on 127.0.0.1, in a daemon thread."""
+
+    def __init__(self, app: Any, cert: Path, key: Path) -> None:
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self.port: int = self._sock.getsockname()[1]
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            ws="none",
+            lifespan="on",
+            ssl_certfile=str(cert),
+            ssl_keyfile=str(key),
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=lambda: asyncio.run(self._server.serve(sockets=[self._sock])), daemon=True
+        )
+
+    def __enter__(self) -> TlsServer:
+        self._thread.start()
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the TLS test server did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=SERVER_START_TIMEOUT_S)
+        self._sock.close()
+
+
+# The course page's storage (lti-pm-s): answers lti.put_data and lti.get_data from the tool's
+# origin only, keeping values in the page. The auth endpoint's form posts itself.
+STORAGE_SCRIPT = """
+const kept = new Map();
+window.addEventListener("message", (event) => {
+  if (event.origin !== TOOL_ORIGIN || !event.data) return;
+  const { subject, message_id, key, value } = event.data;
+  if (subject === "lti.put_data") {
+    kept.set(key, value);
+    event.source.postMessage(
+      { subject: "lti.put_data.response", message_id, key, value }, event.origin);
+  } else if (subject === "lti.get_data") {
+    event.source.postMessage(
+      { subject: "lti.get_data.response", message_id, key, value: kept.get(key) }, event.origin);
+  }
+});
+"""
+
+
+@dataclass
+class Platform:
+    """The platform's side: its origin, its key, and what it served."""
+
+    origin: str
+    tool_origin: str
+    key: RSAKey
+    storage: bool = True
+    # The platform's user who launches (each test its own: the same one would resume).
+    subject: str = "ada"
+    # The Assignment and Grade Services endpoint claim its launches carry, if any.
+    ags_endpoint: dict[str, Any] | None = None
+
+    def app(self) -> Starlette:
+        async def course(request: Request) -> Response:
+            params = {
+                "iss": self.origin,
+                "login_hint": "ada",
+                "target_link_uri": f"{self.tool_origin}/lti/launch",
+                "client_id": CLIENT_ID,
+                "lti_deployment_id": DEPLOYMENT_ID,
+                "lti_message_hint": "resource-link-1",
+            }
+            if self.storage:
+                params["lti_storage_target"] = "_parent"
+            login = html.escape(f"{self.tool_origin}/lti/login?{urlencode(params)}")
+            return HTMLResponse(
+                "<!doctype html><title>Course</title><h1>Course page</h1>"
+                f"<script>const TOOL_ORIGIN = {self.tool_origin!r};{STORAGE_SCRIPT}</script>"
+                f'<iframe title="D9" src="{login}" width="1000" height="800"></iframe>'
+            )
+
+        async def authorize(request: Request) -> Response:
+            query = request.query_params
+            extra = {AGS_CLAIM: self.ags_endpoint} if self.ags_endpoint else {}
+            claims = launch_claims(
+                query["nonce"],
+                **extra,
+                sub=self.subject,
+                iss=self.origin,
+                lti_target_link_uri=f"{self.tool_origin}/lti/launch",
+            )
+            token = signed(claims, self.key)
+            return HTMLResponse(
+                f'<form method="post" action="{html.escape(query["redirect_uri"])}">'
+                f'<input type="hidden" name="id_token" value="{token}">'
+                f'<input type="hidden" name="state" value="{html.escape(query["state"])}">'
+                "</form><script>document.forms[0].submit()</script>"
+            )
+
+        async def plain_cookie(request: Request) -> Response:
+            return PlainTextResponse("cookies: " + request.headers.get("cookie", ""))
+
+        return Starlette(
+            routes=[
+                Path_("/course", course),
+                Path_("/auth", authorize),
+                Path_("/show", plain_cookie),
+            ]
+        )
+
+
+# Chromium's switches for these sites.
+SITES_ARGS = [
+    f"--host-resolver-rules=MAP {TOOL_HOST} 127.0.0.1, MAP {PLATFORM_HOST} 127.0.0.1",
+    # Chromium's switch for the third-party cookie phase-out: cookies not partitioned are
+    # blocked in third-party contexts (a control test shows it).
+    "--test-third-party-cookie-phaseout",
+    # A response a test fulfils itself (the login's, its cookies stripped) has no address,
+    # so Chromium would count it as public and block its navigation on to 127.0.0.1.
+    "--disable-features=LocalNetworkAccessChecks",
+]
+
+
+@dataclass
+class Sites:
+    tool: str
+    platform: Platform
+    database_url: str
+    recording: Path
+
+
+@contextmanager
+def serve_sites(folder: Path) -> Iterator[Sites]:
+    """The tool (a fresh SQLite database, a sample recording, 8.5 not done outside a launch)
+    and the platform, registered with each other, each over TLS on its own port."""
+    cert, key = certificate(folder)
+    platform_key = new_key("platform-key-1")
+    url = migrated_sqlite_url(folder)
+    recording = write_recording(folder, ablation_recording())
+    settings = build_settings(url, folder, dev_prerequisite_done=False, recording_path=recording)
+    with (
+        key_set_server([platform_key]) as keys,
+        TlsServer(create_app(settings), cert, key) as tool_server,
+    ):
+        tool = f"https://{TOOL_HOST}:{tool_server.port}"
+        platform = Platform(origin="", tool_origin=tool, key=platform_key)
+        with TlsServer(platform.app(), cert, key) as platform_server:
+            platform.origin = f"https://{PLATFORM_HOST}:{platform_server.port}"
+            engine = make_engine(url)
+            register(
+                engine,
+                validated(
+                    issuer=platform.origin,
+                    client_id=CLIENT_ID,
+                    auth_login_url=f"{platform.origin}/auth",
+                    token_url=f"{platform.origin}/token",
+                    jwks_url=keys.url,
+                    deployment_ids=(DEPLOYMENT_ID,),
+                ),
+            )
+            engine.dispose()
+            yield Sites(tool=tool, platform=platform, database_url=url, recording=recording)

@@ -1,0 +1,341 @@
+"""A small LTI 1.3 platform for the tests: RSA keys made here, its key set served over real
+HTTP (http.server on a free 127.0.0.1 port, in a thread), and id_tokens signed with joserfc
+the way a platform signs them. Attack tokens (alg none, HS256 keyed with the public key) are
+built by hand, as an attacker would."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from joserfc import jwt
+from joserfc.jwk import RSAKey
+from sqlalchemy import Engine
+
+from normdive.lti.registrations import (
+    PrerequisiteMode,
+    Registration,
+    register,
+    validated,
+)
+
+ISSUER = "https://platform.example.edu"
+CLIENT_ID = "tool-client-7"
+DEPLOYMENT_ID = "deployment-1"
+TOOL_ORIGIN = "https://tool.test"
+LAUNCH_URL = f"{TOOL_ORIGIN}/lti/launch"
+CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
+LEARNER_ROLE = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
+INSTRUCTOR_ROLE = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+
+
+def new_key(kid: str) -> RSAKey:
+    return RSAKey.generate_key(2048, parameters={"kid": kid, "use": "sig", "alg": "RS256"})
+
+
+@dataclass
+class KeySetServer:
+    """Serves `keys` (public parts) as a JWKS at `url`; counts the fetches."""
+
+    keys: list[RSAKey]
+    fetches: int = 0
+    # Seconds each answer waits before it is sent (a platform that is slow to answer).
+    delay_s: float = 0.0
+    status: int = 200
+    url: str = ""
+    _server: ThreadingHTTPServer | None = field(default=None, repr=False)
+
+    def body(self) -> bytes:
+        return json.dumps({"keys": [k.as_dict(private=False) for k in self.keys]}).encode()
+
+
+@contextmanager
+def key_set_server(keys: list[RSAKey]) -> Iterator[KeySetServer]:
+    served = KeySetServer(keys=keys)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            served.fetches += 1
+            if served.delay_s:
+                time.sleep(served.delay_s)
+            body = served.body()
+            self.send_response(served.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # quiet: the tests count fetches instead
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    served.url = f"http://127.0.0.1:{server.server_address[1]}/jwks"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield served
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def register_platform(
+    engine: Engine,
+    jwks_url: str,
+    *,
+    mode: PrerequisiteMode = PrerequisiteMode.PLATFORM,
+    client_id: str = CLIENT_ID,
+    token_url: str = f"{ISSUER}/token",
+) -> Registration:
+    return register(
+        engine,
+        validated(
+            issuer=ISSUER,
+            client_id=client_id,
+            auth_login_url=f"{ISSUER}/auth",
+            token_url=token_url,
+            jwks_url=jwks_url,
+            deployment_ids=(DEPLOYMENT_ID,),
+            prerequisite_mode=mode,
+        ),
+    )
+
+
+def login_params(**overrides: str) -> dict[str, str]:
+    params = {
+        "iss": ISSUER,
+        "login_hint": "user-hint-1",
+        "target_link_uri": LAUNCH_URL,
+        "client_id": CLIENT_ID,
+        "lti_deployment_id": DEPLOYMENT_ID,
+        "lti_message_hint": "resource-link-1",
+    }
+    params.update(overrides)
+    return {key: value for key, value in params.items() if value is not None}
+
+
+@dataclass(frozen=True)
+class Authorization:
+    """What the tool's login redirect asked the platform for."""
+
+    state: str
+    nonce: str
+    query: dict[str, str]
+
+
+def authorization(location: str) -> Authorization:
+    query = {key: values[0] for key, values in parse_qs(urlsplit(location).query).items()}
+    return Authorization(state=query["state"], nonce=query["nonce"], query=query)
+
+
+def launch_claims(login_nonce: str, /, **overrides: Any) -> dict[str, Any]:
+    now = int(time.time())
+    claims: dict[str, Any] = {
+        "iss": ISSUER,
+        "aud": CLIENT_ID,
+        "sub": "user-1",
+        "exp": now + 300,
+        "iat": now,
+        "nonce": login_nonce,
+        "name": "Ada Learner",
+        CLAIM + "message_type": "LtiResourceLinkRequest",
+        CLAIM + "version": "1.3.0",
+        CLAIM + "deployment_id": DEPLOYMENT_ID,
+        CLAIM + "target_link_uri": LAUNCH_URL,
+        CLAIM + "resource_link": {"id": "resource-link-1", "title": "D9"},
+        CLAIM + "roles": [LEARNER_ROLE],
+        CLAIM + "context": {"id": "course-1", "title": "Learn machine learning"},
+    }
+    for name, value in overrides.items():
+        key = name if name in claims or not name.startswith("lti_") else CLAIM + name[4:]
+        if value is None:
+            claims.pop(key, None)
+        else:
+            claims[key] = value
+    return claims
+
+
+def signed(claims: dict[str, Any], key: RSAKey, **header: Any) -> str:
+    return jwt.encode({"alg": "RS256", "kid": key.kid, **header}, claims, key)
+
+
+def _segment(data: dict[str, Any]) -> str:
+    raw = json.dumps(data, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def unsigned(claims: dict[str, Any], kid: str) -> str:
+    """An attacker's token with alg none: no signature at all."""
+    return f"{_segment({'alg': 'none', 'kid': kid})}.{_segment(claims)}."
+
+
+def hs256_with_public_key(claims: dict[str, Any], key: RSAKey) -> str:
+    """An attacker's token: HMAC-SHA256 keyed with the platform's public key (PEM), which a
+    verifier that lets the token choose its algorithm would accept."""
+    signing_input = f"{_segment({'alg': 'HS256', 'kid': key.kid})}.{_segment(claims)}"
+    mac = hmac.new(key.as_bytes(private=False), signing_input.encode(), hashlib.sha256).digest()
+    return f"{signing_input}.{base64.urlsafe_b64encode(mac).rstrip(b'=').decode()}"
+
+
+def unique_sub() -> str:
+    return f"user-{uuid.uuid4().hex[:8]}"
+
+
+def browser(app: FastAPI) -> TestClient:
+    """A browser on the tool's https origin (the cookies are Secure), following nothing."""
+    return TestClient(app, base_url=TOOL_ORIGIN, follow_redirects=False)
+
+
+def login(client: TestClient, method: str = "GET", **overrides: str) -> Authorization:
+    params = login_params(**overrides)
+    if method == "GET":
+        response = client.get("/lti/login", params=params)
+    else:
+        response = client.post("/lti/login", data=params)
+    assert response.status_code == 303, response.text
+    return authorization(response.headers["location"])
+
+
+def launch(client: TestClient, id_token: str, state: str) -> httpx.Response:
+    return client.post("/lti/launch", data={"id_token": id_token, "state": state})
+
+
+SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
+LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
+
+
+@dataclass
+class GradeBook:
+    """A platform's Assignment and Grade Services side, served over real HTTP: the token
+    endpoint checks the tool's client assertion against the tool's key set (as fetched from
+    /lti/jwks), line items can be created, and scores are recorded. `down` answers 503."""
+
+    tool_key_set: dict[str, Any] = field(default_factory=dict)
+    client_id: str = CLIENT_ID
+    base: str = ""
+    down: bool = False
+    tokens_issued: int = 0
+    scores: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    lineitems_created: list[dict[str, Any]] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+    @property
+    def token_url(self) -> str:
+        return f"{self.base}/token"
+
+    def endpoint_claim(self, *, with_lineitem: bool = True) -> dict[str, Any]:
+        claim: dict[str, Any] = {
+            "scope": [SCORE_SCOPE, LINEITEM_SCOPE],
+            "lineitems": f"{self.base}/lineitems?course=1",
+        }
+        if with_lineitem:
+            claim["lineitem"] = f"{self.base}/lineitems/d9?course=1"
+        return claim
+
+    def check_assertion(self, assertion: str) -> bool:
+        from joserfc.errors import JoseError
+        from joserfc.jwk import KeySet
+        from joserfc.jwt import JWTClaimsRegistry
+
+        try:
+            keys = KeySet.import_key_set(self.tool_key_set)  # type: ignore[arg-type]
+            token = jwt.decode(assertion, keys, algorithms=["RS256"])
+            JWTClaimsRegistry(
+                iss={"essential": True, "value": self.client_id},
+                sub={"essential": True, "value": self.client_id},
+                aud={"essential": True, "value": self.token_url},
+                exp={"essential": True},
+                jti={"essential": True},
+            ).validate(token.claims)
+        except JoseError as error:
+            self.refused.append(f"assertion: {error}")
+            return False
+        return True
+
+
+@contextmanager
+def grade_book_server(book: GradeBook) -> Iterator[GradeBook]:
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self, status: int, body: dict[str, Any] | None = None) -> None:
+            data = json.dumps(body or {}).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            raw = self.rfile.read(length)
+            if book.down:
+                self._answer(503)
+                return
+            path = urlsplit(self.path).path
+            if path == "/token":
+                form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
+                if form.get("grant_type") != "client_credentials" or not book.check_assertion(
+                    form.get("client_assertion", "")
+                ):
+                    self._answer(400, {"error": "invalid_client"})
+                    return
+                book.tokens_issued += 1
+                self._answer(
+                    200,
+                    {
+                        "access_token": f"token-{book.tokens_issued}",
+                        "token_type": "Bearer",
+                        "expires_in": 3600,
+                    },
+                )
+                return
+            if not self.headers.get("Authorization", "").startswith("Bearer token-"):
+                book.refused.append(f"{path}: no bearer token")
+                self._answer(401)
+                return
+            body = json.loads(raw)
+            if path == "/lineitems":
+                book.lineitems_created.append(body)
+                self._answer(
+                    201, {"id": f"{book.base}/lineitems/{len(book.lineitems_created)}", **body}
+                )
+                return
+            if path.endswith("/scores"):
+                if self.headers.get("Content-Type") != "application/vnd.ims.lis.v1.score+json":
+                    book.refused.append(f"{path}: content type")
+                    self._answer(415)
+                    return
+                book.scores.append((self.path, body))
+                self._answer(200)
+                return
+            self._answer(404)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    book.base = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield book
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

@@ -1,0 +1,166 @@
+"""Dynamic registration: the URL `normdive lti invite` prints, opened by a platform (served
+here over real HTTP: its OpenID configuration and its registration endpoint), stores the
+registration; without a valid invitation, or with a platform that gets something wrong,
+nothing is stored and the page says why."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from bs4 import BeautifulSoup
+from fastapi import FastAPI
+from sqlalchemy import Engine
+from typer.testing import CliRunner
+
+from conftest import SECRET_KEY
+from lti_platform import TOOL_ORIGIN, browser
+from normdive.cli import app as cli
+from normdive.lti.registrations import all_registrations
+
+TOOL_CONFIGURATION = "https://purl.imsglobal.org/spec/lti-tool-configuration"
+
+
+@dataclass
+class RegisteringPlatform:
+    base: str = ""
+    issuer: str | None = None  # None: its own base
+    registration_status: int = 201
+    registrations: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    @property
+    def configuration_url(self) -> str:
+        return f"{self.base}/.well-known/openid-configuration"
+
+
+@pytest.fixture
+def platform() -> Iterator[RegisteringPlatform]:
+    served = RegisteringPlatform()
+
+    class Handler(BaseHTTPRequestHandler):
+        def _json(self, status: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            base = served.base
+            self._json(
+                200,
+                {
+                    "issuer": served.issuer or base,
+                    "authorization_endpoint": f"{base}/auth",
+                    "token_endpoint": f"{base}/token",
+                    "jwks_uri": f"{base}/jwks",
+                    "registration_endpoint": f"{base}/register",
+                    "https://purl.imsglobal.org/spec/lti-platform-configuration": {
+                        "product_family_code": "test-platform"
+                    },
+                },
+            )
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            served.registrations.append((self.headers.get("Authorization", ""), body))
+            self._json(
+                served.registration_status,
+                {
+                    "client_id": "dynamic-client-1",
+                    **body,
+                    TOOL_CONFIGURATION: {
+                        **body[TOOL_CONFIGURATION],
+                        "deployment_id": "dynamic-deployment-1",
+                    },
+                },
+            )
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    served.base = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield served
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def invite() -> str:
+    result = CliRunner().invoke(
+        cli,
+        ["lti", "invite", "--base-url", TOOL_ORIGIN],
+        env={"NORMDIVE_SECRET_KEY": SECRET_KEY},
+    )
+    assert result.exit_code == 0, result.output
+    url = result.output.strip()
+    assert url.startswith(f"{TOOL_ORIGIN}/lti/register?invite=")
+    return url
+
+
+def open_as_platform(app: FastAPI, url: str, platform: RegisteringPlatform) -> Any:
+    query = {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
+    query.update(openid_configuration=platform.configuration_url, registration_token="reg-tok")
+    with browser(app) as client:
+        return client.get("/lti/register", params=query)
+
+
+def test_the_pasted_url_registers_the_platform(
+    app: FastAPI, engine: Engine, platform: RegisteringPlatform
+) -> None:
+    response = open_as_platform(app, invite(), platform)
+    assert response.status_code == 200, response.text
+    assert "is registered" in response.text
+    assert "lti-registered.js" in response.text  # tells the platform to close the window
+    [(authorization, sent)] = platform.registrations
+    assert authorization == "Bearer reg-tok"
+    assert sent["initiate_login_uri"] == f"{TOOL_ORIGIN}/lti/login"
+    assert sent["redirect_uris"] == [f"{TOOL_ORIGIN}/lti/launch"]
+    assert sent["jwks_uri"] == f"{TOOL_ORIGIN}/lti/jwks"
+    assert sent["token_endpoint_auth_method"] == "private_key_jwt"
+    assert sent[TOOL_CONFIGURATION]["domain"] == "tool.test"
+    [registration] = all_registrations(engine)
+    assert registration.issuer == platform.base
+    assert registration.client_id == "dynamic-client-1"
+    assert registration.deployment_ids == ("dynamic-deployment-1",)
+    assert registration.auth_login_url == f"{platform.base}/auth"
+    assert registration.token_url == f"{platform.base}/token"
+    assert registration.jwks_url == f"{platform.base}/jwks"
+
+
+@pytest.mark.parametrize(
+    ("case", "code"),
+    [
+        ("no invite", "no_invite"),
+        ("forged invite", "no_invite"),
+        ("issuer on another site", "registration_failed"),
+        ("registration refused", "registration_failed"),
+    ],
+)
+def test_a_registration_that_cannot_be_trusted_stores_nothing(
+    app: FastAPI, engine: Engine, platform: RegisteringPlatform, case: str, code: str
+) -> None:
+    url = invite()
+    if case == "no invite":
+        url = f"{TOOL_ORIGIN}/lti/register"
+    elif case == "forged invite":
+        url = f"{TOOL_ORIGIN}/lti/register?invite=abc.def.ghi"
+    elif case == "issuer on another site":
+        platform.issuer = "https://elsewhere.example"
+    else:
+        platform.registration_status = 400
+    response = open_as_platform(app, url, platform)
+    assert response.status_code in (400, 403), response.text
+    assert f"<code>{code}</code>" in response.text
+    assert BeautifulSoup(response.text, "html.parser").find("h1") is not None
+    assert all_registrations(engine) == []

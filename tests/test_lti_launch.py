@@ -1,0 +1,551 @@
+"""The LTI 1.3 login and launch, through the app, against a platform made here with real RSA
+keys and its key set served over real HTTP (tests/lti_platform.py).
+
+A good launch signs the platform's user in as one learner (the same again from another
+browser), on any worker. Every refusal the issue lists (a replayed id_token, an expired one, a
+wrong aud, an unknown kid after one refresh, alg none, HS256 with the public key, a foreign
+deployment, a state from another browser) and the others the validation makes is a readable
+page with a 4xx and a log line, and stores nothing."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from joserfc.jwk import RSAKey
+from sqlalchemy import Engine, func, select
+
+from conftest import SettingsFactory
+from lti_platform import (
+    CLIENT_ID,
+    DEPLOYMENT_ID,
+    TOOL_ORIGIN,
+    KeySetServer,
+    browser,
+    hs256_with_public_key,
+    key_set_server,
+    launch,
+    launch_claims,
+    login,
+    login_params,
+    new_key,
+    register_platform,
+    signed,
+    unsigned,
+)
+from normdive.config import Settings
+from normdive.lti import platform_keys
+from normdive.lti.registrations import Registration
+from normdive.store.tables import (
+    EventRecord,
+    Learner,
+    LtiContextMember,
+    LtiLearner,
+    LtiNonce,
+    LtiState,
+)
+from normdive.web.app import create_app
+from normdive.web.identity import COOKIE_NAME
+
+ROUTES_LOGGER = "normdive.web.lti_routes"
+# What a launch may store; a refused one changes none of them.
+LAUNCH_TABLES = (Learner, EventRecord, LtiLearner, LtiContextMember, LtiState, LtiNonce)
+
+
+@pytest.fixture(scope="module")
+def platform_key() -> RSAKey:
+    return new_key("platform-key-1")
+
+
+@pytest.fixture
+def settings(make_settings: SettingsFactory) -> Settings:
+    # 8.5 as an LMS learner meets it: not done until the launch says so.
+    return make_settings(dev_prerequisite_done=False)
+
+
+@pytest.fixture
+def jwks(platform_key: RSAKey) -> Iterator[KeySetServer]:
+    with key_set_server([platform_key]) as server:
+        yield server
+
+
+@pytest.fixture
+def registration(engine: Engine, jwks: KeySetServer) -> Registration:
+    return register_platform(engine, jwks.url)
+
+
+@pytest.fixture
+def make_browser(app: FastAPI) -> Iterator[Callable[[], TestClient]]:
+    clients: list[TestClient] = []
+
+    def make() -> TestClient:
+        client = browser(app)
+        clients.append(client.__enter__())
+        return client
+
+    yield make
+    for client in clients:
+        client.__exit__(None, None, None)
+
+
+def stored(engine: Engine) -> dict[str, int]:
+    with engine.connect() as connection:
+        return {
+            table.__tablename__: connection.execute(
+                select(func.count()).select_from(table)
+            ).scalar_one()
+            for table in LAUNCH_TABLES
+        }
+
+
+def learner_of(client: TestClient) -> str:
+    cookie = client.cookies.get(COOKIE_NAME)
+    assert cookie is not None
+    return cookie.split(".")[0]
+
+
+# --- a good launch ----------------------------------------------------------------------------
+
+
+@pytest.mark.both_databases
+def test_a_launch_signs_the_user_in_as_one_learner(
+    make_browser: Callable[[], TestClient],
+    registration: Registration,
+    platform_key: RSAKey,
+    engine: Engine,
+) -> None:
+    client = make_browser()
+    asked = login(client)
+    assert asked.query["redirect_uri"] == f"{TOOL_ORIGIN}/lti/launch"
+    assert asked.query["client_id"] == CLIENT_ID
+    assert asked.query["response_mode"] == "form_post"
+    assert asked.query["lti_message_hint"] == "resource-link-1"
+    response = launch(client, signed(launch_claims(asked.nonce), platform_key), asked.state)
+    assert response.status_code == 303, response.text
+    assert response.headers["location"] == "/"
+    cookies = response.headers.get_list("set-cookie")
+    learner_cookie = next(c for c in cookies if c.startswith(f"{COOKIE_NAME}="))
+    for attribute in ("SameSite=none", "Secure", "Partitioned", "HttpOnly"):
+        assert attribute.lower() in learner_cookie.lower()
+    # The login's state cookie is deleted.
+    assert any(
+        c.startswith(f"normdive_lti_state_{asked.state}=") and "Max-Age=0" in c for c in cookies
+    )
+    # The registration lets the platform gate 8.5, so the lesson is open.
+    page = client.get("/")
+    assert page.status_code == 200
+    assert 'id="locked-title"' not in page.text
+    first = learner_of(client)
+    counts = stored(engine)
+    assert counts["lti_learners"] == 1
+    assert counts["lti_context_members"] == 1
+    assert counts["lti_states"] == counts["lti_nonces"] == 0
+
+    # The same user from another device: the same learner.
+    other = make_browser()
+    again = login(other)
+    response = launch(other, signed(launch_claims(again.nonce), platform_key), again.state)
+    assert response.status_code == 303, response.text
+    assert learner_of(other) == first
+    assert stored(engine)["lti_learners"] == 1
+
+
+def test_login_by_post_works_too(
+    make_browser: Callable[[], TestClient], registration: Registration, platform_key: RSAKey
+) -> None:
+    client = make_browser()
+    asked = login(client, method="POST")
+    response = launch(client, signed(launch_claims(asked.nonce), platform_key), asked.state)
+    assert response.status_code == 303, response.text
+
+
+@pytest.mark.both_databases
+def test_login_and_launch_may_land_on_different_workers(
+    settings: Settings, registration: Registration, platform_key: RSAKey
+) -> None:
+    with browser(create_app(settings)) as first, browser(create_app(settings)) as second:
+        asked = login(first)
+        second.cookies = first.cookies
+        token = signed(launch_claims(asked.nonce), platform_key)
+        assert launch(second, token, asked.state).status_code == 303
+
+
+def test_the_key_set_is_fetched_once_and_shared(
+    make_browser: Callable[[], TestClient],
+    registration: Registration,
+    platform_key: RSAKey,
+    jwks: KeySetServer,
+) -> None:
+    for _ in range(3):
+        client = make_browser()
+        asked = login(client)
+        token = signed(launch_claims(asked.nonce), platform_key)
+        assert launch(client, token, asked.state).status_code == 303
+    assert jwks.fetches == 1
+
+
+def test_a_rotated_platform_key_is_fetched_once_and_accepted(
+    make_browser: Callable[[], TestClient],
+    registration: Registration,
+    platform_key: RSAKey,
+    jwks: KeySetServer,
+) -> None:
+    client = make_browser()
+    asked = login(client)
+    assert (
+        launch(client, signed(launch_claims(asked.nonce), platform_key), asked.state).status_code
+        == 303
+    )
+    rotated = new_key("platform-key-2")
+    jwks.keys = [rotated]
+    asked = login(client)
+    assert (
+        launch(client, signed(launch_claims(asked.nonce), rotated), asked.state).status_code == 303
+    )
+    assert jwks.fetches == 2
+
+
+def test_an_expiry_within_the_clock_leeway_is_accepted(
+    make_browser: Callable[[], TestClient], registration: Registration, platform_key: RSAKey
+) -> None:
+    client = make_browser()
+    asked = login(client)
+    claims = launch_claims(asked.nonce, exp=int(time.time()) - 30)
+    assert launch(client, signed(claims, platform_key), asked.state).status_code == 303
+
+
+# --- refusals ---------------------------------------------------------------------------------
+
+
+def assert_refused(
+    response: httpx.Response,
+    status: int,
+    code: str,
+    words: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("text/html")
+    assert "This LTI launch was refused" in response.text
+    assert words in response.text.replace("&#39;", "'")
+    assert f"<code>{code}</code>" in response.text
+    assert any(
+        record.name == ROUTES_LOGGER and code in record.getMessage() for record in caplog.records
+    )
+    assert COOKIE_NAME not in response.headers.get("set-cookie", "")
+
+
+Tamper = Callable[[str, RSAKey], tuple[str, dict[str, Any]]]
+
+
+def _claims_with(**overrides: Any) -> Callable[[str, RSAKey], str]:
+    return lambda nonce, key: signed(launch_claims(nonce, **overrides), key)
+
+
+REFUSED_TOKENS: list[tuple[str, Callable[[str, RSAKey], str], int, str, str]] = [
+    (
+        "expired",
+        _claims_with(exp=int(time.time()) - 120),
+        401,
+        "expired",
+        "has expired",
+    ),
+    ("wrong aud", _claims_with(aud="someone-else"), 401, "wrong_aud", "does not name this tool"),
+    (
+        "several audiences without azp",
+        _claims_with(aud=[CLIENT_ID, "another-tool"]),
+        401,
+        "wrong_azp",
+        "authorized party",
+    ),
+    (
+        "azp of another tool",
+        _claims_with(azp="another-tool"),
+        401,
+        "wrong_azp",
+        "authorized party",
+    ),
+    ("wrong iss", _claims_with(iss="https://evil.example"), 401, "wrong_iss", "issuer"),
+    ("wrong nonce", _claims_with(nonce="not-the-nonce"), 401, "wrong_nonce", "nonce"),
+    ("no sub", _claims_with(sub=None), 401, "missing_claim", "sub"),
+    (
+        "issued in the future",
+        _claims_with(iat=int(time.time()) + 600),
+        401,
+        "wrong_iat",
+        "in the future",
+    ),
+    (
+        "alg none",
+        lambda nonce, key: unsigned(launch_claims(nonce), str(key.kid)),
+        401,
+        "algorithm_refused",
+        "alg none",
+    ),
+    (
+        "HS256 with the public key",
+        lambda nonce, key: hs256_with_public_key(launch_claims(nonce), key),
+        401,
+        "algorithm_refused",
+        "HS256",
+    ),
+    (
+        "signed by another key under the platform's kid",
+        lambda nonce, key: signed(
+            launch_claims(nonce), RSAKey.generate_key(2048, parameters={"kid": key.kid})
+        ),
+        401,
+        "bad_signature",
+        "does not verify",
+    ),
+    (
+        "foreign deployment",
+        _claims_with(lti_deployment_id="deployment-of-someone-else"),
+        403,
+        "unregistered_deployment",
+        "not registered here",
+    ),
+    (
+        "deep linking message",
+        _claims_with(lti_message_type="LtiSubmissionReviewRequest"),
+        400,
+        "unsupported_message_type",
+        "LtiResourceLinkRequest",
+    ),
+    ("version 1.1", _claims_with(lti_version="1.1"), 400, "unsupported_version", "1.3.0"),
+    (
+        "another target link",
+        _claims_with(lti_target_link_uri="https://tool.test/elsewhere"),
+        400,
+        "wrong_target_link_uri",
+        "target link URI",
+    ),
+    (
+        "no resource link",
+        _claims_with(lti_resource_link=None),
+        401,
+        "missing_claim",
+        "resource link",
+    ),
+    ("not a JWT", lambda nonce, key: "not.a.jwt", 400, "malformed_id_token", "not a signed JWT"),
+    (
+        "oversized",
+        lambda nonce, key: signed(launch_claims(nonce, padding="x" * 40_000), key),
+        413,
+        "id_token_too_large",
+        "at most 32 KiB",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "token_for", "status", "code", "words"),
+    REFUSED_TOKENS,
+    ids=[case[0] for case in REFUSED_TOKENS],
+)
+def test_a_bad_id_token_is_refused_readably_and_stores_nothing(
+    make_browser: Callable[[], TestClient],
+    registration: Registration,
+    platform_key: RSAKey,
+    engine: Engine,
+    caplog: pytest.LogCaptureFixture,
+    case: str,
+    token_for: Callable[[str, RSAKey], str],
+    status: int,
+    code: str,
+    words: str,
+) -> None:
+    client = make_browser()
+    asked = login(client)
+    before = stored(engine)
+    with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
+        response = launch(client, token_for(asked.nonce, platform_key), asked.state)
+    assert_refused(response, status, code, words, caplog)
+    assert stored(engine) == before
+
+
+@pytest.mark.both_databases
+def test_a_replayed_id_token_is_refused(
+    make_browser: Callable[[], TestClient],
+    registration: Registration,
+    platform_key: RSAKey,
+    engine: Engine,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    client = make_browser()
+    asked = login(client)
+    token = signed(launch_claims(asked.nonce), platform_key)
+    assert launch(client, token, asked.state).status_code == 303
+    before = stored(engine)
+    with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
+        # As it was: its state was used up with it.
+        client.cookies.set(f"normdive_lti_state_{asked.state}", asked.state, path="/lti/launch")
+        replayed = launch(client, token, asked.state)
+        assert_refused(replayed, 400, "unknown_state", "used already", caplog)
+        # With a fresh login's state: the old token's nonce is not the new login's.
+        fresh = login(client)
+        after_login = stored(engine)
+        replayed = launch(client, token, fresh.state)
+        assert_refused(replayed, 401, "wrong_nonce", "nonce", caplog)
+    assert stored(engine) == after_login
+    assert before["learners"] == after_login["learners"]
+
+
+def test_an_unknown_kid_is_fetched_again_once_then_refused(
+    make_browser: Callable[[], TestClient],
+    registration: Registration,
+    jwks: KeySetServer,
+    engine: Engine,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    client = make_browser()
+    asked = login(client)
+    stranger = new_key("kid-nobody-published")
+    before = stored(engine)
+    with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
+        response = launch(client, signed(launch_claims(asked.nonce), stranger), asked.state)
+    assert_refused(response, 401, "unknown_kid", "even fetched again just now", caplog)
+    assert jwks.fetches == 1  # nothing cached before: the one fetch is the refresh
+    assert stored(engine) == before
+
+    # With a key set cached: exactly one more fetch, then refused.
+    good = login(client)
+    client_key = jwks.keys[0]
+    assert (
+        launch(client, signed(launch_claims(good.nonce), client_key), good.state).status_code == 303
+    )
+    fetches = jwks.fetches
+    asked = login(client)
+    response = launch(client, signed(launch_claims(asked.nonce), stranger), asked.state)
+    assert response.status_code == 401
+    assert jwks.fetches == fetches + 1
+
+
+@pytest.mark.both_databases
+def test_a_state_from_another_browser_is_refused(
+    make_browser: Callable[[], TestClient],
+    registration: Registration,
+    platform_key: RSAKey,
+    engine: Engine,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    victim, attacker = make_browser(), make_browser()
+    asked = login(victim)
+    token = signed(launch_claims(asked.nonce), platform_key)
+    before = stored(engine)
+    with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
+        response = launch(attacker, token, asked.state)
+    assert_refused(response, 403, "state_from_another_browser", "another browser", caplog)
+    assert stored(engine) == before
+    # The browser that logged in can still launch with it.
+    assert launch(victim, token, asked.state).status_code == 303
+
+
+def test_a_key_set_that_cannot_be_fetched_is_refused_readably(
+    make_browser: Callable[[], TestClient],
+    registration: Registration,
+    platform_key: RSAKey,
+    jwks: KeySetServer,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client = make_browser()
+    jwks.status = 500
+    asked = login(client)
+    with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
+        response = launch(client, signed(launch_claims(asked.nonce), platform_key), asked.state)
+    assert_refused(response, 401, "jwks_status", "answered 500", caplog)
+
+    jwks.status = 200
+    jwks.delay_s = 2.0
+    monkeypatch.setattr(platform_keys, "JWKS_FETCH_TIMEOUT_S", 0.2)
+    with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
+        response = launch(client, signed(launch_claims(asked.nonce), platform_key), asked.state)
+    assert_refused(response, 401, "jwks_unreachable", "could not be fetched", caplog)
+
+
+# --- the login's refusals ---------------------------------------------------------------------
+
+LOGIN_REFUSALS = [
+    ("unregistered issuer", {"iss": "https://nobody.example"}, "unregistered_platform"),
+    ("unknown client id", {"client_id": "nobody"}, "unregistered_platform"),
+    ("no login hint", {"login_hint": ""}, "login_parameter_missing"),
+    ("no target", {"target_link_uri": ""}, "login_parameter_missing"),
+    (
+        "a target on another site",
+        {"target_link_uri": "https://evil.example/lti/launch"},
+        "foreign_target_link_uri",
+    ),
+    ("unregistered deployment", {"lti_deployment_id": "elsewhere"}, "unregistered_deployment"),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "overrides", "code"), LOGIN_REFUSALS, ids=[case[0] for case in LOGIN_REFUSALS]
+)
+def test_a_bad_login_is_refused_readably_and_stores_nothing(
+    make_browser: Callable[[], TestClient],
+    registration: Registration,
+    engine: Engine,
+    caplog: pytest.LogCaptureFixture,
+    case: str,
+    overrides: dict[str, str],
+    code: str,
+) -> None:
+    client = make_browser()
+    with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
+        response = client.get("/lti/login", params=login_params(**overrides))
+    assert response.status_code == 400, response.text
+    assert f"<code>{code}</code>" in response.text
+    assert any(code in record.getMessage() for record in caplog.records)
+    assert stored(engine)["lti_states"] == 0
+    assert "set-cookie" not in response.headers
+
+
+def test_a_launch_without_a_login_is_refused(
+    make_browser: Callable[[], TestClient],
+    registration: Registration,
+    platform_key: RSAKey,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    client = make_browser()
+    with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
+        response = launch(client, signed(launch_claims("n"), platform_key), "made-up-state")
+    assert_refused(response, 400, "unknown_state", "not one this tool issued", caplog)
+
+
+def test_deployment_id_claim_is_checked_even_without_a_login_hint_for_it(
+    make_browser: Callable[[], TestClient], registration: Registration, platform_key: RSAKey
+) -> None:
+    # The login named no deployment (it is optional there); the launch's claim still counts.
+    client = make_browser()
+    asked = login(client, lti_deployment_id="")
+    token = signed(launch_claims(asked.nonce, lti_deployment_id="elsewhere"), platform_key)
+    assert launch(client, token, asked.state).status_code == 403
+    asked = login(client, lti_deployment_id="")
+    token = signed(launch_claims(asked.nonce), platform_key)
+    assert launch(client, token, asked.state).status_code == 303
+    assert DEPLOYMENT_ID in registration.deployment_ids
+
+
+@pytest.mark.both_databases
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [("client_id", "client\x00id"), ("login_hint", "hint\x01"), ("state", "state\x00")],
+)
+def test_control_characters_are_refused_readably_on_both_databases(
+    make_browser: Callable[[], TestClient], registration: Registration, where: str, value: str
+) -> None:
+    client = make_browser()
+    if where == "state":
+        response = launch(client, "a.b.c", value)
+    else:
+        response = client.get("/lti/login", params=login_params(**{where: value}))
+    assert response.status_code == 400, response.text
+    assert "This LTI launch was refused" in response.text
