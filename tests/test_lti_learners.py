@@ -208,8 +208,14 @@ def test_the_latest_course_is_the_learners_pool(
     assert latest_course(engine, "0" * 32) is None
 
 
-def _predicting(store: Store, choice: str) -> str:
+def _predicting(
+    store: Store, choice: str, course: str | None = None, engine: Engine | None = None
+) -> str:
+    """A learner who committed `choice`; launched into `course` first when one is given, as an
+    LMS's learner is (the launch stores them before anything they do)."""
     learner = store.create_learner()
+    if course is not None and engine is not None:
+        _in_course(engine, learner, course)
     store.append(learner, EventKind.PREDICTION_COMMITTED, {"choice": choice})
     return learner
 
@@ -232,8 +238,8 @@ def test_a_course_counts_its_own_learners_and_the_anonymous_pool_its_own(
     for _ in range(3):
         _predicting(store, "residual")
     for _ in range(2):
-        _in_course(engine, _predicting(store, "layer_norm"), course_a)
-    _in_course(engine, _predicting(store, "neither"), course_b)
+        _predicting(store, "layer_norm", course_a, engine)
+    _predicting(store, "neither", course_b, engine)
     anonymous = store.prediction_counts()
     assert anonymous.committed == 3
     assert dict(anonymous.opening) == {"residual": 3}
@@ -249,8 +255,7 @@ def test_the_page_shows_a_launched_learner_their_courses_predictions(
 ) -> None:
     services = app.state.services
     anonymous = [_predicting(store, "layer_norm") for _ in range(5)]
-    in_course = _predicting(store, "residual")
-    _in_course(engine, in_course, "a" * 64)
+    in_course = _predicting(store, "residual", "a" * 64, engine)
     status = services.recording()
 
     def opening_total(learner: str) -> int:
@@ -262,6 +267,6 @@ def test_the_page_shows_a_launched_learner_their_courses_predictions(
     # One learner in the course: below the minimum, so hidden (0), whatever the others did.
     assert opening_total(in_course) == 0
     for _ in range(4):
-        _in_course(engine, _predicting(store, "residual"), "a" * 64)
+        _predicting(store, "residual", "a" * 64, engine)
     assert opening_total(in_course) == 5
     assert opening_total(anonymous[0]) == 5
