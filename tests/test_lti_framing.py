@@ -167,3 +167,13 @@ def test_a_frame_origin_must_be_an_origin() -> None:
                 deployment_ids=("d",),
                 frame_origins=(bad,),
             )
+
+
+def test_a_refusal_can_be_read_in_any_https_platforms_frame(app: FastAPI) -> None:
+    with browser(app) as client:
+        response = client.get("/lti/login", params={"iss": "https://unregistered.example"})
+    assert response.status_code == 400
+    policy = directives(response.headers["content-security-policy"])
+    assert policy["frame-ancestors"] == ["https:"]
+    assert policy["form-action"] == ["'self'"]
+    assert "x-frame-options" not in response.headers

@@ -22,7 +22,8 @@ sets the framing cookie that lets the platform's origins frame the lesson
 platforms' origins (it is shown in their iframe), and by nobody when none is registered.
 
 Every refusal is a page for the platform's administrator, with a 4xx and a log line; nothing
-is stored.
+is stored. A refusal page may be framed by any https site: it holds a message and no form,
+and the administrator of a platform not registered yet must be able to read it in the frame.
 """
 
 from __future__ import annotations
@@ -80,6 +81,8 @@ JWKS_CACHE_CONTROL = "public, max-age=300"
 # state (URL-safe base64: letters, digits, - and _, all allowed in a cookie name).
 STATE_COOKIE_PREFIX = "normdive_lti_state_"
 REFUSED_TITLE = "This LTI launch was refused"
+# Who may frame a refusal page: any site served over https.
+REFUSAL_FRAME_ANCESTORS = "https:"
 STORAGE_TEMPLATE = "lti_storage.html"
 # The launch's form fields: the platform's id_token and state (and lti_storage_target), and
 # the secret the tool's launch page read back from the platform's storage.
@@ -119,7 +122,7 @@ def _render(svc: Services, template: str, status: int = 200, **context: Any) -> 
 def refused(svc: Services, step: str, refusal: Refusal) -> Response:
     logger.warning("LTI %s refused (%s): %s", step, refusal.code, refusal.message)
     relaunch = f"{LOGIN_PATH}?{refusal.relaunch_query}" if refusal.relaunch_query else None
-    return _render(
+    response = _render(
         svc,
         "lti_refused.html",
         refusal.status,
@@ -128,6 +131,10 @@ def refused(svc: Services, step: str, refusal: Refusal) -> Response:
         code=refusal.code,
         relaunch_url=relaunch,
     )
+    # Shown in the frame of whichever platform sent it, registered or not (an administrator
+    # trying a platform not registered yet must read why): it holds a message and no form.
+    response.headers["Content-Security-Policy"] = framed_policy([REFUSAL_FRAME_ANCESTORS])
+    return response
 
 
 def _login(svc: Services, request: Request, params: dict[str, str]) -> Response:
