@@ -47,7 +47,7 @@ from page_client import PageClient
 from sample_recordings import SAMPLE_FINALS, sample_recording
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, BrowserContext, Page
+    from playwright.sync_api import Browser, BrowserContext, Page, Playwright
 
 SECRET_KEY = "test-secret-key-" + "0123456789abcdef" * 2
 HOST_TOKEN = "host-token-for-tests-0123456789"
@@ -446,15 +446,22 @@ EXPECTED_CONSOLE = ("status of 409", "status of 422")
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator[Browser]:
+def playwright_driver() -> Iterator[Playwright]:
+    """The one Playwright of the process: its sync API runs an event loop in this thread, so
+    a second one at the same time is refused. Every browser of the tests is launched from it."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-        )
-        yield chromium
-        chromium.close()
+        yield playwright
+
+
+@pytest.fixture(scope="session")
+def browser(playwright_driver: Playwright) -> Iterator[Browser]:
+    chromium = playwright_driver.chromium.launch(
+        executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+    )
+    yield chromium
+    chromium.close()
 
 
 def open_page(context: BrowserContext, errors: list[str]) -> Page:

@@ -228,6 +228,95 @@ def _sweep_page(description: str) -> Schema:
     }
 
 
+def _lti_answer(description: str, *refusals: int) -> dict[str, Schema]:
+    """An LTI step's answers: the page (or a redirect) it goes on with, or a refusal page an
+    administrator can read (normdive.lti.refusal: 4xx, nothing stored)."""
+    page = {HTML: {"schema": PAGE}}
+    answers: dict[str, Schema] = {
+        "200": {"description": description, "content": page},
+        "303": {
+            "description": "On to the next step (the platform, or the lesson).",
+            "headers": {"Location": {"schema": {"type": "string"}}},
+        },
+    }
+    for status in refusals:
+        # A body the app cannot read (too large, too many fields) is refused before the LTI
+        # step, by the app's own handler: JSON or a page, as for every route.
+        content = {**page, JSON: {"schema": REFUSAL}} if status in (400, 413) else page
+        answers[str(status)] = {"description": "Refused, saying why.", "content": content}
+    return answers
+
+
+# The OIDC login initiation's parameters (LTI 1.3 core, 5.1.1; all text).
+LTI_LOGIN_FIELDS = (
+    "iss",
+    "login_hint",
+    "target_link_uri",
+    "lti_message_hint",
+    "lti_deployment_id",
+    "client_id",
+    "lti_storage_target",
+)
+
+
+def _lti_operations() -> dict[str, dict[str, Schema]]:
+    login_fields = {name: _text() for name in LTI_LOGIN_FIELDS}
+    login_refusals = (400, 401, 403, 413)
+    return {
+        "/lti/login": {
+            "get": {
+                "parameters": [
+                    _query_parameter(name, "An OIDC login initiation parameter.")
+                    for name in LTI_LOGIN_FIELDS
+                ],
+                "responses": _lti_answer("The platform's storage flow, or on.", *login_refusals),
+            },
+            "post": {
+                "requestBody": {
+                    "required": False,
+                    "content": {FORM: {"schema": {"type": "object", "properties": login_fields}}},
+                },
+                "responses": _lti_answer("The platform's storage flow, or on.", *login_refusals),
+            },
+        },
+        "/lti/launch": {
+            "post": {
+                "requestBody": {
+                    "required": False,
+                    "content": {
+                        FORM: {
+                            "schema": {
+                                "type": "object",
+                                "properties": {"id_token": _text(), "state": _text()},
+                            }
+                        }
+                    },
+                },
+                "responses": _lti_answer("The launch's next page.", 400, 401, 403, 409, 413),
+            }
+        },
+        "/lti/jwks": {
+            "get": {"responses": {"200": _json("The tool's public keys.", {"type": "object"})}}
+        },
+        "/lti/canvas.json": {
+            "get": {
+                "responses": {
+                    "200": _json("Canvas's developer key configuration.", {"type": "object"})
+                }
+            }
+        },
+        "/lti/register": {
+            "get": {
+                "parameters": [
+                    _query_parameter(name, "A dynamic registration parameter.")
+                    for name in ("invite", "openid_configuration", "registration_token")
+                ],
+                "responses": _lti_answer("Registered.", 400, 403),
+            }
+        },
+    }
+
+
 def operations(lesson: Lesson) -> dict[str, dict[str, Schema]]:
     """Each route's parameters, body and answers, by path and method."""
     number_fields = {
@@ -293,6 +382,7 @@ def operations(lesson: Lesson) -> dict[str, dict[str, Schema]]:
                 },
             }
         },
+        **_lti_operations(),
         "/healthz": {
             "get": {
                 "responses": {

@@ -48,7 +48,7 @@ from conftest import (
     write_recording,
 )
 from normdive.lesson.content import load_lesson
-from normdive.web import actions, pages, sweep_pages
+from normdive.web import actions, lti_routes, pages, sweep_pages
 from normdive.web.app import create_app
 from normdive.web.identity import COOKIE_NAME
 from normdive.web.security import csrf
@@ -57,7 +57,12 @@ from page_client import PageClient
 
 # Every operation the app routes (15), as "METHOD /path".
 OPERATIONS = route_operations(
-    [*pages.router.routes, *actions.router.routes, *sweep_pages.router.routes]
+    [
+        *pages.router.routes,
+        *actions.router.routes,
+        *sweep_pages.router.routes,
+        *lti_routes.router.routes,
+    ]
 )
 # Cases per operation and mode. Where Hypothesis runs out of distinct cases sooner, fewer are
 # sent: GET /healthz and GET /api/state take no parameter and no body (one case each: what
@@ -75,6 +80,9 @@ FLOORS = {
     "GET /depths": 40,
     "GET /depths/panel": 40,
     "GET /depths/cells/{cell}.json": 40,
+    # The tool's keys and Canvas's configuration take nothing: one case each.
+    "GET /lti/jwks": 1,
+    "GET /lti/canvas.json": 1,
 }
 MIN_CASES = {op: FLOORS.get(op, 120) for op in OPERATIONS}
 TOTAL_CASES = 1_000

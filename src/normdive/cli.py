@@ -214,7 +214,8 @@ def lti_register(
         list[str] | None,
         typer.Option(
             help="An origin (https://host) whose pages frame the lesson, besides the issuer's "
-            "and the login URL's: the course pages' host where it differs (repeatable)."
+            "and the login URL's: the course pages' host where it differs (repeatable).",
+            show_default="the issuer's and the login URL's only",
         ),
     ] = None,
 ) -> None:
@@ -384,7 +385,12 @@ def lti_outbox() -> None:
     "`normdive serve`, with the same settings; several may run). Failures wait and try again.",
 )
 def lti_passback(
-    once: Annotated[bool, typer.Option("--once", help="Send what is due now, then stop.")] = False,
+    once: Annotated[
+        bool,
+        typer.Option(
+            "--once", help="Send what is due now, then stop.", show_default="round after round"
+        ),
+    ] = False,
 ) -> None:
     import logging
 

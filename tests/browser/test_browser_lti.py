@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, FrameLocator, Page, Route, expect
+from playwright.sync_api import Browser, FrameLocator, Page, Playwright, Route, expect
 from sqlalchemy import update
 
 from conftest import ACTION_TIMEOUT_MS, CHROMIUM, CHROMIUM_ARGS
@@ -59,15 +59,12 @@ def course_page(browser_lti: Browser) -> Iterator[Page]:
 
 
 @pytest.fixture(scope="module")
-def browser_lti() -> Iterator[Browser]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS
-        )
-        yield chromium
-        chromium.close()
+def browser_lti(playwright_driver: Playwright) -> Iterator[Browser]:
+    chromium = playwright_driver.chromium.launch(
+        executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS
+    )
+    yield chromium
+    chromium.close()
 
 
 def _work_in_the_frame(frame: FrameLocator) -> None:
