@@ -12,9 +12,10 @@ import shlex
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
+from typing import TypeVar
 
 import torch
 from rich.console import Console
@@ -57,6 +58,38 @@ def resolve_device(device: str) -> str:
     return device
 
 
+# What a recording command writes: the recording, or the sweep.
+RecordedT = TypeVar("RecordedT")
+
+
+def _interruptible(
+    console: Console, out: Path, finished: str, name: str, work: Callable[[], RecordedT]
+) -> RecordedT | int:
+    """Run `work` (which writes `out` whole, or leaves it as it was), with SIGTERM as Ctrl-C;
+    then say what was written and how long it took. Returns what `work` returned, or the
+    exit status when it was interrupted or failed (its finished `finished` stay kept)."""
+    previous = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+    started = time.perf_counter()
+    try:
+        result = work()
+    except KeyboardInterrupt:
+        console.print(
+            f"Interrupted. Finished {finished} are kept in {partial_dir(out)}; run the same "
+            f"command again to resume. {out} was not touched."
+        )
+        return EXIT_INTERRUPTED
+    except RecordError as error:
+        console.print(f"{name} failed: {error}")
+        console.print(f"Finished {finished} are kept in {partial_dir(out)}; {out} was not touched.")
+        return EXIT_FAILED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    wall = time.perf_counter() - started
+    size = out.stat().st_size
+    console.print(f"Wrote {out} ({size / 1024:.1f} KiB) in {wall:.1f} s ({wall / 60:.1f} min).")
+    return result
+
+
 def _interrupt_on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt  # a polite stop from `kill` ends as cleanly as Ctrl-C
 
@@ -84,10 +117,12 @@ def record_runs(
         + f": depth {config.depth}, copy length {config.copy_length}, {config.steps} steps, "
         f"init {config.init}, seeds {', '.join(map(str, seeds))}."
     )
-    previous = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
-    started = time.perf_counter()
-    try:
-        recording = record(
+    recording = _interruptible(
+        console,
+        out,
+        "rows",
+        "record-runs",
+        lambda: record(
             config,
             tasks,
             seeds=seeds,
@@ -97,22 +132,10 @@ def record_runs(
             command=command_line(),
             fresh=fresh,
             console=console,
-        )
-    except KeyboardInterrupt:
-        console.print(
-            f"Interrupted. Finished rows are kept in {partial_dir(out)}; run the same command "
-            f"again to resume. {out} was not touched."
-        )
-        return EXIT_INTERRUPTED
-    except RecordError as error:
-        console.print(f"record-runs failed: {error}")
-        console.print(f"Finished rows are kept in {partial_dir(out)}; {out} was not touched.")
-        return EXIT_FAILED
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    wall = time.perf_counter() - started
-    size = out.stat().st_size
-    console.print(f"Wrote {out} ({size / 1024:.1f} KiB) in {wall:.1f} s ({wall / 60:.1f} min).")
+        ),
+    )
+    if isinstance(recording, int):
+        return recording
     for line in summary_table(recording):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(ranking_note(recording), markup=False, highlight=False, soft_wrap=True)
@@ -162,10 +185,12 @@ def record_sweep_runs(
         f"Relative cost {sum(relative_cost(r.depth) for r in runs):.0f} (one run at depth 8: "
         f"{relative_cost(8):.1f}). Writing {out}."
     )
-    previous = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
-    started = time.perf_counter()
-    try:
-        sweep = record_sweep(
+    sweep = _interruptible(
+        console,
+        out,
+        "runs",
+        "record-runs --sweep",
+        lambda: record_sweep(
             config,
             sweep_plan,
             shard=part,
@@ -175,22 +200,10 @@ def record_sweep_runs(
             command=command_line(),
             fresh=fresh,
             console=console,
-        )
-    except KeyboardInterrupt:
-        console.print(
-            f"Interrupted. Finished runs are kept in {partial_dir(out)}; run the same command "
-            f"again to resume. {out} was not touched."
-        )
-        return EXIT_INTERRUPTED
-    except RecordError as error:
-        console.print(f"record-runs --sweep failed: {error}")
-        console.print(f"Finished runs are kept in {partial_dir(out)}; {out} was not touched.")
-        return EXIT_FAILED
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    wall = time.perf_counter() - started
-    size = out.stat().st_size
-    console.print(f"Wrote {out} ({size / 1024:.1f} KiB) in {wall:.1f} s ({wall / 60:.1f} min).")
+        ),
+    )
+    if isinstance(sweep, int):
+        return sweep
     for line in sweep_summary(sweep):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     return 0
