@@ -328,6 +328,43 @@ def lti_invite(
     typer.echo(invite_url(origin, settings.secret_key))
 
 
+@app.command(
+    "instructor-link",
+    help="Print a link that opens the instructor view of one course (--context) or of the "
+    "learners who came outside any LMS, good for NORMDIVE_INSTRUCTOR_ACCESS_TTL_S seconds "
+    "(default 8 hours). Reads NORMDIVE_SECRET_KEY, which signs it.",
+)
+def instructor_link(
+    base_url: Annotated[
+        str, typer.Option(help="The tool's own origin, as learners reach it: https://host.")
+    ],
+    context: Annotated[
+        str | None,
+        typer.Option(
+            help="The course's context key (64 hex characters, lti_context_members); "
+            "without it, the anonymous pool."
+        ),
+    ] = None,
+) -> None:
+    from pydantic import ValidationError
+
+    from normdive.config import settings_problems
+    from normdive.lti.registrations import origin_of
+    from normdive.web.instructor_access import Pool, instructor_link, is_context_key
+
+    origin = origin_of(base_url.strip())
+    if origin is None or origin != base_url.strip().rstrip("/").lower():
+        raise _fail(f"{base_url!r} is not an origin: give https://host (and :port if any).")
+    key = context.strip().lower() if context is not None else None
+    if key is not None and not is_context_key(key):
+        raise _fail(f"{context!r} is not a context key: 64 hex characters.")
+    try:
+        settings = Settings()  # secret_key comes from the environment
+    except ValidationError as error:
+        raise _fail("\n".join(settings_problems(error))) from None
+    typer.echo(instructor_link(origin, Pool(key), settings.secret_key))
+
+
 @lti_app.command(
     "rotate-key",
     help="Make a new signing key for the tool (grade passback's client assertions). The "

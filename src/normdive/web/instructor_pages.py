@@ -1,0 +1,101 @@
+"""The instructor view's routes: GET /instructor (the page, server-rendered, no script needed).
+
+Access is web.instructor_access's: the instructor cookie names the pool shown; a link's token
+(?access=) is exchanged for that cookie and a redirect to the bare path. Anything else gets a
+readable 403. The page is the instructor's own: Cache-Control no-store.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from normdive.web.errors import error_response
+from normdive.web.identity import CACHE_CONTROL
+from normdive.web.instructor_access import (
+    ACCESS_PARAMETER,
+    INSTRUCTOR_COOKIE,
+    INSTRUCTOR_PATH,
+    NO_ACCESS,
+    AccessRefused,
+    Pool,
+    cookie_value,
+    pool_from_cookie,
+    pool_from_link,
+)
+from normdive.web.instructor_report import instructor_charts, pool_report
+from normdive.web.security.framing import FRAME_COOKIE, set_framed_cookie
+from normdive.web.services import Services, services
+
+router = APIRouter()
+
+INSTRUCTOR_TEMPLATE = "instructor.html"
+
+
+def set_instructor_cookie(response: Response, svc: Services, pool: Pool, framed: bool) -> None:
+    """The cookie that opens the view for `pool`, on the view's paths only. Inside a
+    platform's iframe it must be SameSite=None, Secure and Partitioned (as the launch's)."""
+    value = cookie_value(pool, svc.settings.secret_key)
+    max_age = svc.settings.instructor_access_ttl_s
+    if framed:
+        set_framed_cookie(response, INSTRUCTOR_COOKIE, value, max_age=max_age, path=INSTRUCTOR_PATH)
+        return
+    response.set_cookie(
+        INSTRUCTOR_COOKIE,
+        value,
+        max_age=max_age,
+        path=INSTRUCTOR_PATH,
+        secure=svc.settings.cookie_secure,
+        httponly=True,
+        samesite="lax",
+    )
+
+
+def instructor_pool(svc: Services, request: Request) -> Pool | None:
+    return pool_from_cookie(
+        request.cookies.get(INSTRUCTOR_COOKIE),
+        svc.settings.secret_key,
+        svc.settings.instructor_access_ttl_s,
+    )
+
+
+def _refused(request: Request, message: str) -> Response:
+    response = error_response(request, 403, message)
+    response.headers["Cache-Control"] = CACHE_CONTROL
+    return response
+
+
+def _instructor_page(svc: Services, request: Request) -> Response:
+    token = request.query_params.get(ACCESS_PARAMETER)
+    if token is not None:
+        try:
+            linked = pool_from_link(
+                token, svc.settings.secret_key, svc.settings.instructor_access_ttl_s
+            )
+        except AccessRefused as refusal:
+            return _refused(request, refusal.message)
+        redirect = RedirectResponse(INSTRUCTOR_PATH, status_code=303)
+        set_instructor_cookie(redirect, svc, linked, framed=FRAME_COOKIE in request.cookies)
+        redirect.headers["Cache-Control"] = CACHE_CONTROL
+        return redirect
+    pool = instructor_pool(svc, request)
+    if pool is None:
+        return _refused(request, NO_ACCESS)
+    report = pool_report(svc, pool)
+    body = svc.renderer.env.get_template(INSTRUCTOR_TEMPLATE).render(
+        lesson=svc.lesson,
+        pool=pool,
+        report=report,
+        charts=instructor_charts(svc.lesson, report),
+    )
+    response = HTMLResponse(body)
+    response.headers["Cache-Control"] = CACHE_CONTROL
+    return response
+
+
+@router.get(INSTRUCTOR_PATH, response_class=HTMLResponse)
+async def instructor_page(request: Request) -> Response:
+    """Where one course's learners (or the anonymous pool's) stumble in the lesson."""
+    return await run_in_threadpool(_instructor_page, services(request), request)
