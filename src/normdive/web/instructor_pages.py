@@ -10,8 +10,15 @@ from __future__ import annotations
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 
+from normdive.progress.report_export import aggregate
 from normdive.web.errors import error_response
 from normdive.web.identity import CACHE_CONTROL
 from normdive.web.instructor_access import (
@@ -25,13 +32,20 @@ from normdive.web.instructor_access import (
     pool_from_cookie,
     pool_from_link,
 )
-from normdive.web.instructor_report import instructor_charts, pool_report
+from normdive.web.instructor_report import (
+    csv_chunks,
+    instructor_charts,
+    learner_summaries,
+    pool_recording,
+    pool_report,
+)
 from normdive.web.security.framing import FRAME_COOKIE, set_framed_cookie
 from normdive.web.services import Services, services
 
 router = APIRouter()
 
 INSTRUCTOR_TEMPLATE = "instructor.html"
+EXPORT_FILENAME = "normdive-learners.csv"
 
 
 def set_instructor_cookie(response: Response, svc: Services, pool: Pool, framed: bool) -> None:
@@ -93,6 +107,45 @@ def _instructor_page(svc: Services, request: Request) -> Response:
     response = HTMLResponse(body)
     response.headers["Cache-Control"] = CACHE_CONTROL
     return response
+
+
+def _export(svc: Services, request: Request) -> Response:
+    pool = instructor_pool(svc, request)
+    if pool is None:
+        return _refused(request, NO_ACCESS)
+    recording = pool_recording(svc)
+    summaries = learner_summaries(svc.store, svc.lesson, recording, pool.context_key)
+    # Starlette iterates a plain generator in its thread pool, one chunk at a time: the
+    # pool's events are read in batches as the response is sent, never all at once.
+    return StreamingResponse(
+        csv_chunks(summaries, svc.lesson),
+        media_type="text/csv; charset=utf-8",
+        headers={
+            "Content-Disposition": f'attachment; filename="{EXPORT_FILENAME}"',
+            "Cache-Control": CACHE_CONTROL,
+        },
+    )
+
+
+def _aggregate(svc: Services, request: Request) -> Response:
+    pool = instructor_pool(svc, request)
+    if pool is None:
+        return _refused(request, NO_ACCESS)
+    response = JSONResponse(aggregate(pool_report(svc, pool)))
+    response.headers["Cache-Control"] = CACHE_CONTROL
+    return response
+
+
+@router.get(INSTRUCTOR_PATH + "/export.csv")
+async def export_csv(request: Request) -> Response:
+    """One row per learner of the pool (columns: docs/instructor.md), streamed."""
+    return await run_in_threadpool(_export, services(request), request)
+
+
+@router.get(INSTRUCTOR_PATH + "/aggregate.json")
+async def aggregate_json(request: Request) -> Response:
+    """The pool's figures, as the page shows them, in JSON."""
+    return await run_in_threadpool(_aggregate, services(request), request)
 
 
 @router.get(INSTRUCTOR_PATH, response_class=HTMLResponse)

@@ -4,7 +4,9 @@ summaries added up (PoolReportBuilder). The page and the CSV read the same summa
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import csv
+import io
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from normdive.lesson.content import Lesson
@@ -16,8 +18,13 @@ from normdive.progress.report import (
     PoolReportBuilder,
     summarise,
 )
+from normdive.progress.report_export import columns, record, spreadsheet_safe
+from normdive.store.event_store import Store
 from normdive.web.instructor_access import Pool
 from normdive.web.services import Services
+
+# Learners per chunk of the streamed CSV: a chunk is about 300 bytes a learner.
+CSV_ROWS_PER_CHUNK = 500
 
 
 def pool_recording(svc: Services) -> RecordingFacts:
@@ -25,14 +32,14 @@ def pool_recording(svc: Services) -> RecordingFacts:
 
 
 def learner_summaries(
-    svc: Services, pool: Pool, recording: RecordingFacts
+    store: Store, lesson: Lesson, recording: RecordingFacts, context_key: str | None
 ) -> Iterator[LearnerSummary]:
     """Each learner of the pool summed up, one at a time, by learner id."""
-    for history in svc.store.pool_histories(pool.context_key):
+    for history in store.pool_histories(context_key):
         yield summarise(
             history.learner_id,
             history.events,
-            svc.lesson,
+            lesson,
             recording.best_row,
             history.launched_at,
         )
@@ -41,9 +48,30 @@ def learner_summaries(
 def pool_report(svc: Services, pool: Pool) -> PoolReport:
     recording = pool_recording(svc)
     builder = PoolReportBuilder(svc.lesson, recording)
-    for summary in learner_summaries(svc, pool, recording):
+    for summary in learner_summaries(svc.store, svc.lesson, recording, pool.context_key):
         builder.add(summary)
     return builder.report()
+
+
+def csv_chunks(
+    summaries: Iterable[LearnerSummary], lesson: Lesson, rows_per_chunk: int = CSV_ROWS_PER_CHUNK
+) -> Iterator[str]:
+    """The CSV text (header first), `rows_per_chunk` learners at a time."""
+    names = columns(lesson)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=names, lineterminator="\r\n")
+    writer.writeheader()
+    pending = 0
+    for summary in summaries:
+        row = record(summary, lesson)
+        writer.writerow({name: spreadsheet_safe(value) for name, value in row.items()})
+        pending += 1
+        if pending == rows_per_chunk:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+            pending = 0
+    yield buffer.getvalue()
 
 
 Bars = tuple[tuple[str, int], ...]
