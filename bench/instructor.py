@@ -12,7 +12,8 @@ then puts every learner into one course (lti_learners and lti_context_members ro
 leave them) and times that course's view. Each figure is the median of --repeats requests
 through the app in-process (Starlette's TestClient: no network, the same code a worker runs),
 with the instructor cookie. The CSV is read to its end; its peak Python memory is measured in
-one more run under tracemalloc (which slows it, so it is timed apart).
+one more run of the response's generator under tracemalloc (which slows it, so it is timed
+apart; TestClient keeps the whole body it receives, so it is left out of that run).
 PostgreSQL comes from scripts/pg_cluster.py (a throwaway cluster).
 """
 
@@ -47,6 +48,11 @@ from normdive.web.instructor_access import (  # noqa: E402
     INSTRUCTOR_COOKIE,
     Pool,
     cookie_value,
+)
+from normdive.web.instructor_report import (  # noqa: E402
+    csv_chunks,
+    learner_summaries,
+    pool_recording,
 )
 from seed import seed  # noqa: E402  (bench/ is not a package)
 
@@ -114,8 +120,15 @@ def measure(url: str, folder: Path, pool: Pool, repeats: int) -> dict[str, float
 
         view_ms, page_bytes = timed(view, repeats)
         csv_ms, csv_bytes = timed(export, max(1, repeats // 2))
+        # The response's own generator, consumed here: TestClient keeps the whole body it
+        # receives, which would be counted too.
+        svc = client.app.state.services  # type: ignore[attr-defined]
+        recording = pool_recording(svc)
         tracemalloc.start()
-        export()
+        for _chunk in csv_chunks(
+            learner_summaries(svc.store, svc.lesson, recording, pool.context_key), svc.lesson
+        ):
+            pass
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
     return {

@@ -17,6 +17,7 @@ from normdive.progress.events import EventKind
 from normdive.store.event_store import Store
 from normdive.store.tables import EventRecord, LtiContextMember, LtiLearner
 from normdive.web.instructor_access import INSTRUCTOR_COOKIE, Pool, cookie_value
+from normdive.web.instructor_pages import TAKEAWAYS_SHOWN
 
 COURSE = "c" * 64
 OTHER_COURSE = "d" * 64
@@ -137,3 +138,16 @@ def test_every_chart_has_a_table_and_the_page_needs_no_script(
     ]
     # Every bar's picture is hidden from assistive technology: its label and count are text.
     assert all(svg.get("aria-hidden") == "true" for svg in soup.find_all("svg"))
+
+
+def test_the_page_lists_the_newest_takeaways_and_the_aggregate_all(
+    client: TestClient, store: Store
+) -> None:
+    for number in range(TAKEAWAYS_SHOWN + 2):
+        predicting(store, "residual", f"takeaway {number}")
+    as_instructor(client, Pool(None))
+    soup = BeautifulSoup(client.get("/instructor").text, "html.parser")
+    assert len(soup.select(".takeaway-text")) == TAKEAWAYS_SHOWN
+    assert f"The newest {TAKEAWAYS_SHOWN} of {TAKEAWAYS_SHOWN + 2}" in soup.get_text()
+    figures = client.get("/instructor/aggregate.json").json()
+    assert len(figures["takeaways"]) == TAKEAWAYS_SHOWN + 2

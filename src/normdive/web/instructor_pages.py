@@ -46,6 +46,9 @@ router = APIRouter()
 
 INSTRUCTOR_TEMPLATE = "instructor.html"
 EXPORT_FILENAME = "normdive-learners.csv"
+# Takeaways the page lists, newest first; every one is in the aggregate (aggregate.json and
+# `normdive report`). A course of thousands would otherwise make a page of megabytes.
+TAKEAWAYS_SHOWN = 100
 
 
 def set_instructor_cookie(response: Response, svc: Services, pool: Pool, framed: bool) -> None:
@@ -103,6 +106,7 @@ def _instructor_page(svc: Services, request: Request) -> Response:
         pool=pool,
         report=report,
         charts=instructor_charts(svc.lesson, report),
+        takeaways=report.takeaways[:TAKEAWAYS_SHOWN],
     )
     response = HTMLResponse(body)
     response.headers["Cache-Control"] = CACHE_CONTROL
