@@ -255,3 +255,20 @@ def test_a_tie_and_an_unreadable_recording_are_said_so(lesson: Lesson) -> None:
     assert broken.opening_answer is None
     assert all(r.recorded is None for r in broken.rows)
     assert broken.learners == 0 and all(step.reached == 0 for step in broken.funnel)
+
+
+def test_malformed_payloads_are_skipped_not_raised_on(lesson: Lesson) -> None:
+    history = History("mallory")
+    history.add(EventKind.NUMBERS_CHECKED, {"answers": [{"field": "row1_mean", "verdict": []}]})
+    history.add(EventKind.NUMBERS_CHECKED, {"answers": "not a list"})
+    history.add(EventKind.NUMBERS_CHECKED, {"answers": [7, {"field": ["x"], "verdict": "right"}]})
+    history.add(EventKind.ROW_PREDICTED, {"row": ["both"], "outcome": {"a": 1}})
+    history.add(EventKind.ROW_PLAYED, {"row": {"k": "both"}})
+    history.add(EventKind.HINT_OPENED, {"rung": "1"})
+    history.add(EventKind.READING_LOCKED, {})
+    summary = summarise("mallory", history.events, lesson, "both")
+    assert not any(f.tried for f in summary.fields.values())
+    assert summary.row_predictions == {} and summary.rows_played == frozenset()
+    assert summary.rungs_opened == frozenset()
+    assert summary.reading_choices == ("None",) and not summary.reading_right
+    PoolReportBuilder(lesson, RECORDING).add(summary)

@@ -104,6 +104,13 @@ class LearnerSummary:
         return last
 
 
+def _text(payload: Mapping[str, Any], key: str) -> str | None:
+    """The payload's value at `key` when it is text (a malformed payload's list or number is
+    not, and could not be looked up in a set)."""
+    value = payload.get(key)
+    return value if isinstance(value, str) else None
+
+
 class _FieldFold:
     def __init__(self) -> None:
         self.attempts = 0
@@ -112,7 +119,7 @@ class _FieldFold:
         self.format_errors = 0
 
     def add(self, entry: Mapping[str, Any]) -> None:
-        verdict = entry.get("verdict")
+        verdict = _text(entry, "verdict")
         if self.landed or verdict not in COUNTED_VERDICTS:
             return
         if verdict not in GRADED_VERDICTS:
@@ -185,20 +192,20 @@ class LearnerFold:
                 if self.reading_right:
                     self._reach("reading_right", at)
         elif kind is EventKind.ROW_PREDICTED:
-            row, outcome = payload.get("row"), payload.get("outcome")
+            row, outcome = _text(payload, "row"), _text(payload, "outcome")
             if (
                 row in self.lesson_rows
                 and outcome in self.lesson_outcomes
                 and row not in self.row_predictions
             ):
-                self.row_predictions[str(row)] = str(outcome)
+                self.row_predictions[row] = outcome
                 if len(self.row_predictions) == len(self.lesson_rows) and not self.rows_played:
                     self._reach("rows_before_play", at)
         elif kind is EventKind.ROW_PLAYED:
             self.runs += not closed
-            row = payload.get("row")
+            row = _text(payload, "row")
             if row in self.lesson_rows:
-                self.rows_played.add(str(row))
+                self.rows_played.add(row)
                 if row == self.best_row:
                     self._reach("best_row_played", at)
         elif kind is EventKind.HINT_OPENED:
@@ -217,7 +224,7 @@ class LearnerFold:
         for entry in answers if isinstance(answers, list) else []:
             if not isinstance(entry, dict):
                 continue
-            graded = graded or entry.get("verdict") in GRADED_VERDICTS
+            graded = graded or _text(entry, "verdict") in GRADED_VERDICTS
             tally = self.fields.get(str(entry.get("field")))
             if tally is not None:
                 tally.add(entry)
