@@ -103,8 +103,8 @@ def instructor_charts(lesson: Lesson, report: PoolReport) -> InstructorCharts:
     elif report.opening_answer == TIE:
         answer = "The recording shows a tie: neither component alone recovers more."
     else:
-        label = opening_labels.get(report.opening_answer, report.opening_answer)
-        answer = f"The recording shows that {label} alone recovers more."
+        named = lesson.components.get(report.opening_answer, report.opening_answer)
+        answer = f"The recording shows that putting back {named} alone recovers more."
     return InstructorCharts(
         funnel=tuple((step.label, step.reached) for step in report.funnel),
         attempts={
