@@ -6,10 +6,14 @@ so `normdive --help` stays fast, and only `record-runs` imports normdive.trainin
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
+
+if TYPE_CHECKING:
+    from normdive.progress.report import LearnerSummary
 
 from normdive.config import (
     DEFAULT_HOST,
@@ -327,6 +331,124 @@ def lti_invite(
     except ValidationError as error:
         raise _fail("\n".join(settings_problems(error))) from None
     typer.echo(invite_url(origin, settings.secret_key))
+
+
+@app.command(
+    "instructor-link",
+    help="Print a link that opens the instructor view of one course (--context) or of the "
+    "learners who came outside any LMS, good for NORMDIVE_INSTRUCTOR_ACCESS_TTL_S seconds "
+    "(default 8 hours). Reads NORMDIVE_SECRET_KEY, which signs it.",
+)
+def instructor_link(
+    base_url: Annotated[
+        str, typer.Option(help="The tool's own origin, as learners reach it: https://host.")
+    ],
+    context: Annotated[
+        str | None,
+        typer.Option(
+            help="The course's context key (64 hex characters, lti_context_members); "
+            "without it, the anonymous pool."
+        ),
+    ] = None,
+) -> None:
+    from pydantic import ValidationError
+
+    from normdive.config import settings_problems
+    from normdive.lti.registrations import origin_of
+    from normdive.web.instructor_access import Pool, instructor_link, is_context_key
+
+    origin = origin_of(base_url.strip())
+    if origin is None or origin != base_url.strip().rstrip("/").lower():
+        raise _fail(f"{base_url!r} is not an origin: give https://host (and :port if any).")
+    key = context.strip().lower() if context is not None else None
+    if key is not None and not is_context_key(key):
+        raise _fail(f"{context!r} is not a context key: 64 hex characters.")
+    try:
+        settings = Settings()  # secret_key comes from the environment
+    except ValidationError as error:
+        raise _fail("\n".join(settings_problems(error))) from None
+    typer.echo(instructor_link(origin, Pool(key), settings.secret_key))
+
+
+def aggregate_path_for(output: Path) -> Path:
+    """Where `normdive report` writes the pool's aggregate: beside the per-learner file."""
+    return output.with_name(f"{output.stem}.aggregate.json")
+
+
+@app.command(
+    "report",
+    help="Write the instructor view's figures for one course (--context) or for the learners "
+    "who came outside any LMS: one row per learner (--format csv or json) to --output, and "
+    "the pool's aggregate as JSON beside it (NAME.aggregate.json). Columns: "
+    "docs/instructor.md. Reads DATABASE_URL.",
+)
+def report(
+    output: Annotated[Path, typer.Option(help="The per-learner file to write.")],
+    context: Annotated[
+        str | None,
+        typer.Option(
+            help="The course's context key (64 hex characters); without it, the anonymous pool."
+        ),
+    ] = None,
+    output_format: Annotated[
+        str, typer.Option("--format", help="csv (one row per learner) or json (a list).")
+    ] = "csv",
+    recording: Annotated[
+        Path, typer.Option(help="The recording whose rows the outcomes are read from.")
+    ] = DEFAULT_RECORDING_PATH,
+) -> None:
+    import json
+
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from normdive.lesson.content import load_lesson
+    from normdive.progress.facts import recording_facts_at
+    from normdive.progress.report import PoolReportBuilder
+    from normdive.progress.report_export import aggregate, record
+    from normdive.store.db import make_engine
+    from normdive.store.event_store import Store
+    from normdive.web.instructor_access import is_context_key
+    from normdive.web.instructor_report import csv_chunks, learner_summaries
+
+    if output_format not in ("csv", "json"):
+        raise _fail(f"--format {output_format!r}: give csv or json.")
+    key = context.strip().lower() if context is not None else None
+    if key is not None and not is_context_key(key):
+        raise _fail(f"{context!r} is not a context key: 64 hex characters.")
+    url = _database_url()
+    lesson = load_lesson()
+    facts = recording_facts_at(recording)
+    builder = PoolReportBuilder(lesson, facts)
+    engine = make_engine(url)
+
+    def counted() -> Iterator[LearnerSummary]:
+        for summary in learner_summaries(Store(engine), lesson, facts, key):
+            builder.add(summary)
+            yield summary
+
+    try:
+        with output.open("w", encoding="utf-8", newline="") as file:
+            if output_format == "csv":
+                for chunk in csv_chunks(counted(), lesson):
+                    file.write(chunk)
+            else:
+                file.write("[")
+                for index, summary in enumerate(counted()):
+                    file.write(",\n" if index else "\n")
+                    file.write(json.dumps(record(summary, lesson), ensure_ascii=False))
+                file.write("\n]\n")
+    except SQLAlchemyError as error:
+        raise _store_failure(url, error) from None
+    except OSError as error:
+        raise _fail(f"Could not write {output}: {error.strerror or error}.") from None
+    finally:
+        engine.dispose()
+    summary_path = aggregate_path_for(output)
+    figures = builder.report()
+    summary_path.write_text(
+        json.dumps(aggregate(figures), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    typer.echo(f"{figures.learners} learners: {output}; the pool's figures: {summary_path}")
 
 
 @lti_app.command(

@@ -55,6 +55,9 @@ DEFAULT_FORWARDED_ALLOW_IPS = "127.0.0.1,::1"
 # How long a request's body may take to arrive, in seconds, from the first read: a form is at
 # most 64 KiB, which a slow 2G phone (50 kbit/s) sends in about 11 s.
 DEFAULT_BODY_TIMEOUT_S = 30.0
+# How long an instructor link (`normdive instructor-link`) stays good, and how long the
+# instructor view stays open in a browser after that link or a staff launch: a working day.
+DEFAULT_INSTRUCTOR_ACCESS_TTL_S = 8 * 60 * 60
 
 
 def estimated_bits(text: str) -> float:
@@ -120,6 +123,8 @@ class Settings(DatabaseSettings):
     )
     # The longest a request's body may take to arrive, in seconds; beyond it, 408.
     body_timeout_s: float = Field(default=DEFAULT_BODY_TIMEOUT_S, gt=0)
+    # Seconds an instructor link, and the instructor view's access in a browser, stay good.
+    instructor_access_ttl_s: int = Field(default=DEFAULT_INSTRUCTOR_ACCESS_TTL_S, ge=1)
 
     @field_validator("secret_key")
     @classmethod

@@ -85,6 +85,19 @@ logger = logging.getLogger(__name__)
 # nothing to store). Deciding may raise instead (a refusal); then nothing is appended.
 Decision = Sequence[tuple[EventKind, Mapping[str, Any]]]
 
+# Rows the instructor view reads from the database at a time (Store.pool_histories).
+POOL_BATCH_SIZE = 2000
+
+
+@dataclass
+class PoolHistory:
+    """One learner of a pool: their events, oldest first, and when they last launched from
+    the course (None outside any LMS)."""
+
+    learner_id: str
+    launched_at: datetime | None
+    events: list[Event]
+
 
 class Folded(Protocol):
     """What a learner's history is read into: a fold that can take newer events. Reading
@@ -440,10 +453,55 @@ class Store:
             rows=counts,
         )
 
+    def pool_histories(
+        self, course: str | None, batch_size: int = POOL_BATCH_SIZE
+    ) -> Iterator[PoolHistory]:
+        """Every learner of one pool with their events, oldest first, one learner at a time:
+        a course's members (`course`, an LTI context's key; a member with no events too, with
+        their launch time) or, with None, the learners no LMS launched who have events. One
+        query ordered by learner then event id, read from the database `batch_size` rows at
+        a time (a server-side cursor on PostgreSQL), so memory holds one batch and one
+        learner, whatever the size of the pool. Events of kinds this version does not know
+        are skipped. Only the instructor view reads across learners like this."""
+        query = _POOL_QUERY_COURSE if course is not None else _POOL_QUERY_ANONYMOUS
+        with self._engine.connect() as connection:
+            rows = connection.execution_options(yield_per=batch_size).execute(
+                query, {"course": course} if course is not None else {}
+            )
+            current: PoolHistory | None = None
+            for learner_id, launched_at, event_id, kind, payload, created_at in rows:
+                if current is None or current.learner_id != learner_id:
+                    if current is not None:
+                        yield current
+                    launched = _utc(launched_at) if launched_at is not None else None
+                    current = PoolHistory(learner_id, launched, [])
+                if event_id is not None and kind in _KNOWN_KINDS:
+                    current.events.append(
+                        Event(event_id, learner_id, EventKind(kind), payload, _utc(created_at))
+                    )
+            if current is not None:
+                yield current
+
 
 # Kinds whose first event per learner (per row, for row predictions) prediction_tallies counts.
 TALLIED_KINDS = frozenset({EventKind.PREDICTION_COMMITTED, EventKind.ROW_PREDICTED})
 _TALLIES_QUERY = select(PredictionTally.question, PredictionTally.answer, PredictionTally.learners)
+
+
+_EVENT_COLUMNS = (EventRecord.id, EventRecord.kind, EventRecord.payload, EventRecord.created_at)
+# A course's members, each with their events (none: one row of NULLs), by learner then id.
+_POOL_QUERY_COURSE = (
+    select(LtiContextMember.learner_id, LtiContextMember.last_launch_at, *_EVENT_COLUMNS)
+    .outerjoin(EventRecord, EventRecord.learner_id == LtiContextMember.learner_id)
+    .where(LtiContextMember.context_key == bindparam("course"))
+    .order_by(LtiContextMember.learner_id, EventRecord.id)
+)
+# The learners no LMS launched, with their events, by learner then id (ix_events_learner_id_id).
+_POOL_QUERY_ANONYMOUS = (
+    select(EventRecord.learner_id, literal_column("NULL").label("launched_at"), *_EVENT_COLUMNS)
+    .where(EventRecord.learner_id.not_in(select(LtiLearner.learner_id)))
+    .order_by(EventRecord.learner_id, EventRecord.id)
+)
 
 
 def _course_counts(engine: Engine, course: str) -> PredictionCounts:

@@ -23,7 +23,7 @@ from normdive.config import Settings, get_settings
 from normdive.lesson.content import load_lesson
 from normdive.store.db import make_engine
 from normdive.store.event_store import Store
-from normdive.web import actions, lti_routes, pages, sweep_pages
+from normdive.web import actions, instructor_pages, lti_routes, pages, sweep_pages
 from normdive.web.assets import CompressResponses, StaticAssets
 from normdive.web.errors import error_response, install_error_handlers
 from normdive.web.identity import make_signer
@@ -204,6 +204,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(actions.router)
     app.include_router(sweep_pages.router)
     app.include_router(lti_routes.router)
+    app.include_router(instructor_pages.router)
     app.mount(STATIC_MOUNT, StaticAssets(STATIC_DIR, version), name="static")
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES, timeout_s=settings.body_timeout_s)

@@ -58,6 +58,8 @@ from normdive.web.identity import (
     COOKIE_NAME,
     cookie_value,
 )
+from normdive.web.instructor_access import INSTRUCTOR_COOKIE, INSTRUCTOR_PATH, Pool
+from normdive.web.instructor_pages import set_instructor_cookie
 from normdive.web.security.csrf import own_hosts
 from normdive.web.security.framing import (
     FRAME_COOKIE,
@@ -245,7 +247,14 @@ def _launch(svc: Services, request: Request, fields: dict[str, str]) -> Response
         signed_in.learner_id,
         " (staff)" if signed_in.staff else "",
     )
-    response = _framable(svc, RedirectResponse("/", status_code=303))
+    # Staff of a course land on its instructor view (which links to the lesson); everyone
+    # else on the lesson, with any instructor access this browser held before dropped.
+    teaching = signed_in.staff and signed_in.context_key is not None
+    response = _framable(svc, RedirectResponse(INSTRUCTOR_PATH if teaching else "/", 303))
+    if teaching:
+        set_instructor_cookie(response, svc, Pool(signed_in.context_key), framed=True)
+    else:
+        set_framed_cookie(response, INSTRUCTOR_COOKIE, "", max_age=0, path=INSTRUCTOR_PATH)
     set_framed_cookie(
         response,
         COOKIE_NAME,

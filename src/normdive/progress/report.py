@@ -1,0 +1,448 @@
+"""What the instructor view shows: each learner's history summed up, then a pool of learners
+summed up, in one pass over their events (no database, no web, no clock).
+
+    LearnerFold(learner_id, lesson, best_row, launched_at)    one learner's events, in order
+        .add(event)  ->  .summary() -> LearnerSummary
+    PoolReportBuilder(lesson, recording)                      many summaries, in any order
+        .add(summary)  ->  .report() -> PoolReport
+
+Memory: a LearnerFold is bounded by the lesson (six fields, four rows, two rungs) plus the
+reading's locks; a PoolReportBuilder keeps counters, one duration per learner and step (for the
+medians) and one takeaway per learner.
+
+The steps, in the lesson's order (STEPS), each reached at the time of the event that reached it:
+- opened: the learner's first event, or their launch from the course when earlier;
+- predicted: the first prediction_committed;
+- numbers_landed: the numbers_checked in which the last of the six fields landed;
+- reading_right: the first right reading_locked;
+- rows_before_play: the row_predicted that made the fourth row's prediction, when it came before
+  any row was played (a learner who played first never reaches it: the order rule);
+- best_row_played: the first row_played of the recording's best row (RecordingFacts.best_row);
+- gate_closed: the gate_closed event.
+A learner "stops" after the last step of the unbroken run from "opened". The time between two
+steps is the span between the events that reached them, never time on the page.
+
+Numbers follow the derived state's rules (progress/history.py): a field's attempts are its
+graded tries up to and including the landing one; format errors never count as tries; entries
+after it landed are ignored. Its slips are the `slip` names of its wrong tries (names from
+normdive.numeric.targets.SLIPS, worded in content/d9.toml's slip_feedback).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from normdive.lesson.content import Lesson
+from normdive.progress.ablation import row_band, which_recovers_more
+from normdive.progress.events import Event, EventKind
+from normdive.progress.facts import RecordingFacts
+from normdive.progress.history import COUNTED_VERDICTS, GRADED_VERDICTS
+
+STEPS: tuple[str, ...] = (
+    "opened",
+    "predicted",
+    "numbers_landed",
+    "reading_right",
+    "rows_before_play",
+    "best_row_played",
+    "gate_closed",
+)
+STEP_LABELS: Mapping[str, str] = {
+    "opened": "Opened the lesson",
+    "predicted": "Committed the opening prediction",
+    "numbers_landed": "Landed all six numbers",
+    "reading_right": "Locked the right reading",
+    "rows_before_play": "Predicted all four rows before playing",
+    "best_row_played": "Played the best row",
+    "gate_closed": "Closed the gate",
+}
+# The opening prediction's answer when the recording's two single-component rows tie.
+TIE = "tie"
+
+
+@dataclass(frozen=True)
+class FieldSummary:
+    attempts: int  # graded tries up to and including the landing one
+    landed: bool
+    slips: Mapping[str, int]  # slip name -> wrong tries that made it
+    format_errors: int
+
+    @property
+    def tried(self) -> bool:
+        return self.attempts > 0 or self.format_errors > 0
+
+
+@dataclass(frozen=True)
+class LearnerSummary:
+    learner_id: str
+    reached: Mapping[str, datetime]  # step -> when it was first reached (absent: never)
+    fields: Mapping[str, FieldSummary]  # lesson field id -> its summary
+    opening: str | None  # the first opening prediction's choice id
+    reading_choices: tuple[str, ...]  # every lock until the right one, in order
+    reading_right: bool
+    row_predictions: Mapping[str, str]  # row key -> first predicted outcome id
+    rows_played: frozenset[str]
+    rungs_opened: frozenset[int]
+    runs_before_gate: int  # evaluated runs before the gate closed (all of them while open)
+    takeaway: str | None  # the latest saved text ("" cleared, None never saved)
+    takeaway_at: datetime | None
+    events: int
+
+    @property
+    def stopped_after(self) -> str | None:
+        """The last step of the unbroken run from "opened"; None when not even opened."""
+        last = None
+        for step in STEPS:
+            if step not in self.reached:
+                break
+            last = step
+        return last
+
+
+def _text(payload: Mapping[str, Any], key: str) -> str | None:
+    """The payload's value at `key` when it is text (a malformed payload's list or number is
+    not, and could not be looked up in a set)."""
+    value = payload.get(key)
+    return value if isinstance(value, str) else None
+
+
+class _FieldFold:
+    def __init__(self) -> None:
+        self.attempts = 0
+        self.landed = False
+        self.slips: Counter[str] = Counter()
+        self.format_errors = 0
+
+    def add(self, entry: Mapping[str, Any]) -> None:
+        verdict = _text(entry, "verdict")
+        if self.landed or verdict not in COUNTED_VERDICTS:
+            return
+        if verdict not in GRADED_VERDICTS:
+            self.format_errors += 1
+            return
+        self.attempts += 1
+        if verdict == "right":
+            self.landed = True
+            return
+        slip = entry.get("slip")
+        if isinstance(slip, str) and slip:
+            self.slips[slip] += 1
+
+    def summary(self) -> FieldSummary:
+        return FieldSummary(self.attempts, self.landed, dict(self.slips), self.format_errors)
+
+
+class LearnerFold:
+    """One learner's events, oldest first, summed up for the instructor view."""
+
+    def __init__(
+        self,
+        learner_id: str,
+        lesson: Lesson,
+        best_row: str | None,
+        launched_at: datetime | None = None,
+    ) -> None:
+        self.learner_id = learner_id
+        self.best_row = best_row
+        self.lesson_rows = frozenset(row.key for row in lesson.rows)
+        self.lesson_outcomes = frozenset(outcome.id for outcome in lesson.outcomes)
+        self.reached: dict[str, datetime] = {}
+        if launched_at is not None:
+            self.reached["opened"] = launched_at
+        self.fields = {number.id: _FieldFold() for number in lesson.number_fields}
+        self.opening: str | None = None
+        self.reading_choices: list[str] = []
+        self.reading_right = False
+        self.row_predictions: dict[str, str] = {}
+        self.rows_played: set[str] = set()
+        self.rungs: set[int] = set()
+        self.runs = 0
+        self.takeaway: str | None = None
+        self.takeaway_at: datetime | None = None
+        self.events = 0
+
+    def _reach(self, step: str, at: datetime) -> None:
+        if step not in self.reached:
+            self.reached[step] = at
+
+    def add(self, event: Event) -> None:
+        self.events += 1
+        at, payload = event.created_at, event.payload
+        if "opened" not in self.reached or at < self.reached["opened"]:
+            self.reached["opened"] = at
+        closed = "gate_closed" in self.reached
+        kind = event.kind
+        if kind is EventKind.PREDICTION_COMMITTED:
+            if "predicted" not in self.reached:
+                choice = payload.get("choice")
+                self.opening = str(choice) if choice is not None else None
+            self._reach("predicted", at)
+        elif kind is EventKind.NUMBERS_CHECKED:
+            self._numbers(payload, at, closed)
+        elif kind is EventKind.READING_LOCKED:
+            self.runs += not closed
+            if not self.reading_right:
+                self.reading_choices.append(str(payload.get("choice")))
+                self.reading_right = payload.get("right") is True
+                if self.reading_right:
+                    self._reach("reading_right", at)
+        elif kind is EventKind.ROW_PREDICTED:
+            row, outcome = _text(payload, "row"), _text(payload, "outcome")
+            if (
+                row in self.lesson_rows
+                and outcome in self.lesson_outcomes
+                and row not in self.row_predictions
+            ):
+                self.row_predictions[row] = outcome
+                if len(self.row_predictions) == len(self.lesson_rows) and not self.rows_played:
+                    self._reach("rows_before_play", at)
+        elif kind is EventKind.ROW_PLAYED:
+            self.runs += not closed
+            row = _text(payload, "row")
+            if row in self.lesson_rows:
+                self.rows_played.add(row)
+                if row == self.best_row:
+                    self._reach("best_row_played", at)
+        elif kind is EventKind.HINT_OPENED:
+            rung = payload.get("rung")
+            if type(rung) is int:
+                self.rungs.add(rung)
+        elif kind is EventKind.TAKEAWAY_SAVED:
+            self.takeaway = str(payload.get("text", ""))
+            self.takeaway_at = at
+        elif kind is EventKind.GATE_CLOSED:
+            self._reach("gate_closed", at)
+
+    def _numbers(self, payload: Mapping[str, Any], at: datetime, closed: bool) -> None:
+        answers = payload.get("answers", [])
+        graded = False
+        for entry in answers if isinstance(answers, list) else []:
+            if not isinstance(entry, dict):
+                continue
+            graded = graded or _text(entry, "verdict") in GRADED_VERDICTS
+            tally = self.fields.get(str(entry.get("field")))
+            if tally is not None:
+                tally.add(entry)
+        self.runs += graded and not closed
+        if all(tally.landed for tally in self.fields.values()):
+            self._reach("numbers_landed", at)
+
+    def summary(self) -> LearnerSummary:
+        return LearnerSummary(
+            learner_id=self.learner_id,
+            reached=dict(self.reached),
+            fields={key: tally.summary() for key, tally in self.fields.items()},
+            opening=self.opening,
+            reading_choices=tuple(self.reading_choices),
+            reading_right=self.reading_right,
+            row_predictions=dict(self.row_predictions),
+            rows_played=frozenset(self.rows_played),
+            rungs_opened=frozenset(self.rungs),
+            runs_before_gate=self.runs,
+            takeaway=self.takeaway,
+            takeaway_at=self.takeaway_at,
+            events=self.events,
+        )
+
+
+def summarise(
+    learner_id: str,
+    events: Iterable[Event],
+    lesson: Lesson,
+    best_row: str | None,
+    launched_at: datetime | None = None,
+) -> LearnerSummary:
+    """One learner's whole history (oldest first) summed up."""
+    fold = LearnerFold(learner_id, lesson, best_row, launched_at)
+    for event in events:
+        fold.add(event)
+    return fold.summary()
+
+
+@dataclass(frozen=True)
+class FunnelStep:
+    step: str
+    label: str
+    reached: int  # learners who reached this step (in any order)
+    stopped: int  # learners whose unbroken run from "opened" ends here
+    median_s_from_previous: float | None  # over learners who reached both; None: nobody
+
+
+@dataclass(frozen=True)
+class FieldReport:
+    field_id: str
+    label: str
+    tried: int  # learners with any counted entry (a graded try or a format error)
+    landed: int
+    first_try: int  # landed at the first graded try
+    attempts_to_land: Mapping[int, int]  # graded tries -> learners who landed after that many
+    slips: Mapping[str, int]  # slip name -> wrong tries, most frequent first
+    format_errors: int  # entries, over all learners
+    never_landed: int  # tried, not landed
+
+
+@dataclass(frozen=True)
+class RowReport:
+    key: str
+    label: str
+    recorded: str | None  # the outcome the recording shows; None when it cannot be read
+    predicted: Mapping[str, int]  # outcome id -> learners whose first prediction it was
+
+
+@dataclass(frozen=True)
+class Takeaway:
+    saved_at: datetime
+    text: str
+
+
+@dataclass(frozen=True)
+class PoolReport:
+    learners: int
+    funnel: tuple[FunnelStep, ...]
+    fields: tuple[FieldReport, ...]
+    reading_choices: Mapping[str, int]  # choice id -> locks (wrong ones included)
+    reading_tries: Mapping[int, int]  # locks until the right one -> learners who got it
+    opening: Mapping[str, int]  # choice id -> learners
+    opening_answer: str | None  # the choice id the recording shows recovers more, TIE, or None
+    rows: tuple[RowReport, ...]
+    rung_1: int  # learners who opened the first hint rung
+    rung_2: int
+    runs_before_gate: Mapping[int, int]  # evaluated runs -> learners who closed the gate
+    takeaways: tuple[Takeaway, ...]  # newest first, non-empty ones only
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _sorted_counts(counter: Counter[Any]) -> dict[Any, int]:
+    return dict(sorted(counter.items()))
+
+
+@dataclass
+class PoolReportBuilder:
+    """Adds up learner summaries (any order) into a PoolReport."""
+
+    lesson: Lesson
+    recording: RecordingFacts
+    learners: int = 0
+    reached: Counter[str] = field(default_factory=Counter)
+    stopped: Counter[str] = field(default_factory=Counter)
+    spans: dict[str, list[float]] = field(default_factory=lambda: {step: [] for step in STEPS})
+    tried: Counter[str] = field(default_factory=Counter)
+    landed: Counter[str] = field(default_factory=Counter)
+    first_try: Counter[str] = field(default_factory=Counter)
+    attempts: dict[str, Counter[int]] = field(default_factory=dict)
+    slips: dict[str, Counter[str]] = field(default_factory=dict)
+    format_errors: Counter[str] = field(default_factory=Counter)
+    reading_choices: Counter[str] = field(default_factory=Counter)
+    reading_tries: Counter[int] = field(default_factory=Counter)
+    opening: Counter[str] = field(default_factory=Counter)
+    row_predictions: dict[str, Counter[str]] = field(default_factory=dict)
+    rungs: Counter[int] = field(default_factory=Counter)
+    runs_before_gate: Counter[int] = field(default_factory=Counter)
+    takeaways: list[Takeaway] = field(default_factory=list)
+
+    def add(self, summary: LearnerSummary) -> None:
+        self.learners += 1
+        previous: str | None = None
+        for step in STEPS:
+            at = summary.reached.get(step)
+            if at is not None:
+                self.reached[step] += 1
+                before = summary.reached.get(previous) if previous is not None else None
+                if before is not None:
+                    self.spans[step].append((at - before).total_seconds())
+            previous = step
+        stopped = summary.stopped_after
+        if stopped is not None:
+            self.stopped[stopped] += 1
+        for field_id, tally in summary.fields.items():
+            if not tally.tried:
+                continue
+            self.tried[field_id] += 1
+            self.format_errors[field_id] += tally.format_errors
+            self.slips.setdefault(field_id, Counter()).update(tally.slips)
+            if tally.landed:
+                self.landed[field_id] += 1
+                self.first_try[field_id] += tally.attempts == 1
+                self.attempts.setdefault(field_id, Counter())[tally.attempts] += 1
+        self.reading_choices.update(summary.reading_choices)
+        if summary.reading_right:
+            self.reading_tries[len(summary.reading_choices)] += 1
+        if summary.opening is not None:
+            self.opening[summary.opening] += 1
+        for row, outcome in summary.row_predictions.items():
+            self.row_predictions.setdefault(row, Counter())[outcome] += 1
+        self.rungs.update(summary.rungs_opened)
+        if "gate_closed" in summary.reached:
+            self.runs_before_gate[summary.runs_before_gate] += 1
+        if summary.takeaway and summary.takeaway_at is not None:
+            self.takeaways.append(Takeaway(summary.takeaway_at, summary.takeaway))
+
+    def _opening_answer(self) -> str | None:
+        recovery = which_recovers_more(self.recording)
+        if recovery is None:
+            return None
+        return TIE if recovery.tie else recovery.component
+
+    def _recorded(self, key: str) -> str | None:
+        facts = self.recording.row(key)
+        chance = self.recording.chance_level
+        if self.recording.problem is not None or facts is None or chance is None:
+            return None
+        return row_band(facts.accuracy, self.lesson, chance)
+
+    def report(self) -> PoolReport:
+        funnel = tuple(
+            FunnelStep(
+                step=step,
+                label=STEP_LABELS[step],
+                reached=self.reached[step],
+                stopped=self.stopped[step],
+                median_s_from_previous=_median(self.spans[step]),
+            )
+            for step in STEPS
+        )
+        fields = tuple(
+            FieldReport(
+                field_id=number.id,
+                label=number.label,
+                tried=self.tried[number.id],
+                landed=self.landed[number.id],
+                first_try=self.first_try[number.id],
+                attempts_to_land=_sorted_counts(self.attempts.get(number.id, Counter())),
+                slips=dict(self.slips.get(number.id, Counter()).most_common()),
+                format_errors=self.format_errors[number.id],
+                never_landed=self.tried[number.id] - self.landed[number.id],
+            )
+            for number in self.lesson.number_fields
+        )
+        rows = tuple(
+            RowReport(
+                key=row.key,
+                label=row.label,
+                recorded=self._recorded(row.key),
+                predicted=dict(self.row_predictions.get(row.key, Counter())),
+            )
+            for row in self.lesson.rows
+        )
+        return PoolReport(
+            learners=self.learners,
+            funnel=funnel,
+            fields=fields,
+            reading_choices=dict(self.reading_choices.most_common()),
+            reading_tries=_sorted_counts(self.reading_tries),
+            opening=dict(self.opening.most_common()),
+            opening_answer=self._opening_answer(),
+            rows=rows,
+            rung_1=self.rungs[1],
+            rung_2=self.rungs[2],
+            runs_before_gate=_sorted_counts(self.runs_before_gate),
+            takeaways=tuple(sorted(self.takeaways, key=lambda t: t.saved_at, reverse=True)),
+        )

@@ -1,0 +1,107 @@
+"""The instructor view's figures as files: one row per learner (CSV or JSON) and the pool's
+aggregate as JSON. Pure: summaries in, rows and dicts out. The columns are documented in
+docs/instructor.md, in this order:
+
+    learner                      normdive's pseudonymous learner id
+    <step>_at                    for each of STEPS: when it was reached (ISO 8601, UTC), or ""
+    stopped_after                the last step of the unbroken run from "opened", or ""
+    events                       how many events the learner has
+    <field>_attempts             for each lesson field: graded tries up to the landing one
+    <field>_landed               true / false
+    <field>_format_errors        entries the parser could not read
+    <field>_slips                recognised slips, "name:count" joined by ";", most frequent first
+    opening_prediction           the first opening prediction's choice id, or ""
+    reading_locks                locks until the right one (all of them while never right)
+    reading_choices              those locks' choice ids, in order, joined by ";"
+    reading_right                true / false
+    <row>_prediction             for each row: the first predicted outcome id, or ""
+    rows_played                  row keys played at least once, in the lesson's order, ";"
+    hint_rungs                   rungs opened, ";"
+    runs_before_gate             evaluated runs before the gate closed (all while it is open)
+    gate_closed                  true / false
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from normdive.lesson.content import Lesson
+from normdive.progress.report import STEPS, LearnerSummary, PoolReport
+
+# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection);
+# such a cell is written with a leading apostrophe.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def columns(lesson: Lesson) -> list[str]:
+    names = ["learner", *(f"{step}_at" for step in STEPS), "stopped_after", "events"]
+    for number in lesson.number_fields:
+        names += [f"{number.id}_{part}" for part in ("attempts", "landed", "format_errors")]
+        names.append(f"{number.id}_slips")
+    names += ["opening_prediction", "reading_locks", "reading_choices", "reading_right"]
+    names += [f"{row.key}_prediction" for row in lesson.rows]
+    names += ["rows_played", "hint_rungs", "runs_before_gate", "gate_closed"]
+    return names
+
+
+def timestamp(moment: datetime | None) -> str:
+    if moment is None:
+        return ""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _slips(slips: Mapping[str, int]) -> str:
+    ordered = sorted(slips.items(), key=lambda item: (-item[1], item[0]))
+    return ";".join(f"{name}:{count}" for name, count in ordered)
+
+
+def record(summary: LearnerSummary, lesson: Lesson) -> dict[str, str]:
+    """One learner's row, by column name (columns(lesson)), every value a string."""
+    values = {"learner": summary.learner_id}
+    values |= {f"{step}_at": timestamp(summary.reached.get(step)) for step in STEPS}
+    values["stopped_after"] = summary.stopped_after or ""
+    values["events"] = str(summary.events)
+    for number in lesson.number_fields:
+        tally = summary.fields[number.id]
+        values[f"{number.id}_attempts"] = str(tally.attempts)
+        values[f"{number.id}_landed"] = _flag(tally.landed)
+        values[f"{number.id}_format_errors"] = str(tally.format_errors)
+        values[f"{number.id}_slips"] = _slips(tally.slips)
+    values["opening_prediction"] = summary.opening or ""
+    values["reading_locks"] = str(len(summary.reading_choices))
+    values["reading_choices"] = ";".join(summary.reading_choices)
+    values["reading_right"] = _flag(summary.reading_right)
+    for row in lesson.rows:
+        values[f"{row.key}_prediction"] = summary.row_predictions.get(row.key, "")
+    values["rows_played"] = ";".join(r.key for r in lesson.rows if r.key in summary.rows_played)
+    values["hint_rungs"] = ";".join(str(rung) for rung in sorted(summary.rungs_opened))
+    values["runs_before_gate"] = str(summary.runs_before_gate)
+    values["gate_closed"] = _flag("gate_closed" in summary.reached)
+    return values
+
+
+def spreadsheet_safe(value: str) -> str:
+    return f"'{value}" if value.startswith(FORMULA_STARTS) else value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return timestamp(value)
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple, frozenset, set)):
+        return [_plain(item) for item in value]
+    return value
+
+
+def aggregate(report: PoolReport) -> dict[str, Any]:
+    """The pool's figures as JSON can hold them (times as ISO 8601 UTC, keys as strings)."""
+    plain: dict[str, Any] = _plain(dataclasses.asdict(report))
+    return plain

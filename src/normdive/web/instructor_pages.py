@@ -1,0 +1,158 @@
+"""The instructor view's routes: GET /instructor (the page, server-rendered, no script needed).
+
+Access is web.instructor_access's: the instructor cookie names the pool shown; a link's token
+(?access=) is exchanged for that cookie and a redirect to the bare path. Anything else gets a
+readable 403. The page is the instructor's own: Cache-Control no-store.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+
+from normdive.progress.report_export import aggregate
+from normdive.web.errors import error_response
+from normdive.web.identity import CACHE_CONTROL
+from normdive.web.instructor_access import (
+    ACCESS_PARAMETER,
+    INSTRUCTOR_COOKIE,
+    INSTRUCTOR_PATH,
+    NO_ACCESS,
+    AccessRefused,
+    Pool,
+    cookie_value,
+    pool_from_cookie,
+    pool_from_link,
+)
+from normdive.web.instructor_report import (
+    csv_chunks,
+    instructor_charts,
+    learner_summaries,
+    pool_recording,
+    pool_report,
+)
+from normdive.web.security.framing import FRAME_COOKIE, set_framed_cookie
+from normdive.web.services import Services, services
+
+router = APIRouter()
+
+INSTRUCTOR_TEMPLATE = "instructor.html"
+EXPORT_FILENAME = "normdive-learners.csv"
+# Takeaways the page lists, newest first; every one is in the aggregate (aggregate.json and
+# `normdive report`). A course of thousands would otherwise make a page of megabytes.
+TAKEAWAYS_SHOWN = 100
+
+
+def set_instructor_cookie(response: Response, svc: Services, pool: Pool, framed: bool) -> None:
+    """The cookie that opens the view for `pool`, on the view's paths only. Inside a
+    platform's iframe it must be SameSite=None, Secure and Partitioned (as the launch's)."""
+    value = cookie_value(pool, svc.settings.secret_key)
+    max_age = svc.settings.instructor_access_ttl_s
+    if framed:
+        set_framed_cookie(response, INSTRUCTOR_COOKIE, value, max_age=max_age, path=INSTRUCTOR_PATH)
+        return
+    response.set_cookie(
+        INSTRUCTOR_COOKIE,
+        value,
+        max_age=max_age,
+        path=INSTRUCTOR_PATH,
+        secure=svc.settings.cookie_secure,
+        httponly=True,
+        samesite="lax",
+    )
+
+
+def instructor_pool(svc: Services, request: Request) -> Pool | None:
+    return pool_from_cookie(
+        request.cookies.get(INSTRUCTOR_COOKIE),
+        svc.settings.secret_key,
+        svc.settings.instructor_access_ttl_s,
+    )
+
+
+def _refused(request: Request, message: str) -> Response:
+    response = error_response(request, 403, message)
+    response.headers["Cache-Control"] = CACHE_CONTROL
+    return response
+
+
+def _instructor_page(svc: Services, request: Request) -> Response:
+    token = request.query_params.get(ACCESS_PARAMETER)
+    if token is not None:
+        try:
+            linked = pool_from_link(
+                token, svc.settings.secret_key, svc.settings.instructor_access_ttl_s
+            )
+        except AccessRefused as refusal:
+            return _refused(request, refusal.message)
+        redirect = RedirectResponse(INSTRUCTOR_PATH, status_code=303)
+        set_instructor_cookie(redirect, svc, linked, framed=FRAME_COOKIE in request.cookies)
+        redirect.headers["Cache-Control"] = CACHE_CONTROL
+        return redirect
+    pool = instructor_pool(svc, request)
+    if pool is None:
+        return _refused(request, NO_ACCESS)
+    report = pool_report(svc, pool)
+    body = svc.renderer.env.get_template(INSTRUCTOR_TEMPLATE).render(
+        lesson=svc.lesson,
+        pool=pool,
+        report=report,
+        charts=instructor_charts(svc.lesson, report),
+        takeaways=report.takeaways[:TAKEAWAYS_SHOWN],
+    )
+    response = HTMLResponse(body)
+    response.headers["Cache-Control"] = CACHE_CONTROL
+    return response
+
+
+def _export(svc: Services, request: Request) -> Response:
+    pool = instructor_pool(svc, request)
+    if pool is None:
+        return _refused(request, NO_ACCESS)
+    recording = pool_recording(svc)
+    summaries = learner_summaries(svc.store, svc.lesson, recording, pool.context_key)
+    # Starlette iterates a plain generator in its thread pool, one chunk at a time: the
+    # pool's events are read in batches as the response is sent, never all at once.
+    return StreamingResponse(
+        csv_chunks(summaries, svc.lesson),
+        media_type="text/csv; charset=utf-8",
+        headers={
+            "Content-Disposition": f'attachment; filename="{EXPORT_FILENAME}"',
+            "Cache-Control": CACHE_CONTROL,
+        },
+    )
+
+
+def _aggregate(svc: Services, request: Request) -> Response:
+    pool = instructor_pool(svc, request)
+    if pool is None:
+        return _refused(request, NO_ACCESS)
+    response = JSONResponse(aggregate(pool_report(svc, pool)))
+    response.headers["Cache-Control"] = CACHE_CONTROL
+    return response
+
+
+@router.get(INSTRUCTOR_PATH + "/export.csv")
+async def export_csv(request: Request) -> Response:
+    """One row per learner of the pool (columns: docs/instructor.md), streamed."""
+    return await run_in_threadpool(_export, services(request), request)
+
+
+@router.get(INSTRUCTOR_PATH + "/aggregate.json")
+async def aggregate_json(request: Request) -> Response:
+    """The pool's figures, as the page shows them, in JSON."""
+    return await run_in_threadpool(_aggregate, services(request), request)
+
+
+@router.get(INSTRUCTOR_PATH, response_class=HTMLResponse)
+async def instructor_page(request: Request) -> Response:
+    """Where one course's learners (or the anonymous pool's) stumble in the lesson."""
+    return await run_in_threadpool(_instructor_page, services(request), request)

@@ -1,0 +1,134 @@
+"""The instructor view's data for one pool: its learners' events read once, in one streamed
+query (Store.pool_histories), each learner summed up (progress.report.LearnerFold) and the
+summaries added up (PoolReportBuilder). The page and the CSV read the same summaries."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from normdive.lesson.content import Lesson
+from normdive.progress.facts import RecordingFacts, recording_facts
+from normdive.progress.report import (
+    TIE,
+    LearnerSummary,
+    PoolReport,
+    PoolReportBuilder,
+    summarise,
+)
+from normdive.progress.report_export import columns, record, spreadsheet_safe
+from normdive.store.event_store import Store
+from normdive.web.instructor_access import Pool
+from normdive.web.services import Services
+
+# Learners per chunk of the streamed CSV: a chunk is about 300 bytes a learner.
+CSV_ROWS_PER_CHUNK = 500
+
+
+def pool_recording(svc: Services) -> RecordingFacts:
+    return recording_facts(svc.recording())
+
+
+def learner_summaries(
+    store: Store, lesson: Lesson, recording: RecordingFacts, context_key: str | None
+) -> Iterator[LearnerSummary]:
+    """Each learner of the pool summed up, one at a time, by learner id."""
+    for history in store.pool_histories(context_key):
+        yield summarise(
+            history.learner_id,
+            history.events,
+            lesson,
+            recording.best_row,
+            history.launched_at,
+        )
+
+
+def pool_report(svc: Services, pool: Pool) -> PoolReport:
+    recording = pool_recording(svc)
+    builder = PoolReportBuilder(svc.lesson, recording)
+    for summary in learner_summaries(svc.store, svc.lesson, recording, pool.context_key):
+        builder.add(summary)
+    return builder.report()
+
+
+def csv_chunks(
+    summaries: Iterable[LearnerSummary], lesson: Lesson, rows_per_chunk: int = CSV_ROWS_PER_CHUNK
+) -> Iterator[str]:
+    """The CSV text (header first), `rows_per_chunk` learners at a time."""
+    names = columns(lesson)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=names, lineterminator="\r\n")
+    writer.writeheader()
+    pending = 0
+    for summary in summaries:
+        row = record(summary, lesson)
+        writer.writerow({name: spreadsheet_safe(value) for name, value in row.items()})
+        pending += 1
+        if pending == rows_per_chunk:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+            pending = 0
+    yield buffer.getvalue()
+
+
+Bars = tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class InstructorCharts:
+    """The report's figures as (label, count) bars, worded from the lesson."""
+
+    funnel: Bars
+    attempts: Mapping[str, Bars]  # field id -> "N tries" bars
+    slips: Mapping[str, Bars]  # field id -> slip bars, most frequent first
+    reading: Bars
+    opening: Bars
+    opening_answer: str
+    outcome_labels: Mapping[str | None, str]
+
+
+def _tries(count: int) -> str:
+    return f"{count} {'try' if count == 1 else 'tries'}"
+
+
+def instructor_charts(lesson: Lesson, report: PoolReport) -> InstructorCharts:
+    reading_labels = {choice.id: choice.label for choice in lesson.reading.choices}
+    right = {choice.id for choice in lesson.reading.choices if choice.correct}
+    opening_labels = {choice.id: choice.label for choice in lesson.predict.choices}
+    if report.opening_answer is None:
+        answer = "The recording cannot be read, so what it shows is unknown."
+    elif report.opening_answer == TIE:
+        answer = "The recording shows a tie: neither component alone recovers more."
+    else:
+        named = lesson.components.get(report.opening_answer, report.opening_answer)
+        answer = f"The recording shows that putting back {named} alone recovers more."
+    return InstructorCharts(
+        funnel=tuple((step.label, step.reached) for step in report.funnel),
+        attempts={
+            number.field_id: tuple(
+                (_tries(tries), learners) for tries, learners in number.attempts_to_land.items()
+            )
+            for number in report.fields
+        },
+        slips={
+            number.field_id: tuple(
+                (slip.replace("_", " "), count) for slip, count in number.slips.items()
+            )
+            for number in report.fields
+        },
+        reading=tuple(
+            (
+                f"{reading_labels.get(choice, choice)} ({'right' if choice in right else 'wrong'})",
+                count,
+            )
+            for choice, count in report.reading_choices.items()
+        ),
+        opening=tuple(
+            (opening_labels.get(choice, choice), count) for choice, count in report.opening.items()
+        ),
+        opening_answer=answer,
+        outcome_labels={outcome.id: outcome.label for outcome in lesson.outcomes},
+    )

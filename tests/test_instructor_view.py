@@ -1,0 +1,153 @@
+"""The instructor view's data and page: a pool's learners streamed from the store (a course's
+members, those without events too; the anonymous pool without any LMS's learners), and the
+page drawn from them without script: takeaways as text, each chart with its table."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from bs4 import BeautifulSoup
+from fastapi.testclient import TestClient
+from pydantic import SecretStr
+from sqlalchemy import Engine, insert, text
+
+from conftest import SECRET_KEY
+from normdive.progress.events import EventKind
+from normdive.store.event_store import Store
+from normdive.store.tables import EventRecord, LtiContextMember, LtiLearner
+from normdive.web.instructor_access import INSTRUCTOR_COOKIE, Pool, cookie_value
+from normdive.web.instructor_pages import TAKEAWAYS_SHOWN
+
+COURSE = "c" * 64
+OTHER_COURSE = "d" * 64
+
+
+def in_course(engine: Engine, learner: str, course: str) -> None:
+    with engine.begin() as connection:
+        connection.execute(insert(LtiLearner).values(link_key=learner * 2, learner_id=learner))
+        connection.execute(
+            insert(LtiContextMember).values(
+                context_key=course, learner_id=learner, last_launch_at=datetime.now(UTC)
+            )
+        )
+
+
+def predicting(store: Store, choice: str, takeaway: str | None = None) -> str:
+    learner = store.create_learner()
+    store.append(learner, EventKind.PREDICTION_COMMITTED, {"choice": choice})
+    store.append(learner, EventKind.HINT_OPENED, {"rung": 1})
+    if takeaway is not None:
+        store.append(learner, EventKind.TAKEAWAY_SAVED, {"text": takeaway})
+    return learner
+
+
+@pytest.mark.both_databases
+def test_a_course_streams_its_members_one_learner_at_a_time(store: Store, engine: Engine) -> None:
+    members = []
+    for _ in range(3):
+        learner = store.create_learner()
+        in_course(engine, learner, COURSE)
+        store.append(learner, EventKind.PREDICTION_COMMITTED, {"choice": "residual"})
+        store.append(learner, EventKind.HINT_OPENED, {"rung": 1})
+        members.append(learner)
+    launched_only = store.create_learner()
+    in_course(engine, launched_only, COURSE)
+    elsewhere = store.create_learner()
+    in_course(engine, elsewhere, OTHER_COURSE)
+    store.append(elsewhere, EventKind.HINT_OPENED, {"rung": 2})
+    anonymous = predicting(store, "layer_norm")
+    # An event of a kind this version does not know is skipped.
+    with engine.begin() as connection:
+        connection.execute(
+            insert(EventRecord).values(learner_id=members[0], kind="from_the_future", payload={})
+        )
+
+    histories = list(store.pool_histories(COURSE, batch_size=2))
+    assert [h.learner_id for h in histories] == sorted([*members, launched_only])
+    by_id = {h.learner_id: h for h in histories}
+    assert by_id[launched_only].events == []
+    assert by_id[launched_only].launched_at is not None
+    for learner in members:
+        kinds = [event.kind for event in by_id[learner].events]
+        assert kinds == [EventKind.PREDICTION_COMMITTED, EventKind.HINT_OPENED]
+        ids = [event.id for event in by_id[learner].events]
+        assert ids == sorted(ids)
+        assert all(event.created_at.tzinfo is not None for event in by_id[learner].events)
+
+    pool = list(store.pool_histories(None, batch_size=1))
+    assert [h.learner_id for h in pool] == [anonymous]
+    assert pool[0].launched_at is None
+    assert pool[0].events[0].payload == {"choice": "layer_norm"}
+
+
+def as_instructor(client: TestClient, pool: Pool) -> None:
+    client.cookies.set(
+        INSTRUCTOR_COOKIE, cookie_value(pool, SecretStr(SECRET_KEY)), path="/instructor"
+    )
+
+
+INJECTION = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+
+def test_takeaways_are_shown_as_text_newest_first(
+    client: TestClient, store: Store, engine: Engine
+) -> None:
+    predicting(store, "residual", INJECTION)
+    later = predicting(store, "residual", "second & last")
+    # The second takeaway was saved a day later.
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "UPDATE events SET created_at = :at WHERE learner_id = :learner "
+                "AND kind = 'takeaway_saved'"
+            ),
+            {"at": datetime(2099, 1, 1, tzinfo=UTC), "learner": later},
+        )
+    as_instructor(client, Pool(None))
+    page = client.get("/instructor")
+    assert page.status_code == 200
+    soup = BeautifulSoup(page.text, "html.parser")
+    assert soup.find("script") is None
+    assert soup.find("img") is None
+    texts = [p.get_text() for p in soup.select(".takeaway-text")]
+    assert texts == ["second & last", INJECTION]
+
+
+def test_every_chart_has_a_table_and_the_page_needs_no_script(
+    client: TestClient, store: Store
+) -> None:
+    for choice in ("residual", "residual", "layer_norm"):
+        predicting(store, choice)
+    as_instructor(client, Pool(None))
+    soup = BeautifulSoup(client.get("/instructor").text, "html.parser")
+    assert soup.find("script") is None
+    assert "3 learners" in soup.get_text()
+    funnel = soup.find("figure", attrs={"aria-labelledby": "funnel-caption"})
+    assert funnel is not None
+    bars = [li.get_text(" ", strip=True) for li in funnel.select("li")]
+    assert bars[:2] == ["Opened the lesson 3", "Committed the opening prediction 3"]
+    # The funnel's numbers, as a table inside a disclosure that opens without script.
+    table = soup.find("caption", string="Learners reaching each step")
+    assert table is not None and table.find_parent("details") is not None
+    opening = soup.find("figure", attrs={"aria-labelledby": "opening-caption"})
+    assert opening is not None
+    assert [li.get_text(" ", strip=True) for li in opening.select("li")] == [
+        "Residual connections 2",
+        "Layer norm 1",
+    ]
+    # Every bar's picture is hidden from assistive technology: its label and count are text.
+    assert all(svg.get("aria-hidden") == "true" for svg in soup.find_all("svg"))
+
+
+def test_the_page_lists_the_newest_takeaways_and_the_aggregate_all(
+    client: TestClient, store: Store
+) -> None:
+    for number in range(TAKEAWAYS_SHOWN + 2):
+        predicting(store, "residual", f"takeaway {number}")
+    as_instructor(client, Pool(None))
+    soup = BeautifulSoup(client.get("/instructor").text, "html.parser")
+    assert len(soup.select(".takeaway-text")) == TAKEAWAYS_SHOWN
+    assert f"The newest {TAKEAWAYS_SHOWN} of {TAKEAWAYS_SHOWN + 2}" in soup.get_text()
+    figures = client.get("/instructor/aggregate.json").json()
+    assert len(figures["takeaways"]) == TAKEAWAYS_SHOWN + 2
