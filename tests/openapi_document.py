@@ -317,6 +317,47 @@ def _lti_operations() -> dict[str, dict[str, Schema]]:
     }
 
 
+def _instructor_operations() -> dict[str, dict[str, Schema]]:
+    """The instructor view: its page, the CSV and the figures; 403 (readable) without the
+    instructor cookie or a valid link."""
+    no_access = _either("No instructor access: no cookie, or a link forged or expired.", REFUSAL)
+    page = {HTML: {"schema": PAGE}}
+    return {
+        "/instructor": {
+            "get": {
+                "parameters": [_query_parameter("access", "An instructor link's token.")],
+                "responses": {
+                    "200": {"description": "The view.", "content": page},
+                    "303": {
+                        "description": "A link's token exchanged for the cookie.",
+                        "headers": {"Location": {"schema": {"type": "string"}}},
+                    },
+                    "403": no_access,
+                },
+            }
+        },
+        "/instructor/export.csv": {
+            "get": {
+                "responses": {
+                    "200": {
+                        "description": "One row per learner.",
+                        "content": {"text/csv": {"schema": {"type": "string"}}},
+                    },
+                    "403": no_access,
+                }
+            }
+        },
+        "/instructor/aggregate.json": {
+            "get": {
+                "responses": {
+                    "200": _json("The pool's figures.", {"type": "object"}),
+                    "403": no_access,
+                }
+            }
+        },
+    }
+
+
 def operations(lesson: Lesson) -> dict[str, dict[str, Schema]]:
     """Each route's parameters, body and answers, by path and method."""
     number_fields = {
@@ -383,6 +424,7 @@ def operations(lesson: Lesson) -> dict[str, dict[str, Schema]]:
             }
         },
         **_lti_operations(),
+        **_instructor_operations(),
         "/healthz": {
             "get": {
                 "responses": {

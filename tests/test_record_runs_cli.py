@@ -230,6 +230,7 @@ def test_every_commands_options_show_a_default_or_say_they_are_required() -> Non
     assert sorted(commands) == [
         ("check-recording",),
         ("db", "upgrade"),
+        ("instructor-link",),
         ("lti", "invite"),
         ("lti", "list"),
         ("lti", "outbox"),
@@ -240,6 +241,7 @@ def test_every_commands_options_show_a_default_or_say_they_are_required() -> Non
         ("merge-recordings",),
         ("prerequisite", "done"),
         ("record-runs",),
+        ("report",),
         ("serve",),
     ]
     for words in commands:

@@ -48,7 +48,7 @@ from conftest import (
     write_recording,
 )
 from normdive.lesson.content import load_lesson
-from normdive.web import actions, lti_routes, pages, sweep_pages
+from normdive.web import actions, instructor_pages, lti_routes, pages, sweep_pages
 from normdive.web.app import create_app
 from normdive.web.identity import COOKIE_NAME
 from normdive.web.security import csrf
@@ -62,6 +62,7 @@ OPERATIONS = route_operations(
         *actions.router.routes,
         *sweep_pages.router.routes,
         *lti_routes.router.routes,
+        *instructor_pages.router.routes,
     ]
 )
 # Cases per operation and mode. Where Hypothesis runs out of distinct cases sooner, fewer are
@@ -83,6 +84,10 @@ FLOORS = {
     # The tool's keys and Canvas's configuration take nothing: one case each.
     "GET /lti/jwks": 1,
     "GET /lti/canvas.json": 1,
+    # Without the instructor cookie every case is the same 403; the page takes one query.
+    "GET /instructor": 40,
+    "GET /instructor/export.csv": 1,
+    "GET /instructor/aggregate.json": 1,
 }
 MIN_CASES = {op: FLOORS.get(op, 120) for op in OPERATIONS}
 TOTAL_CASES = 1_000
@@ -241,7 +246,7 @@ def run_mode(
 
 
 def test_the_floors_add_up_to_the_total() -> None:
-    assert len(OPERATIONS) == 21
+    assert len(OPERATIONS) == 24
     assert sum(MIN_CASES.values()) >= TOTAL_CASES
 
 

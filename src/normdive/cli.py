@@ -347,7 +347,8 @@ def instructor_link(
         str | None,
         typer.Option(
             help="The course's context key (64 hex characters, lti_context_members); "
-            "without it, the anonymous pool."
+            "without it, the anonymous pool.",
+            show_default="the anonymous pool",
         ),
     ] = None,
 ) -> None:
@@ -387,7 +388,8 @@ def report(
     context: Annotated[
         str | None,
         typer.Option(
-            help="The course's context key (64 hex characters); without it, the anonymous pool."
+            help="The course's context key (64 hex characters); without it, the anonymous pool.",
+            show_default="the anonymous pool",
         ),
     ] = None,
     output_format: Annotated[
