@@ -95,7 +95,7 @@ WORKERS = 2  # one per core of this machine
 WARMUP_S = 2.0
 MEASURE_S = 10.0
 CHECKS_PER_PAGE = 3
-# The goal (issue 5): at least half the bare endpoint's requests/s with p99 <= 50 ms, on SQLite.
+# The goal: at least half the bare endpoint's requests/s with p99 <= 50 ms, on SQLite.
 GOAL_RATIO = 0.5
 GOAL_P99_MS = 50.0
 # The goals of "one millisecond per request".

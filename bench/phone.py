@@ -54,7 +54,7 @@ CPU_SLOWDOWN = 4
 LATENCY_MS = 150
 DOWNLOAD_BYTES_PER_S = 1.6e6 / 8
 UPLOAD_BYTES_PER_S = 750e3 / 8
-# Goals (issue 5).
+# Goals (bench/RESULTS.md, "A fast page on a slow phone").
 GOAL_LCP_MS = 1000.0
 GOAL_BYTES = 60_000
 GOAL_SWITCH_MS = 5.0

@@ -138,7 +138,7 @@ def build_settings(database_url: str, folder: Path, **overrides: Any) -> Setting
         "secret_key": SECRET_KEY,
         "host_token": HOST_TOKEN,
         "dev_prerequisite_done": True,
-        # No recording file: the gate says it cannot close today (issue 3 ships the real one).
+        # No recording file: the gate says it cannot close today.
         "recording_path": folder / "no-recording-here.json",
         "cookie_secure": False,
         # Every learner of a test run starts from one address; the limit's own tests set it.

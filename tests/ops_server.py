@@ -38,7 +38,7 @@ ATTEMPTS_PER_MINUTE = 1_000_000
 # One request's patience; generous for the same reason as START_TIMEOUT_S.
 REQUEST_TIMEOUT_S = 60.0
 JSON = {"Accept": "application/json"}
-# Where the page and GET /api/state carry the form token (issue 5, CSRF), and the header the
+# Where the page and GET /api/state carry the form token (web.security.csrf), and the header the
 # page script sends it in. Servers without CSRF protection ignore the header.
 TOKEN_KEY = "csrf_token"
 TOKEN_HEADER = "X-CSRF-Token"

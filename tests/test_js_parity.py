@@ -34,7 +34,7 @@ EPS_OFF = 0.0
 SWITCH = (EPS_ON, EPS_OFF)
 RANDOM_ROWS = 1500  # at least 1,000, each at both eps values
 SEED = 9_2024
-# Agreement required by issue 2: within 1e-12, relative for large magnitudes.
+# The agreement the twins promise: within 1e-12, relative for large magnitudes.
 TOLERANCE = 1e-12
 
 

@@ -383,7 +383,7 @@ BROKEN: list[tuple[str, Callable[[str], str], tuple[str, ...]]] = [
         _replace("edge_row = [4, 4, 4, 4]", "edge_row = [4, 4, 4, 5]"),
         ("edge_row",),
     ),
-    # --- the ablation's data (issue 4) ---
+    # --- the ablation's data ---
     (
         "a rung 2 placeholder that does not exist",
         _replace("putting back {component} recovers more: the", "{winner} recovers more: the"),

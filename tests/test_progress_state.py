@@ -353,7 +353,7 @@ def test_derive_is_pure() -> None:
     assert [e.payload for e in history][-1] == {"text": "kept"}
 
 
-# --- the gate with the recorded rows (issue 4) --------------------------------------------
+# --- the gate with the recorded rows --------------------------------------------------
 
 
 def recorded(best: str = "both", **accuracy: float) -> RecordingFacts:
