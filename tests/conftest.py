@@ -35,9 +35,11 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from joserfc.jwk import RSAKey
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.pool import NullPool
 
+from lti_platform import KeySetServer, key_set_server, new_key
 from normdive.config import Settings
 from normdive.recording.format import Recording, RowKey
 from normdive.store.db import make_engine, upgrade
@@ -495,3 +497,19 @@ def new_page(browser: Browser, live_server: LiveServer) -> Iterator[Callable[...
     for context in contexts:
         context.close()
     assert errors == []
+
+
+# --- an LTI platform's key and key set (tests/lti_platform.py), for the LTI tests -----------
+
+
+@pytest.fixture(scope="module")
+def platform_key() -> RSAKey:
+    """The platform's signing key, one per test module (RSA keys take a while to make)."""
+    return new_key("platform-key-1")
+
+
+@pytest.fixture
+def jwks(platform_key: RSAKey) -> Iterator[KeySetServer]:
+    """The platform's key set, served over real HTTP on 127.0.0.1."""
+    with key_set_server([platform_key]) as server:
+        yield server

@@ -30,7 +30,6 @@ from lti_platform import (
     launch,
     launch_claims,
     login,
-    new_key,
     register_platform,
     signed,
 )
@@ -55,11 +54,6 @@ from normdive.web.instructor_access import (
 TTL_S = 3600
 COURSE_A = "course-a"
 COURSE_B = "course-b"
-
-
-@pytest.fixture(scope="module")
-def platform_key() -> RSAKey:
-    return new_key("platform-key-1")
 
 
 @pytest.fixture

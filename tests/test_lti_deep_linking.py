@@ -26,11 +26,9 @@ from lti_platform import (
     TOOL_ORIGIN,
     KeySetServer,
     browser,
-    key_set_server,
     launch,
     launch_claims,
     login,
-    new_key,
     register_platform,
     signed,
 )
@@ -44,20 +42,9 @@ DL = "https://purl.imsglobal.org/spec/lti-dl/claim/"
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 
 
-@pytest.fixture(scope="module")
-def platform_key() -> RSAKey:
-    return new_key("platform-key-1")
-
-
 @pytest.fixture
 def settings(make_settings: SettingsFactory) -> Settings:
     return make_settings(dev_prerequisite_done=False)
-
-
-@pytest.fixture
-def jwks(platform_key: RSAKey) -> Iterator[KeySetServer]:
-    with key_set_server([platform_key]) as server:
-        yield server
 
 
 @pytest.fixture

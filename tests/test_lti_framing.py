@@ -19,11 +19,9 @@ from lti_platform import (
     TOOL_ORIGIN,
     KeySetServer,
     browser,
-    key_set_server,
     launch,
     launch_claims,
     login,
-    new_key,
     signed,
 )
 from normdive.config import Settings
@@ -44,20 +42,9 @@ def directives(policy: str) -> dict[str, list[str]]:
     return parsed
 
 
-@pytest.fixture(scope="module")
-def platform_key() -> RSAKey:
-    return new_key("platform-key-1")
-
-
 @pytest.fixture
 def settings(make_settings: SettingsFactory) -> Settings:
     return make_settings(dev_prerequisite_done=False)
-
-
-@pytest.fixture
-def jwks(platform_key: RSAKey) -> Iterator[KeySetServer]:
-    with key_set_server([platform_key]) as server:
-        yield server
 
 
 @pytest.fixture

@@ -29,7 +29,6 @@ from lti_platform import (
     KeySetServer,
     browser,
     hs256_with_public_key,
-    key_set_server,
     launch,
     launch_claims,
     login,
@@ -58,21 +57,10 @@ ROUTES_LOGGER = "normdive.web.lti_routes"
 LAUNCH_TABLES = (Learner, EventRecord, LtiLearner, LtiContextMember, LtiState, LtiNonce)
 
 
-@pytest.fixture(scope="module")
-def platform_key() -> RSAKey:
-    return new_key("platform-key-1")
-
-
 @pytest.fixture
 def settings(make_settings: SettingsFactory) -> Settings:
     # 8.5 as an LMS learner meets it: not done until the launch says so.
     return make_settings(dev_prerequisite_done=False)
-
-
-@pytest.fixture
-def jwks(platform_key: RSAKey) -> Iterator[KeySetServer]:
-    with key_set_server([platform_key]) as server:
-        yield server
 
 
 @pytest.fixture

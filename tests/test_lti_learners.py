@@ -19,11 +19,9 @@ from lti_platform import (
     INSTRUCTOR_ROLE,
     KeySetServer,
     browser,
-    key_set_server,
     launch,
     launch_claims,
     login,
-    new_key,
     register_platform,
     signed,
 )
@@ -38,20 +36,9 @@ from normdive.web.identity import COOKIE_NAME
 LOCKED = 'id="locked-title"'
 
 
-@pytest.fixture(scope="module")
-def platform_key() -> RSAKey:
-    return new_key("platform-key-1")
-
-
 @pytest.fixture
 def settings(make_settings: SettingsFactory) -> Settings:
     return make_settings(dev_prerequisite_done=False)
-
-
-@pytest.fixture
-def jwks(platform_key: RSAKey) -> Iterator[KeySetServer]:
-    with key_set_server([platform_key]) as server:
-        yield server
 
 
 @pytest.fixture

@@ -28,11 +28,9 @@ from lti_platform import (
     KeySetServer,
     browser,
     grade_book_server,
-    key_set_server,
     launch,
     launch_claims,
     login,
-    new_key,
     register_platform,
     signed,
     unique_sub,
@@ -51,20 +49,9 @@ LESSON = load_lesson()
 PARTS = passback.parts_total(LESSON)
 
 
-@pytest.fixture(scope="module")
-def platform_key() -> RSAKey:
-    return new_key("platform-key-1")
-
-
 @pytest.fixture
 def settings(make_settings: SettingsFactory) -> Settings:
     return make_settings(dev_prerequisite_done=False)
-
-
-@pytest.fixture
-def jwks(platform_key: RSAKey) -> Iterator[KeySetServer]:
-    with key_set_server([platform_key]) as server:
-        yield server
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ only from this tool's own page; without either, the refusal offers a window of i
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 import pytest
 from bs4 import BeautifulSoup
@@ -22,10 +21,8 @@ from lti_platform import (
     TOOL_ORIGIN,
     KeySetServer,
     browser,
-    key_set_server,
     launch_claims,
     login_params,
-    new_key,
     register_platform,
     signed,
 )
@@ -35,20 +32,9 @@ from normdive.web.identity import COOKIE_NAME
 STORAGE_TARGET = "lti_storage_frame"
 
 
-@pytest.fixture(scope="module")
-def platform_key() -> RSAKey:
-    return new_key("platform-key-1")
-
-
 @pytest.fixture
 def settings(make_settings: SettingsFactory) -> Settings:
     return make_settings(dev_prerequisite_done=False)
-
-
-@pytest.fixture
-def jwks(platform_key: RSAKey) -> Iterator[KeySetServer]:
-    with key_set_server([platform_key]) as server:
-        yield server
 
 
 @pytest.fixture
