@@ -126,7 +126,7 @@ def measure(url: str, folder: Path, pool: Pool, repeats: int) -> dict[str, float
         recording = pool_recording(svc)
         tracemalloc.start()
         for _chunk in csv_chunks(
-            learner_summaries(svc.store, svc.lesson, recording, pool.context_key), svc.lesson
+            learner_summaries(svc.snapshots, recording, pool.context_key), svc.lesson
         ):
             pass
         _, peak = tracemalloc.get_traced_memory()

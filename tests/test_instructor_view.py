@@ -1,5 +1,6 @@
-"""The instructor view's data and page: a pool's learners streamed from the store (a course's
-members, those without events too; the anonymous pool without any LMS's learners), and the
+"""The instructor view's data and page: a pool's learners streamed from the store, one
+summary record each (a course's members, those without events too; the anonymous pool
+without any LMS's learners), and the
 page drawn from them without script: takeaways as text, each chart with its table."""
 
 from __future__ import annotations
@@ -13,8 +14,12 @@ from pydantic import SecretStr
 from sqlalchemy import Engine, insert, text
 
 from conftest import SECRET_KEY
+from lesson_answers import LESSON
 from normdive.progress.events import EventKind
+from normdive.progress.history import History
+from normdive.progress.report import summary_from_record
 from normdive.store.event_store import Store
+from normdive.store.snapshots import Snapshots
 from normdive.store.tables import EventRecord, LtiContextMember, LtiLearner
 from normdive.web.instructor_access import INSTRUCTOR_COOKIE, Pool, cookie_value
 from normdive.web.instructor_pages import TAKEAWAYS_SHOWN
@@ -63,22 +68,25 @@ def test_a_course_streams_its_members_one_learner_at_a_time(store: Store, engine
             insert(EventRecord).values(learner_id=members[0], kind="from_the_future", payload={})
         )
 
-    histories = list(store.pool_histories(COURSE, batch_size=2))
-    assert [h.learner_id for h in histories] == sorted([*members, launched_only])
-    by_id = {h.learner_id: h for h in histories}
-    assert by_id[launched_only].events == []
-    assert by_id[launched_only].launched_at is not None
+    snapshots = Snapshots(engine, History.start(LESSON))
+    members_read = list(snapshots.pool(COURSE, batch_size=2))
+    assert [m.learner_id for m in members_read] == sorted([*members, launched_only])
+    by_id = {
+        m.learner_id: summary_from_record(m.learner_id, m.record, None, m.launched_at)
+        for m in members_read
+    }
+    assert by_id[launched_only].events == 0
+    assert by_id[launched_only].reached["opened"] is not None  # their launch
     for learner in members:
-        kinds = [event.kind for event in by_id[learner].events]
-        assert kinds == [EventKind.PREDICTION_COMMITTED, EventKind.HINT_OPENED]
-        ids = [event.id for event in by_id[learner].events]
-        assert ids == sorted(ids)
-        assert all(event.created_at.tzinfo is not None for event in by_id[learner].events)
+        summary = by_id[learner]
+        assert summary.events == 2  # the unknown kind is not counted
+        assert summary.opening == "residual" and summary.rungs_opened == {1}
+        assert summary.reached["opened"].tzinfo is not None
 
-    pool = list(store.pool_histories(None, batch_size=1))
-    assert [h.learner_id for h in pool] == [anonymous]
+    pool = list(snapshots.pool(None, batch_size=1))
+    assert [m.learner_id for m in pool] == [anonymous]
     assert pool[0].launched_at is None
-    assert pool[0].events[0].payload == {"choice": "layer_norm"}
+    assert summary_from_record(anonymous, pool[0].record, None).opening == "layer_norm"
 
 
 def as_instructor(client: TestClient, pool: Pool) -> None:

@@ -32,6 +32,7 @@ TABLES = {
     "events",
     "alembic_version",
     "prediction_tallies",
+    "learner_snapshots",
     "lti_registrations",
     "lti_deployments",
     "lti_states",

@@ -3,7 +3,8 @@
 Properties on random event sequences (Hypothesis), kinds and payloads drawn from what the app
 writes and from what it never writes (unknown fields and rows, bad verdicts, rungs as text):
 - extending a History by the rest of the events, in any number of steps, gives exactly the
-  History of the whole list (what a server keeps per learner and extends per request);
+  History of the whole list (what a server keeps per learner and extends per request), also
+  when each step's History is first kept as JSON and read back (what the database keeps);
 - the state derived from it equals a naive reference written here from the rules in
   progress/state.py, progress/ablation.py and progress/hints.py, which re-reads the whole
   event list for every fact.
@@ -12,7 +13,8 @@ writes and from what it never writes (unknown fields and rows, bad verdicts, run
 from __future__ import annotations
 
 import itertools
-from datetime import UTC, datetime
+import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hypothesis import example, given
@@ -84,12 +86,23 @@ histories = st.one_of(st.lists(specs, max_size=40), st.lists(ablation_specs, max
 
 
 def as_events(drawn: list[tuple[EventKind, dict[str, Any]]]) -> list[Event]:
-    return [Event(i, LEARNER, kind, p, MOMENT) for i, (kind, p) in enumerate(drawn, 1)]
+    """Events with server times that mostly rise and sometimes step back (clocks do), to the
+    microsecond."""
+    return [
+        Event(i, LEARNER, kind, p, MOMENT + timedelta(seconds=(i * 7919) % 13, microseconds=i))
+        for i, (kind, p) in enumerate(drawn, 1)
+    ]
 
 
-@given(histories, st.lists(st.integers(0, 40), max_size=4))
+def kept_and_read_back(history: History) -> History:
+    """What the database keeps of a History (its JSON text), read back on the same lesson."""
+    text = json.dumps(history.to_json())
+    return History.from_json(json.loads(text), History.start(LESSON))
+
+
+@given(histories, st.lists(st.integers(0, 40), max_size=4), st.booleans())
 def test_extending_step_by_step_equals_folding_the_whole_list(
-    drawn: list[tuple[EventKind, dict[str, Any]]], cuts: list[int]
+    drawn: list[tuple[EventKind, dict[str, Any]]], cuts: list[int], through_json: bool
 ) -> None:
     events = as_events(drawn)
     whole = History.of(events, LESSON)
@@ -97,8 +110,11 @@ def test_extending_step_by_step_equals_folding_the_whole_list(
     bounds = sorted({0, *(min(cut, len(events)) for cut in cuts), len(events)})
     for low, high in itertools.pairwise(bounds):
         part = events[low:high]
+        if through_json:
+            history = kept_and_read_back(history)
         history = history.extended(part, part[-1].id if part else history.last_event_id)
     assert history == whole
+    assert kept_and_read_back(whole) == whole
     assert history.last_event_id == (events[-1].id if events else 0)
 
 

@@ -118,7 +118,6 @@ def test_the_store_offers_no_way_to_change_history() -> None:
         "events_for",
         "read",
         "prediction_counts",
-        "pool_histories",
     }
 
 

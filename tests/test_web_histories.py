@@ -2,9 +2,9 @@
 
 What is kept must never show: one learner works through two workers of one deployment (two
 apps on one database, as two processes would be) in a random order of random actions, one of
-the workers restarts half-way (a new app: nothing kept), and after every request both workers
-answer /api/state with exactly the state derived from scratch from the learner's events in
-the store. The kept History itself is dropped least recently used first, past its capacity.
+the workers restarts half-way (a new app: nothing kept but the database's snapshot), and after
+every request both workers answer /api/state with exactly the state derived from scratch from
+the learner's events in the store. The kept History itself is dropped least recently used first, past its capacity.
 """
 
 from __future__ import annotations
@@ -95,6 +95,11 @@ def test_two_workers_and_a_restart_always_answer_the_fresh_fold(
             expected = state_from_scratch(scratch, learner_id)
             for each in workers:
                 assert each.get("/api/state").json()["state"] == expected, (step, path, form)
+        # The database's snapshot, which a worker that has not seen the learner starts from,
+        # is the fold of every event.
+        assert scratch.snapshots.read(learner_id) == History.of(
+            scratch.store.events_for(learner_id), scratch.lesson
+        )
 
 
 def test_kept_histories_drop_the_least_recently_used_past_capacity() -> None:

@@ -405,10 +405,11 @@ def report(
 
     from normdive.lesson.content import load_lesson
     from normdive.progress.facts import recording_facts_at
+    from normdive.progress.history import History
     from normdive.progress.report import PoolReportBuilder
     from normdive.progress.report_export import aggregate, record
     from normdive.store.db import make_engine
-    from normdive.store.event_store import Store
+    from normdive.store.snapshots import Snapshots
     from normdive.web.instructor_access import is_context_key
     from normdive.web.instructor_report import csv_chunks, learner_summaries
 
@@ -424,7 +425,8 @@ def report(
     engine = make_engine(url)
 
     def counted() -> Iterator[LearnerSummary]:
-        for summary in learner_summaries(Store(engine), lesson, facts, key):
+        snapshots = Snapshots(engine, History.start(lesson))
+        for summary in learner_summaries(snapshots, facts, key):
             builder.add(summary)
             yield summary
 

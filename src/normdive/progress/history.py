@@ -23,15 +23,25 @@ What is kept, each rule as progress/state.py states it:
   position of the first play of any row, which decides the order rule (predictions only
   accumulate, so if every row was predicted before the first play, it was before every play);
 - the number of writes a learner's own requests made (the attempts limit needs no query
-  while they are fewer than the limit).
+  while they are fewer than the limit);
+- for the instructor view (progress/report.py): when each step of the lesson was first reached
+  (server times), each field's recognised slips and format errors until it landed, the
+  reading's locks in order until the right one, and the evaluated runs before the gate closed.
 Positions are ordinals among the folded events of known kinds (1 for the first).
+
+A History is also kept in the database, one row per learner (store: learner_snapshots), so a
+server that has not seen a learner, and the instructor view, read one row instead of the whole
+history: `to_json` and `History.from_json` carry it, and `lesson_key` says which lesson's
+shape it was folded for (a History folded for other fields or rows is folded again).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any
 
@@ -46,12 +56,18 @@ COUNTED_VERDICTS: frozenset[str] = GRADED_VERDICTS | {"format_error"}
 NOT_LEARNER_WRITES = frozenset({EventKind.PREREQUISITE_DONE, EventKind.GATE_CLOSED})
 
 
+# The layout of to_json's output; a kept History of another layout is folded again.
+SNAPSHOT_FORMAT = 1
+
+
 @dataclass(frozen=True)
 class FieldTally:
     attempts: int = 0  # graded tries up to and including the landing one
     landed: bool = False
     last: Mapping[str, Any] | None = None  # the latest counted entry (graded or format error)
     last_graded_raw: str | None = None  # the latest graded answer, as typed
+    slips: Mapping[str, int] = dataclasses.field(default_factory=dict)  # of wrong tries
+    format_errors: int = 0  # entries the parser could not read, until it landed
 
 
 @dataclass(frozen=True)
@@ -60,6 +76,7 @@ class RowTally:
     predicted_at: int | None = None  # its position in the history
     plays: int = 0  # every play, replays too
     first_played_at: int | None = None
+    first_played_time: datetime | None = None  # the first play's server time
 
 
 @dataclass(frozen=True)
@@ -81,9 +98,7 @@ class History:
     prediction_made: bool = False  # a prediction_committed exists (the first one wins)
     prediction: str | None = None
     fields: Mapping[str, FieldTally] = dataclasses.field(default_factory=dict)
-    reading_choice: str | None = None  # the latest lock's choice, until a right one
     reading_right: bool = False
-    reading_locks: int = 0
     takeaway: str | None = None
     closed_on: ClosedOnRecord | None = None
     opened_rungs: frozenset[int] = frozenset()
@@ -91,6 +106,110 @@ class History:
     rows: Mapping[str, RowTally] = dataclasses.field(default_factory=dict)
     first_play_at: int | None = None  # the first play of any row
     learner_writes: int = 0  # events a learner's own request appended
+    # For the instructor view (server times of first reaching each step; None: not yet).
+    first_event_at: datetime | None = None
+    predicted_time: datetime | None = None
+    numbers_landed_time: datetime | None = None
+    reading_right_time: datetime | None = None
+    rows_before_play_time: datetime | None = None  # all rows predicted, before any play
+    gate_closed_time: datetime | None = None
+    takeaway_time: datetime | None = None  # the latest takeaway's
+    reading_picks: tuple[str, ...] = ()  # each lock's choice until the right one, in order
+    runs_before_gate: int | None = None  # evaluated runs when the gate first closed
+
+    @property
+    def reading_choice(self) -> str | None:
+        """The latest lock's choice, until a right one."""
+        return self.reading_picks[-1] if self.reading_picks else None
+
+    @property
+    def reading_locks(self) -> int:
+        return len(self.reading_picks)
+
+    @property
+    def lesson_key(self) -> str:
+        """Which lesson shape (and snapshot layout) this History was folded for."""
+        return lesson_key(self.lesson_fields, self.lesson_rows, self.lesson_outcomes)
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything folded, as JSON values (times as microseconds since the epoch); the
+        lesson's shape is not in it (`lesson_key` names it)."""
+        return {
+            "last_event_id": self.last_event_id,
+            "position": self.position,
+            "prerequisite_done": self.prerequisite_done,
+            "prediction_made": self.prediction_made,
+            "prediction": self.prediction,
+            "fields": {
+                key: [t.attempts, t.landed, t.last, t.last_graded_raw, t.slips, t.format_errors]
+                for key, t in self.fields.items()
+            },
+            "reading_right": self.reading_right,
+            "reading_picks": list(self.reading_picks),
+            "takeaway": self.takeaway,
+            "closed_on": (
+                [self.closed_on.recording_digest, self.closed_on.recording_file]
+                if self.closed_on is not None
+                else None
+            ),
+            "opened_rungs": sorted(self.opened_rungs),
+            "evaluated_runs": self.evaluated_runs,
+            "rows": {
+                key: [
+                    r.prediction,
+                    r.predicted_at,
+                    r.plays,
+                    r.first_played_at,
+                    microseconds(r.first_played_time),
+                ]
+                for key, r in self.rows.items()
+            },
+            "first_play_at": self.first_play_at,
+            "learner_writes": self.learner_writes,
+            "times": [microseconds(getattr(self, name)) for name in _TIME_NAMES],
+            "runs_before_gate": self.runs_before_gate,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], start: History) -> History:
+        """The History `to_json` gave, on `start`'s lesson shape (the caller checks that
+        `lesson_key` matches the one it was kept under)."""
+        fields = {
+            key: FieldTally(attempts, landed, last, raw, slips, format_errors)
+            for key, (attempts, landed, last, raw, slips, format_errors) in data["fields"].items()
+        }
+        rows = {
+            key: RowTally(
+                prediction, predicted_at, plays, first_played_at, from_microseconds(played)
+            )
+            for key, (prediction, predicted_at, plays, first_played_at, played) in data[
+                "rows"
+            ].items()
+        }
+        closed = data["closed_on"]
+        times: dict[str, Any] = dict(
+            zip(_TIME_NAMES, (from_microseconds(value) for value in data["times"]), strict=True)
+        )
+        return dataclasses.replace(
+            start,
+            last_event_id=data["last_event_id"],
+            position=data["position"],
+            prerequisite_done=data["prerequisite_done"],
+            prediction_made=data["prediction_made"],
+            prediction=data["prediction"],
+            fields=MappingProxyType(fields),
+            reading_right=data["reading_right"],
+            reading_picks=tuple(data["reading_picks"]),
+            takeaway=data["takeaway"],
+            closed_on=ClosedOnRecord(*closed) if closed is not None else None,
+            opened_rungs=frozenset(data["opened_rungs"]),
+            evaluated_runs=data["evaluated_runs"],
+            rows=MappingProxyType(rows),
+            first_play_at=data["first_play_at"],
+            learner_writes=data["learner_writes"],
+            runs_before_gate=data["runs_before_gate"],
+            **times,
+        )
 
     @classmethod
     def start(cls, lesson: Lesson) -> History:
@@ -150,21 +269,24 @@ class _Fold:
                 "prerequisite_done",
                 "prediction_made",
                 "prediction",
-                "reading_choice",
                 "reading_right",
-                "reading_locks",
+                "reading_picks",
                 "takeaway",
                 "closed_on",
                 "evaluated_runs",
                 "first_play_at",
                 "learner_writes",
+                "runs_before_gate",
+                *_TIME_NAMES,
             )
         }
 
     def add(self, event: Event) -> None:
-        state, kind, payload = self.state, event.kind, event.payload
+        state, kind, payload, at = self.state, event.kind, event.payload, event.created_at
         state["position"] += 1
         position = state["position"]
+        if state["first_event_at"] is None or at < state["first_event_at"]:
+            state["first_event_at"] = at
         if kind not in NOT_LEARNER_WRITES:
             state["learner_writes"] += 1
         if kind is EventKind.PREREQUISITE_DONE:
@@ -174,16 +296,19 @@ class _Fold:
                 choice = payload.get("choice")
                 state["prediction_made"] = True
                 state["prediction"] = str(choice) if choice is not None else None
+                state["predicted_time"] = at
         elif kind is EventKind.NUMBERS_CHECKED:
-            self._numbers(payload)
+            self._numbers(payload, at)
         elif kind is EventKind.READING_LOCKED:
             state["evaluated_runs"] += 1
             if not state["reading_right"]:
-                state["reading_choice"] = str(payload.get("choice"))
-                state["reading_right"] = payload.get("right") is True
-                state["reading_locks"] += 1
+                state["reading_picks"] = (*state["reading_picks"], str(payload.get("choice")))
+                if payload.get("right") is True:
+                    state["reading_right"] = True
+                    state["reading_right_time"] = at
         elif kind is EventKind.TAKEAWAY_SAVED:
             state["takeaway"] = str(payload.get("text", ""))
+            state["takeaway_time"] = at
         elif kind is EventKind.ROW_PREDICTED:
             row_key = _text(payload, "row")
             outcome = _text(payload, "outcome")
@@ -192,6 +317,9 @@ class _Fold:
                 self.rows[row_key] = dataclasses.replace(  # type: ignore[index]
                     row, prediction=outcome, predicted_at=position
                 )
+                every_row = all(tally.prediction is not None for tally in self.rows.values())
+                if every_row and state["first_play_at"] is None:
+                    state["rows_before_play_time"] = at
         elif kind is EventKind.ROW_PLAYED:
             state["evaluated_runs"] += 1
             if state["first_play_at"] is None:
@@ -200,8 +328,9 @@ class _Fold:
             row = self.rows.get(row_key) if row_key is not None else None
             if row is not None:
                 first = row.first_played_at if row.first_played_at is not None else position
+                first_time = row.first_played_time if row.first_played_time is not None else at
                 self.rows[row_key] = dataclasses.replace(  # type: ignore[index]
-                    row, plays=row.plays + 1, first_played_at=first
+                    row, plays=row.plays + 1, first_played_at=first, first_played_time=first_time
                 )
         elif kind is EventKind.HINT_OPENED:
             rung = payload.get("rung")
@@ -212,11 +341,13 @@ class _Fold:
                 recording_digest=str(payload.get("recording_digest", "")),
                 recording_file=str(payload.get("recording_file", "")),
             )
+            state["gate_closed_time"] = at
+            state["runs_before_gate"] = state["evaluated_runs"]
 
-    def _numbers(self, payload: Mapping[str, Any]) -> None:
+    def _numbers(self, payload: Mapping[str, Any], at: datetime) -> None:
         graded = False
         for entry in _answers(payload):
-            verdict = entry.get("verdict")
+            verdict = _text(entry, "verdict")  # a malformed list here could not be looked up
             graded = graded or verdict in GRADED_VERDICTS
             field_id = str(entry.get("field"))
             tally = self.fields.get(field_id)
@@ -224,6 +355,10 @@ class _Fold:
                 continue
             raw = entry.get("raw")
             is_graded = verdict in GRADED_VERDICTS
+            slips = tally.slips
+            slip = entry.get("slip")
+            if verdict == "wrong" and isinstance(slip, str) and slip:
+                slips = {**slips, slip: slips.get(slip, 0) + 1}
             self.fields[field_id] = FieldTally(
                 attempts=tally.attempts + is_graded,
                 landed=verdict == "right",
@@ -231,8 +366,14 @@ class _Fold:
                 last_graded_raw=(
                     str(raw) if is_graded and raw is not None else tally.last_graded_raw
                 ),
+                slips=slips,
+                format_errors=tally.format_errors + (not is_graded),
             )
         self.state["evaluated_runs"] += graded
+        if self.state["numbers_landed_time"] is None and all(
+            tally.landed for tally in self.fields.values()
+        ):
+            self.state["numbers_landed_time"] = at
 
     def result(self, last_event_id: int) -> History:
         return dataclasses.replace(
@@ -243,3 +384,36 @@ class _Fold:
             opened_rungs=frozenset(self.opened),
             **self.state,
         )
+
+
+# The step times to_json writes, in its order.
+_TIME_NAMES = (
+    "first_event_at",
+    "predicted_time",
+    "numbers_landed_time",
+    "reading_right_time",
+    "rows_before_play_time",
+    "gate_closed_time",
+    "takeaway_time",
+)
+
+
+def lesson_key(fields: Sequence[str], rows: Sequence[str], outcomes: Iterable[str]) -> str:
+    """A short digest of the lesson's shape that a History depends on, and of SNAPSHOT_FORMAT."""
+    shape = "\x1f".join(
+        [str(SNAPSHOT_FORMAT), ",".join(fields), ",".join(rows), ",".join(sorted(outcomes))]
+    )
+    return hashlib.sha256(shape.encode()).hexdigest()[:16]
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def microseconds(moment: datetime | None) -> int | None:
+    """Microseconds since the epoch: exact, where a float's seconds would round."""
+    return (moment - _EPOCH) // _MICROSECOND if moment is not None else None
+
+
+def from_microseconds(count: int | None) -> datetime | None:
+    return _EPOCH + timedelta(microseconds=count) if count is not None else None

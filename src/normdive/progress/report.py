@@ -1,13 +1,17 @@
 """What the instructor view shows: each learner's history summed up, then a pool of learners
-summed up, in one pass over their events (no database, no web, no clock).
+summed up (no database, no web, no clock).
 
-    LearnerFold(learner_id, lesson, best_row, launched_at)    one learner's events, in order
-        .add(event)  ->  .summary() -> LearnerSummary
-    PoolReportBuilder(lesson, recording)                      many summaries, in any order
+    summary_of(learner_id, history, best_row, launched_at) -> LearnerSummary
+                                                  one learner's History (progress/history.py)
+    summary_record(history) -> JSON values        what the store keeps of it for this view
+    summary_from_record(learner_id, record, best_row, launched_at) -> LearnerSummary
+    PoolReportBuilder(lesson, recording)          many summaries, in any order
         .add(summary)  ->  .report() -> PoolReport
 
-Memory: a LearnerFold is bounded by the lesson (six fields, four rows, two rungs) plus the
-reading's locks; a PoolReportBuilder keeps counters, one duration per learner and step (for the
+A learner's summary is read from the same fold of their events as their lesson state (History),
+which the store keeps per learner, so the view reads one row per learner. Memory: a History is
+bounded by the lesson (six fields, four rows, two rungs) plus the reading's locks; a
+PoolReportBuilder keeps counters, one duration per learner and step (for the
 medians) and one takeaway per learner.
 
 The steps, in the lesson's order (STEPS), each reached at the time of the event that reached it:
@@ -16,7 +20,7 @@ The steps, in the lesson's order (STEPS), each reached at the time of the event 
 - numbers_landed: the numbers_checked in which the last of the six fields landed;
 - reading_right: the first right reading_locked;
 - rows_before_play: the row_predicted that made the fourth row's prediction, when it came before
-  any row was played (a learner who played first never reaches it: the order rule);
+  any play (a learner who played first never reaches it: the order rule);
 - best_row_played: the first row_played of the recording's best row (RecordingFacts.best_row);
 - gate_closed: the gate_closed event.
 A learner "stops" after the last step of the unbroken run from "opened". The time between two
@@ -32,16 +36,16 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from normdive.lesson.content import Lesson
 from normdive.progress.ablation import row_band, which_recovers_more
-from normdive.progress.events import Event, EventKind
+from normdive.progress.events import Event
 from normdive.progress.facts import RecordingFacts
-from normdive.progress.history import COUNTED_VERDICTS, GRADED_VERDICTS
+from normdive.progress.history import History, from_microseconds, microseconds
 
 STEPS: tuple[str, ...] = (
     "opened",
@@ -104,150 +108,115 @@ class LearnerSummary:
         return last
 
 
-def _text(payload: Mapping[str, Any], key: str) -> str | None:
-    """The payload's value at `key` when it is text (a malformed payload's list or number is
-    not, and could not be looked up in a set)."""
-    value = payload.get(key)
-    return value if isinstance(value, str) else None
+def summary_record(history: History) -> list[Any]:
+    """What the instructor view reads of one learner, as compact JSON values that do not
+    depend on the recording (the best row is picked out when reading): times in
+    microseconds since the epoch. The store keeps it beside the learner's History."""
+    return [
+        [microseconds(moment) for moment in _step_times(history)],
+        {
+            key: [tally.attempts, tally.landed, tally.format_errors, tally.slips]
+            for key, tally in history.fields.items()
+        },
+        history.prediction,
+        list(history.reading_picks),
+        history.reading_right,
+        {key: row.prediction for key, row in history.rows.items() if row.prediction is not None},
+        {
+            key: microseconds(row.first_played_time)
+            for key, row in history.rows.items()
+            if row.plays
+        },
+        sorted(history.opened_rungs),
+        (
+            history.runs_before_gate
+            if history.runs_before_gate is not None
+            else history.evaluated_runs
+        ),
+        history.takeaway,
+        microseconds(history.takeaway_time),
+        history.position,
+    ]
 
 
-class _FieldFold:
-    def __init__(self) -> None:
-        self.attempts = 0
-        self.landed = False
-        self.slips: Counter[str] = Counter()
-        self.format_errors = 0
-
-    def add(self, entry: Mapping[str, Any]) -> None:
-        verdict = _text(entry, "verdict")
-        if self.landed or verdict not in COUNTED_VERDICTS:
-            return
-        if verdict not in GRADED_VERDICTS:
-            self.format_errors += 1
-            return
-        self.attempts += 1
-        if verdict == "right":
-            self.landed = True
-            return
-        slip = entry.get("slip")
-        if isinstance(slip, str) and slip:
-            self.slips[slip] += 1
-
-    def summary(self) -> FieldSummary:
-        return FieldSummary(self.attempts, self.landed, dict(self.slips), self.format_errors)
+def _step_times(history: History) -> tuple[datetime | None, ...]:
+    """The times of the steps a History knows by itself: STEPS without best_row_played."""
+    return (
+        history.first_event_at,
+        history.predicted_time,
+        history.numbers_landed_time,
+        history.reading_right_time,
+        history.rows_before_play_time,
+        history.gate_closed_time,
+    )
 
 
-class LearnerFold:
-    """One learner's events, oldest first, summed up for the instructor view."""
+# STEPS whose times summary_record holds, in its order.
+_RECORDED_STEPS = ("opened", "predicted", "numbers_landed", "reading_right", "rows_before_play")
 
-    def __init__(
-        self,
-        learner_id: str,
-        lesson: Lesson,
-        best_row: str | None,
-        launched_at: datetime | None = None,
-    ) -> None:
-        self.learner_id = learner_id
-        self.best_row = best_row
-        self.lesson_rows = frozenset(row.key for row in lesson.rows)
-        self.lesson_outcomes = frozenset(outcome.id for outcome in lesson.outcomes)
-        self.reached: dict[str, datetime] = {}
-        if launched_at is not None:
-            self.reached["opened"] = launched_at
-        self.fields = {number.id: _FieldFold() for number in lesson.number_fields}
-        self.opening: str | None = None
-        self.reading_choices: list[str] = []
-        self.reading_right = False
-        self.row_predictions: dict[str, str] = {}
-        self.rows_played: set[str] = set()
-        self.rungs: set[int] = set()
-        self.runs = 0
-        self.takeaway: str | None = None
-        self.takeaway_at: datetime | None = None
-        self.events = 0
 
-    def _reach(self, step: str, at: datetime) -> None:
-        if step not in self.reached:
-            self.reached[step] = at
+def summary_from_record(
+    learner_id: str,
+    record: Sequence[Any],
+    best_row: str | None,
+    launched_at: datetime | None = None,
+) -> LearnerSummary:
+    """The summary `summary_record` kept, with the recording's best row and the learner's
+    latest launch from a course."""
+    (
+        times,
+        fields,
+        opening,
+        picks,
+        reading_right,
+        predictions,
+        played,
+        rungs,
+        runs,
+        takeaway,
+        takeaway_at,
+        events,
+    ) = record
+    *before_play, gate_closed = times
+    reached: dict[str, datetime] = {}
+    for step, count in zip(_RECORDED_STEPS, before_play, strict=True):
+        if count is not None:
+            reached[step] = from_microseconds(count)  # type: ignore[assignment]
+    if launched_at is not None and ("opened" not in reached or launched_at < reached["opened"]):
+        reached["opened"] = launched_at
+    best_played = played.get(best_row) if best_row is not None else None
+    if best_played is not None:
+        reached["best_row_played"] = from_microseconds(best_played)  # type: ignore[assignment]
+    if gate_closed is not None:
+        reached["gate_closed"] = from_microseconds(gate_closed)  # type: ignore[assignment]
+    return LearnerSummary(
+        learner_id=learner_id,
+        reached={step: reached[step] for step in STEPS if step in reached},
+        fields={
+            key: FieldSummary(attempts, landed, slips, format_errors)
+            for key, (attempts, landed, format_errors, slips) in fields.items()
+        },
+        opening=opening,
+        reading_choices=tuple(picks),
+        reading_right=reading_right,
+        row_predictions=predictions,
+        rows_played=frozenset(played),
+        rungs_opened=frozenset(rungs),
+        runs_before_gate=runs,
+        takeaway=takeaway,
+        takeaway_at=from_microseconds(takeaway_at),
+        events=events,
+    )
 
-    def add(self, event: Event) -> None:
-        self.events += 1
-        at, payload = event.created_at, event.payload
-        if "opened" not in self.reached or at < self.reached["opened"]:
-            self.reached["opened"] = at
-        closed = "gate_closed" in self.reached
-        kind = event.kind
-        if kind is EventKind.PREDICTION_COMMITTED:
-            if "predicted" not in self.reached:
-                choice = payload.get("choice")
-                self.opening = str(choice) if choice is not None else None
-            self._reach("predicted", at)
-        elif kind is EventKind.NUMBERS_CHECKED:
-            self._numbers(payload, at, closed)
-        elif kind is EventKind.READING_LOCKED:
-            self.runs += not closed
-            if not self.reading_right:
-                self.reading_choices.append(str(payload.get("choice")))
-                self.reading_right = payload.get("right") is True
-                if self.reading_right:
-                    self._reach("reading_right", at)
-        elif kind is EventKind.ROW_PREDICTED:
-            row, outcome = _text(payload, "row"), _text(payload, "outcome")
-            if (
-                row in self.lesson_rows
-                and outcome in self.lesson_outcomes
-                and row not in self.row_predictions
-            ):
-                self.row_predictions[row] = outcome
-                if len(self.row_predictions) == len(self.lesson_rows) and not self.rows_played:
-                    self._reach("rows_before_play", at)
-        elif kind is EventKind.ROW_PLAYED:
-            self.runs += not closed
-            row = _text(payload, "row")
-            if row in self.lesson_rows:
-                self.rows_played.add(row)
-                if row == self.best_row:
-                    self._reach("best_row_played", at)
-        elif kind is EventKind.HINT_OPENED:
-            rung = payload.get("rung")
-            if type(rung) is int:
-                self.rungs.add(rung)
-        elif kind is EventKind.TAKEAWAY_SAVED:
-            self.takeaway = str(payload.get("text", ""))
-            self.takeaway_at = at
-        elif kind is EventKind.GATE_CLOSED:
-            self._reach("gate_closed", at)
 
-    def _numbers(self, payload: Mapping[str, Any], at: datetime, closed: bool) -> None:
-        answers = payload.get("answers", [])
-        graded = False
-        for entry in answers if isinstance(answers, list) else []:
-            if not isinstance(entry, dict):
-                continue
-            graded = graded or _text(entry, "verdict") in GRADED_VERDICTS
-            tally = self.fields.get(str(entry.get("field")))
-            if tally is not None:
-                tally.add(entry)
-        self.runs += graded and not closed
-        if all(tally.landed for tally in self.fields.values()):
-            self._reach("numbers_landed", at)
-
-    def summary(self) -> LearnerSummary:
-        return LearnerSummary(
-            learner_id=self.learner_id,
-            reached=dict(self.reached),
-            fields={key: tally.summary() for key, tally in self.fields.items()},
-            opening=self.opening,
-            reading_choices=tuple(self.reading_choices),
-            reading_right=self.reading_right,
-            row_predictions=dict(self.row_predictions),
-            rows_played=frozenset(self.rows_played),
-            rungs_opened=frozenset(self.rungs),
-            runs_before_gate=self.runs,
-            takeaway=self.takeaway,
-            takeaway_at=self.takeaway_at,
-            events=self.events,
-        )
+def summary_of(
+    learner_id: str,
+    history: History,
+    best_row: str | None,
+    launched_at: datetime | None = None,
+) -> LearnerSummary:
+    """One learner summed up from their History (the same fold the lesson's state reads)."""
+    return summary_from_record(learner_id, summary_record(history), best_row, launched_at)
 
 
 def summarise(
@@ -258,10 +227,7 @@ def summarise(
     launched_at: datetime | None = None,
 ) -> LearnerSummary:
     """One learner's whole history (oldest first) summed up."""
-    fold = LearnerFold(learner_id, lesson, best_row, launched_at)
-    for event in events:
-        fold.add(event)
-    return fold.summary()
+    return summary_of(learner_id, History.of(events, lesson), best_row, launched_at)
 
 
 @dataclass(frozen=True)

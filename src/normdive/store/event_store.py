@@ -85,18 +85,8 @@ logger = logging.getLogger(__name__)
 # nothing to store). Deciding may raise instead (a refusal); then nothing is appended.
 Decision = Sequence[tuple[EventKind, Mapping[str, Any]]]
 
-# Rows the instructor view reads from the database at a time (Store.pool_histories).
+# Rows the instructor view reads from the database at a time (Snapshots.pool).
 POOL_BATCH_SIZE = 2000
-
-
-@dataclass
-class PoolHistory:
-    """One learner of a pool: their events, oldest first, and when they last launched from
-    the course (None outside any LMS)."""
-
-    learner_id: str
-    launched_at: datetime | None
-    events: list[Event]
 
 
 class Folded(Protocol):
@@ -385,7 +375,7 @@ class Store:
             event_id, created_at = connection.execute(returning).one()
         if kind in TALLIED_KINDS:
             self._tally(connection, learner_id, kind, payload, event_id)
-        return Event(event_id, learner_id, kind, payload, _utc(created_at))
+        return Event(event_id, learner_id, kind, payload, as_utc(created_at))
 
     def _tally(
         self,
@@ -453,55 +443,10 @@ class Store:
             rows=counts,
         )
 
-    def pool_histories(
-        self, course: str | None, batch_size: int = POOL_BATCH_SIZE
-    ) -> Iterator[PoolHistory]:
-        """Every learner of one pool with their events, oldest first, one learner at a time:
-        a course's members (`course`, an LTI context's key; a member with no events too, with
-        their launch time) or, with None, the learners no LMS launched who have events. One
-        query ordered by learner then event id, read from the database `batch_size` rows at
-        a time (a server-side cursor on PostgreSQL), so memory holds one batch and one
-        learner, whatever the size of the pool. Events of kinds this version does not know
-        are skipped. Only the instructor view reads across learners like this."""
-        query = _POOL_QUERY_COURSE if course is not None else _POOL_QUERY_ANONYMOUS
-        with self._engine.connect() as connection:
-            rows = connection.execution_options(yield_per=batch_size).execute(
-                query, {"course": course} if course is not None else {}
-            )
-            current: PoolHistory | None = None
-            for learner_id, launched_at, event_id, kind, payload, created_at in rows:
-                if current is None or current.learner_id != learner_id:
-                    if current is not None:
-                        yield current
-                    launched = _utc(launched_at) if launched_at is not None else None
-                    current = PoolHistory(learner_id, launched, [])
-                if event_id is not None and kind in _KNOWN_KINDS:
-                    current.events.append(
-                        Event(event_id, learner_id, EventKind(kind), payload, _utc(created_at))
-                    )
-            if current is not None:
-                yield current
-
 
 # Kinds whose first event per learner (per row, for row predictions) prediction_tallies counts.
 TALLIED_KINDS = frozenset({EventKind.PREDICTION_COMMITTED, EventKind.ROW_PREDICTED})
 _TALLIES_QUERY = select(PredictionTally.question, PredictionTally.answer, PredictionTally.learners)
-
-
-_EVENT_COLUMNS = (EventRecord.id, EventRecord.kind, EventRecord.payload, EventRecord.created_at)
-# A course's members, each with their events (none: one row of NULLs), by learner then id.
-_POOL_QUERY_COURSE = (
-    select(LtiContextMember.learner_id, LtiContextMember.last_launch_at, *_EVENT_COLUMNS)
-    .outerjoin(EventRecord, EventRecord.learner_id == LtiContextMember.learner_id)
-    .where(LtiContextMember.context_key == bindparam("course"))
-    .order_by(LtiContextMember.learner_id, EventRecord.id)
-)
-# The learners no LMS launched, with their events, by learner then id (ix_events_learner_id_id).
-_POOL_QUERY_ANONYMOUS = (
-    select(EventRecord.learner_id, literal_column("NULL").label("launched_at"), *_EVENT_COLUMNS)
-    .where(EventRecord.learner_id.not_in(select(LtiLearner.learner_id)))
-    .order_by(EventRecord.learner_id, EventRecord.id)
-)
 
 
 def _course_counts(engine: Engine, course: str) -> PredictionCounts:
@@ -612,7 +557,7 @@ def _extended(connection: Connection, learner_id: str, start: FoldedT) -> Folded
             learner_id,
             EventKind(kind),
             json.loads(payload) if sqlite_backend else dict(payload),
-            _sqlite_time(created_at) if sqlite_backend else _utc(created_at),
+            _sqlite_time(created_at) if sqlite_backend else as_utc(created_at),
         )
         for event_id, kind, payload, created_at in rows
         if kind in _KNOWN_KINDS  # written by a newer version; that version derives from it
@@ -645,7 +590,8 @@ def _sqlite_time(text: str) -> datetime:
     return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
-def _utc(moment: datetime) -> datetime:
+def as_utc(moment: datetime) -> datetime:
+    """`moment` as an aware UTC time."""
     # SQLite hands back CURRENT_TIMESTAMP as naive text, which is UTC by definition.
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)

@@ -2,7 +2,8 @@
 
 `learners` holds anonymous ids; `events` is each learner's append-only history;
 `prediction_tallies` counts learners per first prediction, kept with the events that add to
-it. The `lti_*` tables hold what an LTI 1.3 launch needs on any worker (normdive.lti): the
+it; `learner_snapshots` keeps each learner's folded history as a starting point for readers.
+The `lti_*` tables hold what an LTI 1.3 launch needs on any worker (normdive.lti): the
 platforms registered, their deployments, the logins in flight (states and nonces), the
 platforms' key sets, the tool's own keys, and which learner and course a launch stands for.
 The Alembic migrations under store/migrations/ create exactly these (a test compares the two).
@@ -126,6 +127,32 @@ class PredictionTally(Base):
     question: Mapped[str] = mapped_column(String(TALLY_KEY_LENGTH), primary_key=True)
     answer: Mapped[str] = mapped_column(String(TALLY_KEY_LENGTH), primary_key=True)
     learners: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+# lesson_key: progress.history.lesson_key, 16 hex characters.
+SNAPSHOT_LESSON_KEY_LENGTH = 16
+
+
+class LearnerSnapshot(Base):
+    """One learner's History (progress/history.py) as of `last_event_id`, kept so that a
+    server that has not seen the learner, and the instructor view, read one row instead of
+    their whole history. Only a starting point, never the truth: a reader extends it by the
+    learner's events after `last_event_id`, and folds the history again when `lesson_key` is
+    not the lesson's own (content edited since). Written after appends, only forwards
+    (Store.keep_snapshot); migration 0006 made it empty, and readers fill it."""
+
+    __tablename__ = "learner_snapshots"
+
+    learner_id: Mapped[str] = mapped_column(
+        CHAR(LEARNER_ID_LENGTH),
+        ForeignKey("learners.id", ondelete="CASCADE"),
+        primary_key=True,
+    )
+    lesson_key: Mapped[str] = mapped_column(String(SNAPSHOT_LESSON_KEY_LENGTH), nullable=False)
+    last_event_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    body: Mapped[str] = mapped_column(Text, nullable=False)  # History.to_json(), as JSON text
+    # progress.report.summary_record(History), as JSON text: all the instructor view reads.
+    summary: Mapped[str] = mapped_column(Text, nullable=False)
 
 
 class LtiRegistration(Base):

@@ -307,7 +307,10 @@ def _perform(
                 learner.id, decider, history, just_read=True
             )
             history = decided_on.extended(appended, appended[-1].id if appended else 0)
-            svc.histories.keep(learner.id, history)
+            if appended:
+                svc.appended(learner.id, history)
+            else:
+                svc.histories.keep(learner.id, history)
             state = decider.state_after(history, appended)
             outcome = decider.outcome
         except Conflict as exc:

@@ -21,8 +21,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from normdive import __version__
 from normdive.config import Settings, get_settings
 from normdive.lesson.content import load_lesson
+from normdive.progress.history import History
 from normdive.store.db import make_engine
 from normdive.store.event_store import Store
+from normdive.store.snapshots import Snapshots
 from normdive.web import actions, instructor_pages, lti_routes, pages, sweep_pages
 from normdive.web.assets import CompressResponses, StaticAssets
 from normdive.web.errors import error_response, install_error_handlers
@@ -199,6 +201,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         signer=make_signer(settings),
         renderer=Renderer(version=version),
         histories=Histories(lesson),
+        snapshots=Snapshots(engine, History.start(lesson)),
     )
     app.include_router(pages.router)
     app.include_router(actions.router)

@@ -118,7 +118,7 @@ def _export(svc: Services, request: Request) -> Response:
     if pool is None:
         return _refused(request, NO_ACCESS)
     recording = pool_recording(svc)
-    summaries = learner_summaries(svc.store, svc.lesson, recording, pool.context_key)
+    summaries = learner_summaries(svc.snapshots, recording, pool.context_key)
     # Starlette iterates a plain generator in its thread pool, one chunk at a time: the
     # pool's events are read in batches as the response is sent, never all at once.
     return StreamingResponse(

@@ -1,6 +1,7 @@
-"""The instructor view's data for one pool: its learners' events read once, in one streamed
-query (Store.pool_histories), each learner summed up (progress.report.LearnerFold) and the
-summaries added up (PoolReportBuilder). The page and the CSV read the same summaries."""
+"""The instructor view's data for one pool: one row per learner, read in one streamed query
+(Snapshots.pool: each learner's summary record, kept beside their History), each learner
+summed up (progress.report.summary_from_record) and the summaries added up
+(PoolReportBuilder). The page and the CSV read the same summaries."""
 
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ from normdive.progress.report import (
     LearnerSummary,
     PoolReport,
     PoolReportBuilder,
-    summarise,
+    summary_from_record,
 )
 from normdive.progress.report_export import columns, record, spreadsheet_safe
-from normdive.store.event_store import Store
+from normdive.store.snapshots import Snapshots
 from normdive.web.instructor_access import Pool
 from normdive.web.services import Services
 
@@ -32,23 +33,18 @@ def pool_recording(svc: Services) -> RecordingFacts:
 
 
 def learner_summaries(
-    store: Store, lesson: Lesson, recording: RecordingFacts, context_key: str | None
+    snapshots: Snapshots, recording: RecordingFacts, context_key: str | None
 ) -> Iterator[LearnerSummary]:
     """Each learner of the pool summed up, one at a time, by learner id."""
-    for history in store.pool_histories(context_key):
-        yield summarise(
-            history.learner_id,
-            history.events,
-            lesson,
-            recording.best_row,
-            history.launched_at,
-        )
+    best_row = recording.best_row
+    for member in snapshots.pool(context_key):
+        yield summary_from_record(member.learner_id, member.record, best_row, member.launched_at)
 
 
 def pool_report(svc: Services, pool: Pool) -> PoolReport:
     recording = pool_recording(svc)
     builder = PoolReportBuilder(svc.lesson, recording)
-    for summary in learner_summaries(svc.store, svc.lesson, recording, pool.context_key):
+    for summary in learner_summaries(svc.snapshots, recording, pool.context_key):
         builder.add(summary)
     return builder.report()
 

@@ -33,6 +33,7 @@ from normdive.recording.format import Recording
 from normdive.recording.sweep import sweep_path_for
 from normdive.recording.sweep_reader import sweep_status
 from normdive.store.event_store import Store
+from normdive.store.snapshots import Snapshots
 from normdive.web.rendering import Renderer
 from normdive.web.security.csrf import form_token
 from normdive.web.view import PageView, Refusal, build_page_view
@@ -102,11 +103,15 @@ class Histories:
         self._lock = threading.Lock()
 
     def get(self, learner_id: str) -> History:
+        """The learner's kept History, or the lesson's History before any event."""
+        kept = self.kept(learner_id)
+        return kept if kept is not None else self._start
+
+    def kept(self, learner_id: str) -> History | None:
         with self._lock:
             kept = self._kept.get(learner_id)
-            if kept is None:
-                return self._start
-            self._kept.move_to_end(learner_id)
+            if kept is not None:
+                self._kept.move_to_end(learner_id)
             return kept
 
     def keep(self, learner_id: str, history: History) -> None:
@@ -133,13 +138,24 @@ class Services:
     signer: Signer
     renderer: Renderer
     histories: Histories
+    snapshots: Snapshots
 
     def history(self, learner_id: str) -> History:
-        """The learner's History as it is now in the store: the kept one, extended by what was
-        appended since (one indexed query, which returns nothing when nothing was)."""
-        history = self.store.read(learner_id, self.histories.get(learner_id))
+        """The learner's History as it is now in the store: the one this worker kept, extended
+        by what was appended since (one indexed query, which returns nothing when nothing
+        was); for a learner this worker has not kept, the database's snapshot extended so."""
+        kept = self.histories.kept(learner_id)
+        if kept is None:
+            history = self.snapshots.read(learner_id)
+        else:
+            history = self.store.read(learner_id, kept)
         self.histories.keep(learner_id, history)
         return history
+
+    def appended(self, learner_id: str, history: History) -> None:
+        """Keep the History an append of this worker made, here and in the database."""
+        self.histories.keep(learner_id, history)
+        self.snapshots.keep(learner_id, history)
 
     def recording(self) -> RecordingStatus:
         """The recording, or why it cannot be used (reader.recording_snapshot: cached per
@@ -172,7 +188,8 @@ class Services:
             learner_id, decide, self.histories.get(learner_id)
         )
         history = history.extended(appended, appended[-1].id if appended else 0)
-        self.histories.keep(learner_id, history)
+        if appended:
+            self.appended(learner_id, history)
         return self.state_from(history, snapshot.status)
 
     def state_of(self, learner_id: str, status: RecordingStatus | None = None) -> LessonState:

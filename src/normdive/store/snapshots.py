@@ -1,0 +1,143 @@
+"""Each learner's History (progress/history.py) kept in the database, one row per learner
+(learner_snapshots), so that reading a learner costs one row and the events after it, however
+long their history, and the instructor view reads one row per learner.
+
+    Snapshots(engine, History.start(lesson))
+        .read(learner_id) -> History      the kept History, extended by the events after it
+        .keep(learner_id, history)        after an append; a kept row only moves forwards
+        .pool(course) -> PoolMember, ...  a pool's learners, each with their summary record
+
+A snapshot is a cache of the fold of the learner's events, never the truth: a reader extends it
+by the events after its last_event_id (Store.read), and folds the whole history again when it
+was kept for another lesson shape (History.lesson_key: the lesson's fields, rows or outcomes
+changed). So a snapshot that is missing (a learner from before migration 0006, one written by a
+script through Store.append) or behind (a crash between an append and its keep) costs time,
+never correctness; each reader that finds one behind keeps the newer one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import DateTime, Engine, text
+from sqlalchemy.exc import IntegrityError
+
+from normdive.progress.history import History
+from normdive.progress.report import summary_record
+from normdive.store.event_store import POOL_BATCH_SIZE, Store, as_utc
+
+logger = logging.getLogger(__name__)
+
+# Only forwards: a keep with an older last_event_id (a slower request of the same learner)
+# changes nothing; one for another lesson shape replaces it (the lesson's content changed).
+_KEEP = text(
+    "INSERT INTO learner_snapshots (learner_id, lesson_key, last_event_id, body, summary) "
+    "VALUES (:learner_id, :lesson_key, :last_event_id, :body, :summary) "
+    "ON CONFLICT (learner_id) DO UPDATE SET lesson_key = excluded.lesson_key, "
+    "last_event_id = excluded.last_event_id, body = excluded.body, summary = excluded.summary "
+    "WHERE excluded.last_event_id > learner_snapshots.last_event_id "
+    "OR excluded.lesson_key <> learner_snapshots.lesson_key"
+)
+_READ = text("SELECT lesson_key, body FROM learner_snapshots WHERE learner_id = :learner_id")
+# Whether a pool member's snapshot is missing, kept for another lesson shape, or behind their
+# events (one probe of ix_events_learner_id_id per member).
+_STALE = (
+    "(s.learner_id IS NULL OR s.lesson_key <> :lesson_key OR EXISTS ("
+    "SELECT 1 FROM events e WHERE e.learner_id = {member} AND e.id > s.last_event_id))"
+)
+# A course's members (an LTI context's key), with or without events, by learner id.
+_COURSE_POOL = text(
+    "SELECT m.learner_id AS learner_id, m.last_launch_at AS launched_at, s.summary AS summary, "
+    + _STALE.format(member="m.learner_id")
+    + " AS stale FROM lti_context_members m "
+    "LEFT JOIN learner_snapshots s ON s.learner_id = m.learner_id "
+    "WHERE m.context_key = :course ORDER BY m.learner_id"
+).columns(launched_at=DateTime(timezone=True))
+# The learners no LMS launched who have events, by learner id.
+_ANONYMOUS_POOL = text(
+    "SELECT l.id AS learner_id, NULL AS launched_at, s.summary AS summary, "
+    + _STALE.format(member="l.id")
+    + " AS stale FROM learners l "
+    "LEFT JOIN learner_snapshots s ON s.learner_id = l.id "
+    "WHERE l.id NOT IN (SELECT learner_id FROM lti_learners) "
+    "AND (s.learner_id IS NOT NULL OR EXISTS (SELECT 1 FROM events e WHERE e.learner_id = l.id)) "
+    "ORDER BY l.id"
+).columns(launched_at=DateTime(timezone=True))
+
+
+@dataclass(frozen=True)
+class PoolMember:
+    """One learner of a pool: progress.report.summary_record of their History as it is now,
+    and their latest launch from the course (None outside one)."""
+
+    learner_id: str
+    launched_at: datetime | None
+    record: list[Any]
+
+
+class Snapshots:
+    """learner_snapshots on one engine, for one lesson (`start`: its History before any
+    event). Thread-safe."""
+
+    def __init__(self, engine: Engine, start: History) -> None:
+        self._engine = engine
+        self._store = Store(engine)
+        self._start = start
+        self._lesson_key = start.lesson_key
+
+    @property
+    def start(self) -> History:
+        """The lesson's History before any event."""
+        return self._start
+
+    def read(self, learner_id: str) -> History:
+        """The learner's History as it is now in the store: the kept one (when it was kept for
+        this lesson's shape) extended by the events after it; kept again when it moved on."""
+        with self._engine.connect() as connection:
+            row = connection.execute(_READ, {"learner_id": learner_id}).first()
+        kept = self._start
+        if row is not None and row.lesson_key == self._lesson_key:
+            kept = History.from_json(json.loads(row.body), self._start)
+        history = self._store.read(learner_id, kept)
+        if history.last_event_id > kept.last_event_id or (row is not None and kept is self._start):
+            self.keep(learner_id, history)
+        return history
+
+    def keep(self, learner_id: str, history: History) -> None:
+        """Keep `history` as the learner's snapshot, unless a newer one is kept already (or the
+        learner has no event yet, or was removed: nothing to keep)."""
+        if history.last_event_id == 0:
+            return
+        values = {
+            "learner_id": learner_id,
+            "lesson_key": self._lesson_key,
+            "last_event_id": history.last_event_id,
+            "body": json.dumps(history.to_json(), separators=(",", ":")),
+            "summary": json.dumps(summary_record(history), separators=(",", ":")),
+        }
+        try:
+            with self._engine.begin() as connection:
+                connection.execute(_KEEP, values)
+        except IntegrityError:
+            # The learner is gone (the foreign key): their snapshot goes with them.
+            logger.info("no snapshot kept for removed learner %s", learner_id)
+
+    def pool(self, course: str | None, batch_size: int = POOL_BATCH_SIZE) -> Iterator[PoolMember]:
+        """Every learner of one pool, by learner id: a course's members (`course`, an LTI
+        context's key; members with no events too) or, with None, the learners no LMS launched
+        who have events. One query, read `batch_size` rows at a time; a member whose snapshot
+        is missing, behind or for another lesson shape is read again (`read`) and kept, so the
+        next view finds it current."""
+        query = _COURSE_POOL if course is not None else _ANONYMOUS_POOL
+        parameters = {"lesson_key": self._lesson_key, "course": course}
+        with self._engine.connect() as connection:
+            rows = connection.execution_options(yield_per=batch_size).execute(query, parameters)
+            for learner_id, launched_at, summary, stale in rows:
+                launched = as_utc(launched_at) if launched_at is not None else None
+                record = summary_record(self.read(learner_id)) if stale else json.loads(summary)
+                yield PoolMember(learner_id, launched, record)
