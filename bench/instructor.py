@@ -7,7 +7,9 @@ everything):
 
 Seeding uses bench/seed.py's --fast path (bulk INSERTs into the Store's tables, the same rows
 the Store writes, without its per-learner read), which is the only way to seed 500,000 events
-in minutes on this machine. Every seeded learner is anonymous; the run times the anonymous pool,
+in minutes on this machine. It keeps no snapshot (learner_snapshots), as learners working
+through the web app would: the first view reads and folds every learner's events once and keeps
+their snapshots (timed apart, as "first view"), the views after it read one row per learner. Every seeded learner is anonymous; the run times the anonymous pool,
 then puts every learner into one course (lti_learners and lti_context_members rows, as launches
 leave them) and times that course's view. Each figure is the median of --repeats requests
 through the app in-process (Starlette's TestClient: no network, the same code a worker runs),
@@ -62,15 +64,17 @@ MEMBERS_PER_INSERT = 1000
 RECORDING = REPO / "recordings" / "the-transformer-block.json"
 
 
-def timed(action: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    """The median wall time of `action` in ms over `repeats` runs (after one warm-up)."""
+def timed(action: Callable[[], Any], repeats: int) -> tuple[float, float, Any]:
+    """The wall time of `action`'s first run in ms, and the median over `repeats` more."""
+    began = time.perf_counter()
     result = action()
+    first = (time.perf_counter() - began) * 1000
     times = []
     for _ in range(repeats):
         began = time.perf_counter()
         result = action()
         times.append((time.perf_counter() - began) * 1000)
-    return statistics.median(times), result
+    return first, statistics.median(times), result
 
 
 def enrol_everyone(url: str) -> None:
@@ -118,8 +122,8 @@ def measure(url: str, folder: Path, pool: Pool, repeats: int) -> dict[str, float
                     size += len(chunk)
             return size
 
-        view_ms, page_bytes = timed(view, repeats)
-        csv_ms, csv_bytes = timed(export, max(1, repeats // 2))
+        first_ms, view_ms, page_bytes = timed(view, repeats)
+        _, csv_ms, csv_bytes = timed(export, max(1, repeats // 2))
         # The response's own generator, consumed here: TestClient keeps the whole body it
         # receives, which would be counted too.
         svc = client.app.state.services  # type: ignore[attr-defined]
@@ -132,6 +136,7 @@ def measure(url: str, folder: Path, pool: Pool, repeats: int) -> dict[str, float
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
     return {
+        "first_ms": first_ms,
         "view_ms": view_ms,
         "page_kb": page_bytes / 1024,
         "csv_ms": csv_ms,
@@ -143,7 +148,8 @@ def measure(url: str, folder: Path, pool: Pool, repeats: int) -> dict[str, float
 def line(backend: str, what: str, figures: dict[str, float]) -> str:
     met = "met" if figures["view_ms"] <= GOAL_MS else "NOT met"
     return (
-        f"{backend} {what}: view {figures['view_ms']:,.0f} ms ({met}, goal <= {GOAL_MS} ms; "
+        f"{backend} {what}: first view {figures['first_ms']:,.0f} ms (snapshots kept), then "
+        f"view {figures['view_ms']:,.0f} ms ({met}, goal <= {GOAL_MS} ms; "
         f"{figures['page_kb']:.0f} KB) | CSV {figures['csv_ms']:,.0f} ms for "
         f"{figures['csv_mb']:.1f} MB, peak Python memory while streaming "
         f"{figures['csv_peak_mb']:.1f} MB"

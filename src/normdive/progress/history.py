@@ -416,4 +416,4 @@ def microseconds(moment: datetime | None) -> int | None:
 
 
 def from_microseconds(count: int | None) -> datetime | None:
-    return _EPOCH + timedelta(microseconds=count) if count is not None else None
+    return _EPOCH + timedelta(0, 0, count) if count is not None else None  # days, s, µs

@@ -35,11 +35,11 @@ normdive.numeric.targets.SLIPS, worded in content/d9.toml's slip_feedback).
 from __future__ import annotations
 
 import statistics
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from normdive.lesson.content import Lesson
 from normdive.progress.ablation import row_band, which_recovers_more
@@ -69,8 +69,7 @@ STEP_LABELS: Mapping[str, str] = {
 TIE = "tie"
 
 
-@dataclass(frozen=True)
-class FieldSummary:
+class FieldSummary(NamedTuple):  # a tuple: the view builds one per field and learner
     attempts: int  # graded tries up to and including the landing one
     landed: bool
     slips: Mapping[str, int]  # slip name -> wrong tries that made it
@@ -81,8 +80,7 @@ class FieldSummary:
         return self.attempts > 0 or self.format_errors > 0
 
 
-@dataclass(frozen=True)
-class LearnerSummary:
+class LearnerSummary(NamedTuple):  # a tuple: the view builds one per learner
     learner_id: str
     reached: Mapping[str, datetime]  # step -> when it was first reached (absent: never)
     fields: Mapping[str, FieldSummary]  # lesson field id -> its summary
@@ -303,28 +301,31 @@ class PoolReportBuilder:
     tried: Counter[str] = field(default_factory=Counter)
     landed: Counter[str] = field(default_factory=Counter)
     first_try: Counter[str] = field(default_factory=Counter)
-    attempts: dict[str, Counter[int]] = field(default_factory=dict)
-    slips: dict[str, Counter[str]] = field(default_factory=dict)
+    attempts: defaultdict[str, Counter[int]] = field(default_factory=lambda: defaultdict(Counter))
+    slips: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     format_errors: Counter[str] = field(default_factory=Counter)
     reading_choices: Counter[str] = field(default_factory=Counter)
     reading_tries: Counter[int] = field(default_factory=Counter)
     opening: Counter[str] = field(default_factory=Counter)
-    row_predictions: dict[str, Counter[str]] = field(default_factory=dict)
+    row_predictions: defaultdict[str, Counter[str]] = field(
+        default_factory=lambda: defaultdict(Counter)
+    )
     rungs: Counter[int] = field(default_factory=Counter)
     runs_before_gate: Counter[int] = field(default_factory=Counter)
     takeaways: list[Takeaway] = field(default_factory=list)
 
     def add(self, summary: LearnerSummary) -> None:
+        # The view adds up every learner of a pool per request: written for speed.
         self.learners += 1
-        previous: str | None = None
+        reached = summary.reached
+        before: datetime | None = None
         for step in STEPS:
-            at = summary.reached.get(step)
+            at = reached.get(step)
             if at is not None:
                 self.reached[step] += 1
-                before = summary.reached.get(previous) if previous is not None else None
                 if before is not None:
                     self.spans[step].append((at - before).total_seconds())
-            previous = step
+            before = at
         stopped = summary.stopped_after
         if stopped is not None:
             self.stopped[stopped] += 1
@@ -332,21 +333,26 @@ class PoolReportBuilder:
             if not tally.tried:
                 continue
             self.tried[field_id] += 1
-            self.format_errors[field_id] += tally.format_errors
-            self.slips.setdefault(field_id, Counter()).update(tally.slips)
+            if tally.format_errors:
+                self.format_errors[field_id] += tally.format_errors
+            if tally.slips:
+                self.slips[field_id].update(tally.slips)
             if tally.landed:
                 self.landed[field_id] += 1
-                self.first_try[field_id] += tally.attempts == 1
-                self.attempts.setdefault(field_id, Counter())[tally.attempts] += 1
-        self.reading_choices.update(summary.reading_choices)
+                if tally.attempts == 1:
+                    self.first_try[field_id] += 1
+                self.attempts[field_id][tally.attempts] += 1
+        if summary.reading_choices:
+            self.reading_choices.update(summary.reading_choices)
         if summary.reading_right:
             self.reading_tries[len(summary.reading_choices)] += 1
         if summary.opening is not None:
             self.opening[summary.opening] += 1
         for row, outcome in summary.row_predictions.items():
-            self.row_predictions.setdefault(row, Counter())[outcome] += 1
-        self.rungs.update(summary.rungs_opened)
-        if "gate_closed" in summary.reached:
+            self.row_predictions[row][outcome] += 1
+        for rung in summary.rungs_opened:
+            self.rungs[rung] += 1
+        if "gate_closed" in reached:
             self.runs_before_gate[summary.runs_before_gate] += 1
         if summary.takeaway and summary.takeaway_at is not None:
             self.takeaways.append(Takeaway(summary.takeaway_at, summary.takeaway))
