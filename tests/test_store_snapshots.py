@@ -127,6 +127,12 @@ def test_nothing_is_kept_for_a_learner_without_events_or_gone(
     gone = "f" * 32  # never stored: the foreign key refuses the row, and nothing fails
     snapshots.keep(gone, history)
     assert kept_row(engine, gone) is None
+    # In one batch with others, the others are still kept.
+    other = working(store)
+    snapshots.keep_many([(gone, history), (other, fold(store, other))])
+    assert kept_row(engine, gone) is None
+    row = kept_row(engine, other)
+    assert row is not None and row.last_event_id == fold(store, other).last_event_id
 
 
 def test_a_shape_digest_names_fields_rows_and_outcomes() -> None:

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+import sqlite3
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -35,9 +36,11 @@ logger = logging.getLogger(__name__)
 
 # Only forwards: a keep with an older last_event_id (a slower request of the same learner)
 # changes nothing; one for another lesson shape replaces it (the lesson's content changed).
-_KEEP = text(
+# In each driver's own SQL ({0}: its parameter marker), run on the pooled connection's cursor
+# (after every append: see event_store's hot path).
+_KEEP_SQL = (
     "INSERT INTO learner_snapshots (learner_id, lesson_key, last_event_id, body, summary) "
-    "VALUES (:learner_id, :lesson_key, :last_event_id, :body, :summary) "
+    "VALUES ({0}, {0}, {0}, {0}, {0}) "
     "ON CONFLICT (learner_id) DO UPDATE SET lesson_key = excluded.lesson_key, "
     "last_event_id = excluded.last_event_id, body = excluded.body, summary = excluded.summary "
     "WHERE excluded.last_event_id > learner_snapshots.last_event_id "
@@ -86,6 +89,7 @@ class Snapshots:
 
     def __init__(self, engine: Engine, start: History) -> None:
         self._engine = engine
+        self._sqlite = engine.dialect.name == "sqlite"
         self._store = Store(engine)
         self._start = start
         self._lesson_key = start.lesson_key
@@ -98,46 +102,114 @@ class Snapshots:
     def read(self, learner_id: str) -> History:
         """The learner's History as it is now in the store: the kept one (when it was kept for
         this lesson's shape) extended by the events after it; kept again when it moved on."""
+        history, moved = self._current(learner_id)
+        if moved:
+            self.keep(learner_id, history)
+        return history
+
+    def _current(self, learner_id: str) -> tuple[History, bool]:
+        """The learner's History now, and whether it differs from the one kept."""
         with self._engine.connect() as connection:
             row = connection.execute(_READ, {"learner_id": learner_id}).first()
         kept = self._start
         if row is not None and row.lesson_key == self._lesson_key:
             kept = History.from_json(json.loads(row.body), self._start)
         history = self._store.read(learner_id, kept)
-        if history.last_event_id > kept.last_event_id or (row is not None and kept is self._start):
-            self.keep(learner_id, history)
-        return history
+        moved = history.last_event_id > kept.last_event_id or (
+            row is not None and kept is self._start  # kept for another lesson shape
+        )
+        return history, moved
 
     def keep(self, learner_id: str, history: History) -> None:
         """Keep `history` as the learner's snapshot, unless a newer one is kept already (or the
         learner has no event yet, or was removed: nothing to keep)."""
-        if history.last_event_id == 0:
+        self.keep_many([(learner_id, history)])
+
+    def keep_many(self, histories: Sequence[tuple[str, History]]) -> None:
+        """`keep` for each (learner id, History), in one transaction.
+
+        Not durable, on purpose: a snapshot lost to a power cut is folded again by the next
+        reader, so its commit does not wait for the disk (SQLite: synchronous=NORMAL for this
+        statement, which in WAL mode skips the fsync; PostgreSQL: synchronous_commit off for
+        this transaction). The events themselves are written durably, as before."""
+        values = [
+            (
+                learner_id,
+                self._lesson_key,
+                history.last_event_id,
+                json.dumps(history.to_json(), separators=(",", ":")),
+                json.dumps(summary_record(history), separators=(",", ":")),
+            )
+            for learner_id, history in histories
+            if history.last_event_id != 0
+        ]
+        if not values:
             return
-        values = {
-            "learner_id": learner_id,
-            "lesson_key": self._lesson_key,
-            "last_event_id": history.last_event_id,
-            "body": json.dumps(history.to_json(), separators=(",", ":")),
-            "summary": json.dumps(summary_record(history), separators=(",", ":")),
-        }
         try:
-            with self._engine.begin() as connection:
-                connection.execute(_KEEP, values)
-        except IntegrityError:
-            # The learner is gone (the foreign key): their snapshot goes with them.
-            logger.info("no snapshot kept for removed learner %s", learner_id)
+            self._write(values)
+        except (IntegrityError, sqlite3.IntegrityError):
+            # A learner is gone (the foreign key): their snapshot went with them. Keep the
+            # others one by one.
+            for one in values:
+                try:
+                    self._write([one])
+                except (IntegrityError, sqlite3.IntegrityError):
+                    logger.info("no snapshot kept for removed learner %s", one[0])
+
+    def _write(self, values: list[tuple[Any, ...]]) -> None:
+        if self._sqlite:
+            self._keep_sqlite(values)
+        else:
+            self._keep_postgresql(values)
+
+    def _keep_sqlite(self, values: list[tuple[Any, ...]]) -> None:
+        with self._engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            cursor = conn.connection.cursor()
+            try:
+                cursor.execute("PRAGMA synchronous=NORMAL")
+                try:
+                    if len(values) == 1:  # one statement: its own transaction
+                        cursor.execute(_KEEP_SQL.format("?"), values[0])
+                    else:
+                        cursor.execute("BEGIN IMMEDIATE")
+                        try:
+                            cursor.executemany(_KEEP_SQL.format("?"), values)
+                        except BaseException:
+                            cursor.execute("ROLLBACK")
+                            raise
+                        cursor.execute("COMMIT")
+                finally:
+                    cursor.execute("PRAGMA synchronous=FULL")
+            finally:
+                cursor.close()
+
+    def _keep_postgresql(self, values: list[tuple[Any, ...]]) -> None:
+        with self._engine.begin() as connection:
+            connection.exec_driver_sql("SET LOCAL synchronous_commit TO OFF")
+            connection.exec_driver_sql(_KEEP_SQL.format("%s"), values)
 
     def pool(self, course: str | None, batch_size: int = POOL_BATCH_SIZE) -> Iterator[PoolMember]:
         """Every learner of one pool, by learner id: a course's members (`course`, an LTI
         context's key; members with no events too) or, with None, the learners no LMS launched
         who have events. One query, read `batch_size` rows at a time; a member whose snapshot
-        is missing, behind or for another lesson shape is read again (`read`) and kept, so the
-        next view finds it current."""
+        is missing, behind or for another lesson shape is read again and kept (`batch_size`
+        at a time, in one transaction each), so the next view finds it current."""
         query = _COURSE_POOL if course is not None else _ANONYMOUS_POOL
         parameters = {"lesson_key": self._lesson_key, "course": course}
+        moved: list[tuple[str, History]] = []
         with self._engine.connect() as connection:
             rows = connection.execution_options(yield_per=batch_size).execute(query, parameters)
             for learner_id, launched_at, summary, stale in rows:
                 launched = as_utc(launched_at) if launched_at is not None else None
-                record = summary_record(self.read(learner_id)) if stale else json.loads(summary)
+                if stale:
+                    history, changed = self._current(learner_id)
+                    if changed:
+                        moved.append((learner_id, history))
+                    if len(moved) >= batch_size:
+                        self.keep_many(moved)
+                        moved = []
+                    record = summary_record(history)
+                else:
+                    record = json.loads(summary)
                 yield PoolMember(learner_id, launched, record)
+        self.keep_many(moved)
