@@ -56,7 +56,8 @@ COUNTED_VERDICTS: frozenset[str] = GRADED_VERDICTS | {"format_error"}
 NOT_LEARNER_WRITES = frozenset({EventKind.PREREQUISITE_DONE, EventKind.GATE_CLOSED})
 
 
-# The layout of to_json's output; a kept History of another layout is folded again.
+# The layout of to_json's output and of progress.report.summary_record's, kept together in
+# the store; a snapshot of another layout is folded again.
 SNAPSHOT_FORMAT = 1
 
 

@@ -109,7 +109,9 @@ class LearnerSummary(NamedTuple):  # a tuple: the view builds one per learner
 def summary_record(history: History) -> list[Any]:
     """What the instructor view reads of one learner, as compact JSON values that do not
     depend on the recording (the best row is picked out when reading): times in
-    microseconds since the epoch. The store keeps it beside the learner's History."""
+    microseconds since the epoch. The store keeps it beside the learner's History, so a
+    change to this layout bumps progress.history.SNAPSHOT_FORMAT (kept ones are then
+    folded again)."""
     return [
         [microseconds(moment) for moment in _step_times(history)],
         {
