@@ -106,8 +106,7 @@ def test_storable_is_identity_on_clean_json() -> None:
 
 def test_the_store_offers_no_way_to_change_history() -> None:
     public = {name for name in dir(Store) if not name.startswith("_")}
-    # prediction_counts only reads: bare counts across learners; pool_histories only reads
-    # (the instructor view, one pool's learners in turn). ensure_learner
+    # prediction_counts only reads: bare counts across learners. ensure_learner
     # adds a learner who is not stored yet and leaves a stored one as they are.
     assert public == {
         "create_learner",

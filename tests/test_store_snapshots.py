@@ -8,14 +8,16 @@ keep the current one for the next reader. The upsert's SQL runs on both database
 from __future__ import annotations
 
 import json
+import logging
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, select, text
 
-from lesson_answers import LESSON
+from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID, WRONG_READING_ID
 from normdive.progress.events import EventKind
 from normdive.progress.history import History
-from normdive.progress.report import summary_record
+from normdive.progress.report import summary_from_record, summary_record
 from normdive.store.event_store import Store
 from normdive.store.snapshots import Snapshots
 from normdive.store.tables import LearnerSnapshot
@@ -23,6 +25,7 @@ from normdive.store.tables import LearnerSnapshot
 pytestmark = pytest.mark.both_databases
 
 START = History.start(LESSON)
+SQLITE_FULL = 2  # PRAGMA synchronous: the events' own setting
 
 
 @pytest.fixture
@@ -34,6 +37,33 @@ def working(store: Store) -> str:
     learner = store.create_learner()
     store.append(learner, EventKind.PREDICTION_COMMITTED, {"choice": "residual"})
     store.append(learner, EventKind.HINT_OPENED, {"rung": 1})
+    return learner
+
+
+def through_the_gate(store: Store) -> str:
+    """A learner with every step's time, slips, format errors, rows and plays to keep."""
+    learner = working(store)
+
+    def entry(field: str, raw: str, verdict: str, slip: str | None = None) -> dict[str, Any]:
+        return {"field": field, "raw": raw, "verdict": verdict, "slip": slip, "message": None}
+
+    wrong = [
+        entry("row1_variance", "1", "wrong", "sample_variance"),
+        entry("row1_mean", "x", "format_error"),
+    ]
+    store.append(learner, EventKind.NUMBERS_CHECKED, {"answers": wrong})
+    right = [entry(field, raw, "right") for field, raw in RIGHT_NUMBERS.items()]
+    store.append(learner, EventKind.NUMBERS_CHECKED, {"answers": right})
+    store.append(learner, EventKind.READING_LOCKED, {"choice": WRONG_READING_ID, "right": False})
+    store.append(learner, EventKind.READING_LOCKED, {"choice": RIGHT_READING_ID, "right": True})
+    for row in LESSON.rows:
+        store.append(learner, EventKind.ROW_PREDICTED, {"row": row.key, "outcome": "learns"})
+    for row in LESSON.rows:
+        store.append(learner, EventKind.ROW_PLAYED, {"row": row.key})
+    store.append(
+        learner, EventKind.GATE_CLOSED, {"recording_digest": "a" * 64, "recording_file": "r"}
+    )
+    store.append(learner, EventKind.TAKEAWAY_SAVED, {"text": "normalise, then add back"})
     return learner
 
 
@@ -52,7 +82,7 @@ def fold(store: Store, learner: str) -> History:
 def test_a_read_folds_what_is_missing_and_keeps_it(
     store: Store, engine: Engine, snapshots: Snapshots
 ) -> None:
-    learner = working(store)
+    learner = through_the_gate(store)
     assert kept_row(engine, learner) is None  # written through the store: nothing kept
     history = snapshots.read(learner)
     assert history == fold(store, learner)
@@ -60,6 +90,11 @@ def test_a_read_folds_what_is_missing_and_keeps_it(
     assert row is not None and row.last_event_id == history.last_event_id
     assert History.from_json(json.loads(row.body), START) == history
     assert json.loads(row.summary) == summary_record(history)
+    summary = summary_from_record(learner, json.loads(row.summary), LESSON.rows[0].key)
+    assert summary.stopped_after == "gate_closed"  # every step's time was kept
+    assert summary.fields["row1_variance"].slips == {"sample_variance": 1}
+    assert summary.fields["row1_mean"].format_errors == 1
+    assert summary.reading_choices == (WRONG_READING_ID, RIGHT_READING_ID)
 
     # Behind: an event appended after it was kept is read and folded on top.
     store.append(learner, EventKind.TAKEAWAY_SAVED, {"text": "scale, then shift"})
@@ -135,11 +170,33 @@ def test_nothing_is_kept_for_a_learner_without_events_or_gone(
     assert row is not None and row.last_event_id == fold(store, other).last_event_id
 
 
-def test_a_shape_digest_names_fields_rows_and_outcomes() -> None:
-    other = History(
-        lesson_fields=START.lesson_fields[:-1],
-        lesson_rows=START.lesson_rows,
-        lesson_outcomes=START.lesson_outcomes,
-    )
-    assert other.lesson_key != START.lesson_key
+def test_a_failed_keep_is_logged_and_the_durable_setting_put_back(
+    store: Store, engine: Engine, snapshots: Snapshots, caplog: pytest.LogCaptureFixture
+) -> None:
+    learner = working(store)
+    snapshots.read(learner)
+    if engine.dialect.name == "sqlite":
+        with engine.connect() as connection:  # the pooled connection the keep used
+            assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == SQLITE_FULL
+    with engine.begin() as connection:
+        connection.execute(text("DROP TABLE learner_snapshots"))
+    store.append(learner, EventKind.HINT_OPENED, {"rung": 2})
+    with caplog.at_level(logging.WARNING, logger="normdive.store.snapshots"):
+        assert snapshots.read(learner) == fold(store, learner)  # read, not kept: no error
+    assert "not read" in caplog.text and "not kept" in caplog.text
+    if engine.dialect.name == "sqlite":
+        with engine.connect() as connection:
+            assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == SQLITE_FULL
+
+
+@pytest.mark.parametrize("part", ["fields", "rows", "outcomes"])
+def test_a_shape_digest_names_fields_rows_and_outcomes(part: str) -> None:
+    shape = {
+        "lesson_fields": START.lesson_fields,
+        "lesson_rows": START.lesson_rows,
+        "lesson_outcomes": START.lesson_outcomes,
+    }
+    name = f"lesson_{part}"
+    shape[name] = type(shape[name])(sorted(shape[name])[:-1])  # type: ignore[call-arg]
+    assert History(**shape).lesson_key != START.lesson_key  # type: ignore[arg-type]
     assert History.start(LESSON).lesson_key == START.lesson_key

@@ -6,7 +6,8 @@ at ten events as at ten thousand.
     History.of(events, lesson) -> History                 the fold of a whole history
 
 `derive` (progress/state.py) reads a History, never the event list: its size is bounded by the
-lesson (six fields, four rows, two rungs), whatever the number of events. Extending a History
+lesson (six fields, four rows, two rungs), whatever the number of events, but for the reading's
+locks before the right one, which it keeps in order. Extending a History
 by new events gives exactly the History of the longer list (a Hypothesis property in
 tests/test_progress_history.py), so a server may keep one per learner and read only the events
 appended since (web.services.Services.history). Nothing here depends on the recording: rows
@@ -57,7 +58,8 @@ NOT_LEARNER_WRITES = frozenset({EventKind.PREREQUISITE_DONE, EventKind.GATE_CLOS
 
 
 # The layout of to_json's output and of progress.report.summary_record's, kept together in
-# the store; a snapshot of another layout is folded again.
+# the store, and the rules of the fold below: a change to either bumps it, and a snapshot
+# kept under another number is folded again.
 SNAPSHOT_FORMAT = 1
 
 
@@ -259,7 +261,6 @@ class _Fold:
 
     def __init__(self, start: History) -> None:
         self.start = start
-        self.values: dict[str, Any] = {}
         self.fields = dict(start.fields)
         self.rows = dict(start.rows)
         self.opened = set(start.opened_rungs)
@@ -400,9 +401,17 @@ _TIME_NAMES = (
 
 
 def lesson_key(fields: Sequence[str], rows: Sequence[str], outcomes: Iterable[str]) -> str:
-    """A short digest of the lesson's shape that a History depends on, and of SNAPSHOT_FORMAT."""
+    """A short digest of what a kept History depends on besides the events: the lesson's shape,
+    the event kinds this version folds (a worker that skips a kind it does not know must not
+    keep a History that one knowing it would trust) and SNAPSHOT_FORMAT."""
     shape = "\x1f".join(
-        [str(SNAPSHOT_FORMAT), ",".join(fields), ",".join(rows), ",".join(sorted(outcomes))]
+        [
+            str(SNAPSHOT_FORMAT),
+            ",".join(fields),
+            ",".join(rows),
+            ",".join(sorted(outcomes)),
+            ",".join(sorted(kind.value for kind in EventKind)),
+        ]
     )
     return hashlib.sha256(shape.encode()).hexdigest()[:16]
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import DateTime, Engine, text
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Connection, DateTime, Engine, text
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from normdive.progress.history import History
 from normdive.progress.report import summary_record
@@ -36,8 +36,8 @@ logger = logging.getLogger(__name__)
 
 # Only forwards: a keep with an older last_event_id (a slower request of the same learner)
 # changes nothing; one for another lesson shape replaces it (the lesson's content changed).
-# In each driver's own SQL ({0}: its parameter marker), run on the pooled connection's cursor
-# (after every append: see event_store's hot path).
+# In each driver's own SQL ({0}: its parameter marker): on SQLite, run on the pooled
+# connection's own cursor, as event_store's hot path is (it follows every append).
 _KEEP_SQL = (
     "INSERT INTO learner_snapshots (learner_id, lesson_key, last_event_id, body, summary) "
     "VALUES ({0}, {0}, {0}, {0}, {0}) "
@@ -47,12 +47,16 @@ _KEEP_SQL = (
     "OR excluded.lesson_key <> learner_snapshots.lesson_key"
 )
 _READ = text("SELECT lesson_key, body FROM learner_snapshots WHERE learner_id = :learner_id")
-# Whether a pool member's snapshot is missing, kept for another lesson shape, or behind their
-# events (one probe of ix_events_learner_id_id per member).
-_STALE = (
-    "(s.learner_id IS NULL OR s.lesson_key <> :lesson_key OR EXISTS ("
-    "SELECT 1 FROM events e WHERE e.learner_id = {member} AND e.id > s.last_event_id))"
+# A member's events after their snapshot (all of them without one). The range on the id keeps
+# it one probe of ix_events_learner_id_id per member on both databases (an equality alone
+# may be planned on PostgreSQL as a hash over every event).
+_EVENTS_AFTER = (
+    "EXISTS (SELECT 1 FROM events e WHERE e.learner_id = {member} "
+    "AND e.id > COALESCE(s.last_event_id, 0))"
 )
+# Whether a pool member's snapshot is behind their events or kept for another lesson shape. A
+# member with neither events nor a snapshot (a course member who only launched) is not.
+_STALE = "(COALESCE(s.lesson_key <> :lesson_key, FALSE) OR " + _EVENTS_AFTER + ")"
 # A course's members (an LTI context's key), with or without events, by learner id.
 _COURSE_POOL = text(
     "SELECT m.learner_id AS learner_id, m.last_launch_at AS launched_at, s.summary AS summary, "
@@ -68,7 +72,7 @@ _ANONYMOUS_POOL = text(
     + " AS stale FROM learners l "
     "LEFT JOIN learner_snapshots s ON s.learner_id = l.id "
     "WHERE l.id NOT IN (SELECT learner_id FROM lti_learners) "
-    "AND (s.learner_id IS NOT NULL OR EXISTS (SELECT 1 FROM events e WHERE e.learner_id = l.id)) "
+    "AND (s.learner_id IS NOT NULL OR " + _EVENTS_AFTER.format(member="l.id") + ") "
     "ORDER BY l.id"
 ).columns(launched_at=DateTime(timezone=True))
 
@@ -109,8 +113,13 @@ class Snapshots:
 
     def _current(self, learner_id: str) -> tuple[History, bool]:
         """The learner's History now, and whether it differs from the one kept."""
-        with self._engine.connect() as connection:
-            row = connection.execute(_READ, {"learner_id": learner_id}).first()
+        try:
+            with self._engine.connect() as connection:
+                row = connection.execute(_READ, {"learner_id": learner_id}).first()
+        except SQLAlchemyError as error:
+            # Without the cache, the events alone (read next) still give the History.
+            logger.warning("learner snapshot not read (folding the events): %s", error)
+            row = None
         kept = self._start
         if row is not None and row.lesson_key == self._lesson_key:
             kept = History.from_json(json.loads(row.body), self._start)
@@ -155,6 +164,17 @@ class Snapshots:
                     self._write([one])
                 except (IntegrityError, sqlite3.IntegrityError):
                     logger.info("no snapshot kept for removed learner %s", one[0])
+                except (SQLAlchemyError, sqlite3.Error) as error:
+                    self._not_kept(error)
+                    return
+        except (SQLAlchemyError, sqlite3.Error) as error:
+            # A cache not kept costs the next reader a fold; the request that wrote the event
+            # (already stored) or read the pool goes on.
+            self._not_kept(error)
+
+    @staticmethod
+    def _not_kept(error: Exception) -> None:
+        logger.warning("learner snapshots not kept (the next reader folds again): %s", error)
 
     def _write(self, values: list[tuple[Any, ...]]) -> None:
         if self._sqlite:
@@ -164,24 +184,37 @@ class Snapshots:
 
     def _keep_sqlite(self, values: list[tuple[Any, ...]]) -> None:
         with self._engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            cursor = conn.connection.cursor()
+            raw = conn.connection.dbapi_connection
+            assert isinstance(raw, sqlite3.Connection)
+            cursor = raw.cursor()
             try:
+                durability = cursor.execute("PRAGMA synchronous").fetchone()[0]
                 cursor.execute("PRAGMA synchronous=NORMAL")
                 try:
                     if len(values) == 1:  # one statement: its own transaction
                         cursor.execute(_KEEP_SQL.format("?"), values[0])
                     else:
                         cursor.execute("BEGIN IMMEDIATE")
-                        try:
-                            cursor.executemany(_KEEP_SQL.format("?"), values)
-                        except BaseException:
-                            cursor.execute("ROLLBACK")
-                            raise
+                        cursor.executemany(_KEEP_SQL.format("?"), values)
                         cursor.execute("COMMIT")
                 finally:
-                    cursor.execute("PRAGMA synchronous=FULL")
+                    self._restore(conn, cursor, raw, durability)
             finally:
                 cursor.close()
+
+    @staticmethod
+    def _restore(
+        conn: Connection, cursor: sqlite3.Cursor, raw: sqlite3.Connection, durability: int
+    ) -> None:
+        """Give the pooled connection back as durable as it was: the events it appends next
+        must wait for the disk. A connection that cannot be put back is thrown away."""
+        try:
+            if raw.in_transaction:
+                cursor.execute("ROLLBACK")
+            cursor.execute(f"PRAGMA synchronous={int(durability)}")
+        except sqlite3.Error:
+            conn.invalidate()
+            raise
 
     def _keep_postgresql(self, values: list[tuple[Any, ...]]) -> None:
         with self._engine.begin() as connection:
@@ -209,6 +242,8 @@ class Snapshots:
                         self.keep_many(moved)
                         moved = []
                     record = summary_record(history)
+                elif summary is None:  # a course member who only launched
+                    record = summary_record(self._start)
                 else:
                     record = json.loads(summary)
                 yield PoolMember(learner_id, launched, record)

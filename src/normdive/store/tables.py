@@ -139,7 +139,7 @@ class LearnerSnapshot(Base):
     their whole history. Only a starting point, never the truth: a reader extends it by the
     learner's events after `last_event_id`, and folds the history again when `lesson_key` is
     not the lesson's own (content edited since). Written after appends, only forwards
-    (Store.keep_snapshot); migration 0006 made it empty, and readers fill it."""
+    (store.snapshots.Snapshots.keep); migration 0006 made it empty, and readers fill it."""
 
     __tablename__ = "learner_snapshots"
 

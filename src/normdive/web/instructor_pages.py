@@ -120,7 +120,7 @@ def _export(svc: Services, request: Request) -> Response:
     recording = pool_recording(svc)
     summaries = learner_summaries(svc.snapshots, recording, pool.context_key)
     # Starlette iterates a plain generator in its thread pool, one chunk at a time: the
-    # pool's events are read in batches as the response is sent, never all at once.
+    # pool's rows are read in batches as the response is sent, never all at once.
     return StreamingResponse(
         csv_chunks(summaries, svc.lesson),
         media_type="text/csv; charset=utf-8",

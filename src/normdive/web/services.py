@@ -184,12 +184,15 @@ class Services:
             closing = close_gate(self.state_from(history, snapshot.status), digest, name)
             return [closing] if closing is not None else []
 
+        kept = self.histories.kept(learner_id)
         history, appended = self.store.append_decided(
-            learner_id, decide, self.histories.get(learner_id)
+            learner_id, decide, kept if kept is not None else self.snapshots.read(learner_id)
         )
         history = history.extended(appended, appended[-1].id if appended else 0)
         if appended:
             self.appended(learner_id, history)
+        else:
+            self.histories.keep(learner_id, history)
         return self.state_from(history, snapshot.status)
 
     def state_of(self, learner_id: str, status: RecordingStatus | None = None) -> LessonState:
