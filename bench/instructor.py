@@ -6,17 +6,18 @@ everything):
         [--repeats 5] [--no-postgres]
 
 Seeding uses bench/seed.py's --fast path (bulk INSERTs into the Store's tables, the same rows
-the Store writes, without its per-learner read), which is the only way to seed 500,000 events
-in minutes on this machine. It keeps no snapshot (learner_snapshots), as learners working
-through the web app would: the first view reads and folds every learner's events once and keeps
-their snapshots (timed apart, as "first view"), the views after it read one row per learner. Every seeded learner is anonymous; the run times the anonymous pool,
-then puts every learner into one course (lti_learners and lti_context_members rows, as launches
-leave them) and times that course's view. Each figure is the median of --repeats requests
-through the app in-process (Starlette's TestClient: no network, the same code a worker runs),
-with the instructor cookie. The CSV is read to its end; its peak Python memory is measured in
-one more run of the response's generator under tracemalloc (which slows it, so it is timed
-apart; TestClient keeps the whole body it receives, so it is left out of that run).
-PostgreSQL comes from scripts/pg_cluster.py (a throwaway cluster).
+the Store writes, without its per-learner read), which is the only way to seed 500,000 events in
+minutes on this machine. Unlike learners working through the web app, it keeps no snapshot
+(learner_snapshots): the first view reads and folds every learner's events once and keeps their
+snapshots (timed apart, as "first view"); the views after it read one row per learner. Every
+seeded learner is anonymous; the run times the anonymous pool, then puts every learner into one
+course (lti_learners and lti_context_members rows, as launches leave them) and times that
+course's view. Each figure is the median of --repeats requests through the app in-process
+(Starlette's TestClient: no network, the same code a worker runs), with the instructor cookie.
+The CSV is read to its end; its peak Python memory is measured in one more run of the response's
+generator under tracemalloc (which slows it, so it is timed apart; TestClient keeps the whole
+body it receives, so it is left out of that run). PostgreSQL comes from scripts/pg_cluster.py (a
+throwaway cluster).
 """
 
 from __future__ import annotations

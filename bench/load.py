@@ -1173,7 +1173,7 @@ def seeded_sqlite(
     """A SQLite database of `learners` x `events` in `folder` and its learner ids. With `kept`,
     the seeded file is kept there untouched and reused by later runs: this run works on a copy
     (its learners add events while they are measured)."""
-    from seed import learner_ids, seed, seed_method
+    from seed import keep_snapshots, learner_ids, seed, seed_method
 
     name = f"seed-{learners}x{events}{'-fast' if fast else ''}.sqlite3"
     url = f"sqlite:///{folder / name}"
@@ -1188,6 +1188,8 @@ def seeded_sqlite(
         partial.rename(pristine)
     else:
         print(f"  reusing {pristine} (seeded through {seed_method(fast)})", file=sys.stderr)
+        if not fast:  # seeded before migration 0006: its snapshots, as the app keeps them
+            keep_snapshots(f"sqlite:///{pristine}")
     shutil.copyfile(pristine, folder / name)
     return url, learner_ids(url)
 

@@ -3,16 +3,18 @@
     PYTHONPATH=src .venv/bin/python bench/seed.py sqlite:///var/seed.sqlite3 \\
         --learners 100000 --events 10 [--fast]
 
-The database is migrated first (`normdive db upgrade`'s function). Each learner's history is
-what the page's own actions (normdive.progress.actions) decide, step by step on the state
-derived from the history so far: the opening prediction, six numbers checked wrong, the first
-row's three landing over two more checks (right after wrong), the first hint (its runs
+The database is migrated first (`normdive db upgrade`'s function). Seeded through the Store,
+every learner's snapshot (learner_snapshots) is kept at the end, as the web app's writes keep
+them; --fast keeps none (bench/instructor.py times the view that keeps them). Each learner's
+history is what the page's own actions (normdive.progress.actions) decide, step by step on the
+state derived from the history so far: the opening prediction, six numbers checked wrong, the
+first row's three landing over two more checks (right after wrong), the first hint (its runs
 reached), a wrong then the right reading, a takeaway, a prediction per ablation row and a play
 of each; beyond that, more wrong checks of the second row, replays, the second hint and a
-re-saved takeaway, until the learner has E events (a learner of 10 events stops partway
-through the ablation's predictions). The second row never lands, so the gate stays open and
-POST /numbers still grades (bench/load.py's simulated learners check it). HISTORY_VARIANTS
-histories per E are built (different choices and wrong answers) and dealt round-robin.
+re-saved takeaway, until the learner has E events (a learner of 10 events stops partway through
+the ablation's predictions). The second row never lands, so the gate stays open and POST /numbers
+still grades (bench/load.py's simulated learners check it). HISTORY_VARIANTS histories per E are
+built (different choices and wrong answers) and dealt round-robin.
 
 Two ways to write, timed and printed:
 - through the Store (default): per learner `Store.ensure_learner`, then one
@@ -62,9 +64,11 @@ from normdive.progress.actions import (
 )
 from normdive.progress.events import Event
 from normdive.progress.facts import recording_facts_at
+from normdive.progress.history import History
 from normdive.progress.state import LessonState, derive
 from normdive.store.db import make_engine, upgrade
 from normdive.store.event_store import EventList, Store, new_learner_id, storable
+from normdive.store.snapshots import Snapshots
 from normdive.store.tables import EventRecord, Learner
 from servers import SHIPPED_RECORDING
 
@@ -239,14 +243,32 @@ def seed(
 ) -> list[str]:
     """Migrate the database at `url` and add `learners` learners of `events` events each, in
     `processes` processes (each writes its share; SQLite lets one write at a time, but the
-    Python around each write runs in parallel); their ids."""
+    Python around each write runs in parallel); their ids. Through the Store, each learner's
+    snapshot is then kept too (keep_snapshots); --fast keeps none."""
     upgrade(url)
     if processes <= 1:
-        return _seed_part(url, learners, events, fast, rng_seed)
-    shares = [learners // processes + (i < learners % processes) for i in range(processes)]
-    with multiprocessing.get_context("spawn").Pool(processes) as pool:
-        parts = pool.starmap(_seed_part, [(url, n, events, fast, rng_seed) for n in shares])
-    return [learner_id for part in parts for learner_id in part]
+        ids = _seed_part(url, learners, events, fast, rng_seed)
+    else:
+        shares = [learners // processes + (i < learners % processes) for i in range(processes)]
+        with multiprocessing.get_context("spawn").Pool(processes) as pool:
+            parts = pool.starmap(_seed_part, [(url, n, events, fast, rng_seed) for n in shares])
+        ids = [learner_id for part in parts for learner_id in part]
+    if not fast:
+        keep_snapshots(url)
+    return ids
+
+
+def keep_snapshots(url: str) -> int:
+    """Migrate the database at `url` and keep every anonymous learner's snapshot that is missing
+    or behind (learner_snapshots), as the web app's own writes would have left them; returns
+    how many learners were read. A database seeded before migration 0006 is brought up so."""
+    upgrade(url)
+    engine = seeding_engine(url)
+    try:
+        snapshots = Snapshots(engine, History.start(load_lesson()))
+        return sum(1 for _ in snapshots.pool(None))
+    finally:
+        engine.dispose()
 
 
 def learner_ids(url: str) -> list[str]:
