@@ -7,7 +7,9 @@ everything):
 
 Seeding uses bench/seed.py's --fast path (bulk INSERTs into the Store's tables, the same rows
 the Store writes, without its per-learner read), which is the only way to seed 500,000 events in
-minutes on this machine. Unlike learners working through the web app, it keeps no snapshot
+minutes on this machine. Between the timed views and the CSV, MOVING learners write one more
+event each (through the Store, their snapshot then kept, as the app does) and one more view is
+timed ("after N learners moved"). Unlike learners working through the web app, it keeps no snapshot
 (learner_snapshots): the first view reads and folds every learner's events once and keeps their
 snapshots (timed apart, as "first view"); the views after it read one row per learner. Every
 seeded learner is anonymous; the run times the anonymous pool, then puts every learner into one
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import random
 import secrets
 import statistics
 import sys
@@ -44,6 +47,7 @@ sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "scripts"))
 
 from normdive.config import Settings  # noqa: E402
+from normdive.progress.events import EventKind  # noqa: E402
 from normdive.store.db import make_engine  # noqa: E402
 from normdive.store.tables import Learner, LtiContextMember, LtiLearner  # noqa: E402
 from normdive.web.app import create_app  # noqa: E402
@@ -62,6 +66,8 @@ from seed import seed  # noqa: E402  (bench/ is not a package)
 GOAL_MS = 300
 COURSE = "f" * 64
 MEMBERS_PER_INSERT = 1000
+# Learners who write once more between two timed views (1 % of the default pool).
+MOVING = 100
 RECORDING = REPO / "recordings" / "the-transformer-block.json"
 
 
@@ -124,10 +130,21 @@ def measure(url: str, folder: Path, pool: Pool, repeats: int) -> dict[str, float
             return size
 
         first_ms, view_ms, page_bytes = timed(view, repeats)
+        svc = client.app.state.services  # type: ignore[attr-defined]
+        # A class at work between two views: MOVING learners each write one more event, as
+        # the app writes it (the event, then the learner's snapshot kept).
+        moving = random.Random(0).sample(
+            [mark.learner_id for mark in svc.snapshots.pool_marks(pool.context_key)], MOVING
+        )
+        for learner_id in moving:
+            svc.store.append(learner_id, EventKind.HINT_OPENED, {"rung": 2})
+            svc.snapshots.read(learner_id)
+        began = time.perf_counter()
+        view()
+        moved_ms = (time.perf_counter() - began) * 1000
         _, csv_ms, csv_bytes = timed(export, max(1, repeats // 2))
         # The response's own generator, consumed here: TestClient keeps the whole body it
         # receives, which would be counted too.
-        svc = client.app.state.services  # type: ignore[attr-defined]
         recording = pool_recording(svc)
         tracemalloc.start()
         for _chunk in csv_chunks(
@@ -139,6 +156,7 @@ def measure(url: str, folder: Path, pool: Pool, repeats: int) -> dict[str, float
     return {
         "first_ms": first_ms,
         "view_ms": view_ms,
+        "moved_ms": moved_ms,
         "page_kb": page_bytes / 1024,
         "csv_ms": csv_ms,
         "csv_mb": csv_bytes / 1024 / 1024,
@@ -147,10 +165,11 @@ def measure(url: str, folder: Path, pool: Pool, repeats: int) -> dict[str, float
 
 
 def line(backend: str, what: str, figures: dict[str, float]) -> str:
-    met = "met" if figures["view_ms"] <= GOAL_MS else "NOT met"
+    met = "met" if max(figures["view_ms"], figures["moved_ms"]) <= GOAL_MS else "NOT met"
     return (
         f"{backend} {what}: first view {figures['first_ms']:,.0f} ms (snapshots kept), then "
         f"view {figures['view_ms']:,.0f} ms ({met}, goal <= {GOAL_MS} ms; "
+        f"after {MOVING} learners moved {figures['moved_ms']:,.0f} ms; "
         f"{figures['page_kb']:.0f} KB) | CSV {figures['csv_ms']:,.0f} ms for "
         f"{figures['csv_mb']:.1f} MB, peak Python memory while streaming "
         f"{figures['csv_peak_mb']:.1f} MB"

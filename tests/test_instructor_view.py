@@ -5,26 +5,32 @@ page drawn from them without script: takeaways as text, each chart with its tabl
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
-from sqlalchemy import Engine, insert, text
+from sqlalchemy import Engine, delete, insert, text
 
 from conftest import SECRET_KEY
 from lesson_answers import LESSON
 from normdive.progress.events import EventKind
+from normdive.progress.facts import RecordingFacts
 from normdive.progress.history import History
-from normdive.progress.report import summary_from_record
+from normdive.progress.report import PoolReportBuilder, summary_from_record
 from normdive.store.event_store import Store
 from normdive.store.snapshots import Snapshots
-from normdive.store.tables import EventRecord, LtiContextMember, LtiLearner
+from normdive.store.tables import EventRecord, Learner, LtiContextMember, LtiLearner
 from normdive.web.instructor_access import INSTRUCTOR_COOKIE, Pool, cookie_value
 from normdive.web.instructor_pages import TAKEAWAYS_SHOWN
+from normdive.web.instructor_report import learner_summaries
+from normdive.web.pool_reports import PoolReports
 
 COURSE = "c" * 64
+ROWS = [row.key for row in LESSON.rows]
 OTHER_COURSE = "d" * 64
 
 
@@ -159,3 +165,51 @@ def test_the_page_lists_the_newest_takeaways_and_the_aggregate_all(
     assert f"The newest {TAKEAWAYS_SHOWN} of {TAKEAWAYS_SHOWN + 2}" in soup.get_text()
     figures = client.get("/instructor/aggregate.json").json()
     assert len(figures["takeaways"]) == TAKEAWAYS_SHOWN + 2
+
+
+def fresh_report(snapshots: Snapshots, recording: RecordingFacts, course: str | None) -> Any:
+    """Every member's summary as it is now, added up from nothing."""
+    builder = PoolReportBuilder(LESSON, recording)
+    for summary in learner_summaries(snapshots, recording, course):
+        builder.add(summary)
+    return builder.report()
+
+
+@pytest.mark.both_databases
+@pytest.mark.parametrize("course", [None, COURSE])
+def test_a_kept_pool_report_equals_the_one_added_up_from_nothing(
+    store: Store, engine: Engine, course: str | None
+) -> None:
+    """Views between which learners work, join, leave and appear behind their snapshots: the
+    kept report, brought up to date from the summaries that moved, is always the fresh one."""
+    rng = random.Random(7)
+    snapshots = Snapshots(engine, History.start(LESSON))
+    recording = RecordingFacts(
+        problem=None, row_keys=tuple(r.key for r in LESSON.rows), best_row=LESSON.rows[0].key
+    )
+    reports = PoolReports(LESSON)
+    learners: list[str] = []
+    for _view in range(6):
+        for _ in range(rng.randint(1, 4)):
+            choice = rng.randrange(5)
+            if choice == 0 or not learners:  # someone new
+                learner = store.create_learner()
+                if course is not None:
+                    in_course(engine, learner, course)
+                learners.append(learner)
+            learner = rng.choice(learners)
+            if choice == 1:  # works through the store alone: their snapshot falls behind
+                store.append(learner, EventKind.HINT_OPENED, {"rung": rng.choice([1, 2])})
+            elif choice == 2:  # works through the app: their snapshot kept current
+                store.append(learner, EventKind.ROW_PLAYED, {"row": rng.choice(ROWS)})
+                snapshots.read(learner)
+            elif choice == 3:
+                store.append(learner, EventKind.PREDICTION_COMMITTED, {"choice": "residual"})
+                store.append(learner, EventKind.TAKEAWAY_SAVED, {"text": f"t{rng.random()}"})
+            elif choice == 4 and len(learners) > 1:  # removed from the store
+                learners.remove(learner)
+                with engine.begin() as connection:
+                    connection.execute(delete(Learner).where(Learner.id == learner))
+        assert reports.report(snapshots, recording, course) == fresh_report(
+            snapshots, recording, course
+        )

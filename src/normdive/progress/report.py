@@ -287,7 +287,8 @@ def _median(values: list[float]) -> float | None:
 
 
 def _sorted_counts(counter: Counter[Any]) -> dict[Any, int]:
-    return dict(sorted(counter.items()))
+    """The counts above zero (a removed summary leaves zeros), by key."""
+    return dict(sorted((+counter).items()))
 
 
 @dataclass
@@ -317,47 +318,63 @@ class PoolReportBuilder:
     takeaways: list[Takeaway] = field(default_factory=list)
 
     def add(self, summary: LearnerSummary) -> None:
-        # The view adds up every learner of a pool per request: written for speed.
-        self.learners += 1
+        self._count(summary, 1)
+
+    def remove(self, summary: LearnerSummary) -> None:
+        """Take back a summary added before (a learner whose history moved on, counted again
+        with their new summary): the report is then as if it had never been added."""
+        self._count(summary, -1)
+
+    def _count(self, summary: LearnerSummary, sign: int) -> None:
+        # The view adds up every learner of a pool: written for speed.
+        self.learners += sign
         reached = summary.reached
         before: datetime | None = None
         for step in STEPS:
             at = reached.get(step)
             if at is not None:
-                self.reached[step] += 1
+                self.reached[step] += sign
                 if before is not None:
-                    self.spans[step].append((at - before).total_seconds())
+                    span = (at - before).total_seconds()
+                    if sign > 0:
+                        self.spans[step].append(span)
+                    else:
+                        self.spans[step].remove(span)
             before = at
         stopped = summary.stopped_after
         if stopped is not None:
-            self.stopped[stopped] += 1
+            self.stopped[stopped] += sign
         for field_id, tally in summary.fields.items():
             if not tally.tried:
                 continue
-            self.tried[field_id] += 1
+            self.tried[field_id] += sign
             if tally.format_errors:
-                self.format_errors[field_id] += tally.format_errors
-            if tally.slips:
-                self.slips[field_id].update(tally.slips)
+                self.format_errors[field_id] += sign * tally.format_errors
+            for slip, count in tally.slips.items():
+                self.slips[field_id][slip] += sign * count
             if tally.landed:
-                self.landed[field_id] += 1
+                self.landed[field_id] += sign
                 if tally.attempts == 1:
-                    self.first_try[field_id] += 1
-                self.attempts[field_id][tally.attempts] += 1
-        if summary.reading_choices:
-            self.reading_choices.update(summary.reading_choices)
+                    self.first_try[field_id] += sign
+                self.attempts[field_id][tally.attempts] += sign
+        for choice in summary.reading_choices:
+            self.reading_choices[choice] += sign
         if summary.reading_right:
-            self.reading_tries[len(summary.reading_choices)] += 1
+            self.reading_tries[len(summary.reading_choices)] += sign
         if summary.opening is not None:
-            self.opening[summary.opening] += 1
+            self.opening[summary.opening] += sign
         for row, outcome in summary.row_predictions.items():
-            self.row_predictions[row][outcome] += 1
+            self.row_predictions[row][outcome] += sign
         for rung in summary.rungs_opened:
-            self.rungs[rung] += 1
+            self.rungs[rung] += sign
         if "gate_closed" in reached:
-            self.runs_before_gate[summary.runs_before_gate] += 1
+            self.runs_before_gate[summary.runs_before_gate] += sign
         if summary.takeaway and summary.takeaway_at is not None:
-            self.takeaways.append(Takeaway(summary.takeaway_at, summary.takeaway))
+            takeaway = Takeaway(summary.takeaway_at, summary.takeaway)
+            if sign > 0:
+                self.takeaways.append(takeaway)
+            else:
+                self.takeaways.remove(takeaway)
 
     def _opening_answer(self) -> str | None:
         recovery = which_recovers_more(self.recording)
@@ -391,7 +408,7 @@ class PoolReportBuilder:
                 landed=self.landed[number.id],
                 first_try=self.first_try[number.id],
                 attempts_to_land=_sorted_counts(self.attempts.get(number.id, Counter())),
-                slips=dict(self.slips.get(number.id, Counter()).most_common()),
+                slips=dict((+self.slips.get(number.id, Counter())).most_common()),
                 format_errors=self.format_errors[number.id],
                 never_landed=self.tried[number.id] - self.landed[number.id],
             )
@@ -402,7 +419,7 @@ class PoolReportBuilder:
                 key=row.key,
                 label=row.label,
                 recorded=self._recorded(row.key),
-                predicted=dict(self.row_predictions.get(row.key, Counter())),
+                predicted=dict(+self.row_predictions.get(row.key, Counter())),
             )
             for row in self.lesson.rows
         )
@@ -410,9 +427,9 @@ class PoolReportBuilder:
             learners=self.learners,
             funnel=funnel,
             fields=fields,
-            reading_choices=dict(self.reading_choices.most_common()),
+            reading_choices=dict((+self.reading_choices).most_common()),
             reading_tries=_sorted_counts(self.reading_tries),
-            opening=dict(self.opening.most_common()),
+            opening=dict((+self.opening).most_common()),
             opening_answer=self._opening_answer(),
             rows=rows,
             rung_1=self.rungs[1],

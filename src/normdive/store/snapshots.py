@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, DateTime, Engine, text
+from sqlalchemy import Connection, DateTime, Engine, bindparam, text
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from normdive.progress.history import History
@@ -75,6 +75,44 @@ _ANONYMOUS_POOL = text(
     "AND (s.learner_id IS NOT NULL OR " + _EVENTS_AFTER.format(member="l.id") + ") "
     "ORDER BY l.id"
 ).columns(launched_at=DateTime(timezone=True))
+
+
+# The same pools without the summaries: what each member's snapshot stands at (the instructor
+# view compares it with the summaries it holds, and reads only the ones that moved).
+_COURSE_MARKS = text(
+    "SELECT m.learner_id AS learner_id, m.last_launch_at AS launched_at, "
+    "s.last_event_id AS last_event_id, "
+    + _STALE.format(member="m.learner_id")
+    + " AS stale FROM lti_context_members m "
+    "LEFT JOIN learner_snapshots s ON s.learner_id = m.learner_id "
+    "WHERE m.context_key = :course ORDER BY m.learner_id"
+).columns(launched_at=DateTime(timezone=True))
+_ANONYMOUS_MARKS = text(
+    "SELECT l.id AS learner_id, NULL AS launched_at, s.last_event_id AS last_event_id, "
+    + _STALE.format(member="l.id")
+    + " AS stale FROM learners l "
+    "LEFT JOIN learner_snapshots s ON s.learner_id = l.id "
+    "WHERE l.id NOT IN (SELECT learner_id FROM lti_learners) "
+    "AND (s.learner_id IS NOT NULL OR " + _EVENTS_AFTER.format(member="l.id") + ") "
+    "ORDER BY l.id"
+).columns(launched_at=DateTime(timezone=True))
+_SUMMARIES = text(
+    "SELECT learner_id, last_event_id, summary FROM learner_snapshots "
+    "WHERE learner_id IN :learner_ids AND lesson_key = :lesson_key"
+).bindparams(bindparam("learner_ids", expanding=True))
+# Learners whose summaries one query reads at most (under SQLite's limit on bound parameters).
+SUMMARIES_PER_QUERY = 500
+
+
+@dataclass(frozen=True)
+class PoolMark:
+    """Where one pool member's snapshot stands: its last_event_id (None: no snapshot) and
+    whether it is stale (behind their events, or kept for another lesson shape)."""
+
+    learner_id: str
+    launched_at: datetime | None
+    last_event_id: int | None
+    stale: bool
 
 
 @dataclass(frozen=True)
@@ -220,6 +258,50 @@ class Snapshots:
         with self._engine.begin() as connection:
             connection.exec_driver_sql("SET LOCAL synchronous_commit TO OFF")
             connection.exec_driver_sql(_KEEP_SQL.format("%s"), values)
+
+    def pool_marks(self, course: str | None) -> list[PoolMark]:
+        """Every member of one pool (as `pool` has them), with where their snapshot stands:
+        one query of small rows."""
+        query = _COURSE_MARKS if course is not None else _ANONYMOUS_MARKS
+        parameters = {"lesson_key": self._lesson_key, "course": course}
+        with self._engine.connect() as connection:
+            rows = connection.execute(query, parameters).all()
+        return [
+            PoolMark(
+                learner_id,
+                as_utc(launched_at) if launched_at is not None else None,
+                last_event_id,
+                bool(stale),
+            )
+            for learner_id, launched_at, last_event_id, stale in rows
+        ]
+
+    def records(self, marks: Sequence[PoolMark]) -> dict[str, tuple[int, list[Any]]]:
+        """(last_event_id, summary record) of each of these members as they are now: a stale
+        one read again and kept, one without events the record of none (last_event_id 0)."""
+        found: dict[str, tuple[int, list[Any]]] = {}
+        current = [mark.learner_id for mark in marks if not mark.stale and mark.last_event_id]
+        with self._engine.connect() as connection:
+            for first in range(0, len(current), SUMMARIES_PER_QUERY):
+                part = current[first : first + SUMMARIES_PER_QUERY]
+                parameters = {"learner_ids": part, "lesson_key": self._lesson_key}
+                for learner_id, last_event_id, summary in connection.execute(
+                    _SUMMARIES, parameters
+                ):
+                    found[learner_id] = (last_event_id, json.loads(summary))
+        moved: list[tuple[str, History]] = []
+        for mark in marks:
+            if mark.learner_id in found:
+                continue
+            if mark.stale or mark.last_event_id:  # stale, or moved since the marks were read
+                history, changed = self._current(mark.learner_id)
+                if changed:
+                    moved.append((mark.learner_id, history))
+            else:
+                history = self._start
+            found[mark.learner_id] = (history.last_event_id, summary_record(history))
+        self.keep_many(moved)
+        return found
 
     def pool(self, course: str | None, batch_size: int = POOL_BATCH_SIZE) -> Iterator[PoolMember]:
         """Every learner of one pool, by learner id: a course's members (`course`, an LTI

@@ -29,6 +29,7 @@ from normdive.web import actions, instructor_pages, lti_routes, pages, sweep_pag
 from normdive.web.assets import CompressResponses, StaticAssets
 from normdive.web.errors import error_response, install_error_handlers
 from normdive.web.identity import make_signer
+from normdive.web.pool_reports import PoolReports
 from normdive.web.rendering import STATIC_DIR, STATIC_MOUNT, Renderer, static_version
 from normdive.web.security.framing import (
     FRAME_COOKIE,
@@ -202,6 +203,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         renderer=Renderer(version=version),
         histories=Histories(lesson),
         snapshots=Snapshots(engine, History.start(lesson)),
+        pool_reports=PoolReports(lesson),
     )
     app.include_router(pages.router)
     app.include_router(actions.router)

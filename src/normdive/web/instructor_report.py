@@ -1,7 +1,8 @@
 """The instructor view's data for one pool: one row per learner, read in one streamed query
 (Snapshots.pool: each learner's summary record, kept beside their History), each learner
 summed up (progress.report.summary_from_record) and the summaries added up
-(PoolReportBuilder). The page and the CSV read the same summaries."""
+(PoolReportBuilder), which each worker keeps per pool and brings up to date with the
+summaries that changed (PoolReports). The page and the CSV read the same summaries."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from normdive.progress.report import (
     TIE,
     LearnerSummary,
     PoolReport,
-    PoolReportBuilder,
     summary_from_record,
 )
 from normdive.progress.report_export import columns, record, spreadsheet_safe
@@ -42,11 +42,7 @@ def learner_summaries(
 
 
 def pool_report(svc: Services, pool: Pool) -> PoolReport:
-    recording = pool_recording(svc)
-    builder = PoolReportBuilder(svc.lesson, recording)
-    for summary in learner_summaries(svc.snapshots, recording, pool.context_key):
-        builder.add(summary)
-    return builder.report()
+    return svc.pool_reports.report(svc.snapshots, pool_recording(svc), pool.context_key)
 
 
 def csv_chunks(

@@ -34,6 +34,7 @@ from normdive.recording.sweep import sweep_path_for
 from normdive.recording.sweep_reader import sweep_status
 from normdive.store.event_store import Store
 from normdive.store.snapshots import Snapshots
+from normdive.web.pool_reports import PoolReports
 from normdive.web.rendering import Renderer
 from normdive.web.security.csrf import form_token
 from normdive.web.view import PageView, Refusal, build_page_view
@@ -139,6 +140,7 @@ class Services:
     renderer: Renderer
     histories: Histories
     snapshots: Snapshots
+    pool_reports: PoolReports
 
     def history(self, learner_id: str) -> History:
         """The learner's History as it is now in the store: the one this worker kept, extended
