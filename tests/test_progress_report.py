@@ -7,10 +7,14 @@ recording's outcomes, takeaways newest first)."""
 from __future__ import annotations
 
 import itertools
+import statistics
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from normdive.lesson.content import Lesson, load_lesson
 from normdive.progress.events import Event, EventKind
@@ -19,6 +23,7 @@ from normdive.progress.report import (
     STEPS,
     TIE,
     PoolReportBuilder,
+    counted_median,
     summarise,
 )
 
@@ -272,3 +277,20 @@ def test_malformed_payloads_are_skipped_not_raised_on(lesson: Lesson) -> None:
     assert summary.rungs_opened == frozenset()
     assert summary.reading_choices == ("None",) and not summary.reading_right
     PoolReportBuilder(lesson, RECORDING).add(summary)
+
+
+@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), max_size=30), st.integers(0, 5))
+@example([], 0)
+@example([1.0, 1.0, 2.0, 5.0], 0)
+@example([3.0], 1)
+def test_the_median_of_a_multiset_is_the_median_of_its_list(
+    values: list[float], taken_back: int
+) -> None:
+    """The funnel's medians are kept as counts per value, so that a learner's spans can be
+    taken back; with values added and some taken back, the median is statistics.median's."""
+    counts: Counter[float] = Counter(values)
+    kept = list(values)
+    for value in values[:taken_back]:
+        counts[value] -= 1
+        kept.remove(value)
+    assert counted_median(counts) == (statistics.median(kept) if kept else None)

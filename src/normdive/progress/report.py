@@ -34,7 +34,6 @@ normdive.numeric.targets.SLIPS, worded in content/d9.toml's slip_feedback).
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -282,8 +281,24 @@ class PoolReport:
     takeaways: tuple[Takeaway, ...]  # newest first, non-empty ones only
 
 
-def _median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
+def counted_median(values: Counter[float]) -> float | None:
+    """The median of a multiset (value -> how many times), as statistics.median of the list."""
+    total = sum(values.values())
+    if total <= 0:
+        return None
+    ordered = sorted((value, count) for value, count in values.items() if count > 0)
+    low_rank, high_rank = (total - 1) // 2, total // 2  # the middle one, or the middle two
+    low = high = None
+    seen = 0
+    for value, count in ordered:
+        if low is None and seen + count > low_rank:
+            low = value
+        if seen + count > high_rank:
+            high = value
+            break
+        seen += count
+    assert low is not None and high is not None
+    return (low + high) / 2 if low != high else low
 
 
 def _sorted_counts(counter: Counter[Any]) -> dict[Any, int]:
@@ -300,7 +315,11 @@ class PoolReportBuilder:
     learners: int = 0
     reached: Counter[str] = field(default_factory=Counter)
     stopped: Counter[str] = field(default_factory=Counter)
-    spans: dict[str, list[float]] = field(default_factory=lambda: {step: [] for step in STEPS})
+    # step -> seconds from the step before -> learners (a multiset: a learner's taken back in
+    # one step, whatever the pool's size)
+    spans: dict[str, Counter[float]] = field(
+        default_factory=lambda: {step: Counter() for step in STEPS}
+    )
     tried: Counter[str] = field(default_factory=Counter)
     landed: Counter[str] = field(default_factory=Counter)
     first_try: Counter[str] = field(default_factory=Counter)
@@ -315,7 +334,7 @@ class PoolReportBuilder:
     )
     rungs: Counter[int] = field(default_factory=Counter)
     runs_before_gate: Counter[int] = field(default_factory=Counter)
-    takeaways: list[Takeaway] = field(default_factory=list)
+    takeaways: Counter[Takeaway] = field(default_factory=Counter)
 
     def add(self, summary: LearnerSummary) -> None:
         self._count(summary, 1)
@@ -335,11 +354,7 @@ class PoolReportBuilder:
             if at is not None:
                 self.reached[step] += sign
                 if before is not None:
-                    span = (at - before).total_seconds()
-                    if sign > 0:
-                        self.spans[step].append(span)
-                    else:
-                        self.spans[step].remove(span)
+                    self.spans[step][(at - before).total_seconds()] += sign
             before = at
         stopped = summary.stopped_after
         if stopped is not None:
@@ -370,11 +385,7 @@ class PoolReportBuilder:
         if "gate_closed" in reached:
             self.runs_before_gate[summary.runs_before_gate] += sign
         if summary.takeaway and summary.takeaway_at is not None:
-            takeaway = Takeaway(summary.takeaway_at, summary.takeaway)
-            if sign > 0:
-                self.takeaways.append(takeaway)
-            else:
-                self.takeaways.remove(takeaway)
+            self.takeaways[Takeaway(summary.takeaway_at, summary.takeaway)] += sign
 
     def _opening_answer(self) -> str | None:
         recovery = which_recovers_more(self.recording)
@@ -396,7 +407,7 @@ class PoolReportBuilder:
                 label=STEP_LABELS[step],
                 reached=self.reached[step],
                 stopped=self.stopped[step],
-                median_s_from_previous=_median(self.spans[step]),
+                median_s_from_previous=counted_median(self.spans[step]),
             )
             for step in STEPS
         )
@@ -435,5 +446,11 @@ class PoolReportBuilder:
             rung_1=self.rungs[1],
             rung_2=self.rungs[2],
             runs_before_gate=_sorted_counts(self.runs_before_gate),
-            takeaways=tuple(sorted(self.takeaways, key=lambda t: t.saved_at, reverse=True)),
+            takeaways=tuple(
+                sorted(
+                    (t for t, count in self.takeaways.items() for _ in range(max(count, 0))),
+                    key=lambda t: t.saved_at,
+                    reverse=True,
+                )
+            ),
         )
