@@ -5,6 +5,9 @@ on a SQLite file:
 
     PYTHONPATH=src .venv/bin/python bench/snapshot_keep.py [--keeps 2000]
 
+Then what it saves: a worker's first read of a learner of 1,000 events, from the snapshot
+(one row, and the events after it: none) against folding every event, side by side.
+
 The History kept is a learner's after an opening prediction, five checks of six numbers and a
 300-character takeaway (about 2 KB of JSON and a 0.8 KB summary).
 """
@@ -28,6 +31,9 @@ from normdive.progress.report import summary_record  # noqa: E402
 from normdive.store.db import make_engine, upgrade  # noqa: E402
 from normdive.store.event_store import Store  # noqa: E402
 from normdive.store.snapshots import _KEEP_SQL, Snapshots  # noqa: E402
+
+# Events of the learner whose first read is timed both ways.
+LONG_HISTORY = 1000
 
 
 def main() -> None:
@@ -84,6 +90,26 @@ def main() -> None:
             print(f"{name}: {figures[name][0]:.0f} us CPU, {figures[name][1]:.0f} us wall per keep")
         app, full = figures["as the app keeps it"], figures["committed durably"]
         print(f"durable / as the app: CPU {full[0] / app[0]:.2f}x, wall {full[1] / app[1]:.2f}x")
+
+        # What it saves: a worker's first read of a learner of LONG_HISTORY events.
+        long = store.create_learner()
+        for _ in range(LONG_HISTORY // 2):
+            store.append(long, EventKind.NUMBERS_CHECKED, {"answers": answers})
+            store.append(long, EventKind.HINT_OPENED, {"rung": 1})
+        assert snapshots.read(long) == History.of(store.events_for(long), LESSON)  # kept
+        reads = max(1, keeps // 20)
+        cold: dict[str, float] = {}
+        for name, read in (
+            ("from the snapshot", lambda: snapshots.read(long)),
+            ("from every event", lambda: store.read(long, snapshots.start)),
+        ):
+            cpu = time.process_time()
+            for _ in range(reads):
+                read()
+            cold[name] = (time.process_time() - cpu) / reads * 1e3
+            print(f"first read of a {LONG_HISTORY}-event learner {name}: {cold[name]:.2f} ms CPU")
+        ratio = cold["from every event"] / cold["from the snapshot"]
+        print(f"every event / snapshot: {ratio:.1f}x")
         engine.dispose()
 
 
