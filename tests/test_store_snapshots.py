@@ -75,6 +75,12 @@ def kept_row(engine: Engine, learner: str) -> LearnerSnapshot | None:
     return row  # type: ignore[return-value]
 
 
+def kept_at(engine: Engine, learner: str) -> int | None:
+    """The last_event_id of the learner's kept snapshot (None: none kept)."""
+    row = kept_row(engine, learner)
+    return row.last_event_id if row is not None else None
+
+
 def fold(store: Store, learner: str) -> History:
     return History.of(store.events_for(learner), LESSON)
 
@@ -100,8 +106,7 @@ def test_a_read_folds_what_is_missing_and_keeps_it(
     store.append(learner, EventKind.TAKEAWAY_SAVED, {"text": "scale, then shift"})
     later = snapshots.read(learner)
     assert later == fold(store, learner) and later.takeaway == "scale, then shift"
-    row = kept_row(engine, learner)
-    assert row is not None and row.last_event_id == later.last_event_id
+    assert kept_at(engine, learner) == later.last_event_id
 
 
 def test_a_kept_snapshot_only_moves_forwards(
@@ -112,8 +117,7 @@ def test_a_kept_snapshot_only_moves_forwards(
     store.append(learner, EventKind.HINT_OPENED, {"rung": 2})
     newer = snapshots.read(learner)
     snapshots.keep(learner, older)  # a slower request of the same learner, arriving late
-    row = kept_row(engine, learner)
-    assert row is not None and row.last_event_id == newer.last_event_id
+    assert kept_at(engine, learner) == newer.last_event_id
 
 
 def test_one_kept_for_another_lesson_shape_is_folded_again(
@@ -147,8 +151,7 @@ def test_the_pool_reads_members_behind_or_missing_again(
     assert set(members) == {current, behind, missing}
     for learner in (current, behind, missing):
         assert members[learner] == summary_record(fold(store, learner))
-        row = kept_row(engine, learner)
-        assert row is not None and row.last_event_id == fold(store, learner).last_event_id
+        assert kept_at(engine, learner) == fold(store, learner).last_event_id
 
 
 def test_nothing_is_kept_for_a_learner_without_events_or_gone(
@@ -166,8 +169,7 @@ def test_nothing_is_kept_for_a_learner_without_events_or_gone(
     other = working(store)
     snapshots.keep_many([(gone, history), (other, fold(store, other))])
     assert kept_row(engine, gone) is None
-    row = kept_row(engine, other)
-    assert row is not None and row.last_event_id == fold(store, other).last_event_id
+    assert kept_at(engine, other) == fold(store, other).last_event_id
 
 
 def test_a_failed_keep_is_logged_and_the_durable_setting_put_back(

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, DateTime, Engine, bindparam, text
+from sqlalchemy import Connection, DateTime, Engine, TextClause, bindparam, text
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from normdive.progress.history import History
@@ -57,45 +57,41 @@ _EVENTS_AFTER = (
 # Whether a pool member's snapshot is behind their events or kept for another lesson shape. A
 # member with neither events nor a snapshot (a course member who only launched) is not.
 _STALE = "(COALESCE(s.lesson_key <> :lesson_key, FALSE) OR " + _EVENTS_AFTER + ")"
-# A course's members (an LTI context's key), with or without events, by learner id.
-_COURSE_POOL = text(
-    "SELECT m.learner_id AS learner_id, m.last_launch_at AS launched_at, s.summary AS summary, "
-    + _STALE.format(member="m.learner_id")
-    + " AS stale FROM lti_context_members m "
-    "LEFT JOIN learner_snapshots s ON s.learner_id = m.learner_id "
-    "WHERE m.context_key = :course ORDER BY m.learner_id"
-).columns(launched_at=DateTime(timezone=True))
-# The learners no LMS launched who have events, by learner id.
-_ANONYMOUS_POOL = text(
-    "SELECT l.id AS learner_id, NULL AS launched_at, s.summary AS summary, "
-    + _STALE.format(member="l.id")
-    + " AS stale FROM learners l "
-    "LEFT JOIN learner_snapshots s ON s.learner_id = l.id "
-    "WHERE l.id NOT IN (SELECT learner_id FROM lti_learners) "
-    "AND (s.learner_id IS NOT NULL OR " + _EVENTS_AFTER.format(member="l.id") + ") "
-    "ORDER BY l.id"
-).columns(launched_at=DateTime(timezone=True))
 
 
-# The same pools without the summaries: what each member's snapshot stands at (the instructor
-# view compares it with the summaries it holds, and reads only the ones that moved).
-_COURSE_MARKS = text(
-    "SELECT m.learner_id AS learner_id, m.last_launch_at AS launched_at, "
-    "s.last_event_id AS last_event_id, "
-    + _STALE.format(member="m.learner_id")
-    + " AS stale FROM lti_context_members m "
-    "LEFT JOIN learner_snapshots s ON s.learner_id = m.learner_id "
-    "WHERE m.context_key = :course ORDER BY m.learner_id"
-).columns(launched_at=DateTime(timezone=True))
-_ANONYMOUS_MARKS = text(
-    "SELECT l.id AS learner_id, NULL AS launched_at, s.last_event_id AS last_event_id, "
-    + _STALE.format(member="l.id")
-    + " AS stale FROM learners l "
-    "LEFT JOIN learner_snapshots s ON s.learner_id = l.id "
-    "WHERE l.id NOT IN (SELECT learner_id FROM lti_learners) "
-    "AND (s.learner_id IS NOT NULL OR " + _EVENTS_AFTER.format(member="l.id") + ") "
-    "ORDER BY l.id"
-).columns(launched_at=DateTime(timezone=True))
+def _pool_query(snapshot_column: str, *, course: bool) -> TextClause:
+    """Each member of a pool with `snapshot_column` of their snapshot and whether it is stale,
+    by learner id: a course's members (an LTI context's key, bound as :course), with or
+    without events, or the learners no LMS launched who have events."""
+    if course:
+        member = "m.learner_id"
+        source = (
+            "SELECT m.learner_id AS learner_id, m.last_launch_at AS launched_at, "
+            "{column}, {stale} AS stale FROM lti_context_members m "
+            "LEFT JOIN learner_snapshots s ON s.learner_id = m.learner_id "
+            "WHERE m.context_key = :course ORDER BY m.learner_id"
+        )
+    else:
+        member = "l.id"
+        source = (
+            "SELECT l.id AS learner_id, NULL AS launched_at, {column}, {stale} AS stale "
+            "FROM learners l LEFT JOIN learner_snapshots s ON s.learner_id = l.id "
+            "WHERE l.id NOT IN (SELECT learner_id FROM lti_learners) "
+            "AND (s.learner_id IS NOT NULL OR {events_after}) ORDER BY l.id"
+        )
+    sql = source.format(
+        column=f"s.{snapshot_column} AS {snapshot_column}",
+        stale=_STALE.format(member=member),
+        events_after=_EVENTS_AFTER.format(member=member),
+    )
+    return text(sql).columns(launched_at=DateTime(timezone=True))
+
+
+# The pools with each member's summary (the CSV, the CLI report), and without it: where each
+# member's snapshot stands (the view compares that with the summaries it holds, and reads only
+# the ones that moved).
+_POOL = {course: _pool_query("summary", course=course) for course in (True, False)}
+_MARKS = {course: _pool_query("last_event_id", course=course) for course in (True, False)}
 _SUMMARIES = text(
     "SELECT learner_id, last_event_id, summary FROM learner_snapshots "
     "WHERE learner_id IN :learner_ids AND lesson_key = :lesson_key"
@@ -262,7 +258,7 @@ class Snapshots:
     def pool_marks(self, course: str | None) -> list[PoolMark]:
         """Every member of one pool (as `pool` has them), with where their snapshot stands:
         one query of small rows."""
-        query = _COURSE_MARKS if course is not None else _ANONYMOUS_MARKS
+        query = _MARKS[course is not None]
         parameters = {"lesson_key": self._lesson_key, "course": course}
         with self._engine.connect() as connection:
             rows = connection.execute(query, parameters).all()
@@ -309,7 +305,7 @@ class Snapshots:
         who have events. One query, read `batch_size` rows at a time; a member whose snapshot
         is missing, behind or for another lesson shape is read again and kept (`batch_size`
         at a time, in one transaction each), so the next view finds it current."""
-        query = _COURSE_POOL if course is not None else _ANONYMOUS_POOL
+        query = _POOL[course is not None]
         parameters = {"lesson_key": self._lesson_key, "course": course}
         moved: list[tuple[str, History]] = []
         with self._engine.connect() as connection:
