@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, DateTime, Engine, TextClause, bindparam, text
+from sqlalchemy import Connection, DateTime, Engine, TextualSelect, bindparam, text
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from normdive.progress.history import History
@@ -59,7 +59,7 @@ _EVENTS_AFTER = (
 _STALE = "(COALESCE(s.lesson_key <> :lesson_key, FALSE) OR " + _EVENTS_AFTER + ")"
 
 
-def _pool_query(snapshot_column: str, *, course: bool) -> TextClause:
+def _pool_query(snapshot_column: str, *, course: bool) -> TextualSelect:
     """Each member of a pool with `snapshot_column` of their snapshot and whether it is stale,
     by learner id: a course's members (an LTI context's key, bound as :course), with or
     without events, or the learners no LMS launched who have events."""
