@@ -51,7 +51,10 @@ def test_ties_disagreeing_seeds_and_no_trimming() -> None:
     finals[(8, "gpt2")] = {**finals[(8, "gpt2")], "residual_only": 0.5, "layernorm_only": 0.5}
     plan = default_plan(depths=(4, 8), seeds=(0, 1), trim_depth=None)
     tied = sweep_sentences(sample_sweep(finals, plan=plan), LESSON)
-    assert tied[0] == "With GPT-2 initialisation, neither alone recovers more at depths 4 and 8."
+    assert tied[0] == (
+        "With GPT-2 initialisation, layer norm alone and the residual connections alone "
+        "recover the same at depths 4 and 8: neither recovers more."
+    )
     assert not any("only seeds" in sentence for sentence in tied)
 
     def residual_up_then_down(seed: int, key: str) -> float:
