@@ -9,12 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 from typer.testing import CliRunner
 
 from normdive.cli import app
 from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
 from normdive.store.event_store import Store
+from normdive.store.tables import LearnerSnapshot
 
 runner = CliRunner()
 # The console script installed beside this interpreter.
@@ -45,6 +47,22 @@ def test_db_upgrade_creates_the_store_and_can_run_again(url: str) -> None:
     assert _invoke(url, "db", "upgrade")[0] == 0
     store = Store(make_engine(url))
     assert store.learner_exists(store.create_learner())
+
+
+def test_db_upgrade_keeps_the_snapshots_a_script_left_behind(url: str) -> None:
+    assert _invoke(url, "db", "upgrade")[0] == 0
+    engine = make_engine(url)
+    store = Store(engine)
+    learner = store.create_learner()
+    store.append(learner, EventKind.HINT_OPENED, {"rung": 1})  # no snapshot kept
+    code, output = _invoke(url, "db", "upgrade")
+    assert code == 0, output
+    assert "Kept the snapshots of 1 learner(s)" in output
+    with engine.connect() as connection:
+        kept = connection.execute(select(LearnerSnapshot.last_event_id)).scalars().all()
+    assert kept == [store.events_for(learner)[-1].id]
+    assert "Kept" not in _invoke(url, "db", "upgrade")[1]  # nothing left behind
+    engine.dispose()
 
 
 def test_db_upgrade_refuses_a_malformed_url() -> None:

@@ -202,3 +202,18 @@ def test_a_shape_digest_names_fields_rows_and_outcomes(part: str) -> None:
     shape[name] = type(shape[name])(sorted(shape[name])[:-1])  # type: ignore[call-arg]
     assert History(**shape).lesson_key != START.lesson_key  # type: ignore[arg-type]
     assert History.start(LESSON).lesson_key == START.lesson_key
+
+
+def test_fill_keeps_every_snapshot_missing_or_behind(
+    store: Store, engine: Engine, snapshots: Snapshots
+) -> None:
+    current, behind, missing = working(store), working(store), working(store)
+    quiet = store.create_learner()  # no events: nothing to keep
+    snapshots.read(current)
+    snapshots.read(behind)
+    store.append(behind, EventKind.HINT_OPENED, {"rung": 2})
+    assert snapshots.fill(batch_size=1) == 2
+    for learner in (current, behind, missing):
+        assert kept_at(engine, learner) == fold(store, learner).last_event_id
+    assert kept_at(engine, quiet) is None
+    assert snapshots.fill() == 0

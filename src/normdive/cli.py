@@ -111,20 +111,38 @@ def _database_url() -> str:
     "upgrade",
     help="Create or update the progress store's tables (alembic upgrade head).\n\n"
     "Reads DATABASE_URL (default: a SQLite file under var/, whose folder is created). "
-    "Safe to run again: it applies only the migrations the database does not have yet.",
+    "Safe to run again: it applies only the migrations the database does not have yet. "
+    "Then keeps each learner's snapshot that is missing or behind (learner_snapshots), so "
+    "the first instructor view after an upgrade does not fold every history.",
 )
 def db_upgrade() -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
-    from normdive.store.db import create_sqlite_folder, failure_reason, shown_url, upgrade
+    from normdive.lesson.content import load_lesson
+    from normdive.progress.history import History
+    from normdive.store.db import (
+        create_sqlite_folder,
+        failure_reason,
+        make_engine,
+        shown_url,
+        upgrade,
+    )
+    from normdive.store.snapshots import Snapshots
 
     url = _database_url()
     create_sqlite_folder(url)
     try:
         upgrade(url)
+        engine = make_engine(url)
+        try:
+            kept = Snapshots(engine, History.start(load_lesson())).fill()
+        finally:
+            engine.dispose()
     except SQLAlchemyError as error:
         reason = failure_reason(error)
         raise _fail(f"Could not upgrade the database at {shown_url(url)}: {reason}") from None
+    if kept:
+        typer.echo(f"Kept the snapshots of {kept} learner(s) whose history had moved on.")
     typer.echo(f"The database at {shown_url(url)} is up to date.")
 
 

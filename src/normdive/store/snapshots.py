@@ -92,6 +92,11 @@ def _pool_query(snapshot_column: str, *, course: bool) -> TextualSelect:
 # the ones that moved).
 _POOL = {course: _pool_query("summary", course=course) for course in (True, False)}
 _MARKS = {course: _pool_query("last_event_id", course=course) for course in (True, False)}
+# Every learner with events whose snapshot is missing, behind or for another lesson shape.
+_STALE_LEARNERS = text(
+    "SELECT l.id FROM learners l LEFT JOIN learner_snapshots s ON s.learner_id = l.id "
+    "WHERE " + _STALE.format(member="l.id") + " ORDER BY l.id"
+)
 _SUMMARIES = text(
     "SELECT learner_id, last_event_id, summary FROM learner_snapshots "
     "WHERE learner_id IN :learner_ids AND lesson_key = :lesson_key"
@@ -254,6 +259,19 @@ class Snapshots:
         with self._engine.begin() as connection:
             connection.exec_driver_sql("SET LOCAL synchronous_commit TO OFF")
             connection.exec_driver_sql(_KEEP_SQL.format("%s"), values)
+
+    def fill(self, batch_size: int = POOL_BATCH_SIZE) -> int:
+        """Keep the snapshot of every learner whose snapshot is missing, behind their events or
+        kept for another lesson shape (after migration 0006, or events a script appended), so
+        no reader has to fold their history later; returns how many were kept."""
+        with self._engine.connect() as connection:
+            stale = list(
+                connection.execute(_STALE_LEARNERS, {"lesson_key": self._lesson_key}).scalars()
+            )
+        for first in range(0, len(stale), batch_size):
+            part = stale[first : first + batch_size]
+            self.keep_many([(learner_id, self._current(learner_id)[0]) for learner_id in part])
+        return len(stale)
 
     def pool_marks(self, course: str | None) -> list[PoolMark]:
         """Every member of one pool (as `pool` has them), with where their snapshot stands:
