@@ -7,6 +7,7 @@ keep the current one for the next reader. The upsert's SQL runs on both database
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from typing import Any
@@ -19,7 +20,7 @@ from normdive.progress.events import EventKind
 from normdive.progress.history import History
 from normdive.progress.report import summary_from_record, summary_record
 from normdive.store.event_store import Store
-from normdive.store.snapshots import Snapshots
+from normdive.store.snapshots import SNAPSHOT_EVERY_EVENTS, Snapshots, due
 from normdive.store.tables import LearnerSnapshot
 
 pytestmark = pytest.mark.both_databases
@@ -217,3 +218,15 @@ def test_fill_keeps_every_snapshot_missing_or_behind(
         assert kept_at(engine, learner) == fold(store, learner).last_event_id
     assert kept_at(engine, quiet) is None
     assert snapshots.fill() == 0
+
+
+def test_the_app_keeps_a_snapshot_every_few_events() -> None:
+    def at(position: int) -> History:
+        return dataclasses.replace(START, position=position)
+
+    every = SNAPSHOT_EVERY_EVENTS
+    assert [due(at(n), at(n + 1)) for n in range(2 * every)] == [
+        (n + 1) % every == 0 for n in range(2 * every)
+    ]
+    assert due(at(every - 1), at(every + 2))  # a write of several events that crosses one
+    assert not due(at(every), at(every))

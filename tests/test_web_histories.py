@@ -24,6 +24,7 @@ from sqlalchemy import select
 from conftest import SettingsFactory, ablation_recording, write_recording
 from lesson_answers import LESSON, RIGHT_NUMBERS
 from normdive.progress.history import History
+from normdive.store.snapshots import SNAPSHOT_EVERY_EVENTS
 from normdive.store.tables import LearnerSnapshot
 from normdive.web.app import create_app
 from normdive.web.identity import COOKIE_NAME
@@ -100,14 +101,20 @@ def test_two_workers_and_a_restart_always_answer_the_fresh_fold(
             for each in workers:
                 assert each.get("/api/state").json()["state"] == expected, (step, path, form)
         # The snapshot the workers' writes kept in the database (what a worker that has not
-        # seen the learner starts from) is the fold of every event.
+        # seen the learner starts from) is the fold of the events up to its last id, fewer
+        # than SNAPSHOT_EVERY_EVENTS behind, and extended by the rest it is the whole fold.
+        events = scratch.store.events_for(learner_id)
         with scratch.engine.connect() as connection:
             body = connection.execute(
                 select(LearnerSnapshot.body).where(LearnerSnapshot.learner_id == learner_id)
-            ).scalar_one()
-        assert History.from_json(json.loads(body), History.start(LESSON)) == History.of(
-            scratch.store.events_for(learner_id), scratch.lesson
-        )
+            ).scalar_one_or_none()
+        kept = History.start(LESSON)
+        if body is not None:
+            kept = History.from_json(json.loads(body), kept)
+        after = [event for event in events if event.id > kept.last_event_id]
+        assert kept == History.of(events[: len(events) - len(after)], LESSON)
+        assert len(after) < SNAPSHOT_EVERY_EVENTS
+        assert kept.extended(after, events[-1].id if events else 0) == History.of(events, LESSON)
 
 
 def test_kept_histories_drop_the_least_recently_used_past_capacity() -> None:

@@ -34,6 +34,19 @@ from normdive.store.event_store import POOL_BATCH_SIZE, Store, as_utc
 
 logger = logging.getLogger(__name__)
 
+# The app keeps a learner's snapshot once their history has grown by this many events since
+# the one kept (a write that crosses a multiple of it), not after every write: a reader then
+# folds at most this many minus one events on top of it, and a write pays for the keep (about
+# 0.33 ms of CPU, bench/snapshot_keep.py) one time in this many.
+SNAPSHOT_EVERY_EVENTS = 4
+
+
+def due(before: History, after: History) -> bool:
+    """Whether an append that took a learner's History from `before` to `after` should keep
+    their snapshot (see SNAPSHOT_EVERY_EVENTS)."""
+    return after.position // SNAPSHOT_EVERY_EVENTS > before.position // SNAPSHOT_EVERY_EVENTS
+
+
 # Only forwards: a keep with an older last_event_id (a slower request of the same learner)
 # changes nothing; one for another lesson shape replaces it (the lesson's content changed).
 # In each driver's own SQL ({0}: its parameter marker): on SQLite, run on the pooled

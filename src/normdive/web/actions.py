@@ -308,7 +308,7 @@ def _perform(
             )
             history = decided_on.extended(appended, appended[-1].id if appended else 0)
             if appended:
-                svc.appended(learner.id, history)
+                svc.appended(learner.id, decided_on, history)
             else:
                 svc.histories.keep(learner.id, history)
             state = decider.state_after(history, appended)

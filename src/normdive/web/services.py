@@ -33,7 +33,7 @@ from normdive.recording.format import Recording
 from normdive.recording.sweep import sweep_path_for
 from normdive.recording.sweep_reader import sweep_status
 from normdive.store.event_store import Store
-from normdive.store.snapshots import Snapshots
+from normdive.store.snapshots import Snapshots, due
 from normdive.web.pool_reports import PoolReports
 from normdive.web.rendering import Renderer
 from normdive.web.security.csrf import form_token
@@ -154,10 +154,12 @@ class Services:
         self.histories.keep(learner_id, history)
         return history
 
-    def appended(self, learner_id: str, history: History) -> None:
-        """Keep the History an append of this worker made, here and in the database."""
-        self.histories.keep(learner_id, history)
-        self.snapshots.keep(learner_id, history)
+    def appended(self, learner_id: str, before: History, after: History) -> None:
+        """Keep the History an append of this worker made (`before` it, `after` it) here, and
+        in the database when it is due there (store.snapshots.due)."""
+        self.histories.keep(learner_id, after)
+        if due(before, after):
+            self.snapshots.keep(learner_id, after)
 
     def recording(self) -> RecordingStatus:
         """The recording, or why it cannot be used (reader.recording_snapshot: cached per
@@ -190,9 +192,10 @@ class Services:
         history, appended = self.store.append_decided(
             learner_id, decide, kept if kept is not None else self.snapshots.read(learner_id)
         )
+        decided_on = history
         history = history.extended(appended, appended[-1].id if appended else 0)
         if appended:
-            self.appended(learner_id, history)
+            self.appended(learner_id, decided_on, history)
         else:
             self.histories.keep(learner_id, history)
         return self.state_from(history, snapshot.status)
