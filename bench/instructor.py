@@ -9,9 +9,10 @@ Seeding uses bench/seed.py's --fast path (bulk INSERTs into the Store's tables, 
 the Store writes, without its per-learner read), which is the only way to seed 500,000 events in
 minutes on this machine. Between the timed views and the CSV, MOVING learners write one more
 event each through the Store alone (their snapshots left behind, the view's worst case) and one
-more view is timed ("after N learners moved"). Unlike learners working through the web app, it keeps no snapshot
-(learner_snapshots): the first view reads and folds every learner's events once and keeps their
-snapshots (timed apart, as "first view"); the views after it read one row per learner. Every
+more view is timed ("after N learners moved"). Unlike learners working through the web app, the
+seed keeps no snapshot (learner_snapshots): the first view reads and folds every learner's events
+once and keeps their snapshots (timed apart, as "first view"); the views after it read one row
+per learner. Every
 seeded learner is anonymous; the run times the anonymous pool, then puts every learner into one
 course (lti_learners and lti_context_members rows, as launches leave them) and times that
 course's view. Each figure is the median of --repeats requests through the app in-process

@@ -560,12 +560,13 @@ def _extended(connection: Connection, learner_id: str, start: FoldedT) -> Folded
             _sqlite_time(created_at) if sqlite_backend else as_utc(created_at),
         )
         for event_id, kind, payload, created_at in rows
-        if kind in _KNOWN_KINDS  # written by a newer version; that version derives from it
+        if kind in KNOWN_KINDS  # written by a newer version; that version derives from it
     ]
     return start.extended(events, rows[-1][0])
 
 
-_KNOWN_KINDS = frozenset(kind.value for kind in EventKind)
+# Event kinds this version folds (a newer version may have written others).
+KNOWN_KINDS = frozenset(kind.value for kind in EventKind)
 # The hot path's statements in each driver's own SQL (sqlite3: ? parameters, payloads as JSON
 # text, times as "YYYY-MM-DD HH:MM:SS" text in UTC; psycopg: %s, JSONB as dicts, aware times),
 # run on the pooled connection's own cursor: compiling and running them through SQLAlchemy

@@ -28,9 +28,11 @@ from typing import Any
 from sqlalchemy import Connection, DateTime, Engine, TextualSelect, bindparam, text
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
+from normdive.progress.events import Event, EventKind
 from normdive.progress.history import History
 from normdive.progress.report import summary_record
-from normdive.store.event_store import POOL_BATCH_SIZE, Store, as_utc
+from normdive.store.event_store import KNOWN_KINDS, POOL_BATCH_SIZE, Store, as_utc
+from normdive.store.tables import PAYLOAD_TYPE
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +116,22 @@ _SUMMARIES = text(
     "SELECT learner_id, last_event_id, summary FROM learner_snapshots "
     "WHERE learner_id IN :learner_ids AND lesson_key = :lesson_key"
 ).bindparams(bindparam("learner_ids", expanding=True))
+# The kept Histories of some learners (for this lesson's shape), and their events after them.
+_BODIES = text(
+    "SELECT learner_id, body FROM learner_snapshots "
+    "WHERE learner_id IN :learner_ids AND lesson_key = :lesson_key"
+).bindparams(bindparam("learner_ids", expanding=True))
+_EVENTS_AFTER_KEPT = (
+    text(
+        "SELECT e.learner_id, e.id, e.kind, e.payload, e.created_at FROM events e "
+        "LEFT JOIN learner_snapshots s ON s.learner_id = e.learner_id "
+        "AND s.lesson_key = :lesson_key "
+        "WHERE e.learner_id IN :learner_ids AND e.id > COALESCE(s.last_event_id, 0) "
+        "ORDER BY e.learner_id, e.id"
+    )
+    .bindparams(bindparam("learner_ids", expanding=True))
+    .columns(payload=PAYLOAD_TYPE, created_at=DateTime(timezone=True))
+)
 # Learners whose summaries one query reads at most (under SQLite's limit on bound parameters).
 SUMMARIES_PER_QUERY = 500
 
@@ -316,19 +334,46 @@ class Snapshots:
                     _SUMMARIES, parameters
                 ):
                     found[learner_id] = (last_event_id, json.loads(summary))
-        moved: list[tuple[str, History]] = []
-        for mark in marks:
-            if mark.learner_id in found:
-                continue
-            if mark.stale or mark.last_event_id:  # stale, or moved since the marks were read
-                history, changed = self._current(mark.learner_id)
-                if changed:
-                    moved.append((mark.learner_id, history))
-            else:
-                history = self._start
-            found[mark.learner_id] = (history.last_event_id, summary_record(history))
-        self.keep_many(moved)
+        behind = [m.learner_id for m in marks if m.learner_id not in found]
+        moved = self._folded_again(behind)
+        for learner_id in behind:
+            history = moved.get(learner_id, self._start)
+            found[learner_id] = (history.last_event_id, summary_record(history))
+        self.keep_many([(learner_id, history) for learner_id, history in moved.items()])
         return found
+
+    def _folded_again(self, learner_ids: Sequence[str]) -> dict[str, History]:
+        """The History now of each of these learners who has events: their kept one (when kept
+        for this lesson's shape) extended by the events after it, read for them all at once
+        (SUMMARIES_PER_QUERY learners per query)."""
+        histories: dict[str, History] = {}
+        with self._engine.connect() as connection:
+            for first in range(0, len(learner_ids), SUMMARIES_PER_QUERY):
+                parameters = {
+                    "learner_ids": list(learner_ids[first : first + SUMMARIES_PER_QUERY]),
+                    "lesson_key": self._lesson_key,
+                }
+                kept = {
+                    learner_id: History.from_json(json.loads(body), self._start)
+                    for learner_id, body in connection.execute(_BODIES, parameters)
+                }
+                pending: dict[str, list[Event]] = {}
+                last: dict[str, int] = {}
+                for learner_id, event_id, kind, payload, created_at in connection.execute(
+                    _EVENTS_AFTER_KEPT, parameters
+                ):
+                    last[learner_id] = event_id
+                    if kind in KNOWN_KINDS:
+                        event = Event(
+                            event_id, learner_id, EventKind(kind), payload, as_utc(created_at)
+                        )
+                        pending.setdefault(learner_id, []).append(event)
+                for learner_id, last_event_id in last.items():
+                    start = kept.get(learner_id, self._start)
+                    histories[learner_id] = start.extended(
+                        pending.get(learner_id, []), last_event_id
+                    )
+        return histories
 
     def pool(self, course: str | None, batch_size: int = POOL_BATCH_SIZE) -> Iterator[PoolMember]:
         """Every learner of one pool, by learner id: a course's members (`course`, an LTI
