@@ -74,6 +74,7 @@ def provenance(
     rows_resumed: int,
 ) -> Provenance:
     commit, dirty = git_state()
+    on_cpu = device == "cpu"  # a GPU run is one process of one thread, whatever was asked
     return Provenance(
         script=SCRIPT,
         normdive_version=normdive.__version__,
@@ -84,8 +85,8 @@ def provenance(
         torch_version=torch.__version__,
         platform=platform.platform(),
         device=device_name(device),
-        jobs=jobs,
-        threads_per_job=threads_per_job,
+        jobs=jobs if on_cpu else 1,
+        threads_per_job=threads_per_job if on_cpu else 1,
         created_at=datetime.now(UTC).replace(microsecond=0).isoformat(),
         wall_s=round(wall_s, 1),
         rows_resumed=rows_resumed,

@@ -333,8 +333,8 @@ def record(
         provenance=provenance(
             command=command,
             device=device,
-            jobs=jobs if device == "cpu" else 1,
-            threads_per_job=THREADS_PER_JOB if device == "cpu" else 1,
+            jobs=jobs,
+            threads_per_job=THREADS_PER_JOB,
             wall_s=time.perf_counter() - started,
             rows_resumed=len(kept),
         ),
