@@ -4,7 +4,7 @@ sample sweep where the answer flips elsewhere moves them."""
 from __future__ import annotations
 
 from normdive.lesson.content import load_lesson
-from normdive.progress.sweep import compare_line, depth_words, sweep_sentences
+from normdive.progress.sweep import compare_line, depth_words, seed_words, sweep_sentences
 from normdive.recording.sweep import default_plan
 from sample_sweeps import CHANCE, FLIP_AT_4, FLIP_AT_8, sample_sweep
 
@@ -19,6 +19,14 @@ def test_depth_words() -> None:
     ]
 
 
+def test_seed_words() -> None:
+    assert [seed_words(s) for s in ([0], [0, 1], [0, 1, 2])] == [
+        "seed 0",
+        "seeds 0 and 1",
+        "seeds 0, 1 and 2",
+    ]
+
+
 def test_the_sentences_of_a_sweep_that_flips_between_depth_4_and_8() -> None:
     assert sweep_sentences(sample_sweep(FLIP_AT_8), LESSON) == [
         "With GPT-2 initialisation, putting back layer norm alone recovers more at depths 2 and 4.",
@@ -29,7 +37,7 @@ def test_the_sentences_of_a_sweep_that_flips_between_depth_4_and_8() -> None:
         "recovers more at depths 2, 4, 8 and 16.",
         "With PyTorch's default initialisation, the answer is the same at every depth recorded.",
         "The initialisation changes the answer at depths 2 and 4.",
-        "At depth 16 only seeds 0 and 1 were trained, to keep the sweep within its time.",
+        "At depth 16 the sweep trained seed 0 only, to keep within its time budget.",
     ]
 
 
@@ -55,7 +63,7 @@ def test_ties_disagreeing_seeds_and_no_trimming() -> None:
         "With GPT-2 initialisation, layer norm alone and the residual connections alone "
         "recover the same at depths 4 and 8: neither recovers more."
     )
-    assert not any("only seeds" in sentence for sentence in tied)
+    assert not any("the sweep trained" in sentence for sentence in tied)
 
     def residual_up_then_down(seed: int, key: str) -> float:
         return (0.1 if seed == 0 else -0.1) if key == "residual_only" else 0.0
@@ -69,6 +77,14 @@ def test_ties_disagreeing_seeds_and_no_trimming() -> None:
         "With GPT-2 initialisation, the answer is the same at every depth recorded.",
     ]
     assert CHANCE < 0.1
+
+
+def test_two_seeds_kept_at_the_trimmed_depth_are_named_as_two() -> None:
+    plan = default_plan(depths=(4, 8), seeds=(0, 1, 2), trim_depth=8, seeds_from_trim_depth=2)
+    sentences = sweep_sentences(sample_sweep(FLIP_AT_8, plan=plan), LESSON)
+    assert sentences[-1] == (
+        "At depth 8 the sweep trained seeds 0 and 1 only, to keep within its time budget."
+    )
 
 
 def test_the_compare_line_when_the_prediction_holds_at_other_depths() -> None:

@@ -127,7 +127,7 @@ def test_the_panel_shows_the_sweep_by_depth_and_row_with_its_sentences(
         "2 seeds 0, 1 and 2",
         "4 seeds 0, 1 and 2",
         "8 seeds 0, 1 and 2",
-        "16 seeds 0 and 1",
+        "16 seed 0",
     ]
     play_4 = ", play Layer norm only at depth 4, GPT-2 initialisation"
     assert rows[2][3] == f"87.9 %{play_4} 87.9 % to 87.9 %"
@@ -136,6 +136,8 @@ def test_the_panel_shows_the_sweep_by_depth_and_row_with_its_sentences(
     assert cell["href"] == "/depths?cell=4-gpt2-layernorm_only#sweep-player"
     assert "heat-9" in (cell.parent or Tag(name="x"))["class"]
     assert grid(panel, "pytorch")[3][2].startswith("100.0 %")
+    play_16 = ", play Residuals only at depth 16, GPT-2 initialisation"
+    assert rows[4][2] == f"25.0 %{play_16} one seed"  # no spread from a single seed
     caption = words(panel.select_one("#sweep-grid-pytorch-caption"))
     assert caption == "Final held-out accuracy with PyTorch's default initialisation"
 
@@ -169,12 +171,14 @@ def test_any_cell_plays_in_the_player_with_and_without_javascript(
         )
         assert words(player.select_one("#sweep-final-accuracy")) == "100.0 %"
         assert len(player.select(".curve-table tbody tr")) == 3
+        note = words(page.select_one("#sweep-player-note"))
+        assert note.startswith("600 training steps. Only this seed was trained at this depth.")
         selected = page.select_one("td.selected a")
         assert isinstance(selected, Tag) and selected["aria-current"] == "true"
 
         data = client.get("/depths/cells/16-pytorch-residual_only.json").json()
         assert data["ok"] is True and data["seed"] == 0 and data["label"] == "Residuals only"
-        assert [s["seed"] for s in data["series"]] == [0, 1]  # depth 16 trained two seeds
+        assert [s["seed"] for s in data["series"]] == [0]  # depth 16 trained one seed
         assert data["series"][0]["page"] is True
         assert data["series"][0]["accuracy"][-1] == 1.0
 

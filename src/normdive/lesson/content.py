@@ -534,11 +534,13 @@ class SweepText(_Model):
     grid_caption: Text  # {init}: one initialisation's table
     how_to_read: Text  # what a cell shows
     cell_spread: Text  # {low}, {high}: a cell's lowest and highest seed
+    cell_one_seed: Text  # in place of the spread, for a cell trained at one seed only
     cell_label: Text  # {row}, {depth}, {init}: ends the accessible name of a cell's link
-    depth_seeds: Text  # {seeds}: the seeds trained at a depth
+    depth_seeds: Text  # {seeds}: the seeds trained at a depth, "seed 0" or "seeds 0, 1 and 2"
     back_label: Text  # the standalone page's link back to the lesson
     player_heading: Text  # {row}, {depth}, {init}, {seed}
     player_note: Text  # {steps}, {others}
+    player_note_alone: Text  # {steps}: the note when no other seed was trained at that depth
     recovers_more: Text  # {init}, {component}, {depths}
     neither_more: Text  # {init}, {depths}
     seeds_disagree: Text  # {init}, {depths}
@@ -546,7 +548,7 @@ class SweepText(_Model):
     same_everywhere: Text  # {init}
     init_changes: Text  # {depths}
     init_same: Text
-    trimmed: Text  # {depth}, {seeds}
+    trimmed: Text  # {depth}, {seeds}: "seed 0" or "seeds 0 and 1"
     compare_line: Text  # {predicted}, {init}, {depths}
     init_labels: dict[str, Text]  # by init setting, short: "GPT-2 initialisation"
 
@@ -558,6 +560,7 @@ class SweepText(_Model):
         _named("cell_label", self.cell_label, ("row", "depth", "init"), ("row", "depth"))
         _named("player_heading", self.player_heading, ("row", "depth", "init", "seed"))
         _named("player_note", self.player_note, ("steps", "others"))
+        _named("player_note_alone", self.player_note_alone, ("steps",))
         _named("recovers_more", self.recovers_more, ("init", "component", "depths"))
         _named("neither_more", self.neither_more, ("init", "depths"), ("depths",))
         _named("seeds_disagree", self.seeds_disagree, ("init", "depths"), ("depths",))
@@ -567,7 +570,10 @@ class SweepText(_Model):
         _named("init_same", self.init_same, ())
         _named("trimmed", self.trimmed, ("depth", "seeds"), ("depth", "seeds"))
         _named("compare_line", self.compare_line, ("predicted", "init", "depths"), ("depths",))
-        for name in ("heading", "intro", "open_label", "loading", "missing", "unusable"):
+        for name in (
+            *("heading", "intro", "open_label", "loading", "missing", "unusable"),
+            "cell_one_seed",
+        ):
             _named(name, getattr(self, name), ())
         return self
 

@@ -29,6 +29,11 @@ def listed(numbers: Sequence[int]) -> str:
     return f"{', '.join(map(str, numbers[:-1]))} and {numbers[-1]}"
 
 
+def seed_words(seeds: Sequence[int]) -> str:
+    """ "seed 0", "seeds 0 and 1", "seeds 0, 1 and 2"."""
+    return f"seed{'s' if len(seeds) > 1 else ''} {listed(seeds)}"
+
+
 def depth_words(depths: Sequence[int]) -> str:
     """ "depth 2", "depths 2 and 4", "depths 2, 4 and 8"."""
     return f"depth{'s' if len(depths) > 1 else ''} {listed(depths)}"
@@ -86,7 +91,7 @@ def sweep_sentences(sweep: Sweep, lesson: Lesson) -> list[str]:
     widest = max(len(entry.seeds) for entry in sweep.plan.depths)
     for entry in sweep.plan.depths:
         if len(entry.seeds) < widest:
-            sentences.append(text.trimmed.format(depth=entry.depth, seeds=listed(entry.seeds)))
+            sentences.append(text.trimmed.format(depth=entry.depth, seeds=seed_words(entry.seeds)))
     return sentences
 
 

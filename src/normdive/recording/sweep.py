@@ -39,11 +39,11 @@ SWEEP_DEPTHS: tuple[int, ...] = (2, 4, 8, 16)
 CUDA_EXTRA_DEPTHS: tuple[int, ...] = (32,)
 SWEEP_INITS: tuple[InitScheme, ...] = ("gpt2", "pytorch")
 # From this depth on the default sweep trains only the first SEEDS_FROM_TRIM_DEPTH seeds: its
-# runs cost the most (a row took about 20 s at depth 2 and 144 s at depth 16 on one core),
-# and three seeds at depth 16 would leave no margin in the 60-minute budget on two cores
-# (docs/recording.md, "The sweep's budget").
+# runs cost the most (a median 24 s at depth 2 and 205 s at depth 16, two runs at a time on
+# two cores), and two seeds at depth 16 took the default 61 minutes, past its 60-minute
+# budget on two cores (docs/recording.md, "The sweep's budget").
 TRIM_DEPTH = 16
-SEEDS_FROM_TRIM_DEPTH = 2
+SEEDS_FROM_TRIM_DEPTH = 1
 # The sweep file's name beside the recording's: recordings/the-transformer-block.json ->
 # recordings/the-transformer-block-sweep.json.
 SWEEP_SUFFIX = "-sweep"

@@ -18,7 +18,7 @@ from typing import Any
 
 from normdive.lesson.content import Lesson
 from normdive.progress import figures
-from normdive.progress.sweep import init_label, listed, sweep_sentences
+from normdive.progress.sweep import init_label, listed, seed_words, sweep_sentences
 from normdive.recording.format import InitScheme, RowKey, as_float
 from normdive.recording.sweep import SWEEP_INITS, Sweep, SweepRun
 from normdive.recording.sweep_reader import Cell, cells
@@ -118,7 +118,9 @@ def _cell_view(cell: Cell, lesson: Lesson, chance: float, picked: str | None) ->
         mean=figures.percent(cell.mean),
         spread=text.cell_spread.format(
             low=figures.percent(cell.low), high=figures.percent(cell.high)
-        ),
+        )
+        if len(cell.by_seed) > 1
+        else text.cell_one_seed,
         name_suffix=", "
         + text.cell_label.format(row=label, depth=cell.depth, init=init_label(lesson, cell.init)),
         heat=heat(cell.mean, chance),
@@ -183,8 +185,10 @@ def _player(sweep: Sweep, lesson: Lesson, picked: str) -> tuple[PlayerView, str,
     heading = text.player_heading.format(
         row=row_text.label, depth=depth, init=init_label(lesson, init), seed=row.seed
     )
-    note = text.player_note.format(
-        steps=sweep.config.steps, others=listed(others) if others else "none"
+    note = (
+        text.player_note.format(steps=sweep.config.steps, others=listed(others))
+        if others
+        else text.player_note_alone.format(steps=sweep.config.steps)
     )
     return view, heading, note
 
@@ -203,7 +207,7 @@ def sweep_panel_view(sweep: Sweep, lesson: Lesson, picked: str | None = None) ->
                 depths=tuple(
                     SweepDepthRow(
                         depth=entry.depth,
-                        seeds=lesson.sweep.depth_seeds.format(seeds=listed(entry.seeds)),
+                        seeds=lesson.sweep.depth_seeds.format(seeds=seed_words(entry.seeds)),
                         cells=tuple(
                             _cell_view(found, lesson, chance, picked)
                             if (found := by_place.get((entry.depth, init, key))) is not None
