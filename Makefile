@@ -29,7 +29,7 @@ help:
 	@echo "make pytest    - every pytest test (PostgreSQL, Chromium and node must be there)"
 	@echo "make browser   - the browser tests (Chromium, and PostgreSQL for one journey)"
 	@echo "make record    - re-record the ablation (recordings/the-transformer-block.json)"
-	@echo "make record-sweep - record the depth sweep beside it (about 45 min on 2 cores)"
+	@echo "make record-sweep - record the depth sweep beside it (about 41 min on 2 cores)"
 
 # --- set-up -------------------------------------------------------------------
 
@@ -122,7 +122,7 @@ browser: os-packages $(VENV)/.installed-test node_modules/.installed
 record: $(VENV)/.installed-test
 	$(BIN)/normdive record-runs
 
-# The depth sweep beside the recording (about 45 minutes on 2 cores; docs/recording.md).
+# The depth sweep beside the recording (about 41 minutes on 2 cores; docs/recording.md).
 record-sweep: $(VENV)/.installed-test
 	$(BIN)/normdive record-runs --sweep
 

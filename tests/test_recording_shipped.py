@@ -53,7 +53,7 @@ SWEEP_MAX_BYTES = 2 * 1024 * 1024
 
 @pytest.mark.skipif(
     not SHIPPED_SWEEP.exists(),
-    reason="no depth sweep shipped yet: `normdive record-runs --sweep` makes it (about 45 min)",
+    reason="no depth sweep shipped yet: `normdive record-runs --sweep` makes it (about 41 min)",
 )
 def test_the_shipped_sweep_is_the_default_one_whole_and_small() -> None:
     sweep = read_sweep(SHIPPED_SWEEP)

@@ -124,7 +124,7 @@ def test_main_writes_both_schemas(tmp_path: Path) -> None:
 def test_the_default_sweep_at_full_shape_fits_the_shipped_size() -> None:
     # Every run with the curve the default config records (600 steps, one point every 20:
     # 31 points) and ten per-block gradient norm points, in full float64 precision: the
-    # default sweep (80 runs, 611 KB), and a CUDA sweep (depth 32 too, no seed trimmed: 120
+    # default sweep (80 runs, 597 KB), and a CUDA sweep (depth 32 too, no seed trimmed: 120
     # runs, 1,045 KB).
     config = RunConfig()
     finals = {**FLIP_AT_8, **{(32, i): FLIP_AT_8[(16, i)] for i in ("gpt2", "pytorch")}}
