@@ -136,7 +136,13 @@ def bare_server(
         "from normdive.web.serving import run; "
         f"run({BARE_APP!r}, host='127.0.0.1', port={port}, workers={workers})"
     )
-    env = {**os.environ, "PYTHONPATH": str(BARE_APP_DIR)}
+    # bare_app's folder first, then any PYTHONPATH given (a before-and-after run names the
+    # code to measure there: the bare endpoint must be served by that code's run() too).
+    given = os.environ.get("PYTHONPATH")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(BARE_APP_DIR), *([given] if given else [])]),
+    }
     if database is not None:
         env[DATABASE_PATH_VARIABLE] = str(database)
     with serving([str(BIN / "python"), "-c", code], env, port, "/") as process:

@@ -20,7 +20,7 @@ import uvicorn
 
 from conftest import SERVER_START_TIMEOUT_S, SettingsFactory
 from normdive.web.app import create_app
-from normdive.web.serving import NoDelayH11Protocol
+from normdive.web.serving import MAX_HEAD_BYTES, NoDelayH11Protocol
 
 # Deadlines short enough to wait for in a test.
 SHORT_S = 0.5
@@ -40,7 +40,12 @@ def served(make_settings: SettingsFactory, tmp_path: Path) -> Iterator[int]:
     sock.bind(("127.0.0.1", 0))
     # log_config=None: uvicorn's loggers propagate to the root, where caplog sees them.
     config = uvicorn.Config(
-        app, http=ShortHeadDeadline, lifespan="on", log_config=None, log_level="info"
+        app,
+        http=ShortHeadDeadline,
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        lifespan="on",
+        log_config=None,
+        log_level="info",
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])))
@@ -90,6 +95,43 @@ def test_a_slow_head_after_a_kept_alive_answer_is_closed_too(
         assert answer.startswith(b"HTTP/1.1 200")
         connection.sendall(b"GET / HTTP/1.1\r\nHost: 1")
         assert read_until_closed(connection) == b""
+
+
+def test_pipelined_requests_are_all_answered_then_an_idle_connection_is_closed(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    with served(make_settings, tmp_path) as port, connect(port) as connection:
+        head = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        connection.sendall(head * 3)
+        answers = read_until_closed(connection)  # closed once idle, by a deadline
+    assert answers.count(b"HTTP/1.1 200") == 3
+
+
+def test_a_request_head_larger_than_the_ceiling_is_a_400(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    with served(make_settings, tmp_path) as port, connect(port) as connection:
+        filler = b"X-Filler: " + b"a" * 1000 + b"\r\n"
+        connection.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        with contextlib.suppress(ConnectionError):
+            for _ in range(MAX_HEAD_BYTES // len(filler) + 2):
+                connection.sendall(filler)
+        answer = read_until_closed(connection)
+    assert answer.startswith(b"HTTP/1.1 400")
+
+
+def test_a_head_just_under_the_ceiling_is_answered(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    with served(make_settings, tmp_path) as port, connect(port) as connection:
+        start = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        filler = b"X-Filler: " + b"a" * (MAX_HEAD_BYTES - len(start) - 14) + b"\r\n\r\n"
+        head = start + filler
+        assert len(head) <= MAX_HEAD_BYTES
+        for offset in range(0, len(head), 1000):  # in pieces, as a slow network delivers it
+            connection.sendall(head[offset : offset + 1000])
+        answer = read_until_closed(connection)
+    assert answer.startswith(b"HTTP/1.1 200")
 
 
 def test_a_body_that_does_not_arrive_in_time_is_a_408(
