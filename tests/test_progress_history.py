@@ -231,3 +231,32 @@ def test_the_derived_state_equals_the_naive_reference(
     # The lesson knows only its own rungs; the reference keeps every int it saw.
     expected["rungs"] &= set(range(1, len(LESSON.hints.rungs) + 1))
     assert derived_facts(events, recording) == expected
+
+
+@given(
+    histories,
+    specs,
+    st.sampled_from([FOUR_ROWS, THREE_ROWS, UNUSABLE]),
+    st.booleans(),
+)
+def test_the_state_after_an_event_does_not_depend_on_its_id_or_time(
+    drawn: list[tuple[EventKind, dict[str, Any]]],
+    last: tuple[EventKind, dict[str, Any]],
+    recording: RecordingFacts,
+    prerequisite_done: bool,
+) -> None:
+    # The server decides a write on the state after the event as it would be appended (no id,
+    # its own clock), answers with that state and keeps it with the History the stored event
+    # made (web.services.Histories): the two must derive alike.
+    events = as_events(drawn)
+    before = History.of(events, LESSON)
+    kind, payload = last
+    stored = Event(len(events) + 5, LEARNER, kind, payload, MOMENT - timedelta(days=3))
+    provisional = Event(0, "", kind, payload, datetime.now(UTC))
+
+    def state(history: History) -> Any:
+        return derive(history, LESSON, recording=recording, dev_prerequisite_done=prerequisite_done)
+
+    assert state(before.extended([provisional], before.last_event_id)) == state(
+        before.extended([stored], stored.id)
+    )

@@ -234,9 +234,15 @@ class _Decider:
     after its last decision (Store.append_decided may call it again after losing a race)."""
 
     def __init__(
-        self, svc: Services, action: FormAction, form: dict[str, str], snapshot: RecordingSnapshot
+        self,
+        svc: Services,
+        learner_id: str,
+        action: FormAction,
+        form: dict[str, str],
+        snapshot: RecordingSnapshot,
     ) -> None:
-        self.svc, self.action, self.form, self.snapshot = svc, action, form, snapshot
+        self.svc, self.learner_id, self.action = svc, learner_id, action
+        self.form, self.snapshot = form, snapshot
         self.state: LessonState | None = None
         self.after: LessonState | None = None
         self.outcome: Outcome = None
@@ -246,7 +252,7 @@ class _Decider:
         gate. Raises Conflict / Invalid (nothing is appended)."""
         svc, recording = self.svc, self.snapshot.status
         self.outcome, self.after = None, None
-        self.state = svc.state_from(history, recording)
+        self.state = svc.kept_state(self.learner_id, history, recording)
         self.outcome = self.action.act(self.state, svc.lesson, self.form)
         if self.outcome is None:
             self.after = self.state
@@ -294,14 +300,14 @@ def _perform(
     # Fewer writes than the limit in all, so fewer within any minute: no need to count.
     limited = throttled(svc.engine, learner.id, limit) if history.learner_writes >= limit else None
     if limited is not None:
-        state = svc.state_from(history, recording)
+        state = svc.kept_state(learner.id, history, recording)
         status, refusal = 429, Refusal(action.name, limited.message, form)
         headers["Retry-After"] = str(limited.retry_after_s)
     else:
         # Read, decide and append as one compare-and-append (Store.append_decided): a
         # once-only fact is stored once however many requests race, and the answer is
         # derived from the history the winning append extended.
-        decider = _Decider(svc, action, form, snapshot)
+        decider = _Decider(svc, learner.id, action, form, snapshot)
         try:
             decided_on, appended = svc.store.append_decided(
                 learner.id, decider, history, just_read=True
@@ -312,6 +318,9 @@ def _perform(
             else:
                 svc.histories.keep(learner.id, history)
             state = decider.state_after(history, appended)
+            # Kept with the History it belongs to: the learner's next request on this worker
+            # derives nothing when nothing was appended in between.
+            svc.histories.remember(learner.id, history, recording, state)
             outcome = decider.outcome
         except Conflict as exc:
             status, refusal = 409, Refusal(action.name, exc.message, form)

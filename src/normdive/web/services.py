@@ -90,17 +90,31 @@ def _learner_facts(status: RecordingStatus, lesson: Lesson) -> RecordingFacts:
 HISTORIES_KEPT = 20_000
 
 
+@dataclass(frozen=True)
+class _Kept:
+    """A kept History, and the state it derived to with one recording, once derived."""
+
+    history: History
+    status: RecordingStatus | None = None
+    state: LessonState | None = None
+
+
 class Histories:
-    """The latest History read of each recently seen learner, least recently used dropped first.
+    """The latest History read of each recently seen learner, least recently used dropped
+    first, with the state it derived to: the next request of the learner on this worker that
+    finds nothing appended since derives nothing.
 
     Safe across workers and machines: a kept History is only a starting point, which every
     read extends by the events appended since (Store.read), wherever they were appended. It
-    only saves reading and folding again what was already read. Thread-safe."""
+    only saves reading and folding again what was already read. A kept state is used only for
+    the very History object it was derived from (nothing appended since) and the very
+    recording object (reader.recording_snapshot keeps one per file until the file changes).
+    Thread-safe."""
 
     def __init__(self, lesson: Lesson, capacity: int = HISTORIES_KEPT) -> None:
         self._start = History.start(lesson)
         self._capacity = capacity
-        self._kept: OrderedDict[str, History] = OrderedDict()
+        self._kept: OrderedDict[str, _Kept] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, learner_id: str) -> History:
@@ -111,20 +125,43 @@ class Histories:
     def kept(self, learner_id: str) -> History | None:
         with self._lock:
             kept = self._kept.get(learner_id)
-            if kept is not None:
-                self._kept.move_to_end(learner_id)
-            return kept
+            if kept is None:
+                return None
+            self._kept.move_to_end(learner_id)
+            return kept.history
 
     def keep(self, learner_id: str, history: History) -> None:
         """Keep `history` unless a newer one of the learner's is kept already."""
         with self._lock:
             kept = self._kept.get(learner_id)
-            if kept is not None and kept.last_event_id >= history.last_event_id:
+            if kept is not None and (
+                kept.history is history or kept.history.last_event_id >= history.last_event_id
+            ):
                 return
-            self._kept[learner_id] = history
+            self._kept[learner_id] = _Kept(history)
             self._kept.move_to_end(learner_id)
             while len(self._kept) > self._capacity:
                 self._kept.popitem(last=False)
+
+    def derived(
+        self, learner_id: str, history: History, status: RecordingStatus
+    ) -> LessonState | None:
+        """The state kept for exactly this History and recording, if any."""
+        with self._lock:
+            kept = self._kept.get(learner_id)
+        if kept is None or kept.history is not history or kept.status is not status:
+            return None
+        return kept.state
+
+    def remember(
+        self, learner_id: str, history: History, status: RecordingStatus, state: LessonState
+    ) -> None:
+        """Keep `state` as what the kept `history` derives to with `status` (nothing when
+        another History of the learner's is kept now)."""
+        with self._lock:
+            kept = self._kept.get(learner_id)
+            if kept is not None and kept.history is history:
+                self._kept[learner_id] = _Kept(history, status, state)
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -202,7 +239,19 @@ class Services:
 
     def state_of(self, learner_id: str, status: RecordingStatus | None = None) -> LessonState:
         """The learner's state, derived from their History and the recording."""
-        return self.state_from(self.history(learner_id), status)
+        return self.kept_state(learner_id, self.history(learner_id), status)
+
+    def kept_state(
+        self, learner_id: str, history: History, status: RecordingStatus | None = None
+    ) -> LessonState:
+        """The state `history` (the learner's kept one) derives to: the one kept with it when
+        it was derived before with the same recording, else derived now and kept."""
+        status = status if status is not None else self.recording()
+        state = self.histories.derived(learner_id, history, status)
+        if state is None:
+            state = self.state_from(history, status)
+            self.histories.remember(learner_id, history, status, state)
+        return state
 
     def state_from(self, history: History, status: RecordingStatus | None = None) -> LessonState:
         """The state a History derives to, with the recording as it is now (or `status`)."""
