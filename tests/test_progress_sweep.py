@@ -61,7 +61,7 @@ def test_ties_disagreeing_seeds_and_no_trimming() -> None:
     tied = sweep_sentences(sample_sweep(finals, plan=plan), LESSON)
     assert tied[0] == (
         "With GPT-2 initialisation, layer norm alone and the residual connections alone "
-        "recover the same at depths 4 and 8: neither recovers more."
+        "recover the same at depths 4 and 8, a tie."
     )
     assert not any("the sweep trained" in sentence for sentence in tied)
 

@@ -130,7 +130,7 @@ def test_the_panel_shows_the_sweep_by_depth_and_row_with_its_sentences(
         "16 seed 0",
     ]
     play_4 = ", play Layer norm only at depth 4, GPT-2 initialisation"
-    assert rows[2][3] == f"87.9 %{play_4} 87.9 % to 87.9 %"
+    assert rows[2][3] == f"87.9 %{play_4} same at every seed"
     cell = panel.select_one('#sweep-grid-gpt2 a[data-sweep-cell="4-gpt2-layernorm_only"]')
     assert isinstance(cell, Tag)
     assert cell["href"] == "/depths?cell=4-gpt2-layernorm_only#sweep-player"
@@ -175,6 +175,19 @@ def test_any_cell_plays_in_the_player_with_and_without_javascript(
         assert note.startswith("600 training steps. Only this seed was trained at this depth.")
         selected = page.select_one("td.selected a")
         assert isinstance(selected, Tag) and selected["aria-current"] == "true"
+
+        # A cell with other seeds names their final figures in words; what the charts draw is
+        # said only once they are drawn (hidden until then, so never without JavaScript).
+        other = soup(client.get("/depths?cell=4-gpt2-layernorm_only").text)
+        note_tag = other.select_one("#sweep-player-note")
+        assert isinstance(note_tag, Tag)
+        assert words(note_tag).startswith(
+            "600 training steps. The other seeds of this cell ended at 87.9 % (seed 1) and "
+            "87.9 % (seed 2)."
+        )
+        chart_note = note_tag.select_one("[data-chart-note]")
+        assert isinstance(chart_note, Tag) and chart_note.has_attr("hidden")
+        assert "faint lines" in words(chart_note)
 
         data = client.get("/depths/cells/16-pytorch-residual_only.json").json()
         assert data["ok"] is True and data["seed"] == 0 and data["label"] == "Residuals only"

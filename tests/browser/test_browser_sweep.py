@@ -112,6 +112,7 @@ def test_the_panel_loads_when_opened_and_plays_any_cell(new_page: NewPage) -> No
     expect(page.locator("#sweep-chart-accuracy canvas")).to_have_count(1)
     expect(page.locator("#sweep-chart-loss canvas")).to_have_count(1)
     expect(page.locator("#sweep-final-accuracy")).to_have_text("87.9 %")
+    expect(page.locator("#sweep-player-note [data-chart-note]")).to_be_visible()
     expect(page).to_have_url(re.compile(r"/$|/#"))  # the lesson page, not another one
     no_horizontal_scroll(page)
     # The compare section's line: "layer norm" is what happens at depths 2 and 4.
@@ -142,6 +143,11 @@ def test_without_javascript_the_panel_is_a_table_whose_cells_play(new_page: NewP
     page.get_by_role("link", name=CELL).click()
     expect(page).to_have_url(re.compile(r"/depths\?cell=4-gpt2-layernorm_only#sweep-player$"))
     expect(page.get_by_role("heading", name=CELL_HEADING, level=3)).to_be_visible()
+    # No charts without JavaScript: the note says nothing of them, and names the other seeds.
+    expect(page.locator("#sweep-player-note")).to_contain_text(
+        "The other seeds of this cell ended at 87.9 % (seed 1) and 87.9 % (seed 2)."
+    )
+    expect(page.locator("#sweep-player-note [data-chart-note]")).to_be_hidden()
     page.get_by_text("Show the curve as a table").click()
     expect(
         page.get_by_role("region", name=re.compile("^The curve of Layer norm only"))
@@ -161,3 +167,10 @@ def test_the_page_of_its_own_draws_the_cell_and_passes_axe(new_page: NewPage) ->
     violations = axe_violations(page)
     assert violations == [], json.dumps(violations, indent=1)
     assert any(r.url.endswith("/depths/cells/16-pytorch-residual_only.json") for r in seen)
+
+    # A pick here names its cell in the address, so a reload plays it again.
+    page.get_by_role("link", name=CELL).click()
+    expect(page.get_by_role("heading", name=CELL_HEADING)).to_be_visible()
+    expect(page).to_have_url(re.compile(r"/depths\?cell=4-gpt2-layernorm_only#sweep-player$"))
+    page.reload()
+    expect(page.get_by_role("heading", name=CELL_HEADING)).to_be_visible()

@@ -535,11 +535,13 @@ class SweepText(_Model):
     how_to_read: Text  # what a cell shows
     cell_spread: Text  # {low}, {high}: a cell's lowest and highest seed
     cell_one_seed: Text  # in place of the spread, for a cell trained at one seed only
+    cell_same: Text  # in place of the spread, when every seed ended at the same figure
     cell_label: Text  # {row}, {depth}, {init}: ends the accessible name of a cell's link
     depth_seeds: Text  # {seeds}: the seeds trained at a depth, "seed 0" or "seeds 0, 1 and 2"
     back_label: Text  # the standalone page's link back to the lesson
     player_heading: Text  # {row}, {depth}, {init}, {seed}
-    player_note: Text  # {steps}, {others}
+    player_note: Text  # {steps}, {others}: the other seeds, each an other_seed
+    other_seed: Text  # {accuracy}, {seed}: one other seed's final held-out accuracy
     player_note_alone: Text  # {steps}: the note when no other seed was trained at that depth
     recovers_more: Text  # {init}, {component}, {depths}
     neither_more: Text  # {init}, {depths}
@@ -561,6 +563,7 @@ class SweepText(_Model):
         _named("player_heading", self.player_heading, ("row", "depth", "init", "seed"))
         _named("player_note", self.player_note, ("steps", "others"))
         _named("player_note_alone", self.player_note_alone, ("steps",))
+        _named("other_seed", self.other_seed, ("accuracy", "seed"), ("accuracy", "seed"))
         _named("recovers_more", self.recovers_more, ("init", "component", "depths"))
         _named("neither_more", self.neither_more, ("init", "depths"), ("depths",))
         _named("seeds_disagree", self.seeds_disagree, ("init", "depths"), ("depths",))
@@ -572,7 +575,7 @@ class SweepText(_Model):
         _named("compare_line", self.compare_line, ("predicted", "init", "depths"), ("depths",))
         for name in (
             *("heading", "intro", "open_label", "loading", "missing", "unusable"),
-            "cell_one_seed",
+            *("cell_one_seed", "cell_same"),
         ):
             _named(name, getattr(self, name), ())
         return self

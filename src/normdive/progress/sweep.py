@@ -22,11 +22,11 @@ from normdive.recording.sweep_reader import DepthVerdict, verdicts
 VERDICT_CHOICES = {row: choice for choice, row in COMPONENT_ROWS.items()}
 
 
-def listed(numbers: Sequence[int]) -> str:
+def listed(items: Sequence[object]) -> str:
     """ "2", "2 and 4", "2, 4 and 8"."""
-    if len(numbers) == 1:
-        return str(numbers[0])
-    return f"{', '.join(map(str, numbers[:-1]))} and {numbers[-1]}"
+    if len(items) == 1:
+        return str(items[0])
+    return f"{', '.join(map(str, items[:-1]))} and {items[-1]}"
 
 
 def seed_words(seeds: Sequence[int]) -> str:

@@ -99,6 +99,11 @@ def _row_label(lesson: Lesson, key: str) -> str:
     return text.label if text is not None else key
 
 
+def unbroken(figure: str) -> str:
+    """A figure whose number and unit never part at a line end ("25.2 %" in a narrow cell)."""
+    return figure.replace(" ", "\u00a0")
+
+
 def heat(accuracy: float, chance: float) -> int:
     """The heatmap's class for an accuracy: 0 at chance or below, HEAT_STEPS at 100 %."""
     if not math.isfinite(accuracy) or accuracy <= chance:
@@ -115,12 +120,16 @@ def _cell_view(cell: Cell, lesson: Lesson, chance: float, picked: str | None) ->
     return SweepCellView(
         cell=ident,
         label=label,
-        mean=figures.percent(cell.mean),
-        spread=text.cell_spread.format(
-            low=figures.percent(cell.low), high=figures.percent(cell.high)
-        )
-        if len(cell.by_seed) > 1
-        else text.cell_one_seed,
+        mean=unbroken(figures.percent(cell.mean)),
+        spread=(
+            text.cell_one_seed
+            if len(cell.by_seed) == 1
+            else text.cell_same
+            if figures.percent(cell.low) == figures.percent(cell.high)
+            else text.cell_spread.format(
+                low=unbroken(figures.percent(cell.low)), high=unbroken(figures.percent(cell.high))
+            )
+        ),
         name_suffix=", "
         + text.cell_label.format(row=label, depth=cell.depth, init=init_label(lesson, cell.init)),
         heat=heat(cell.mean, chance),
@@ -148,11 +157,12 @@ def _player(sweep: Sweep, lesson: Lesson, picked: str) -> tuple[PlayerView, str,
     if run is None or row_text is None:
         return None
     row = run.row
-    others = tuple(
-        seed
+    other_runs = [
+        found
         for seed in sweep.plan.seeds_at(depth)
-        if seed != row.seed and sweep.run(depth, init, key, seed) is not None
-    )
+        if seed != row.seed and (found := sweep.run(depth, init, key, seed)) is not None
+    ]
+    others = tuple(found.row.seed for found in other_runs)
     chance_max = lesson.bands.chance_max_multiple / Decimal(sweep.config.vocab_size)
     view = PlayerView(
         key=key,
@@ -178,15 +188,28 @@ def _player(sweep: Sweep, lesson: Lesson, picked: str) -> tuple[PlayerView, str,
         loss=figures.loss(as_float(row.final.heldout_loss)),
         exact_match=figures.percent(as_float(row.final.heldout_exact_match)),
         full_accuracy_step=row.final.first_step_at_full_accuracy,
-        learns_min=figures.exact_percent(lesson.bands.learns_min_accuracy),
-        chance_max=figures.exact_percent(chance_max),
+        learns_min=unbroken(figures.exact_percent(lesson.bands.learns_min_accuracy)),
+        chance_max=unbroken(figures.exact_percent(chance_max)),
     )
     text = lesson.sweep
     heading = text.player_heading.format(
         row=row_text.label, depth=depth, init=init_label(lesson, init), seed=row.seed
     )
     note = (
-        text.player_note.format(steps=sweep.config.steps, others=listed(others))
+        text.player_note.format(
+            steps=sweep.config.steps,
+            others=listed(
+                [
+                    text.other_seed.format(
+                        seed=found.row.seed,
+                        accuracy=unbroken(
+                            figures.percent(as_float(found.row.final.heldout_accuracy))
+                        ),
+                    )
+                    for found in other_runs
+                ]
+            ),
+        )
         if others
         else text.player_note_alone.format(steps=sweep.config.steps)
     )

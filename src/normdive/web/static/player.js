@@ -214,6 +214,8 @@ export async function showPlayer(player, { animate }) {
     makeChart(UPlot, element, data, element.dataset.series),
   );
   current.charts = charts;
+  // The sentences about what the charts show are hidden until there are charts to show it.
+  for (const note of player.querySelectorAll("[data-chart-note]")) note.hidden = false;
   if (!animate || reducedMotion() || !charts.length) return { drawn: true };
   const total = charts[0].cols.steps;
   const last = total[total.length - 1] || 1;
