@@ -3,6 +3,12 @@
 # `make unit` is the inner loop: the venv only (no PostgreSQL, Chromium, node or root).
 
 SHELL := /bin/bash
+# Python writes the bytecode it compiles, and pytest its assertion-rewritten test modules, even
+# where the environment says not to (PYTHONDONTWRITEBYTECODE, set on our machines): without
+# them every test process rewrites 273 modules again and every server and command a test starts
+# compiles normdive from source (a one-file pytest run 5.8 s -> 3.3 s; bench/RESULTS.md,
+# "Set-up"). __pycache__ is ignored by git.
+unexport PYTHONDONTWRITEBYTECODE
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
