@@ -47,7 +47,9 @@ def random_action(rng: random.Random) -> tuple[str, dict[str, str]]:
     if choice == 1:
         fields = rng.sample(sorted(RIGHT_NUMBERS), rng.randint(1, 3))
         return "/numbers", {
-            f: rng.choice([RIGHT_NUMBERS[f], "2.5", "abc", f"1.{rng.randrange(99)}"])
+            # "2\x005": the store keeps a NUL as U+FFFD, and the state kept after the write
+            # must be the stored event's.
+            f: rng.choice([RIGHT_NUMBERS[f], "2.5", "abc", "2\x005", f"1.{rng.randrange(99)}"])
             for f in fields
         }
     if choice == 2:
@@ -137,3 +139,25 @@ def test_an_older_history_never_replaces_a_newer_one() -> None:
     histories.keep("a", newer)
     histories.keep("a", start.extended([], 4))
     assert histories.get("a") is newer
+
+
+def test_a_kept_state_is_used_only_for_its_own_history_and_recording() -> None:
+    histories = Histories(LESSON)
+    start = histories.get("a")
+    one, two = start.extended([], 1), start.extended([], 2)
+    recording, other_recording = object(), object()
+    state = object()
+    histories.keep("a", one)
+    histories.remember("a", one, recording, state)  # type: ignore[arg-type]
+    assert histories.derived("a", one, recording) is state  # type: ignore[arg-type]
+    assert histories.derived("a", one, other_recording) is None  # type: ignore[arg-type]
+    assert histories.derived("a", start.extended([], 1), recording) is None  # type: ignore[arg-type]
+    histories.keep("a", one)  # the same History again: its state stays
+    assert histories.derived("a", one, recording) is state  # type: ignore[arg-type]
+    histories.keep("a", two)  # a newer one: the state was the old one's
+    assert histories.derived("a", two, recording) is None  # type: ignore[arg-type]
+    histories.remember("a", one, recording, state)  # type: ignore[arg-type]  # not kept now
+    assert histories.derived("a", one, recording) is None  # type: ignore[arg-type]
+    histories.keep("b", start)
+    histories.remember("b", start, recording, state)  # type: ignore[arg-type]
+    assert histories.derived("b", start, recording) is None  # none for a History without events

@@ -55,6 +55,7 @@ from normdive.progress.events import Event, EventKind
 from normdive.progress.history import History
 from normdive.progress.state import LessonState
 from normdive.recording.reader import RecordingSnapshot
+from normdive.store.event_store import storable
 from normdive.store.prerequisite import PrerequisiteSource, record_prerequisite_done
 from normdive.web.errors import error_response, wants_json
 from normdive.web.identity import (
@@ -272,10 +273,11 @@ class _Decider:
 
 
 def _provisional(action: Action) -> Event:
-    """An event as it would be appended, to derive the state after it (the fold reads the
-    kind, the payload and the order, never the id or the time)."""
+    """An event as it will be stored, to derive the state after it: its payload as the store
+    keeps it (event_store.storable), because the fold reads the kind, the payload and the
+    order, never the id or the time."""
     kind, payload = action
-    return Event(0, "", kind, payload, datetime.now(UTC))
+    return Event(0, "", kind, storable(payload), datetime.now(UTC))
 
 
 def _perform(
