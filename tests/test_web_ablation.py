@@ -301,6 +301,13 @@ def test_playing_a_row_records_it_and_shows_its_figures_without_javascript(
     assert text(player, "#final-accuracy") == "100.0 %"
     assert text(player, "#final-loss") == "0.003"
     assert text(player, "#final-full-accuracy") == "600"
+    # Without JavaScript there are no charts: what they would show stays hidden.
+    note = one(player, "#player-note")
+    assert " ".join(note.get_text().split()).startswith(
+        "600 training steps. The same row was recorded at seeds 1 and 2 too."
+    )
+    chart_note = one(note, "[data-chart-note]")
+    assert chart_note.has_attr("hidden") and "faint band" in chart_note.get_text()
     table = [[c.get_text(strip=True) for c in tr.select("th, td")] for tr in player.select("tr")]
     assert table[0][0] == "step"
     assert [line[0] for line in table[1:]] == ["0", "300", "600"]

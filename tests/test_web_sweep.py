@@ -16,7 +16,9 @@ from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID
 from normdive.progress.sweep import sweep_sentences
 from normdive.recording.format import ROW_KEYS
 from normdive.recording.sweep import Sweep, sweep_path_for
+from normdive.recording.sweep_reader import Cell
 from normdive.web.app import create_app
+from normdive.web.sweep_view import cell_view
 from page_client import PageClient
 from sample_sweeps import FLIP_AT_4, FLIP_AT_8, sample_sweep
 
@@ -229,3 +231,20 @@ def test_the_compare_section_adds_a_line_when_the_prediction_holds_at_other_dept
             "initialisation, at depths 2 and 4."
         )
         assert soup(right.get("/").text).select_one("#compare-depths") is None
+
+
+@pytest.mark.parametrize(
+    ("by_seed", "spread"),
+    [
+        (((0, 0.5),), "one seed"),
+        (((0, 1.0), (1, 1.0), (2, 1.0)), "same at every seed"),
+        (((0, 0.5), (1, 0.25)), "25.0\u00a0% to 50.0\u00a0%"),
+        # A seed that ended on no number is not "the same" as one that ended on a figure.
+        (((0, 0.5), (1, float("nan"))), "50.0\u00a0% to 50.0\u00a0%"),
+    ],
+)
+def test_a_cells_spread_says_what_its_seeds_did(
+    by_seed: tuple[tuple[int, float], ...], spread: str
+) -> None:
+    cell = Cell(depth=4, init="gpt2", key="layernorm_only", by_seed=by_seed)
+    assert cell_view(cell, LESSON, chance=1 / 16, picked=None).spread == spread

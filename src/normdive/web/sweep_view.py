@@ -112,7 +112,7 @@ def heat(accuracy: float, chance: float) -> int:
     return max(0, min(HEAT_STEPS, round(share * HEAT_STEPS)))
 
 
-def _cell_view(cell: Cell, lesson: Lesson, chance: float, picked: str | None) -> SweepCellView:
+def cell_view(cell: Cell, lesson: Lesson, chance: float, picked: str | None) -> SweepCellView:
     text = lesson.sweep
     row = lesson.row(cell.key)
     label = row.label if row is not None else cell.key
@@ -125,7 +125,7 @@ def _cell_view(cell: Cell, lesson: Lesson, chance: float, picked: str | None) ->
             text.cell_one_seed
             if len(cell.by_seed) == 1
             else text.cell_same
-            if figures.percent(cell.low) == figures.percent(cell.high)
+            if len({figures.percent(value) for value in cell.accuracies}) == 1
             else text.cell_spread.format(
                 low=unbroken(figures.percent(cell.low)), high=unbroken(figures.percent(cell.high))
             )
@@ -232,7 +232,7 @@ def sweep_panel_view(sweep: Sweep, lesson: Lesson, picked: str | None = None) ->
                         depth=entry.depth,
                         seeds=lesson.sweep.depth_seeds.format(seeds=seed_words(entry.seeds)),
                         cells=tuple(
-                            _cell_view(found, lesson, chance, picked)
+                            cell_view(found, lesson, chance, picked)
                             if (found := by_place.get((entry.depth, init, key))) is not None
                             else None
                             for key in sweep.plan.rows
