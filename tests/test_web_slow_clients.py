@@ -20,7 +20,7 @@ import uvicorn
 
 from conftest import SERVER_START_TIMEOUT_S, SettingsFactory
 from normdive.web.app import create_app
-from normdive.web.serving import MAX_HEAD_BYTES, NoDelayH11Protocol
+from normdive.web.serving import MAX_HEAD_BYTES, NoDelayH11Protocol, connection_options
 
 # Deadlines short enough to wait for in a test.
 SHORT_S = 0.5
@@ -41,8 +41,7 @@ def served(make_settings: SettingsFactory, tmp_path: Path) -> Iterator[int]:
     # log_config=None: uvicorn's loggers propagate to the root, where caplog sees them.
     config = uvicorn.Config(
         app,
-        http=ShortHeadDeadline,
-        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        **{**connection_options(), "http": ShortHeadDeadline},
         lifespan="on",
         log_config=None,
         log_level="info",
@@ -120,9 +119,7 @@ def test_a_request_head_larger_than_the_ceiling_is_a_400(
     assert answer.startswith(b"HTTP/1.1 400")
 
 
-def test_a_head_just_under_the_ceiling_is_answered(
-    make_settings: SettingsFactory, tmp_path: Path
-) -> None:
+def test_a_head_at_the_ceiling_is_answered(make_settings: SettingsFactory, tmp_path: Path) -> None:
     with served(make_settings, tmp_path) as port, connect(port) as connection:
         start = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
         filler = b"X-Filler: " + b"a" * (MAX_HEAD_BYTES - len(start) - 14) + b"\r\n\r\n"

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -80,6 +81,17 @@ class NoDelayH11Protocol(H11Protocol):
             self.transport.close()
 
 
+def connection_options() -> dict[str, Any]:
+    """How every connection is served, as uvicorn.run and uvicorn.Config take it (the tests
+    serve the app with these too)."""
+    return {
+        "proxy_headers": PROXY_HEADERS,
+        "http": NoDelayH11Protocol,
+        "timeout_keep_alive": KEEP_ALIVE_TIMEOUT_S,
+        "h11_max_incomplete_event_size": MAX_HEAD_BYTES,
+    }
+
+
 def run(app: str, *, host: str, port: int, workers: int, reload: bool = False) -> None:
     """Serve the ASGI app factory named by `app` ("module:function") until stopped."""
     import uvicorn
@@ -91,8 +103,5 @@ def run(app: str, *, host: str, port: int, workers: int, reload: bool = False) -
         port=port,
         workers=None if reload else workers,
         reload=reload,
-        proxy_headers=PROXY_HEADERS,
-        http=NoDelayH11Protocol,
-        timeout_keep_alive=KEEP_ALIVE_TIMEOUT_S,
-        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        **connection_options(),
     )
