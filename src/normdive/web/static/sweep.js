@@ -69,11 +69,14 @@ export async function openPanel(panel) {
 async function pick(link, body) {
   const url = new URL(body.dataset.src, window.location.href);
   url.searchParams.set("cell", link.dataset.sweepCell);
-  // On the page of its own the address names the cell played, so a reload or a shared link
-  // plays it again; inside the lesson the address stays the lesson's.
-  const target = new URL(link.href, window.location.href);
-  if (target.pathname === window.location.pathname) window.history.replaceState(null, "", target);
   await load(body, url.href);
+  // On the page of its own the address names the cell now in the player, so a reload or a
+  // shared link plays it again; inside the lesson the address stays the lesson's.
+  const target = new URL(link.href, window.location.href);
+  const playing = body.querySelector("#sweep-player[data-src]");
+  if (playing && target.pathname === window.location.pathname) {
+    window.history.replaceState(null, "", target);
+  }
   const player = body.querySelector("#sweep-player");
   if (player) player.focus();
   draw(body, true);
