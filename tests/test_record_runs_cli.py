@@ -256,7 +256,7 @@ def test_cuda_asked_for_without_a_cuda_device_is_refused(tmp_path: Path) -> None
     import torch
 
     if torch.cuda.is_available():
-        pytest.skip("this machine has a CUDA device")
+        pytest.skip("tests the refusal on a machine without CUDA; this one has a CUDA device")
     out = tmp_path / "r.json"
     result = CliRunner().invoke(app, ["record-runs", "--device", "cuda", "--out", str(out)])
     assert result.exit_code == 2

@@ -195,7 +195,7 @@ def test_a_cuda_sweep_without_a_cuda_device_is_refused(tmp_path: Path) -> None:
     import torch
 
     if torch.cuda.is_available():
-        pytest.skip("this machine has a CUDA device")
+        pytest.skip("tests the refusal on a machine without CUDA; this one has a CUDA device")
     result = CliRunner().invoke(
         app, ["record-runs", "--sweep", "--device", "cuda", "--out", str(tmp_path / "r.json")]
     )
