@@ -3,6 +3,9 @@ that would answer every request with an error refuses to start instead, saying w
 
 from __future__ import annotations
 
+import gc
+from typing import TYPE_CHECKING
+
 from sqlalchemy import inspect
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -11,8 +14,11 @@ from normdive.lesson.content import LessonError, load_lesson
 from normdive.store.db import failure_reason, make_engine
 from normdive.store.tables import Base
 
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
 # The ASGI app factory uvicorn imports in each worker ("module:function").
-APP_FACTORY = "normdive.web.app:create_app"
+APP_FACTORY = "normdive.web.startup:served_app"
 # The progress store's tables, as the models declare them; `normdive db upgrade` creates them.
 REQUIRED_TABLES = frozenset(Base.metadata.tables)
 
@@ -39,3 +45,21 @@ def readiness_problems(settings: Settings) -> list[str]:
     finally:
         engine.dispose()
     return problems
+
+
+def served_app() -> FastAPI:
+    """The app one worker of `normdive serve` serves, with what it holds from start-up moved out
+    of the garbage collector's sight (gc.freeze).
+
+    The modules, the lesson, the recordings and the compiled templates (about 140,000 objects)
+    live as long as the worker, yet every full collection walks all of them: the worker stops
+    for about 0.1 s, with every request it holds, once every thousand or two requests
+    (bench/RESULTS.md, "Garbage collection"). Frozen, they are skipped. Only here, where a
+    process serves one app for good: a frozen object is never collected, and a test process
+    builds hundreds of apps."""
+    from normdive.web.app import create_app
+
+    app = create_app()
+    gc.collect()  # what start-up left as garbage goes now, not into the frozen generation
+    gc.freeze()
+    return app

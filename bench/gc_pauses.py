@@ -1,0 +1,131 @@
+"""The garbage collector's pauses in a worker of `normdive serve`, with what start-up built
+frozen (web.startup.served_app, gc.freeze) and not frozen, side by side in one process:
+
+    .venv/bin/python bench/gc_pauses.py [--rounds 2] [--learners 40]
+
+The app is the one `normdive serve` builds, through Starlette's TestClient on a fresh SQLite
+file, worked by bench/derives.py's mix (a page load, then three checks of six numbers, for
+each learner). Each round measures both ways, alternating: frozen as served, then with the
+freeze undone (gc.unfreeze moves the frozen objects back into the oldest generation). Every
+collection's pause is timed from the collector's own callbacks, and one full collection
+(gc.collect(), what an unlucky request waits behind) is timed on its own after each mix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import secrets
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from derives import ORIGIN, numbers
+from load import CHECKS_PER_PAGE, PREDICTION
+
+REPO = Path(__file__).resolve().parents[1]
+LEARNERS = 40
+PAGES = 10  # page loads per learner, each followed by its checks
+ROUNDS = 2
+
+
+class Pauses:
+    """Each collection's pause, in milliseconds, by generation (gc.callbacks)."""
+
+    def __init__(self) -> None:
+        self.by_generation: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            pause = (time.perf_counter() - self._started) * 1000
+            self.by_generation[info["generation"]].append(pause)
+
+    def clear(self) -> None:
+        for pauses in self.by_generation.values():
+            pauses.clear()
+
+
+def work(client: Any, learners: int, pages: int) -> int:
+    """bench/derives.py's mix for `learners` new learners; returns the requests sent."""
+    sent = 0
+    for _ in range(learners):
+        client.cookies.clear()
+        token = client.get("/api/state").json()["csrf_token"]
+        headers = {"Accept": "application/json", "X-CSRF-Token": token, "Origin": ORIGIN}
+        client.post("/predict", data={"choice": PREDICTION}, headers=headers)
+        check = 0
+        for _ in range(pages):
+            assert client.get("/", headers={"Accept": "text/html"}).status_code == 200
+            for _ in range(CHECKS_PER_PAGE):
+                check += 1
+                body = urlencode(numbers(check))
+                form = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
+                assert client.post("/numbers", content=body, headers=form).status_code == 200
+            sent += 1 + CHECKS_PER_PAGE
+    return sent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--learners", type=int, default=LEARNERS)
+    parser.add_argument("--pages", type=int, default=PAGES)
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="normdive-gc-"))
+    url = f"sqlite:///{folder / 'bench.sqlite3'}"
+    os.environ.update(
+        DATABASE_URL=url,
+        NORMDIVE_SECRET_KEY=secrets.token_hex(32),
+        NORMDIVE_DEV_PREREQUISITE_DONE="1",
+        NORMDIVE_RECORDING_PATH=str(REPO / "recordings" / "the-transformer-block.json"),
+        NORMDIVE_ATTEMPTS_PER_MINUTE=str(10**9),
+        NORMDIVE_NEW_LEARNERS_PER_HOUR=str(10**9),  # every learner here comes from one address
+    )
+    from fastapi.testclient import TestClient
+
+    from normdive.store.db import upgrade
+    from normdive.web.startup import served_app
+
+    upgrade(url)
+    pauses = Pauses()
+    gc.callbacks.append(pauses)
+    print(
+        "| round | start-up objects | requests | collections (gen 0 / 1 / 2) | all pauses "
+        "| longest pause | one full collection |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    with TestClient(served_app()) as client:
+        work(client, 2, 1)  # the first requests build what is then kept (snapshots, views)
+        for round_number in range(1, args.rounds + 1):
+            for frozen in (True, False):
+                if frozen:
+                    gc.collect()
+                    gc.freeze()
+                else:
+                    gc.unfreeze()
+                    gc.collect()
+                kept = gc.get_freeze_count()
+                pauses.clear()
+                requests = work(client, args.learners, args.pages)
+                counts = " / ".join(str(len(p)) for p in pauses.by_generation.values())
+                every = [p for ps in pauses.by_generation.values() for p in ps]
+                started = time.perf_counter()
+                gc.collect()
+                full_ms = (time.perf_counter() - started) * 1000
+                how = f"frozen ({kept:,})" if frozen else "not frozen"
+                print(
+                    f"| {round_number} | {how} | {requests} | {counts} | {sum(every):.1f} ms | "
+                    f"{max(every, default=0.0):.1f} ms | {full_ms:.1f} ms |",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
