@@ -40,6 +40,10 @@ TINY = [
     "--seeds",
     "0",
 ]
+# The interrupted runs train two seeds: after the first row, seven are left (two seconds or
+# more), so the signal lands while they train even when this test process is slow to see
+# the first row.
+INTERRUPTED_SEEDS = ["--seeds", "0,1"]
 SAFETY_TIMEOUT_S = 300  # only so that a hung run fails the test instead of hanging it
 OLD = b"the previous recording, which an interrupted run must leave alone\n"
 
@@ -88,7 +92,7 @@ def test_end_to_end(uninterrupted: tuple[Path, str]) -> None:
 def start(out: Path) -> subprocess.Popen[str]:
     # Its own session, so a signal can reach the command and its workers together.
     return subprocess.Popen(
-        [NORMDIVE, "record-runs", *TINY, "--jobs", "1", "--out", str(out)],
+        [NORMDIVE, "record-runs", *TINY, *INTERRUPTED_SEEDS, "--jobs", "1", "--out", str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -116,17 +120,22 @@ def test_resume_after_sigkill_gives_the_uninterrupted_rows(
     signal_after_first_row(process, out, signal.SIGKILL)
     assert process.returncode == -signal.SIGKILL
     assert out.read_bytes() == OLD  # never half-written, never replaced
-    assert (out.with_name(out.name + ".partial") / "both-seed0.json").exists()
+    partial = out.with_name(out.name + ".partial")
+    assert (partial / "both-seed0.json").exists()
+    kept = len(list(partial.glob("*-seed*.json")))  # the first row, and any the kill let finish
 
-    resumed = record_runs(out, "--jobs", "1")
+    resumed = record_runs(out, *INTERRUPTED_SEEDS, "--jobs", "1")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    assert "Resuming: 1 finished row(s) kept" in resumed.stdout
+    assert f"Resuming: {kept} finished row(s) kept" in resumed.stdout
+    trained = [line for line in resumed.stdout.splitlines() if line.startswith("[")]
+    assert len(trained) == 2 * len(ROW_KEYS) - kept
     again = parse_recording(out.read_bytes(), str(out))
     reference = parse_recording(uninterrupted[0].read_bytes(), "uninterrupted")
-    # Same rows as the uninterrupted run, which also ran with 2 jobs instead of 1.
-    assert rows_of(again) == rows_of(reference)
+    # Seed 0's rows are the uninterrupted run's, which trained seed 0 alone with 2 jobs.
+    assert [row for row in rows_of(again) if row["seed"] == 0] == rows_of(reference)
+    assert [row["seed"] for row in rows_of(again)].count(1) == len(ROW_KEYS)
     assert again.config == reference.config
-    assert again.provenance.rows_resumed == 1
+    assert again.provenance.rows_resumed == kept
 
 
 @pytest.mark.slow
