@@ -20,7 +20,8 @@ PORT ?= 8000
 
 # The tests `make unit` runs: neither PostgreSQL (--no-postgresql: see tests/conftest.py), nor
 # the app's HTTP tests, nor Chromium, nor node, nor the slow ones; property tests on fewer
-# examples (the Hypothesis profile "unit", tests/conftest.py).
+# examples (the Hypothesis profile "unit", tests/conftest.py). Two processes (xdist): importing
+# and collecting alone take a quarter of a single process's run (bench/RESULTS.md, "Set-up").
 UNIT_TESTS := --no-postgresql -m "not http and not browser and not node and not slow" \
   --hypothesis-profile=unit
 
@@ -118,7 +119,7 @@ typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
 
 unit: $(VENV)/.installed-test
-	$(BIN)/python -m pytest $(UNIT_TESTS)
+	$(BIN)/python -m pytest -n 2 $(UNIT_TESTS)
 
 browser: os-packages $(VENV)/.installed-test node_modules/.installed
 	$(BIN)/python -m pytest -n 2 -m browser
