@@ -239,8 +239,11 @@ def test_the_compare_section_adds_a_line_when_the_prediction_holds_at_other_dept
         (((0, 0.5),), "one seed"),
         (((0, 1.0), (1, 1.0), (2, 1.0)), "same at every seed"),
         (((0, 0.5), (1, 0.25)), "25.0\u00a0% to 50.0\u00a0%"),
-        # A seed that ended on no number is not "the same" as one that ended on a figure.
-        (((0, 0.5), (1, float("nan"))), "50.0\u00a0% to 50.0\u00a0%"),
+        # A seed that ended on no number is not "the same" as one that ended on a figure, and
+        # no range holds it: each seed's figure, in seed order.
+        (((0, 0.5), (1, float("nan"))), "50.0\u00a0% and not a number"),
+        (((0, 0.5), (1, float("nan")), (2, 0.25)), "50.0\u00a0%, not a number and 25.0\u00a0%"),
+        (((0, 0.5), (1, float("inf"))), "50.0\u00a0% and infinity"),
     ],
 )
 def test_a_cells_spread_says_what_its_seeds_did(

@@ -112,6 +112,24 @@ def heat(accuracy: float, chance: float) -> int:
     return max(0, min(HEAT_STEPS, round(share * HEAT_STEPS)))
 
 
+def _spread(cell: Cell, lesson: Lesson) -> str:
+    """How far apart the cell's seeds ended: "one seed", "same at every seed", "25.0 % to
+    50.0 %"; with a seed that ended on no number, each seed's figure in seed order, since a
+    range cannot hold it ("50.0 % and not a number")."""
+    text = lesson.sweep
+    shown = [figures.percent(value) for value in cell.accuracies]
+    if len(shown) == 1:
+        return text.cell_one_seed
+    if not all(math.isfinite(value) for value in cell.accuracies):
+        finite = (math.isfinite(value) for value in cell.accuracies)
+        return listed([unbroken(f) if kept else f for f, kept in zip(shown, finite, strict=True)])
+    if len(set(shown)) == 1:
+        return text.cell_same
+    return text.cell_spread.format(
+        low=unbroken(figures.percent(cell.low)), high=unbroken(figures.percent(cell.high))
+    )
+
+
 def cell_view(cell: Cell, lesson: Lesson, chance: float, picked: str | None) -> SweepCellView:
     text = lesson.sweep
     row = lesson.row(cell.key)
@@ -121,15 +139,7 @@ def cell_view(cell: Cell, lesson: Lesson, chance: float, picked: str | None) -> 
         cell=ident,
         label=label,
         mean=unbroken(figures.percent(cell.mean)),
-        spread=(
-            text.cell_one_seed
-            if len(cell.by_seed) == 1
-            else text.cell_same
-            if len({figures.percent(value) for value in cell.accuracies}) == 1
-            else text.cell_spread.format(
-                low=unbroken(figures.percent(cell.low)), high=unbroken(figures.percent(cell.high))
-            )
-        ),
+        spread=_spread(cell, lesson),
         name_suffix=", "
         + text.cell_label.format(row=label, depth=cell.depth, init=init_label(lesson, cell.init)),
         heat=heat(cell.mean, chance),
