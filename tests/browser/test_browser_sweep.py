@@ -107,8 +107,19 @@ def test_the_panel_loads_when_opened_and_plays_any_cell(new_page: NewPage) -> No
     expect(gpt2.get_by_role("row")).to_have_count(5)
     no_horizontal_scroll(page)
 
+    # Whether the chart sentences were still hidden when the player took the focus.
+    page.evaluate(
+        """() => document.addEventListener("focusin", (event) => {
+          if (event.target.id !== "sweep-player") return;
+          const notes = [...event.target.querySelectorAll("[data-chart-note]")];
+          window.chartNotesHiddenAtFocus = notes.length === 0 || notes.some((n) => n.hidden);
+        })"""
+    )
     page.get_by_role("link", name=CELL).click()
     expect(page.get_by_role("heading", name=CELL_HEADING)).to_be_visible()
+    page.wait_for_function("() => window.chartNotesHiddenAtFocus !== undefined")
+    assert page.evaluate("window.chartNotesHiddenAtFocus") is False
+    expect(page.locator("#sweep-player")).to_be_focused()
     expect(page.locator("#sweep-chart-accuracy canvas")).to_have_count(1)
     expect(page.locator("#sweep-chart-loss canvas")).to_have_count(1)
     expect(page.locator("#sweep-final-accuracy")).to_have_text("87.9 %")

@@ -204,8 +204,9 @@ function resize() {
 window.addEventListener("resize", resize);
 
 // Draw the row in #player. With `animate`, the curves grow over ANIMATION_MS (at once under
-// prefers-reduced-motion) and the promise resolves when they are complete.
-export async function showPlayer(player, { animate }) {
+// prefers-reduced-motion) and the promise resolves when they are complete. `onCharts` is
+// called as soon as the charts and the sentences about them are on the page.
+export async function showPlayer(player, { animate, onCharts = () => {} }) {
   const token = current.token + 1;
   current = { token, charts: [] };
   const [UPlot, data] = await Promise.all([loadUPlot(), fetchRow(player.dataset.src)]);
@@ -216,6 +217,7 @@ export async function showPlayer(player, { animate }) {
   current.charts = charts;
   // The sentences about what the charts show are hidden until there are charts to show it.
   for (const note of player.querySelectorAll("[data-chart-note]")) note.hidden = false;
+  onCharts();
   if (!animate || reducedMotion() || !charts.length) return { drawn: true };
   const total = charts[0].cols.steps;
   const last = total[total.length - 1] || 1;

@@ -49,11 +49,16 @@ async function load(body, url, ready = Promise.resolve()) {
   }
 }
 
-function draw(root, animate) {
+// Draw the cell in the player; `then` runs once its charts are drawn (or could not be).
+function draw(root, animate, then = () => {}) {
   const player = root.querySelector("#sweep-player[data-src]");
-  if (!player) return;
-  showPlayer(player, { animate }).catch(() => {
+  if (!player) {
+    then();
+    return;
+  }
+  showPlayer(player, { animate, onCharts: then }).catch(() => {
     player.querySelector(".charts")?.replaceChildren(paragraph("note", PROBLEM));
+    then();
   });
 }
 
@@ -77,9 +82,10 @@ async function pick(link, body) {
   if (playing && target.pathname === window.location.pathname) {
     window.history.replaceState(null, "", target);
   }
+  // Focus moves to the player once its charts and the sentences about them are shown, so a
+  // screen reader reads the player whole.
   const player = body.querySelector("#sweep-player");
-  if (player) player.focus();
-  draw(body, true);
+  draw(body, true, () => player?.focus());
 }
 
 document.addEventListener("click", (event) => {
