@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from jinja2 import Environment
 
-from normdive.web.rendering import Renderer, make_environment
+from normdive.web.rendering import COMPILED_TEMPLATES, Renderer, make_environment
 
 
 @pytest.fixture
@@ -50,6 +50,14 @@ def test_an_edited_template_is_compiled_again(tmp_path: Path, compiled: list[str
     template.write_text("<em>{{ word }}</em>")
     assert make_environment(tmp_path).get_template("note.html").render(word="c") == "<em>c</em>"
     assert compiled == ["note.html", "note.html"]
+
+
+def test_a_cleared_cache_compiles_again(compiled: list[str]) -> None:
+    Renderer()
+    COMPILED_TEMPLATES.clear()
+    compiled.clear()
+    Renderer()
+    assert "page.html" in compiled and "fragments.html" in compiled
 
 
 def test_templates_of_the_same_name_in_two_folders_are_kept_apart(tmp_path: Path) -> None:

@@ -90,6 +90,9 @@ class CompiledTemplates(BytecodeCache):
         if bucket.code is not None:
             self._kept[bucket.key] = (bucket.checksum, bucket.code)
 
+    def clear(self) -> None:
+        self._kept.clear()
+
 
 COMPILED_TEMPLATES = CompiledTemplates()
 
