@@ -85,6 +85,7 @@ def test_the_panel_says_so_plainly_when_no_sweep_is_recorded(
         assert words(panel.select_one("summary")) == LESSON.sweep.open_label
         link = panel.select_one("#sweep-body a")
         assert isinstance(link, Tag) and link["href"] == "/depths#sweep"
+        assert words(link) == LESSON.sweep.page_label != LESSON.sweep.open_label
         for url in ("/depths", "/depths/panel"):
             answer = client.get(url)
             assert answer.status_code == 200

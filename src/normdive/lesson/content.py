@@ -526,7 +526,8 @@ class SweepText(_Model):
 
     heading: Text
     intro: Text
-    open_label: Text  # the link that opens the panel's figures (the page without JavaScript)
+    open_label: Text  # the panel's summary, which opens it
+    page_label: Text  # the link inside, to the figures as a page (the page without JavaScript)
     loading: Text
     missing: Text  # no sweep file on this server
     unusable: Text  # a sweep file that cannot be read
@@ -574,7 +575,8 @@ class SweepText(_Model):
         _named("trimmed", self.trimmed, ("depth", "seeds"), ("depth", "seeds"))
         _named("compare_line", self.compare_line, ("predicted", "init", "depths"), ("depths",))
         for name in (
-            *("heading", "intro", "open_label", "loading", "missing", "unusable"),
+            *("heading", "intro", "open_label", "page_label", "loading", "missing"),
+            "unusable",
             *("cell_one_seed", "cell_same"),
         ):
             _named(name, getattr(self, name), ())
