@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Iterator
 
 import pytest
-from playwright.sync_api import Page, Request, expect
+from playwright.sync_api import Page, Request, Route, expect
 
 from conftest import (
     LiveServer,
@@ -37,6 +37,8 @@ TEXT = LESSON.sweep
 # The cell's link: its figure, then (for a screen reader) what it plays.
 CELL = re.compile(r"^87\.9 %\s?, play Layer norm only at depth 4, GPT-2 initialisation$")
 CELL_HEADING = "Layer norm only, depth 4, GPT-2 initialisation, seed 0"
+OTHER_CELL = re.compile(r", play Residuals only at depth 4, GPT-2 initialisation$")
+OTHER_HEADING = "Residuals only, depth 4, GPT-2 initialisation, seed 0"
 
 
 @pytest.fixture(scope="module")
@@ -187,3 +189,28 @@ def test_the_page_of_its_own_draws_the_cell_and_passes_axe(new_page: NewPage) ->
     expect(page).to_have_url(re.compile(r"/depths\?cell=4-gpt2-layernorm_only#sweep-player$"))
     page.reload()
     expect(page.get_by_role("heading", name=CELL_HEADING)).to_be_visible()
+
+
+def test_of_two_quick_picks_the_later_plays_and_keeps_the_focus(new_page: NewPage) -> None:
+    page = new_page(viewport=PHONE, reduced_motion="reduce")
+    close_the_gate(page)
+    page.goto("/depths?cell=16-pytorch-residual_only#sweep-player")
+    expect(page.locator("#sweep-chart-accuracy canvas")).to_have_count(1)
+    # The first pick's answer is held back until the second pick has played.
+    held: list[Route] = []
+    page.route(
+        re.compile(r"/depths/panel\?cell=4-gpt2-layernorm_only$"), lambda route: held.append(route)
+    )
+    page.get_by_role("link", name=CELL).click()
+    page.wait_for_function("() => document.getElementById('sweep-body').ariaBusy === 'true'")
+    page.get_by_role("link", name=OTHER_CELL).click()
+    expect(page.get_by_role("heading", name=OTHER_HEADING)).to_be_visible()
+    expect(page.locator("#sweep-player")).to_be_focused()
+    assert len(held) == 1
+    held[0].continue_()
+    # The late answer changes nothing: the later pick stays in the player, with the focus.
+    page.wait_for_load_state("networkidle")
+    expect(page.get_by_role("heading", name=OTHER_HEADING)).to_be_visible()
+    expect(page.get_by_role("heading", name=CELL_HEADING)).to_have_count(0)
+    expect(page.locator("#sweep-player")).to_be_focused()
+    expect(page).to_have_url(re.compile(r"/depths\?cell=4-gpt2-residual_only#sweep-player$"))

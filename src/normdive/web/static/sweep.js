@@ -34,32 +34,44 @@ function paragraph(className, text) {
   return element;
 }
 
-// Swap in the figures at `url` once they and `ready` (the stylesheet) have arrived.
-async function load(body, url, ready = Promise.resolve()) {
+// Swap in the figures at `url` once they and `ready` (the stylesheet) have arrived, unless
+// `current()` says a later load has taken over meanwhile.
+async function load(body, url, ready = Promise.resolve(), current = () => true) {
   body.setAttribute("aria-busy", "true");
   try {
     const fetched = fetch(url, { headers: { Accept: "text/html" }, credentials: "same-origin" });
     const [response] = await Promise.all([fetched, ready]);
+    const html = await response.text();
     // Every answer, a refusal included, is a readable fragment drawn by the server.
-    body.innerHTML = await response.text();
+    if (current()) body.innerHTML = html;
   } catch {
-    body.replaceChildren(paragraph("note", PROBLEM));
+    if (current()) body.replaceChildren(paragraph("note", PROBLEM));
   } finally {
-    body.removeAttribute("aria-busy");
+    if (current()) body.removeAttribute("aria-busy");
   }
 }
 
-// Draw the cell in the player; `then` runs once its charts are drawn (or could not be).
+// Draw the cell in the player; `then` runs once, as soon as its charts are drawn, or could
+// not be, or were not because another player was drawn meanwhile.
 function draw(root, animate, then = () => {}) {
   const player = root.querySelector("#sweep-player[data-src]");
+  let done = false;
+  const once = () => {
+    if (!done) {
+      done = true;
+      then();
+    }
+  };
   if (!player) {
-    then();
+    once();
     return;
   }
-  showPlayer(player, { animate, onCharts: then }).catch(() => {
-    player.querySelector(".charts")?.replaceChildren(paragraph("note", PROBLEM));
-    then();
-  });
+  showPlayer(player, { animate, onCharts: once })
+    .then(once)
+    .catch(() => {
+      player.querySelector(".charts")?.replaceChildren(paragraph("note", PROBLEM));
+      once();
+    });
 }
 
 // The panel has opened: load its figures, once.
@@ -71,10 +83,18 @@ export async function openPanel(panel) {
   await load(body, body.dataset.src, loadStyles());
 }
 
+// The latest pick: an earlier one still loading neither draws nor takes the focus.
+let latestPick = 0;
+
 async function pick(link, body) {
+  const mine = ++latestPick;
   const url = new URL(body.dataset.src, window.location.href);
   url.searchParams.set("cell", link.dataset.sweepCell);
-  await load(body, url.href);
+  // The link is swapped away with the figures: the focus waits in the panel meanwhile.
+  body.focus({ preventScroll: true });
+  const current = () => mine === latestPick;
+  await load(body, url.href, undefined, current);
+  if (!current()) return;
   // On the page of its own the address names the cell now in the player, so a reload or a
   // shared link plays it again; inside the lesson the address stays the lesson's.
   const target = new URL(link.href, window.location.href);
@@ -85,7 +105,9 @@ async function pick(link, body) {
   // Focus moves to the player once its charts and the sentences about them are shown, so a
   // screen reader reads the player whole.
   const player = body.querySelector("#sweep-player");
-  draw(body, true, () => player?.focus());
+  draw(body, true, () => {
+    if (current()) player?.focus();
+  });
 }
 
 document.addEventListener("click", (event) => {
