@@ -89,22 +89,28 @@ def test_end_to_end(uninterrupted: tuple[Path, str]) -> None:
     assert not out.with_name(out.name + ".tmp").exists()
 
 
-def as_from_a_terminal() -> None:
-    """Ctrl-C at its default in the command, as a terminal starts it. A command started in the
-    background by a shell without job control inherits SIGINT ignored, and keeps it ignored
-    across exec; so would this one, whenever the test run itself was started that way."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+# Starts the command with Ctrl-C at its default, as a terminal does: a command started in the
+# background by a shell without job control inherits SIGINT ignored, and keeps it ignored
+# across exec, so this one would whenever the test run itself was started that way. A small
+# interpreter resets it and replaces itself with the command (same process, same pid); a
+# preexec_fn would run Python in a child forked from this threaded process.
+AS_FROM_A_TERMINAL = [
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])",
+]
 
 
 def start(out: Path) -> subprocess.Popen[str]:
     # Its own session, so a signal can reach the command and its workers together.
+    command = [NORMDIVE, "record-runs", *TINY, *INTERRUPTED_SEEDS, "--jobs", "1", "--out", str(out)]
     return subprocess.Popen(
-        [NORMDIVE, "record-runs", *TINY, *INTERRUPTED_SEEDS, "--jobs", "1", "--out", str(out)],
+        [*AS_FROM_A_TERMINAL, *command],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
-        preexec_fn=as_from_a_terminal,
     )
 
 
