@@ -1,6 +1,6 @@
 """What building the app (web.app.create_app) costs, with the process's compiled templates
 kept (web.rendering.COMPILED_TEMPLATES, as every app after the first finds them) and emptied
-before each build (as every build found them before they were kept), alternating:
+before each build (as the first app finds them), alternating:
 
     .venv/bin/python bench/app_start.py [--rounds 5]
 
@@ -37,12 +37,12 @@ def main() -> None:
     create_app()  # imports and first-time work out of the way
     timings: dict[str, list[float]] = {"kept": [], "emptied": []}
     for _ in range(args.rounds):
-        for how, pauses in timings.items():
+        for how, times in timings.items():
             if how == "emptied":
                 rendering.COMPILED_TEMPLATES.clear()
             started = time.process_time()
             create_app()
-            pauses.append((time.process_time() - started) * 1000)
+            times.append((time.process_time() - started) * 1000)
     for how, values in timings.items():
         shown = ", ".join(f"{v:.0f}" for v in values)
         median = statistics.median(values)

@@ -1,14 +1,15 @@
-"""The garbage collector's pauses in a worker of `normdive serve`, with what start-up built
-frozen (web.startup.served_app, gc.freeze) and not frozen, side by side in one process:
+"""The garbage collector's pauses in a worker of `normdive serve`, with start-up frozen
+(web.startup.served_app, gc.freeze) and not (web.app.create_app), side by side:
 
     .venv/bin/python bench/gc_pauses.py [--rounds 2] [--learners 40]
 
-The app is the one `normdive serve` builds, through Starlette's TestClient on a fresh SQLite
-file, worked by bench/derives.py's mix (a page load, then three checks of six numbers, for
-each learner). Each round measures both ways, alternating: frozen as served, then with the
-freeze undone (gc.unfreeze moves the frozen objects back into the oldest generation). Every
-collection's pause is timed from the collector's own callbacks, and one full collection
-(gc.collect(), what an unlucky request waits behind) is timed on its own after each mix.
+Each round runs each app in a process of its own, alternating, as a worker would: built,
+then worked by bench/derives.py's mix (a page load, then three checks of six numbers, for
+each learner) through Starlette's TestClient on a fresh SQLite file. What the first requests
+build (the recording read, the cached views) is built after the freeze, as in a server.
+Every collection's pause is timed from the collector's own callbacks, and one full
+collection (gc.collect(), what an unlucky request waits behind) is timed on its own after
+the mix.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import argparse
 import gc
 import os
 import secrets
+import subprocess
 import sys
 import tempfile
 import time
@@ -72,12 +74,9 @@ def work(client: Any, learners: int, pages: int) -> int:
     return sent
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=ROUNDS)
-    parser.add_argument("--learners", type=int, default=LEARNERS)
-    parser.add_argument("--pages", type=int, default=PAGES)
-    args = parser.parse_args()
+def measure(frozen: bool, learners: int, pages: int) -> str:
+    """One process's row of the table: the app built as `normdive serve` builds it (frozen)
+    or without the freeze, then worked."""
     folder = Path(tempfile.mkdtemp(prefix="normdive-gc-"))
     url = f"sqlite:///{folder / 'bench.sqlite3'}"
     os.environ.update(
@@ -91,40 +90,49 @@ def main() -> None:
     from fastapi.testclient import TestClient
 
     from normdive.store.db import upgrade
+    from normdive.web.app import create_app
     from normdive.web.startup import served_app
 
     upgrade(url)
+    app = served_app() if frozen else create_app()
+    kept = gc.get_freeze_count()
     pauses = Pauses()
     gc.callbacks.append(pauses)
+    with TestClient(app) as client:
+        requests = work(client, learners, pages)
+    counts = " / ".join(str(len(p)) for p in pauses.by_generation.values())
+    every = [p for ps in pauses.by_generation.values() for p in ps]
+    started = time.perf_counter()
+    gc.collect()
+    full_ms = (time.perf_counter() - started) * 1000
+    how = f"frozen ({kept:,})" if frozen else "not frozen"
+    return (
+        f"{how} | {requests} | {counts} | {sum(every):.1f} ms | "
+        f"{max(every, default=0.0):.1f} ms | {full_ms:.1f} ms |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--learners", type=int, default=LEARNERS)
+    parser.add_argument("--pages", type=int, default=PAGES)
+    parser.add_argument("--one", choices=("frozen", "not-frozen"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one is not None:  # one process's row, asked for by main below
+        print(measure(args.one == "frozen", args.learners, args.pages))
+        return
     print(
-        "| round | start-up objects | requests | collections (gen 0 / 1 / 2) | all pauses "
+        "| round | start-up | requests | collections (gen 0 / 1 / 2) | all pauses "
         "| longest pause | one full collection |"
     )
     print("|---|---|---|---|---|---|---|")
-    with TestClient(served_app()) as client:
-        work(client, 2, 1)  # the first requests build what is then kept (snapshots, views)
-        for round_number in range(1, args.rounds + 1):
-            for frozen in (True, False):
-                if frozen:
-                    gc.collect()
-                    gc.freeze()
-                else:
-                    gc.unfreeze()
-                    gc.collect()
-                kept = gc.get_freeze_count()
-                pauses.clear()
-                requests = work(client, args.learners, args.pages)
-                counts = " / ".join(str(len(p)) for p in pauses.by_generation.values())
-                every = [p for ps in pauses.by_generation.values() for p in ps]
-                started = time.perf_counter()
-                gc.collect()
-                full_ms = (time.perf_counter() - started) * 1000
-                how = f"frozen ({kept:,})" if frozen else "not frozen"
-                print(
-                    f"| {round_number} | {how} | {requests} | {counts} | {sum(every):.1f} ms | "
-                    f"{max(every, default=0.0):.1f} ms | {full_ms:.1f} ms |",
-                    flush=True,
-                )
+    for round_number in range(1, args.rounds + 1):
+        for how in ("frozen", "not-frozen"):
+            command = [sys.executable, __file__, "--one", how]
+            command += ["--learners", str(args.learners), "--pages", str(args.pages)]
+            row = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+            print(f"| {round_number} | {row.strip()}", flush=True)
 
 
 if __name__ == "__main__":

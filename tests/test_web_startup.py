@@ -1,6 +1,6 @@
 """web.startup's app factory: each worker of `normdive serve` builds its app, collects what
 start-up left as garbage, then freezes what is left (gc.freeze), in that order. The freeze
-itself is replaced here: a frozen object is never collected, and this process builds many
+itself is replaced here: a frozen cycle is never reclaimed, and this process builds many
 apps. `normdive serve` runs the real one (tests/test_web_cli.py serves a page through it)."""
 
 from __future__ import annotations

@@ -49,14 +49,14 @@ def readiness_problems(settings: Settings) -> list[str]:
 
 def served_app() -> FastAPI:
     """The app one worker of `normdive serve` serves, with what it holds from start-up moved out
-    of the garbage collector's sight (gc.freeze).
+    of the cycle collector's sight (gc.freeze).
 
-    The modules, the lesson, the recordings and the compiled templates (about 140,000 objects)
-    live as long as the worker, yet every full collection walks all of them: the worker stops
-    for about 0.1 s, with every request it holds, once every thousand or two requests
-    (bench/RESULTS.md, "Garbage collection"). Frozen, they are skipped. Only here, where a
-    process serves one app for good: a frozen object is never collected, and a test process
-    builds hundreds of apps."""
+    The modules, the lesson and the compiled templates (about 140,000 objects) live as long as
+    the worker, yet every full collection walks all of them: the worker stops for about 0.1 s,
+    with every request it holds, once every thousand or two requests (bench/RESULTS.md,
+    "Garbage collection"). Frozen, they are skipped. Only here, where a process serves one app
+    for good: reference counting still frees a frozen object, but a frozen cycle is never
+    reclaimed, and a test process builds hundreds of apps."""
     from normdive.web.app import create_app
 
     app = create_app()
