@@ -38,12 +38,11 @@ def numbers(n: int) -> dict[str, str]:
     return {key: f"{value}000{n}" for key, value in dotted.items()}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--learners", type=int, default=LEARNERS)
-    parser.add_argument("--pages", type=int, default=PAGES)
-    args = parser.parse_args()
-    folder = Path(tempfile.mkdtemp(prefix="normdive-derives-"))
+def settle_on_a_fresh_sqlite_file(prefix: str) -> str:
+    """Set the environment the app reads its settings from: a fresh SQLite file (returns its
+    URL), the shipped recording, 8.5 done, and the write and new-learner limits out of the
+    way (every learner here comes from one address and writes as fast as it can)."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
     url = f"sqlite:///{folder / 'bench.sqlite3'}"
     os.environ.update(
         DATABASE_URL=url,
@@ -51,7 +50,17 @@ def main() -> None:
         NORMDIVE_DEV_PREREQUISITE_DONE="1",
         NORMDIVE_RECORDING_PATH=str(REPO / "recordings" / "the-transformer-block.json"),
         NORMDIVE_ATTEMPTS_PER_MINUTE=str(10**9),
+        NORMDIVE_NEW_LEARNERS_PER_HOUR=str(10**9),
     )
+    return url
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--learners", type=int, default=LEARNERS)
+    parser.add_argument("--pages", type=int, default=PAGES)
+    args = parser.parse_args()
+    url = settle_on_a_fresh_sqlite_file("normdive-derives-")
     from fastapi.testclient import TestClient
 
     import normdive

@@ -16,20 +16,15 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
-import secrets
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from derives import ORIGIN, numbers
+from derives import ORIGIN, numbers, settle_on_a_fresh_sqlite_file
 from load import CHECKS_PER_PAGE, PREDICTION
 
-REPO = Path(__file__).resolve().parents[1]
 LEARNERS = 40
 PAGES = 10  # page loads per learner, each followed by its checks
 ROUNDS = 2
@@ -77,16 +72,7 @@ def work(client: Any, learners: int, pages: int) -> int:
 def measure(frozen: bool, learners: int, pages: int) -> str:
     """One process's row of the table: the app built as `normdive serve` builds it (frozen)
     or without the freeze, then worked."""
-    folder = Path(tempfile.mkdtemp(prefix="normdive-gc-"))
-    url = f"sqlite:///{folder / 'bench.sqlite3'}"
-    os.environ.update(
-        DATABASE_URL=url,
-        NORMDIVE_SECRET_KEY=secrets.token_hex(32),
-        NORMDIVE_DEV_PREREQUISITE_DONE="1",
-        NORMDIVE_RECORDING_PATH=str(REPO / "recordings" / "the-transformer-block.json"),
-        NORMDIVE_ATTEMPTS_PER_MINUTE=str(10**9),
-        NORMDIVE_NEW_LEARNERS_PER_HOUR=str(10**9),  # every learner here comes from one address
-    )
+    url = settle_on_a_fresh_sqlite_file("normdive-gc-")
     from fastapi.testclient import TestClient
 
     from normdive.store.db import upgrade
