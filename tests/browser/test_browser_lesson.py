@@ -282,3 +282,20 @@ def test_without_javascript_a_number_still_lands(new_page: NewPage) -> None:
     # A refusal re-renders the page with the message by the form.
     page.get_by_role("button", name=LESSON.reading.lock_label).click()
     expect(page.get_by_role("alert")).to_contain_text("Pick one of the four readings")
+
+
+@pytest.mark.parametrize("java_script", [True, False], ids=["js", "no-js"])
+def test_a_table_is_a_tab_stop_only_while_it_scrolls(new_page: NewPage, java_script: bool) -> None:
+    page = new_page(viewport={"width": 1280, "height": 900}, java_script_enabled=java_script)
+    page.goto("/")
+    page.get_by_text(LESSON.hand.table_summary, exact=True).click()  # opens the steps table
+    region = page.get_by_role("region", name=LESSON.hand.table_summary)
+    expect(region).to_be_visible()
+    if not java_script:  # the server's tabindex: a keyboard can always reach it
+        expect(region).to_have_attribute("tabindex", "0")
+        return
+    expect(region).not_to_have_attribute("tabindex", "0")  # wide: the table fits
+    page.set_viewport_size(PHONE)
+    expect(region).to_have_attribute("tabindex", "0")  # narrow: it scrolls, so it is reachable
+    page.set_viewport_size({"width": 1280, "height": 900})
+    expect(region).not_to_have_attribute("tabindex", "0")

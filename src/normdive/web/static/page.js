@@ -12,6 +12,7 @@
 //   show when the curves are complete. A reload shows the same row again, without animation.
 // - The panel "Does it hold at other depths?" (once the gate has closed) costs nothing until
 //   it opens: then sweep.js loads and fetches its figures.
+// - A table that fits its column is no Tab stop; one that scrolls sideways is (scroll-regions.js).
 // - Hidden inputs carry the switch, the learner's own row and the row in the player in every
 //   form, as the URL does, so a page without JavaScript keeps them across a POST.
 //
@@ -442,6 +443,10 @@ takeaway.baseline = takeawayParts()?.text.value ?? null;
 repaint();
 // requestIdleCallback is missing from some browsers (Safari); a timer does the same there.
 (window.requestIdleCallback ?? window.setTimeout)(prepareOtherEps);
+// Tables that fit their column leave the Tab order (scroll-regions.js), once the page is idle.
+(window.requestIdleCallback ?? window.setTimeout)(() =>
+  import("./scroll-regions.js").then(({ fitScrollRegions }) => fitScrollRegions()),
+);
 // ---- the runs at other depths ----------------------------------------------------------------
 
 // `toggle` does not bubble: listened for on the way down.

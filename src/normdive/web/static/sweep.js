@@ -6,6 +6,7 @@
 // module draws the cell already in the player and handles picks the same way.
 
 import { showPlayer } from "./player.js";
+import { fitScrollRegions } from "./scroll-regions.js";
 
 const PROBLEM = "The runs at other depths could not be loaded just now. Try again.";
 const STYLESHEET = new URL("./sweep.css", import.meta.url).href;
@@ -121,3 +122,4 @@ document.addEventListener("click", (event) => {
 });
 
 draw(document, false);
+fitScrollRegions();
