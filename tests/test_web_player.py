@@ -7,6 +7,7 @@ import json
 import math
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -16,6 +17,7 @@ from normdive.recording.format import ROW_KEYS, Recording
 from normdive.web.player import (
     BAR_AREA_HEIGHT,
     MIN_BAR_HEIGHT,
+    PlayerView,
     gradients_view,
     norm_text,
     player_view,
@@ -23,7 +25,7 @@ from normdive.web.player import (
     row_key,
     row_payload,
 )
-from normdive.web.rendering import STATIC_DIR
+from normdive.web.rendering import STATIC_DIR, Renderer
 from sample_recordings import sample_recording
 
 LESSON = load_lesson()
@@ -72,6 +74,23 @@ def test_the_player_shows_the_page_seeds_curve_and_final_figures() -> None:
     assert player_view(RECORDING, LESSON, "best") is None
     lacking = sample_recording(rows=("both", "neither"))
     assert player_view(lacking, LESSON, "residual_only") is None
+
+
+def test_the_charts_speak_of_crosses_only_where_they_draw_one() -> None:
+    marked = player_view(RECORDING, LESSON, NON_FINITE_ROW)
+    finite = player_view(RECORDING, LESSON, "both")
+    assert marked is not None and finite is not None
+    assert marked.marks_crosses and not finite.marks_crosses
+    module = Renderer().env.get_template("fragments.html").module
+    note = "A cross marks a point that is not a finite number."
+
+    def drawn(player: PlayerView) -> str:
+        # The player macro reads these of the page's view.
+        state = SimpleNamespace(ablation=SimpleNamespace(available=True))
+        return str(module.player(SimpleNamespace(lesson=LESSON, player=player, state=state)))
+
+    assert note in drawn(marked)
+    assert note not in drawn(finite)
 
 
 def test_the_provenance_names_the_file_never_its_folder() -> None:

@@ -64,6 +64,12 @@ class PlayerView:
     learns_min: str  # the band edges the accuracy chart draws as dashed lines: "90 %"
     chance_max: str  # "12.5 %"
 
+    @property
+    def marks_crosses(self) -> bool:
+        """Whether the charts mark a point with a cross: one of the played curve's points is not
+        a finite number (player.js marks the played curve only)."""
+        return any(point.non_finite for point in self.points)
+
 
 @dataclass(frozen=True)
 class ProvenanceView:
