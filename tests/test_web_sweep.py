@@ -18,7 +18,7 @@ from normdive.recording.format import ROW_KEYS
 from normdive.recording.sweep import Sweep, sweep_path_for
 from normdive.recording.sweep_reader import Cell
 from normdive.web.app import create_app
-from normdive.web.sweep_view import cell_view
+from normdive.web.sweep_view import cell_view, unbroken
 from page_client import PageClient
 from sample_sweeps import FLIP_AT_4, FLIP_AT_8, sample_sweep
 
@@ -252,3 +252,17 @@ def test_a_cells_spread_says_what_its_seeds_did(
 ) -> None:
     cell = Cell(depth=4, init="gpt2", key="layernorm_only", by_seed=by_seed)
     assert cell_view(cell, LESSON, chance=1 / 16, picked=None).spread == spread
+
+
+@pytest.mark.parametrize(
+    ("figure", "kept_whole"),
+    [
+        ("25.2 %", "25.2\u00a0%"),
+        ("90 %", "90\u00a0%"),
+        # Words still wrap between words: only a number and its "%" are held together.
+        ("not a number", "not a number"),
+        ("minus infinity", "minus infinity"),
+    ],
+)
+def test_a_percentage_keeps_its_sign_and_words_still_wrap(figure: str, kept_whole: str) -> None:
+    assert unbroken(figure) == kept_whole

@@ -100,8 +100,9 @@ def _row_label(lesson: Lesson, key: str) -> str:
 
 
 def unbroken(figure: str) -> str:
-    """A figure whose number and unit never part at a line end ("25.2 %" in a narrow cell)."""
-    return figure.replace(" ", "\u00a0")
+    """A percentage whose number and "%" never part at a line end ("25.2 %" in a narrow cell);
+    a figure in words ("not a number") still wraps between its words."""
+    return figure.replace(" %", "\u00a0%")
 
 
 def heat(accuracy: float, chance: float) -> int:
@@ -121,8 +122,7 @@ def _spread(cell: Cell, lesson: Lesson) -> str:
     if len(shown) == 1:
         return text.cell_one_seed
     if not all(math.isfinite(value) for value in cell.accuracies):
-        finite = (math.isfinite(value) for value in cell.accuracies)
-        return listed([unbroken(f) if kept else f for f, kept in zip(shown, finite, strict=True)])
+        return listed([unbroken(figure) for figure in shown])
     if len(set(shown)) == 1:
         return text.cell_same
     return text.cell_spread.format(
