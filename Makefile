@@ -50,13 +50,13 @@ $(BIN)/python:
 $(BIN)/uv: | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
-# Re-install only when pyproject.toml changes. What is installed is byte-compiled now, in
-# parallel: where PYTHONDONTWRITEBYTECODE is set nothing compiled later is saved, and every
-# test process would compile torch, FastAPI and the rest again from source (measured: pytest
-# 241 s -> 339 s on a fresh clone). uv reads neither pip's configuration nor its
-# find-links, so a folder of wheels that pip is pointed at (PIP_FIND_LINKS: on our machines,
-# the CPU build of torch) is handed to it as well.
-UV_INSTALL := $(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode \
+# Re-install only when pyproject.toml changes. Nothing is byte-compiled at install: the first
+# process to import a module compiles it and saves the bytecode (PYTHONDONTWRITEBYTECODE is
+# unexported above), so only what is imported is compiled, about a fifth of the 9,200 modules
+# installed (36 s of CPU saved on a fresh machine; bench/RESULTS.md, "Set-up"). uv reads
+# neither pip's configuration nor its find-links, so a folder of wheels that pip is pointed at
+# (PIP_FIND_LINKS: on our machines, the CPU build of torch) is handed to it as well.
+UV_INSTALL := $(BIN)/uv pip install --quiet --python $(BIN)/python \
   $(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS))
 
 $(VENV)/.installed-base: pyproject.toml | $(BIN)/uv

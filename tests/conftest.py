@@ -192,6 +192,7 @@ def _without_postgresql(config: pytest.Config) -> bool:
 
 def pytest_configure(config: pytest.Config) -> None:
     """The xdist controller starts the one cluster every worker shares, before they start."""
+    config.pluginmanager.register(LongestFirst(), "normdive-longest-first")
     is_worker = hasattr(config, "workerinput")
     distributed = bool(config.getoption("numprocesses", default=None))
     if (
@@ -245,6 +246,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         dropped = set(map(id, needing))
         items[:] = [item for item in items if id(item) not in dropped]
         config.hook.pytest_deselected(items=needing)
+
+
+# The modules with the longest tests run first: xdist hands out tests in order, so a long test
+# near the end keeps one worker busy while the other has nothing left (a 30-second tail at
+# the end of `make test`, bench/RESULTS.md, "Set-up"). A module moves whole, keeping its
+# module-scoped fixtures to one set-up.
+LONGEST_FIRST = (("browser", "slow"), (NEEDS_POSTGRESQL, HTTP))
+
+
+def _module_rank(items: list[pytest.Item]) -> int:
+    for rank, markers in enumerate(LONGEST_FIRST):
+        if any(item.get_closest_marker(marker) for item in items for marker in markers):
+            return rank
+    return len(LONGEST_FIRST)
+
+
+class LongestFirst:
+    """A plugin, so that its hook can run last: after pytest has grouped the tests by their
+    fixtures, and after conftest's markers (which `-m` reads) are given."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        modules: dict[str, list[pytest.Item]] = {}
+        for item in items:
+            modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+        rank = {module: _module_rank(members) for module, members in modules.items()}
+        items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])  # stable within a rank
 
 
 @pytest.fixture(scope="session")

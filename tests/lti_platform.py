@@ -43,6 +43,27 @@ LEARNER_ROLE = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
 INSTRUCTOR_ROLE = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
 
 
+# How often a served thread looks for shutdown(). http.server's default of 0.5 s made every
+# test that stops a server wait half a second for nothing.
+SHUTDOWN_POLL_S = 0.01
+
+
+@contextmanager
+def serving(server: ThreadingHTTPServer) -> Iterator[None]:
+    """Serve `server` in a daemon thread for the block; then stop and close it."""
+    server.daemon_threads = True
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S}, daemon=True
+    )
+    thread.start()
+    try:
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
 def new_key(kid: str) -> RSAKey:
     return RSAKey.generate_key(2048, parameters={"kid": kid, "use": "sig", "alg": "RS256"})
 
@@ -83,16 +104,9 @@ def key_set_server(keys: list[RSAKey]) -> Iterator[KeySetServer]:
             pass  # quiet: the tests count fetches instead
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
     served.url = f"http://127.0.0.1:{server.server_address[1]}/jwks"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(server):
         yield served
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def register_platform(
@@ -329,13 +343,6 @@ def grade_book_server(book: GradeBook) -> Iterator[GradeBook]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
     book.base = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(server):
         yield book
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()

@@ -6,7 +6,6 @@ nothing is stored and the page says why."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,7 +19,7 @@ from sqlalchemy import Engine
 from typer.testing import CliRunner
 
 from conftest import SECRET_KEY
-from lti_platform import TOOL_ORIGIN, browser
+from lti_platform import TOOL_ORIGIN, browser, serving
 from normdive.cli import app as cli
 from normdive.lti.registrations import all_registrations
 
@@ -88,12 +87,8 @@ def platform() -> Iterator[RegisteringPlatform]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     served.base = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield served
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with serving(server):
+        yield served
 
 
 def invite() -> str:

@@ -12,7 +12,6 @@ LTI is the library's. Dynamic registration is not in the library."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -42,6 +41,7 @@ from lti_platform import (
     TOOL_ORIGIN,
     browser,
     register_platform,
+    serving,
 )
 from normdive.config import Settings
 from normdive.lesson.content import load_lesson
@@ -156,15 +156,11 @@ def platform(app: FastAPI, engine: Engine) -> Iterator[Platform]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     served.base = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    register_platform(engine, f"{served.base}/jwks", token_url=f"{served.base}/token")
-    with browser(app) as client:
-        registration.set_tool_key_set(client.get("/lti/jwks").json())
-    yield served
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with serving(server):
+        register_platform(engine, f"{served.base}/jwks", token_url=f"{served.base}/token")
+        with browser(app) as client:
+            registration.set_tool_key_set(client.get("/lti/jwks").json())
+        yield served
 
 
 def _launch(

@@ -67,6 +67,7 @@ def test_a_declared_oversized_body_is_a_readable_413(learner: PageClient, path: 
     body = b"text=" + b"x" * MAX_BODY_BYTES
     answer = learner.post(path, content=body, headers={**headers_for(path), **JSON})
     assert answer.status_code == 413
+    assert answer.headers["connection"] == "close"  # what is left of the body goes unread
     assert answer.json() == {"ok": False, "message": TOO_LARGE}
     if path != "/api/prerequisite":  # the API answers JSON whatever is asked
         page = learner.post(path, content=body, headers=headers_for(path))
@@ -86,6 +87,7 @@ def test_a_chunked_oversized_body_is_a_readable_413(learner: PageClient, path: s
     assert "content-length" not in answer.request.headers
     assert answer.request.headers["transfer-encoding"] == "chunked"
     assert answer.status_code == 413
+    assert answer.headers["connection"] == "close"
     assert answer.json() == {"ok": False, "message": TOO_LARGE}
     assert history(learner) == before
 

@@ -20,7 +20,12 @@ import uvicorn
 
 from conftest import SERVER_START_TIMEOUT_S, SettingsFactory
 from normdive.web.app import create_app
-from normdive.web.serving import MAX_HEAD_BYTES, NoDelayH11Protocol, connection_options
+from normdive.web.serving import (
+    KEEP_ALIVE_TIMEOUT_S,
+    MAX_HEAD_BYTES,
+    NoDelayH11Protocol,
+    connection_options,
+)
 
 # Deadlines short enough to wait for in a test.
 SHORT_S = 0.5
@@ -142,8 +147,12 @@ def test_a_body_that_does_not_arrive_in_time_is_a_408(
             b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\n"
             b"text=slow"
         )
+        # The rest of the body would be read as the next request: the server closes at once,
+        # without waiting out the keep-alive.
+        connection.settimeout(KEEP_ALIVE_TIMEOUT_S / 2)
         answer = read_until_closed(connection)
     assert answer.startswith(b"HTTP/1.1 408")
+    assert b"\r\nconnection: close\r\n" in answer.lower()
     assert b"took longer than 0.5 seconds" in answer
 
 

@@ -51,6 +51,10 @@ REQUEST_THREADS = 4
 MAX_BODY_BYTES = 64 * 1024
 
 TOO_LARGE = "That request is too large to accept. Nothing was saved."
+# A body refused before it has all arrived leaves the rest of it on the connection, where it
+# would be read as the next request's head: the answer closes the connection instead of
+# keeping it alive (RFC 9112, section 9.6).
+CLOSE = {"Connection": "close"}
 TOO_SLOW = (
     "That request's body took longer than {seconds:g} seconds to arrive, so it was refused. "
     "Nothing was saved; check your connection and try again."
@@ -132,7 +136,7 @@ class BodyLimit:
             return
         declared = Headers(scope=scope).get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_bytes:
-            response = error_response(Request(scope), 413, TOO_LARGE)
+            response = error_response(Request(scope), 413, TOO_LARGE, CLOSE)
             await response(scope, receive, send)
             return
         received = 0
@@ -150,12 +154,12 @@ class BodyLimit:
                     message = await receive()
             except TimeoutError:
                 # Raised inside the route's body read, so the app's HTTP error handler answers.
-                raise HTTPException(408, TOO_SLOW.format(seconds=self.timeout_s)) from None
+                raise HTTPException(408, TOO_SLOW.format(seconds=self.timeout_s), CLOSE) from None
             complete = message["type"] != "http.request" or not message.get("more_body", False)
             received += len(message.get("body", b""))
             if received > self.max_bytes:
                 # Raised inside the route's body read, so the app's 413 handler answers.
-                raise HTTPException(413, TOO_LARGE)
+                raise HTTPException(413, TOO_LARGE, CLOSE)
             return message
 
         await self.app(scope, counting_receive, send)
