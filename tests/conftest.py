@@ -248,10 +248,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=needing)
 
 
-# The modules with the longest tests run first: xdist hands out tests in order, so a long test
-# near the end keeps one worker busy while the other has nothing left (a 30-second tail at
-# the end of `make test`, bench/RESULTS.md, "Set-up"). A module moves whole, keeping its
-# module-scoped fixtures to one set-up.
+# The files with the longest tests run first. `make test` hands each xdist worker a whole file
+# at a time, in this order (--dist loadfile --no-loadscope-reorder): a long file near the end
+# would keep one worker busy while the other had nothing left to do. A file moves whole, so
+# its module fixtures are still set up once.
 LONGEST_FIRST = (("browser", "slow"), (NEEDS_POSTGRESQL, HTTP))
 
 
