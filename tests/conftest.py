@@ -54,7 +54,8 @@ if TYPE_CHECKING:
 SECRET_KEY = "test-secret-key-" + "0123456789abcdef" * 2
 HOST_TOKEN = "host-token-for-tests-0123456789"
 SERVER_START_TIMEOUT_S = 30.0
-# A new-learner limit no test run reaches (all its learners share one client address).
+# A limit on new learners or open LTI logins that no test run reaches (all of them share one
+# client address).
 UNREACHED_LEARNER_LIMIT = 1_000_000
 
 SettingsFactory = Callable[..., Settings]
@@ -143,8 +144,10 @@ def build_settings(database_url: str, folder: Path, **overrides: Any) -> Setting
         # No recording file: the gate says it cannot close today.
         "recording_path": folder / "no-recording-here.json",
         "cookie_secure": False,
-        # Every learner of a test run starts from one address; the limit's own tests set it.
+        # Every learner and LTI login of a test run comes from one address; the limits' own
+        # tests set them.
         "new_learners_per_hour": UNREACHED_LEARNER_LIMIT,
+        "open_lti_logins_per_address": UNREACHED_LEARNER_LIMIT,
     }
     values.update(overrides)
     return Settings(**values)

@@ -261,7 +261,7 @@ LTI_LOGIN_FIELDS = (
 
 def _lti_operations() -> dict[str, dict[str, Schema]]:
     login_fields = {name: _text() for name in LTI_LOGIN_FIELDS}
-    login_refusals = (400, 401, 403, 413)
+    login_refusals = (400, 401, 403, 413, 429)
     return {
         "/lti/login": {
             "get": {

@@ -72,6 +72,7 @@ def server_environment(database_url: str, folder: Path, **extra: str) -> dict[st
         NORMDIVE_DEV_PREREQUISITE_DONE="1",
         NORMDIVE_ATTEMPTS_PER_MINUTE=str(ATTEMPTS_PER_MINUTE),
         NORMDIVE_NEW_LEARNERS_PER_HOUR=str(UNREACHED_LEARNER_LIMIT),
+        NORMDIVE_OPEN_LTI_LOGINS_PER_ADDRESS=str(UNREACHED_LEARNER_LIMIT),
         # No recording: the page says the gate cannot close today; nothing here needs it.
         NORMDIVE_RECORDING_PATH=str(folder / "no-recording-here.json"),
     )

@@ -50,6 +50,11 @@ SECRET_KEY_HOW_TO = "generate one with: python -c 'import secrets; print(secrets
 # address starts 30, twice over if every learner opens a private window; a script starting over
 # to dodge the attempts limit needs far more. Raise it for larger groups behind one address.
 DEFAULT_NEW_LEARNERS_PER_HOUR = 60
+# LTI logins one client address may have begun and not finished at once. A launch uses up its
+# login, and a login unused expires after ten minutes (lti.login.LOGIN_TTL): a class launching
+# together from one school's address holds only the few in flight, while a script calling
+# /lti/login over and over would otherwise store a row for every call.
+DEFAULT_OPEN_LTI_LOGINS_PER_ADDRESS = 200
 # uvicorn's own default for FORWARDED_ALLOW_IPS: only a proxy on this machine is trusted.
 DEFAULT_FORWARDED_ALLOW_IPS = "127.0.0.1,::1"
 # How long a request's body may take to arrive, in seconds, from the first read: a form is at
@@ -115,6 +120,9 @@ class Settings(DatabaseSettings):
     # write; reading stores nothing); beyond it, 429. Counted in the database, by a keyed hash
     # of the address, so shared by workers.
     new_learners_per_hour: int = Field(default=DEFAULT_NEW_LEARNERS_PER_HOUR, ge=1)
+    # LTI logins one client address may have begun and not finished (their launch not yet
+    # made, and not expired); beyond it, 429. Counted in the database, as the learners are.
+    open_lti_logins_per_address: int = Field(default=DEFAULT_OPEN_LTI_LOGINS_PER_ADDRESS, ge=1)
     # The proxies whose X-Forwarded-For, -Proto and -Host are believed: uvicorn's variable and
     # rule (comma-separated addresses or CIDR networks, or "*" for any peer). From any other
     # peer those headers are ignored, and the peer itself is the client address.

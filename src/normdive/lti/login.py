@@ -14,13 +14,14 @@ keeps the platform's storage.
 from __future__ import annotations
 
 import hashlib
+import math
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
-from sqlalchemy import Engine, delete, insert
+from sqlalchemy import Connection, Engine, delete, func, insert, select
 
 from normdive.lti import registrations
 from normdive.lti.refusal import Refusal
@@ -32,6 +33,12 @@ from normdive.store.tables import LTI_IDENTIFIER_LENGTH, LTI_URL_LENGTH, LtiNonc
 LOGIN_TTL = timedelta(minutes=10)
 # 32 random bytes, URL-safe: 43 characters, in the database's 64.
 SECRET_BYTES = 32
+TOO_MANY_OPEN_LOGINS = (
+    "{limit} LTI logins from your network were begun and not finished within the last "
+    "{ttl_minutes} minutes, the most this tool holds for one address. Nothing was stored. "
+    "Launch the activity again in {minutes} minute(s); if this keeps happening, ask the "
+    "tool's administrator to raise NORMDIVE_OPEN_LTI_LOGINS_PER_ADDRESS."
+)
 # Longest a login hint or message hint may be: platforms send ids or short opaque tokens.
 MAX_HINT_LENGTH = 2048
 
@@ -118,13 +125,48 @@ def same_origin(url: str, origin: str) -> bool:
     return (parts.scheme, parts.netloc.lower()) == (own.scheme, own.netloc.lower())
 
 
+def _refuse_when_too_many_open(
+    connection: Connection, created_by: str, limit: int, now: datetime
+) -> None:
+    """Refusal (429) when `created_by` has `limit` logins begun and not finished. One indexed
+    query. Logins begun at the same moment may each see the count below the limit, as with
+    the new-learner limit (web.security.ratelimit)."""
+    count, first_expiry = connection.execute(
+        select(func.count(), func.min(LtiState.expires_at)).where(
+            LtiState.created_by == created_by, LtiState.expires_at >= now
+        )
+    ).one()
+    if count < limit:
+        return
+    if first_expiry.tzinfo is None:  # SQLite gives back a naive UTC datetime
+        first_expiry = first_expiry.replace(tzinfo=UTC)
+    retry_after_s = max(1, math.ceil((first_expiry - now).total_seconds()))
+    raise Refusal(
+        429,
+        "too_many_open_logins",
+        TOO_MANY_OPEN_LOGINS.format(
+            limit=limit,
+            ttl_minutes=int(LOGIN_TTL.total_seconds() // 60),
+            minutes=math.ceil(retry_after_s / 60),
+        ),
+        retry_after_s=retry_after_s,
+    )
+
+
 def begin_login(
-    engine: Engine, params: Mapping[str, str], *, own_origin: str, launch_url: str
+    engine: Engine,
+    params: Mapping[str, str],
+    *,
+    own_origin: str,
+    launch_url: str,
+    created_by: str,
+    open_limit: int,
 ) -> LoginRedirect:
     """Store a state and nonce for the login the platform initiated and say where to send the
-    browser; a Refusal (nothing stored) when the request is not one a registration allows.
-    `own_origin` is this tool's origin as the browser reached it; `launch_url` is where the
-    platform must post the id_token (the redirect_uri)."""
+    browser; a Refusal (nothing stored) when the request is not one a registration allows, or
+    when the client address `created_by` (a keyed hash) already has `open_limit` logins begun
+    and not finished. `own_origin` is this tool's origin as the browser reached it;
+    `launch_url` is where the platform must post the id_token (the redirect_uri)."""
     issuer = _parameter(params, "iss", required=True, limit=LTI_IDENTIFIER_LENGTH)
     login_hint = _parameter(params, "login_hint", required=True, limit=MAX_HINT_LENGTH)
     target_link_uri = _parameter(params, "target_link_uri", required=True, limit=LTI_URL_LENGTH)
@@ -186,6 +228,7 @@ def begin_login(
         # Logins never finished (the browser closed on the platform's page) go here.
         connection.execute(delete(LtiState).where(LtiState.expires_at < now))
         connection.execute(delete(LtiNonce).where(LtiNonce.expires_at < now))
+        _refuse_when_too_many_open(connection, created_by, open_limit, now)
         connection.execute(
             insert(LtiState).values(
                 state=state,
@@ -195,6 +238,7 @@ def begin_login(
                 expires_at=now + LOGIN_TTL,
                 storage_key=secret_digest(storage.secret) if storage is not None else None,
                 relaunch_query=relaunch,
+                created_by=created_by,
             )
         )
         connection.execute(

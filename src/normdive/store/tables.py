@@ -197,7 +197,10 @@ class LtiState(Base):
     carry back, and the target the launch must name. Deleted by the launch that uses it."""
 
     __tablename__ = "lti_states"
-    __table_args__ = (Index("ix_lti_states_expires_at", "expires_at"),)
+    __table_args__ = (
+        Index("ix_lti_states_expires_at", "expires_at"),
+        Index("ix_lti_states_created_by_expires_at", "created_by", "expires_at"),
+    )
 
     state: Mapped[str] = mapped_column(String(LTI_SECRET_LENGTH), primary_key=True)
     registration_id: Mapped[int] = mapped_column(
@@ -212,6 +215,9 @@ class LtiState(Base):
     # The login's parameters, to start it again in a window of its own (the last resort when
     # the browser keeps neither a cookie nor the platform's storage).
     relaunch_query: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # The keyed hash of the client address that began the login (web.security.ratelimit's
+    # address_key), for the limit on logins begun and not finished.
+    created_by: Mapped[str | None] = mapped_column(CHAR(ADDRESS_KEY_LENGTH), nullable=True)
 
 
 class LtiNonce(Base):

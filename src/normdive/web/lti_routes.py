@@ -69,6 +69,8 @@ from normdive.web.security.framing import (
     framed_policy,
     set_framed_cookie,
 )
+from normdive.web.security.proxy import client_address
+from normdive.web.security.ratelimit import address_key
 from normdive.web.services import Services, services
 
 logger = logging.getLogger(__name__)
@@ -136,6 +138,8 @@ def refused(svc: Services, step: str, refusal: Refusal) -> Response:
     # Shown in the frame of whichever platform sent it, registered or not (an administrator
     # trying a platform not registered yet must read why): it holds a message and no form.
     response.headers["Content-Security-Policy"] = framed_policy([REFUSAL_FRAME_ANCESTORS])
+    if refusal.retry_after_s is not None:
+        response.headers["Retry-After"] = str(refusal.retry_after_s)
     return response
 
 
@@ -146,6 +150,8 @@ def _login(svc: Services, request: Request, params: dict[str, str]) -> Response:
             params,
             own_origin=own_origin(request),
             launch_url=own_origin(request) + LAUNCH_PATH,
+            created_by=address_key(svc.settings.secret_key, client_address(request)),
+            open_limit=svc.settings.open_lti_logins_per_address,
         )
     except Refusal as refusal:
         return refused(svc, "login", refusal)

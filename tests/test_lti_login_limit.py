@@ -1,0 +1,135 @@
+"""The limit on LTI logins begun and not finished, per client address: a login stores a state
+and a nonce until its launch uses them or they expire, so without a limit a script calling
+/lti/login again and again would store two rows a call. Beyond the limit the login is a
+readable 429 with Retry-After, and stores nothing; a finished launch or an expired login frees
+its place; another address is not affected; what is stored is a keyed hash, not the address."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from bs4 import BeautifulSoup
+from fastapi import FastAPI
+from joserfc.jwk import RSAKey
+from pydantic import SecretStr
+from sqlalchemy import Engine, func, select, update
+
+from conftest import SECRET_KEY, SettingsFactory
+from lti_platform import (
+    KeySetServer,
+    browser,
+    launch,
+    launch_claims,
+    login,
+    login_params,
+    register_platform,
+    signed,
+)
+from normdive.config import DEFAULT_OPEN_LTI_LOGINS_PER_ADDRESS, Settings
+from normdive.lti.login import LOGIN_TTL
+from normdive.lti.registrations import Registration
+from normdive.store.tables import LtiNonce, LtiState
+from normdive.web.app import create_app
+from normdive.web.security.ratelimit import address_key
+
+LIMIT = 3
+# The in-process client's peer is "testclient"; trusted as a proxy here, so that a test can
+# name other client addresses with X-Forwarded-For.
+PEER = "testclient"
+ANOTHER_CLIENT = {"X-Forwarded-For": "203.0.113.7"}
+
+
+@pytest.fixture
+def settings(make_settings: SettingsFactory) -> Settings:
+    return make_settings(open_lti_logins_per_address=LIMIT, FORWARDED_ALLOW_IPS=PEER)
+
+
+@pytest.fixture
+def registration(engine: Engine, jwks: KeySetServer) -> Registration:
+    return register_platform(engine, jwks.url)
+
+
+def rows(engine: Engine) -> tuple[int, int]:
+    with engine.connect() as connection:
+        return (
+            connection.execute(select(func.count()).select_from(LtiState)).scalar_one(),
+            connection.execute(select(func.count()).select_from(LtiNonce)).scalar_one(),
+        )
+
+
+@pytest.mark.both_databases
+def test_logins_beyond_the_limit_are_a_readable_429_that_stores_nothing(
+    app: FastAPI, engine: Engine, registration: Registration
+) -> None:
+    with browser(app) as client:
+        for _ in range(LIMIT):
+            login(client)
+        assert rows(engine) == (LIMIT, LIMIT)
+        refused = client.get("/lti/login", params=login_params())
+        refused_by_post = client.post("/lti/login", data=login_params())
+        # Another address has places of its own.
+        other = client.get("/lti/login", params=login_params(), headers=ANOTHER_CLIENT)
+    for answer in (refused, refused_by_post):
+        assert answer.status_code == 429
+        assert 1 <= int(answer.headers["retry-after"]) <= LOGIN_TTL.total_seconds()
+        text = " ".join(BeautifulSoup(answer.text, "html.parser").get_text(" ").split())
+        assert f"{LIMIT} LTI logins from your network were begun and not finished" in text
+        assert "Launch the activity again in 10 minute(s)" in text
+        assert "Nothing was stored" in text
+    assert other.status_code == 303
+    assert rows(engine) == (LIMIT + 1, LIMIT + 1)
+
+
+@pytest.mark.both_databases
+def test_a_finished_launch_frees_its_place(
+    app: FastAPI, engine: Engine, registration: Registration, platform_key: RSAKey
+) -> None:
+    with browser(app) as client:
+        asked = [login(client) for _ in range(LIMIT)]
+        assert client.get("/lti/login", params=login_params()).status_code == 429
+        first = asked[0]
+        landed = launch(client, signed(launch_claims(first.nonce), platform_key), first.state)
+        assert landed.status_code == 303, landed.text
+        login(client)  # the place the launch freed
+        assert client.get("/lti/login", params=login_params()).status_code == 429
+
+
+@pytest.mark.both_databases
+def test_expired_logins_count_for_nothing_and_are_cleared(
+    app: FastAPI, engine: Engine, registration: Registration
+) -> None:
+    with browser(app) as client:
+        for _ in range(LIMIT):
+            login(client)
+        with engine.begin() as connection:
+            connection.execute(
+                update(LtiState).values(expires_at=datetime.now(UTC) - timedelta(seconds=1))
+            )
+        login(client)
+    assert rows(engine)[0] == 1  # the expired ones were deleted by that login
+
+
+def test_what_is_stored_is_a_keyed_hash_of_the_address(
+    app: FastAPI, engine: Engine, registration: Registration
+) -> None:
+    with browser(app) as client:
+        login(client)
+    with engine.connect() as connection:
+        created_by = connection.execute(select(LtiState.created_by)).scalar_one()
+    assert created_by == address_key(SecretStr(SECRET_KEY), PEER)
+    assert created_by is not None and PEER not in created_by
+
+
+def test_a_flood_of_logins_from_one_address_stores_the_default_limit_and_no_more(
+    make_settings: SettingsFactory, engine: Engine, registration: Registration
+) -> None:
+    flood = DEFAULT_OPEN_LTI_LOGINS_PER_ADDRESS + 50
+    app = create_app(make_settings(open_lti_logins_per_address=DEFAULT_OPEN_LTI_LOGINS_PER_ADDRESS))
+    with browser(app) as client:
+        statuses = Counter(
+            client.get("/lti/login", params=login_params()).status_code for _ in range(flood)
+        )
+    assert statuses == {303: DEFAULT_OPEN_LTI_LOGINS_PER_ADDRESS, 429: 50}
+    assert rows(engine) == (DEFAULT_OPEN_LTI_LOGINS_PER_ADDRESS,) * 2
