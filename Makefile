@@ -59,8 +59,8 @@ $(BIN)/uv: | $(BIN)/python
 
 # Re-install only when pyproject.toml changes. Nothing is byte-compiled at install: the first
 # process to import a module compiles it and saves the bytecode (PYTHONDONTWRITEBYTECODE is
-# unexported above), so only what is imported is compiled, about a fifth of the 9,200 modules
-# installed (36 s of CPU saved on a fresh machine; bench/RESULTS.md, "Set-up"). uv reads
+# unexported above), so only what is imported is compiled: about a fifth of the 9,200 modules
+# installed, 8 s of CPU against 36 s for all of them (bench/RESULTS.md, "Set-up"). uv reads
 # neither pip's configuration nor its find-links, so a folder of wheels that pip is pointed at
 # (PIP_FIND_LINKS: on our machines, the CPU build of torch) is handed to it as well.
 UV_INSTALL := $(BIN)/uv pip install --quiet --python $(BIN)/python \
@@ -108,8 +108,8 @@ run: $(VENV)/.installed-base $(DEV_SECRET)
 	  NORMDIVE_DEV_PREREQUISITE_DONE=1 \
 	  $(BIN)/normdive serve --host $(HOST) --port $(PORT)
 
-# mypy runs beside pytest, not before it: the tests leave a core idle much of the time
-# (browsers, servers and sleeps), and mypy's half-minute fits there (bench/RESULTS.md, "Set-up").
+# mypy runs beside pytest, not before it: its quarter-minute takes a share of the two cores
+# while the tests run, instead of a quarter-minute of its own first (bench/RESULTS.md, "Set-up").
 test: os-packages $(VENV)/.installed-test node_modules/.installed lint
 	$(MAKE) --no-print-directory -j2 typecheck pytest
 

@@ -56,7 +56,7 @@ HOST_TOKEN = "host-token-for-tests-0123456789"
 SERVER_START_TIMEOUT_S = 30.0
 # A limit on new learners or open LTI logins that no test run reaches (all of them share one
 # client address).
-UNREACHED_LEARNER_LIMIT = 1_000_000
+UNREACHED_LIMIT = 1_000_000
 
 SettingsFactory = Callable[..., Settings]
 
@@ -146,8 +146,8 @@ def build_settings(database_url: str, folder: Path, **overrides: Any) -> Setting
         "cookie_secure": False,
         # Every learner and LTI login of a test run comes from one address; the limits' own
         # tests set them.
-        "new_learners_per_hour": UNREACHED_LEARNER_LIMIT,
-        "open_lti_logins_per_address": UNREACHED_LEARNER_LIMIT,
+        "new_learners_per_hour": UNREACHED_LIMIT,
+        "open_lti_logins_per_address": UNREACHED_LIMIT,
     }
     values.update(overrides)
     return Settings(**values)

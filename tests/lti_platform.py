@@ -43,8 +43,8 @@ LEARNER_ROLE = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
 INSTRUCTOR_ROLE = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
 
 
-# How often a served thread looks for shutdown(). http.server's default of 0.5 s made every
-# test that stops a server wait half a second for nothing.
+# How often a served thread looks for shutdown(). At http.server's default of 0.5 s, every test
+# that stops a server would wait half a second for nothing.
 SHUTDOWN_POLL_S = 0.01
 
 

@@ -24,7 +24,7 @@ import httpx
 from itsdangerous import Signer
 from pydantic import SecretStr
 
-from conftest import HOST_TOKEN, SECRET_KEY, UNREACHED_LEARNER_LIMIT
+from conftest import HOST_TOKEN, SECRET_KEY, UNREACHED_LIMIT
 from normdive.web.identity import COOKIE_NAME, SIGNER_SALT, cookie_value
 from normdive.web.security.csrf import form_token
 
@@ -71,8 +71,8 @@ def server_environment(database_url: str, folder: Path, **extra: str) -> dict[st
         NORMDIVE_HOST_TOKEN=HOST_TOKEN,
         NORMDIVE_DEV_PREREQUISITE_DONE="1",
         NORMDIVE_ATTEMPTS_PER_MINUTE=str(ATTEMPTS_PER_MINUTE),
-        NORMDIVE_NEW_LEARNERS_PER_HOUR=str(UNREACHED_LEARNER_LIMIT),
-        NORMDIVE_OPEN_LTI_LOGINS_PER_ADDRESS=str(UNREACHED_LEARNER_LIMIT),
+        NORMDIVE_NEW_LEARNERS_PER_HOUR=str(UNREACHED_LIMIT),
+        NORMDIVE_OPEN_LTI_LOGINS_PER_ADDRESS=str(UNREACHED_LIMIT),
         # No recording: the page says the gate cannot close today; nothing here needs it.
         NORMDIVE_RECORDING_PATH=str(folder / "no-recording-here.json"),
     )

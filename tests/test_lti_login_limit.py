@@ -73,13 +73,47 @@ def test_logins_beyond_the_limit_are_a_readable_429_that_stores_nothing(
         other = client.get("/lti/login", params=login_params(), headers=ANOTHER_CLIENT)
     for answer in (refused, refused_by_post):
         assert answer.status_code == 429
-        assert 1 <= int(answer.headers["retry-after"]) <= LOGIN_TTL.total_seconds()
+        assert LOGIN_TTL.total_seconds() - 60 < int(answer.headers["retry-after"])
+        assert int(answer.headers["retry-after"]) <= LOGIN_TTL.total_seconds()
+        # Shown in the platform's frame, as every LTI refusal is.
+        assert "frame-ancestors" in answer.headers["content-security-policy"]
         text = " ".join(BeautifulSoup(answer.text, "html.parser").get_text(" ").split())
-        assert f"{LIMIT} LTI logins from your network were begun and not finished" in text
-        assert "Launch the activity again in 10 minute(s)" in text
-        assert "Nothing was stored" in text
+        assert "Too many launches from your network are still in progress" in text
+        assert f"{LIMIT} begun in the last 10 minutes and not finished" in text
+        assert "Try again in 10 minute(s)" in text
+        assert "nothing was stored" in text
     assert other.status_code == 303
     assert rows(engine) == (LIMIT + 1, LIMIT + 1)
+
+
+@pytest.mark.both_databases
+def test_retry_after_is_when_a_place_opens(
+    app: FastAPI, engine: Engine, registration: Registration, make_settings: SettingsFactory
+) -> None:
+    with browser(app) as client:
+        for _ in range(LIMIT):
+            login(client)
+        # The two oldest logins expire in 30 and 90 s: after 30 s there is a place again.
+        soon = datetime.now(UTC) + timedelta(seconds=30)
+        with engine.begin() as connection:
+            oldest = connection.execute(
+                select(LtiState.state).order_by(LtiState.expires_at).limit(2)
+            ).scalars()
+            for state, expires_at in zip(oldest, (soon, soon + timedelta(seconds=60)), strict=True):
+                connection.execute(
+                    update(LtiState).where(LtiState.state == state).values(expires_at=expires_at)
+                )
+        refused = client.get("/lti/login", params=login_params())
+    assert refused.status_code == 429
+    assert 25 <= int(refused.headers["retry-after"]) <= 30
+    assert "Try again in 1 minute(s)" in refused.text
+    # Under a limit lowered to 2, two of the three must expire first: 90 s.
+    lowered = create_app(make_settings(FORWARDED_ALLOW_IPS=PEER, open_lti_logins_per_address=2))
+    with browser(lowered) as client:
+        refused = client.get("/lti/login", params=login_params())
+    assert refused.status_code == 429
+    assert 85 <= int(refused.headers["retry-after"]) <= 90
+    assert "Try again in 2 minute(s)" in refused.text
 
 
 @pytest.mark.both_databases

@@ -147,8 +147,8 @@ def test_a_body_that_does_not_arrive_in_time_is_a_408(
             b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\n"
             b"text=slow"
         )
-        # The rest of the body would be read as the next request: the server closes at once,
-        # without waiting out the keep-alive.
+        # The rest of the body is still owed on this connection: the server closes it at once
+        # instead of keeping it alive.
         connection.settimeout(KEEP_ALIVE_TIMEOUT_S / 2)
         answer = read_until_closed(connection)
     assert answer.startswith(b"HTTP/1.1 408")

@@ -34,10 +34,9 @@ LOGIN_TTL = timedelta(minutes=10)
 # 32 random bytes, URL-safe: 43 characters, in the database's 64.
 SECRET_BYTES = 32
 TOO_MANY_OPEN_LOGINS = (
-    "{limit} LTI logins from your network were begun and not finished within the last "
-    "{ttl_minutes} minutes, the most this tool holds for one address. Nothing was stored. "
-    "Launch the activity again in {minutes} minute(s); if this keeps happening, ask the "
-    "tool's administrator to raise NORMDIVE_OPEN_LTI_LOGINS_PER_ADDRESS."
+    "Too many launches from your network are still in progress: {limit} begun in the last "
+    "{ttl_minutes} minutes and not finished, the most this tool holds for one address. Try "
+    "again in {minutes} minute(s). (The limit is NORMDIVE_OPEN_LTI_LOGINS_PER_ADDRESS.)"
 )
 # Longest a login hint or message hint may be: platforms send ids or short opaque tokens.
 MAX_HINT_LENGTH = 2048
@@ -128,19 +127,24 @@ def same_origin(url: str, origin: str) -> bool:
 def _refuse_when_too_many_open(
     connection: Connection, created_by: str, limit: int, now: datetime
 ) -> None:
-    """Refusal (429) when `created_by` has `limit` logins begun and not finished. One indexed
-    query. Logins begun at the same moment may each see the count below the limit, as with
-    the new-learner limit (web.security.ratelimit)."""
-    count, first_expiry = connection.execute(
-        select(func.count(), func.min(LtiState.expires_at)).where(
-            LtiState.created_by == created_by, LtiState.expires_at >= now
-        )
-    ).one()
+    """Refusal (429) when `created_by` has `limit` logins begun and not finished. Reads only,
+    so a refused login takes no write lock. Logins begun at the same moment may each see the
+    count below the limit, as with the new-learner limit (web.security.ratelimit)."""
+    open_logins = LtiState.created_by == created_by, LtiState.expires_at >= now
+    count = connection.execute(select(func.count()).where(*open_logins)).scalar_one()
     if count < limit:
         return
-    if first_expiry.tzinfo is None:  # SQLite gives back a naive UTC datetime
-        first_expiry = first_expiry.replace(tzinfo=UTC)
-    retry_after_s = max(1, math.ceil((first_expiry - now).total_seconds()))
+    # A place opens when enough logins have expired to bring the count below the limit.
+    freed_at = connection.execute(
+        select(LtiState.expires_at)
+        .where(*open_logins)
+        .order_by(LtiState.expires_at)
+        .offset(count - limit)
+        .limit(1)
+    ).scalar_one()
+    if freed_at.tzinfo is None:  # SQLite gives back a naive UTC datetime
+        freed_at = freed_at.replace(tzinfo=UTC)
+    retry_after_s = max(1, math.ceil((freed_at - now).total_seconds()))
     raise Refusal(
         429,
         "too_many_open_logins",
@@ -225,10 +229,10 @@ def begin_login(
     relaunch = urlencode({k: params[k] for k in RELAUNCH_PARAMETERS if params.get(k)})
     now = datetime.now(UTC)
     with engine.begin() as connection:
+        _refuse_when_too_many_open(connection, created_by, open_limit, now)
         # Logins never finished (the browser closed on the platform's page) go here.
         connection.execute(delete(LtiState).where(LtiState.expires_at < now))
         connection.execute(delete(LtiNonce).where(LtiNonce.expires_at < now))
-        _refuse_when_too_many_open(connection, created_by, open_limit, now)
         connection.execute(
             insert(LtiState).values(
                 state=state,

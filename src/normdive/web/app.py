@@ -51,9 +51,9 @@ REQUEST_THREADS = 4
 MAX_BODY_BYTES = 64 * 1024
 
 TOO_LARGE = "That request is too large to accept. Nothing was saved."
-# A body refused before it has all arrived leaves the rest of it on the connection, where it
-# would be read as the next request's head: the answer closes the connection instead of
-# keeping it alive (RFC 9112, section 9.6).
+# A body refused before it has all arrived leaves the rest of it unread on the connection,
+# which can serve no other request until the client has sent it all: the answer closes the
+# connection instead of keeping it alive (RFC 9112, section 9.6).
 CLOSE = {"Connection": "close"}
 TOO_SLOW = (
     "That request's body took longer than {seconds:g} seconds to arrive, so it was refused. "
