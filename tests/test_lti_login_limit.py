@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from bs4 import BeautifulSoup
 from fastapi import FastAPI
+from fastapi.testclient import TestClient
 from joserfc.jwk import RSAKey
 from pydantic import SecretStr
 from sqlalchemy import Engine, func, select, update
@@ -59,13 +60,18 @@ def rows(engine: Engine) -> tuple[int, int]:
         )
 
 
+def fill_up(client: TestClient) -> None:
+    """Begin as many logins from the client's address as the limit allows."""
+    for _ in range(LIMIT):
+        login(client)
+
+
 @pytest.mark.both_databases
 def test_logins_beyond_the_limit_are_a_readable_429_that_stores_nothing(
     app: FastAPI, engine: Engine, registration: Registration
 ) -> None:
     with browser(app) as client:
-        for _ in range(LIMIT):
-            login(client)
+        fill_up(client)
         assert rows(engine) == (LIMIT, LIMIT)
         refused = client.get("/lti/login", params=login_params())
         refused_by_post = client.post("/lti/login", data=login_params())
@@ -91,8 +97,7 @@ def test_retry_after_is_when_a_place_opens(
     app: FastAPI, engine: Engine, registration: Registration, make_settings: SettingsFactory
 ) -> None:
     with browser(app) as client:
-        for _ in range(LIMIT):
-            login(client)
+        fill_up(client)
         # The two oldest logins expire in 30 and 90 s: after 30 s there is a place again.
         soon = datetime.now(UTC) + timedelta(seconds=30)
         with engine.begin() as connection:
@@ -135,8 +140,7 @@ def test_expired_logins_count_for_nothing_and_are_cleared(
     app: FastAPI, engine: Engine, registration: Registration
 ) -> None:
     with browser(app) as client:
-        for _ in range(LIMIT):
-            login(client)
+        fill_up(client)
         with engine.begin() as connection:
             connection.execute(
                 update(LtiState).values(expires_at=datetime.now(UTC) - timedelta(seconds=1))
