@@ -26,6 +26,7 @@ from sqlalchemy import Connection, Engine, delete, func, insert, select
 from normdive.lti import registrations
 from normdive.lti.refusal import Refusal
 from normdive.lti.registrations import Registration, origin_of
+from normdive.store.event_store import as_utc
 from normdive.store.tables import LTI_IDENTIFIER_LENGTH, LTI_URL_LENGTH, LtiNonce, LtiState
 
 # How long a login may take to come back as a launch: the platform's authorization step is
@@ -142,9 +143,7 @@ def _refuse_when_too_many_open(
         .offset(count - limit)
         .limit(1)
     ).scalar_one()
-    if freed_at.tzinfo is None:  # SQLite gives back a naive UTC datetime
-        freed_at = freed_at.replace(tzinfo=UTC)
-    retry_after_s = max(1, math.ceil((freed_at - now).total_seconds()))
+    retry_after_s = max(1, math.ceil((as_utc(freed_at) - now).total_seconds()))
     raise Refusal(
         429,
         "too_many_open_logins",

@@ -48,7 +48,7 @@ from normdive.lti.registrations import Registration
 from normdive.progress.events import Event
 from normdive.progress.facts import recording_facts_at
 from normdive.progress.state import derive
-from normdive.store.event_store import Store
+from normdive.store.event_store import Store, as_utc
 from normdive.store.tables import LtiGradeTarget, LtiScoreOutbox
 
 logger = logging.getLogger(__name__)
@@ -111,8 +111,7 @@ def next_timestamp(latest_event: datetime, last_sent: datetime | None) -> dateti
     moment = latest_event.astimezone(UTC)
     if last_sent is None:
         return moment
-    last = last_sent.replace(tzinfo=UTC) if last_sent.tzinfo is None else last_sent
-    return max(moment, last.astimezone(UTC) + SCORE_TIMESTAMP_STEP)
+    return max(moment, as_utc(last_sent) + SCORE_TIMESTAMP_STEP)
 
 
 def parts_total(lesson: Lesson) -> int:

@@ -74,6 +74,7 @@ __all__ = [
     "Folded",
     "Store",
     "UnknownLearner",
+    "as_utc",
     "is_learner_id",
     "new_learner_id",
     "storable",
@@ -592,7 +593,8 @@ def _sqlite_time(text: str) -> datetime:
 
 
 def as_utc(moment: datetime) -> datetime:
-    """`moment` as an aware UTC time."""
+    """`moment` as an aware UTC time: what every reader of a stored time uses, on either
+    database."""
     # SQLite hands back CURRENT_TIMESTAMP as naive text, which is UTC by definition.
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)

@@ -29,13 +29,14 @@ import hmac
 import ipaddress
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from pydantic import SecretStr
 from sqlalchemy import Engine, Select, func, select
 
 from normdive.progress.events import EventKind
 from normdive.progress.history import NOT_LEARNER_WRITES
+from normdive.store.event_store import as_utc
 from normdive.store.tables import EventRecord, Learner
 
 # The window the limit counts over: "per minute".
@@ -62,11 +63,6 @@ class Throttled:
         return TOO_MANY.format(limit=self.limit, seconds=self.retry_after_s)
 
 
-def _utc(moment: datetime) -> datetime:
-    # SQLite hands back CURRENT_TIMESTAMP as naive text, which is UTC by definition.
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
 def _window_full(
     engine: Engine, newest_first: Select[datetime, datetime], limit: int, window_s: int
 ) -> int | None:
@@ -79,7 +75,7 @@ def _window_full(
         rows = connection.execute(newest_first.limit(limit)).all()
     if len(rows) < limit:
         return None
-    oldest, now = _utc(rows[-1].created_at), _utc(rows[-1].now)
+    oldest, now = as_utc(rows[-1].created_at), as_utc(rows[-1].now)
     age_s = (now - oldest).total_seconds()
     if age_s >= window_s:
         return None
