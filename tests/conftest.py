@@ -471,6 +471,11 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+# The page asks for smooth scrolling (page.css), and Playwright waits after every scroll into
+# view until the element stops moving: with scrolls that glide, two browser files took 69.6 s
+# instead of 36.7 s (bench/RESULTS.md, "Set-up"). A test of where a smooth scroll lands is
+# marked `smooth_scrolling` and gets a Chromium that glides, as a learner's does.
+SMOOTH_SCROLLING_OFF = "--disable-smooth-scrolling"
 # Generous: two CPU cores are shared by the whole test run.
 ACTION_TIMEOUT_MS = 20_000
 # Chromium logs every 4xx answer to fetch as a console error; 409 and 422 are the page's
@@ -490,6 +495,15 @@ def playwright_driver() -> Iterator[Playwright]:
 
 @pytest.fixture(scope="session")
 def browser(playwright_driver: Playwright) -> Iterator[Browser]:
+    chromium = playwright_driver.chromium.launch(
+        executable_path=CHROMIUM, headless=True, args=[*CHROMIUM_ARGS, SMOOTH_SCROLLING_OFF]
+    )
+    yield chromium
+    chromium.close()
+
+
+@pytest.fixture(scope="session")
+def smooth_scrolling_browser(playwright_driver: Playwright) -> Iterator[Browser]:
     chromium = playwright_driver.chromium.launch(
         executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
     )
@@ -513,9 +527,14 @@ def open_page(context: BrowserContext, errors: list[str]) -> Page:
 
 
 @pytest.fixture
-def new_page(browser: Browser, live_server: LiveServer) -> Iterator[Callable[..., Page]]:
+def new_page(
+    request: pytest.FixtureRequest, live_server: LiveServer
+) -> Iterator[Callable[..., Page]]:
     """new_page(**context_options) -> Page on the live server. Each call is a new browser
-    context, so a new learner. The test fails if any page logged a JavaScript error."""
+    context, so a new learner. The test fails if any page logged a JavaScript error. Scrolls
+    jump, unless the test is marked `smooth_scrolling`."""
+    smooth = request.node.get_closest_marker("smooth_scrolling") is not None
+    browser: Browser = request.getfixturevalue("smooth_scrolling_browser" if smooth else "browser")
     contexts: list[BrowserContext] = []
     errors: list[str] = []
 

@@ -125,6 +125,7 @@ def scroll_settled(page: Page) -> None:
         page.wait_for_timeout(150)
 
 
+@pytest.mark.smooth_scrolling
 @pytest.mark.parametrize("javascript", [True, False], ids=["js", "no-js"])
 def test_a_jump_to_a_section_lands_on_it(new_page: NewPage, javascript: bool) -> None:
     # A no-JavaScript answer is a redirect to the section's anchor; a link can name one too.
