@@ -39,6 +39,8 @@ TINY = [
     "32",
     "--seeds",
     "0",
+    "--device",
+    "cpu",
 ]
 # The interrupted runs train two seeds: after the first row, seven are left (two seconds or
 # more), so the signal lands while they train.
@@ -285,3 +287,24 @@ def test_cuda_asked_for_without_a_cuda_device_is_refused(tmp_path: Path) -> None
     assert result.exit_code == 2
     assert "--device cuda: this torch sees no CUDA device (use cpu or auto)." in result.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_cpu_recording_loads_torch_only_in_its_workers() -> None:
+    # The parent picks the device, plans, shows progress and writes the file; the rows train
+    # in spawned workers, so the parent need not load torch (about 2.7 s of CPU).
+    program = (
+        "import sys\n"
+        "from normdive.training.command import resolve_device\n"
+        "from normdive.training.provenance import provenance\n"
+        "import normdive.training.runner, normdive.training.sweep\n"
+        "assert resolve_device('cpu') == 'cpu'\n"
+        "made = provenance(command='c', device='cpu', jobs=1, threads_per_job=1, wall_s=0,"
+        " rows_resumed=0)\n"
+        "print(made.torch_version, sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True
+    )
+    import torch
+
+    assert done.stdout.split() == [torch.__version__, "[]"]

@@ -41,6 +41,8 @@ TINY_SWEEP = [
     "4",
     "--heldout-size",
     "16",
+    "--device",
+    "cpu",
 ]
 RUNS = 2 * 2 * 2 * 2
 SAFETY_TIMEOUT_S = 300  # only so that a hung run fails the test instead of hanging it

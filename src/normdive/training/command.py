@@ -17,7 +17,6 @@ from pathlib import Path
 from types import FrameType
 from typing import TypeVar
 
-import torch
 from rich.console import Console
 
 from normdive.recording.format import RowKey, RunConfig
@@ -50,7 +49,12 @@ def command_line() -> str:
 
 
 def resolve_device(device: str) -> str:
-    """auto, cpu or cuda as the device to train on; raises NoCudaDevice."""
+    """auto, cpu or cuda as the device to train on; raises NoCudaDevice. Only auto and cuda
+    import torch here: on the CPU, the rows train in worker processes of their own."""
+    if device == "cpu":
+        return device
+    import torch
+
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():

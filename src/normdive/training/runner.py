@@ -34,7 +34,6 @@ from normdive.recording.files import UnfaithfulWrite, write_atomically, write_va
 from normdive.recording.format import FORMAT_VERSION, Recording, Row, RowKey, RunConfig
 from normdive.training.progress import Planned, RunProgress
 from normdive.training.provenance import provenance
-from normdive.training.train import pin_cpu, train_row
 
 LESSON = "8.5 The transformer block"
 THREADS_PER_JOB = 1  # see the module docstring and bench/RESULTS.md
@@ -147,6 +146,8 @@ def _worker(
 ) -> None:  # pragma: no cover  (runs in a spawned process; the CLI tests drive it)
     # Ctrl-C reaches the whole process group: the parent decides, and stops us itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (already ignored since exec; see below)
+    from normdive.training.train import pin_cpu, train_row  # torch: only where rows train
+
     pin_cpu()
     parent = os.getppid()
     store = Path(partial)
@@ -240,6 +241,8 @@ def run_processes(todo: list[Job], jobs: int, partial: PartialRows, bars: RunPro
 
 def run_here(todo: list[Job], device: str, partial: PartialRows, bars: RunProgress) -> None:
     """Train `todo` one after the other in this process (the CUDA path)."""
+    from normdive.training.train import train_row
+
     for job in todo:
         bars.start(job.name)
 
