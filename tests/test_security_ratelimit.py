@@ -23,7 +23,12 @@ from normdive.store.db import make_engine
 from normdive.store.event_store import Store
 from normdive.store.tables import EventRecord
 from normdive.web.app import create_app
-from normdive.web.security.ratelimit import COUNTED_KINDS, TOO_MANY, WINDOW_S, throttled
+from normdive.web.security.ratelimit import (
+    COUNTED_KINDS,
+    WINDOW_S,
+    Throttled,
+    throttled,
+)
 from page_client import PageClient
 
 pytestmark = pytest.mark.both_databases
@@ -98,7 +103,7 @@ def assert_throttled(response: Any, *, json: bool) -> int:
     assert response.status_code == 429
     retry_after = int(response.headers["retry-after"])
     assert 1 <= retry_after <= WINDOW_S
-    words = TOO_MANY.format(limit=LIMIT, seconds=retry_after)
+    words = Throttled(LIMIT, retry_after).message
     if json:
         assert response.json()["ok"] is False
         assert response.json()["message"] == words
@@ -284,3 +289,11 @@ def test_the_setting_has_a_default_and_reads_the_environment(
         monkeypatch.setenv("NORMDIVE_ATTEMPTS_PER_MINUTE", bad)
         with pytest.raises(ValidationError):
             Settings()
+
+
+@pytest.mark.parametrize(
+    ("retry_after_s", "wait"),
+    [(1, "Wait 1 second, then"), (2, "Wait 2 seconds, then"), (60, "Wait 60 seconds, then")],
+)
+def test_the_wait_is_written_in_the_singular_for_one_second(retry_after_s: int, wait: str) -> None:
+    assert wait in Throttled(LIMIT, retry_after_s).message

@@ -1,6 +1,7 @@
 """web.rendering's compiled templates: every Environment make_environment builds shares the
 code compiled once in the process, renders exactly as a freshly compiled one, and compiles a
-template again once its source has changed."""
+template again once its source has changed; and the filter that lets a setting's long name
+break at its underscores."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 from jinja2 import Environment
 
-from normdive.web.rendering import COMPILED_TEMPLATES, Renderer, make_environment
+from normdive.web.rendering import COMPILED_TEMPLATES, Renderer, breakable, make_environment
 
 
 @pytest.fixture
@@ -67,3 +68,21 @@ def test_templates_of_the_same_name_in_two_folders_are_kept_apart(tmp_path: Path
     one = make_environment(tmp_path / "one").get_template("same.html").render()
     two = make_environment(tmp_path / "two").get_template("same.html").render()
     assert (one, two) == ("first", "second")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "The limit is NORMDIVE_OPEN_LTI_LOGINS.",
+            "The limit is NORMDIVE_<wbr>OPEN_<wbr>LTI_<wbr>LOGINS.",
+        ),
+        # Short names, lower-case words and one underscore are left whole.
+        ("row1_mean and MAX_SIZE", "row1_mean and MAX_SIZE"),
+        ("snake_case_words", "snake_case_words"),
+        # The text is escaped first: only the filter's own <wbr> is markup.
+        ("<b>A_B_C</b>", "&lt;b&gt;A_<wbr>B_<wbr>C&lt;/b&gt;"),
+    ],
+)
+def test_breakable_lets_long_names_break_after_their_underscores(text: str, expected: str) -> None:
+    assert str(breakable(text)) == expected

@@ -23,6 +23,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from sqlalchemy import Connection, Engine, delete, func, insert, select
 
+from normdive.lesson.wording import counted
 from normdive.lti import registrations
 from normdive.lti.refusal import Refusal
 from normdive.lti.registrations import Registration, origin_of
@@ -37,7 +38,7 @@ SECRET_BYTES = 32
 TOO_MANY_OPEN_LOGINS = (
     "Too many launches from your network are still in progress: {limit} begun in the last "
     "{ttl_minutes} minutes and not finished, the most this tool holds for one address. Try "
-    "again in {minutes} minute(s). (The limit is NORMDIVE_OPEN_LTI_LOGINS_PER_ADDRESS.)"
+    "again in {minutes}. (The limit is NORMDIVE_OPEN_LTI_LOGINS_PER_ADDRESS.)"
 )
 # Longest a login hint or message hint may be: platforms send ids or short opaque tokens.
 MAX_HINT_LENGTH = 2048
@@ -150,7 +151,7 @@ def _refuse_when_too_many_open(
         TOO_MANY_OPEN_LOGINS.format(
             limit=limit,
             ttl_minutes=int(LOGIN_TTL.total_seconds() // 60),
-            minutes=math.ceil(retry_after_s / 60),
+            minutes=counted(math.ceil(retry_after_s / 60), "minute"),
         ),
         retry_after_s=retry_after_s,
     )

@@ -8,6 +8,7 @@ interface words that are not lesson content (counters, status lines) live in the
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from jinja2.bccache import Bucket, BytecodeCache
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from normdive import __version__
 from normdive.lesson.content import Lesson
@@ -97,6 +98,18 @@ class CompiledTemplates(BytecodeCache):
 COMPILED_TEMPLATES = CompiledTemplates()
 
 
+# A setting's name in a message (NORMDIVE_OPEN_LTI_LOGINS_PER_ADDRESS) is longer than a
+# phone's line: it may break after each underscore instead of anywhere within a word.
+LONG_NAME = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){2,}\b")
+
+
+def breakable(text: str) -> Markup:
+    """`text`, escaped, with a line-break opportunity (<wbr>) after each underscore of a long
+    upper-case name."""
+    escaped = str(escape(text))
+    return Markup(LONG_NAME.sub(lambda name: name.group().replace("_", "_<wbr>"), escaped))
+
+
 def make_environment(templates_dir: Path = TEMPLATES_DIR) -> Environment:
     env = Environment(
         loader=FileSystemLoader(templates_dir),
@@ -111,6 +124,7 @@ def make_environment(templates_dir: Path = TEMPLATES_DIR) -> Environment:
     )
     env.filters["num"] = format_number
     env.filters["numrow"] = format_row
+    env.filters["breakable"] = breakable
     return env
 
 

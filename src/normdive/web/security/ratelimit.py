@@ -34,6 +34,7 @@ from datetime import datetime
 from pydantic import SecretStr
 from sqlalchemy import Engine, Select, func, select
 
+from normdive.lesson.wording import counted
 from normdive.progress.events import EventKind
 from normdive.progress.history import NOT_LEARNER_WRITES
 from normdive.store.event_store import as_utc
@@ -47,7 +48,7 @@ COUNTED_KINDS = tuple(kind.value for kind in EventKind if kind not in NOT_LEARNE
 
 TOO_MANY = (
     "That is {limit} answers within a minute, the most this lesson takes from one learner. "
-    "Wait {seconds} seconds, then try again; nothing was saved this time."
+    "Wait {seconds}, then try again; nothing was saved this time."
 )
 
 
@@ -60,7 +61,7 @@ class Throttled:
 
     @property
     def message(self) -> str:
-        return TOO_MANY.format(limit=self.limit, seconds=self.retry_after_s)
+        return TOO_MANY.format(limit=self.limit, seconds=counted(self.retry_after_s, "second"))
 
 
 def _window_full(
