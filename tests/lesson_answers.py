@@ -20,5 +20,9 @@ RIGHT_NUMBERS = {
 
 RIGHT_READING_CHOICE = next(c for c in LESSON.reading.choices if c.correct)
 WRONG_READING_CHOICE = next(c for c in LESSON.reading.choices if not c.correct)
+# A second wrong reading: the reading locked last cannot be locked again straight away.
+OTHER_WRONG_READING_CHOICE = next(
+    c for c in LESSON.reading.choices if not c.correct and c != WRONG_READING_CHOICE
+)
 RIGHT_READING_ID = RIGHT_READING_CHOICE.id
 WRONG_READING_ID = WRONG_READING_CHOICE.id

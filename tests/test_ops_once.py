@@ -20,7 +20,7 @@ import pytest
 
 from conftest import ablation_recording, write_recording
 from fresh_loop import run_in_fresh_loop
-from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID
+from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID, WRONG_READING_ID
 from normdive.progress.events import Event, EventKind
 from normdive.recording.format import ROW_KEYS
 from normdive.store.db import make_engine
@@ -125,10 +125,15 @@ def test_fifty_racing_requests_store_each_once_only_fact_once(
             assert kinds(stored(database_url, learner_id))[EventKind.NUMBERS_CHECKED] == 1
             assert learner.state()["state"]["evaluated_runs"] == 1
 
-            # The right reading is locked once.
+            # A wrong reading sent again and again (a double click, a resent form) is locked
+            # once, and is one run; then the right reading is locked once.
+            wrong = [("/reading", {"choice": WRONG_READING_ID})] * RACING
+            one_won(race(server, learner, wrong), learner.post(*wrong[0]))
+            assert kinds(stored(database_url, learner_id))[EventKind.READING_LOCKED] == 1
+            assert learner.state()["state"]["evaluated_runs"] == 2
             readings = [("/reading", {"choice": RIGHT_READING_ID})] * RACING
             one_won(race(server, learner, readings), learner.post(*readings[0]))
-            assert kinds(stored(database_url, learner_id))[EventKind.READING_LOCKED] == 1
+            assert kinds(stored(database_url, learner_id))[EventKind.READING_LOCKED] == 2
 
             # The gate closes once: fifty plays of the best row all count, one closes it.
             assert learner.post("/numbers", RIGHT_NUMBERS).status_code == 200
@@ -146,6 +151,6 @@ def test_fifty_racing_requests_store_each_once_only_fact_once(
     counts = kinds(stored(database_url, learner_id))
     assert counts[EventKind.PREDICTION_COMMITTED] == 1
     assert counts[EventKind.ROW_PREDICTED] == len(ROW_KEYS)
-    assert counts[EventKind.READING_LOCKED] == 1
+    assert counts[EventKind.READING_LOCKED] == 2
     assert counts[EventKind.ROW_PLAYED] == RACING + len(ROW_KEYS) - 1
     assert counts[EventKind.GATE_CLOSED] == 1

@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 
 from lesson_answers import LESSON
+from lesson_answers import OTHER_WRONG_READING_CHOICE as OTHER_WRONG_READING
 from lesson_answers import RIGHT_READING_CHOICE as RIGHT_READING
 from lesson_answers import WRONG_READING_CHOICE as WRONG_READING
 from normdive.progress.actions import (
     MAX_STORED_RAW_CHARS,
+    SAME_READING_AGAIN,
     ActionRefused,
     Conflict,
     Invalid,
@@ -281,7 +283,8 @@ def test_the_commit_first_message_says_nothing_runs_before_it() -> None:
         ((), WRONG_READING.id, False),
         ((), RIGHT_READING.id, True),
         ((locked(WRONG_READING.id, False),), RIGHT_READING.id, True),
-        ((locked(WRONG_READING.id, False),), WRONG_READING.id, False),
+        ((locked(WRONG_READING.id, False),), OTHER_WRONG_READING.id, False),
+        ((locked(OTHER_WRONG_READING.id, False),), WRONG_READING.id, False),
         ((), f" {RIGHT_READING.id} ", True),
     ],
 )
@@ -304,6 +307,23 @@ def test_lock_reading(specs: tuple[Spec, ...], choice: str, right: bool) -> None
             WRONG_READING.id,
             Conflict,
             "already locked in",
+        ),
+        (
+            (DONE, PREDICTED, locked(WRONG_READING.id, False)),
+            f" {WRONG_READING.id}",
+            Conflict,
+            SAME_READING_AGAIN,
+        ),
+        (
+            (
+                DONE,
+                PREDICTED,
+                locked(WRONG_READING.id, False),
+                locked(OTHER_WRONG_READING.id, False),
+            ),
+            OTHER_WRONG_READING.id,
+            Conflict,
+            SAME_READING_AGAIN,
         ),
     ],
 )

@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from conftest import NON_FINITE_ROW, SettingsFactory, ablation_recording, write_recording
-from lesson_answers import LESSON, RIGHT_NUMBERS
+from lesson_answers import LESSON, OTHER_WRONG_READING_CHOICE, RIGHT_NUMBERS
 from lesson_answers import RIGHT_READING_ID as RIGHT_READING
 from lesson_answers import WRONG_READING_ID as WRONG_READING
 from normdive.progress.actions import MAX_ECHOED_CHARS, unknown_row_message
@@ -420,7 +420,7 @@ def test_hint_rungs_open_at_three_and_five_runs_in_order(client: TestClient) -> 
     assert text(soup, "#hint-1-status") == words(
         LESSON.hints.rung_waiting.format(threshold=3, more=1)
     )
-    client.post("/reading", data={"choice": WRONG_READING})
+    client.post("/reading", data={"choice": OTHER_WRONG_READING_CHOICE.id})
     soup = page(client)
     assert text(soup, "#hint-1-status") == LESSON.hints.rung_ready
     assert not one(soup, "#hint-1-open").has_attr("disabled")
@@ -455,8 +455,9 @@ def state_learner(client: TestClient) -> str:
 
 def test_rung_two_waits_for_rung_one(client: TestClient) -> None:
     commit(client)
-    for _ in range(5):
-        client.post("/reading", data={"choice": WRONG_READING})
+    for run in range(5):
+        wrong = WRONG_READING if run % 2 == 0 else OTHER_WRONG_READING_CHOICE.id
+        assert client.post("/reading", data={"choice": wrong}).status_code == 303
     response = client.post("/hints/2")
     assert response.status_code == 409
     assert "Open hint 1 first" in text(soup_of(response.text), "#hint-2-alert")

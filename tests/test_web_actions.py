@@ -9,14 +9,16 @@ from bs4 import BeautifulSoup, Tag
 from fastapi.testclient import TestClient
 
 from conftest import SettingsFactory
-from lesson_answers import LESSON
+from lesson_answers import LESSON, OTHER_WRONG_READING_CHOICE
 from lesson_answers import RIGHT_NUMBERS as RIGHT
 from lesson_answers import RIGHT_READING_ID as RIGHT_READING
 from lesson_answers import WRONG_READING_ID as WRONG_READING
+from normdive.progress.actions import SAME_READING_AGAIN
 from normdive.web.app import create_app
 from page_client import PageClient
 
 JSON = {"Accept": "application/json"}
+OTHER_WRONG_READING = OTHER_WRONG_READING_CHOICE.id
 
 
 def soup_of(html: str) -> BeautifulSoup:
@@ -218,6 +220,25 @@ def test_a_wrong_reading_may_be_locked_again_and_the_right_one_is_final(
     final = client.post("/reading", data={"choice": WRONG_READING})
     assert final.status_code == 409
     assert state(client)["reading"]["right"] is True  # type: ignore[index]
+
+
+def test_the_reading_locked_last_is_not_locked_again(client: TestClient) -> None:
+    # A double click or a resent form: its verdict is on the page already, and it is no run.
+    commit(client)
+    assert client.post("/reading", data={"choice": WRONG_READING}).status_code == 303
+    for headers in ({}, JSON):
+        again = client.post("/reading", data={"choice": WRONG_READING}, headers=headers)
+        assert again.status_code == 409
+    assert again.json()["ok"] is False
+    assert again.json()["message"] == SAME_READING_AGAIN
+    html_again = client.post("/reading", data={"choice": WRONG_READING})
+    assert SAME_READING_AGAIN in text(soup_of(html_again.text), "#reading-alert")
+    reading = state(client)["reading"]
+    assert (reading["locks"], state(client)["evaluated_runs"]) == (1, 1)  # type: ignore[index]
+    # Another reading may be locked, and after it the first one again.
+    assert client.post("/reading", data={"choice": OTHER_WRONG_READING}).status_code == 303
+    assert client.post("/reading", data={"choice": WRONG_READING}).status_code == 303
+    assert state(client)["evaluated_runs"] == 3
 
 
 def test_the_takeaway_is_saved_escaped_and_shown_again(client: TestClient) -> None:

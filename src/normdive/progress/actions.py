@@ -53,6 +53,10 @@ ALREADY_LANDED = (
 ALL_NUMBERS_LANDED = "All {count} numbers have landed already; there is nothing left to check."
 NO_READING_CHOSEN = "Pick one of the four readings before locking it in."
 READING_ALREADY_RIGHT = "The right reading is already locked in."
+SAME_READING_AGAIN = (
+    "That reading is the one you locked in last, and its feedback stands. Pick a different "
+    "reading to lock in."
+)
 UNKNOWN_ROW = "There is no row called {row!r} in this lesson."
 ROW_ALREADY_PREDICTED = "Your prediction for the {label} row is already committed, and it stays."
 UNKNOWN_RUNG = "There is no hint number {rung!r}; the hints are numbered 1 to {count}."
@@ -213,13 +217,16 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
 
 def lock_reading(state: LessonState, lesson: Lesson, choice: str) -> Action:
     """Lock a reading of the epsilon. A wrong lock may be followed by another; a right one is
-    final."""
+    final. The reading locked last, locked again (a double click, a resent form), is refused,
+    as an unchanged number is: its verdict is already on the page, and it is no run."""
     _require_prediction(state, lesson)
     if state.reading.right:
         raise Conflict(READING_ALREADY_RIGHT)
     reading = lesson.reading_choice(choice.strip())
     if reading is None:
         raise Invalid(NO_READING_CHOSEN)
+    if reading.id == state.reading.locked_choice:
+        raise Conflict(SAME_READING_AGAIN)
     return EventKind.READING_LOCKED, {"choice": reading.id, "right": reading.correct}
 
 
