@@ -90,8 +90,17 @@ def state(*specs: Spec, recording: RecordingFacts | None = None) -> LessonState:
             (opening("residual"), *ALL_FOUR, played("residual_only")),
             None,
             "waiting",
+            "You predicted that putting back the residual connections recovers more. Play the "
+            "“Layer norm only” row too to see what the recording says.",
+            id="one of the two rows is not enough: the one left is named",
+        ),
+        pytest.param(
+            (opening("layer_norm"), *ALL_FOUR, played("layernorm_only"), played("both")),
             None,
-            id="one of the two rows is not enough",
+            "waiting",
+            "You predicted that putting back layer norm recovers more. Play the "
+            "“Residuals only” row too to see what the recording says.",
+            id="the other one left",
         ),
         pytest.param(
             (opening("residual"), *ALL_FOUR, *BOTH_SINGLES),

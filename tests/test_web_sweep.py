@@ -27,13 +27,15 @@ PREDICTIONS = {"both": "learns", "residual_only": "partial"}
 PREDICTIONS |= {"layernorm_only": "chance", "neither": "chance"}
 
 
-def close_the_gate(client: TestClient, choice: str = "residual") -> None:
+def close_the_gate(
+    client: TestClient, choice: str = "residual", played: tuple[str, ...] = ROW_KEYS
+) -> None:
     steps = [
         ("/predict", {"choice": choice}),
         ("/numbers", RIGHT_NUMBERS),
         ("/reading", {"choice": RIGHT_READING_ID}),
         *((f"/rows/{key}/predict", {"outcome": o}) for key, o in PREDICTIONS.items()),
-        *((f"/rows/{key}/play", {}) for key in ROW_KEYS),
+        *((f"/rows/{key}/play", {}) for key in played),
     ]
     for path, data in steps:
         assert client.post(path, data=data, headers=JSON).status_code == 200, path
@@ -232,6 +234,19 @@ def test_the_compare_section_adds_a_line_when_the_prediction_holds_at_other_dept
             "initialisation, at depths 2 and 4."
         )
         assert soup(right.get("/").text).select_one("#compare-depths") is None
+
+
+def test_the_line_about_other_depths_waits_for_both_single_component_rows(
+    make_settings: SettingsFactory, recording_path: Path
+) -> None:
+    # The gate closes on the best row; "at other depths your prediction is what happens"
+    # would tell the depth's own answer before the learner has played the row that shows it.
+    with_sweep(recording_path, sample_sweep(FLIP_AT_8))
+    with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
+        close_the_gate(client, "layer_norm", played=("both", "residual_only"))
+        assert soup(client.get("/").text).select_one("#compare-depths") is None
+        assert client.post("/rows/layernorm_only/play", headers=JSON).status_code == 200
+        assert soup(client.get("/").text).select_one("#compare-depths") is not None
 
 
 @pytest.mark.parametrize(

@@ -452,6 +452,7 @@ class Compare(_Model):
     """The compare section's sentences. Each is a template; progress picks one and fills it."""
 
     opening_waiting: Text  # {predicted}, {row}, {other_row}: before both rows have played
+    opening_waiting_one: Text  # {predicted}, {row}: the one of the two still to play
     opening_agrees: Text  # {predicted} + ANSWER_FIELDS
     opening_differs: Text
     opening_tie: Text
@@ -469,6 +470,7 @@ class Compare(_Model):
     def _templates(self) -> Compare:
         opening = ("predicted", *ANSWER_FIELDS)
         _named("opening_waiting", self.opening_waiting, ("predicted", "row", "other_row"))
+        _named("opening_waiting_one", self.opening_waiting_one, ("predicted", "row"))
         _named("opening_agrees", self.opening_agrees, opening, ("component",))
         _named("opening_differs", self.opening_differs, opening, ("component",))
         _named("opening_tie", self.opening_tie, opening)

@@ -55,7 +55,7 @@ def revealed(ablation: AblationState) -> bool:
 
 
 def _opening(
-    lesson: Lesson, recording: RecordingFacts, prediction: str | None, shown: bool
+    lesson: Lesson, recording: RecordingFacts, prediction: str | None, ablation: AblationState
 ) -> tuple[OpeningVerdict, str | None]:
     if prediction is None or prediction not in lesson.components:
         return "none", None
@@ -67,9 +67,20 @@ def _opening(
         return "unavailable", templates.opening_unavailable.format(
             predicted=predicted, problem=problem
         ).strip()
-    if not shown:
-        labels = [lesson.row(key) for key in COMPONENT_ROWS.values()]
-        row, other_row = (text.label if text is not None else "" for text in labels)
+    if not revealed(ablation):
+        # Name only the rows still to play: "play both" after one has played reads as if the
+        # play had not counted.
+        to_play = [
+            text.label if text is not None else ""
+            for key in COMPONENT_ROWS.values()
+            if key not in ablation.play_order
+            for text in (lesson.row(key),)
+        ]
+        if len(to_play) == 1:
+            return "waiting", templates.opening_waiting_one.format(
+                predicted=predicted, row=to_play[0]
+            )
+        row, other_row = to_play
         return "waiting", templates.opening_waiting.format(
             predicted=predicted, row=row, other_row=other_row
         )
@@ -141,7 +152,7 @@ def compare(
     reading_right: bool,
 ) -> CompareState:
     shown = revealed(ablation)
-    opening_verdict, opening = _opening(lesson, recording, prediction, shown)
+    opening_verdict, opening = _opening(lesson, recording, prediction, ablation)
     reading_verdict, reading = _reading(lesson, reading_locks, reading_right)
     return CompareState(
         revealed=shown,

@@ -308,10 +308,12 @@ class Services:
         )
 
     def sweep_line(self, state: LessonState, status: RecordingStatus) -> str | None:
-        """The compare section's line about other depths, once the gate has closed and when
-        the sweep beside the recording bears the learner's prediction out elsewhere (the
-        sweep is read then, cached by its stat; never before the gate closes)."""
-        if not state.gate.closed or not isinstance(status, Recording):
+        """The compare section's line about other depths, once the gate has closed and both
+        single-component rows have played (before then, "at other depths your prediction is
+        what happens" would tell the depth's own answer unseen), and when the sweep beside the
+        recording bears the learner's prediction out elsewhere (the sweep is read then, cached
+        by its stat; never before the gate closes)."""
+        if not (state.gate.closed and state.compare.revealed) or not isinstance(status, Recording):
             return None
         sweep = sweep_status(sweep_path_for(self.settings.recording_path))
         if isinstance(sweep, reader.RecordingProblem):
