@@ -101,25 +101,49 @@ def test_a_refused_numbers_form_keeps_what_was_typed(client: TestClient) -> None
 
 
 @pytest.mark.parametrize(
-    ("path", "data", "form_id", "message"),
+    ("path", "data", "form_id", "message", "anchor"),
     [
-        ("/predict", {}, "predict", "Pick one of the two answers before committing."),
-        ("/predict", {"choice": "both"}, "predict", "Pick one of the two answers"),
-        ("/numbers", {"row1_mean": "  "}, "numbers", "Type a number in at least one field"),
-        ("/reading", {}, "reading", "Pick one of the four readings"),
-        ("/reading", {"choice": "nope"}, "reading", "Pick one of the four readings"),
+        ("/predict", {}, "predict", "Pick one of the two answers before committing.", "predict"),
+        ("/predict", {"choice": "both"}, "predict", "Pick one of the two answers", "predict"),
+        (
+            "/numbers",
+            {"row1_mean": "  "},
+            "numbers",
+            "Type a number in at least one field",
+            "numbers-section",
+        ),
+        ("/reading", {}, "reading", "Pick one of the four readings", "reading-section"),
+        (
+            "/reading",
+            {"choice": "nope"},
+            "reading",
+            "Pick one of the four readings",
+            "reading-section",
+        ),
     ],
 )
 def test_unusable_input_is_422_with_a_message(
-    client: TestClient, path: str, data: dict[str, str], form_id: str, message: str
+    client: TestClient, path: str, data: dict[str, str], form_id: str, message: str, anchor: str
 ) -> None:
     if path != "/predict":
         commit(client)
     before = state(client)
     response = client.post(path, data=data)
     assert response.status_code == 422
-    assert message in text(soup_of(response.text), f"#{form_id}-alert")
+    soup = soup_of(response.text)
+    assert message in text(soup, f"#{form_id}-alert")
+    # The page opens at its top: the message is there too, with a link down to the form.
+    summary = one(soup, "#error-summary")
+    assert message in " ".join(summary.get_text().split())
+    assert one(summary, "a")["href"] == f"#{anchor}"
     assert state(client) == before
+    # The page script's answer carries the form's regions only: no summary.
+    answer = client.post(path, data=data, headers=JSON)
+    assert "error-summary" not in str(answer.json()["fragments"])
+
+
+def test_a_page_without_a_refusal_has_no_error_summary(client: TestClient) -> None:
+    assert soup_of(client.get("/").text).select_one("#error-summary") is None
 
 
 def test_the_prediction_never_changes(client: TestClient) -> None:

@@ -14,6 +14,7 @@ from playwright.sync_api import Page, expect
 
 from lesson_answers import LESSON
 from lesson_answers import WRONG_READING_CHOICE as WRONG_READING
+from normdive.progress.actions import NO_NUMBER_TYPED, NO_PREDICTION_CHOSEN
 
 pytestmark = pytest.mark.browser
 
@@ -139,3 +140,34 @@ def test_a_jump_to_a_section_lands_on_it(new_page: NewPage, javascript: bool) ->
         scroll_settled(page)
         top = page.evaluate(f"document.getElementById('{anchor}').getBoundingClientRect().top")
         assert -2 <= top <= 120, (anchor, top)
+
+
+PHONE = {"width": 375, "height": 740}
+
+
+def test_a_refused_check_speaks_beside_the_button_and_goes_once_an_answer_changes(
+    new_page: NewPage,
+) -> None:
+    page = new_page(viewport=PHONE, has_touch=True)
+    commit(page)
+    check_numbers(page)  # every field blank
+    alert = page.locator("#numbers").get_by_role("alert")
+    expect(alert).to_have_text(" ".join(NO_NUMBER_TYPED.split()))
+    # On a phone, the message is on the screen the learner tapped on.
+    expect(alert).to_be_in_viewport()
+    expect(page.get_by_role("button", name=LESSON.numbers.check_label)).to_be_in_viewport()
+    field(page, "row1_mean").fill("2")
+    expect(alert).to_have_count(0)
+
+
+def test_an_uncommitted_prediction_is_told_once_and_the_message_goes_with_a_choice(
+    new_page: NewPage,
+) -> None:
+    page = new_page(viewport=PHONE, has_touch=True)
+    page.goto("/")
+    page.get_by_role("button", name=LESSON.predict.commit_label).click()
+    predict = page.locator("#predict-body")
+    expect(predict.get_by_role("alert")).to_have_text(NO_PREDICTION_CHOSEN)
+    expect(predict.get_by_text(LESSON.predict.prompt)).to_have_count(0)
+    page.get_by_role("radio", name="Residual connections").check()
+    expect(predict.get_by_role("alert")).to_have_count(0)

@@ -279,9 +279,16 @@ def test_without_javascript_a_number_still_lands(new_page: NewPage) -> None:
     page.get_by_role("button", name="Apply the switch").click()
     expect(page.locator("#edge-now")).to_have_text(f"{LESSON.hand.edge_now_off} {NAN4}.")
 
-    # A refusal re-renders the page with the message by the form.
+    # A refusal re-renders the page with the message by the form, and again at the top of the
+    # page, where the answer opens, with a link down to the form.
     page.get_by_role("button", name=LESSON.reading.lock_label).click()
     expect(page.get_by_role("alert")).to_contain_text("Pick one of the four readings")
+    summary = page.locator("#error-summary")
+    expect(summary.get_by_role("heading", name="Nothing was saved")).to_be_in_viewport()
+    expect(summary).to_contain_text("Pick one of the four readings")
+    summary.get_by_role("link", name="Go to the form").click()
+    expect(page).to_have_url(re.compile(r"#reading-section$"))
+    expect(page.get_by_role("button", name=LESSON.reading.lock_label)).to_be_in_viewport()
 
 
 @pytest.mark.parametrize("java_script", [True, False], ids=["js", "no-js"])

@@ -101,6 +101,8 @@ class FormAction:
     act: Callable[[LessonState, Lesson, dict[str, str]], Outcome]
     announce: Callable[[LessonState, Lesson, Mapping[str, Any]], str]
     plays: bool = False  # the target row goes into the player
+    # Where the form itself is, when a success lands elsewhere (a refusal links back to it).
+    form_anchor: str | None = None
 
 
 def _field_values(form: FormData) -> dict[str, str]:
@@ -156,6 +158,7 @@ def _hint_announcement(state: LessonState, _lesson: Lesson, form: Mapping[str, A
 PREDICT = FormAction(
     name="predict",
     anchor="try",
+    form_anchor="predict",
     fragments=(
         "predict-body",
         "try-lock",
@@ -208,6 +211,7 @@ ROW_PREDICT = FormAction(
 ROW_PLAY = FormAction(
     name="row-play",
     anchor="player",
+    form_anchor="row-{target}",
     fragments=(
         "ablation-rows",
         "player",
@@ -294,6 +298,9 @@ def _perform(
     snapshot = svc.recording_snapshot()
     recording = snapshot.status
     carry = carry_from(form, svc.lesson)
+    # Where a no-JavaScript success lands, and where the form is (a refusal links to it).
+    anchor = action.anchor.format(target=form.get(TARGET, ""))
+    form_anchor = (action.form_anchor or action.anchor).format(target=form.get(TARGET, ""))
     refusal: Refusal | None = None
     status = 200
     outcome: Outcome = None
@@ -303,7 +310,7 @@ def _perform(
     limited = throttled(svc.engine, learner.id, limit) if history.learner_writes >= limit else None
     if limited is not None:
         state = svc.kept_state(learner.id, history, recording)
-        status, refusal = 429, Refusal(action.name, limited.message, form)
+        status, refusal = 429, Refusal(action.name, limited.message, form, form_anchor)
         headers["Retry-After"] = str(limited.retry_after_s)
     else:
         # Read, decide and append as one compare-and-append (Store.append_decided): a
@@ -325,9 +332,9 @@ def _perform(
             svc.histories.remember(learner.id, history, recording, state)
             outcome = decider.outcome
         except Conflict as exc:
-            status, refusal = 409, Refusal(action.name, exc.message, form)
+            status, refusal = 409, Refusal(action.name, exc.message, form, form_anchor)
         except Invalid as exc:
-            status, refusal = 422, Refusal(action.name, exc.message, form)
+            status, refusal = 422, Refusal(action.name, exc.message, form, form_anchor)
         if refusal is not None:
             assert decider.state is not None  # a refusal comes from deciding
             state = decider.state
@@ -337,7 +344,6 @@ def _perform(
 
     response: Response
     if refusal is None and not wants_json(request):
-        anchor = action.anchor.format(target=form.get(TARGET, ""))
         location = dataclasses.replace(carry, play=player_row).location(anchor)
         response = RedirectResponse(location, status_code=303)
     else:

@@ -107,6 +107,7 @@ class Refusal:
     form: str  # one of FORMS
     message: str
     values: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    anchor: str = ""  # the id of the form's place on the page, for the page's error summary
 
 
 @dataclass(frozen=True)

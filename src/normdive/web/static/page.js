@@ -409,9 +409,17 @@ document.addEventListener("change", (event) => {
   }
 });
 
+// A form's refusal speaks of what was sent ("Pick one", "Nothing has changed"); once the learner
+// changes an answer it no longer applies, so it goes (the takeaway's status line stays).
+function clearRefusals(form) {
+  for (const note of form.querySelectorAll('.alert[role="alert"][id$="-alert"], [data-refusal]')) note.remove();
+}
+
 document.addEventListener("input", (event) => {
   if (event.target.id === "own-row-input") showOwnRow();
   else if (event.target.id === "takeaway-text") onTakeawayInput();
+  const form = event.target.closest?.("form[data-enhance]");
+  if (form) clearRefusals(form);
 });
 
 document.addEventListener("submit", (event) => {
