@@ -285,7 +285,7 @@ BROKEN: list[tuple[str, Callable[[str], str], tuple[str, ...]]] = [
     (
         "a wrong reading that does not point at the edge row",
         _replace("look at [4, 4, 4, 4]", "look at the flat row"),
-        ("reading.choices.1.feedback", "[4, 4, 4, 4]"),
+        ("reading.choices.0.feedback", "[4, 4, 4, 4]"),
     ),
     (
         "unknown predict choice",

@@ -201,7 +201,7 @@ def test_the_first_load_stays_small_and_carries_no_curves(client: TestClient) ->
     ]
     assert len(html.encode()) < 64 * 1024
     # The player is empty until a row is asked for (by a play, or ?play= after one).
-    assert text(soup, "#player .placeholder") == LESSON.ablation.loading
+    assert text(soup, "#player .placeholder") == LESSON.ablation.player_placeholder
 
 
 # --- row predictions -----------------------------------------------------------------------------
@@ -394,7 +394,7 @@ def test_a_learner_sees_none_of_anothers_state(learner: Learner) -> None:
     soup = page(second, "/?play=both")
     assert soup.select_one("#committed-prediction") is None
     assert soup.select("[id$=-prediction]") == []
-    assert text(soup, "#player .placeholder") == LESSON.ablation.loading
+    assert text(soup, "#player .placeholder") == LESSON.ablation.player_placeholder
     assert text(soup, "#gate-predictions") == "0 of 4 predictions recorded."
     assert ablation(second)["plays"] == 0 and state(second)["evaluated_runs"] == 0
 

@@ -206,6 +206,8 @@ def test_the_edge_row_says_what_the_switch_does_now(
     client.post("/predict", data={"choice": "residual"})
     soup = page(client, "/" + query)
     assert text(soup, "#edge-now") == f"{sentence} {edge}."
+    # The section names its row before it says what the row does.
+    assert text(soup, "#edge-text").startswith("Take the row [4, 4, 4, 4]. Its entries are all")
     assert {slot.get_text() for slot in soup.select("[data-ln=eps]")} == {eps}
     assert one(soup, "#eps-switch").has_attr("checked") == (eps != "0")
 

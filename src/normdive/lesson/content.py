@@ -226,11 +226,16 @@ class HandWork(_Model):
     denominator_step: Text
     out_label: Text
     edge_heading: Text
-    edge_text: Text  # what the edge row does in both switch states
+    edge_text: Text  # {row}: what the edge row does in both switch states
     edge_now_on: Text  # "the switch is on now" sentence start
     edge_now_off: Text
     summary_caption: Text  # caption under the plain-text summary
     table_summary: Text  # the <summary> of the steps table
+
+    @model_validator(mode="after")
+    def _templates(self) -> HandWork:
+        _named("edge_text", self.edge_text, ("row",), ("row",))
+        return self
 
 
 class Numbers(_Model):
@@ -267,7 +272,7 @@ class Ablation(_Model):
     honesty: Text
     initialisation_note: Text  # the middle row depends on the initialisation setting
     panel_title: Text
-    loading: Text
+    player_placeholder: Text  # the player while no row is in it
     compare_placeholder: Text  # what "Compare" says before the rows have been played
     # The player. Templates are checked in the validator below.
     statement: Text  # RUN_FIELDS: these runs, at this depth and seed, nothing more general
