@@ -559,8 +559,9 @@ def test_open_hint(specs: tuple[Spec, ...], rung: int | str, result: Spec | None
     assert open_hint(rows_state(DONE, PREDICTED, *specs), LESSON, rung) == result
 
 
-def test_plays_count_as_runs_for_the_hints() -> None:
-    specs = (DONE, PREDICTED, *ALL_PREDICTED, row_played("both"), row_played("both"))
+def test_first_plays_count_as_runs_for_the_hints_and_replays_do_not() -> None:
+    replays = (row_played("both"), row_played("both"), row_played("both"))
+    specs = (DONE, PREDICTED, *ALL_PREDICTED, *replays, row_played("neither"))
     assert open_hint(rows_state(*specs, locked(WRONG_READING.id, False)), LESSON, 1) == (
         EventKind.HINT_OPENED,
         {"rung": 1},
@@ -639,6 +640,6 @@ def test_a_whole_session_closes_the_gate_through_actions_only() -> None:
     assert history.count(hint(2)) == 1
     assert s.compare.opening_verdict == "differs" and not s.gate.closed
     s = act(play_row(s, LESSON, "both"))
-    s = act(play_row(s, LESSON, "both"))  # a replay changes nothing in the gate
-    assert s.evaluated_runs == 7
+    s = act(play_row(s, LESSON, "both"))  # a replay changes nothing in the gate, nor in the runs
+    assert s.evaluated_runs == 6
     assert s.gate.closed and s.gate.predictions_before_play and s.gate.best_row_played

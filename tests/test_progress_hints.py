@@ -14,6 +14,7 @@ from normdive.progress.events import Event, EventKind
 from normdive.progress.facts import RecordingFacts, RowFacts
 from normdive.progress.hints import answer_text, fold_hints
 from normdive.progress.state import count_evaluated_runs, derive
+from normdive.recording.format import ROW_KEYS
 
 LESSON = load_lesson()
 KEYS = ("both", "residual_only", "layernorm_only", "neither")
@@ -52,9 +53,14 @@ FREE: tuple[Spec, ...] = (
 )
 
 
+def play(row: str) -> Spec:
+    return EventKind.ROW_PLAYED, {"row": row}
+
+
 def runs_of(n: int) -> tuple[Spec, ...]:
-    # Alternate the two kinds of run that need no numbers: a wrong reading lock and a play.
-    return tuple(WRONG_LOCK if i % 2 else PLAY for i in range(n))
+    # Alternate the two kinds of run that need no numbers: a wrong reading lock and a row's
+    # first play.
+    return tuple(WRONG_LOCK if i % 2 else play(ROW_KEYS[i // 2]) for i in range(n))
 
 
 @pytest.mark.parametrize(
@@ -84,7 +90,9 @@ def test_rungs_become_available_at_exactly_3_and_5_runs(
 
 def test_predictions_hints_takeaways_and_format_errors_are_not_runs() -> None:
     assert count_evaluated_runs(events(*FREE)) == 0
-    assert count_evaluated_runs(events(*FREE, PLAY, PLAY)) == 2  # a replay is a run too
+    # A row's first play is a run; playing it again is not.
+    assert count_evaluated_runs(events(*FREE, PLAY, PLAY)) == 1
+    assert count_evaluated_runs(events(*FREE, PLAY, play("neither"), PLAY)) == 2
 
 
 def test_the_status_line_says_how_many_runs_are_still_needed() -> None:

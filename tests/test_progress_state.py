@@ -238,14 +238,23 @@ def test_a_field_folds_its_entries(
             id="mixed",
         ),
         pytest.param((row_played("both"),), 1, id="a row played"),
-        pytest.param((row_played("both"), row_played("both")), 2, id="a replay is a run"),
+        pytest.param((row_played("both"), row_played("both")), 1, id="a replay is no run"),
+        pytest.param(
+            (row_played("both"), row_played("neither"), row_played("both")),
+            2,
+            id="each row's first play is a run",
+        ),
         pytest.param(
             (row_predicted("both"), hint_opened(1), hint_opened(2)),
             0,
             id="row predictions and hints are not runs",
         ),
         pytest.param(
-            (checked(entry("row1_mean", "wrong")), locked(RIGHT_READING.id, True), row_played("x")),
+            (
+                checked(entry("row1_mean", "wrong")),
+                locked(RIGHT_READING.id, True),
+                row_played("both"),
+            ),
             3,
             id="one of each kind",
         ),

@@ -47,6 +47,7 @@ from conftest import (
     migrated_sqlite_url,
     write_recording,
 )
+from lesson_answers import OTHER_WRONG_READING_CHOICE, WRONG_READING_ID
 from normdive.lesson.content import load_lesson
 from normdive.web import actions, instructor_pages, lti_routes, pages, sweep_pages
 from normdive.web.app import create_app
@@ -55,6 +56,7 @@ from normdive.web.security import csrf
 from openapi_document import described_operations, openapi_document, route_operations
 from page_client import PageClient
 
+WRONG_READINGS = (WRONG_READING_ID, OTHER_WRONG_READING_CHOICE.id)
 # Every operation the app routes (15), as "METHOD /path".
 OPERATIONS = route_operations(
     [
@@ -151,7 +153,7 @@ def schema(app: FastAPI) -> schemathesis.BaseSchema:
 @pytest.fixture(scope="module")
 def make_learners(app: FastAPI) -> Iterator[Callable[[], list[Learner]]]:
     """Three learners for one operation: one who has done nothing yet, one who committed
-    the opening prediction, one who also predicted every row and played one five times."""
+    the opening prediction, one who also predicted every row and has five runs."""
     clients: list[PageClient] = []
 
     def make() -> list[Learner]:
@@ -167,8 +169,12 @@ def make_learners(app: FastAPI) -> Iterator[Callable[[], list[Learner]]]:
             ("neither", "chance"),
         ):
             assert deep.post(f"/rows/{key}/predict", data={"outcome": outcome}).status_code == 303
-        for _ in range(5):  # enough runs to open both hint rungs
-            assert deep.post("/rows/both/play").status_code == 303
+        # Enough runs to open both hint rungs: three rows' first plays (one row stays unplayed)
+        # and two different wrong readings.
+        for key in ("both", "residual_only", "neither"):
+            assert deep.post(f"/rows/{key}/play").status_code == 303
+        for reading in WRONG_READINGS:
+            assert deep.post("/reading", data={"choice": reading}).status_code == 303
         return [Learner(fresh), Learner(committed), Learner(deep)]
 
     yield make

@@ -312,14 +312,16 @@ def test_playing_a_row_records_it_and_shows_its_figures_without_javascript(
     assert table[0][0] == "step"
     assert [line[0] for line in table[1:]] == ["0", "300", "600"]
     assert table[-1][1:] == ["100.0 %", "0.003", "100.0 %"]
-    # Both charts are labelled images whose figures are in that table.
+    # Both charts are labelled images whose figures are in that table; without JavaScript,
+    # each frame says so.
     for chart in player.select(".chart"):
         assert chart["role"] == "img" and "table below" in str(chart["aria-label"])
+        assert "needs JavaScript" in one(chart, "noscript").get_text()
     assert "Learns the copy" in text(soup, "#row-both-result")
     assert state(client)["evaluated_runs"] == 1
-    # Replaying is allowed; every play is a run.
+    # Replaying is allowed and counted as a play; only a row's first play is a run.
     assert client.post("/rows/both/play").status_code == 303
-    assert ablation(client)["plays"] == 2 and state(client)["evaluated_runs"] == 2
+    assert ablation(client)["plays"] == 2 and state(client)["evaluated_runs"] == 1
     assert text(page(client), "#row-both-play").startswith(LESSON.ablation.replay_label)
 
 

@@ -60,7 +60,7 @@ NOT_LEARNER_WRITES = frozenset({EventKind.PREREQUISITE_DONE, EventKind.GATE_CLOS
 # The layout of to_json's output and of progress.report.summary_record's, kept together in
 # the store, and the rules of the fold below: a change to either bumps it, and a snapshot
 # kept under another number is folded again.
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -323,12 +323,15 @@ class _Fold:
                 if every_row and state["first_play_at"] is None:
                     state["rows_before_play_time"] = at
         elif kind is EventKind.ROW_PLAYED:
-            state["evaluated_runs"] += 1
             if state["first_play_at"] is None:
                 state["first_play_at"] = position
             row_key = _text(payload, "row")
             row = self.rows.get(row_key) if row_key is not None else None
             if row is not None:
+                # A row's first play is a run; playing it again to watch it is not effort
+                # that opens a hint.
+                if row.first_played_at is None:
+                    state["evaluated_runs"] += 1
                 first = row.first_played_at if row.first_played_at is not None else position
                 first_time = row.first_played_time if row.first_played_time is not None else at
                 self.rows[row_key] = dataclasses.replace(  # type: ignore[index]

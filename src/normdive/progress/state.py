@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Literal
 
 from normdive.lesson.content import Lesson
@@ -47,7 +48,8 @@ from normdive.progress.compare import CompareState, compare, revealed, takeaway_
 from normdive.progress.events import Event
 from normdive.progress.facts import RecordingFacts, RowFacts
 from normdive.progress.hints import HintsState, hints_state
-from normdive.progress.history import COUNTED_VERDICTS, GRADED_VERDICTS, History
+from normdive.progress.history import COUNTED_VERDICTS, GRADED_VERDICTS, History, RowTally
+from normdive.recording.format import ROW_KEYS
 
 __all__ = [
     "COUNTED_VERDICTS",
@@ -143,11 +145,17 @@ class LessonState:
 
 def count_evaluated_runs(events: Sequence[Event]) -> int:
     """Server-evaluated actions by the learner: a numbers check with at least one graded number
-    (a check of format errors only is not a run), every locked reading, and every row played
-    (replays too). Predictions, hints and takeaways are not runs. The hint rungs and the
-    page's counter share this one definition: History's fold, which needs no lesson for it."""
-    no_lesson = History(lesson_fields=(), lesson_rows=(), lesson_outcomes=frozenset())
-    return no_lesson.extended(list(events), 0).evaluated_runs
+    (a check of format errors only is not a run), every locked reading, and each row's first
+    play (a replay is not a run). Predictions, hints and takeaways are not runs. The hint rungs
+    and the page's counter share this one definition: History's fold, which needs only the
+    row keys of the lesson for it."""
+    rows_only = History(
+        lesson_fields=(),
+        lesson_rows=ROW_KEYS,
+        lesson_outcomes=frozenset(),
+        rows=MappingProxyType({key: RowTally() for key in ROW_KEYS}),
+    )
+    return rows_only.extended(list(events), 0).evaluated_runs
 
 
 def derive(
