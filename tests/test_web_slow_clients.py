@@ -1,6 +1,8 @@
 """Clients that are slow or leave: a request head that does not arrive in time closes the
-connection (web.serving), a body that does not arrive in time is a 408 (web.app.BodyLimit), and
-a client that leaves mid-body is one INFO line in the log, not an ERROR with a traceback.
+connection (web.serving), a head over the limit is refused (h11 while it arrives, then
+web.app.HeadLimit), a body that does not arrive in time is a 408 (web.app.BodyLimit), an answer
+sent before the body has all arrived closes the connection (web.app.BodyLimit), and a client
+that leaves mid-body is one INFO line in the log, not an ERROR with a traceback.
 A real uvicorn server on 127.0.0.1 and raw sockets; short deadlines, so the tests wait little,
 and nothing here measures time: each waits for the server to act, with a generous bound."""
 
@@ -8,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import html
 import logging
 import socket
 import threading
@@ -19,13 +22,8 @@ import pytest
 import uvicorn
 
 from conftest import SERVER_START_TIMEOUT_S, SettingsFactory
-from normdive.web.app import create_app
-from normdive.web.serving import (
-    KEEP_ALIVE_TIMEOUT_S,
-    MAX_HEAD_BYTES,
-    NoDelayH11Protocol,
-    connection_options,
-)
+from normdive.web.app import HEAD_TOO_LARGE, MAX_HEAD_BYTES, create_app
+from normdive.web.serving import KEEP_ALIVE_TIMEOUT_S, NoDelayH11Protocol, connection_options
 
 # Deadlines short enough to wait for in a test.
 SHORT_S = 0.5
@@ -126,16 +124,75 @@ def test_a_request_head_larger_than_the_ceiling_is_a_400(
     assert answer.startswith(b"HTTP/1.1 400")
 
 
-def test_a_head_at_the_ceiling_is_answered(make_settings: SettingsFactory, tmp_path: Path) -> None:
+def head_of(size: int) -> bytes:
+    """A GET /healthz whose head (request line, fields, blank line) is `size` bytes."""
+    start = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+    end = b"\r\n\r\n"
+    filler = b"X-Filler: " + b"a" * (size - len(start) - len(b"X-Filler: ") - len(end))
+    head = start + filler + end
+    assert len(head) == size
+    return head
+
+
+# In pieces, as a slow network delivers it (h11 buffers it whole), or in one write.
+PIECES = [1000, MAX_HEAD_BYTES]
+
+
+@pytest.mark.parametrize("piece", PIECES)
+def test_a_head_at_the_ceiling_is_answered(
+    make_settings: SettingsFactory, tmp_path: Path, piece: int
+) -> None:
     with served(make_settings, tmp_path) as port, connect(port) as connection:
-        start = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-        filler = b"X-Filler: " + b"a" * (MAX_HEAD_BYTES - len(start) - 14) + b"\r\n\r\n"
-        head = start + filler
-        assert len(head) <= MAX_HEAD_BYTES
-        for offset in range(0, len(head), 1000):  # in pieces, as a slow network delivers it
-            connection.sendall(head[offset : offset + 1000])
+        head = head_of(MAX_HEAD_BYTES)
+        for offset in range(0, len(head), piece):
+            connection.sendall(head[offset : offset + piece])
         answer = read_until_closed(connection)
     assert answer.startswith(b"HTTP/1.1 200")
+
+
+@pytest.mark.parametrize("piece", PIECES)
+def test_a_whole_head_one_byte_over_the_ceiling_is_a_readable_431(
+    make_settings: SettingsFactory, tmp_path: Path, piece: int
+) -> None:
+    # Whole: its last piece completes it, so h11 (which bounds only an incomplete head) lets
+    # it through, and the app measures it.
+    with served(make_settings, tmp_path) as port, connect(port) as connection:
+        head = head_of(MAX_HEAD_BYTES + 1).replace(b"Connection: close", b"Accept: text/html")
+        for offset in range(0, len(head), piece):
+            connection.sendall(head[offset : offset + piece])
+        connection.settimeout(KEEP_ALIVE_TIMEOUT_S / 2)  # closed at once, not kept alive
+        answer = read_until_closed(connection)
+    assert answer.startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n")
+    assert b"\r\nconnection: close\r\n" in answer.lower()
+    assert b"content-type: text/html" in answer.lower()
+    assert HEAD_TOO_LARGE.format(kib=MAX_HEAD_BYTES // 1024) in html.unescape(answer.decode())
+
+
+@pytest.mark.parametrize(("method", "status"), [(b"GET", b"200"), (b"POST", b"405")])
+def test_an_answer_sent_before_the_body_arrived_closes_the_connection(
+    make_settings: SettingsFactory, tmp_path: Path, method: bytes, status: bytes
+) -> None:
+    """/healthz reads no body: it answers at once, then closes instead of waiting for a body
+    that a client could send a byte a second, with no deadline since nothing reads it."""
+    with served(make_settings, tmp_path) as port, connect(port) as connection:
+        connection.sendall(
+            method + b" /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 60000\r\n\r\nx"
+        )
+        connection.settimeout(KEEP_ALIVE_TIMEOUT_S / 2)  # well before the idle timeout
+        answer = read_until_closed(connection)
+    assert answer.startswith(b"HTTP/1.1 " + status)
+    assert answer.lower().count(b"\r\nconnection: close\r\n") == 1
+
+
+def test_an_answer_after_the_whole_body_keeps_the_connection(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    with served(make_settings, tmp_path) as port, connect(port) as connection:
+        request = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n"
+        connection.sendall(request * 2)  # pipelined: both answered on one connection
+        answers = read_until_closed(connection)  # closed once idle, by a deadline
+    assert answers.count(b"HTTP/1.1 200") == 2
+    assert b"connection: close" not in answers.lower()
 
 
 def test_a_body_that_does_not_arrive_in_time_is_a_408(

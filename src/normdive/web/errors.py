@@ -32,6 +32,7 @@ TITLES = {
     415: "Unsupported format",
     422: "Cannot use that",
     429: "Too many attempts",
+    431: "Headers too large",
     500: "Something went wrong",
     503: "Unavailable",
 }
