@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from joserfc import jwt
+from joserfc import jws, jwt
 from joserfc.jwk import RSAKey
 from sqlalchemy import Engine
 
@@ -77,11 +77,28 @@ class KeySetServer:
     # Seconds each answer waits before it is sent (a platform that is slow to answer).
     delay_s: float = 0.0
     status: int = 200
+    # Served instead of the key set when set (a platform that serves something else).
+    raw_body: bytes | None = None
     url: str = ""
     _server: ThreadingHTTPServer | None = field(default=None, repr=False)
 
     def body(self) -> bytes:
+        if self.raw_body is not None:
+            return self.raw_body
         return json.dumps({"keys": [k.as_dict(private=False) for k in self.keys]}).encode()
+
+
+@dataclass
+class MovableClock:
+    """A monotonic clock in seconds that moves only when told (platform_keys.clock)."""
+
+    now: float = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
 
 
 @contextmanager
@@ -189,6 +206,12 @@ def signed(claims: dict[str, Any], key: RSAKey, **header: Any) -> str:
     return jwt.encode({"alg": "RS256", "kid": key.kid, **header}, claims, key)
 
 
+def signed_payload(payload: bytes, key: RSAKey) -> str:
+    """A token signed by the platform's key whose payload is `payload` as it is, JSON or not
+    (a platform that signs whatever it is given)."""
+    return jws.serialize_compact({"alg": "RS256", "kid": key.kid}, payload, key)
+
+
 def _segment(data: dict[str, Any]) -> str:
     raw = json.dumps(data, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
@@ -248,6 +271,9 @@ class GradeBook:
     scores: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     lineitems_created: list[dict[str, Any]] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    # path -> a body answered with 200 instead of what the endpoint would answer (a platform
+    # that answers something else).
+    raw_answers: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def token_url(self) -> str:
@@ -301,6 +327,14 @@ def grade_book_server(book: GradeBook) -> Iterator[GradeBook]:
                 self._answer(503)
                 return
             path = urlsplit(self.path).path
+            if path in book.raw_answers:
+                data = book.raw_answers[path]
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
             if path == "/token":
                 form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
                 if form.get("grant_type") != "client_credentials" or not book.check_assertion(

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from conftest import SECRET_KEY
 from lti_platform import TOOL_ORIGIN, browser, serving
 from normdive.cli import app as cli
+from normdive.lti.platform_json import MAX_JSON_DEPTH
 from normdive.lti.registrations import all_registrations
 
 TOOL_CONFIGURATION = "https://purl.imsglobal.org/spec/lti-tool-configuration"
@@ -32,6 +33,9 @@ class RegisteringPlatform:
     issuer: str | None = None  # None: its own base
     registration_status: int = 201
     registrations: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # Answered instead of the OpenID configuration, or the registration, when set.
+    raw_configuration: bytes | None = None
+    raw_registration: bytes | None = None
 
     @property
     def configuration_url(self) -> str:
@@ -43,8 +47,8 @@ def platform() -> Iterator[RegisteringPlatform]:
     served = RegisteringPlatform()
 
     class Handler(BaseHTTPRequestHandler):
-        def _json(self, status: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode()
+        def _json(self, status: int, body: dict[str, Any], raw: bytes | None = None) -> None:
+            data = json.dumps(body).encode() if raw is None else raw
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
@@ -65,6 +69,7 @@ def platform() -> Iterator[RegisteringPlatform]:
                         "product_family_code": "test-platform"
                     },
                 },
+                served.raw_configuration,
             )
 
         def do_POST(self) -> None:
@@ -80,6 +85,7 @@ def platform() -> Iterator[RegisteringPlatform]:
                         "deployment_id": "dynamic-deployment-1",
                     },
                 },
+                served.raw_registration,
             )
 
         def log_message(self, format: str, *args: Any) -> None:
@@ -159,3 +165,64 @@ def test_a_registration_that_cannot_be_trusted_stores_nothing(
     assert f"<code>{code}</code>" in response.text
     assert BeautifulSoup(response.text, "html.parser").find("h1") is not None
     assert all_registrations(engine) == []
+
+
+def nested_object(depth: int) -> bytes:
+    """A JSON object whose "issuer" member holds objects `depth` levels deep in all."""
+    return b'{"issuer":' * depth + b"1" + b"}" * depth
+
+
+CONFIGURATION = "OpenID configuration"
+REGISTRATION = "registration"
+# (case, which answer, its body, what the refusal says of it)
+HOSTILE_ANSWERS = [
+    ("configuration of arrays 50,000 deep", CONFIGURATION, b"[" * 50_000, "is not JSON"),
+    (
+        "configuration of objects 10,000 deep",
+        CONFIGURATION,
+        nested_object(10_000),
+        "is not JSON",
+    ),
+    (
+        "configuration nested past the depth limit",
+        CONFIGURATION,
+        nested_object(MAX_JSON_DEPTH + 1),
+        f"is nested deeper than {MAX_JSON_DEPTH} levels",
+    ),
+    ("configuration not JSON", CONFIGURATION, b"<html>", "is not JSON"),
+    ("registration of arrays 50,000 deep", REGISTRATION, b"[" * 50_000, "is not JSON"),
+    (
+        "registration of objects 10,000 deep",
+        REGISTRATION,
+        b'{"client_id":' * 10_000 + b"1" + b"}" * 10_000,
+        "is not JSON",
+    ),
+]
+
+
+@pytest.mark.both_databases
+@pytest.mark.parametrize(
+    ("case", "answer", "body", "words"),
+    HOSTILE_ANSWERS,
+    ids=[case[0] for case in HOSTILE_ANSWERS],
+)
+def test_a_platform_answering_json_nested_too_deep_is_refused_readably(
+    app: FastAPI,
+    engine: Engine,
+    platform: RegisteringPlatform,
+    case: str,
+    answer: str,
+    body: bytes,
+    words: str,
+) -> None:
+    if answer == CONFIGURATION:
+        platform.raw_configuration = body
+    else:
+        platform.raw_registration = body
+    response = open_as_platform(app, invite(), platform)
+    assert response.status_code == 400, response.text
+    assert "<code>registration_failed</code>" in response.text
+    assert f"The platform&#39;s {answer} {words}." in response.text
+    assert all_registrations(engine) == []
+    # The registration was posted only when the configuration could be read.
+    assert len(platform.registrations) == (answer == REGISTRATION)

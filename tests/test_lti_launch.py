@@ -5,13 +5,22 @@ A good launch signs the platform's user in as one learner (the same again from a
 browser), on any worker. Every refusal the issue lists (a replayed id_token, an expired one, a
 wrong aud, an unknown kid after one refresh, alg none, HS256 with the public key, a foreign
 deployment, a state from another browser) and the others the validation makes is a readable
-page with a 4xx and a log line, and stores nothing."""
+page with a 4xx and a log line, and stores nothing.
+
+A hostile client's launches cost little: made-up key ids cost the platform one fetch of its
+key set per cooldown (launches that miss together share it), JSON nested thousands deep is a
+malformed token or key set, and a claim too long for its column is refused by name, on both
+databases. The key set's cooldown runs on a clock the tests move (MovableClock)."""
 
 from __future__ import annotations
 
+import json
 import logging
+import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -25,8 +34,10 @@ from conftest import SettingsFactory
 from lti_platform import (
     CLIENT_ID,
     DEPLOYMENT_ID,
+    SCORE_SCOPE,
     TOOL_ORIGIN,
     KeySetServer,
+    MovableClock,
     browser,
     hs256_with_public_key,
     launch,
@@ -36,17 +47,25 @@ from lti_platform import (
     new_key,
     register_platform,
     signed,
+    signed_payload,
     unsigned,
 )
 from normdive.config import Settings
 from normdive.lti import platform_keys
+from normdive.lti.platform_json import MAX_JSON_DEPTH
+from normdive.lti.refusal import Refusal
 from normdive.lti.registrations import Registration
 from normdive.store.tables import (
+    LTI_IDENTIFIER_LENGTH,
+    LTI_URL_LENGTH,
     EventRecord,
     Learner,
     LtiContextMember,
+    LtiGradeTarget,
     LtiLearner,
     LtiNonce,
+    LtiPlatformKeySet,
+    LtiScoreOutbox,
     LtiState,
 )
 from normdive.web.app import create_app
@@ -54,13 +73,30 @@ from normdive.web.identity import COOKIE_NAME
 
 ROUTES_LOGGER = "normdive.web.lti_routes"
 # What a launch may store; a refused one changes none of them.
-LAUNCH_TABLES = (Learner, EventRecord, LtiLearner, LtiContextMember, LtiState, LtiNonce)
+LAUNCH_TABLES = (
+    Learner,
+    EventRecord,
+    LtiLearner,
+    LtiContextMember,
+    LtiState,
+    LtiNonce,
+    LtiGradeTarget,
+    LtiScoreOutbox,
+)
 
 
 @pytest.fixture
 def settings(make_settings: SettingsFactory) -> Settings:
     # 8.5 as an LMS learner meets it: not done until the launch says so.
     return make_settings(dev_prerequisite_done=False)
+
+
+@pytest.fixture(autouse=True)
+def key_set_clock(monkeypatch: pytest.MonkeyPatch) -> MovableClock:
+    """The clock the key set's refetch cooldown runs on, moved by the tests that need it."""
+    clock = MovableClock()
+    monkeypatch.setattr(platform_keys, "clock", clock)
+    return clock
 
 
 @pytest.fixture
@@ -183,6 +219,7 @@ def test_a_rotated_platform_key_is_fetched_once_and_accepted(
     registration: Registration,
     platform_key: RSAKey,
     jwks: KeySetServer,
+    key_set_clock: MovableClock,
 ) -> None:
     client = make_browser()
     asked = login(client)
@@ -192,6 +229,7 @@ def test_a_rotated_platform_key_is_fetched_once_and_accepted(
     )
     rotated = new_key("platform-key-2")
     jwks.keys = [rotated]
+    key_set_clock.advance(platform_keys.JWKS_REFETCH_COOLDOWN_S)
     asked = login(client)
     assert (
         launch(client, signed(launch_claims(asked.nonce), rotated), asked.state).status_code == 303
@@ -230,6 +268,14 @@ def assert_refused(
 
 
 Tamper = Callable[[str, RSAKey], tuple[str, dict[str, Any]]]
+
+
+def nested(depth: int) -> Any:
+    """A JSON value of arrays `depth` deep."""
+    value: Any = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
 
 
 def _claims_with(**overrides: Any) -> Callable[[str, RSAKey], str]:
@@ -323,6 +369,20 @@ REFUSED_TOKENS: list[tuple[str, Callable[[str, RSAKey], str], int, str, str]] = 
     ),
     ("not a JWT", lambda nonce, key: "not.a.jwt", 400, "malformed_id_token", "not a signed JWT"),
     (
+        "claims nested 10,000 deep",
+        lambda nonce, key: signed_payload(b"[" * 10_000 + b"]" * 10_000, key),
+        400,
+        "malformed_id_token",
+        "not a set of JSON claims",
+    ),
+    (
+        "a claim nested past the depth limit",
+        _claims_with(nested=nested(MAX_JSON_DEPTH)),
+        400,
+        "malformed_id_token",
+        f"deeper than {MAX_JSON_DEPTH} levels",
+    ),
+    (
         "oversized",
         lambda nonce, key: signed(launch_claims(nonce, padding="x" * 40_000), key),
         413,
@@ -391,6 +451,7 @@ def test_an_unknown_kid_is_fetched_again_once_then_refused(
     jwks: KeySetServer,
     engine: Engine,
     caplog: pytest.LogCaptureFixture,
+    key_set_clock: MovableClock,
 ) -> None:
     client = make_browser()
     asked = login(client)
@@ -402,17 +463,325 @@ def test_an_unknown_kid_is_fetched_again_once_then_refused(
     assert jwks.fetches == 1  # nothing cached before: the one fetch is the refresh
     assert stored(engine) == before
 
-    # With a key set cached: exactly one more fetch, then refused.
+    # With a key set cached, after the cooldown: exactly one more fetch, then refused.
     good = login(client)
     client_key = jwks.keys[0]
     assert (
         launch(client, signed(launch_claims(good.nonce), client_key), good.state).status_code == 303
     )
     fetches = jwks.fetches
+    key_set_clock.advance(platform_keys.JWKS_REFETCH_COOLDOWN_S)
     asked = login(client)
     response = launch(client, signed(launch_claims(asked.nonce), stranger), asked.state)
     assert response.status_code == 401
     assert jwks.fetches == fetches + 1
+
+
+COOLDOWN_S = int(platform_keys.JWKS_REFETCH_COOLDOWN_S)
+COOLDOWN_WORDS = f"once every {platform_keys.JWKS_REFETCH_COOLDOWN_S:g} s"
+
+
+def made_up_kid(claims: dict[str, Any], key: RSAKey) -> str:
+    """The claims signed by `key` under a key id nobody published."""
+    return signed(claims, key, kid=f"made-up-{uuid.uuid4()}")
+
+
+def test_made_up_kids_cost_the_platform_one_fetch_per_cooldown(
+    make_browser: Callable[[], TestClient],
+    registration: Registration,
+    platform_key: RSAKey,
+    jwks: KeySetServer,
+    engine: Engine,
+    caplog: pytest.LogCaptureFixture,
+    key_set_clock: MovableClock,
+) -> None:
+    client = make_browser()
+    good = login(client)
+    assert (
+        launch(client, signed(launch_claims(good.nonce), platform_key), good.state).status_code
+        == 303
+    )
+    assert jwks.fetches == 1
+    # One public login's state serves any number of refused launches (a refusal keeps it).
+    asked = login(client)
+    claims = launch_claims(asked.nonce)
+    before = stored(engine)
+    key_set_clock.advance(platform_keys.JWKS_REFETCH_COOLDOWN_S)
+    with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
+        first = launch(client, made_up_kid(claims, platform_key), asked.state)
+        assert_refused(first, 401, "unknown_kid", "even fetched again just now", caplog)
+        # The platform is slow now: a launch that fetched would wait a second for it.
+        jwks.delay_s = 1.0
+        for _ in range(29):
+            response = launch(client, made_up_kid(claims, platform_key), asked.state)
+            assert_refused(response, 401, "unknown_kid", COOLDOWN_WORDS, caplog)
+            assert 1 <= int(response.headers["retry-after"]) <= COOLDOWN_S
+    assert jwks.fetches == 2
+    assert stored(engine) == before
+
+    # The platform rotates its key: refused until the cooldown ends, then taken at once.
+    jwks.delay_s = 0.0
+    rotated = new_key("platform-key-2")
+    jwks.keys = [platform_key, rotated]
+    assert launch(client, signed(claims, rotated), asked.state).status_code == 401
+    assert jwks.fetches == 2
+    key_set_clock.advance(platform_keys.JWKS_REFETCH_COOLDOWN_S)
+    assert launch(client, signed(claims, rotated), asked.state).status_code == 303
+    assert jwks.fetches == 3
+
+
+def test_the_first_launch_ever_fetches_a_rotated_key_at_once(
+    make_browser: Callable[[], TestClient], registration: Registration, jwks: KeySetServer
+) -> None:
+    rotated = new_key("platform-key-2")
+    jwks.keys = [rotated]
+    client = make_browser()
+    asked = login(client)
+    assert launch(client, signed(launch_claims(asked.nonce), rotated), asked.state).status_code == (
+        303
+    )
+    assert jwks.fetches == 1
+
+
+def test_a_failed_fetch_starts_the_cooldown_too(
+    make_browser: Callable[[], TestClient],
+    registration: Registration,
+    platform_key: RSAKey,
+    jwks: KeySetServer,
+    caplog: pytest.LogCaptureFixture,
+    key_set_clock: MovableClock,
+) -> None:
+    client = make_browser()
+    jwks.status = 500
+    asked = login(client)
+    token = signed(launch_claims(asked.nonce), platform_key)
+    assert launch(client, token, asked.state).status_code == 401
+    with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
+        response = launch(client, token, asked.state)
+    assert_refused(response, 401, "jwks_unreachable", "tries at most " + COOLDOWN_WORDS, caplog)
+    assert 1 <= int(response.headers["retry-after"]) <= COOLDOWN_S
+    assert jwks.fetches == 1
+    jwks.status = 200
+    key_set_clock.advance(platform_keys.JWKS_REFETCH_COOLDOWN_S)
+    assert launch(client, token, asked.state).status_code == 303
+    assert jwks.fetches == 2
+
+
+LAUNCHES_AT_ONCE = 8
+
+
+def _at_once(engine: Engine, registration: Registration, kids: list[str]) -> list[object]:
+    """signing_key for each kid, each in a thread of its own, all at once: the key or the
+    Refusal."""
+    start = threading.Barrier(len(kids))
+
+    def one(kid: str) -> object:
+        start.wait()
+        try:
+            return platform_keys.signing_key(engine, registration, kid)
+        except Refusal as refusal:
+            return refusal
+
+    with ThreadPoolExecutor(max_workers=len(kids)) as pool:
+        return list(pool.map(one, kids))
+
+
+@pytest.mark.both_databases
+def test_launches_that_miss_at_once_share_one_fetch(
+    registration: Registration,
+    jwks: KeySetServer,
+    engine: Engine,
+    key_set_clock: MovableClock,
+) -> None:
+    rotated = new_key("platform-key-2")
+    jwks.keys = [rotated]
+    jwks.delay_s = 0.3
+    # Nothing stored yet: every launch misses; one fetches, the others wait and share it.
+    found = _at_once(engine, registration, [str(rotated.kid)] * LAUNCHES_AT_ONCE)
+    assert all(isinstance(key, RSAKey) and key.kid == rotated.kid for key in found)
+    assert jwks.fetches == 1
+
+    key_set_clock.advance(platform_keys.JWKS_REFETCH_COOLDOWN_S)
+    made_up = [f"made-up-{uuid.uuid4()}" for _ in range(LAUNCHES_AT_ONCE)]
+    refused = _at_once(engine, registration, made_up)
+    assert all(isinstance(r, Refusal) and r.code == "unknown_kid" for r in refused)
+    assert jwks.fetches == 2
+
+
+DEEP_KEY_SETS: list[tuple[str, Callable[[RSAKey], bytes]]] = [
+    ("nested 50,000 deep", lambda key: b'{"keys":' + b"[" * 50_000),
+    ("closed, 10,000 deep", lambda key: b'{"keys":' + b"[" * 10_000 + b"]" * 10_000 + b"}"),
+    (
+        # The platform's own key, with a member nested past the depth limit.
+        "a key nested past the depth limit",
+        lambda key: json.dumps(
+            {"keys": [{**key.as_dict(private=False), "extra": nested(MAX_JSON_DEPTH)}]}
+        ).encode(),
+    ),
+]
+
+
+@pytest.mark.both_databases
+@pytest.mark.parametrize(
+    ("case", "body_for"), DEEP_KEY_SETS, ids=[case[0] for case in DEEP_KEY_SETS]
+)
+def test_a_key_set_nested_too_deep_is_refused_readably(
+    make_browser: Callable[[], TestClient],
+    registration: Registration,
+    platform_key: RSAKey,
+    jwks: KeySetServer,
+    engine: Engine,
+    caplog: pytest.LogCaptureFixture,
+    case: str,
+    body_for: Callable[[RSAKey], bytes],
+) -> None:
+    jwks.raw_body = body_for(platform_key)
+    client = make_browser()
+    asked = login(client)
+    before = stored(engine)
+    with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
+        response = launch(client, signed(launch_claims(asked.nonce), platform_key), asked.state)
+    assert_refused(response, 401, "jwks_invalid", "not a JSON Web Key Set", caplog)
+    assert stored(engine) == before
+    with engine.connect() as connection:
+        kept = connection.execute(select(func.count()).select_from(LtiPlatformKeySet))
+        assert kept.scalar_one() == 0
+
+
+def _endpoint(**urls: str) -> dict[str, Any]:
+    return {"scope": [SCORE_SCOPE], **urls}
+
+
+LINEITEM_PREFIX = "https://platform.example.edu/lineitems/"
+# (case, the launch's claims' overrides for a value of `length` characters, the claim's name
+# in the refusal, its column's limit)
+STORED_CLAIMS: list[tuple[str, Callable[[int], dict[str, Any]], str, int]] = [
+    ("sub", lambda n: {"sub": "u" * n}, "(sub)", LTI_IDENTIFIER_LENGTH),
+    (
+        "resource link id",
+        lambda n: {"lti_resource_link": {"id": "r" * n}},
+        "resource_link id",
+        LTI_IDENTIFIER_LENGTH,
+    ),
+    (
+        "lineitem",
+        lambda n: {
+            "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint": _endpoint(
+                lineitem=LINEITEM_PREFIX + "l" * (n - len(LINEITEM_PREFIX))
+            )
+        },
+        "endpoint lineitem",
+        LTI_URL_LENGTH,
+    ),
+    (
+        "lineitems",
+        lambda n: {
+            "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint": _endpoint(
+                lineitems=LINEITEM_PREFIX + "l" * (n - len(LINEITEM_PREFIX))
+            )
+        },
+        "endpoint lineitems",
+        LTI_URL_LENGTH,
+    ),
+]
+
+
+@pytest.mark.both_databases
+@pytest.mark.parametrize(
+    ("case", "claims_of_length", "named", "limit"),
+    STORED_CLAIMS,
+    ids=[case[0] for case in STORED_CLAIMS],
+)
+def test_a_claim_too_long_for_its_column_is_refused_by_name(
+    make_browser: Callable[[], TestClient],
+    registration: Registration,
+    platform_key: RSAKey,
+    engine: Engine,
+    caplog: pytest.LogCaptureFixture,
+    case: str,
+    claims_of_length: Callable[[int], dict[str, Any]],
+    named: str,
+    limit: int,
+) -> None:
+    client = make_browser()
+    asked = login(client)
+    before = stored(engine)
+    token = signed(launch_claims(asked.nonce, **claims_of_length(limit + 1)), platform_key)
+    with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
+        response = launch(client, token, asked.state)
+    assert_refused(response, 400, "claim_too_long", named, caplog)
+    assert f"{limit + 1} characters long; this tool keeps at most {limit}" in response.text
+    assert stored(engine) == before
+
+    # At the limit: taken, and kept whole where the launch keeps it.
+    token = signed(launch_claims(asked.nonce, **claims_of_length(limit)), platform_key)
+    assert launch(client, token, asked.state).status_code == 303
+    if case in ("lineitem", "lineitems"):
+        with engine.connect() as connection:
+            kept = connection.execute(select(getattr(LtiGradeTarget, f"{case}_url"))).scalar_one()
+        assert len(kept) == limit
+
+
+@pytest.mark.both_databases
+def test_a_grade_target_keeps_sub_and_resource_link_at_their_limit(
+    make_browser: Callable[[], TestClient],
+    registration: Registration,
+    platform_key: RSAKey,
+    engine: Engine,
+) -> None:
+    client = make_browser()
+    asked = login(client)
+    claims = launch_claims(
+        asked.nonce,
+        sub="u" * LTI_IDENTIFIER_LENGTH,
+        lti_resource_link={"id": "r" * LTI_IDENTIFIER_LENGTH},
+        **{
+            "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint": _endpoint(
+                lineitem=LINEITEM_PREFIX + "l" * (LTI_URL_LENGTH - len(LINEITEM_PREFIX)),
+                lineitems=LINEITEM_PREFIX + "s" * (LTI_URL_LENGTH - len(LINEITEM_PREFIX)),
+            )
+        },
+    )
+    assert launch(client, signed(claims, platform_key), asked.state).status_code == 303
+    with engine.connect() as connection:
+        target = connection.execute(select(LtiGradeTarget)).one()
+    assert len(target.user_id) == len(target.resource_link_id) == LTI_IDENTIFIER_LENGTH
+    assert len(target.lineitem_url) == len(target.lineitems_url) == LTI_URL_LENGTH
+
+
+@pytest.mark.both_databases
+@pytest.mark.parametrize(
+    ("case", "overrides"),
+    [
+        ("sub", {"sub": "user\x00one"}),
+        ("resource link id", {"lti_resource_link": {"id": "link\x00one"}}),
+        (
+            "lineitem",
+            {
+                "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint": _endpoint(
+                    lineitem=LINEITEM_PREFIX + "\x00"
+                )
+            },
+        ),
+    ],
+)
+def test_a_stored_claim_with_control_characters_is_refused_readably(
+    make_browser: Callable[[], TestClient],
+    registration: Registration,
+    platform_key: RSAKey,
+    engine: Engine,
+    caplog: pytest.LogCaptureFixture,
+    case: str,
+    overrides: dict[str, Any],
+) -> None:
+    client = make_browser()
+    asked = login(client)
+    before = stored(engine)
+    token = signed(launch_claims(asked.nonce, **overrides), platform_key)
+    with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
+        response = launch(client, token, asked.state)
+    assert_refused(response, 400, "claim_malformed", "control characters", caplog)
+    assert stored(engine) == before
 
 
 @pytest.mark.both_databases
@@ -442,6 +811,7 @@ def test_a_key_set_that_cannot_be_fetched_is_refused_readably(
     jwks: KeySetServer,
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
+    key_set_clock: MovableClock,
 ) -> None:
     client = make_browser()
     jwks.status = 500
@@ -452,6 +822,7 @@ def test_a_key_set_that_cannot_be_fetched_is_refused_readably(
 
     jwks.status = 200
     jwks.delay_s = 2.0
+    key_set_clock.advance(platform_keys.JWKS_REFETCH_COOLDOWN_S)
     monkeypatch.setattr(platform_keys, "JWKS_FETCH_TIMEOUT_S", 0.2)
     with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
         response = launch(client, signed(launch_claims(asked.nonce), platform_key), asked.state)

@@ -42,7 +42,7 @@ from normdive.lti import passback
 from normdive.lti.passback import Sender, retry_delay
 from normdive.progress.events import EventKind
 from normdive.store.event_store import Store
-from normdive.store.tables import LtiGradeTarget, LtiScoreOutbox
+from normdive.store.tables import LTI_URL_LENGTH, LtiGradeTarget, LtiScoreOutbox
 from normdive.web.identity import COOKIE_NAME
 
 LESSON = load_lesson()
@@ -233,6 +233,61 @@ def test_while_the_platform_is_down_the_score_waits_then_goes(
     assert sender.send_due().sent == 1
     assert outbox(engine) == {}
     assert len(book.scores) == 1
+
+
+# (case, the endpoint that answers it, its body, what the send's failure says)
+HOSTILE_ANSWERS = [
+    ("token of arrays 50,000 deep", "/token", b"[" * 50_000, "gave no access token"),
+    (
+        "token lifetime beyond a float",
+        "/token",
+        b'{"access_token": "t", "expires_in": ' + b"9" * 400 + b"}",
+        "gave no access token",
+    ),
+    ("line item of arrays 50,000 deep", "/lineitems", b"[" * 50_000, "named no id"),
+    (
+        "line item id too long to keep",
+        "/lineitems",
+        b'{"id": "https://platform.example.edu/lineitems/' + b"l" * LTI_URL_LENGTH + b'"}',
+        f"longer than {LTI_URL_LENGTH} characters",
+    ),
+    (
+        "line item id with NUL",
+        "/lineitems",
+        b'{"id": "https://platform.example.edu/lineitems/1\\u0000"}',
+        "is not a URL",
+    ),
+]
+
+
+@pytest.mark.both_databases
+@pytest.mark.parametrize(
+    ("case", "path", "body", "words"),
+    HOSTILE_ANSWERS,
+    ids=[case[0] for case in HOSTILE_ANSWERS],
+)
+def test_a_hostile_answer_is_a_failed_send_that_waits(
+    launch_as: LaunchAs,
+    book: GradeBook,
+    sender: Sender,
+    engine: Engine,
+    case: str,
+    path: str,
+    body: bytes,
+    words: str,
+) -> None:
+    learner = launch_as(with_lineitem=False)
+    book.raw_answers[path] = body
+    report = sender.send_due()
+    assert (report.sent, report.failed) == (0, 1)
+    with engine.connect() as connection:
+        row = connection.execute(select(LtiScoreOutbox)).one()
+        kept = connection.execute(select(LtiGradeTarget.lineitem_url)).scalar_one()
+    assert row.learner_id == learner
+    assert row.attempts == 1
+    assert words in (row.last_error or "")
+    assert kept is None
+    assert book.scores == []
 
 
 def test_a_launch_without_the_score_scope_sends_nothing(

@@ -4,7 +4,10 @@
                            deployments, the origins that frame the lesson, how 8.5 is
                            checked); register, list, remove
     lti/platform_keys.py:  a platform's key set, fetched from its JWKS URL with a timeout,
-                           kept in the database, fetched again once for an unknown key id
+                           kept in the database, fetched again for an unknown key id at most
+                           once per cooldown
+    lti/platform_json.py:  JSON from a platform parsed with its nesting bounded, so a hostile
+                           shape is a refusal like any other malformed answer
     lti/login.py:          OIDC third-party login initiation: a state and a nonce stored (and
                            a secret for the platform's storage when it offers it), the browser
                            sent to the platform's authorization endpoint

@@ -23,6 +23,7 @@ from pydantic import SecretStr
 from sqlalchemy import Engine
 
 from normdive.lesson.content import Lesson
+from normdive.lti.platform_json import NotPlatformJson, parsed
 from normdive.lti.refusal import Refusal
 from normdive.lti.registrations import (
     Registration,
@@ -80,9 +81,9 @@ def _json(answer: httpx.Response, what: str) -> dict[str, Any]:
     if len(answer.content) > MAX_ANSWER_BYTES:
         raise Refusal(400, "registration_failed", f"The platform's {what} is too large.")
     try:
-        found = json.loads(answer.content)
-    except ValueError:
-        raise Refusal(400, "registration_failed", f"The platform's {what} is not JSON.") from None
+        found = parsed(answer.content)
+    except NotPlatformJson as problem:
+        raise Refusal(400, "registration_failed", f"The platform's {what} is {problem}.") from None
     if not isinstance(found, dict):
         raise Refusal(400, "registration_failed", f"The platform's {what} is not an object.")
     return found

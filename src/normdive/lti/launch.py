@@ -7,7 +7,11 @@ header (RS256 only, so `alg: none` and HS256 signed with the public key are refu
 any key is used; a key id); the signature, against the registered platform's key set
 (platform_keys); the claims `iss`, `aud` and `azp`, `exp` and `iat` (60 s of leeway), `sub`
 and the nonce the login stored; then the LTI claims: a registered deployment id, the message
-type and version 1.3.0, the target link URI the login was given, and the resource link.
+type and version 1.3.0, the target link URI the login was given, and the resource link;
+last, that each claim a launch stores (sub, the resource link's id, the grade service's line
+item URLs) fits its column and holds no control character, so a launch the database could not
+store is refused for what it is. JSON that nests too deep is a malformed id_token
+(platform_json).
 
 Validating stores nothing. `consume` then deletes the login's state and nonce, inside the
 caller's transaction, so an id_token serves one launch only: replayed, its nonce is gone.
@@ -36,10 +40,17 @@ from sqlalchemy import Connection, Engine, delete, select
 
 from normdive.lti import registrations
 from normdive.lti.login import LOGIN_TTL, secret_digest
+from normdive.lti.platform_json import MAX_JSON_DEPTH, too_deep
 from normdive.lti.platform_keys import signing_key
 from normdive.lti.refusal import Refusal
 from normdive.lti.registrations import Registration
-from normdive.store.tables import LTI_SECRET_LENGTH, LtiNonce, LtiState
+from normdive.store.tables import (
+    LTI_IDENTIFIER_LENGTH,
+    LTI_SECRET_LENGTH,
+    LTI_URL_LENGTH,
+    LtiNonce,
+    LtiState,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -177,7 +188,7 @@ def _bound_to_this_browser(login: PendingLogin, proof: BrowserProof) -> bool:
 def _header(id_token: str) -> Mapping[str, Any]:
     try:
         return jws.extract_compact(id_token.encode("ascii")).headers()
-    except (JoseError, ValueError, UnicodeEncodeError):
+    except (JoseError, ValueError, UnicodeEncodeError, RecursionError):
         raise Refusal(
             400, "malformed_id_token", "The id_token is not a signed JWT (JWS compact form)."
         ) from None
@@ -214,10 +225,18 @@ def _claims(
             "The id_token's signature does not verify with the platform's key it names: it "
             "was altered, or not signed by the registered platform.",
         ) from None
-    except JoseError:
+    except (JoseError, RecursionError):
+        # RecursionError: claims nested thousands deep, which Python's json parser recurses on.
         raise Refusal(
             400, "malformed_id_token", "The id_token's content is not a set of JSON claims."
         ) from None
+    if too_deep(token.claims):
+        raise Refusal(
+            400,
+            "malformed_id_token",
+            f"The id_token's claims nest deeper than {MAX_JSON_DEPTH} levels, which no "
+            "launch's do.",
+        )
     registry = JWTClaimsRegistry(
         leeway=CLOCK_LEEWAY_S,
         iss={"essential": True, "value": registration.issuer},
@@ -339,6 +358,44 @@ def _deep_linking_settings(claims: Mapping[str, Any]) -> Mapping[str, Any]:
     return settings
 
 
+def _storable(value: str, claim: str, what: str, limit: int) -> None:
+    """A Refusal unless `value` fits a column of `limit` characters and holds no control
+    character (PostgreSQL's text cannot hold NUL)."""
+    if len(value) > limit:
+        raise Refusal(
+            400,
+            "claim_too_long",
+            f"The id_token's {what} ({claim}) is {len(value)} characters long; this tool "
+            f"keeps at most {limit}.",
+        )
+    if not value.isprintable():
+        raise Refusal(
+            400,
+            "claim_malformed",
+            f"The id_token's {what} ({claim}) holds control characters.",
+        )
+
+
+def _check_stored_claims(claims: Mapping[str, Any]) -> None:
+    """Refuse a launch whose claims the launch's rows could not hold. The subject is checked
+    in every launch (OpenID Connect Core 2 allows at most 255 ASCII characters, as LTI 1.3
+    does for the resource link's id); the line item URLs whenever the endpoint claim has them."""
+    _storable(claims["sub"], "sub", "subject", LTI_IDENTIFIER_LENGTH)
+    if claims[MESSAGE_TYPE_CLAIM] == RESOURCE_LINK_REQUEST:
+        _storable(
+            claims[RESOURCE_LINK_CLAIM]["id"],
+            f"{RESOURCE_LINK_CLAIM} id",
+            "resource link id",
+            LTI_IDENTIFIER_LENGTH,
+        )
+    ags = claims.get(AGS_ENDPOINT_CLAIM)
+    if isinstance(ags, Mapping):
+        for name in ("lineitem", "lineitems"):
+            url = ags.get(name)
+            if isinstance(url, str):
+                _storable(url, f"{AGS_ENDPOINT_CLAIM} {name}", f"{name} URL", LTI_URL_LENGTH)
+
+
 def validate(engine: Engine, *, id_token: str, state: str, proof: BrowserProof) -> Launch:
     """The launch this id_token and state stand for, or a Refusal. `proof` is what the
     request shows of the browser that started the login. NeedsPlatformStorage when only the
@@ -375,6 +432,7 @@ def validate(engine: Engine, *, id_token: str, state: str, proof: BrowserProof) 
     claims = _claims(engine, id_token, registration, login)
     _authorized_party(claims, registration)
     _lti_claims(claims, registration, login)
+    _check_stored_claims(claims)
     context = claims.get(CONTEXT_CLAIM)
     context_id = context.get("id") if isinstance(context, Mapping) else None
     context_title = context.get("title") if isinstance(context, Mapping) else None

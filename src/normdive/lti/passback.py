@@ -44,7 +44,8 @@ from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 from normdive.lesson.content import Lesson
 from normdive.lti import registrations, tool_keys
 from normdive.lti.launch import Launch
-from normdive.lti.registrations import Registration
+from normdive.lti.platform_json import NotPlatformJson, parsed
+from normdive.lti.registrations import Registration, url_problem
 from normdive.progress.events import Event
 from normdive.progress.facts import recording_facts_at
 from normdive.progress.state import derive
@@ -339,11 +340,15 @@ class Sender:
         }
         answer = self._post(registration, target.lineitems_url, body, LINEITEM_MEDIA_TYPE)
         try:
-            created = answer.json()["id"]
-        except (ValueError, KeyError, TypeError):
+            created = parsed(answer.content)["id"]
+        except (NotPlatformJson, KeyError, TypeError):
             raise PassbackFailed("the platform created a line item but named no id") from None
-        if not isinstance(created, str):
+        # Kept in lineitem_url: a URL that fits the column, with no character it cannot hold.
+        if not isinstance(created, str) or not created.isprintable():
             raise PassbackFailed("the platform's new line item id is not a URL")
+        problem = url_problem(created)
+        if problem is not None:
+            raise PassbackFailed(f"the platform's new line item id is not usable: {problem}")
         with self.engine.begin() as connection:
             connection.execute(
                 update(LtiGradeTarget)
@@ -406,10 +411,10 @@ class Sender:
         if answer.status_code != 200:
             raise PassbackFailed(f"{registration.token_url} answered {answer.status_code}")
         try:
-            granted = answer.json()
+            granted = parsed(answer.content)
             token = granted["access_token"]
             lifetime = float(granted.get("expires_in", 3600))
-        except (ValueError, KeyError, TypeError):
+        except (NotPlatformJson, ValueError, KeyError, TypeError, OverflowError):
             raise PassbackFailed(f"{registration.token_url} gave no access token") from None
         if not isinstance(token, str):
             raise PassbackFailed(f"{registration.token_url} gave no access token")

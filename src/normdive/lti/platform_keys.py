@@ -1,15 +1,27 @@
 """A platform's public keys (its JWKS, RFC 7517), which sign its id_tokens.
 
 The key set is fetched from the registration's JWKS URL with a timeout, kept in the database
-(lti_platform_key_sets) so every worker shares one copy, and fetched again once when an
-id_token names a key id the copy lacks (the platform rotated its keys). A key id still missing
-after that one fetch is refused. joserfc parses the key set and does every key operation.
+(lti_platform_key_sets) so every worker shares one copy, and fetched again when an id_token
+names a key id the copy lacks (the platform rotated its keys). A key id still missing after
+that fetch is refused.
+
+An unknown key id costs nothing before the signature is checked, so anyone holding a login's
+state (one public GET /lti/login) could send made-up key ids for as long as the state lives.
+Each worker process therefore begins at most one fetch of a registration's key set every
+JWKS_REFETCH_COOLDOWN_S, successful or not: launches that miss at the same moment wait for
+that one fetch and share it, and a launch that misses within the cooldown is refused at once,
+without a request to the platform. A rotated key is found by the first launch that names it
+after the cooldown. joserfc parses the key set and does every key operation.
 """
 
 from __future__ import annotations
 
-import json
 import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import cast
 
@@ -19,22 +31,65 @@ from joserfc.jwk import KeySet, KeySetSerialization, RSAKey
 from sqlalchemy import Engine, delete, insert, select
 from sqlalchemy.exc import IntegrityError
 
+from normdive.lti.platform_json import NotPlatformJson, parsed
 from normdive.lti.refusal import Refusal
 from normdive.lti.registrations import Registration
 from normdive.store.tables import LtiPlatformKeySet
 
 logger = logging.getLogger(__name__)
 
-# How long fetching a platform's key set may take, in seconds (connect, each read, and the
-# pool wait each get this much). A platform that does not answer is refused in seconds, not
-# held for the operating system's TCP timeout.
+# How long fetching a platform's key set may take, in seconds: connect, each read and the pool
+# wait each get this much, and the whole body must have come within it too (checked as each
+# part arrives, so a platform that trickles its answer is cut off one read later). A platform
+# that does not answer is refused in seconds, not held for the operating system's TCP timeout.
 JWKS_FETCH_TIMEOUT_S = 5.0
 # A key set of a dozen RSA keys is about 6 KiB; anything far beyond is not a key set.
 MAX_JWKS_BYTES = 256 * 1024
+# After a fetch of a registration's key set begins, how long (seconds) a launch naming a key
+# id the stored copy lacks is refused without fetching again. A platform that rotates its
+# keys waits at most this long for the tool to take its new key.
+JWKS_REFETCH_COOLDOWN_S = 60.0
+
+# The clock the cooldown is measured on, in seconds (monotonic). The tests put a clock of their
+# own here, to move it past the cooldown without waiting.
+clock: Callable[[], float] = time.monotonic
+
+
+@dataclass
+class _Fetches:
+    """One registration's key set fetches in this process: one at a time (launches that miss
+    together wait for it and share what it stored), and when the last one began."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    began_at: float | None = None
+
+
+# Keyed by the database (a registration's id is only unique within its database), the
+# registration's id and its JWKS URL (a registration given a new URL starts afresh). One entry
+# per registration this process has fetched for.
+_fetches: dict[tuple[str, int, str], _Fetches] = {}
+_fetches_guard = threading.Lock()
+
+
+def _fetches_of(engine: Engine, registration: Registration) -> _Fetches:
+    key = (str(engine.url), registration.id, registration.jwks_url)
+    with _fetches_guard:
+        return _fetches.setdefault(key, _Fetches())
 
 
 def _fetch(registration: Registration) -> dict[str, object]:
     """The key set at the registration's JWKS URL, as JSON, or a Refusal saying why not."""
+
+    def unreachable(why: str) -> Refusal:
+        return Refusal(
+            401,
+            "jwks_unreachable",
+            f"The platform's key set at {registration.jwks_url} could not be fetched ({why}). "
+            f"Check the JWKS URL registered for {registration.issuer}, and that this server "
+            "can reach it.",
+        )
+
+    started = time.monotonic()
     try:
         with (
             httpx.Client(timeout=JWKS_FETCH_TIMEOUT_S, follow_redirects=False) as client,
@@ -58,18 +113,14 @@ def _fetch(registration: Registration) -> dict[str, object]:
                         f"The platform's key set at {registration.jwks_url} is over "
                         f"{MAX_JWKS_BYTES // 1024} KiB, which no key set is.",
                     )
+                if time.monotonic() - started > JWKS_FETCH_TIMEOUT_S:
+                    raise unreachable(f"it took over {JWKS_FETCH_TIMEOUT_S:g} s")
     except (httpx.HTTPError, httpx.InvalidURL) as error:
-        raise Refusal(
-            401,
-            "jwks_unreachable",
-            f"The platform's key set at {registration.jwks_url} could not be fetched "
-            f"({type(error).__name__}). Check the JWKS URL registered for "
-            f"{registration.issuer}, and that this server can reach it.",
-        ) from None
+        raise unreachable(type(error).__name__) from None
     try:
-        key_set = json.loads(body)
+        key_set = parsed(body)
         KeySet.import_key_set(key_set)
-    except (ValueError, TypeError, KeyError, JoseError):
+    except (NotPlatformJson, ValueError, TypeError, KeyError, JoseError):
         raise Refusal(
             401,
             "jwks_invalid",
@@ -111,7 +162,9 @@ def _store(engine: Engine, registration: Registration, key_set: dict[str, object
         logger.info("another worker stored %s's key set at the same moment", registration.issuer)
 
 
-def _rsa_key(key_set: dict[str, object], kid: str) -> RSAKey | None:
+def _rsa_key(key_set: dict[str, object] | None, kid: str) -> RSAKey | None:
+    if key_set is None:
+        return None
     # Validated as a key set when it was fetched.
     keys = KeySet.import_key_set(cast(KeySetSerialization, key_set))
     for key in keys:
@@ -120,16 +173,54 @@ def _rsa_key(key_set: dict[str, object], kid: str) -> RSAKey | None:
     return None
 
 
+def _refused_within_cooldown(
+    engine: Engine, registration: Registration, kid: str, since_s: float
+) -> Refusal:
+    """Why a launch that misses within the cooldown is refused: the last fetch stored a key
+    set without this key, or stored none (it failed)."""
+    wait_s = max(1, math.ceil(JWKS_REFETCH_COOLDOWN_S - since_s))
+    if _cached(engine, registration) is None:
+        return Refusal(
+            401,
+            "jwks_unreachable",
+            f"The platform's key set at {registration.jwks_url} could not be fetched "
+            f"{since_s:.0f} s ago, and this tool tries at most once every "
+            f"{JWKS_REFETCH_COOLDOWN_S:g} s. Launch again in {wait_s} s; if it keeps "
+            f"happening, check the JWKS URL registered for {registration.issuer}.",
+            retry_after_s=wait_s,
+        )
+    return Refusal(
+        401,
+        "unknown_kid",
+        f"The id_token is signed with a key (kid {kid[:64]!r}) that the platform's key set at "
+        f"{registration.jwks_url} does not hold as this tool last fetched it. It fetched it "
+        f"(or tried to) {since_s:.0f} s ago, and fetches it at most once every "
+        f"{JWKS_REFETCH_COOLDOWN_S:g} s. The token was not signed by the registered platform, "
+        f"or the platform published the key moments ago (then launch again in {wait_s} s).",
+        retry_after_s=wait_s,
+    )
+
+
 def signing_key(engine: Engine, registration: Registration, kid: str) -> RSAKey:
-    """The platform's RSA public key with this key id: from the cached key set, else from one
-    fresh fetch. A Refusal when the platform has no such key."""
-    cached = _cached(engine, registration)
-    if cached is not None:
-        key = _rsa_key(cached, kid)
-        if key is not None:
-            return key
-    fresh = _fetch(registration)
-    _store(engine, registration, fresh)
+    """The platform's RSA public key with this key id: from the cached key set, else from a
+    fresh fetch when none began within the cooldown. A Refusal when the platform has no such
+    key (or none is known within the cooldown)."""
+    key = _rsa_key(_cached(engine, registration), kid)
+    if key is not None:
+        return key
+    fetches = _fetches_of(engine, registration)
+    with fetches.lock:
+        now = clock()
+        if fetches.began_at is not None and now - fetches.began_at < JWKS_REFETCH_COOLDOWN_S:
+            # A fetch began moments ago, perhaps the one this launch waited for: what it stored
+            # is all there is until the cooldown ends.
+            key = _rsa_key(_cached(engine, registration), kid)
+            if key is not None:
+                return key
+            raise _refused_within_cooldown(engine, registration, kid, now - fetches.began_at)
+        fetches.began_at = now
+        fresh = _fetch(registration)
+        _store(engine, registration, fresh)
     key = _rsa_key(fresh, kid)
     if key is None:
         raise Refusal(
