@@ -95,6 +95,32 @@ def test_starting_over_past_the_limit_is_refused_and_stores_nothing(
 
 
 @pytest.mark.both_databases
+@pytest.mark.parametrize(
+    ("path", "data", "status"),
+    [
+        ("/predict", {"choice": "nonsense"}, 422),
+        ("/numbers", {"row1_mean": "2"}, 409),  # before the opening prediction
+        ("/rows/both/play", {}, 409),
+        ("/hints/1", {}, 409),
+    ],
+)
+def test_a_refused_first_write_stores_no_learner_and_takes_no_place(
+    make_client: Callable[[], TestClient],
+    settings: Settings,
+    path: str,
+    data: dict[str, str],
+    status: int,
+) -> None:
+    visitors = [make_client() for _ in range(LIMIT + 1)]
+    for visitor in visitors:
+        assert visitor.post(path, data=data, headers=JSON).status_code == status
+    assert stored(settings) == []
+    # The address's places are all still free.
+    assert [first_write(visitor) for visitor in visitors[:LIMIT]] == [200] * LIMIT
+    assert len(stored(settings)) == LIMIT
+
+
+@pytest.mark.both_databases
 def test_without_javascript_the_refusal_is_a_readable_page(
     make_client: Callable[[], TestClient], settings: Settings
 ) -> None:

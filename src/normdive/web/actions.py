@@ -38,6 +38,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from normdive.lesson.content import Lesson
 from normdive.progress.actions import (
     Action,
+    ActionRefused,
     Conflict,
     Invalid,
     check_numbers,
@@ -290,12 +291,21 @@ def _perform(
     """The whole write, in one worker thread: admit the learner, check the attempts limit,
     decide and append, render the answer."""
     history = svc.history(learner_id)
-    if history.last_event_id == 0:  # no event yet: maybe not stored yet either
-        refused = _admit_learner(svc, request, learner_id)
-        if refused is not None:
-            return refused
-    learner = resolve_learner(request, svc.signer)
     snapshot = svc.recording_snapshot()
+    decider = _Decider(svc, learner_id, action, form, snapshot)
+    first_refused: ActionRefused | None = None
+    if history.last_event_id == 0:  # no event yet: maybe not stored yet either
+        # A write refused on an empty history stores nothing, not even the learner (nor takes
+        # one of their address's new-learner places): decided here first, then admitted.
+        try:
+            decider(history)
+        except ActionRefused as exc:
+            first_refused = exc
+        else:
+            refused = _admit_learner(svc, request, learner_id)
+            if refused is not None:
+                return refused
+    learner = resolve_learner(request, svc.signer)
     recording = snapshot.status
     carry = carry_from(form, svc.lesson)
     # Where a no-JavaScript success lands, and where the form is (a refusal links to it).
@@ -316,8 +326,9 @@ def _perform(
         # Read, decide and append as one compare-and-append (Store.append_decided): a
         # once-only fact is stored once however many requests race, and the answer is
         # derived from the history the winning append extended.
-        decider = _Decider(svc, learner.id, action, form, snapshot)
         try:
+            if first_refused is not None:
+                raise first_refused
             decided_on, appended = svc.store.append_decided(
                 learner.id, decider, history, just_read=True
             )
