@@ -171,3 +171,26 @@ def test_an_uncommitted_prediction_is_told_once_and_the_message_goes_with_a_choi
     expect(predict.get_by_text(LESSON.predict.prompt)).to_have_count(0)
     page.get_by_role("radio", name="Residual connections").check()
     expect(predict.get_by_role("alert")).to_have_count(0)
+
+
+def test_numbers_typed_and_not_checked_survive_a_reload(new_page: NewPage) -> None:
+    page = new_page(viewport=PHONE, has_touch=True)
+    commit(page)
+    field(page, "row1_mean").fill("2.5")
+    field(page, "row2_mean").fill("3")
+    page.reload()
+    expect(field(page, "row1_mean")).to_have_value("2.5")
+    expect(field(page, "row2_mean")).to_have_value("3")
+    expect(attempts(page, "row1_mean")).to_have_text("Attempts: 0")
+    # Checked, they are the server's: a reload shows what it kept, and nothing of the draft.
+    field(page, "row2_mean").fill("")
+    check_numbers(page)
+    expect(attempts(page, "row1_mean")).to_have_text("Attempts: 1")
+    expect(field(page, "row2_mean")).to_have_value("")
+    page.reload()
+    expect(field(page, "row1_mean")).to_have_value("2.5")
+    expect(field(page, "row2_mean")).to_have_value("")
+    # Another tab of the same learner starts from the server's fields.
+    other = page.context.new_page()
+    other.goto("/")
+    expect(field(other, "row2_mean")).to_have_value("")

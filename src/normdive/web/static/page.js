@@ -7,6 +7,8 @@
 //   with the regions to replace, drawn by the same templates as the full page. Focus stays on the
 //   control the learner used and the outcome is announced in a polite live region.
 // - The takeaway saves itself a moment after typing stops and warns before leaving unsaved text.
+// - Numbers typed and not checked yet are kept in this tab (sessionStorage) and typed back in
+//   after a reload, until a check or a landing makes them the server's.
 // - Playing a row posts like any form, then player.js (loaded only now) draws the row's curves,
 //   growing over a few seconds (at once under prefers-reduced-motion); the row's final figures
 //   show when the curves are complete. A reload shows the same row again, without animation.
@@ -205,6 +207,7 @@ function swapFragments(fragments, focusId) {
   const drawnAgain = document.getElementById("sweep-panel");
   if (sweepPanel?.open && drawnAgain && drawnAgain !== sweepPanel) drawnAgain.replaceWith(sweepPanel);
   forgetTargets();
+  forgetSettledDrafts("numbers" in fragments);
   repaint();
   if (keepDefault) followTakeawayDefault();
   const target = focusId ? document.getElementById(focusId) : null;
@@ -400,6 +403,50 @@ async function saveTakeaway(byButton) {
   }
 }
 
+// ---- numbers typed, not checked yet ------------------------------------------------------------
+
+const DRAFT_PREFIX = "normdive:draft:";
+
+function draftStore() {
+  try {
+    return window.sessionStorage;
+  } catch {
+    return null; // storage switched off: a reload loses what was typed, as without JavaScript
+  }
+}
+
+function numberInputs() {
+  return [...document.querySelectorAll("#numbers input[type=text]")];
+}
+
+function keepDraft(input) {
+  draftStore()?.setItem(DRAFT_PREFIX + input.name, input.value);
+}
+
+// A draft the page already shows, or one its field can no longer take (landed, or locked), is
+// no longer the learner's alone: forget it. `all`: after a check, which sent every field, the
+// server has drawn what it made of them.
+function forgetSettledDrafts(all = false) {
+  const store = draftStore();
+  if (!store) return;
+  for (const input of numberInputs()) {
+    const draft = store.getItem(DRAFT_PREFIX + input.name);
+    if (draft !== null && (all || draft === input.value || input.readOnly || input.disabled)) {
+      store.removeItem(DRAFT_PREFIX + input.name);
+    }
+  }
+}
+
+function restoreDrafts() {
+  const store = draftStore();
+  if (!store) return;
+  forgetSettledDrafts();
+  for (const input of numberInputs()) {
+    const draft = store.getItem(DRAFT_PREFIX + input.name);
+    if (draft !== null) input.value = draft;
+  }
+}
+
 // ---- wiring ----------------------------------------------------------------------------------
 
 document.addEventListener("change", (event) => {
@@ -418,6 +465,7 @@ function clearRefusals(form) {
 document.addEventListener("input", (event) => {
   if (event.target.id === "own-row-input") showOwnRow();
   else if (event.target.id === "takeaway-text") onTakeawayInput();
+  else if (event.target.closest?.("#numbers") && event.target.type === "text") keepDraft(event.target);
   const form = event.target.closest?.("form[data-enhance]");
   if (form) clearRefusals(form);
 });
@@ -447,6 +495,7 @@ window.addEventListener("beforeunload", (event) => {
 });
 
 document.documentElement.classList.add("js");
+restoreDrafts();
 takeaway.baseline = takeawayParts()?.text.value ?? null;
 repaint();
 // requestIdleCallback is missing from some browsers (Safari); a timer does the same there.
