@@ -201,9 +201,11 @@ def test_a_learner_walks_from_the_locked_page_to_a_closed_gate(new_page: NewPage
     expect(page.locator("#play-locked")).to_have_count(0)
     expect(page.locator("#gate-predictions")).to_have_text("4 of 4 predictions recorded.")
 
-    # The first play animates: the charts grow, the final figures wait for the end.
+    # The first play animates: the charts grow, on screen, the final figures wait for the end.
     play_button(page, "residual_only").click()
     expect(page.locator("#player-title")).to_have_text("Residuals only, seed 0")
+    expect(page.locator("#player-title")).to_be_in_viewport()
+    expect(play_button(page, "residual_only")).to_be_focused()
     expect(page.locator("#final-figures")).to_be_hidden()
     charts_drawn(page)
     expect(page.locator("#final-figures")).to_be_visible(timeout=ANIMATION_TIMEOUT_MS)

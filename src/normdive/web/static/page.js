@@ -293,6 +293,11 @@ async function showPlayedRow(key, animate) {
   for (const field of document.querySelectorAll("[data-play-field]")) field.value = key;
   const held = animate && !reducedMotion() ? [...document.querySelectorAll(`[data-result-for="${key}"]`)] : [];
   for (const element of held) element.hidden = true;
+  // A row just played grows in the player, which on a phone is below the button pressed: bring
+  // its top on screen so that the growing curves are seen (focus stays on the button).
+  if (animate && player.getBoundingClientRect().top > window.innerHeight / 3) {
+    player.scrollIntoView({ block: "start", behavior: reducedMotion() ? "auto" : "smooth" });
+  }
   try {
     const { showPlayer } = await import("./player.js");
     const result = await showPlayer(player, { animate });
