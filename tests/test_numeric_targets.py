@@ -96,6 +96,10 @@ SLIP_TABLE = [
     (ROW_B, "denominator", "denominator_no_sqrt", Fraction("3.00001"), "3"),
     (ROW_B, "denominator", "denominator_n_minus_1", None, "2"),
     (ROW_B, "denominator", "denominator_not_divided", None, "3.4641"),
+    (ROW_A, "mean", "mean_sign_flipped", Fraction(-2), "−2"),  # U+2212
+    (ROW_B, "mean", "mean_sign_flipped", Fraction(-3), "-3"),
+    (ROW_B, "variance", "variance_negative", Fraction(-3), "-3.0004"),
+    (ROW_A, "denominator", "denominator_negative", None, "-0.8165"),
 ]
 
 
@@ -140,7 +144,7 @@ def test_right_answers(row: tuple[int, ...], step: Step, typed: str) -> None:
         (ROW_A, "mean", "2.5", Grade(right=False, slip=None)),
         (ROW_A, "mean", "−1.5", Grade(right=False, slip=None)),  # U+2212
         (ROW_A, "variance", "1E-3", Grade(right=False, slip=None)),
-        (ROW_B, "mean", "-3", Grade(right=False, slip=None)),
+        (ROW_B, "mean", "-12", Grade(right=False, slip=None)),  # two slips in one: no name
         (ROW_B, "variance", "9", Grade(right=False, slip=None)),
     ],
 )
@@ -200,7 +204,7 @@ def test_a_slip_within_tolerance_of_the_exact_answer_never_counts() -> None:
 
 
 def test_a_one_entry_row_has_no_n_minus_1_slips() -> None:
-    assert list(slip_values((7,), EPS, "mean")) == ["mean_not_divided"]
+    assert list(slip_values((7,), EPS, "mean")) == ["mean_not_divided", "mean_sign_flipped"]
     assert "variance_n_minus_1" not in slip_values((7,), EPS, "variance")
     assert "denominator_n_minus_1" not in slip_values((7,), EPS, "denominator")
     assert _grade("7", (7,), "mean") == Grade(right=True, slip=None)

@@ -130,7 +130,8 @@ def test_the_six_numbers_of_the_seed_all_land() -> None:
         ("row1_denominator", "0.666677", "wrong", "0.666677", "denominator_no_sqrt"),
         ("row2_variance", "4", "wrong", "4", "variance_n_minus_1"),
         ("row2_denominator", "1.732", "right", "1.732", None),
-        ("row2_mean", "\u22123", "wrong", "-3", None),
+        ("row2_mean", "\u22123", "wrong", "-3", "mean_sign_flipped"),
+        ("row2_mean", "\u22122", "wrong", "-2", None),
     ],
 )
 def test_one_number_is_graded_at_the_lessons_eps_and_tolerance(

@@ -7,11 +7,11 @@ to a Fraction exactly; 50 digits leave an error near 1e-50, negligible against a
 typed text shorter than 45 significant digits (answers are capped at 64 characters).
 
 A slip is what a learner who made one classic mistake would type for a step: the sum left
-undivided, n-1 in place of n, the square root forgotten, and so on. A wrong answer is matched
-against the slips of its step in SLIPS order, and the first one within tolerance is reported,
-so a row where two slips give the same value (n = 2: dividing by n-1 is not dividing at all)
-always gets the same feedback. A slip whose value lies within tolerance of the exact answer is
-never reported: typing it is simply right.
+undivided, n-1 in place of n, the square root forgotten, a stray minus sign, and so on. A wrong
+answer is matched against the slips of its step in SLIPS order, and the first one within
+tolerance is reported, so a row where two slips give the same value (n = 2: dividing by n-1 is
+not dividing at all) always gets the same feedback. A slip whose value lies within tolerance of
+the exact answer is never reported: typing it is simply right.
 """
 
 from __future__ import annotations
@@ -41,6 +41,11 @@ SLIPS = (
     "denominator_no_sqrt",  # variance + eps, the square root forgotten
     "denominator_n_minus_1",  # sqrt(sample variance + eps)
     "denominator_not_divided",  # sqrt(sum of squared deviations + eps), n forgotten earlier
+    # The right size with a minus sign (a stray "-" or "−"): last in each step, so a classic
+    # slip of the same value is named first.
+    "mean_sign_flipped",  # -mean
+    "variance_negative",  # -variance: a variance is never negative
+    "denominator_negative",  # -sqrt(variance + eps): the root is the positive one
 )
 # Which slips belong to which step, in SLIPS order.
 SLIPS_BY_STEP: dict[Step, tuple[str, ...]] = {
@@ -125,6 +130,9 @@ def slip_values(row: Sequence[Exact], eps: Exact, step: Step) -> dict[str, Fract
         "denominator_no_sqrt": lambda: variance + eps_value,
         "denominator_n_minus_1": lambda: _sqrt(squares / (n - 1) + eps_value),
         "denominator_not_divided": lambda: _sqrt(squares + eps_value),
+        "mean_sign_flipped": lambda: -total / n,
+        "variance_negative": lambda: -variance,
+        "denominator_negative": lambda: -_sqrt(variance + eps_value),
     }
     return {
         slip: candidates[slip]() for slip in SLIPS_BY_STEP[step] if n > 1 or "n_minus_1" not in slip
