@@ -158,6 +158,15 @@ def test_a_refused_check_speaks_beside_the_button_and_goes_once_an_answer_change
     expect(page.get_by_role("button", name=LESSON.numbers.check_label)).to_be_in_viewport()
     field(page, "row1_mean").fill("2")
     expect(alert).to_have_count(0)
+    # What a check found is beside the button too (the fields' own notes are far above it).
+    field(page, "row1_variance").fill("abc")
+    check_numbers(page)
+    outcome = page.locator("#numbers-outcome")
+    expect(outcome).to_contain_text(f"{LESSON.numbers.landed_text}")
+    expect(outcome).to_contain_text("not a number")
+    expect(outcome).to_be_in_viewport()
+    field(page, "row1_variance").fill("2/3")
+    expect(outcome).to_be_hidden()
 
 
 def test_an_uncommitted_prediction_is_told_once_and_the_message_goes_with_a_choice(

@@ -285,6 +285,7 @@ def test_without_javascript_a_number_still_lands(new_page: NewPage) -> None:
     expect(page.get_by_role("alert")).to_contain_text("Pick one of the four readings")
     summary = page.locator("#error-summary")
     expect(summary.get_by_role("heading", name="Nothing was saved")).to_be_in_viewport()
+    expect(summary.get_by_role("link", name="Go to the form")).to_be_in_viewport()
     expect(summary).to_contain_text("Pick one of the four readings")
     summary.get_by_role("link", name="Go to the form").click()
     expect(page).to_have_url(re.compile(r"#reading-section$"))

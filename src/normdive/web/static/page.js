@@ -258,8 +258,13 @@ async function submitEnhanced(form, focusId) {
   try {
     const { answer } = await post(form);
     swapFragments(answer.fragments || {}, focusId);
-    // A refusal arrives as a role="alert" message beside the form; success is announced here.
-    if (answer.ok) announce(answer.message);
+    // A refusal arrives as a role="alert" message beside the form; success is announced here,
+    // and shown beside the button of a form that has room for it (data-outcome).
+    if (answer.ok) {
+      announce(answer.message);
+      const outcome = form.id ? document.getElementById(form.id)?.querySelector("[data-outcome]") : null;
+      if (outcome) outcome.textContent = answer.message;
+    }
     else if (!answer.fragments) showRefusal(form, answer.message);
     if (answer.ok && played) showPlayedRow(played, true);
   } catch {
@@ -465,6 +470,7 @@ document.addEventListener("change", (event) => {
 // changes an answer it no longer applies, so it goes (the takeaway's status line stays).
 function clearRefusals(form) {
   for (const note of form.querySelectorAll('.alert[role="alert"][id$="-alert"], [data-refusal]')) note.remove();
+  for (const outcome of form.querySelectorAll("[data-outcome]")) outcome.textContent = "";
 }
 
 document.addEventListener("input", (event) => {
