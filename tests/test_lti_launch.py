@@ -780,7 +780,7 @@ def test_a_stored_claim_with_control_characters_is_refused_readably(
     token = signed(launch_claims(asked.nonce, **overrides), platform_key)
     with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
         response = launch(client, token, asked.state)
-    assert_refused(response, 400, "claim_malformed", "control characters", caplog)
+    assert_refused(response, 400, "claim_malformed", "cannot be printed", caplog)
     assert stored(engine) == before
 
 

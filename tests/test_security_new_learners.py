@@ -129,7 +129,7 @@ def test_without_javascript_the_refusal_is_a_readable_page(
     refused = make_client().post("/predict", data={"choice": "residual"})
     assert refused.status_code == 429
     assert "text/html" in refused.headers["content-type"]
-    assert "new learners have started from your network" in refused.text
+    assert "new learners started from your network" in refused.text
 
 
 @pytest.mark.both_databases

@@ -27,6 +27,7 @@ from normdive.web.security.ratelimit import (
     COUNTED_KINDS,
     WINDOW_S,
     Throttled,
+    TooManyLearners,
     throttled,
 )
 from page_client import PageClient
@@ -297,3 +298,13 @@ def test_the_setting_has_a_default_and_reads_the_environment(
 )
 def test_the_wait_is_written_in_the_singular_for_one_second(retry_after_s: int, wait: str) -> None:
     assert wait in Throttled(LIMIT, retry_after_s).message
+
+
+def test_counts_of_one_are_written_in_the_singular() -> None:
+    assert Throttled(1, 30).message.startswith("That is 1 answer within a minute")
+    assert Throttled(2, 30).message.startswith("That is 2 answers within a minute")
+    one = TooManyLearners(1, 30).message
+    assert one.startswith("1 new learner started from your network")
+    assert "Wait 1 minute, or go back" in one
+    many = TooManyLearners(60, 61).message
+    assert many.startswith("60 new learners started") and "Wait 2 minutes, or" in many

@@ -110,7 +110,7 @@ def test_a_refused_numbers_form_keeps_what_was_typed(client: TestClient) -> None
             {"row1_mean": "  "},
             "numbers",
             "Type a number in at least one field",
-            "numbers-section",
+            "numbers-alert",
         ),
         ("/reading", {}, "reading", "Pick one of the four readings", "reading-section"),
         (

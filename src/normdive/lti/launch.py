@@ -372,7 +372,8 @@ def _storable(value: str, claim: str, what: str, limit: int) -> None:
         raise Refusal(
             400,
             "claim_malformed",
-            f"The id_token's {what} ({claim}) holds control characters.",
+            f"The id_token's {what} ({claim}) holds characters that cannot be printed (control "
+            "or formatting characters).",
         )
 
 

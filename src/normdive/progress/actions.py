@@ -12,8 +12,8 @@ The ablation's actions:
                                                           append nothing, answer as success)
 predict_row and play_row need 8.5 done, the opening prediction committed and a recording whose
 rows can be used. A row prediction is committed once and never changes; no row plays before
-every row has a prediction (the message says how many are missing); replays are allowed and
-each is a run. Hints open in order, once the learner's evaluated runs reach the rung's
+every row has a prediction (the message says how many are missing); replays are allowed, and
+a row's first play is a run. Hints open in order, once the learner's evaluated runs reach the rung's
 threshold (the message says how many more runs); opening one is free.
 """
 
@@ -273,7 +273,8 @@ def predict_row(state: LessonState, lesson: Lesson, row: str, outcome: str) -> A
 
 
 def play_row(state: LessonState, lesson: Lesson, row: str) -> Action:
-    """Play (or replay) one row, once every row has its prediction. Each play is a run."""
+    """Play (or replay) one row, once every row has its prediction. A row's first play is a
+    run; a replay is not."""
     _require_rows(state, lesson)
     key = _known_row(state, row)
     if not state.ablation.can_play:

@@ -14,7 +14,7 @@ Payloads, by kind (what normdive.progress.actions builds and derive reads):
     reading_locked        {"choice": <reading choice id>, "right": bool}
     takeaway_saved        {"text": str}
     row_predicted         {"row": <recording row key>, "outcome": "learns" | "partial" | "chance"}
-    row_played            {"row": <recording row key>}   (each play, replays too, is a run)
+    row_played            {"row": <recording row key>}   (a row's first play is a run)
     hint_opened           {"rung": 1 | 2}                (free: never a run)
     gate_closed           {"recording_digest": <sha256 of the recording file's bytes, hex>,
                            "recording_file": <its file name>}

@@ -14,9 +14,10 @@ A row or hint the URL names that the lesson does not have is a 404 with a messag
 
 Before any of that, a body that is not a form is a 415, and every form post passes
 web.security: a foreign Origin or a missing or wrong form token is a 403 (nothing read,
-nothing written); a learner's first write stores them, unless their address started too many
-learners lately (429 with Retry-After); and a learner past the writes a minute allows gets a
-429 with Retry-After, shown beside the form like any other refusal.
+nothing written); a learner's first write the lesson accepts stores them (a refused one stores
+nothing), unless their address started too many learners lately (429 with Retry-After); and a
+learner past the writes a minute allows gets a 429 with Retry-After, shown beside the form like
+any other refusal.
 """
 
 from __future__ import annotations
@@ -178,6 +179,8 @@ PREDICT = FormAction(
 NUMBERS = FormAction(
     name="numbers",
     anchor="numbers-section",
+    # The refusal sits beside the check button, under the six fields.
+    form_anchor="numbers-alert",
     fragments=("numbers", "hints-body", "gate"),
     act=lambda state, lesson, form: check_numbers(
         state, lesson, {k: v for k, v in form.items() if k in state.fields}
@@ -288,8 +291,9 @@ def _provisional(action: Action) -> Event:
 def _perform(
     svc: Services, request: Request, action: FormAction, form: dict[str, str], learner_id: str
 ) -> Response:
-    """The whole write, in one worker thread: admit the learner, check the attempts limit,
-    decide and append, render the answer."""
+    """The whole write, in one worker thread: for a learner with no events yet, decide first
+    and admit them only if the write is accepted; then check the attempts limit, decide and
+    append, and render the answer."""
     history = svc.history(learner_id)
     snapshot = svc.recording_snapshot()
     decider = _Decider(svc, learner_id, action, form, snapshot)

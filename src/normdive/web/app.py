@@ -60,8 +60,8 @@ TOO_LARGE = "That request is too large to accept. Nothing was saved."
 # connection instead of keeping it alive (RFC 9112, section 9.6).
 CLOSE = {"Connection": "close"}
 HEAD_TOO_LARGE = (
-    "That request's headers are larger than {kib} KiB, so it was refused. Nothing was saved; "
-    "clearing this site's cookies in your browser may help."
+    "That request's address and headers are larger than {kib} KiB, so it was refused. Nothing "
+    "was saved; clearing this site's cookies in your browser may help."
 )
 TOO_SLOW = (
     "That request's body took longer than {seconds:g} seconds to arrive, so it was refused. "
@@ -163,7 +163,9 @@ def announces_body(scope: Scope) -> bool:
     """Whether the request says a body follows its head (RFC 9112, section 6.3)."""
     headers = Headers(scope=scope)
     length = headers.get("content-length", "")
-    return "transfer-encoding" in headers or (length.isdigit() and int(length) > 0)
+    return "transfer-encoding" in headers or (
+        length.isascii() and length.isdigit() and int(length) > 0
+    )
 
 
 def closing(message: Message) -> Message:
@@ -193,7 +195,7 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         declared = Headers(scope=scope).get("content-length", "")
-        if declared.isdigit() and int(declared) > self.max_bytes:
+        if declared.isascii() and declared.isdigit() and int(declared) > self.max_bytes:
             response = error_response(Request(scope), 413, TOO_LARGE, CLOSE)
             await response(scope, receive, send)
             return

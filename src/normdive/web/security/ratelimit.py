@@ -47,7 +47,7 @@ WINDOW_S = 60
 COUNTED_KINDS = tuple(kind.value for kind in EventKind if kind not in NOT_LEARNER_WRITES)
 
 TOO_MANY = (
-    "That is {limit} answers within a minute, the most this lesson takes from one learner. "
+    "That is {limit} within a minute, the most this lesson takes from one learner. "
     "Wait {seconds}, then try again; nothing was saved this time."
 )
 
@@ -61,7 +61,9 @@ class Throttled:
 
     @property
     def message(self) -> str:
-        return TOO_MANY.format(limit=self.limit, seconds=counted(self.retry_after_s, "second"))
+        return TOO_MANY.format(
+            limit=counted(self.limit, "answer"), seconds=counted(self.retry_after_s, "second")
+        )
 
 
 def _window_full(
@@ -113,9 +115,9 @@ NEW_LEARNER_WINDOW_S = 60 * 60
 ADDRESS_KEY_PURPOSE = b"normdive.client-address:"
 
 TOO_MANY_LEARNERS = (
-    "{limit} new learners have started from your network within an hour, the most this "
-    "lesson takes from one address. Wait {minutes} minutes, or go back to the browser you "
-    "started in; nothing was saved this time."
+    "{limit} started from your network within an hour, the most this lesson takes from "
+    "one address. Wait {minutes}, or go back to the browser you started in; nothing was saved "
+    "this time."
 )
 
 
@@ -129,7 +131,9 @@ class TooManyLearners:
     @property
     def message(self) -> str:
         minutes = max(1, math.ceil(self.retry_after_s / 60))
-        return TOO_MANY_LEARNERS.format(limit=self.limit, minutes=minutes)
+        return TOO_MANY_LEARNERS.format(
+            limit=counted(self.limit, "new learner"), minutes=counted(minutes, "minute")
+        )
 
 
 # An IPv6 client is normally handed a whole /64 network (2**64 addresses) and can pick a new

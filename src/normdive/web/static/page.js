@@ -192,7 +192,9 @@ function isFocusable(element) {
   return element && !element.disabled && element.getClientRects().length > 0;
 }
 
-function swapFragments(fragments, focusId) {
+// `checked`: the server took a check of the six numbers (not refused it), so what the fields
+// show now is its drawing of them, and no typed draft is still the learner's alone.
+function swapFragments(fragments, focusId, checked = false) {
   const keepDefault = !takeawayDirty();
   const sweepPanel = document.getElementById("sweep-panel");
   let firstRegion = null;
@@ -207,7 +209,7 @@ function swapFragments(fragments, focusId) {
   const drawnAgain = document.getElementById("sweep-panel");
   if (sweepPanel?.open && drawnAgain && drawnAgain !== sweepPanel) drawnAgain.replaceWith(sweepPanel);
   forgetTargets();
-  forgetSettledDrafts("numbers" in fragments);
+  forgetSettledDrafts(checked);
   repaint();
   if (keepDefault) followTakeawayDefault();
   const target = focusId ? document.getElementById(focusId) : null;
@@ -257,7 +259,7 @@ async function submitEnhanced(form, focusId) {
   const played = form.dataset.play;
   try {
     const { answer } = await post(form);
-    swapFragments(answer.fragments || {}, focusId);
+    swapFragments(answer.fragments || {}, focusId, answer.ok && form.id === "numbers");
     // A refusal arrives as a role="alert" message beside the form; success is announced here,
     // and shown beside the button of a form that has room for it (data-outcome).
     if (answer.ok) {
@@ -433,27 +435,27 @@ function keepDraft(input) {
   draftStore()?.setItem(DRAFT_PREFIX + input.name, input.value);
 }
 
-// A draft the page already shows, or one its field can no longer take (landed, or locked), is
-// no longer the learner's alone: forget it. `all`: after a check, which sent every field, the
-// server has drawn what it made of them.
+// A draft its field can no longer take (landed, or locked) is no longer the learner's: forget
+// it. `all`: after a check the server took, which sent every field, none is.
 function forgetSettledDrafts(all = false) {
   const store = draftStore();
   if (!store) return;
   for (const input of numberInputs()) {
-    const draft = store.getItem(DRAFT_PREFIX + input.name);
-    if (draft !== null && (all || draft === input.value || input.readOnly || input.disabled)) {
-      store.removeItem(DRAFT_PREFIX + input.name);
-    }
+    if (all || input.readOnly || input.disabled) store.removeItem(DRAFT_PREFIX + input.name);
   }
 }
 
+// On a page the server has just drawn, a draft that says what the field already holds is
+// nothing to type back; any other is.
 function restoreDrafts() {
   const store = draftStore();
   if (!store) return;
   forgetSettledDrafts();
   for (const input of numberInputs()) {
     const draft = store.getItem(DRAFT_PREFIX + input.name);
-    if (draft !== null) input.value = draft;
+    if (draft === null) continue;
+    if (draft === input.value) store.removeItem(DRAFT_PREFIX + input.name);
+    else input.value = draft;
   }
 }
 
@@ -467,9 +469,10 @@ document.addEventListener("change", (event) => {
 });
 
 // A form's refusal speaks of what was sent ("Pick one", "Nothing has changed"); once the learner
-// changes an answer it no longer applies, so it goes (the takeaway's status line stays).
+// changes an answer it no longer applies, so it goes. A refusal of the request itself (a stale
+// session, data-refusal) still holds, and so does the takeaway's status line.
 function clearRefusals(form) {
-  for (const note of form.querySelectorAll('.alert[role="alert"][id$="-alert"], [data-refusal]')) note.remove();
+  for (const note of form.querySelectorAll('.alert[role="alert"][id$="-alert"]')) note.remove();
   for (const outcome of form.querySelectorAll("[data-outcome]")) outcome.textContent = "";
 }
 
