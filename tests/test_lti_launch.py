@@ -267,6 +267,24 @@ def assert_refused(
     assert COOKIE_NAME not in response.headers.get("set-cookie", "")
 
 
+def refused_launch(
+    client: TestClient,
+    engine: Engine,
+    caplog: pytest.LogCaptureFixture,
+    token: str,
+    state: str,
+    refusal: tuple[int, str, str],
+) -> httpx.Response:
+    """Launch with `token`; the answer is the readable refusal (status, code, words), logged,
+    and the launch stored nothing."""
+    before = stored(engine)
+    with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
+        response = launch(client, token, state)
+    assert_refused(response, *refusal, caplog)
+    assert stored(engine) == before
+    return response
+
+
 Tamper = Callable[[str, RSAKey], tuple[str, dict[str, Any]]]
 
 
@@ -411,11 +429,8 @@ def test_a_bad_id_token_is_refused_readably_and_stores_nothing(
 ) -> None:
     client = make_browser()
     asked = login(client)
-    before = stored(engine)
-    with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
-        response = launch(client, token_for(asked.nonce, platform_key), asked.state)
-    assert_refused(response, status, code, words, caplog)
-    assert stored(engine) == before
+    token = token_for(asked.nonce, platform_key)
+    refused_launch(client, engine, caplog, token, asked.state, (status, code, words))
 
 
 @pytest.mark.both_databases
@@ -638,11 +653,9 @@ def test_a_key_set_nested_too_deep_is_refused_readably(
     jwks.raw_body = body_for(platform_key)
     client = make_browser()
     asked = login(client)
-    before = stored(engine)
-    with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
-        response = launch(client, signed(launch_claims(asked.nonce), platform_key), asked.state)
-    assert_refused(response, 401, "jwks_invalid", "not a JSON Web Key Set", caplog)
-    assert stored(engine) == before
+    token = signed(launch_claims(asked.nonce), platform_key)
+    refusal = (401, "jwks_invalid", "not a JSON Web Key Set")
+    refused_launch(client, engine, caplog, token, asked.state, refusal)
     with engine.connect() as connection:
         kept = connection.execute(select(func.count()).select_from(LtiPlatformKeySet))
         assert kept.scalar_one() == 0
@@ -705,13 +718,11 @@ def test_a_claim_too_long_for_its_column_is_refused_by_name(
 ) -> None:
     client = make_browser()
     asked = login(client)
-    before = stored(engine)
     token = signed(launch_claims(asked.nonce, **claims_of_length(limit + 1)), platform_key)
-    with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
-        response = launch(client, token, asked.state)
-    assert_refused(response, 400, "claim_too_long", named, caplog)
+    response = refused_launch(
+        client, engine, caplog, token, asked.state, (400, "claim_too_long", named)
+    )
     assert f"{limit + 1} characters long; this tool keeps at most {limit}" in response.text
-    assert stored(engine) == before
 
     # At the limit: taken, and kept whole where the launch keeps it.
     token = signed(launch_claims(asked.nonce, **claims_of_length(limit)), platform_key)
@@ -776,12 +787,9 @@ def test_a_stored_claim_with_control_characters_is_refused_readably(
 ) -> None:
     client = make_browser()
     asked = login(client)
-    before = stored(engine)
     token = signed(launch_claims(asked.nonce, **overrides), platform_key)
-    with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
-        response = launch(client, token, asked.state)
-    assert_refused(response, 400, "claim_malformed", "cannot be printed", caplog)
-    assert stored(engine) == before
+    refusal = (400, "claim_malformed", "cannot be printed")
+    refused_launch(client, engine, caplog, token, asked.state, refusal)
 
 
 @pytest.mark.both_databases
