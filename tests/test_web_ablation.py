@@ -490,6 +490,18 @@ def test_compare_sets_each_prediction_against_the_recording(client: TestClient) 
     assert soup.select_one("#compare .placeholder") is None
 
 
+def test_the_aggregates_reason_for_waiting_is_said_once(learner: Learner) -> None:
+    alone = learner()
+    commit(alone, "residual")
+    predict_all(alone)
+    soup = page(alone)
+    notes = [words(note.get_text()) for note in soup.select("#aggregate .aggregate-question .note")]
+    assert notes == [
+        LESSON.aggregate.hidden.format(minimum=5),
+        *[LESSON.aggregate.hidden_again] * len(ROW_KEYS),
+    ]
+
+
 def test_the_aggregate_shows_once_committed_and_hides_below_five(learner: Learner) -> None:
     first = learner()
     assert page(first).select_one("#aggregate") is None  # nothing before the commit

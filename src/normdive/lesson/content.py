@@ -498,6 +498,7 @@ class Aggregate(_Model):
     opening_label: Text  # names the opening question in the aggregate
     min_learners: int = Field(ge=1)
     hidden: Text  # {minimum}: why a question's totals are not shown yet
+    hidden_again: Text  # the same, for each later question hidden for that reason
     share: Text  # SHARE_FIELDS: one choice's count and share
     committed: Text  # {count}: learners who committed an opening prediction
 
