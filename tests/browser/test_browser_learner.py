@@ -199,6 +199,15 @@ def test_numbers_typed_and_not_checked_survive_a_reload(new_page: NewPage) -> No
     page.reload()
     expect(field(page, "row1_mean")).to_have_value("2.5")
     expect(field(page, "row2_mean")).to_have_value("")
+    # A draft typed back after a reload is not the answer the field's verdict was given for:
+    # the verdict is set aside, as the server does for an answer it echoes unchecked.
+    expect(page.locator("#field-row1_mean-feedback")).to_be_visible()
+    expect(field(page, "row1_mean")).to_have_attribute("aria-invalid", "true")
+    field(page, "row1_mean").fill("2.4")
+    page.reload()
+    expect(field(page, "row1_mean")).to_have_value("2.4")
+    expect(page.locator("#field-row1_mean-feedback")).to_be_hidden()
+    expect(field(page, "row1_mean")).not_to_have_attribute("aria-invalid", "true")
     # Another tab of the same learner starts from the server's fields.
     other = page.context.new_page()
     other.goto("/")

@@ -454,8 +454,18 @@ function restoreDrafts() {
   for (const input of numberInputs()) {
     const draft = store.getItem(DRAFT_PREFIX + input.name);
     if (draft === null) continue;
-    if (draft === input.value) store.removeItem(DRAFT_PREFIX + input.name);
-    else input.value = draft;
+    if (draft === input.value) {
+      store.removeItem(DRAFT_PREFIX + input.name);
+      continue;
+    }
+    input.value = draft;
+    // The field's last verdict was given for another answer: set aside, as the server does for
+    // an answer it echoes unchecked (fragments.html, `retyped`).
+    if (draft.trim() !== input.defaultValue.trim()) {
+      const feedback = document.getElementById(`${input.id}-feedback`);
+      if (feedback) feedback.hidden = true;
+      input.removeAttribute("aria-invalid");
+    }
   }
 }
 
