@@ -292,15 +292,24 @@ def test_every_commands_options_show_a_default_or_say_they_are_required() -> Non
                 assert "[default: " in line or "[required]" in line, (words, line)
 
 
-def test_cuda_asked_for_without_a_cuda_device_is_refused(tmp_path: Path) -> None:
-    import torch
+# The command as a process that sees no CUDA device, on any machine (CUDA_VISIBLE_DEVICES
+# empty hides every GPU from torch), and wide enough that no message wraps.
+NO_CUDA = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "COLUMNS": "200"}
 
-    if torch.cuda.is_available():
-        pytest.skip("tests the refusal on a machine without CUDA; this one has a CUDA device")
+
+def test_cuda_asked_for_without_a_cuda_device_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    result = CliRunner().invoke(app, ["record-runs", "--device", "cuda", "--out", str(out)])
-    assert result.exit_code == 2
-    assert "--device cuda: this torch sees no CUDA device (use cpu or auto)." in result.output
+    result = subprocess.run(
+        [NORMDIVE, "record-runs", "--device", "cuda", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=NO_CUDA,
+        timeout=SAFETY_TIMEOUT_S,
+        check=False,
+    )
+    assert result.returncode == 2
+    output = " ".join((result.stdout + result.stderr).split())
+    assert "--device cuda: this torch sees no CUDA device (use cpu or auto)." in output
     assert list(tmp_path.iterdir()) == []
 
 
