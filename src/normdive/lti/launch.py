@@ -9,8 +9,8 @@ any key is used; a key id); the signature, against the registered platform's key
 and the nonce the login stored; then the LTI claims: a registered deployment id, the message
 type and version 1.3.0, the target link URI the login was given, and the resource link;
 last, that each claim a launch stores (sub, the resource link's id, the grade service's line
-item URLs) fits its column and holds no control character, so a launch the database could not
-store is refused for what it is. JSON that nests too deep is a malformed id_token
+item URLs) fits its column and holds only printable characters, so a launch the database could
+not store is refused for what it is. JSON that nests too deep is a malformed id_token
 (platform_json).
 
 Validating stores nothing. `consume` then deletes the login's state and nonce, inside the
@@ -359,8 +359,9 @@ def _deep_linking_settings(claims: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _storable(value: str, claim: str, what: str, limit: int) -> None:
-    """A Refusal unless `value` fits a column of `limit` characters and holds no control
-    character (PostgreSQL's text cannot hold NUL)."""
+    """A Refusal unless `value` fits a column of `limit` characters and holds only printable
+    characters: no control character (PostgreSQL's text cannot hold NUL) and no invisible
+    formatting one, which no identifier or URL a platform sends has."""
     if len(value) > limit:
         raise Refusal(
             400,
