@@ -24,7 +24,11 @@ PORT ?= 8000
 # xdist's default of handing out chunks of tests; `make unit`: 22 s against 25 s. Even for
 # `make unit`, importing and collecting take a quarter of a single process's run
 # (bench/RESULTS.md, "Set-up").
-XDIST := -n 2 --dist loadfile --no-loadscope-reorder
+# A worker that crashes is not replaced: the run stops there, naming the test it crashed on.
+# pytest-xdist 3.8 can deadlock at the end of a loadfile run after replacing a crashed worker
+# (it hands the new worker the old one's finished files as empty work: pytest-xdist issue
+# #1378), and CI would then wait out its 90 minutes saying nothing.
+XDIST := -n 2 --dist loadfile --no-loadscope-reorder --max-worker-restart=0
 
 # The tests `make unit` runs: neither PostgreSQL (--no-postgresql: see tests/conftest.py), nor
 # the app's HTTP tests, nor Chromium, nor node, nor the slow ones; property tests on fewer
