@@ -1,6 +1,7 @@
 """Several server processes on one PostgreSQL database: a learner (one cookie) moves between
 two `normdive serve` processes mid-lesson and loses nothing, and `normdive serve --workers 2`
-serves a whole lesson over fresh connections (so its requests spread over both workers).
+serves a whole lesson over fresh connections (so its requests spread over both workers). And
+workers that are slow to start, as on a busy machine, are waited for, not killed as hung.
 
 Nothing a request needs lives in one process's memory: the cookie is signed with the shared
 secret key, the form token is derived from it and the learner id, the state is derived from
@@ -14,9 +15,11 @@ from typing import Any
 
 import httpx
 
+from conftest import migrated_sqlite_url
 from lesson_answers import RIGHT_NUMBERS
 from lesson_answers import RIGHT_READING_ID as RIGHT_READING
 from lesson_answers import WRONG_READING_ID as WRONG_READING
+from normdive.web.serving import WORKER_HEALTHCHECK_TIMEOUT_S
 from ops_server import Learner, ServerProcess
 
 TAKEAWAY = "Epsilon keeps the constant row finite; written on one server, read on the other."
@@ -104,3 +107,25 @@ def test_serve_with_two_workers_serves_a_whole_lesson(postgres_url: str, tmp_pat
         finally:
             learner.close()
         assert server.alive
+
+
+# Longer than uvicorn's default health check (5 s), well inside ours.
+SLOW_START_S = 6.0
+SLOW_START = f"""
+import sys, time
+if "--multiprocessing-fork" in sys.argv:  # a worker process of `serve --workers`
+    time.sleep({SLOW_START_S})
+"""
+
+
+def test_workers_slow_to_start_are_waited_for(tmp_path: Path) -> None:
+    # Each worker process pauses before it can answer the supervisor, as one starting on a
+    # busy machine does (Python reads sitecustomize at start-up, from PYTHONPATH).
+    assert SLOW_START_S < WORKER_HEALTHCHECK_TIMEOUT_S
+    (tmp_path / "sitecustomize.py").write_text(SLOW_START, encoding="utf-8")
+    url = migrated_sqlite_url(tmp_path)
+    with ServerProcess(url, tmp_path, workers=2, PYTHONPATH=str(tmp_path)) as server:
+        assert httpx.get(server.url + "/healthz", timeout=5).status_code == 200
+        assert server.alive
+        log = server.log()
+    assert "died" not in log and "Waiting for application startup." in log

@@ -44,6 +44,12 @@ PROXY_HEADERS = False
 HEADER_TIMEOUT_S = 10.0
 # Seconds an idle kept-alive connection stays open (uvicorn's default, named here).
 KEEP_ALIVE_TIMEOUT_S = 5
+# Seconds a worker process of `--workers N` may take to answer the supervisor's health check,
+# its first one included, which comes only once the worker has started Python and imported
+# uvicorn. At uvicorn's default of 5 s, a worker starting on a busy machine is killed as hung
+# and replaced by one that starts no faster: two workers on two busy cores were killed and
+# replaced ten times in a minute, and the server never answered.
+WORKER_HEALTHCHECK_TIMEOUT_S = 30
 
 
 class NoDelayH11Protocol(H11Protocol):
@@ -111,5 +117,6 @@ def run(app: str, *, host: str, port: int, workers: int, reload: bool = False) -
         reload=reload,
         # Applied by uvicorn in every process it serves from, workers and reloads included.
         log_config=logging_config(),
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_TIMEOUT_S,
         **connection_options(),
     )
