@@ -129,3 +129,5 @@ def test_workers_slow_to_start_are_waited_for(tmp_path: Path) -> None:
         assert server.alive
         log = server.log()
     assert "died" not in log and "Waiting for application startup." in log
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert f"waits up to {WORKER_HEALTHCHECK_TIMEOUT_S} s for a" in readme
