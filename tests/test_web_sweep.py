@@ -204,6 +204,11 @@ def test_any_cell_plays_in_the_player_with_and_without_javascript(
             assert client.get(f"/depths/cells/{bad}.json").status_code == 404, bad
             assert client.get(f"/depths?cell={bad}").status_code == 200  # the table, no player
         assert soup(client.get("/depths?cell=x").text).select_one("#sweep-player h3") is None
+        long_name = "a" * 15_000  # repeated back only in part
+        refused = client.get(f"/depths/cells/{long_name}.json")
+        assert refused.status_code == 404
+        assert refused.json()["message"].startswith(f"The sweep has no cell '{'a' * 40}' (")
+        assert len(refused.content) < 200
 
 
 def test_an_unusable_sweep_is_a_plain_sentence_not_an_error(

@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
+from normdive.progress.actions import MAX_ECHOED_CHARS
 from normdive.recording.reader import RecordingProblem
 from normdive.recording.sweep import sweep_path_for
 from normdive.recording.sweep_reader import sweep_status
@@ -79,7 +80,8 @@ def _cell_data(svc: Services, request: Request, cell: str) -> Response:
             message = text.missing if status.reason == "missing" else text.unusable
             response = JSONResponse({"ok": False, "message": message}, 503)
         elif (payload := cell_payload(status, svc.lesson, cell)) is None:
-            message = f"The sweep has no cell {cell!r} (depth-init-row, e.g. 8-gpt2-both)."
+            shown = cell[:MAX_ECHOED_CHARS]
+            message = f"The sweep has no cell {shown!r} (depth-init-row, e.g. 8-gpt2-both)."
             response = JSONResponse({"ok": False, "message": message}, 404)
         else:
             response = JSONResponse(payload)
