@@ -134,6 +134,25 @@ def test_a_takeaway_save_without_its_text_field_keeps_the_saved_one(
     assert committed.get("/api/state").json()["state"]["takeaway"] == "Kept."
 
 
+@pytest.mark.parametrize("length", [2_001, 30_000, 60_000])
+def test_a_takeaway_far_too_long_is_refused_with_its_real_length(
+    committed: TestClient, length: int
+) -> None:
+    answer = committed.post("/takeaway", data={"text": "x" * length}, headers=JSON)
+    assert answer.status_code == 422
+    assert answer.json()["message"].startswith(f"Too long to save: {length:,} characters")
+    assert committed.get("/api/state").json()["state"]["takeaway"] == "Kept."
+
+
+def test_a_number_field_as_long_as_a_body_may_be_is_one_unreadable_answer(
+    committed: TestClient,
+) -> None:
+    answer = committed.post("/numbers", data={"row1_mean": "9" * 60_000}, headers=JSON)
+    assert answer.status_code == 200
+    field = committed.get("/api/state").json()["state"]["fields"]["row1_mean"]
+    assert field["landed"] is False
+
+
 def test_a_form_with_no_fields_and_no_content_type_is_still_a_form(
     make_client: Callable[[], TestClient],
 ) -> None:

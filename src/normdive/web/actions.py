@@ -79,9 +79,6 @@ router = APIRouter()
 # The event to append; None: nothing to append, and the action still succeeded (a hint that
 # is already open).
 Outcome = Action | None
-# The longest value of one form field that is passed on; the takeaway is the longest (2,000
-# characters), and the store caps raw answers itself. Beyond this it is not a learner typing.
-MAX_FIELD_CHARS = 20_000
 # The form value naming the row or rung a per-row form's URL names (set by the route, never
 # read from the body).
 TARGET = "target"
@@ -108,10 +105,12 @@ class FormAction:
 
 
 def _field_values(form: FormData) -> dict[str, str]:
+    """Each text field's value, whole: BodyLimit bounds them all, and a refusal that counts
+    what was sent (the takeaway's length) counts all of it. Files are not form values here."""
     values: dict[str, str] = {}
     for key, value in form.multi_items():
         if isinstance(value, str):
-            values[key] = value[:MAX_FIELD_CHARS]
+            values[key] = value
     return values
 
 
