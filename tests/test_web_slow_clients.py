@@ -22,7 +22,7 @@ import pytest
 import uvicorn
 
 from conftest import SERVER_START_TIMEOUT_S, SettingsFactory
-from normdive.web.app import HEAD_TOO_LARGE, MAX_HEAD_BYTES, create_app
+from normdive.web.app import HEAD_TOO_LARGE, MAX_HEAD_BYTES, TWO_LENGTHS, create_app
 from normdive.web.serving import KEEP_ALIVE_TIMEOUT_S, NoDelayH11Protocol, connection_options
 
 # Deadlines short enough to wait for in a test.
@@ -234,3 +234,28 @@ def test_a_client_leaving_mid_body_is_one_info_line(
     assert left[0].levelno == logging.INFO and left[0].exc_info is None
     assert "POST /takeaway" in left[0].getMessage()
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+def test_a_body_length_given_two_ways_is_refused_and_the_connection_closed(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    # Read as chunked by this server, it could be read by its Content-Length by a proxy in
+    # front: the request pipelined after it would then be smuggled past the proxy.
+    chunk = b"text=hi"
+    request = (
+        b"POST /takeaway HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Type: application/x-www-form-urlencoded\r\n"
+        b"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + f"{len(chunk):x}".encode()
+        + b"\r\n"
+        + chunk
+        + b"\r\n0\r\n\r\n"
+    )
+    pipelined = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    with served(make_settings, tmp_path) as port, connect(port) as connection:
+        connection.sendall(request + pipelined)
+        answer = read_until_closed(connection)
+    assert answer.startswith(b"HTTP/1.1 400")
+    assert b"connection: close" in answer.lower()
+    assert TWO_LENGTHS.split("'")[0].encode() in answer  # the page escapes the apostrophe
+    assert answer.count(b"HTTP/1.1") == 1  # the pipelined request was never read

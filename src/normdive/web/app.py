@@ -55,6 +55,13 @@ MAX_BODY_BYTES = 64 * 1024
 MAX_HEAD_BYTES = 16 * 1024
 
 TOO_LARGE = "That request is too large to accept. Nothing was saved."
+# A request that gives its body's length both ways can be read two ways, by a proxy in front
+# and by this server (request smuggling): refused, and the connection closed (RFC 9112,
+# section 6.3). No browser sends one.
+TWO_LENGTHS = (
+    "That request gave its body's length two ways (Content-Length and Transfer-Encoding), "
+    "so it was refused. Nothing was saved."
+)
 # A body refused before it has all arrived leaves the rest of it unread on the connection,
 # which can serve no other request until the client has sent it all: the answer closes the
 # connection instead of keeping it alive (RFC 9112, section 9.6).
@@ -178,7 +185,8 @@ class BodyLimit:
     """Refuses request bodies over `max_bytes` with a readable 413: at once when the declared
     length is too large, otherwise as soon as the bytes received pass the limit. A body still
     arriving `timeout_s` after the app first asked for it is refused with a 408, so a client
-    sending a byte now and then cannot hold a connection and a request thread.
+    sending a byte now and then cannot hold a connection and a request thread. A request that
+    gives both a Content-Length and a Transfer-Encoding is refused with a 400 (TWO_LENGTHS).
 
     A response that starts while some of the body is unread (a route that reads none, such as
     /healthz or a 405, or a refusal before reading) says `Connection: close`, and the server
@@ -194,7 +202,12 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = Headers(scope=scope).get("content-length", "")
+        headers = Headers(scope=scope)
+        if "content-length" in headers and "transfer-encoding" in headers:
+            response = error_response(Request(scope), 400, TWO_LENGTHS, CLOSE)
+            await response(scope, receive, send)
+            return
+        declared = headers.get("content-length", "")
         if declared.isascii() and declared.isdigit() and int(declared) > self.max_bytes:
             response = error_response(Request(scope), 413, TOO_LARGE, CLOSE)
             await response(scope, receive, send)
