@@ -550,10 +550,10 @@ def runs(n: int) -> tuple[Spec, ...]:
     ("specs", "rung", "result"),
     [
         ((*runs(3),), 1, (EventKind.HINT_OPENED, {"rung": 1})),
-        ((*runs(5), hint(1)), 2, (EventKind.HINT_OPENED, {"rung": 2})),
-        ((*runs(5), hint(1)), " 2 ", (EventKind.HINT_OPENED, {"rung": 2})),
+        ((*ALL_PREDICTED, *runs(5), hint(1)), 2, (EventKind.HINT_OPENED, {"rung": 2})),
+        ((*ALL_PREDICTED, *runs(5), hint(1)), " 2 ", (EventKind.HINT_OPENED, {"rung": 2})),
         ((*runs(3), hint(1)), 1, None),  # already open: nothing to append
-        ((*runs(5), hint(1), hint(2)), "2", None),
+        ((*ALL_PREDICTED, *runs(5), hint(1), hint(2)), "2", None),
     ],
 )
 def test_open_hint(specs: tuple[Spec, ...], rung: int | str, result: Spec | None) -> None:
@@ -591,6 +591,13 @@ def test_first_plays_count_as_runs_for_the_hints_and_replays_do_not() -> None:
             2,
             Conflict,
             "Hint 2 opens after 5 evaluated runs. You have run it 4 times. Runs still needed: 1.",
+        ),
+        (
+            (DONE, PREDICTED, *ALL_PREDICTED[:3], *runs(5), hint(1)),
+            2,
+            Conflict,
+            "Hint 2 tells what the rows did, so it opens once all 4 row predictions are in. "
+            "Predictions still to make: 1.",
         ),
         ((DONE, PREDICTED, *runs(5)), 0, Invalid, "no hint number '0'"),
         ((DONE, PREDICTED, *runs(5)), 3, Invalid, "numbered 1 to 2"),

@@ -57,10 +57,16 @@ def play(row: str) -> Spec:
     return EventKind.ROW_PLAYED, {"row": row}
 
 
+# A prediction for every row: none is a run, and plays need them.
+PREDICTED: tuple[Spec, ...] = tuple(
+    (EventKind.ROW_PREDICTED, {"row": key, "outcome": "learns"}) for key in ROW_KEYS
+)
+
+
 def runs_of(n: int) -> tuple[Spec, ...]:
-    # Alternate the two kinds of run that need no numbers: a wrong reading lock and a row's
-    # first play.
-    return tuple(WRONG_LOCK if i % 2 else play(ROW_KEYS[i // 2]) for i in range(n))
+    # Every row predicted, then the two kinds of run that need no numbers, in turn: a wrong
+    # reading lock and a row's first play.
+    return PREDICTED + tuple(WRONG_LOCK if i % 2 else play(ROW_KEYS[i // 2]) for i in range(n))
 
 
 @pytest.mark.parametrize(
@@ -96,12 +102,53 @@ def test_predictions_hints_takeaways_and_format_errors_are_not_runs() -> None:
 
 
 def test_the_status_line_says_how_many_runs_are_still_needed() -> None:
-    hints = fold_hints([], LESSON, facts(), 1)
+    hints = fold_hints(events(*PREDICTED), LESSON, facts(), 1)
     first, second = hints.rungs
     assert first.status == "Opens after 3 evaluated runs. Runs still needed: 2."
     assert second.status == "Opens after 5 evaluated runs. Runs still needed: 4."
     ready = fold_hints([], LESSON, facts(), 3).rungs[0]
     assert ready.status == LESSON.hints.rung_ready and ready.can_open
+
+
+def test_a_rung_behind_a_shut_one_says_so_instead_of_ready() -> None:
+    second = fold_hints(events(*runs_of(5)), LESSON, facts(), 5).rungs[1]
+    assert second.available and not second.can_open
+    assert second.status == "Ready once hint 1 is open: the hints open in order."
+
+
+# Five runs from the numbers and the reading alone: no row predicted yet.
+WITHOUT_ROW_PREDICTIONS = (WRONG_LOCK,) * 5
+
+
+def test_the_answer_waits_for_every_row_prediction() -> None:
+    # It tells what the rows did: opened before they are all predicted, it would give away
+    # what the learner is about to predict.
+    for predicted in range(len(ROW_KEYS)):
+        history = events(*PREDICTED[:predicted], *WITHOUT_ROW_PREDICTIONS, opened(1))
+        answer = fold_hints(history, LESSON, facts(), 5).rungs[1]
+        assert (answer.available, answer.can_open, answer.awaits_predictions) == (
+            False,
+            False,
+            True,
+        )
+        assert answer.runs_needed == 0
+        assert answer.status == (
+            "Opens once all 4 row predictions are in, since it tells what the rows did."
+        )
+    history = events(*PREDICTED, *WITHOUT_ROW_PREDICTIONS, opened(1))
+    answer = fold_hints(history, LESSON, facts(), 5).rungs[1]
+    assert (answer.available, answer.can_open, answer.awaits_predictions) == (True, True, False)
+    assert answer.status == LESSON.hints.rung_ready
+
+
+def test_short_of_runs_and_predictions_the_answer_says_both() -> None:
+    answer = fold_hints(events(WRONG_LOCK), LESSON, facts(), 1).rungs[1]
+    assert answer.status == (
+        "Opens after 5 evaluated runs. Runs still needed: 4. It also waits for all 4 row "
+        "predictions, since it tells what the rows did."
+    )
+    # The question tells nothing the rows did: it waits for runs alone.
+    assert not fold_hints(events(WRONG_LOCK), LESSON, facts(), 3).rungs[0].awaits_predictions
 
 
 def test_rungs_open_in_order() -> None:

@@ -442,6 +442,22 @@ def test_hint_rungs_open_at_three_and_five_runs_in_order(client: TestClient) -> 
     client.post("/numbers", data={"row1_mean": "2"})
     assert client.post("/hints/2").status_code == 409  # 4 runs
     client.post("/numbers", data={"row1_variance": "2/3"})
+    # Five runs, and no row predicted yet: the answer would tell what the rows did.
+    refused = client.post("/hints/2", headers=JSON)
+    assert refused.status_code == 409
+    assert refused.json()["message"] == (
+        "Hint 2 tells what the rows did, so it opens once all 4 row predictions are in. "
+        "Predictions still to make: 4."
+    )
+    soup = page(client)
+    assert text(soup, "#hint-2-status") == words(
+        LESSON.hints.answer_needs_predictions.format(rows=4)
+    )
+    assert one(soup, "#hint-2-open").has_attr("disabled")
+    for key in ROW_KEYS:
+        client.post(f"/rows/{key}/predict", data={"outcome": "learns"})
+    soup = page(client)
+    assert text(soup, "#hint-2-status") == LESSON.hints.rung_ready
     body = client.post("/hints/2", headers=JSON).json()
     assert body["ok"] is True
     answer = text(soup_of(body["fragments"]["hints-body"]), "#hint-2-text")

@@ -1,7 +1,8 @@
-"""Five things a new learner tripped on, each in Chromium and found by role and label: an
-unchanged wrong answer is not charged again (with and without JavaScript), the run count says
-what adds a run, the gate counts the numbers that landed, the gate's heading is named without
-its status, and one run is written in the singular."""
+"""What new learners tripped on, each in Chromium and found by role and label: an unchanged
+wrong answer is not charged again (with and without JavaScript), the run count says what adds
+a run, the gate counts the numbers that landed, the gate's heading is named without its
+status, one run is written in the singular, the badge says who worked the numbers out, the
+switch stays under the finger as it flips, and the answer hint waits for the row predictions."""
 
 from __future__ import annotations
 
@@ -212,3 +213,54 @@ def test_numbers_typed_and_not_checked_survive_a_reload(new_page: NewPage) -> No
     other = page.context.new_page()
     other.goto("/")
     expect(field(other, "row2_mean")).to_have_value("")
+
+
+@pytest.mark.parametrize(
+    ("javascript", "worked_out"),
+    [(True, LESSON.hand.computed_here), (False, LESSON.hand.computed_by_server)],
+    ids=["js", "no-js"],
+)
+def test_the_badge_says_who_worked_the_numbers_out(
+    new_page: NewPage, javascript: bool, worked_out: str
+) -> None:
+    page = new_page(java_script_enabled=javascript)
+    commit(page)
+    panel = page.locator("#hand .panel")
+    expect(panel.locator(".badges .badge").first).to_have_text(worked_out)
+    expect(panel.locator(".caption")).to_have_text(
+        LESSON.hand.summary_caption.format(where=worked_out)
+    )
+
+
+def test_the_switch_stays_under_the_finger_as_it_flips(new_page: NewPage) -> None:
+    page = new_page(viewport={"width": 375, "height": 740}, is_mobile=True, has_touch=True)
+    commit(page)
+    switch = page.get_by_role("switch", name=re.compile("Epsilon under the square root"))
+    expect(switch).to_be_checked()
+    switch.scroll_into_view_if_needed()
+    before = switch.bounding_box()
+    switch.tap()
+    expect(switch).not_to_be_checked()
+    expect(page.locator("#hand .badges [data-ln=eps]")).to_have_text("0")
+    after = switch.bounding_box()
+    assert before is not None and after is not None
+    assert after["y"] == before["y"]
+
+
+def test_the_answer_hint_waits_for_the_row_predictions(new_page: NewPage) -> None:
+    page = new_page()
+    commit(page)
+    for run in range(1, 6):  # five runs without a single row predicted
+        field(page, "row1_mean").fill(str(6 + run))
+        check_numbers(page)
+        expect(attempts(page, "row1_mean")).to_have_text(f"Attempts: {run}")
+    expect(run_count(page)).to_have_text("You have run it 5 times.")
+    page.get_by_role("button", name=re.compile("Open this hint.*A question")).click()
+    answer = page.get_by_role("button", name=re.compile("Open this hint.*The answer"))
+    expect(answer).to_be_disabled()
+    expect(page.locator("#hint-2-status")).to_have_text(
+        LESSON.hints.answer_needs_predictions.format(rows=4)
+    )
+    expect(answer).to_have_accessible_description(
+        LESSON.hints.answer_needs_predictions.format(rows=4)
+    )

@@ -219,7 +219,8 @@ class HandWork(_Model):
     heading: Text
     intro: Text
     panel_title: Text  # "Layer norm, one row at a time"
-    computed_here: Text  # badge: these numbers are computed on this device
+    computed_here: Text  # badge: these numbers are computed on this device (the page script)
+    computed_by_server: Text  # the same badge when the page runs without its script
     switch_label: Text
     mean_step: Text  # each step's words; the page appends the number
     variance_step: Text
@@ -229,12 +230,13 @@ class HandWork(_Model):
     edge_text: Text  # {row}: what the edge row does in both switch states
     edge_now_on: Text  # "the switch is on now" sentence start
     edge_now_off: Text
-    summary_caption: Text  # caption under the plain-text summary
+    summary_caption: Text  # caption under the plain-text summary; {where}: a badge's words
     table_summary: Text  # the <summary> of the steps table
 
     @model_validator(mode="after")
     def _templates(self) -> HandWork:
         _named("edge_text", self.edge_text, ("row",), ("row",))
+        _named("summary_caption", self.summary_caption, ("where",), ("where",))
         return self
 
 
@@ -325,6 +327,9 @@ class Hints(_Model):
     open_label: Text  # the button that opens a rung
     rung_waiting: Text  # {threshold}, {more}: a rung not open yet
     rung_ready: Text  # a rung that can be opened
+    rung_after_earlier: Text  # {earlier}: a rung with its runs, behind a shut earlier rung
+    answer_needs_predictions: Text  # {rows}: the answer, its runs there, rows unpredicted
+    answer_also_needs_predictions: Text  # {rows}: the same, after rung_waiting
 
     @field_validator("runs_text")
     @classmethod
@@ -357,6 +362,9 @@ class Hints(_Model):
     def _templates(self) -> Hints:
         _named("answer_tie", self.answer_tie, ANSWER_FIELDS, ("accuracy",))
         _named("rung_waiting", self.rung_waiting, ("threshold", "more"), ("more",))
+        _named("rung_after_earlier", self.rung_after_earlier, ("earlier",), ("earlier",))
+        for name in ("answer_needs_predictions", "answer_also_needs_predictions"):
+            _named(name, getattr(self, name), ("rows",), ("rows",))
         _named("answer_unavailable", self.answer_unavailable, ())
         _named("run_once_text", self.run_once_text, ())
         _named("runs_meaning", self.runs_meaning, ())

@@ -65,6 +65,10 @@ EARLIER_RUNG_FIRST = "Open hint {earlier} first: the hints open in order."
 RUNG_NOT_YET = (
     "Hint {rung} opens after {threshold} evaluated runs. {runs_text} Runs still needed: {more}."
 )
+ANSWER_BEFORE_PREDICTIONS = (
+    "Hint {rung} tells what the rows did, so it opens once all {rows} row predictions are in. "
+    "Predictions still to make: {missing}."
+)
 NO_TAKEAWAY_TEXT = (
     "That save carried no takeaway text (the form's text field was missing), so nothing was "
     "saved and your saved takeaway stays as it is."
@@ -300,6 +304,15 @@ def open_hint(state: LessonState, lesson: Lesson, rung: int | str) -> Action | N
     for earlier in state.hints.rungs[: number - 1]:
         if not earlier.opened:
             raise Conflict(EARLIER_RUNG_FIRST.format(earlier=earlier.rung))
+    if current.awaits_predictions and current.runs_needed == 0:
+        ablation = state.ablation
+        raise Conflict(
+            ANSWER_BEFORE_PREDICTIONS.format(
+                rung=number,
+                rows=ablation.predictions_total,
+                missing=ablation.predictions_total - ablation.predictions_recorded,
+            )
+        )
     if not current.available:
         raise Conflict(
             RUNG_NOT_YET.format(

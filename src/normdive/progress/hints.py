@@ -7,6 +7,9 @@ A rung is available once the learner's evaluated runs reach its threshold (lesso
 a reload or another tab shows the same rungs. Rung 1 is a question that points at the
 evidence; rung 2 is the answer, composed from the recording by `answer_text` (which single
 component recovers more, with both rows' figures), so no text names the answer in advance.
+Because it tells what the rows did, the answer also waits until every row has a prediction:
+five runs can be had from the numbers and the reading alone, and an answer opened then would
+make the row predictions a reading exercise ("commit first, then compute").
 An opened rung's text is shown; an unopened one's is not (None).
 """
 
@@ -23,16 +26,20 @@ from normdive.progress.events import Event
 from normdive.progress.facts import RecordingFacts
 from normdive.progress.history import History
 
+# The rung that answers (rung 1 asks): it tells what the rows did.
+ANSWER_RUNG = 2
+
 
 @dataclass(frozen=True)
 class HintRungState:
     rung: int  # 1-based, as in the hint_opened payload
     label: str  # "A question", "The answer"
     threshold: int  # evaluated runs it needs
-    available: bool  # runs >= threshold
+    available: bool  # runs >= threshold (and, for the answer, every row predicted)
     opened: bool  # a hint_opened event names it
     can_open: bool  # available, not opened, and every earlier rung opened
     runs_needed: int  # more runs before it is available (0 once it is)
+    awaits_predictions: bool  # the answer, while some row has no prediction yet
     status: str  # the lesson's "opens after ..." or "ready to open" line ("" once opened)
     text: str | None  # the hint itself, once opened
 
@@ -90,17 +97,34 @@ def fold_hints(
 def hints_state(history: History, lesson: Lesson, recording: RecordingFacts) -> HintsState:
     """The rungs from the learner's History: its evaluated runs and the rungs it opened."""
     opened, runs = history.opened_rungs, history.evaluated_runs
+    text_of = lesson.hints
+    rows = len(history.lesson_rows)
+    every_row_predicted = all(
+        (tally := history.rows.get(key)) is not None and tally.prediction is not None
+        for key in history.lesson_rows
+    )
     rungs: list[HintRungState] = []
     for number, rung in enumerate(lesson.hints.rungs, 1):
-        available = runs >= rung.threshold
+        has_runs = runs >= rung.threshold
+        awaits_predictions = number == ANSWER_RUNG and not every_row_predicted
+        available = has_runs and not awaits_predictions
         is_open = number in opened
         more = max(0, rung.threshold - runs)
+        shut_earlier = next((e for e in range(1, number) if e not in opened), None)
         if is_open:
             status = ""
         elif available:
-            status = lesson.hints.rung_ready
+            status = (
+                text_of.rung_ready
+                if shut_earlier is None
+                else text_of.rung_after_earlier.format(earlier=shut_earlier)
+            )
+        elif not has_runs:
+            status = text_of.rung_waiting.format(threshold=rung.threshold, more=more)
+            if awaits_predictions:
+                status += " " + text_of.answer_also_needs_predictions.format(rows=rows)
         else:
-            status = lesson.hints.rung_waiting.format(threshold=rung.threshold, more=more)
+            status = text_of.answer_needs_predictions.format(rows=rows)
         text = None
         if is_open:
             text = rung.text if number == 1 else answer_text(lesson, recording)
@@ -111,10 +135,9 @@ def hints_state(history: History, lesson: Lesson, recording: RecordingFacts) -> 
                 threshold=rung.threshold,
                 available=available,
                 opened=is_open,
-                can_open=available
-                and not is_open
-                and all(earlier in opened for earlier in range(1, number)),
+                can_open=available and not is_open and shut_earlier is None,
                 runs_needed=more,
+                awaits_predictions=awaits_predictions,
                 status=status,
                 text=text,
             )

@@ -205,7 +205,7 @@ TAKEAWAY = FormAction(
 ROW_PREDICT = FormAction(
     name="row-predict",
     anchor="row-{target}",
-    fragments=("ablation-rows", "gate", "compare-body"),
+    fragments=("ablation-rows", "hints-body", "gate", "compare-body"),
     act=lambda state, lesson, form: predict_row(
         state, lesson, form[TARGET], form.get("outcome", "")
     ),

@@ -301,8 +301,11 @@ async function showPlayedRow(key, animate) {
   const held = animate && !reducedMotion() ? [...document.querySelectorAll(`[data-result-for="${key}"]`)] : [];
   for (const element of held) element.hidden = true;
   // A row just played grows in the player, which on a phone is below the button pressed: bring
-  // its top on screen so that the growing curves are seen (focus stays on the button).
+  // its top on screen so that the growing curves are seen. Focus goes with it, or the next Tab
+  // would jump back to the button, now off screen; where the player was already in view, focus
+  // stays on the button, ready for the next row.
   if (animate && player.getBoundingClientRect().top > window.innerHeight / 3) {
+    player.focus({ preventScroll: true });
     player.scrollIntoView({ block: "start", behavior: reducedMotion() ? "auto" : "smooth" });
   }
   try {
@@ -519,6 +522,10 @@ window.addEventListener("beforeunload", (event) => {
 });
 
 document.documentElement.classList.add("js");
+// Words true only while this script runs (the numbers are worked out here, not by the server).
+for (const element of document.querySelectorAll("[data-js-text]")) {
+  element.textContent = element.dataset.jsText;
+}
 restoreDrafts();
 takeaway.baseline = takeawayParts()?.text.value ?? null;
 repaint();
