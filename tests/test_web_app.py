@@ -88,6 +88,23 @@ def test_a_405_says_which_methods_are_allowed(client: TestClient) -> None:
     assert client.put("/predict").headers["allow"] == "POST"
 
 
+@pytest.mark.parametrize("path", ["/healthz", "/", "/lti/jwks", "/static/page.css", "/nowhere"])
+def test_head_answers_as_get_would_without_the_body(client: TestClient, path: str) -> None:
+    got = client.get(path, headers={"Accept-Encoding": "identity"})
+    head = client.head(path, headers={"Accept-Encoding": "identity"})
+    assert head.status_code == got.status_code
+    assert head.content == b""
+    assert head.headers["content-type"] == got.headers["content-type"]
+    if "content-length" in got.headers:
+        assert head.headers["content-length"] == got.headers["content-length"]
+    assert head.headers["content-security-policy"] == got.headers["content-security-policy"]
+
+
+def test_head_on_a_post_only_route_is_a_405_naming_post(client: TestClient) -> None:
+    answer = client.head("/predict")
+    assert (answer.status_code, answer.headers["allow"]) == (405, "POST")
+
+
 def test_an_oversized_body_gets_a_readable_413_and_changes_nothing(client: TestClient) -> None:
     client.post("/predict", data={"choice": "residual"})
     big = "x" * (MAX_BODY_BYTES + 1)

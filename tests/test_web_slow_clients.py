@@ -259,3 +259,18 @@ def test_a_body_length_given_two_ways_is_refused_and_the_connection_closed(
     assert b"connection: close" in answer.lower()
     assert TWO_LENGTHS.split("'")[0].encode() in answer  # the page escapes the apostrophe
     assert answer.count(b"HTTP/1.1") == 1  # the pipelined request was never read
+
+
+def test_head_is_answered_without_a_body_and_the_connection_goes_on(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    # A load balancer's health check: HEAD, then the next request on the same connection.
+    head = b"HEAD /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    get = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    with served(make_settings, tmp_path) as port, connect(port) as connection:
+        connection.sendall(head + get)
+        answers = read_until_closed(connection)
+    first, _, rest = answers.partition(b"\r\n\r\n")
+    assert first.startswith(b"HTTP/1.1 200") and b"content-length: " in first.lower()
+    assert rest.startswith(b"HTTP/1.1 200")  # no body between the two answers
+    assert rest.endswith(b"}")

@@ -166,6 +166,28 @@ class HeadLimit:
         await self.app(scope, receive, send)
 
 
+class HeadAsGet:
+    """Answers HEAD on every GET route as GET would, without the body (RFC 9110, section 9.3.2:
+    a general-purpose server must support HEAD). FastAPI routes answer only the methods they
+    name, so a load balancer's HEAD health check would get a 405 from /healthz. The headers,
+    Content-Length among them, are those of the GET."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def headers_only(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
+
+
 def announces_body(scope: Scope) -> bool:
     """Whether the request says a body follows its head (RFC 9112, section 6.3)."""
     headers = Headers(scope=scope)
@@ -308,6 +330,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(CompressResponses)
     # Outside the others added, so everything inside sees the client a trusted proxy names.
     app.add_middleware(TrustedProxy, forwarded_allow_ips=settings.forwarded_allow_ips)
+    app.add_middleware(HeadAsGet)
     # Outermost of the added ones: the head is measured as it arrived, before anything uses it.
     app.add_middleware(HeadLimit, max_bytes=MAX_HEAD_BYTES)
     return app
