@@ -34,6 +34,7 @@ from lti_platform import (
 )
 from normdive.config import Settings
 from normdive.lesson.content import load_lesson
+from normdive.lti.launch import is_return_address
 
 LESSON = load_lesson()
 RETURN_URL = f"{ISSUER}/deep_links/return?course=1"
@@ -104,6 +105,38 @@ def test_an_instructor_gets_the_signed_response_with_the_lesson_and_its_line_ite
     assert again.status_code == 400
 
 
+# Where the tool's signed answer must not be posted: a script, inline data, plain http to
+# another machine, no host, credentials in the address, unparseable.
+BAD_RETURN_ADDRESSES = [
+    "javascript:alert(1)",
+    "data:text/html,<p>x</p>",
+    "http://platform.example.edu/deep_links/return",
+    "https:///no-host",
+    "https://user:secret@platform.example.edu/return",
+    "https://[::1/return",
+    "/deep_links/return",
+]
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        RETURN_URL,
+        "http://127.0.0.1:8080/deep_links",
+        "http://localhost/deep_links",
+        "http://lms.localhost/deep_links",
+        "http://[::1]:9000/deep_links",
+    ],
+)
+def test_https_and_this_machines_http_are_return_addresses(address: str) -> None:
+    assert is_return_address(address)
+
+
+@pytest.mark.parametrize("address", BAD_RETURN_ADDRESSES)
+def test_other_addresses_are_not(address: str) -> None:
+    assert not is_return_address(address)
+
+
 @pytest.mark.parametrize(
     ("overrides", "status", "code"),
     [
@@ -114,8 +147,26 @@ def test_an_instructor_gets_the_signed_response_with_the_lesson_and_its_line_ite
             400,
             "unacceptable_content",
         ),
+        *(
+            (
+                {
+                    SETTINGS_CLAIM: {
+                        "deep_link_return_url": address,
+                        "accept_types": ["ltiResourceLink"],
+                    }
+                },
+                400,
+                "bad_return_url",
+            )
+            for address in BAD_RETURN_ADDRESSES
+        ),
     ],
-    ids=["a learner", "no settings", "no resource links accepted"],
+    ids=[
+        "a learner",
+        "no settings",
+        "no resource links accepted",
+        *(f"return to {address[:24]}" for address in BAD_RETURN_ADDRESSES),
+    ],
 )
 def test_a_deep_linking_request_it_cannot_answer_is_refused(
     client: TestClient,

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from joserfc import jws, jwt
 from joserfc.errors import (
@@ -337,6 +338,26 @@ def _lti_claims(claims: Mapping[str, Any], registration: Registration, login: Pe
         raise Refusal(401, "missing_claim", "The launch's roles claim is not a list of roles.")
 
 
+# Hosts that are this machine: a platform on one of them may use plain http (a secure
+# context's "potentially trustworthy" origins, as browsers define them).
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
+def is_return_address(url: str) -> bool:
+    """Whether `url` is one the browser may post the signed answer to: https with a host, or
+    http on this machine. Never javascript:, data: or the like, which would run or show
+    whatever the answer page's form pointed at."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        return False
+    if not host or parts.username is not None:
+        return False
+    loopback = host in LOOPBACK_HOSTS or host.endswith(".localhost")
+    return parts.scheme == "https" or (parts.scheme == "http" and loopback)
+
+
 def _deep_linking_settings(claims: Mapping[str, Any]) -> Mapping[str, Any]:
     settings = claims.get(DEEP_LINKING_SETTINGS_CLAIM)
     if not isinstance(settings, Mapping) or not isinstance(
@@ -346,6 +367,13 @@ def _deep_linking_settings(claims: Mapping[str, Any]) -> Mapping[str, Any]:
             401,
             "missing_claim",
             "The deep linking request has no deep_linking_settings with a deep_link_return_url.",
+        )
+    if not is_return_address(settings["deep_link_return_url"]):
+        raise Refusal(
+            400,
+            "bad_return_url",
+            "The deep linking request's deep_link_return_url is not an https address (or http "
+            "on this machine), so the tool will not send its answer there.",
         )
     accepted = settings.get("accept_types")
     if not isinstance(accepted, list) or RESOURCE_LINK_ITEM not in accepted:
