@@ -156,6 +156,15 @@ def test_staff_pass_the_lock_whatever_the_mode(
         (["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"], False),
         (["http://purl.imsglobal.org/vocab/lis/v2/membership#Mentor"], False),
         (["https://example.com/roles#Instructor"], False),  # another vocabulary
+        # Made up, though they end in a staff name.
+        (["x#Instructor"], False),
+        (["#Instructor"], False),
+        (["http://purl.imsglobal.org/vocab/lis/v2/evil#Administrator"], False),
+        (["http://purl.imsglobal.org/vocab/lis/v2/membership/Learner#Instructor"], False),
+        (["http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#"], False),
+        (["http://purl.imsglobal.org/vocab/lis/v2/institution/person#Student"], False),
+        (["Learner", "http://purl.imsglobal.org/vocab/lis/v2/system/person#Administrator"], True),
+        (["http://purl.imsglobal.org/vocab/lis/v2/membership/Administrator#Support"], True),
         ([], False),
     ],
 )

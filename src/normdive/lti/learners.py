@@ -27,12 +27,26 @@ from normdive.store.event_store import Store, new_learner_id
 from normdive.store.prerequisite import PrerequisiteSource, record_prerequisite_done
 from normdive.store.tables import Learner, LtiContextMember, LtiLearner
 
-# LIS v2 roles (LTI 1.3 core A.2) whose holders teach or run the course, not take it: they
-# pass the 8.5 lock. Matched on the role's last name, so the context, institution and system
-# vocabularies (…/membership#Instructor, …/membership/Instructor#TeachingAssistant,
-# …/institution/person#Administrator) and the short forms ("Instructor") all count.
-STAFF_ROLES = frozenset({"Instructor", "TeachingAssistant", "ContentDeveloper", "Administrator"})
+# LIS v2 roles (LTI 1.3 core, appendix A.2) whose holders teach or run the course, not take
+# it: they pass the 8.5 lock. Only these exact spellings count, so that a role a platform made
+# up ("…/lis/v2/evil#Administrator", "x#Instructor") is not staff.
 LIS_VOCABULARY = "http://purl.imsglobal.org/vocab/lis/v2/"
+# Context roles, in full and as the short names the specification still allows, and the
+# sub-roles of each (…/membership/Instructor#TeachingAssistant).
+STAFF_CONTEXT_ROLES = frozenset({"Instructor", "ContentDeveloper", "Administrator"})
+STAFF_ROLES = frozenset(
+    {
+        *STAFF_CONTEXT_ROLES,
+        "TeachingAssistant",
+        *(f"{LIS_VOCABULARY}membership#{name}" for name in STAFF_CONTEXT_ROLES),
+        f"{LIS_VOCABULARY}institution/person#Instructor",
+        f"{LIS_VOCABULARY}institution/person#Administrator",
+        f"{LIS_VOCABULARY}system/person#Administrator",
+    }
+)
+STAFF_SUB_ROLE_PREFIXES = tuple(
+    f"{LIS_VOCABULARY}membership/{name}#" for name in sorted(STAFF_CONTEXT_ROLES)
+)
 # How many times a launch retries after another launch of the same user or course stored
 # the same row at the same moment (the second finds the first's row).
 CONCURRENT_LAUNCH_TRIES = 2
@@ -72,8 +86,8 @@ def context_key(launch: Launch) -> str | None:
 
 def is_staff(roles: tuple[str, ...]) -> bool:
     return any(
-        (role.startswith(LIS_VOCABULARY) or "/" not in role)
-        and role.rsplit("#", 1)[-1] in STAFF_ROLES
+        role in STAFF_ROLES
+        or (role.startswith(STAFF_SUB_ROLE_PREFIXES) and role.partition("#")[2].isalpha())
         for role in roles
     )
 
