@@ -237,6 +237,62 @@ def test_a_rotated_platform_key_is_fetched_once_and_accepted(
     assert jwks.fetches == 2
 
 
+def test_a_key_replaced_under_the_same_kid_is_fetched_again_and_accepted(
+    make_browser: Callable[[], TestClient],
+    registration: Registration,
+    platform_key: RSAKey,
+    jwks: KeySetServer,
+    key_set_clock: MovableClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    client = make_browser()
+    asked = login(client)
+    claims = launch_claims(asked.nonce)
+    assert launch(client, signed(claims, platform_key), asked.state).status_code == 303
+    # The platform makes a new key and publishes it under the old key's id.
+    replaced = new_key(str(platform_key.kid))
+    jwks.keys = [replaced]
+    key_set_clock.advance(platform_keys.JWKS_REFETCH_COOLDOWN_S)
+    asked = login(client)
+    claims = launch_claims(asked.nonce)
+    assert launch(client, signed(claims, replaced), asked.state).status_code == 303
+    assert jwks.fetches == 2
+    # A token signed by neither key, under that id, fetches nothing more within the cooldown.
+    asked = login(client)
+    forged = signed(launch_claims(asked.nonce), new_key(str(platform_key.kid)))
+    with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
+        response = launch(client, forged, asked.state)
+    assert_refused(response, 401, "bad_signature", "does not verify", caplog)
+    assert jwks.fetches == 2
+
+
+def test_a_forged_signature_under_a_known_kid_fetches_at_most_once_a_cooldown(
+    make_browser: Callable[[], TestClient],
+    registration: Registration,
+    platform_key: RSAKey,
+    jwks: KeySetServer,
+    key_set_clock: MovableClock,
+) -> None:
+    client = make_browser()
+    asked = login(client)
+    assert (
+        launch(client, signed(launch_claims(asked.nonce), platform_key), asked.state).status_code
+        == 303
+    )
+    impostor = new_key(str(platform_key.kid))
+    for _ in range(5):
+        asked = login(client)
+        forged = signed(launch_claims(asked.nonce), impostor)
+        assert launch(client, forged, asked.state).status_code == 401
+    assert jwks.fetches == 1  # the cooldown of the first fetch still holds
+    key_set_clock.advance(platform_keys.JWKS_REFETCH_COOLDOWN_S)
+    for _ in range(5):
+        asked = login(client)
+        forged = signed(launch_claims(asked.nonce), impostor)
+        assert launch(client, forged, asked.state).status_code == 401
+    assert jwks.fetches == 2  # one more look, which still finds the platform's own key
+
+
 def test_an_expiry_within_the_clock_leeway_is_accepted(
     make_browser: Callable[[], TestClient], registration: Registration, platform_key: RSAKey
 ) -> None:

@@ -218,7 +218,14 @@ def _claims(
         )
     key = signing_key(engine, registration, kid)
     try:
-        token = jwt.decode(id_token, key, algorithms=[ID_TOKEN_ALGORITHM])
+        try:
+            token = jwt.decode(id_token, key, algorithms=[ID_TOKEN_ALGORITHM])
+        except BadSignatureError:
+            # The stored key may be out of date: a platform can replace a key and keep its id.
+            fresh = signing_key(engine, registration, kid, distrusted=key)
+            if fresh.thumbprint() == key.thumbprint():
+                raise
+            token = jwt.decode(id_token, fresh, algorithms=[ID_TOKEN_ALGORITHM])
     except BadSignatureError:
         raise Refusal(
             401,

@@ -2,8 +2,9 @@
 
 The key set is fetched from the registration's JWKS URL with a timeout, kept in the database
 (lti_platform_key_sets) so every worker shares one copy, and fetched again when an id_token
-names a key id the copy lacks (the platform rotated its keys). A key id still missing after
-that fetch is refused.
+names a key id the copy lacks (the platform rotated its keys), or a key id whose stored key
+fails to verify the token's signature (the platform replaced the key and kept its id). A key
+id still missing after that fetch is refused.
 
 An unknown key id costs nothing before the signature is checked, so anyone holding a login's
 state (one public GET /lti/login) could send made-up key ids for as long as the state lives.
@@ -201,12 +202,23 @@ def _refused_within_cooldown(
     )
 
 
-def signing_key(engine: Engine, registration: Registration, kid: str) -> RSAKey:
+def _same_key(one: RSAKey | None, other: RSAKey | None) -> bool:
+    return one is not None and other is not None and one.thumbprint() == other.thumbprint()
+
+
+def signing_key(
+    engine: Engine, registration: Registration, kid: str, *, distrusted: RSAKey | None = None
+) -> RSAKey:
     """The platform's RSA public key with this key id: from the cached key set, else from a
     fresh fetch when none began within the cooldown. A Refusal when the platform has no such
-    key (or none is known within the cooldown)."""
+    key (or none is known within the cooldown).
+
+    `distrusted`: the key under this id that a token's signature just failed to verify with.
+    A platform may replace a key and keep its id, so the stored copy counts as missing and is
+    fetched again, within the same cooldown. Returned again when the platform still serves it
+    (or the cooldown holds): the caller then refuses the signature."""
     key = _rsa_key(_cached(engine, registration), kid)
-    if key is not None:
+    if key is not None and not _same_key(key, distrusted):
         return key
     fetches = _fetches_of(engine, registration)
     with fetches.lock:
