@@ -6,7 +6,9 @@ nothing is stored and the page says why."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -21,8 +23,15 @@ from typer.testing import CliRunner
 from conftest import SECRET_KEY
 from lti_platform import TOOL_ORIGIN, browser, serving
 from normdive.cli import app as cli
+from normdive.lti.dynamic_registration import MAX_ANSWER_BYTES, invite_digest
 from normdive.lti.platform_json import MAX_JSON_DEPTH
-from normdive.lti.registrations import all_registrations
+from normdive.lti.registrations import (
+    InviteUsed,
+    all_registrations,
+    invite_used,
+    register,
+    validated,
+)
 
 TOOL_CONFIGURATION = "https://purl.imsglobal.org/spec/lti-tool-configuration"
 
@@ -226,3 +235,66 @@ def test_a_platform_answering_json_nested_too_deep_is_refused_readably(
     assert all_registrations(engine) == []
     # The registration was posted only when the configuration could be read.
     assert len(platform.registrations) == (answer == REGISTRATION)
+
+
+def test_an_invitation_registers_one_platform(
+    app: FastAPI, engine: Engine, platform: RegisteringPlatform
+) -> None:
+    url = invite()
+    # A platform that fails (it refuses the tool's registration) does not use it up...
+    platform.registration_status = 400
+    assert open_as_platform(app, url, platform).status_code == 400
+    platform.registration_status = 201
+    assert open_as_platform(app, url, platform).status_code == 200
+    assert len(all_registrations(engine)) == 1
+    # ...a registration does: the same URL again is refused before the platform is asked.
+    asked = len(platform.registrations)
+    again = open_as_platform(app, url, platform)
+    assert again.status_code == 403
+    assert "<code>invite_used</code>" in again.text
+    assert "has registered a platform already" in again.text
+    assert len(platform.registrations) == asked
+    assert len(all_registrations(engine)) == 1
+    # A new invitation registers the next platform (here refused as the same client id).
+    assert "<code>invite_used</code>" not in open_as_platform(app, invite(), platform).text
+
+
+RACERS = 6
+
+
+@pytest.mark.both_databases
+def test_an_invitation_raced_by_several_registrations_registers_one(engine: Engine) -> None:
+    digest = invite_digest("one-invitation")
+    start = threading.Barrier(RACERS)
+
+    def one(number: int) -> str:
+        given = validated(
+            issuer=f"https://platform-{number}.example",
+            client_id=f"client-{number}",
+            auth_login_url=f"https://platform-{number}.example/auth",
+            token_url=f"https://platform-{number}.example/token",
+            jwks_url=f"https://platform-{number}.example/jwks",
+            deployment_ids=("d",),
+        )
+        start.wait(timeout=30)
+        try:
+            register(engine, given, invite=digest)
+        except InviteUsed:
+            return "refused"
+        return "registered"
+
+    with ThreadPoolExecutor(max_workers=RACERS) as pool:
+        outcomes = sorted(pool.map(one, range(RACERS)))
+    assert outcomes == ["refused"] * (RACERS - 1) + ["registered"]
+    assert len(all_registrations(engine)) == 1
+    assert invite_used(engine, digest)
+
+
+def test_a_configuration_over_the_limit_is_refused(
+    app: FastAPI, engine: Engine, platform: RegisteringPlatform
+) -> None:
+    platform.raw_configuration = b" " * (4 * MAX_ANSWER_BYTES)
+    response = open_as_platform(app, invite(), platform)
+    assert response.status_code == 400
+    assert f"is over {MAX_ANSWER_BYTES // 1024} KiB" in response.text
+    assert all_registrations(engine) == []

@@ -43,6 +43,7 @@ TABLES = {
     "lti_context_members",
     "lti_grade_targets",
     "lti_score_outbox",
+    "lti_used_invites",
 }
 
 

@@ -328,7 +328,7 @@ def lti_remove(
 @lti_app.command(
     "invite",
     help="Print the URL an LMS administrator pastes into the platform's dynamic registration "
-    "(good for a week). Reads NORMDIVE_SECRET_KEY, which signs it.",
+    "(good for a week and for one registration). Reads NORMDIVE_SECRET_KEY, which signs it.",
 )
 def lti_invite(
     base_url: Annotated[

@@ -2,9 +2,10 @@
 registration is stored.
 
 The operator makes that URL with `normdive lti invite`: /lti/register with an invitation
-signed with the secret key, good for INVITE_MAX_AGE_S, so that nobody else can register a
-platform here. The platform opens it with `openid_configuration` (its OpenID configuration's
-URL) and usually a `registration_token`. The tool fetches the configuration (the issuer must
+signed with the secret key, good for INVITE_MAX_AGE_S and for one registration, so that nobody
+else can register a platform here (a leaked URL that has been used registers nothing more).
+The platform opens it with `openid_configuration` (its OpenID configuration's URL) and usually
+a `registration_token`. The tool fetches the configuration (the issuer must
 be the configuration URL's own site, and every endpoint https), posts its client
 registration (tool_config's facts) to the platform's registration endpoint, and stores what
 comes back (client id, deployment id) with the configuration's endpoints as a registration.
@@ -12,6 +13,7 @@ comes back (client id, deployment id) with the configuration's endpoints as a re
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 from typing import Any
@@ -26,8 +28,11 @@ from normdive.lesson.content import Lesson
 from normdive.lti.platform_json import NotPlatformJson, parsed
 from normdive.lti.refusal import Refusal
 from normdive.lti.registrations import (
+    INVITE_USED,
+    InviteUsed,
     Registration,
     RegistrationProblem,
+    invite_used,
     origin_of,
     register,
     url_problem,
@@ -57,10 +62,16 @@ def invite_url(origin: str, secret_key: SecretStr) -> str:
     return f"{origin}{REGISTER_PATH}?{INVITE_PARAMETER}={token}"
 
 
-def check_invite(token: str, secret_key: SecretStr) -> None:
-    """A Refusal unless `token` is an invitation this server made, younger than a week."""
+def invite_digest(nonce: str) -> str:
+    """What is stored of an invitation once it has registered a platform (lti_used_invites)."""
+    return hashlib.sha256(nonce.encode()).hexdigest()
+
+
+def check_invite(engine: Engine, token: str, secret_key: SecretStr) -> str:
+    """The invitation's digest (invite_digest), or a Refusal unless `token` is an invitation
+    this server made, younger than a week, that has not registered a platform yet."""
     try:
-        _signer(secret_key).unsign(token, max_age=INVITE_MAX_AGE_S)
+        nonce = _signer(secret_key).unsign(token, max_age=INVITE_MAX_AGE_S).decode()
     except SignatureExpired:
         raise Refusal(
             403,
@@ -75,13 +86,32 @@ def check_invite(token: str, secret_key: SecretStr) -> None:
             "This registration URL carries no invitation from the tool's operator. Ask them "
             "for one (normdive lti invite).",
         ) from None
+    digest = invite_digest(nonce)
+    if invite_used(engine, digest):
+        raise Refusal(403, "invite_used", f"{INVITE_USED[0].upper()}{INVITE_USED[1:]}.")
+    return digest
 
 
-def _json(answer: httpx.Response, what: str) -> dict[str, Any]:
-    if len(answer.content) > MAX_ANSWER_BYTES:
-        raise Refusal(400, "registration_failed", f"The platform's {what} is too large.")
+def _answer(http: httpx.Client, method: str, url: str, what: str, **sent: Any) -> tuple[int, bytes]:
+    """The platform's answer's status and body, read as it arrives and refused as soon as it
+    passes MAX_ANSWER_BYTES: a platform cannot make the tool hold more than that."""
+    with http.stream(method, url, **sent) as answer:
+        body = b""
+        for chunk in answer.iter_bytes():
+            body += chunk
+            if len(body) > MAX_ANSWER_BYTES:
+                raise Refusal(
+                    400,
+                    "registration_failed",
+                    f"The platform's {what} is over {MAX_ANSWER_BYTES // 1024} KiB, which is "
+                    "too large.",
+                )
+        return answer.status_code, body
+
+
+def _json(body: bytes, what: str) -> dict[str, Any]:
     try:
-        found = parsed(answer.content)
+        found = parsed(body)
     except NotPlatformJson as problem:
         raise Refusal(400, "registration_failed", f"The platform's {what} is {problem}.") from None
     if not isinstance(found, dict):
@@ -135,10 +165,12 @@ def register_dynamically(
     registration_token: str | None,
     origin: str,
     lesson: Lesson,
+    invite: str | None = None,
     client: httpx.Client | None = None,
 ) -> Registration:
-    """Fetch the platform's configuration, register the tool with it, store the result.
-    A Refusal (nothing stored) for anything the platform gets wrong."""
+    """Fetch the platform's configuration, register the tool with it, store the result (with
+    `invite`, check_invite's digest, used up). A Refusal (nothing stored) for anything the
+    platform gets wrong, or when the invitation registered a platform meanwhile."""
     if registration_token is not None and not registration_token.isprintable():
         raise Refusal(400, "registration_failed", "The registration token is malformed.")
     problem = url_problem(configuration_url) if configuration_url.isprintable() else "malformed"
@@ -146,14 +178,14 @@ def register_dynamically(
         raise Refusal(400, "registration_failed", f"The openid_configuration URL {problem}.")
     http = client or httpx.Client(timeout=REGISTRATION_TIMEOUT_S, follow_redirects=False)
     try:
-        answer = http.get(configuration_url)
-        if answer.status_code != 200:
+        status, body = _answer(http, "GET", configuration_url, "OpenID configuration")
+        if status != 200:
             raise Refusal(
                 400,
                 "registration_failed",
-                f"The platform's OpenID configuration answered {answer.status_code}.",
+                f"The platform's OpenID configuration answered {status}.",
             )
-        configuration = _json(answer, "OpenID configuration")
+        configuration = _json(body, "OpenID configuration")
         issuer = _endpoint(configuration, "issuer")
         if origin_of(issuer) != origin_of(configuration_url):
             raise Refusal(
@@ -170,8 +202,11 @@ def register_dynamically(
         headers = {"Content-Type": "application/json"}
         if registration_token:
             headers["Authorization"] = f"Bearer {registration_token}"
-        answer = http.post(
+        status, body = _answer(
+            http,
+            "POST",
             registration_endpoint,
+            "registration",
             content=json.dumps(client_registration(origin, lesson)),
             headers=headers,
         )
@@ -184,13 +219,13 @@ def register_dynamically(
     finally:
         if client is None:
             http.close()
-    if not 200 <= answer.status_code < 300:
+    if not 200 <= status < 300:
         raise Refusal(
             400,
             "registration_failed",
-            f"The platform refused the tool's registration ({answer.status_code}).",
+            f"The platform refused the tool's registration ({status}).",
         )
-    registered = _json(answer, "registration")
+    registered = _json(body, "registration")
     client_id = registered.get("client_id")
     tool = registered.get(TOOL_CONFIGURATION)
     deployment = tool.get("deployment_id") if isinstance(tool, dict) else None
@@ -211,6 +246,9 @@ def register_dynamically(
                 jwks_url=endpoints["jwks_uri"],
                 deployment_ids=(deployment,),
             ),
+            invite=invite,
         )
+    except InviteUsed:
+        raise Refusal(403, "invite_used", f"{INVITE_USED[0].upper()}{INVITE_USED[1:]}.") from None
     except RegistrationProblem as problem:
         raise Refusal(400, "registration_failed", f"Not registered: {problem}") from None

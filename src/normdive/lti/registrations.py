@@ -24,6 +24,7 @@ from normdive.store.tables import (
     LTI_URL_LENGTH,
     LtiDeployment,
     LtiRegistration,
+    LtiUsedInvite,
 )
 
 
@@ -176,10 +177,32 @@ def validated(**fields: object) -> RegistrationInput:
         raise RegistrationProblem("; ".join(lines)) from None
 
 
-def register(engine: Engine, given: RegistrationInput) -> Registration:
-    """Store a registration. RegistrationProblem when its issuer and client id are taken."""
+class InviteUsed(RegistrationProblem):
+    """The dynamic registration invitation registered a platform already."""
+
+
+INVITE_USED = (
+    "this registration URL has registered a platform already, and each registers one; ask "
+    "the tool's operator for a new one (normdive lti invite)"
+)
+
+
+def register(
+    engine: Engine, given: RegistrationInput, *, invite: str | None = None
+) -> Registration:
+    """Store a registration. RegistrationProblem when its issuer and client id are taken;
+    InviteUsed when `invite` (a dynamic registration invitation's digest, recorded with the
+    registration in one transaction) registered a platform already."""
+    storing = "registration"
     try:
         with engine.begin() as connection:
+            if (
+                invite is not None
+                and connection.execute(
+                    select(LtiUsedInvite.invite).where(LtiUsedInvite.invite == invite)
+                ).first()
+            ):
+                raise InviteUsed(INVITE_USED)
             registration_id = connection.execute(
                 insert(LtiRegistration)
                 .values(
@@ -200,7 +223,16 @@ def register(engine: Engine, given: RegistrationInput) -> Registration:
                     for deployment in given.deployment_ids
                 ],
             )
+            if invite is not None:
+                # Its key makes it once under any concurrency: a registration racing this one
+                # with the same invitation fails here, and stores nothing.
+                storing = "invite"
+                connection.execute(
+                    insert(LtiUsedInvite).values(invite=invite, registration_id=registration_id)
+                )
     except IntegrityError:
+        if storing == "invite":
+            raise InviteUsed(INVITE_USED) from None
         raise RegistrationProblem(
             f"issuer {given.issuer} with client id {given.client_id} is registered already; "
             "remove it first (normdive lti remove) to register it again"
@@ -286,3 +318,12 @@ def describe(registration: Registration) -> Sequence[str]:
         f"8.5 checked by: {registration.prerequisite_mode.value}",
         f"may frame it:   {' '.join(registration.framing_origins())}",
     )
+
+
+def invite_used(engine: Engine, invite: str) -> bool:
+    """Whether the invitation with this digest has registered a platform."""
+    with engine.connect() as connection:
+        found = connection.execute(
+            select(LtiUsedInvite.invite).where(LtiUsedInvite.invite == invite)
+        ).first()
+    return found is not None

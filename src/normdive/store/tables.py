@@ -220,6 +220,21 @@ class LtiState(Base):
     created_by: Mapped[str | None] = mapped_column(CHAR(ADDRESS_KEY_LENGTH), nullable=True)
 
 
+class LtiUsedInvite(Base):
+    """A dynamic registration invitation that registered a platform: each registers one."""
+
+    __tablename__ = "lti_used_invites"
+
+    # SHA-256 (hex) of the invitation's random part (lti.dynamic_registration.invite_digest).
+    invite: Mapped[str] = mapped_column(CHAR(LTI_DIGEST_LENGTH), primary_key=True)
+    registration_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("lti_registrations.id", ondelete="CASCADE"), nullable=False
+    )
+    used_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), nullable=False
+    )
+
+
 class LtiNonce(Base):
     """A nonce the tool minted and no id_token has used yet: a launch deletes it, so a
     replayed id_token finds it gone."""

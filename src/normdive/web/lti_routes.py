@@ -309,8 +309,10 @@ async def tool_key_set(request: Request) -> Response:
 
 def _register(svc: Services, request: Request, params: dict[str, str]) -> Response:
     try:
-        dynamic_registration.check_invite(
-            params.get(dynamic_registration.INVITE_PARAMETER, ""), svc.settings.secret_key
+        invite = dynamic_registration.check_invite(
+            svc.engine,
+            params.get(dynamic_registration.INVITE_PARAMETER, ""),
+            svc.settings.secret_key,
         )
         registration = dynamic_registration.register_dynamically(
             svc.engine,
@@ -318,6 +320,7 @@ def _register(svc: Services, request: Request, params: dict[str, str]) -> Respon
             registration_token=params.get("registration_token") or None,
             origin=own_origin(request),
             lesson=svc.lesson,
+            invite=invite,
         )
     except Refusal as refusal:
         return refused(svc, "registration", refusal)
