@@ -300,7 +300,7 @@ def test_playing_a_row_records_it_and_shows_its_figures_without_javascript(
     assert text(player, "h5") == "Both, seed 0"
     assert text(player, "#final-accuracy") == "100.0 %"
     assert text(player, "#final-loss") == "0.003"
-    assert text(player, "#final-full-accuracy") == "600"
+    assert text(player, "#final-full-accuracy") == "step 600"  # a step, not a percentage
     # Without JavaScript there are no charts: what they would show stays hidden.
     note = one(player, "#player-note")
     assert " ".join(note.get_text().split()).startswith(

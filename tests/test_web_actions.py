@@ -235,6 +235,8 @@ def test_a_wrong_reading_may_be_locked_again_and_the_right_one_is_final(
     soup = soup_of(client.get("/").text)
     feedback = text(soup, "#reading-feedback")
     assert "[4, 4, 4, 4]" in feedback
+    # Wrong in words, not in colour alone; the right reading's feedback opens with "Right.".
+    assert feedback.startswith(f"{LESSON.reading.wrong_opening} ")
     assert one(soup, f"#reading-{WRONG_READING}").has_attr("checked")
     assert not one(soup, "#reading fieldset").has_attr("disabled")
 
@@ -243,6 +245,7 @@ def test_a_wrong_reading_may_be_locked_again_and_the_right_one_is_final(
     assert one(soup, "#reading fieldset").has_attr("disabled")
     assert soup.select_one("#reading-lock") is None
     assert "right" in str(one(soup, "#reading-feedback")["class"])
+    assert text(soup, "#reading-feedback").startswith("✓ Right.")
     assert text(soup, "#gate-reading") == "The right reading is locked."
     final = client.post("/reading", data={"choice": WRONG_READING})
     assert final.status_code == 409
@@ -357,6 +360,13 @@ def test_json_numbers_announce_each_field(client: TestClient) -> None:
     assert "Variance of [1, 2, 3]: That divides by n - 1" in body["message"]
     numbers = soup_of(body["fragments"]["numbers"])
     assert text(numbers, "#field-row1_variance-attempts") == "Attempts: 1"
+    assert LESSON.numbers.all_landed_text not in body["message"]
+    # The check that lands the last of the six says so, and what comes next.
+    rest = {k: v for k, v in RIGHT.items() if k != "row1_mean"}
+    last = client.post("/numbers", data=rest, headers=JSON).json()
+    assert last["message"].endswith(
+        f"{LESSON.numbers.landed_text} {LESSON.numbers.all_landed_text}"
+    )
 
 
 @pytest.mark.parametrize(

@@ -245,6 +245,7 @@ class Numbers(_Model):
     intro: Text  # says the tolerance and that all six must land
     check_label: Text
     landed_text: Text
+    all_landed_text: Text  # announced with the check that lands the last number
 
 
 class Reading(_Model):
@@ -253,6 +254,7 @@ class Reading(_Model):
     choices: list[ReadingChoice]
     prompt: Text
     lock_label: Text
+    wrong_opening: Text  # opens a wrong choice's feedback: wrong in words, not colour alone
 
     @field_validator("choices")
     @classmethod
@@ -292,6 +294,7 @@ class Ablation(_Model):
     loss_label: Text
     exact_match_label: Text
     full_accuracy_label: Text
+    full_accuracy_value: Text  # {step}: the first step with every held-out token right
     never_full: Text  # the row never had every held-out token right
     gradients_heading: Text  # per-block gradient norms, shown once all four rows have played
     gradients_intro: Text
@@ -301,8 +304,10 @@ class Ablation(_Model):
         _template(self.statement, RUN_FIELDS, ("depth", "seed"))
         _template(self.initialisation_named, ("init",), ("init",))
         _template(self.play_locked, ("missing", "total"), ("missing",))
+        _template(self.full_accuracy_value, ("step",), ("step",))
+        templates = ("statement", "initialisation_named", "play_locked", "full_accuracy_value")
         for name in type(self).model_fields:
-            if name not in ("statement", "initialisation_named", "play_locked"):
+            if name not in templates:
                 _template(getattr(self, name), ())
         return self
 

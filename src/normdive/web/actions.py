@@ -128,11 +128,14 @@ def _numbers_announcement(state: LessonState, lesson: Lesson, payload: Mapping[s
             continue
         said = lesson.numbers.landed_text if field_state.landed else (field_state.message or "")
         parts.append(f"{number_field.label}: {said}")
+    if parts and state.gate.numbers_landed == state.gate.numbers_total:
+        parts.append(lesson.numbers.all_landed_text)  # this check landed the last of them
     return " ".join(parts)
 
 
-def _reading_announcement(state: LessonState, _lesson: Lesson, _p: Mapping[str, Any]) -> str:
-    return state.reading.feedback or ""
+def _reading_announcement(state: LessonState, lesson: Lesson, _p: Mapping[str, Any]) -> str:
+    feedback = state.reading.feedback or ""
+    return feedback if state.reading.right else f"{lesson.reading.wrong_opening} {feedback}"
 
 
 def _takeaway_announcement(_s: LessonState, _l: Lesson, _p: Mapping[str, Any]) -> str:
