@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from normdive.numeric.rows import MAX_ROW_CHARS, MAX_ROW_LENGTH, RowError, parse_row
+from normdive.numeric.layernorm import layer_norm_steps
+from normdive.numeric.rows import (
+    MAX_MAGNITUDE,
+    MAX_ROW_CHARS,
+    MAX_ROW_LENGTH,
+    MIN_MAGNITUDE,
+    RowError,
+    parse_row,
+)
 
 
 @pytest.mark.parametrize(
@@ -22,7 +30,7 @@ from normdive.numeric.rows import MAX_ROW_CHARS, MAX_ROW_LENGTH, RowError, parse
         ("−1.5, +2", (-1.5, 2.0)),  # U+2212 is a minus
         ("1e-3 6.02E23 .5 3.", (1e-3, 6.02e23, 0.5, 3.0)),
         ("-0", (-0.0,)),
-        ("1e150, 1e-150", (1e150, 1e-150)),
+        ("1e100, -1e100, 1e-100, -1e-100", (1e100, -1e100, 1e-100, -1e-100)),  # the edges
         ("1e-999", (0.0,)),  # underflows to zero, which is finite
         ("1\u00a02\u202f3", (1.0, 2.0, 3.0)),  # no-break spaces pasted from a phone
         (",".join(["1"] * MAX_ROW_LENGTH), (1.0,) * MAX_ROW_LENGTH),
@@ -72,6 +80,30 @@ def test_accepted_rows(text: str, row: tuple[float, ...]) -> None:
         ("-inf", "“-inf” is not allowed: every entry must be a finite number."),
         ("Infinity 2", "“Infinity” is not allowed: every entry must be a finite number."),
         ("1e400", "“1e400” is too large: every entry must be a finite number."),
+        *(
+            (
+                text,
+                f"“{token}” is too large: keep every entry between -1e100 and 1e100, so that its "
+                "square still fits in a floating-point number.",
+            )
+            for text, token in (
+                ("1e154 -1e154", "1e154"),
+                ("1, -1.0000001e100", "-1.0000001e100"),
+                ("1.7e308", "1.7e308"),
+            )
+        ),
+        *(
+            (
+                text,
+                f"“{token}” is too small: an entry other than 0 must be at least 1e-100 in "
+                "size, so that its square does not round to 0.",
+            )
+            for text, token in (
+                ("2.2e-308 -2.2e-308", "2.2e-308"),
+                ("0, 9.99e-101", "9.99e-101"),
+                ("5e-324", "5e-324"),
+            )
+        ),
         (
             ",".join(["1"] * (MAX_ROW_LENGTH + 1)),
             f"A row can hold at most {MAX_ROW_LENGTH} numbers; this one has {MAX_ROW_LENGTH + 1}.",
@@ -92,3 +124,13 @@ def test_the_length_limit_counts_characters_not_bytes() -> None:
     assert len(text) == MAX_ROW_CHARS
     assert isinstance(parse_row(text), RowError)  # too many numbers, but not too long
     assert "at most 16 numbers" in parse_row(text).message  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("size", [MAX_MAGNITUDE, MIN_MAGNITUDE])
+def test_rows_at_the_edges_normalise_to_what_they_should(size: float) -> None:
+    # What the edges protect: without the epsilon, a row of +-size normalises to +-1 exactly
+    # (its squares neither overflow nor round to zero).
+    row = parse_row(f"{size!r}, {-size!r}")
+    assert isinstance(row, tuple)
+    steps = layer_norm_steps(row, 0.0)
+    assert steps.normalised == (1.0, -1.0)

@@ -7,7 +7,12 @@ Rules (static/layernorm.js `parseRow` implements the same rules with the same me
   commas with nothing between them are an error (a number was probably lost);
 - each number is plain decimal notation with an optional sign (the Unicode minus U+2212
   counts as a minus) and an optional exponent: 2, -1.5, .5, 3., 1e-3, 6.02E23;
-- every number finite, and 1 to MAX_ROW_LENGTH of them.
+- every number finite, and 1 to MAX_ROW_LENGTH of them;
+- every number 0 or between MIN_MAGNITUDE and MAX_MAGNITUDE in size. Layer norm squares the
+  entries' distances from their mean: beyond these, a square overflows to infinity or rounds
+  to zero (doubles reach about 1.8e308 and 4.9e-324), and the steps would show "infinity" or
+  a division by zero for a row whose true answer is ordinary. Inside them, sixteen squares
+  and their sum stay far from both edges.
 
 Characters are matched from explicit ASCII sets rather than `\\d` / `\\s`, whose meaning
 differs between Python (all of Unicode) and JavaScript, so both twins accept the same text.
@@ -22,6 +27,8 @@ from dataclasses import dataclass
 MAX_ROW_LENGTH = 16
 MAX_ROW_CHARS = 400
 MAX_QUOTED_CHARS = 20  # an offending token is quoted up to this many characters
+MAX_MAGNITUDE = 1e100  # the largest size of an entry (see the module docstring)
+MIN_MAGNITUDE = 1e-100  # the smallest size of an entry other than 0
 
 UNICODE_MINUS = "\u2212"
 # Space, tab, line feed, carriage return, no-break space, narrow no-break space (phones insert
@@ -78,6 +85,16 @@ def parse_row(text: str) -> tuple[float, ...] | RowError:
         value = float(token)
         if not math.isfinite(value):
             return RowError(f"{_quote(token)} is too large: every entry must be a finite number.")
+        if abs(value) > MAX_MAGNITUDE:
+            return RowError(
+                f"{_quote(token)} is too large: keep every entry between -1e100 and 1e100, so "
+                "that its square still fits in a floating-point number."
+            )
+        if value != 0 and abs(value) < MIN_MAGNITUDE:
+            return RowError(
+                f"{_quote(token)} is too small: an entry other than 0 must be at least 1e-100 "
+                "in size, so that its square does not round to 0."
+            )
         values.append(value)
     if len(values) > MAX_ROW_LENGTH:
         return RowError(

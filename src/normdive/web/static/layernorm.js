@@ -11,6 +11,10 @@ export const INFINITY = "infinity";
 export const MINUS_INFINITY = "minus infinity";
 export const MAX_ROW_LENGTH = 16;
 export const MAX_ROW_CHARS = 400;
+// The sizes an entry may have (0 aside): beyond them a square overflows or rounds to zero
+// (rows.py's module docstring).
+export const MAX_MAGNITUDE = 1e100;
+export const MIN_MAGNITUDE = 1e-100;
 const MAX_QUOTED_CHARS = 20;
 const ZERO = "0.000000";
 const SCALE = 10n ** BigInt(DECIMALS);
@@ -171,6 +175,18 @@ export function parseRow(text) {
     const value = Number(token);
     if (!Number.isFinite(value)) {
       return { message: `${quote(token)} is too large: every entry must be a finite number.` };
+    }
+    if (Math.abs(value) > MAX_MAGNITUDE) {
+      return {
+        message: `${quote(token)} is too large: keep every entry between -1e100 and 1e100, so ` +
+          "that its square still fits in a floating-point number.",
+      };
+    }
+    if (value !== 0 && Math.abs(value) < MIN_MAGNITUDE) {
+      return {
+        message: `${quote(token)} is too small: an entry other than 0 must be at least 1e-100 ` +
+          "in size, so that its square does not round to 0.",
+      };
     }
     values.push(value);
   }
