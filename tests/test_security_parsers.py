@@ -24,7 +24,14 @@ from normdive.numeric.answers import (
     parse_answer,
     within_tolerance,
 )
-from normdive.numeric.rows import MAX_ROW_CHARS, MAX_ROW_LENGTH, RowError, parse_row
+from normdive.numeric.rows import (
+    MAX_MAGNITUDE,
+    MAX_ROW_CHARS,
+    MAX_ROW_LENGTH,
+    MIN_MAGNITUDE,
+    RowError,
+    parse_row,
+)
 from normdive.numeric.targets import exact_value, grade
 
 # As many examples as the Hypothesis profile says (tests/conftest.py).
@@ -200,7 +207,16 @@ def test_typed_text_is_right_exactly_when_it_lies_within_the_tolerance(
 
 # --- the row parser --------------------------------------------------------------------------
 
-finite = st.floats(allow_nan=False, allow_infinity=False)
+# The entries a row takes: 0, or 1e-100 to 1e100 in size, either sign (numeric/rows.py).
+in_range = st.floats(min_value=MIN_MAGNITUDE, max_value=MAX_MAGNITUDE)
+entry = st.one_of(st.sampled_from([0.0, -0.0]), in_range, in_range.map(lambda v: -v))
+# Finite, and outside that range: too large or too small (not 0).
+too_large = st.floats(min_value=MAX_MAGNITUDE, allow_infinity=False).filter(
+    lambda v: v > MAX_MAGNITUDE
+)
+too_small = st.floats(min_value=0.0, max_value=MIN_MAGNITUDE, exclude_min=True).filter(
+    lambda v: v < MIN_MAGNITUDE
+)
 separators = st.sampled_from([", ", ",", " ", "\t", " , ", "\u00a0", "\u202f", "\n"])
 
 
@@ -218,7 +234,7 @@ def test_the_row_parser_never_raises(text: str) -> None:
 
 @PROPERTY
 @given(
-    values=st.lists(finite, min_size=1, max_size=MAX_ROW_LENGTH),
+    values=st.lists(entry, min_size=1, max_size=MAX_ROW_LENGTH),
     separator=separators,
     brackets=st.booleans(),
     unicode_minus=st.booleans(),
@@ -237,6 +253,19 @@ def test_a_row_round_trips_through_its_text(
     else:
         assert result == tuple(values)
         assert [math.copysign(1, v) for v in result] == [math.copysign(1, v) for v in values]
+
+
+@PROPERTY
+@given(
+    size=st.one_of(too_large, too_small), negative=st.booleans(), others=st.lists(entry, max_size=3)
+)
+def test_an_entry_out_of_range_is_refused_by_name(
+    size: float, negative: bool, others: list[float]
+) -> None:
+    value = -size if negative else size
+    result = parse_row(" ".join(repr(v) for v in [*others, value]))
+    assert isinstance(result, RowError)
+    assert ("too large" if size > MAX_MAGNITUDE else "too small") in result.message
 
 
 @PROPERTY
