@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from conftest import migrated_sqlite_url
 from lesson_answers import RIGHT_NUMBERS
@@ -118,6 +119,7 @@ if "--multiprocessing-fork" in sys.argv:  # a worker process of `serve --workers
 """
 
 
+@pytest.mark.slow
 def test_workers_slow_to_start_are_waited_for(tmp_path: Path) -> None:
     # Each worker process pauses before it can answer the supervisor, as one starting on a
     # busy machine does (Python reads sitecustomize at start-up, from PYTHONPATH).

@@ -297,6 +297,7 @@ def test_every_commands_options_show_a_default_or_say_they_are_required() -> Non
 NO_CUDA = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "COLUMNS": "200"}
 
 
+@pytest.mark.slow  # a process that loads torch to look for CUDA: about 3-4 s
 def test_cuda_asked_for_without_a_cuda_device_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     result = subprocess.run(

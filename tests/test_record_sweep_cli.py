@@ -193,6 +193,7 @@ def test_merge_refuses_a_file_that_is_no_sweep(tmp_path: Path) -> None:
     assert not (tmp_path / "m").exists()
 
 
+@pytest.mark.slow  # a process that loads torch to look for CUDA: about 3-4 s
 def test_a_cuda_sweep_without_a_cuda_device_is_refused(tmp_path: Path) -> None:
     # As a process that sees no CUDA device, on any machine (CUDA_VISIBLE_DEVICES empty hides
     # every GPU from torch), wide enough that no message wraps.
