@@ -214,6 +214,12 @@ def test_the_key_set_is_fetched_once_and_shared(
     assert jwks.fetches == 1
 
 
+def launched_with(client: TestClient, key: RSAKey) -> httpx.Response:
+    """A fresh login, then a launch whose id_token `key` signed (under its own kid)."""
+    asked = login(client)
+    return launch(client, signed(launch_claims(asked.nonce), key), asked.state)
+
+
 def test_a_rotated_platform_key_is_fetched_once_and_accepted(
     make_browser: Callable[[], TestClient],
     registration: Registration,
@@ -222,18 +228,11 @@ def test_a_rotated_platform_key_is_fetched_once_and_accepted(
     key_set_clock: MovableClock,
 ) -> None:
     client = make_browser()
-    asked = login(client)
-    assert (
-        launch(client, signed(launch_claims(asked.nonce), platform_key), asked.state).status_code
-        == 303
-    )
+    assert launched_with(client, platform_key).status_code == 303
     rotated = new_key("platform-key-2")
     jwks.keys = [rotated]
     key_set_clock.advance(platform_keys.JWKS_REFETCH_COOLDOWN_S)
-    asked = login(client)
-    assert (
-        launch(client, signed(launch_claims(asked.nonce), rotated), asked.state).status_code == 303
-    )
+    assert launched_with(client, rotated).status_code == 303
     assert jwks.fetches == 2
 
 
@@ -246,22 +245,16 @@ def test_a_key_replaced_under_the_same_kid_is_fetched_again_and_accepted(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     client = make_browser()
-    asked = login(client)
-    claims = launch_claims(asked.nonce)
-    assert launch(client, signed(claims, platform_key), asked.state).status_code == 303
+    assert launched_with(client, platform_key).status_code == 303
     # The platform makes a new key and publishes it under the old key's id.
     replaced = new_key(str(platform_key.kid))
     jwks.keys = [replaced]
     key_set_clock.advance(platform_keys.JWKS_REFETCH_COOLDOWN_S)
-    asked = login(client)
-    claims = launch_claims(asked.nonce)
-    assert launch(client, signed(claims, replaced), asked.state).status_code == 303
+    assert launched_with(client, replaced).status_code == 303
     assert jwks.fetches == 2
     # A token signed by neither key, under that id, fetches nothing more within the cooldown.
-    asked = login(client)
-    forged = signed(launch_claims(asked.nonce), new_key(str(platform_key.kid)))
     with caplog.at_level(logging.WARNING, logger=ROUTES_LOGGER):
-        response = launch(client, forged, asked.state)
+        response = launched_with(client, new_key(str(platform_key.kid)))
     assert_refused(response, 401, "bad_signature", "does not verify", caplog)
     assert jwks.fetches == 2
 
@@ -274,22 +267,12 @@ def test_a_forged_signature_under_a_known_kid_fetches_at_most_once_a_cooldown(
     key_set_clock: MovableClock,
 ) -> None:
     client = make_browser()
-    asked = login(client)
-    assert (
-        launch(client, signed(launch_claims(asked.nonce), platform_key), asked.state).status_code
-        == 303
-    )
+    assert launched_with(client, platform_key).status_code == 303
     impostor = new_key(str(platform_key.kid))
-    for _ in range(5):
-        asked = login(client)
-        forged = signed(launch_claims(asked.nonce), impostor)
-        assert launch(client, forged, asked.state).status_code == 401
+    assert all(launched_with(client, impostor).status_code == 401 for _ in range(5))
     assert jwks.fetches == 1  # the cooldown of the first fetch still holds
     key_set_clock.advance(platform_keys.JWKS_REFETCH_COOLDOWN_S)
-    for _ in range(5):
-        asked = login(client)
-        forged = signed(launch_claims(asked.nonce), impostor)
-        assert launch(client, forged, asked.state).status_code == 401
+    assert all(launched_with(client, impostor).status_code == 401 for _ in range(5))
     assert jwks.fetches == 2  # one more look, which still finds the platform's own key
 
 
