@@ -25,6 +25,7 @@ from pydantic import SecretStr
 from sqlalchemy import Engine
 
 from normdive.lesson.content import Lesson
+from normdive.lti.platform_http import AnswerTooLarge, read_body
 from normdive.lti.platform_json import NotPlatformJson, parsed
 from normdive.lti.refusal import Refusal
 from normdive.lti.registrations import (
@@ -96,17 +97,15 @@ def _answer(http: httpx.Client, method: str, url: str, what: str, **sent: Any) -
     """The platform's answer's status and body, read as it arrives and refused as soon as it
     passes MAX_ANSWER_BYTES: a platform cannot make the tool hold more than that."""
     with http.stream(method, url, **sent) as answer:
-        body = b""
-        for chunk in answer.iter_bytes():
-            body += chunk
-            if len(body) > MAX_ANSWER_BYTES:
-                raise Refusal(
-                    400,
-                    "registration_failed",
-                    f"The platform's {what} is over {MAX_ANSWER_BYTES // 1024} KiB, which is "
-                    "too large.",
-                )
-        return answer.status_code, body
+        try:
+            return answer.status_code, read_body(answer, MAX_ANSWER_BYTES)
+        except AnswerTooLarge:
+            raise Refusal(
+                400,
+                "registration_failed",
+                f"The platform's {what} is over {MAX_ANSWER_BYTES // 1024} KiB, which is too "
+                "large.",
+            ) from None
 
 
 def _json(body: bytes, what: str) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from sqlalchemy import Connection, Engine, delete, select
 from normdive.lti import registrations
 from normdive.lti.login import LOGIN_TTL, secret_digest
 from normdive.lti.platform_json import MAX_JSON_DEPTH, too_deep
-from normdive.lti.platform_keys import signing_key
+from normdive.lti.platform_keys import same_key, signing_key
 from normdive.lti.refusal import Refusal
 from normdive.lti.registrations import Registration
 from normdive.store.tables import (
@@ -223,7 +223,7 @@ def _claims(
         except BadSignatureError:
             # The stored key may be out of date: a platform can replace a key and keep its id.
             fresh = signing_key(engine, registration, kid, distrusted=key)
-            if fresh.thumbprint() == key.thumbprint():
+            if same_key(fresh, key):
                 raise
             token = jwt.decode(id_token, fresh, algorithms=[ID_TOKEN_ALGORITHM])
     except BadSignatureError:

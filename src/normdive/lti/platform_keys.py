@@ -32,6 +32,7 @@ from joserfc.jwk import KeySet, KeySetSerialization, RSAKey
 from sqlalchemy import Engine, delete, insert, select
 from sqlalchemy.exc import IntegrityError
 
+from normdive.lti.platform_http import AnswerTooLarge, read_body
 from normdive.lti.platform_json import NotPlatformJson, parsed
 from normdive.lti.refusal import Refusal
 from normdive.lti.registrations import Registration
@@ -104,18 +105,20 @@ def _fetch(registration: Registration) -> dict[str, object]:
                     f"{response.status_code}, not 200. Check the JWKS URL registered for "
                     f"{registration.issuer}.",
                 )
-            body = b""
-            for chunk in response.iter_bytes():
-                body += chunk
-                if len(body) > MAX_JWKS_BYTES:
-                    raise Refusal(
-                        401,
-                        "jwks_too_large",
-                        f"The platform's key set at {registration.jwks_url} is over "
-                        f"{MAX_JWKS_BYTES // 1024} KiB, which no key set is.",
-                    )
+
+            def within_the_timeout() -> None:
                 if time.monotonic() - started > JWKS_FETCH_TIMEOUT_S:
                     raise unreachable(f"it took over {JWKS_FETCH_TIMEOUT_S:g} s")
+
+            try:
+                body = read_body(response, MAX_JWKS_BYTES, within_the_timeout)
+            except AnswerTooLarge:
+                raise Refusal(
+                    401,
+                    "jwks_too_large",
+                    f"The platform's key set at {registration.jwks_url} is over "
+                    f"{MAX_JWKS_BYTES // 1024} KiB, which no key set is.",
+                ) from None
     except (httpx.HTTPError, httpx.InvalidURL) as error:
         raise unreachable(type(error).__name__) from None
     try:
@@ -202,7 +205,8 @@ def _refused_within_cooldown(
     )
 
 
-def _same_key(one: RSAKey | None, other: RSAKey | None) -> bool:
+def same_key(one: RSAKey | None, other: RSAKey | None) -> bool:
+    """Whether two keys are one key (their RFC 7638 thumbprints agree)."""
     return one is not None and other is not None and one.thumbprint() == other.thumbprint()
 
 
@@ -218,7 +222,7 @@ def signing_key(
     fetched again, within the same cooldown. Returned again when the platform still serves it
     (or the cooldown holds): the caller then refuses the signature."""
     key = _rsa_key(_cached(engine, registration), kid)
-    if key is not None and not _same_key(key, distrusted):
+    if key is not None and not same_key(key, distrusted):
         return key
     fetches = _fetches_of(engine, registration)
     with fetches.lock:
