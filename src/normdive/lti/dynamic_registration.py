@@ -63,6 +63,10 @@ def invite_url(origin: str, secret_key: SecretStr) -> str:
     return f"{origin}{REGISTER_PATH}?{INVITE_PARAMETER}={token}"
 
 
+# The refusal of an invitation that has registered a platform, as a sentence.
+USED_UP = f"{INVITE_USED[0].upper()}{INVITE_USED[1:]}."
+
+
 def invite_digest(nonce: str) -> str:
     """What is stored of an invitation once it has registered a platform (lti_used_invites)."""
     return hashlib.sha256(nonce.encode()).hexdigest()
@@ -89,7 +93,7 @@ def check_invite(engine: Engine, token: str, secret_key: SecretStr) -> str:
         ) from None
     digest = invite_digest(nonce)
     if invite_used(engine, digest):
-        raise Refusal(403, "invite_used", f"{INVITE_USED[0].upper()}{INVITE_USED[1:]}.")
+        raise Refusal(403, "invite_used", USED_UP)
     return digest
 
 
@@ -248,6 +252,6 @@ def register_dynamically(
             invite=invite,
         )
     except InviteUsed:
-        raise Refusal(403, "invite_used", f"{INVITE_USED[0].upper()}{INVITE_USED[1:]}.") from None
+        raise Refusal(403, "invite_used", USED_UP) from None
     except RegistrationProblem as problem:
         raise Refusal(400, "registration_failed", f"Not registered: {problem}") from None
