@@ -281,6 +281,15 @@ def test_the_takeaway_is_saved_escaped_and_shown_again(client: TestClient) -> No
     assert text(soup, "#takeaway-status") == "Saved"
 
 
+def test_a_takeaway_saved_empty_says_it_is_cleared(client: TestClient) -> None:
+    client.post("/takeaway", data={"text": "A line."})
+    answer = client.post("/takeaway", data={"text": ""}, headers=JSON).json()
+    assert answer["message"] == LESSON.takeaway.cleared_text
+    soup = soup_of(client.get("/").text)
+    assert one(soup, "#takeaway-text").get_text() == ""
+    assert text(soup, "#takeaway-status") == "Saved empty: your takeaway is cleared."
+
+
 def test_a_takeaway_over_the_limit_is_422_and_keeps_the_text(client: TestClient) -> None:
     long_text = "a" * (LESSON.takeaway.max_chars + 1)
     response = client.post("/takeaway", data={"text": long_text})

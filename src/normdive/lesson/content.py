@@ -404,6 +404,9 @@ class Takeaway(_Model):
     help: Text
     default_line: Text  # the pre-filled line until the recording has shown its answer
     save_label: Text
+    not_saved_text: Text  # under the box until a save
+    saved_text: Text  # under the box once a takeaway is saved (and announced)
+    cleared_text: Text  # the same once the box was saved empty
     max_chars: int = Field(ge=1, le=TAKEAWAY_MAX_CHARS_LIMIT)
     # {length}, {max}: the one message for a takeaway over max_chars, filled by the server's
     # refusal and by page.js as the learner types.

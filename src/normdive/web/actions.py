@@ -138,8 +138,9 @@ def _reading_announcement(state: LessonState, lesson: Lesson, _p: Mapping[str, A
     return feedback if state.reading.right else f"{lesson.reading.wrong_opening} {feedback}"
 
 
-def _takeaway_announcement(_s: LessonState, _l: Lesson, _p: Mapping[str, Any]) -> str:
-    return "Saved"
+def _takeaway_announcement(state: LessonState, lesson: Lesson, _p: Mapping[str, Any]) -> str:
+    text = lesson.takeaway
+    return text.cleared_text if state.takeaway == "" else text.saved_text
 
 
 def _row_predict_announcement(state: LessonState, lesson: Lesson, form: Mapping[str, Any]) -> str:
