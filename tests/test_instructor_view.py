@@ -126,6 +126,9 @@ def test_takeaways_are_shown_as_text_newest_first(
     assert soup.find("img") is None
     texts = [p.get_text() for p in soup.select(".takeaway-text")]
     assert texts == ["second & last", INJECTION]
+    # Each in a paragraph of its own whose direction comes from its own text: a right-to-left
+    # takeaway reads as written, and a stray direction mark in one cannot turn the page.
+    assert all(p["dir"] == "auto" for p in soup.select(".takeaway-text"))
 
 
 def test_every_chart_has_a_table_and_the_page_needs_no_script(
