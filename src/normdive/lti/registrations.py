@@ -192,17 +192,11 @@ def register(
 ) -> Registration:
     """Store a registration. RegistrationProblem when its issuer and client id are taken;
     InviteUsed when `invite` (a dynamic registration invitation's digest, recorded with the
-    registration in one transaction) registered a platform already."""
+    registration in one transaction) registered a platform already: its key decides, so an
+    earlier look (invite_used, before the platform is asked) needs no second one here."""
     storing = "registration"
     try:
         with engine.begin() as connection:
-            if (
-                invite is not None
-                and connection.execute(
-                    select(LtiUsedInvite.invite).where(LtiUsedInvite.invite == invite)
-                ).first()
-            ):
-                raise InviteUsed(INVITE_USED)
             registration_id = connection.execute(
                 insert(LtiRegistration)
                 .values(
