@@ -305,12 +305,9 @@ def open_hint(state: LessonState, lesson: Lesson, rung: int | str) -> Action | N
         if not earlier.opened:
             raise Conflict(EARLIER_RUNG_FIRST.format(earlier=earlier.rung))
     if current.awaits_predictions and current.runs_needed == 0:
-        ablation = state.ablation
         raise Conflict(
             ANSWER_BEFORE_PREDICTIONS.format(
-                rung=number,
-                rows=ablation.predictions_total,
-                missing=ablation.predictions_total - ablation.predictions_recorded,
+                rung=number, rows=len(lesson.rows), missing=current.predictions_missing
             )
         )
     if not current.available:

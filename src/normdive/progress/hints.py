@@ -39,9 +39,14 @@ class HintRungState:
     opened: bool  # a hint_opened event names it
     can_open: bool  # available, not opened, and every earlier rung opened
     runs_needed: int  # more runs before it is available (0 once it is)
-    awaits_predictions: bool  # the answer, while some row has no prediction yet
+    # The answer's: the lesson's rows without a prediction yet (0 for the question).
+    predictions_missing: int
     status: str  # the lesson's "opens after ..." or "ready to open" line ("" once opened)
     text: str | None  # the hint itself, once opened
+
+    @property
+    def awaits_predictions(self) -> bool:
+        return self.predictions_missing > 0
 
 
 @dataclass(frozen=True)
@@ -99,14 +104,15 @@ def hints_state(history: History, lesson: Lesson, recording: RecordingFacts) -> 
     opened, runs = history.opened_rungs, history.evaluated_runs
     text_of = lesson.hints
     rows = len(history.lesson_rows)
-    every_row_predicted = all(
-        (tally := history.rows.get(key)) is not None and tally.prediction is not None
+    unpredicted = sum(
+        (tally := history.rows.get(key)) is None or tally.prediction is None
         for key in history.lesson_rows
     )
     rungs: list[HintRungState] = []
     for number, rung in enumerate(lesson.hints.rungs, 1):
         has_runs = runs >= rung.threshold
-        awaits_predictions = number == ANSWER_RUNG and not every_row_predicted
+        missing = unpredicted if number == ANSWER_RUNG else 0
+        awaits_predictions = missing > 0
         available = has_runs and not awaits_predictions
         is_open = number in opened
         more = max(0, rung.threshold - runs)
@@ -137,7 +143,7 @@ def hints_state(history: History, lesson: Lesson, recording: RecordingFacts) -> 
                 opened=is_open,
                 can_open=available and not is_open and shut_earlier is None,
                 runs_needed=more,
-                awaits_predictions=awaits_predictions,
+                predictions_missing=missing,
                 status=status,
                 text=text,
             )
