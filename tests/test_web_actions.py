@@ -216,6 +216,29 @@ def test_an_unchanged_wrong_answer_costs_nothing_on_both_paths(
     assert text(page, "#field-row1_mean-feedback") != ""
 
 
+def test_a_refusal_echoing_another_answer_sets_the_verdict_aside(client: TestClient) -> None:
+    # The verdict stays on the page, hidden, with the answer it was given for, so that page.js
+    # can bring it back when that answer is typed again; the field is not marked invalid.
+    commit(client)
+    client.post("/numbers", data={"row1_mean": "2.5"})
+    refused = client.post("/numbers", data={"row1_mean": " "})
+    assert refused.status_code == 422
+    page = soup_of(refused.text)
+    mean = one(page, "#field-row1_mean")
+    assert mean.get("value") == " "
+    assert mean.get("data-graded") == "2.5"
+    assert mean.has_attr("data-graded-invalid")
+    assert not mean.has_attr("aria-invalid")
+    feedback = one(page, "#field-row1_mean-feedback")
+    assert feedback.has_attr("hidden") and text(page, "#field-row1_mean-feedback") != ""
+    # The same answer echoed: the verdict stands, shown.
+    unchanged = soup_of(client.post("/numbers", data={"row1_mean": "2.5"}).text)
+    assert one(unchanged, "#field-row1_mean").get("aria-invalid") == "true"
+    assert not one(unchanged, "#field-row1_mean-feedback").has_attr("hidden")
+    # A field without a verdict says nothing of one.
+    assert not one(unchanged, "#field-row1_variance").has_attr("data-graded")
+
+
 def test_all_six_landed_disables_the_check(client: TestClient) -> None:
     commit(client)
     client.post("/numbers", data=RIGHT)

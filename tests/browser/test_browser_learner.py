@@ -204,6 +204,14 @@ def test_numbers_typed_and_not_checked_survive_a_reload(new_page: NewPage) -> No
     # the verdict is set aside, as the server does for an answer it echoes unchecked.
     expect(page.locator("#field-row1_mean-feedback")).to_be_visible()
     expect(field(page, "row1_mean")).to_have_attribute("aria-invalid", "true")
+    # Typing sets the verdict aside at once, and typing back the answer it was given for
+    # brings it back.
+    field(page, "row1_mean").fill("2.4")
+    expect(page.locator("#field-row1_mean-feedback")).to_be_hidden()
+    expect(field(page, "row1_mean")).not_to_have_attribute("aria-invalid", "true")
+    field(page, "row1_mean").fill(" 2.5")
+    expect(page.locator("#field-row1_mean-feedback")).to_be_visible()
+    expect(field(page, "row1_mean")).to_have_attribute("aria-invalid", "true")
     field(page, "row1_mean").fill("2.4")
     page.reload()
     expect(field(page, "row1_mean")).to_have_value("2.4")

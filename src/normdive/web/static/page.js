@@ -462,14 +462,21 @@ function restoreDrafts() {
       continue;
     }
     input.value = draft;
-    // The field's last verdict was given for another answer: set aside, as the server does for
-    // an answer it echoes unchecked (fragments.html, `retyped`).
-    if (draft.trim() !== input.defaultValue.trim()) {
-      const feedback = document.getElementById(`${input.id}-feedback`);
-      if (feedback) feedback.hidden = true;
-      input.removeAttribute("aria-invalid");
-    }
+    showVerdictIfItApplies(input);
   }
+}
+
+// A field's verdict speaks of the answer it was given for (data-graded). While the field holds
+// anything else, as typed or as a draft typed back, the verdict is set aside, as the server does
+// for an answer it echoes unchecked (fragments.html, `retyped`); typed again, it comes back.
+function showVerdictIfItApplies(input) {
+  const graded = input.dataset.graded;
+  if (graded === undefined) return;
+  const applies = input.value.trim() === graded.trim();
+  const feedback = document.getElementById(`${input.id}-feedback`);
+  if (feedback) feedback.hidden = !applies;
+  if (applies && input.hasAttribute("data-graded-invalid")) input.setAttribute("aria-invalid", "true");
+  else input.removeAttribute("aria-invalid");
 }
 
 // ---- wiring ----------------------------------------------------------------------------------
@@ -492,7 +499,10 @@ function clearRefusals(form) {
 document.addEventListener("input", (event) => {
   if (event.target.id === "own-row-input") showOwnRow();
   else if (event.target.id === "takeaway-text") onTakeawayInput();
-  else if (event.target.closest?.("#numbers") && event.target.type === "text") keepDraft(event.target);
+  else if (event.target.closest?.("#numbers") && event.target.type === "text") {
+    keepDraft(event.target);
+    showVerdictIfItApplies(event.target);
+  }
   const form = event.target.closest?.("form[data-enhance]");
   if (form) clearRefusals(form);
 });
