@@ -328,7 +328,7 @@ def _request(headers: dict[str, str], *, trusted_peer: bool = False) -> Request:
     ],
 )
 def test_foreign_origin(headers: dict[str, str], foreign: str | None) -> None:
-    assert csrf.foreign_origin(_request(headers)) == foreign
+    assert csrf.foreign_origin(_request(headers), None) == foreign
 
 
 PROXIED = {"host": "127.0.0.1:8000", "x-forwarded-host": "lesson.example, proxy.internal"}
@@ -352,7 +352,36 @@ PROXIED = {"host": "127.0.0.1:8000", "x-forwarded-host": "lesson.example, proxy.
 def test_forwarded_host_counts_only_from_a_trusted_proxy(
     headers: dict[str, str], trusted: bool, foreign: str | None
 ) -> None:
-    assert csrf.foreign_origin(_request(headers, trusted_peer=trusted)) == foreign
+    assert csrf.foreign_origin(_request(headers, trusted_peer=trusted), None) == foreign
+
+
+BEHIND_A_PROXY = {"host": "127.0.0.1:8000"}  # a proxy that forwards neither Host nor X-F-Host
+
+
+@pytest.mark.parametrize(
+    ("headers", "public_origin", "foreign"),
+    [
+        ({**BEHIND_A_PROXY, "origin": "https://lesson.example"}, "https://lesson.example", None),
+        ({**BEHIND_A_PROXY, "origin": "https://lesson.example"}, None, "https://lesson.example"),
+        ({**BEHIND_A_PROXY, "origin": EVIL}, "https://lesson.example", EVIL),
+        (
+            {**BEHIND_A_PROXY, "origin": "https://lesson.example:8443"},
+            "https://lesson.example:8443",
+            None,
+        ),
+        (
+            {**BEHIND_A_PROXY, "origin": "https://lesson.example"},
+            "https://lesson.example:8443",
+            "https://lesson.example",
+        ),
+        # The request's own Host still counts.
+        ({**BEHIND_A_PROXY, "origin": "http://127.0.0.1:8000"}, "https://lesson.example", None),
+    ],
+)
+def test_the_public_origin_is_this_site(
+    headers: dict[str, str], public_origin: str | None, foreign: str | None
+) -> None:
+    assert csrf.foreign_origin(_request(headers), public_origin) == foreign
 
 
 @pytest.mark.parametrize(("path", "data"), FORM_POSTS, ids=PATHS)

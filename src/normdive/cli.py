@@ -89,9 +89,9 @@ def serve(
     run(APP_FACTORY, host=host, port=port, workers=workers, reload=reload)
 
 
-def _fail(message: str) -> typer.Exit:
+def _fail(message: str, code: int = EXIT_FAILED) -> typer.Exit:
     typer.secho(message, err=True, fg=typer.colors.RED)
-    return typer.Exit(code=EXIT_FAILED)
+    return typer.Exit(code=code)
 
 
 def _database_url() -> str:
@@ -325,29 +325,46 @@ def lti_remove(
     typer.echo(f"Removed the registration of {issuer.strip()} with client id {client_id.strip()}.")
 
 
+# The origin a printed URL starts with: --base-url, or else NORMDIVE_PUBLIC_ORIGIN.
+BASE_URL_OPTION = typer.Option(
+    help="The tool's own origin, as learners reach it: https://host (and :port if any).",
+    show_default="NORMDIVE_PUBLIC_ORIGIN",
+)
+
+
+def _origin_and_settings(base_url: str | None) -> tuple[str, Settings]:
+    """The origin of the URL to print, and the settings that sign it (NORMDIVE_SECRET_KEY)."""
+    from pydantic import ValidationError
+
+    from normdive.config import ORIGIN_HOW_TO, exact_origin, settings_problems
+
+    origin = exact_origin(base_url) if base_url is not None else None
+    if base_url is not None and origin is None:
+        raise _fail(f"{base_url!r} is not an origin: {ORIGIN_HOW_TO}.", EXIT_SETTINGS_INVALID)
+    try:
+        settings = Settings()
+    except ValidationError as error:
+        raise _fail("\n".join(settings_problems(error)), EXIT_SETTINGS_INVALID) from None
+    origin = origin or settings.public_origin
+    if origin is None:
+        raise _fail(
+            "Give the tool's origin: --base-url https://host, or NORMDIVE_PUBLIC_ORIGIN.",
+            EXIT_SETTINGS_INVALID,
+        )
+    return origin, settings
+
+
 @lti_app.command(
     "invite",
     help="Print the URL an LMS administrator pastes into the platform's dynamic registration "
     "(good for a week and for one registration). Reads NORMDIVE_SECRET_KEY, which signs it.",
 )
 def lti_invite(
-    base_url: Annotated[
-        str, typer.Option(help="The tool's own origin, as learners reach it: https://host.")
-    ],
+    base_url: Annotated[str | None, BASE_URL_OPTION] = None,
 ) -> None:
-    from pydantic import ValidationError
-
-    from normdive.config import settings_problems
     from normdive.lti.dynamic_registration import invite_url
-    from normdive.lti.registrations import origin_of
 
-    origin = origin_of(base_url.strip())
-    if origin is None or origin != base_url.strip().rstrip("/").lower():
-        raise _fail(f"{base_url!r} is not an origin: give https://host (and :port if any).")
-    try:
-        settings = Settings()  # secret_key comes from the environment
-    except ValidationError as error:
-        raise _fail("\n".join(settings_problems(error))) from None
+    origin, settings = _origin_and_settings(base_url)
     typer.echo(invite_url(origin, settings.secret_key))
 
 
@@ -358,9 +375,7 @@ def lti_invite(
     "(default 8 hours). Reads NORMDIVE_SECRET_KEY, which signs it.",
 )
 def instructor_link(
-    base_url: Annotated[
-        str, typer.Option(help="The tool's own origin, as learners reach it: https://host.")
-    ],
+    base_url: Annotated[str | None, BASE_URL_OPTION] = None,
     context: Annotated[
         str | None,
         typer.Option(
@@ -370,22 +385,12 @@ def instructor_link(
         ),
     ] = None,
 ) -> None:
-    from pydantic import ValidationError
-
-    from normdive.config import settings_problems
-    from normdive.lti.registrations import origin_of
     from normdive.web.instructor_access import Pool, instructor_link, is_context_key
 
-    origin = origin_of(base_url.strip())
-    if origin is None or origin != base_url.strip().rstrip("/").lower():
-        raise _fail(f"{base_url!r} is not an origin: give https://host (and :port if any).")
     key = context.strip().lower() if context is not None else None
     if key is not None and not is_context_key(key):
         raise _fail(f"{context!r} is not a context key: 64 hex characters.")
-    try:
-        settings = Settings()  # secret_key comes from the environment
-    except ValidationError as error:
-        raise _fail("\n".join(settings_problems(error))) from None
+    origin, settings = _origin_and_settings(base_url)
     typer.echo(instructor_link(origin, Pool(key), settings.secret_key))
 
 

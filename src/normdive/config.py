@@ -9,6 +9,7 @@ import math
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -69,6 +70,31 @@ def estimated_bits(text: str) -> float:
     """len(text) x the Shannon entropy of its character frequencies, in bits."""
     counts = Counter(text).values()
     return -sum(count * math.log2(count / len(text)) for count in counts)
+
+
+def origin_of(url: str) -> str | None:
+    """scheme://host[:port] of an http(s) URL, lowercased; None for anything else."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not host:
+        return None
+    shown = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{shown}" + (f":{port}" if port is not None else "")
+
+
+ORIGIN_HOW_TO = "give https://host (and :port if any), without a path"
+
+
+def exact_origin(text: str) -> str | None:
+    """`text` as an origin (lowercased, without a trailing slash) when it is one and nothing
+    more: no user, path, query or fragment. None otherwise."""
+    given = text.strip().rstrip("/")
+    origin = origin_of(given)
+    return origin if origin is not None and origin == given.lower() else None
 
 
 def database_url_problem(url: str) -> str | None:
@@ -133,6 +159,20 @@ class Settings(DatabaseSettings):
     body_timeout_s: float = Field(default=DEFAULT_BODY_TIMEOUT_S, gt=0)
     # Seconds an instructor link, and the instructor view's access in a browser, stay good.
     instructor_access_ttl_s: int = Field(default=DEFAULT_INSTRUCTOR_ACCESS_TTL_S, ge=1)
+    # The origin learners and platforms reach the tool at (https://host[:port]). The URLs the
+    # tool gives out (its LTI configuration, launch and redirect URLs, links it prints) are built
+    # from it. Unset: from each request's Host (or a trusted proxy's X-Forwarded-Host/-Proto).
+    public_origin: str | None = None
+
+    @field_validator("public_origin")
+    @classmethod
+    def _an_origin(cls, text: str | None) -> str | None:
+        if text is None or not text.strip():
+            return None
+        origin = exact_origin(text)
+        if origin is None:
+            raise ValueError(f"{text!r} is not an origin: {ORIGIN_HOW_TO}")
+        return origin
 
     @field_validator("secret_key")
     @classmethod

@@ -24,6 +24,7 @@ from itsdangerous import BadSignature, SignatureExpired, TimestampSigner
 from pydantic import SecretStr
 from sqlalchemy import Engine
 
+from normdive.config import origin_of
 from normdive.lesson.content import Lesson
 from normdive.lti.platform_http import AnswerTooLarge, read_body
 from normdive.lti.platform_json import NotPlatformJson, parsed
@@ -34,7 +35,6 @@ from normdive.lti.registrations import (
     Registration,
     RegistrationProblem,
     invite_used,
-    origin_of,
     register,
     url_problem,
     validated,

@@ -23,10 +23,11 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from sqlalchemy import Connection, Engine, delete, func, insert, select
 
+from normdive.config import origin_of
 from normdive.lesson.wording import counted
 from normdive.lti import registrations
 from normdive.lti.refusal import Refusal
-from normdive.lti.registrations import Registration, origin_of
+from normdive.lti.registrations import Registration
 from normdive.store.event_store import as_utc
 from normdive.store.tables import LTI_IDENTIFIER_LENGTH, LTI_URL_LENGTH, LtiNonce, LtiState
 

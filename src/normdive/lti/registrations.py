@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sqlalchemy import ColumnElement, Engine, delete, insert, select
 from sqlalchemy.exc import IntegrityError
 
+from normdive.config import origin_of
 from normdive.store.tables import (
     LTI_IDENTIFIER_LENGTH,
     LTI_URL_LENGTH,
@@ -76,20 +77,6 @@ class Registration:
         school.instructure.com)."""
         found = [origin_of(self.issuer), origin_of(self.auth_login_url), *self.frame_origins]
         return tuple(dict.fromkeys(origin for origin in found if origin is not None))
-
-
-def origin_of(url: str) -> str | None:
-    """scheme://host[:port] of an http(s) URL, lowercased; None for anything else."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname
-        port = parts.port
-    except ValueError:
-        return None
-    if parts.scheme not in ("http", "https") or not host:
-        return None
-    shown = f"[{host}]" if ":" in host else host
-    return f"{parts.scheme}://{shown}" + (f":{port}" if port is not None else "")
 
 
 def _is_loopback(host: str) -> bool:

@@ -420,7 +420,7 @@ async def _run(request: Request, action: FormAction, target: str | None = None) 
     if form is None:
         return error_response(request, 415, NOT_A_FORM)
     vouched = learner_from_cookie(request.cookies.get(COOKIE_NAME), svc.signer)
-    forged = csrf.refusal(request, form, vouched, svc.settings.secret_key)
+    forged = csrf.refusal(request, form, vouched, svc.settings)
     if forged is not None or vouched is None:
         return error_response(request, 403, forged or csrf.NO_LEARNER)
     form.pop(csrf.FIELD, None)

@@ -38,6 +38,7 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from normdive.config import origin_of
 from normdive.lti import deep_linking, dynamic_registration, tool_config, tool_keys
 from normdive.lti import launch as launches
 from normdive.lti.launch import (
@@ -50,7 +51,7 @@ from normdive.lti.launch import (
 from normdive.lti.learners import sign_in
 from normdive.lti.login import LOGIN_TTL, begin_login, storage_key_name
 from normdive.lti.refusal import Refusal
-from normdive.lti.registrations import all_registrations, by_id, origin_of
+from normdive.lti.registrations import all_registrations, by_id
 from normdive.lti.tool_config import JWKS_PATH, LAUNCH_PATH, LOGIN_PATH, canvas_configuration
 from normdive.web.identity import (
     CACHE_CONTROL,
@@ -95,10 +96,12 @@ MAX_FORM_FIELDS = 8
 DEFAULT_STORAGE_TARGET = "_parent"
 
 
-def own_origin(request: Request) -> str:
-    """This tool's origin as the browser reached it (scheme, host and port; behind a trusted
-    proxy, what it forwarded, as uvicorn's proxy headers middleware applied)."""
-    return f"{request.url.scheme}://{request.url.netloc}"
+def own_origin(svc: Services, request: Request) -> str:
+    """This tool's origin: NORMDIVE_PUBLIC_ORIGIN where the operator set it, otherwise as the
+    browser reached it (scheme, host and port; behind a trusted proxy, what it forwarded, as
+    uvicorn's proxy headers middleware applied)."""
+    configured = svc.settings.public_origin
+    return configured or f"{request.url.scheme}://{request.url.netloc}"
 
 
 def _registered_origins(svc: Services) -> list[str]:
@@ -148,8 +151,8 @@ def _login(svc: Services, request: Request, params: dict[str, str]) -> Response:
         redirect = begin_login(
             svc.engine,
             params,
-            own_origin=own_origin(request),
-            launch_url=own_origin(request) + LAUNCH_PATH,
+            own_origin=own_origin(svc, request),
+            launch_url=own_origin(svc, request) + LAUNCH_PATH,
             created_by=address_key(svc.settings.secret_key, client_address(request)),
             open_limit=svc.settings.open_lti_logins_per_address,
         )
@@ -198,7 +201,7 @@ async def login_post(request: Request) -> Response:
     return await run_in_threadpool(_login, services(request), request, params)
 
 
-def _from_own_page(request: Request) -> bool:
+def _from_own_page(svc: Services, request: Request) -> bool:
     origin = request.headers.get("origin")
     if not origin:
         return False
@@ -206,7 +209,7 @@ def _from_own_page(request: Request) -> bool:
         netloc = urlsplit(origin).netloc.lower()
     except ValueError:
         return False
-    return netloc in own_hosts(request)
+    return netloc in own_hosts(request, svc.settings.public_origin)
 
 
 def _read_platform_storage(svc: Services, login: PendingLogin, fields: dict[str, str]) -> Response:
@@ -233,7 +236,7 @@ def _launch(svc: Services, request: Request, fields: dict[str, str]) -> Response
     proof = BrowserProof(
         cookie_state=request.cookies.get(STATE_COOKIE_PREFIX + state) if state else None,
         storage_secret=fields.get("storage_secret") or None,
-        from_own_page=_from_own_page(request),
+        from_own_page=_from_own_page(svc, request),
     )
     try:
         launch = launches.validate(
@@ -284,7 +287,9 @@ def _launch(svc: Services, request: Request, fields: dict[str, str]) -> Response
 def _deep_linking(svc: Services, request: Request, launch: Launch, state: str) -> Response:
     """The content picker's page: the lesson, and a button that posts the signed response
     back to the platform. Refusals raise before the login is consumed."""
-    answer = deep_linking.respond(svc.engine, launch, svc.lesson, own_origin(request) + LAUNCH_PATH)
+    answer = deep_linking.respond(
+        svc.engine, launch, svc.lesson, own_origin(svc, request) + LAUNCH_PATH
+    )
     with svc.engine.begin() as connection:
         launches.consume(connection, launch.login)
     response = _render(svc, "lti_deep_link.html", answer=answer, lesson=svc.lesson)
@@ -318,7 +323,7 @@ def _register(svc: Services, request: Request, params: dict[str, str]) -> Respon
             svc.engine,
             configuration_url=params.get("openid_configuration", ""),
             registration_token=params.get("registration_token") or None,
-            origin=own_origin(request),
+            origin=own_origin(svc, request),
             lesson=svc.lesson,
             invite=invite,
         )
@@ -349,7 +354,7 @@ async def dynamic_register(request: Request) -> Response:
 async def canvas_config(request: Request) -> Response:
     """The JSON configuration a Canvas administrator pastes (or points) a developer key at."""
     svc = services(request)
-    return JSONResponse(canvas_configuration(own_origin(request), svc.lesson))
+    return JSONResponse(canvas_configuration(own_origin(svc, request), svc.lesson))
 
 
 @router.post(LAUNCH_PATH)

@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 from pydantic import SecretStr
 from starlette.requests import Request
 
+from normdive.config import Settings
 from normdive.web.security.proxy import peer_is_trusted_proxy
 
 # The hidden form field and the header that carry the token.
@@ -80,25 +81,28 @@ def _netloc(url: str) -> str | None:
     return parts.netloc.lower() if parts.scheme in ("http", "https") and parts.netloc else None
 
 
-def own_hosts(request: Request) -> set[str]:
+def own_hosts(request: Request, public_origin: str | None) -> set[str]:
     """The host (and port) this request was sent to: its Host header, and the first
     X-Forwarded-Host a proxy in front may have set while rewriting Host. A page on another
     site cannot add either to a browser's request (a form sets no headers; a script that sets
     one needs the server's CORS consent, which it never gives). Any other client can, so
     X-Forwarded-Host counts only from a trusted proxy (FORWARDED_ALLOW_IPS, web.security.proxy):
-    from anyone else it would let a forged Origin name its own host."""
+    from anyone else it would let a forged Origin name its own host. The configured public
+    origin's host (NORMDIVE_PUBLIC_ORIGIN) is this site's too, whatever a proxy forwarded."""
     hosts = {request.headers.get("host", "").lower()}
+    if public_origin is not None:
+        hosts.add(urlsplit(public_origin).netloc)
     if peer_is_trusted_proxy(request):
         forwarded = request.headers.get("x-forwarded-host", "")
         hosts.add(forwarded.split(",")[0].strip().lower())
     return hosts - {""}
 
 
-def foreign_origin(request: Request) -> str | None:
+def foreign_origin(request: Request, public_origin: str | None) -> str | None:
     """The other origin this request came from, or None when it came from this site or says
     nothing. Compared by host and port as the browser wrote them, so a proxy that ends TLS in
     front of the server (the server seeing http) does not make the page foreign to itself."""
-    own = own_hosts(request)
+    own = own_hosts(request, public_origin)
     origin = request.headers.get("origin")
     if origin is not None:
         # "null" (a sandboxed frame, a file, a privacy-preserving redirect) names no site: it
@@ -111,11 +115,14 @@ def foreign_origin(request: Request) -> str | None:
 
 
 def refusal(
-    request: Request, form: Mapping[str, str], learner_id: str | None, secret_key: SecretStr
+    request: Request,
+    form: Mapping[str, str],
+    learner_id: str | None,
+    settings: Settings,
 ) -> str | None:
     """Why this state-changing request must be refused (403), or None when it may proceed.
     `learner_id` is the one the request's cookie vouches for (None: no valid cookie)."""
-    origin = foreign_origin(request)
+    origin = foreign_origin(request, settings.public_origin)
     if origin is not None:
         return FOREIGN_ORIGIN.format(origin=origin[:MAX_ECHOED_ORIGIN])
     sent = [value for value in (request.headers.get(HEADER), form.get(FIELD)) if value]
@@ -123,7 +130,7 @@ def refusal(
         return NO_LEARNER
     if not sent:
         return MISSING_TOKEN
-    expected = form_token(secret_key, learner_id)
+    expected = form_token(settings.secret_key, learner_id)
     # compare_digest takes ASCII text only; a token is ASCII, so anything else is wrong.
     if any(value.isascii() and hmac.compare_digest(value, expected) for value in sent):
         return None
