@@ -264,6 +264,35 @@ def test_a_check_where_nothing_changed_is_refused_and_is_not_a_run(
     )
 
 
+VARIANCE_LABEL = next(f.label for f in LESSON.number_fields if f.id == "row1_variance")
+
+
+@pytest.mark.parametrize(
+    ("answers", "said"),
+    [
+        # The variance emptied, the mean as it was: the message says the blank is not checked.
+        (
+            {"row1_mean": "2.5", "row1_variance": ""},
+            f"it keeps its last answer ({VARIANCE_LABEL}).",
+        ),
+        (
+            {"row1_mean": "2.5", "row1_variance": " "},
+            f"it keeps its last answer ({VARIANCE_LABEL}).",
+        ),
+        # A field never answered, left blank, is nothing to mention.
+        ({"row1_mean": "2.5", "row1_variance": "1", "row2_mean": ""}, "Change an answer"),
+    ],
+)
+def test_nothing_changed_says_a_blank_field_is_not_checked(
+    answers: dict[str, str], said: str
+) -> None:
+    s = state(DONE, PREDICTED, wrong("row1_mean", "2.5"), wrong("row1_variance", "1"))
+    with pytest.raises(Conflict) as refusal:
+        check_numbers(s, LESSON, answers)
+    assert refusal.value.message.startswith("Nothing has changed since your last check")
+    assert said in refusal.value.message
+
+
 def test_a_format_error_retyped_differently_is_checked_again() -> None:
     s = state(DONE, PREDICTED, wrong("row1_mean", "two", "format_error"))
     (entry,) = check_numbers(s, LESSON, {"row1_mean": "tw0"})[1]["answers"]

@@ -388,8 +388,12 @@ def test_json_numbers_announce_each_field(client: TestClient) -> None:
         "/numbers", data={"row1_mean": "2", "row1_variance": "1"}, headers=JSON
     ).json()
     assert body["ok"] is True
-    assert body["message"].startswith(f"Mean of [1, 2, 3]: {LESSON.numbers.landed_text}")
+    # Each field's part ends as a sentence, so the next is heard apart.
+    assert body["message"].startswith(
+        f"Mean of [1, 2, 3]: {LESSON.numbers.landed_text}. Variance of [1, 2, 3]: "
+    )
     assert "Variance of [1, 2, 3]: That divides by n - 1" in body["message"]
+    assert body["message"].endswith(".")
     numbers = soup_of(body["fragments"]["numbers"])
     assert text(numbers, "#field-row1_variance-attempts") == "Attempts: 1"
     assert LESSON.numbers.all_landed_text not in body["message"]
@@ -397,7 +401,7 @@ def test_json_numbers_announce_each_field(client: TestClient) -> None:
     rest = {k: v for k, v in RIGHT.items() if k != "row1_mean"}
     last = client.post("/numbers", data=rest, headers=JSON).json()
     assert last["message"].endswith(
-        f"{LESSON.numbers.landed_text} {LESSON.numbers.all_landed_text}"
+        f"{LESSON.numbers.landed_text}. {LESSON.numbers.all_landed_text}"
     )
 
 

@@ -2,7 +2,9 @@
 wrong answer is not charged again (with and without JavaScript), the run count says what adds
 a run, the gate counts the numbers that landed, the gate's heading is named without its
 status, one run is written in the singular, the badge says who worked the numbers out, the
-switch stays under the finger as it flips, and the answer hint waits for the row predictions."""
+switch stays under the finger as it flips and says what it did to the constant row, the answer
+hint waits for the row predictions, and a reading locked from the keyboard keeps the focus on
+the page."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from lesson_page import attempts, check_numbers, field
 from playwright.sync_api import Page, expect
 
 from lesson_answers import LESSON
+from lesson_answers import RIGHT_READING_CHOICE as RIGHT_READING
 from lesson_answers import WRONG_READING_CHOICE as WRONG_READING
 from normdive.progress.actions import NO_NUMBER_TYPED, NO_PREDICTION_CHOSEN
 
@@ -272,3 +275,29 @@ def test_the_answer_hint_waits_for_the_row_predictions(new_page: NewPage) -> Non
     expect(answer).to_have_accessible_description(
         LESSON.hints.answer_needs_predictions.format(rows=4)
     )
+
+
+def test_the_switch_says_what_it_did_to_the_constant_row(new_page: NewPage) -> None:
+    # The sentence under the constant row changes as the switch flips; a screen reader hears it.
+    page = new_page(viewport=PHONE, has_touch=True)
+    commit(page)
+    switch = page.get_by_role("switch", name=re.compile("Epsilon under the square root"))
+    switch.tap()
+    announcer = page.locator("#announcer")
+    expect(announcer).to_contain_text(LESSON.hand.edge_now_off)
+    expect(announcer).to_contain_text("not a number")
+    switch.tap()
+    expect(announcer).to_contain_text(LESSON.hand.edge_now_on)
+    expect(announcer).not_to_contain_text("not a number")
+
+
+def test_locking_the_right_reading_from_the_keyboard_keeps_the_focus(new_page: NewPage) -> None:
+    # Enter on a radio locks the reading; the radios are then disabled, and focus goes to the
+    # reading's region drawn again, not to the page's body.
+    page = new_page()
+    commit(page)
+    page.get_by_role("radio", name=RIGHT_READING.label).focus()
+    page.keyboard.press("Space")
+    page.keyboard.press("Enter")
+    expect(page.locator("#reading-feedback")).to_contain_text("Right.")
+    expect(page.locator("#reading")).to_be_focused()

@@ -46,6 +46,13 @@ NOTHING_CHANGED = (
     "Nothing has changed since your last check: every answer you typed was already checked "
     "as it is. Change an answer, then check again."
 )
+# The same, when a field that held an answer was left blank: a blank field is skipped, so
+# emptying one changes nothing to check.
+NOTHING_CHANGED_BUT_BLANKED = (
+    "Nothing has changed since your last check: every answer you typed was already checked "
+    "as it is, and a field left blank is not checked: it keeps its last answer ({labels}). "
+    "Type an answer there, or change another, then check again."
+)
 ALREADY_LANDED = (
     "Already landed: {labels}. A number that has landed stays landed; type an answer in a field "
     "that has not landed yet."
@@ -182,6 +189,13 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
         raise Invalid(NO_NUMBER_TYPED)
     changed = [(f, raw) for f, raw in typed if not _unchanged(state.fields[f.id], raw)]
     if not changed:
+        blanked = [
+            f.label
+            for f in open_fields
+            if not answers.get(f.id, "").strip() and state.fields[f.id].last_raw
+        ]
+        if blanked:
+            raise Conflict(NOTHING_CHANGED_BUT_BLANKED.format(labels=" and ".join(blanked)))
         raise Conflict(NOTHING_CHANGED)
     entries: list[dict[str, Any]] = []
     for number_field, raw in changed:

@@ -119,6 +119,13 @@ def _predict_announcement(state: LessonState, lesson: Lesson, _: Mapping[str, An
     return f"{lesson.predict.committed_text} {chosen}"
 
 
+def _as_sentence(text: str) -> str:
+    """`text` ending as a sentence does, so that the next one read after it is heard apart
+    ("Mean of [1, 2, 3]: Landed. Variance of ...")."""
+    text = text.rstrip()
+    return text if text.endswith((".", "!", "?", ":")) else f"{text}."
+
+
 def _numbers_announcement(state: LessonState, lesson: Lesson, payload: Mapping[str, Any]) -> str:
     parts = []
     for answer in payload.get("answers", []):
@@ -127,7 +134,7 @@ def _numbers_announcement(state: LessonState, lesson: Lesson, payload: Mapping[s
         if number_field is None or field_state is None:
             continue
         said = lesson.numbers.landed_text if field_state.landed else (field_state.message or "")
-        parts.append(f"{number_field.label}: {said}")
+        parts.append(_as_sentence(f"{number_field.label}: {said}"))
     if parts and state.gate.numbers_landed == state.gate.numbers_total:
         parts.append(lesson.numbers.all_landed_text)  # this check landed the last of them
     return " ".join(parts)

@@ -188,8 +188,10 @@ function announce(text) {
   }, 50);
 }
 
+// :disabled also matches a control inside a disabled fieldset (a locked reading's radios),
+// which `disabled` does not say.
 function isFocusable(element) {
-  return element && !element.disabled && element.getClientRects().length > 0;
+  return element && !element.matches(":disabled") && element.getClientRects().length > 0;
 }
 
 // `checked`: the server took a check of the six numbers (not refused it), so what the fields
@@ -214,7 +216,9 @@ function swapFragments(fragments, focusId, checked = false) {
   if (keepDefault) followTakeawayDefault();
   const target = focusId ? document.getElementById(focusId) : null;
   if (isFocusable(target)) target.focus();
-  else if (focusId && firstRegion) {
+  // Focus that did not land (the control gone, hidden or disabled) goes to the first region
+  // drawn again, not to the page's body.
+  if (focusId && firstRegion && document.activeElement !== target) {
     if (!firstRegion.hasAttribute("tabindex")) firstRegion.setAttribute("tabindex", "-1");
     firstRegion.focus();
   }
@@ -485,6 +489,8 @@ document.addEventListener("change", (event) => {
   if (event.target.id === "eps-switch") {
     repaint(); // the learner's own row too: its steps carry data-row like the others
     rememberInUrl("eps", event.target.checked ? null : "off");
+    // What the flip did to the constant row, said as well as shown ("... not a number ...").
+    announce(document.getElementById("edge-now")?.textContent.replace(/\s+/g, " ").trim());
   }
 });
 
