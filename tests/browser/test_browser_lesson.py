@@ -212,6 +212,27 @@ def test_the_takeaway_saves_itself_and_warns_before_leaving_unsaved(new_page: Ne
     page.wait_for_event("close")
 
 
+def test_a_takeaway_reloaded_before_it_saved_comes_back_and_saves(new_page: NewPage) -> None:
+    page = new_page()
+    page.goto("/")
+    box = page.get_by_label(LESSON.takeaway.label, exact=True)
+    status = page.locator("#takeaway-status")
+    box.fill("Typed, then reloaded at once.")
+    expect(status).to_have_text(LESSON.takeaway.not_saved_text)
+    page.reload()  # well within the autosave's moment
+    expect(box).to_have_value("Typed, then reloaded at once.")
+    expect(status).to_have_text(LESSON.takeaway.saved_text, timeout=15_000)
+    # Saved, it is the server's: another tab shows it, and a reload finds no draft to restore.
+    other = page.context.new_page()
+    other.goto("/")
+    expect(other.get_by_label(LESSON.takeaway.label, exact=True)).to_have_value(
+        "Typed, then reloaded at once."
+    )
+    page.reload()
+    expect(box).to_have_value("Typed, then reloaded at once.")
+    expect(status).not_to_have_text(LESSON.takeaway.not_saved_text)
+
+
 def run_axe(page: Page) -> list[dict[str, object]]:
     page.add_script_tag(path=str(AXE))
     result = page.evaluate("async () => await axe.run(document)")

@@ -378,8 +378,26 @@ function tooLong(parts) {
   return length > max ? parts.form.dataset.textTooLong.replace("{max}", count(max)).replace("{length}", count(length)) : null;
 }
 
+// What was typed and not saved yet is kept for the tab (sessionStorage, as the numbers' drafts
+// are): a reload or a phone's discarded tab within the autosave's moment brings it back.
+const TAKEAWAY_DRAFT = "normdive:takeaway-draft";
+
+function restoreTakeawayDraft() {
+  const parts = takeawayParts();
+  const draft = draftStore()?.getItem(TAKEAWAY_DRAFT);
+  if (!parts || draft === null || draft === undefined) return;
+  if (draft === parts.text.value) {
+    draftStore().removeItem(TAKEAWAY_DRAFT);
+    return;
+  }
+  parts.text.value = draft;
+  onTakeawayInput(); // not saved yet: says so, and saves it a moment later
+}
+
 function onTakeawayInput() {
   const parts = takeawayParts();
+  if (takeawayDirty()) draftStore()?.setItem(TAKEAWAY_DRAFT, parts.text.value);
+  else draftStore()?.removeItem(TAKEAWAY_DRAFT);
   const length = Array.from(parts.text.value).length;
   parts.count.textContent = String(length);
   window.clearTimeout(takeaway.timer);
@@ -406,6 +424,7 @@ async function saveTakeaway(byButton) {
   try {
     const { answer } = await post(parts.form);
     if (answer.ok) takeaway.baseline = sent;
+    if (answer.ok && parts.text.value === sent) draftStore()?.removeItem(TAKEAWAY_DRAFT);
     if (answer.ok && parts.text.value !== sent) {
       // More was typed while this save travelled: that text still needs its own save.
       setTakeawayStatus(parts.form.dataset.textUnsaved, false);
@@ -544,6 +563,7 @@ for (const element of document.querySelectorAll("[data-js-text]")) {
 }
 restoreDrafts();
 takeaway.baseline = takeawayParts()?.text.value ?? null;
+restoreTakeawayDraft();
 repaint();
 // requestIdleCallback is missing from some browsers (Safari); a timer does the same there.
 (window.requestIdleCallback ?? window.setTimeout)(prepareOtherEps);
