@@ -3,8 +3,8 @@ wrong answer is not charged again (with and without JavaScript), the run count s
 a run, the gate counts the numbers that landed, the gate's heading is named without its
 status, one run is written in the singular, the badge says who worked the numbers out, the
 switch stays under the finger as it flips and says what it did to the constant row, the answer
-hint waits for the row predictions, and a reading locked from the keyboard keeps the focus on
-the page."""
+hint waits for the row predictions, a reading locked from the keyboard keeps the focus on the
+page, and a check keeps its button under the finger."""
 
 from __future__ import annotations
 
@@ -301,3 +301,26 @@ def test_locking_the_right_reading_from_the_keyboard_keeps_the_focus(new_page: N
     page.keyboard.press("Enter")
     expect(page.locator("#reading-feedback")).to_contain_text("Right.")
     expect(page.locator("#reading")).to_be_focused()
+
+
+def test_a_check_keeps_its_button_under_the_finger(new_page: NewPage) -> None:
+    # Feedback appears under the fields above the button; the page must not jump with it.
+    page = new_page(viewport=PHONE, has_touch=True)
+    commit(page)
+    field(page, "row1_mean").fill("1.5")
+    field(page, "row1_variance").fill("2/3")
+    field(page, "row2_mean").fill("7")
+    button = page.get_by_role("button", name=LESSON.numbers.check_label)
+    button.scroll_into_view_if_needed()
+    page.evaluate(
+        "window.scrollBy({top: document.getElementById('numbers-check')"
+        ".getBoundingClientRect().top - 350, behavior: 'instant'})"
+    )
+    before = button.bounding_box()
+    button.tap()
+    expect(attempts(page, "row1_mean")).to_have_text("Attempts: 1")
+    expect(button).to_be_focused()
+    after = button.bounding_box()
+    assert before is not None and after is not None
+    assert abs(after["y"] - before["y"]) <= 2, (before, after)
+    expect(button).to_be_in_viewport()

@@ -215,7 +215,7 @@ function swapFragments(fragments, focusId, checked = false) {
   repaint();
   if (keepDefault) followTakeawayDefault();
   const target = focusId ? document.getElementById(focusId) : null;
-  if (isFocusable(target)) target.focus();
+  if (isFocusable(target)) target.focus({ preventScroll: true }); // kept on screen: holdOnScreen
   // Focus that did not land (the control gone, hidden or disabled) goes to the first region
   // drawn again, not to the page's body.
   if (focusId && firstRegion && document.activeElement !== target) {
@@ -256,6 +256,23 @@ function showRefusal(form, message) {
   note.textContent = message;
 }
 
+// Where the control pressed is on screen: it stays there while the regions around it are drawn
+// again, however much taller they grow (feedback under the fields above the button, the
+// outcome beside it), so nothing jumps under the finger. Returns what puts it back.
+function holdOnScreen(id) {
+  const top = id ? document.getElementById(id)?.getBoundingClientRect().top : undefined;
+  return () => {
+    const now = id ? document.getElementById(id) : null;
+    // A region that took the focus instead has scrolled itself into view as it took it.
+    if (!now || document.activeElement !== now) return;
+    if (top === undefined) now.scrollIntoView({ block: "nearest", behavior: "instant" });
+    else {
+      const moved = now.getBoundingClientRect().top - top;
+      if (Math.abs(moved) >= 1) window.scrollBy({ top: moved, behavior: "instant" });
+    }
+  };
+}
+
 async function submitEnhanced(form, focusId) {
   if (busy.has(form)) return;
   busy.add(form);
@@ -263,6 +280,7 @@ async function submitEnhanced(form, focusId) {
   const played = form.dataset.play;
   try {
     const { answer } = await post(form);
+    const putBack = holdOnScreen(focusId);
     swapFragments(answer.fragments || {}, focusId, answer.ok && form.id === "numbers");
     // A refusal arrives as a role="alert" message beside the form; success is announced here,
     // and shown beside the button of a form that has room for it (data-outcome).
@@ -272,6 +290,7 @@ async function submitEnhanced(form, focusId) {
       if (outcome) outcome.textContent = answer.message;
     }
     else if (!answer.fragments) showRefusal(form, answer.message);
+    putBack();
     if (answer.ok && played) showPlayedRow(played, true);
   } catch {
     announce(NETWORK_PROBLEM);
