@@ -298,6 +298,9 @@ class Ablation(_Model):
     never_full: Text  # the row never had every held-out token right
     gradients_heading: Text  # per-block gradient norms, shown once all four rows have played
     gradients_intro: Text
+    gradients_first_label: Text  # the first moment's heading, before "update N"
+    gradients_later_label: Text  # the later moment's
+    gradients_scale_note: Text  # {low}, {high}: the ends of the bars' shared log scale
 
     @model_validator(mode="after")
     def _templates(self) -> Ablation:
@@ -305,7 +308,14 @@ class Ablation(_Model):
         _template(self.initialisation_named, ("init",), ("init",))
         _template(self.play_locked, ("missing", "total"), ("missing",))
         _template(self.full_accuracy_value, ("step",), ("step",))
-        templates = ("statement", "initialisation_named", "play_locked", "full_accuracy_value")
+        _template(self.gradients_scale_note, ("low", "high"), ("low", "high"))
+        templates = (
+            "statement",
+            "initialisation_named",
+            "play_locked",
+            "full_accuracy_value",
+            "gradients_scale_note",
+        )
         for name in type(self).model_fields:
             if name not in templates:
                 _template(getattr(self, name), ())
