@@ -5,6 +5,7 @@ sample recording from a tmp file and starts every learner locked (8.5 not done):
   and the seconds printed: run with -s to read them);
 - a second learner in another browser context sees none of the first's state but, once
   committed, the aggregate of all learners;
+- a row predicted from the keyboard keeps the focus on that row;
 - axe-core finds no violations with the player's charts and the gradient bars on screen."""
 
 from __future__ import annotations
@@ -324,3 +325,17 @@ def test_axe_core_finds_no_violations_with_the_player_and_charts_on_screen(
     assert violations == [], json.dumps(
         [{"id": v["id"], "nodes": [n["html"] for n in v["nodes"]]} for v in violations], indent=1
     )
+
+
+def test_a_row_predicted_from_the_keyboard_keeps_the_focus_on_its_row(new_page: NewPage) -> None:
+    # The row's form gives way to its prediction; focus goes to that row, not to the whole
+    # list of rows (which a screen reader would read from its top).
+    page = new_page()
+    unlock(page)
+    commit(page, "Residual connections")
+    row = page.locator("#row-residual_only")
+    row.get_by_role("radio", name=OUTCOME_LABELS["partial"], exact=True).focus()
+    page.keyboard.press("Space")
+    page.keyboard.press("Enter")
+    expect(page.locator("#row-residual_only-prediction")).to_be_visible()
+    expect(row).to_be_focused()

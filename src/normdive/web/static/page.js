@@ -198,6 +198,7 @@ function isFocusable(element) {
 // show now is its drawing of them, and no typed draft is still the learner's alone.
 function swapFragments(fragments, focusId, checked = false) {
   const keepDefault = !takeawayDirty();
+  const aroundIds = idsAround(focusId);
   const sweepPanel = document.getElementById("sweep-panel");
   let firstRegion = null;
   for (const [id, html] of Object.entries(fragments)) {
@@ -216,12 +217,26 @@ function swapFragments(fragments, focusId, checked = false) {
   if (keepDefault) followTakeawayDefault();
   const target = focusId ? document.getElementById(focusId) : null;
   if (isFocusable(target)) target.focus({ preventScroll: true }); // kept on screen: holdOnScreen
-  // Focus that did not land (the control gone, hidden or disabled) goes to the first region
-  // drawn again, not to the page's body.
-  if (focusId && firstRegion && document.activeElement !== target) {
-    if (!firstRegion.hasAttribute("tabindex")) firstRegion.setAttribute("tabindex", "-1");
-    firstRegion.focus();
+  // Focus that did not land (the control gone, hidden or disabled) goes to the nearest
+  // element around it that is drawn again (a row whose prediction form gave way to the
+  // prediction), else to the first region drawn again: never to the page's body.
+  if (focusId && document.activeElement !== target) {
+    const around = aroundIds.map((id) => document.getElementById(id)).find((e) => e?.getClientRects().length);
+    const next = around || firstRegion;
+    if (next) {
+      if (!next.hasAttribute("tabindex")) next.setAttribute("tabindex", "-1");
+      next.focus();
+    }
   }
+}
+
+// The ids of the elements around `id`'s, nearest first, up to the page's main content.
+function idsAround(id) {
+  const ids = [];
+  for (let element = id ? document.getElementById(id)?.parentElement : null; element && element !== document.body; element = element.parentElement) {
+    if (element.id) ids.push(element.id);
+  }
+  return ids;
 }
 
 // The learner's form token (the server refuses a post without it: web/security/csrf.py). Every
