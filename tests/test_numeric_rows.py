@@ -79,7 +79,12 @@ def test_accepted_rows(text: str, row: tuple[float, ...]) -> None:
         ("1, NaN", "“NaN” is not allowed: every entry must be a finite number."),
         ("-inf", "“-inf” is not allowed: every entry must be a finite number."),
         ("Infinity 2", "“Infinity” is not allowed: every entry must be a finite number."),
-        ("1e400", "“1e400” is too large: every entry must be a finite number."),
+        # Beyond the float range, as beyond the entries' range: one message.
+        (
+            "1e400",
+            "“1e400” is too large: keep every entry between -1e100 and 1e100, so that its "
+            "square still fits in a floating-point number.",
+        ),
         *(
             (
                 text,
