@@ -25,6 +25,10 @@ from normdive.numeric.rows import (
         ("  [ 2 2 2 6 ]  ", (2.0, 2.0, 2.0, 6.0)),
         ("1 ,\t2\n,3", (1.0, 2.0, 3.0)),
         ("1, 2, 3,", (1.0, 2.0, 3.0)),  # a trailing comma is forgiven
+        # Lists with commas and spaces, not decimal commas.
+        ("1,2, 3", (1.0, 2.0, 3.0)),
+        ("1 ,2 3", (1.0, 2.0, 3.0)),
+        ("[ 1,2,3 ]", (1.0, 2.0, 3.0)),
         (",1", (1.0,)),
         ("7", (7.0,)),
         ("−1.5, +2", (-1.5, 2.0)),  # U+2212 is a minus
@@ -75,6 +79,18 @@ def test_accepted_rows(text: str, row: tuple[float, ...]) -> None:
             "abcdefghijklmnopqrstuvwxyz",
             "“abcdefghijklmnopqrst…” is not a number. Write numbers like 2, -1.5 or 1e-3, "
             "separated by commas or spaces.",
+        ),
+        *(
+            (
+                text,
+                f"“{group}” looks like a decimal comma: write decimals with a point, as in 0.5, "
+                "and part the entries with commas or spaces.",
+            )
+            for text, group in (
+                ("0,5 1,5", "0,5"),
+                ("2 0,25", "0,25"),
+                ("[1,5 -2,5]", "1,5"),
+            )
         ),
         ("1, NaN", "“NaN” is not allowed: every entry must be a finite number."),
         ("-inf", "“-inf” is not allowed: every entry must be a finite number."),

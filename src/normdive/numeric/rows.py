@@ -35,6 +35,8 @@ UNICODE_MINUS = "\u2212"
 SPACES = " \t\n\r\u00a0\u202f"
 _SEPARATOR = re.compile(f"[{SPACES},]+")
 _EMPTY_BETWEEN_COMMAS = re.compile(f",[{SPACES}]*,")
+_SPACES_ONLY = re.compile(f"[{SPACES}]+")
+_COMMA_BETWEEN_DIGITS = re.compile(r"[0-9],[0-9]")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _NON_FINITE_WORDS = frozenset({"nan", "inf", "infinity"})
 
@@ -50,6 +52,16 @@ def _quote(token: str) -> str:
     if len(token) > MAX_QUOTED_CHARS:
         token = token[:MAX_QUOTED_CHARS] + "…"
     return f"“{token}”"
+
+
+def _decimal_comma(body: str) -> str | None:
+    """The first group written like "0,5" where groups are parted by spaces alone ("0,5 1,5"):
+    a decimal comma, not a list, which would otherwise silently read as [0, 5, 1, 5]. A list
+    with commas and spaces ("1,2, 3") has a comma at the end of a group, and is read as one."""
+    groups = [group for group in _SPACES_ONLY.split(body) if group]
+    if len(groups) < 2 or any(group.startswith(",") or group.endswith(",") for group in groups):
+        return None
+    return next((group for group in groups if _COMMA_BETWEEN_DIGITS.search(group)), None)
 
 
 def parse_row(text: str) -> tuple[float, ...] | RowError:
@@ -68,6 +80,12 @@ def parse_row(text: str) -> tuple[float, ...] | RowError:
     body = body.replace(UNICODE_MINUS, "-")
     if _EMPTY_BETWEEN_COMMAS.search(body):
         return RowError("There are two commas with no number between them.")
+    comma = _decimal_comma(body)
+    if comma is not None:
+        return RowError(
+            f"{_quote(comma)} looks like a decimal comma: write decimals with a point, as in "
+            "0.5, and part the entries with commas or spaces."
+        )
     tokens = [token for token in _SEPARATOR.split(body) if token]
     if not tokens:
         return RowError("Type at least one number, for example 1, 2, 3.")
