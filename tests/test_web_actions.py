@@ -132,7 +132,7 @@ def test_unusable_input_is_422_with_a_message(
     assert response.status_code == 422
     soup = soup_of(response.text)
     assert message in text(soup, f"#{form_id}-alert")
-    # The refusal stands in for the form's prompt ("Pick one first"), not beside it.
+    # The refusal stands in for the form's prompt, not beside it.
     region = {"predict": "#predict-body", "reading": "#reading", "numbers": "#numbers"}[form_id]
     assert one(soup, region).select(".prompt") == []
     # The page opens at its top: the message is there too, with a link down to the form.
