@@ -148,7 +148,11 @@ def test_without_javascript_the_panel_is_a_table_whose_cells_play(new_page: NewP
     page.get_by_text(TEXT.open_label, exact=True).first.click()  # <details> opens natively
     # The link inside says something the summary did not: where it goes.
     expect(page.get_by_role("link", name=TEXT.open_label)).to_have_count(0)
-    page.get_by_role("link", name=TEXT.page_label).click()
+    # Alone on its line, it is a touch target like the buttons: 44 px tall.
+    link = page.get_by_role("link", name=TEXT.page_label)
+    box = link.bounding_box()
+    assert box is not None and box["height"] >= 44, box
+    link.click()
     expect(page).to_have_url(re.compile(r"/depths#sweep$"))
     expect(page.get_by_role("heading", name=TEXT.heading, level=2)).to_be_visible()
     table = page.get_by_role("table", name="Final held-out accuracy with GPT-2 initialisation")
