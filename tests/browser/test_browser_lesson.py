@@ -186,6 +186,21 @@ def test_your_own_row_computes_as_you_type(new_page: NewPage) -> None:
     expect(steps.locator(".row-steps")).to_have_count(0)
     own.fill("")
     expect(page.locator("#own-row-message")).to_have_text("")
+    # Typed key by key, a half-typed entry ("1e" on the way to "1e5") says nothing: the
+    # problem would only flash, and be read out, at every key.
+    seen: list[str] = []
+    page.expose_function("sawMessage", lambda text: seen.append(text))
+    page.evaluate(
+        """() => new MutationObserver(() => window.sawMessage(
+             document.getElementById("own-row-message").textContent))
+           .observe(document.getElementById("own-row-message"),
+                    {childList: true, characterData: true, subtree: true})"""
+    )
+    own.press_sequentially("2, 1e5", delay=40)
+    expect(steps.locator("[data-ln=input]")).to_have_text("[2, 100000]")
+    page.wait_for_timeout(700)
+    assert [text for text in seen if text] == []
+    expect(page.locator("#own-row-message")).to_have_text("")
 
 
 def test_the_takeaway_saves_itself_and_warns_before_leaving_unsaved(new_page: NewPage) -> None:

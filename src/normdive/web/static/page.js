@@ -23,6 +23,7 @@
 import { formatInputRow, formatNumber, formatRow, layerNormSteps, parseRow } from "./layernorm.js";
 
 const AUTOSAVE_DELAY_MS = 1500; // "a moment after typing stops"
+const OWN_ROW_PROBLEM_DELAY_MS = 600; // a pause in typing, before a typed row's problem is said
 const NETWORK_PROBLEM = "The server could not be reached, so nothing was saved. Try again.";
 const CURVES_PROBLEM = "The recorded curves could not be loaded just now; the table holds the same figures.";
 
@@ -144,6 +145,8 @@ function writeUrl() {
   window.history.replaceState(window.history.state, "", url);
 }
 
+let ownRowProblemTimer = 0;
+
 function showOwnRow() {
   const input = document.getElementById("own-row-input");
   const message = document.getElementById("own-row-message");
@@ -154,6 +157,7 @@ function showOwnRow() {
   const text = input.value;
   rememberInUrl("row", text.trim() ? text : null);
   for (const field of document.querySelectorAll("[data-row-field]")) field.value = text.trim() ? text : "";
+  window.clearTimeout(ownRowProblemTimer);
   if (!text.trim()) {
     message.textContent = "";
     input.removeAttribute("aria-invalid");
@@ -162,9 +166,15 @@ function showOwnRow() {
   }
   const parsed = parseRow(text);
   if (!Array.isArray(parsed)) {
-    message.textContent = parsed.message;
-    input.setAttribute("aria-invalid", "true");
     target.replaceChildren();
+    message.textContent = "";
+    input.removeAttribute("aria-invalid");
+    // Half-typed ("1e", "0.") is not wrong yet: the problem is said once typing pauses, so
+    // that it does not flash, and is not read out, at every key.
+    ownRowProblemTimer = window.setTimeout(() => {
+      message.textContent = parsed.message;
+      input.setAttribute("aria-invalid", "true");
+    }, OWN_ROW_PROBLEM_DELAY_MS);
     return;
   }
   message.textContent = "";
