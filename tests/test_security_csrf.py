@@ -376,6 +376,28 @@ BEHIND_A_PROXY = {"host": "127.0.0.1:8000"}  # a proxy that forwards neither Hos
         ),
         # The request's own Host still counts.
         ({**BEHIND_A_PROXY, "origin": "http://127.0.0.1:8000"}, "https://lesson.example", None),
+        # On the public origin's host, its scheme too: plain http there is another origin,
+        # even when a proxy forwards that host.
+        (
+            {**BEHIND_A_PROXY, "origin": "http://lesson.example"},
+            "https://lesson.example",
+            "http://lesson.example",
+        ),
+        (
+            {"host": "lesson.example", "origin": "http://lesson.example"},
+            "https://lesson.example",
+            "http://lesson.example",
+        ),
+        (
+            {"host": "lesson.example", "referer": "http://lesson.example/"},
+            "https://lesson.example",
+            "http://lesson.example/",
+        ),
+        (
+            {"host": "lesson.example", "origin": "HTTPS://lesson.example"},
+            "https://lesson.example",
+            None,
+        ),
     ],
 )
 def test_the_public_origin_is_this_site(

@@ -98,18 +98,32 @@ def own_hosts(request: Request, public_origin: str | None) -> set[str]:
     return hosts - {""}
 
 
+def _is_own(url: str, own: set[str], public_origin: str | None) -> bool:
+    """Whether `url` is on this site: its host and port are one of `own`. A URL on the
+    configured public origin's host must also have its scheme (http://d9.example.edu is
+    another origin than https://d9.example.edu); without one configured, the scheme cannot
+    be known here (a proxy may end TLS in front), and is not compared."""
+    netloc = _netloc(url)
+    if netloc not in own:
+        return False
+    if public_origin is not None and netloc == urlsplit(public_origin).netloc:
+        return urlsplit(url).scheme.lower() == urlsplit(public_origin).scheme
+    return True
+
+
 def foreign_origin(request: Request, public_origin: str | None) -> str | None:
     """The other origin this request came from, or None when it came from this site or says
     nothing. Compared by host and port as the browser wrote them, so a proxy that ends TLS in
-    front of the server (the server seeing http) does not make the page foreign to itself."""
+    front of the server (the server seeing http) does not make the page foreign to itself; by
+    scheme too on the configured public origin's host (_is_own)."""
     own = own_hosts(request, public_origin)
     origin = request.headers.get("origin")
     if origin is not None:
         # "null" (a sandboxed frame, a file, a privacy-preserving redirect) names no site: it
         # is not this one.
-        return None if _netloc(origin) in own else origin
+        return None if _is_own(origin, own, public_origin) else origin
     referer = request.headers.get("referer")
-    if referer is not None and _netloc(referer) not in own:
+    if referer is not None and not _is_own(referer, own, public_origin):
         return referer
     return None
 
