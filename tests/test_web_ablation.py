@@ -200,8 +200,8 @@ def test_the_first_load_stays_small_and_carries_no_curves(client: TestClient) ->
         next(str(s["src"]) for s in soup.select("script[src]"))
     ]
     assert len(html.encode()) < 64 * 1024
-    # The player is empty until a row is asked for (by a play, or ?play= after one).
-    assert text(soup, "#player .placeholder") == LESSON.ablation.player_placeholder
+    # The player names the row played (page.js fetches its curves); the page holds none.
+    assert one(soup, "#player")["data-src"] == "/recording/rows/both.json"
 
 
 # --- row predictions -----------------------------------------------------------------------------
@@ -384,6 +384,19 @@ def test_the_curves_open_once_the_row_has_played(client: TestClient) -> None:
     missing = client.get("/recording/rows/best.json")
     assert missing.status_code == 404
     assert missing.json()["message"] == "There is no row called 'best' in this lesson."
+
+
+def test_a_plain_visit_shows_the_row_first_played_last(client: TestClient) -> None:
+    commit(client)
+    predict_all(client)
+    assert text(page(client), "#player .placeholder") == LESSON.ablation.player_placeholder
+    for key in ("neither", "both", "neither"):  # a replay does not move a row's place
+        client.post(f"/rows/{key}/play")
+    player = one(page(client), "#player")
+    assert player["data-player-row"] == "both"
+    # The address still chooses, and the forms carry the row shown.
+    assert one(page(client, "/?play=neither"), "#player")["data-player-row"] == "neither"
+    assert one(page(client), "input[data-play-field]")["value"] == "both"
 
 
 def test_a_learner_sees_none_of_anothers_state(learner: Learner) -> None:

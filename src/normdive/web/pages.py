@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from normdive.progress.actions import unknown_row_message
+from normdive.progress.state import LessonState
 from normdive.recording.format import Recording, non_finite_marker
 from normdive.web.identity import attach_cookie, resolve_learner
 from normdive.web.player import row_payload
@@ -23,6 +24,14 @@ from normdive.web.services import Services, services
 from normdive.web.view import PLAY_PARAM, eps_is_on
 
 router = APIRouter()
+
+
+def _last_new_row(state: LessonState) -> str | None:
+    """The row a plain visit shows in the player: of the rows the learner has played, the one
+    first played last, so that a learner coming back (the address names a row only while the
+    page is open) finds curves of their own, not an empty player."""
+    order = state.ablation.play_order
+    return order[-1] if order else None
 
 
 def _lesson_page(svc: Services, request: Request) -> Response:
@@ -36,7 +45,7 @@ def _lesson_page(svc: Services, request: Request) -> Response:
         recording_status,
         eps_on=eps_is_on(request.query_params.get("eps")),
         own_row_text=request.query_params.get("row"),
-        player_row=request.query_params.get(PLAY_PARAM),
+        player_row=request.query_params.get(PLAY_PARAM) or _last_new_row(state),
     )
     body = svc.renderer.page(view) if state.prerequisite_done else svc.renderer.locked(view)
     response = HTMLResponse(body)
