@@ -91,6 +91,11 @@ def test_a_login_for_another_origin_is_refused_whatever_the_host_says(
         (" https://d9.example.edu:8443 ", "https://d9.example.edu:8443"),
         ("http://127.0.0.1:8000", "http://127.0.0.1:8000"),
         ("https://[::1]:8443", "https://[::1]:8443"),
+        # A default port is left out, as a browser's Origin header leaves it out.
+        ("https://d9.example.edu:443", "https://d9.example.edu"),
+        ("http://d9.example.edu:80/", "http://d9.example.edu"),
+        ("http://d9.example.edu:443", "http://d9.example.edu:443"),
+        ("https://xn--bcher-kva.example", "https://xn--bcher-kva.example"),
         ("", None),
         ("   ", None),
     ],
@@ -112,6 +117,7 @@ def test_settings_keep_an_origin_as_its_urls_begin(given: str, kept: str | None)
         "https://d9.example.edu:99999",
         "https://",
         "javascript:alert(1)",
+        "https://bücher.example",  # browsers send it as https://xn--bcher-kva.example
     ],
 )
 def test_settings_refuse_what_is_not_an_origin(given: str) -> None:
@@ -159,3 +165,20 @@ def test_printed_urls_need_an_origin(command: list[str]) -> None:
     assert wrong.exit_code == 2
     assert "'https://x.test/path' is not an origin: give https://host" in wrong.output
     assert "Traceback" not in missing.output + wrong.output
+
+
+@pytest.mark.parametrize(
+    ("origin", "status"),
+    [(TOOL_ORIGIN, 303), ("http://tool.test", 403), (MADE_UP_HOST, 403)],
+)
+def test_behind_a_proxy_that_forwards_no_host_forms_from_the_public_origin_count(
+    make_settings: SettingsFactory, origin: str, status: int
+) -> None:
+    # The server sees its own address as Host; the browser's Origin names the public origin.
+    app = create_app(make_settings(public_origin=TOOL_ORIGIN))
+    with client_at(app, "http://127.0.0.1:8000") as client:
+        token = client.get("/api/state").json()["csrf_token"]
+        answer = client.post(
+            "/predict", data={"choice": "residual", "csrf_token": token}, headers={"Origin": origin}
+        )
+    assert answer.status_code == status

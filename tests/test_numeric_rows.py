@@ -28,6 +28,8 @@ from normdive.numeric.rows import (
         # Lists with commas and spaces, not decimal commas.
         ("1,2, 3", (1.0, 2.0, 3.0)),
         ("1 ,2 3", (1.0, 2.0, 3.0)),
+        ("1 2,3,4", (1.0, 2.0, 3.0, 4.0)),
+        ("0,5", (0.0, 5.0)),  # one group: nothing tells it from a list of two
         ("[ 1,2,3 ]", (1.0, 2.0, 3.0)),
         (",1", (1.0,)),
         ("7", (7.0,)),
@@ -90,6 +92,8 @@ def test_accepted_rows(text: str, row: tuple[float, ...]) -> None:
                 ("0,5 1,5", "0,5"),
                 ("2 0,25", "0,25"),
                 ("[1,5 -2,5]", "1,5"),
+                ("1,2 3", "1,2"),
+                ("−0,5 1", "−0,5"),  # quoted as typed, with its minus sign
             )
         ),
         ("1, NaN", "“NaN” is not allowed: every entry must be a finite number."),

@@ -394,8 +394,10 @@ def test_a_plain_visit_shows_the_row_first_played_last(client: TestClient) -> No
         client.post(f"/rows/{key}/play")
     player = one(page(client), "#player")
     assert player["data-player-row"] == "both"
-    # The address still chooses, and the forms carry the row shown.
+    # The address still chooses, among the rows played, and the forms carry the row shown.
     assert one(page(client, "/?play=neither"), "#player")["data-player-row"] == "neither"
+    for other in ("bogus", "residual_only"):  # no such row; not played
+        assert one(page(client, f"/?play={other}"), "#player")["data-player-row"] == "both"
     assert one(page(client), "input[data-play-field]")["value"] == "both"
 
 

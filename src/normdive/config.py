@@ -72,8 +72,13 @@ def estimated_bits(text: str) -> float:
     return -sum(count * math.log2(count / len(text)) for count in counts)
 
 
+# The port each scheme's origin leaves unwritten (a browser's Origin header never names it).
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
 def origin_of(url: str) -> str | None:
-    """scheme://host[:port] of an http(s) URL, lowercased; None for anything else."""
+    """scheme://host[:port] of an http(s) URL, lowercased, the scheme's default port left out
+    as browsers write an origin; None for anything else."""
     try:
         parts = urlsplit(url)
         host = parts.hostname
@@ -83,18 +88,28 @@ def origin_of(url: str) -> str | None:
     if parts.scheme not in ("http", "https") or not host:
         return None
     shown = f"[{host}]" if ":" in host else host
-    return f"{parts.scheme}://{shown}" + (f":{port}" if port is not None else "")
+    written = port is not None and port != DEFAULT_PORTS[parts.scheme]
+    return f"{parts.scheme}://{shown}" + (f":{port}" if written else "")
 
 
-ORIGIN_HOW_TO = "give https://host (and :port if any), without a path"
+ORIGIN_HOW_TO = "give https://host (and :port if any), without a path, the host in ASCII"
 
 
 def exact_origin(text: str) -> str | None:
-    """`text` as an origin (lowercased, without a trailing slash) when it is one and nothing
-    more: no user, path, query or fragment. None otherwise."""
+    """`text` as an origin (lowercased, without a trailing slash or a default port) when it is
+    one and nothing more: no user, path, query or fragment, and a host in ASCII (a browser sends
+    a non-ASCII host in its punycode form, xn--...). None otherwise."""
     given = text.strip().rstrip("/")
+    if not given.isascii():
+        return None
     origin = origin_of(given)
-    return origin if origin is not None and origin == given.lower() else None
+    if origin is None:
+        return None
+    parts = urlsplit(given)
+    as_given = given.lower()
+    if parts.port is not None and parts.port == DEFAULT_PORTS.get(parts.scheme.lower()):
+        as_given = as_given.rsplit(":", 1)[0]
+    return origin if origin == as_given else None
 
 
 def database_url_problem(url: str) -> str | None:

@@ -248,6 +248,29 @@ def test_a_takeaway_reloaded_before_it_saved_comes_back_and_saves(new_page: NewP
     expect(status).not_to_have_text(LESSON.takeaway.not_saved_text)
 
 
+def test_a_takeaway_draft_saved_over_elsewhere_is_not_restored(new_page: NewPage) -> None:
+    # Tab A cannot save (its posts are refused), so its draft stays; tab B, the same learner,
+    # saves later. A's reload shows B's saved text: the draft was typed over an older one.
+    page = new_page()
+    page.goto("/")
+    page.route(
+        "**/takeaway",
+        lambda route: route.fulfill(status=409, json={"ok": False, "message": "Not now."}),
+    )
+    box = page.get_by_label(LESSON.takeaway.label, exact=True)
+    box.fill("Typed in tab A, never saved.")
+    expect(page.locator("#takeaway-status")).not_to_have_text(LESSON.takeaway.not_saved_text)
+    other = page.context.new_page()
+    other.goto("/")
+    other_box = other.get_by_label(LESSON.takeaway.label, exact=True)
+    other_box.fill("Saved in tab B.")
+    other.get_by_role("button", name=LESSON.takeaway.save_label).click()
+    expect(other.locator("#takeaway-status")).to_have_text(LESSON.takeaway.saved_text)
+    page.unroute("**/takeaway")
+    page.reload()
+    expect(box).to_have_value("Saved in tab B.")
+
+
 def run_axe(page: Page) -> list[dict[str, object]]:
     page.add_script_tag(path=str(AXE))
     result = page.evaluate("async () => await axe.run(document)")

@@ -36,7 +36,8 @@ SPACES = " \t\n\r\u00a0\u202f"
 _SEPARATOR = re.compile(f"[{SPACES},]+")
 _EMPTY_BETWEEN_COMMAS = re.compile(f",[{SPACES}]*,")
 _SPACES_ONLY = re.compile(f"[{SPACES}]+")
-_COMMA_BETWEEN_DIGITS = re.compile(r"[0-9],[0-9]")
+# A group written as a number with a decimal comma: digits, one comma, digits ("-0,5", "1,25").
+_DECIMAL_COMMA_GROUP = re.compile(r"[+\-\u2212]?[0-9]*[0-9],[0-9]+")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _NON_FINITE_WORDS = frozenset({"nan", "inf", "infinity"})
 
@@ -55,13 +56,18 @@ def _quote(token: str) -> str:
 
 
 def _decimal_comma(body: str) -> str | None:
-    """The first group written like "0,5" where groups are parted by spaces alone ("0,5 1,5"):
-    a decimal comma, not a list, which would otherwise silently read as [0, 5, 1, 5]. A list
-    with commas and spaces ("1,2, 3") has a comma at the end of a group, and is read as one."""
+    """The first group written like "0,5" when the row's groups are parted by spaces and every
+    group with a comma in it is such a number ("0,5 1,5", "2 0,25", "1,2 3"): decimal commas,
+    which would otherwise silently read as more entries ([0, 5, 1, 5]). A group with two commas
+    or more ("1 2,3,4"), or a comma at a group's end ("1,2, 3"), makes it a list, read as one.
+    A single group ("0,5") is a list of two: nothing tells it from one."""
     groups = [group for group in _SPACES_ONLY.split(body) if group]
-    if len(groups) < 2 or any(group.startswith(",") or group.endswith(",") for group in groups):
+    with_commas = [group for group in groups if "," in group]
+    if len(groups) < 2 or not with_commas:
         return None
-    return next((group for group in groups if _COMMA_BETWEEN_DIGITS.search(group)), None)
+    if all(_DECIMAL_COMMA_GROUP.fullmatch(group) for group in with_commas):
+        return with_commas[0]
+    return None
 
 
 def parse_row(text: str) -> tuple[float, ...] | RowError:
@@ -77,15 +83,15 @@ def parse_row(text: str) -> tuple[float, ...] | RowError:
         return RowError("Put square brackets on both ends of the row, or leave both out.")
     if opens:
         body = body[1:-1]
-    body = body.replace(UNICODE_MINUS, "-")
-    if _EMPTY_BETWEEN_COMMAS.search(body):
-        return RowError("There are two commas with no number between them.")
     comma = _decimal_comma(body)
     if comma is not None:
         return RowError(
             f"{_quote(comma)} looks like a decimal comma: write decimals with a point, as in "
             "0.5, and part the entries with commas or spaces."
         )
+    body = body.replace(UNICODE_MINUS, "-")
+    if _EMPTY_BETWEEN_COMMAS.search(body):
+        return RowError("There are two commas with no number between them.")
     tokens = [token for token in _SEPARATOR.split(body) if token]
     if not tokens:
         return RowError("Type at least one number, for example 1, 2, 3.")

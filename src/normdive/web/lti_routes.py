@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import logging
 from typing import Any
-from urllib.parse import urlsplit
 
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
@@ -61,7 +60,7 @@ from normdive.web.identity import (
 )
 from normdive.web.instructor_access import INSTRUCTOR_COOKIE, INSTRUCTOR_PATH, Pool
 from normdive.web.instructor_pages import set_instructor_cookie
-from normdive.web.security.csrf import own_hosts
+from normdive.web.security.csrf import from_this_site
 from normdive.web.security.framing import (
     FRAME_COOKIE,
     UNFRAMED_POLICY,
@@ -203,13 +202,7 @@ async def login_post(request: Request) -> Response:
 
 def _from_own_page(svc: Services, request: Request) -> bool:
     origin = request.headers.get("origin")
-    if not origin:
-        return False
-    try:
-        netloc = urlsplit(origin).netloc.lower()
-    except ValueError:
-        return False
-    return netloc in own_hosts(request, svc.settings.public_origin)
+    return origin is not None and from_this_site(origin, request, svc.settings.public_origin)
 
 
 def _read_platform_storage(svc: Services, login: PendingLogin, fields: dict[str, str]) -> Response:

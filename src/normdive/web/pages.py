@@ -26,10 +26,13 @@ from normdive.web.view import PLAY_PARAM, eps_is_on
 router = APIRouter()
 
 
-def _last_new_row(state: LessonState) -> str | None:
-    """The row a plain visit shows in the player: of the rows the learner has played, the one
-    first played last, so that a learner coming back (the address names a row only while the
-    page is open) finds curves of their own, not an empty player."""
+def _player_row(state: LessonState, asked: str | None) -> str | None:
+    """The row the player shows: the one the address names, once played; otherwise (a plain
+    visit, or a row not played) of the rows the learner has played, the one first played last,
+    so that a learner coming back (the address names a row only while the page is open) finds
+    curves of their own, not an empty player."""
+    if asked in state.ablation.play_order:
+        return asked
     order = state.ablation.play_order
     return order[-1] if order else None
 
@@ -45,7 +48,7 @@ def _lesson_page(svc: Services, request: Request) -> Response:
         recording_status,
         eps_on=eps_is_on(request.query_params.get("eps")),
         own_row_text=request.query_params.get("row"),
-        player_row=request.query_params.get(PLAY_PARAM) or _last_new_row(state),
+        player_row=_player_row(state, request.query_params.get(PLAY_PARAM)),
     )
     body = svc.renderer.page(view) if state.prerequisite_done else svc.renderer.locked(view)
     response = HTMLResponse(body)

@@ -98,6 +98,11 @@ def own_hosts(request: Request, public_origin: str | None) -> set[str]:
     return hosts - {""}
 
 
+def from_this_site(url: str, request: Request, public_origin: str | None) -> bool:
+    """Whether `url` (an Origin or Referer) is on this site (own_hosts, _is_own)."""
+    return _is_own(url, own_hosts(request, public_origin), public_origin)
+
+
 def _is_own(url: str, own: set[str], public_origin: str | None) -> bool:
     """Whether `url` is on this site: its host and port are one of `own`. A URL on the
     configured public origin's host must also have its scheme (http://d9.example.edu is

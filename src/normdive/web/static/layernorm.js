@@ -117,16 +117,16 @@ const EDGE_SPACES = new RegExp(`^[${SPACES}]+|[${SPACES}]+$`, "g");
 const SEPARATOR = new RegExp(`[${SPACES},]+`);
 const EMPTY_BETWEEN_COMMAS = new RegExp(`,[${SPACES}]*,`);
 const SPACES_ONLY = new RegExp(`[${SPACES}]+`);
-const COMMA_BETWEEN_DIGITS = /[0-9],[0-9]/;
+const DECIMAL_COMMA_GROUP = /^[+\-\u2212]?[0-9]*[0-9],[0-9]+$/;
 
-// The first group written like "0,5" where groups are parted by spaces alone ("0,5 1,5"): a
-// decimal comma, not a list. Same rule as normdive/numeric/rows.py (_decimal_comma).
+// The first group written like "0,5" when the row's groups are parted by spaces and every group
+// with a comma in it is such a number: decimal commas, not a list. Same rule as
+// normdive/numeric/rows.py (_decimal_comma).
 function decimalComma(body) {
   const groups = body.split(SPACES_ONLY).filter((group) => group !== "");
-  if (groups.length < 2 || groups.some((group) => group.startsWith(",") || group.endsWith(","))) {
-    return null;
-  }
-  return groups.find((group) => COMMA_BETWEEN_DIGITS.test(group)) ?? null;
+  const withCommas = groups.filter((group) => group.includes(","));
+  if (groups.length < 2 || withCommas.length === 0) return null;
+  return withCommas.every((group) => DECIMAL_COMMA_GROUP.test(group)) ? withCommas[0] : null;
 }
 const NUMBER = /^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/;
 const NON_FINITE_WORDS = new Set(["nan", "inf", "infinity"]);
@@ -165,16 +165,16 @@ export function parseRow(text) {
     return { message: "Put square brackets on both ends of the row, or leave both out." };
   }
   if (opens) body = body.slice(1, -1);
-  body = body.replaceAll("\u2212", "-");
-  if (EMPTY_BETWEEN_COMMAS.test(body)) {
-    return { message: "There are two commas with no number between them." };
-  }
   const comma = decimalComma(body);
   if (comma !== null) {
     return {
       message: `${quote(comma)} looks like a decimal comma: write decimals with a point, as in ` +
         "0.5, and part the entries with commas or spaces.",
     };
+  }
+  body = body.replaceAll("\u2212", "-");
+  if (EMPTY_BETWEEN_COMMAS.test(body)) {
+    return { message: "There are two commas with no number between them." };
   }
   const tokens = body.split(SEPARATOR).filter((token) => token !== "");
   if (tokens.length === 0) {

@@ -240,10 +240,12 @@ function swapFragments(fragments, focusId, checked = false) {
   }
 }
 
-// The ids of the elements around `id`'s, nearest first, up to the page's main content.
+// The ids of the elements around `id`'s, nearest first, inside the page's main content (which
+// itself would be too broad a place for the focus: the first region drawn again is nearer).
 function idsAround(id) {
   const ids = [];
-  for (let element = id ? document.getElementById(id)?.parentElement : null; element && element !== document.body; element = element.parentElement) {
+  const main = document.getElementById("main");
+  for (let element = id ? document.getElementById(id)?.parentElement : null; element && element !== main && element !== document.body; element = element.parentElement) {
     if (element.id) ids.push(element.id);
   }
   return ids;
@@ -305,8 +307,13 @@ async function submitEnhanced(form, focusId) {
   const played = form.dataset.play;
   try {
     const { answer } = await post(form);
-    const putBack = holdOnScreen(focusId);
-    swapFragments(answer.fragments || {}, focusId, answer.ok && form.id === "numbers");
+    // A learner who moved on while the answer travelled (to the takeaway, say) stays there:
+    // neither focus nor scroll is taken back to the form.
+    const active = document.activeElement;
+    const stillHere = !active || active === document.body || form.contains(active);
+    const keepId = stillHere ? focusId : null;
+    const putBack = holdOnScreen(keepId);
+    swapFragments(answer.fragments || {}, keepId, answer.ok && form.id === "numbers");
     // A refusal arrives as a role="alert" message beside the form; success is announced here,
     // and shown beside the button of a form that has room for it (data-outcome).
     if (answer.ok) {
@@ -423,25 +430,33 @@ function tooLong(parts) {
 }
 
 // What was typed and not saved yet is kept for the tab (sessionStorage, as the numbers' drafts
-// are): a reload or a phone's discarded tab within the autosave's moment brings it back.
+// are), with the saved text it was typed over: a reload or a phone's discarded tab within the
+// autosave's moment brings it back, unless the takeaway was saved since (in another tab), when
+// the draft is no longer the latest word.
 const TAKEAWAY_DRAFT = "normdive:takeaway-draft";
 
 function restoreTakeawayDraft() {
   const parts = takeawayParts();
-  const draft = draftStore()?.getItem(TAKEAWAY_DRAFT);
-  if (!parts || draft === null || draft === undefined) return;
-  if (draft === parts.text.value) {
-    draftStore().removeItem(TAKEAWAY_DRAFT);
+  const store = draftStore();
+  const kept = store?.getItem(TAKEAWAY_DRAFT);
+  if (!parts || kept === null || kept === undefined) return;
+  store.removeItem(TAKEAWAY_DRAFT);
+  let draft;
+  try {
+    draft = JSON.parse(kept);
+  } catch {
     return;
   }
-  parts.text.value = draft;
-  onTakeawayInput(); // not saved yet: says so, and saves it a moment later
+  if (draft?.over !== parts.text.value || typeof draft.text !== "string" || draft.text === parts.text.value) return;
+  parts.text.value = draft.text;
+  onTakeawayInput(); // not saved yet: says so, keeps the draft, and saves it a moment later
 }
 
 function onTakeawayInput() {
   const parts = takeawayParts();
-  if (takeawayDirty()) draftStore()?.setItem(TAKEAWAY_DRAFT, parts.text.value);
-  else draftStore()?.removeItem(TAKEAWAY_DRAFT);
+  if (takeawayDirty()) {
+    draftStore()?.setItem(TAKEAWAY_DRAFT, JSON.stringify({ over: takeaway.baseline, text: parts.text.value }));
+  } else draftStore()?.removeItem(TAKEAWAY_DRAFT);
   const length = Array.from(parts.text.value).length;
   parts.count.textContent = String(length);
   window.clearTimeout(takeaway.timer);
