@@ -293,7 +293,14 @@ def test_nothing_changed_says_a_blank_field_is_not_checked(
     assert said in refusal.value.message
 
 
-def test_a_format_error_retyped_differently_is_checked_again() -> None:
+def test_a_field_emptied_beside_a_landed_one_is_named_not_the_landed_one() -> None:
+    # The landed mean is still sent (read-only); the variance, answered before, is sent blank.
+    s = state(DONE, PREDICTED, landed("row1_mean"), wrong("row1_variance", "1"))
+    with pytest.raises(Conflict) as refusal:
+        check_numbers(s, LESSON, {"row1_mean": "x", "row1_variance": ""})
+    assert refusal.value.message.startswith("Nothing has changed since your last check")
+    assert f"it keeps its last answer ({VARIANCE_LABEL})." in refusal.value.message
+
     s = state(DONE, PREDICTED, wrong("row1_mean", "two", "format_error"))
     (entry,) = check_numbers(s, LESSON, {"row1_mean": "tw0"})[1]["answers"]
     assert entry["verdict"] == "format_error" and entry["raw"] == "tw0"

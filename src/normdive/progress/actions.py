@@ -176,6 +176,15 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
     if not open_fields:
         raise Conflict(ALL_NUMBERS_LANDED.format(count=len(lesson.number_fields)))
     typed = [(f, answers[f.id]) for f in open_fields if answers.get(f.id, "").strip()]
+    # Fields that held an answer and were sent blank: a blank field is skipped, so emptying
+    # one is nothing to check (a landed field, read-only, is still sent with the form).
+    blanked = [
+        f.label
+        for f in open_fields
+        if not answers.get(f.id, "").strip() and state.fields[f.id].last_raw
+    ]
+    if not typed and blanked:
+        raise Conflict(NOTHING_CHANGED_BUT_BLANKED.format(labels=" and ".join(blanked)))
     if not typed:
         landed_typed = [
             f.label
@@ -189,11 +198,6 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
         raise Invalid(NO_NUMBER_TYPED)
     changed = [(f, raw) for f, raw in typed if not _unchanged(state.fields[f.id], raw)]
     if not changed:
-        blanked = [
-            f.label
-            for f in open_fields
-            if not answers.get(f.id, "").strip() and state.fields[f.id].last_raw
-        ]
         if blanked:
             raise Conflict(NOTHING_CHANGED_BUT_BLANKED.format(labels=" and ".join(blanked)))
         raise Conflict(NOTHING_CHANGED)
