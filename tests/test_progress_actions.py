@@ -301,6 +301,8 @@ def test_a_field_emptied_beside_a_landed_one_is_named_not_the_landed_one() -> No
     assert refusal.value.message.startswith("Nothing has changed since your last check")
     assert f"it keeps its last answer ({VARIANCE_LABEL})." in refusal.value.message
 
+
+def test_a_format_error_retyped_differently_is_checked_again() -> None:
     s = state(DONE, PREDICTED, wrong("row1_mean", "two", "format_error"))
     (entry,) = check_numbers(s, LESSON, {"row1_mean": "tw0"})[1]["answers"]
     assert entry["verdict"] == "format_error" and entry["raw"] == "tw0"
