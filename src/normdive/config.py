@@ -96,20 +96,17 @@ ORIGIN_HOW_TO = "give https://host (and :port if any), without a path, the host 
 
 
 def exact_origin(text: str) -> str | None:
-    """`text` as an origin (lowercased, without a trailing slash or a default port) when it is
-    one and nothing more: no user, path, query or fragment, and a host in ASCII (a browser sends
-    a non-ASCII host in its punycode form, xn--...). None otherwise."""
+    """`text` as an origin (origin_of: lowercased, without a default port) when it is one and
+    nothing more: no user, path (a trailing slash aside), query or fragment, and a host in
+    ASCII (a browser sends a non-ASCII host in its punycode form, xn--...). None otherwise."""
     given = text.strip().rstrip("/")
-    if not given.isascii():
+    try:
+        parts = urlsplit(given)
+    except ValueError:
         return None
-    origin = origin_of(given)
-    if origin is None:
+    if not given.isascii() or parts.path or "@" in parts.netloc or "?" in given or "#" in given:
         return None
-    parts = urlsplit(given)
-    as_given = given.lower()
-    if parts.port is not None and parts.port == DEFAULT_PORTS.get(parts.scheme.lower()):
-        as_given = as_given.rsplit(":", 1)[0]
-    return origin if origin == as_given else None
+    return origin_of(given)
 
 
 def database_url_problem(url: str) -> str | None:

@@ -183,7 +183,8 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
         for f in open_fields
         if not answers.get(f.id, "").strip() and state.fields[f.id].last_raw
     ]
-    if not typed and blanked:
+    changed = [(f, raw) for f, raw in typed if not _unchanged(state.fields[f.id], raw)]
+    if not changed and blanked:
         raise Conflict(NOTHING_CHANGED_BUT_BLANKED.format(labels=" and ".join(blanked)))
     if not typed:
         landed_typed = [
@@ -196,10 +197,7 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
             # is told so, as a duplicate of any once-only fact is: 409, not "type a number".
             raise Conflict(ALREADY_LANDED.format(labels=", ".join(landed_typed)))
         raise Invalid(NO_NUMBER_TYPED)
-    changed = [(f, raw) for f, raw in typed if not _unchanged(state.fields[f.id], raw)]
     if not changed:
-        if blanked:
-            raise Conflict(NOTHING_CHANGED_BUT_BLANKED.format(labels=" and ".join(blanked)))
         raise Conflict(NOTHING_CHANGED)
     entries: list[dict[str, Any]] = []
     for number_field, raw in changed:

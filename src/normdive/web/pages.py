@@ -31,10 +31,10 @@ def _player_row(state: LessonState, asked: str | None) -> str | None:
     visit, or a row not played) of the rows the learner has played, the one first played last,
     so that a learner coming back (the address names a row only while the page is open) finds
     curves of their own, not an empty player."""
-    if asked in state.ablation.play_order:
+    played = state.ablation.play_order
+    if asked in played:
         return asked
-    order = state.ablation.play_order
-    return order[-1] if order else None
+    return played[-1] if played else None
 
 
 def _lesson_page(svc: Services, request: Request) -> Response:

@@ -118,6 +118,8 @@ const SEPARATOR = new RegExp(`[${SPACES},]+`);
 const EMPTY_BETWEEN_COMMAS = new RegExp(`,[${SPACES}]*,`);
 const SPACES_ONLY = new RegExp(`[${SPACES}]+`);
 const DECIMAL_COMMA_GROUP = /^[+\-\u2212]?[0-9]*[0-9],[0-9]+$/;
+const NUMBER = /^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/;
+const NON_FINITE_WORDS = new Set(["nan", "inf", "infinity"]);
 
 // The first group written like "0,5" when the row's groups are parted by spaces and every group
 // with a comma in it is such a number: decimal commas, not a list. Same rule as
@@ -128,8 +130,6 @@ function decimalComma(body) {
   if (groups.length < 2 || withCommas.length === 0) return null;
   return withCommas.every((group) => DECIMAL_COMMA_GROUP.test(group)) ? withCommas[0] : null;
 }
-const NUMBER = /^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/;
-const NON_FINITE_WORDS = new Set(["nan", "inf", "infinity"]);
 
 function codePointLength(text) {
   let count = 0;
