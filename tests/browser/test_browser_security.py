@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -331,6 +332,9 @@ def test_without_javascript_forms_carry_the_token_and_a_stale_page_is_told_why(
     commit(page)
     page.get_by_label(LESSON.takeaway.label, exact=True).fill("Saved without JavaScript.")
     page.get_by_role("button", name=LESSON.takeaway.save_label).click()
+    # The save's redirect lands first: a reload while it is still under way races it
+    # ("Not attached to an active page" on a loaded machine).
+    expect(page).to_have_url(re.compile(r"/#takeaway-section$"))
     page.reload()
     expect(page.get_by_label(LESSON.takeaway.label, exact=True)).to_have_value(
         "Saved without JavaScript."
