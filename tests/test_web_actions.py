@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from bs4 import BeautifulSoup, Tag
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from conftest import SettingsFactory
@@ -15,6 +16,7 @@ from lesson_answers import RIGHT_READING_ID as RIGHT_READING
 from lesson_answers import WRONG_READING_ID as WRONG_READING
 from normdive.progress.actions import SAME_READING_AGAIN
 from normdive.web.app import create_app
+from normdive.web.flash import FLASH_COOKIE
 from page_client import PageClient
 
 JSON = {"Accept": "application/json"}
@@ -143,6 +145,74 @@ def test_unusable_input_is_422_with_a_message(
     # The page script's answer carries the form's regions only: no summary.
     answer = client.post(path, data=data, headers=JSON)
     assert "error-summary" not in str(answer.json()["fragments"])
+
+
+# What a browser sends with a form it submits itself (Fetch Metadata): a page without
+# JavaScript.
+NAVIGATE = {"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
+
+
+@pytest.mark.parametrize(
+    ("path", "data", "form_id", "message"),
+    [
+        ("/predict", {}, "predict", "Pick one of the two answers before committing."),
+        ("/predict", {"choice": "both"}, "predict", "Pick one of the two answers"),
+    ],
+)
+def test_a_browser_refused_without_javascript_is_redirected_to_a_page_it_can_return_to(
+    client: TestClient, path: str, data: dict[str, str], form_id: str, message: str
+) -> None:
+    before = state(client)
+    refused = client.post(path, data={**data, "eps": "off", "row": "1 2"}, headers=NAVIGATE)
+    # Post/Redirect/Get: the refusal is a GET away, so Back and reload never post again.
+    assert refused.status_code == 303
+    assert refused.headers["location"] == "/?eps=off&row=1+2#error-summary"
+    assert refused.headers["cache-control"] == "no-store"
+    assert "frame-ancestors" in refused.headers["content-security-policy"]
+    assert state(client) == before  # nothing written
+    landed = client.get(refused.headers["location"])
+    assert landed.status_code == 200
+    soup = soup_of(landed.text)
+    assert message in text(soup, "#error-summary")
+    assert message in text(soup, f"#{form_id}-alert")
+    # Shown once: the page that showed it deletes the cookie; the next visit is plain.
+    assert FLASH_COOKIE not in client.cookies
+    assert soup_of(client.get("/").text).select_one("#error-summary") is None
+
+
+def test_a_takeaway_over_the_limit_redirected_keeps_every_character(client: TestClient) -> None:
+    long_text = "Mine, and long: ω " * 200  # over the limit, not ASCII
+    assert len(long_text) > LESSON.takeaway.max_chars
+    refused = client.post("/takeaway", data={"text": long_text}, headers=NAVIGATE)
+    assert refused.status_code == 303
+    soup = soup_of(client.get(refused.headers["location"]).text)
+    assert one(soup, "#takeaway-text").get_text() == long_text
+    assert one(soup, "#takeaway-status")["role"] == "alert"
+    assert state(client)["takeaway"] is None
+
+
+def test_a_refusal_too_large_for_a_cookie_is_answered_in_place(client: TestClient) -> None:
+    # Typed text a cookie cannot hold is never cut: the page comes as the refusal's answer.
+    noise = "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(4000))
+    refused = client.post("/takeaway", data={"text": noise}, headers=NAVIGATE)
+    assert refused.status_code == 422
+    assert one(soup_of(refused.text), "#takeaway-text").get_text() == noise
+
+
+def test_a_flash_is_read_only_by_its_own_learner_and_only_when_signed(
+    client: TestClient, app: FastAPI
+) -> None:
+    refused = client.post("/predict", data={}, headers=NAVIGATE)
+    flash = refused.cookies[FLASH_COOKIE]
+    with PageClient(app, follow_redirects=False) as other:
+        other.get("/")
+        other.cookies.set(FLASH_COOKIE, flash)
+        assert soup_of(other.get("/").text).select_one("#error-summary") is None
+    client.cookies.delete(FLASH_COOKIE)
+    client.cookies.set(FLASH_COOKIE, flash[:-2] + ("A" if flash[-2] != "A" else "B") + flash[-1])
+    assert soup_of(client.get("/").text).select_one("#error-summary") is None
+    client.cookies.set(FLASH_COOKIE, "not even base64 %%%")
+    assert client.get("/").status_code == 200
 
 
 def test_a_page_without_a_refusal_has_no_error_summary(client: TestClient) -> None:

@@ -16,6 +16,7 @@ from playwright.sync_api import Page, expect
 from lesson_answers import LESSON
 from lesson_answers import RIGHT_READING_CHOICE as RIGHT_READING
 from lesson_answers import WRONG_READING_CHOICE as WRONG_READING
+from normdive.progress.actions import NO_PREDICTION_CHOSEN
 
 pytestmark = pytest.mark.browser
 
@@ -349,6 +350,41 @@ def test_without_javascript_a_number_still_lands(new_page: NewPage) -> None:
     summary.get_by_role("link", name="Go to the form").click()
     expect(page).to_have_url(re.compile(r"#reading-section$"))
     expect(page.get_by_role("button", name=LESSON.reading.lock_label)).to_be_in_viewport()
+
+
+def test_without_javascript_back_after_a_refusal_finds_a_real_page(new_page: NewPage) -> None:
+    page = new_page(java_script_enabled=False)
+    page.goto("/")
+    # Committing with nothing picked is refused: the message, at the top and by the form.
+    page.get_by_role("button", name=LESSON.predict.commit_label).click()
+    expect(page.locator("#error-summary")).to_contain_text(NO_PREDICTION_CHOSEN)
+    expect(page.locator("#predict-alert")).to_have_text(NO_PREDICTION_CHOSEN)
+    # A reload asks nothing (no "Confirm form resubmission") and shows the page as it is.
+    page.reload()
+    expect(page.get_by_role("heading", level=1)).to_have_text(LESSON.title)
+    expect(page.locator("#error-summary")).to_have_count(0)
+    page.get_by_role("radio", name="Layer norm").check()
+    page.get_by_role("button", name=LESSON.predict.commit_label).click()
+    expect(page.locator("#committed-prediction")).to_have_text("Layer norm")
+    # Back returns to the page the refusal landed on: a page, not a browser error.
+    answer = page.go_back()
+    assert answer is not None and answer.ok
+    expect(page.get_by_role("heading", level=1)).to_have_text(LESSON.title)
+    expect(page.locator("#committed-prediction")).to_have_text("Layer norm")
+
+    # A takeaway over the limit: refused, every character kept, and Back works the same.
+    too_long = "Mine, and too long. " * 101
+    box = page.get_by_label(LESSON.takeaway.label, exact=True)
+    box.fill(too_long)
+    page.get_by_role("button", name=LESSON.takeaway.save_label).click()
+    expect(page.locator("#takeaway-status")).to_contain_text("Too long to save")
+    expect(page.get_by_label(LESSON.takeaway.label, exact=True)).to_have_value(too_long)
+    page.get_by_label(LESSON.takeaway.label, exact=True).fill("Short and mine.")
+    page.get_by_role("button", name=LESSON.takeaway.save_label).click()
+    expect(page.locator("#takeaway-status")).to_have_text(LESSON.takeaway.saved_text)
+    answer = page.go_back()
+    assert answer is not None and answer.ok
+    expect(page.get_by_label(LESSON.takeaway.label, exact=True)).to_have_value("Short and mine.")
 
 
 @pytest.mark.parametrize("java_script", [True, False], ids=["js", "no-js"])

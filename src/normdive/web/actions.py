@@ -6,8 +6,11 @@ One flow for every form, with or without JavaScript. The progress layer decides 
 the event to append, or raising Conflict / Invalid); this module only translates:
 - without JavaScript, success is a 303 back to the section, keeping what the URL held (the
   switch, the learner's own row, the row in the player: view.Carry, carried by every form),
-  and a refusal re-renders the whole page with its status (409 / 422), the message beside the
-  form and what the learner typed;
+  and a refusal the browser itself submitted (Fetch Metadata says `navigate`) is a 303 to the
+  page too, the refusal carried in a signed, short-lived cookie and drawn there once
+  (web.flash: the message beside the form and what the learner typed), so that Back and
+  reload never post again; any other client gets the page re-rendered with the refusal's own
+  status (409 / 422), as does a refusal too large for the cookie;
 - with JavaScript (`Accept: application/json`), the same statuses with
   {"ok", "message", "fragments"}: the page's regions re-rendered by the same macros.
 A row or hint the URL names that the lesson does not have is a 404 with a message.
@@ -24,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import hmac
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,6 +39,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from normdive.lesson.content import Lesson
+from normdive.lti.platform_json import NotPlatformJson, parsed
 from normdive.progress.actions import (
     Action,
     ActionRefused,
@@ -60,6 +63,7 @@ from normdive.recording.reader import RecordingSnapshot
 from normdive.store.event_store import storable
 from normdive.store.prerequisite import PrerequisiteSource, record_prerequisite_done
 from normdive.web.errors import error_response, wants_json
+from normdive.web.flash import flash_value, is_navigation, set_flash
 from normdive.web.identity import (
     COOKIE_NAME,
     attach_cookie,
@@ -84,6 +88,10 @@ Outcome = Action | None
 TARGET = "target"
 # What a form posts as: a plain form, or multipart (the page script's FormData).
 FORM_MEDIA_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+# The refusals of what the learner sent, which a browser without JavaScript is redirected
+# past (web.flash), landing at the page's summary of what was refused (page.html).
+REDIRECTED_REFUSALS = (409, 422)
+SUMMARY_ANCHOR = "error-summary"
 NOT_A_FORM = (
     "This address takes a form (application/x-www-form-urlencoded or multipart/form-data), "
     "and that request sent something else, so nothing was saved."
@@ -368,9 +376,23 @@ def _perform(
     player_row = form[TARGET] if action.plays and refusal is None else carry.play
 
     response: Response
+    # A browser's own refused submission lands on a page Back and reload can return to: the
+    # refusal rides to it in a flash cookie (web.flash). A refusal of the request itself
+    # (429) keeps its status and Retry-After.
+    flash = (
+        flash_value(refusal, learner.id, svc.settings.secret_key)
+        if refusal is not None
+        and status in REDIRECTED_REFUSALS
+        and not wants_json(request)
+        and is_navigation(request)
+        else None
+    )
     if refusal is None and not wants_json(request):
         location = dataclasses.replace(carry, play=player_row).location(anchor)
         response = RedirectResponse(location, status_code=303)
+    elif flash is not None:
+        response = RedirectResponse(carry.location(SUMMARY_ANCHOR), status_code=303)
+        set_flash(response, flash, learner, svc.settings)
     else:
         view = svc.page_view(
             learner.id,
@@ -530,10 +552,11 @@ async def prerequisite_done(request: Request) -> Response:
     if not hmac.compare_digest(given.encode(), expected.get_secret_value().encode()):
         return _json_message(False, "That host token is not the one this server expects.", 401)
     try:
-        body = json.loads(await request.body())
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-        # RecursionError: nesting deeper than the parser's recursion allows (the body is at
-        # most MAX_BODY_BYTES, but a thousand brackets fit in that).
+        # The parser every JSON from outside goes through: whatever the body holds (nesting
+        # thousands deep, a number of more digits than Python converts, bytes not UTF-8), it
+        # is NotPlatformJson, so the report is refused below like any other malformed body.
+        body = parsed(await request.body())
+    except NotPlatformJson:
         body = None
     learner_id = body.get("learner_id") if isinstance(body, dict) else None
     if not isinstance(learner_id, str) or not is_learner_id(learner_id):

@@ -17,6 +17,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from normdive.progress.actions import unknown_row_message
 from normdive.progress.state import LessonState
 from normdive.recording.format import Recording, non_finite_marker
+from normdive.web.flash import FLASH_COOKIE, clear_flash, refusal_from
 from normdive.web.identity import attach_cookie, resolve_learner
 from normdive.web.player import row_payload
 from normdive.web.security.csrf import form_token
@@ -42,6 +43,9 @@ def _lesson_page(svc: Services, request: Request) -> Response:
     snapshot = svc.recording_snapshot()
     recording_status = snapshot.status
     state = svc.record_closing(learner.id, svc.state_of(learner.id, recording_status), snapshot)
+    flashed = request.cookies.get(FLASH_COOKIE)
+    # A form refused without JavaScript, redirected here (web.flash): shown this once.
+    refusal = refusal_from(flashed, learner.id, svc.settings.secret_key)
     view = svc.page_view(
         learner.id,
         state,
@@ -49,10 +53,16 @@ def _lesson_page(svc: Services, request: Request) -> Response:
         eps_on=eps_is_on(request.query_params.get("eps")),
         own_row_text=request.query_params.get("row"),
         player_row=_player_row(state, request.query_params.get(PLAY_PARAM)),
+        refusal=refusal,
     )
-    body = svc.renderer.page(view) if state.prerequisite_done else svc.renderer.locked(view)
+    message = refusal.message if refusal is not None else None
+    body = (
+        svc.renderer.page(view) if state.prerequisite_done else svc.renderer.locked(view, message)
+    )
     response = HTMLResponse(body)
     attach_cookie(response, learner, svc.signer, svc.settings)
+    if flashed is not None:
+        clear_flash(response, learner, svc.settings)
     return response
 
 
