@@ -20,12 +20,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import socket
 import sqlite3
 import sys
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -493,22 +495,65 @@ def playwright_driver() -> Iterator[Playwright]:
         yield playwright
 
 
+# Each launched Chromium's browser process, to kill if closing it or one of its contexts hangs.
+_CHROMIUM_PIDS: weakref.WeakKeyDictionary[Browser, int] = weakref.WeakKeyDictionary()
+# How long closing a browser or a context may take before its Chromium is killed. Playwright's
+# close has no timeout of its own: a Chromium that stops answering would hold the whole run.
+CLOSE_TIMEOUT_S = 30.0
+
+
+def launch_chromium(playwright: Playwright, args: list[str]) -> Browser:
+    chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
+    # CDP's SystemInfo.getProcessInfo: [{"type": "browser", "id": pid, ...}, ...].
+    session = chromium.new_browser_cdp_session()
+    processes = session.send("SystemInfo.getProcessInfo")["processInfo"]
+    session.detach()
+    _CHROMIUM_PIDS[chromium] = next(p["id"] for p in processes if p["type"] == "browser")
+    return chromium
+
+
+def chromium_pid(browser: Browser) -> int:
+    """The browser process of a Chromium launched by `launch_chromium`."""
+    return _CHROMIUM_PIDS[browser]
+
+
+def close_in_time(closing: Browser | BrowserContext, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
+    """Closes a browser, or a context of one launched by `launch_chromium`, within timeout_s;
+    past it, kills that Chromium (which ends the pending close) and fails."""
+    from playwright.sync_api import BrowserContext
+
+    browser = closing.browser if isinstance(closing, BrowserContext) else closing
+    assert browser is not None, "a persistent context: no browser of its own to kill"
+    pid = chromium_pid(browser)
+    killed = threading.Event()
+
+    def kill() -> None:
+        killed.set()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+    watchdog = threading.Timer(timeout_s, kill)
+    watchdog.start()
+    try:
+        closing.close()
+    finally:
+        watchdog.cancel()
+        if killed.is_set():
+            pytest.fail(f"Chromium did not close within {timeout_s} s: it was killed")
+
+
 @pytest.fixture(scope="session")
 def browser(playwright_driver: Playwright) -> Iterator[Browser]:
-    chromium = playwright_driver.chromium.launch(
-        executable_path=CHROMIUM, headless=True, args=[*CHROMIUM_ARGS, SMOOTH_SCROLLING_OFF]
-    )
+    chromium = launch_chromium(playwright_driver, [*CHROMIUM_ARGS, SMOOTH_SCROLLING_OFF])
     yield chromium
-    chromium.close()
+    close_in_time(chromium)
 
 
 @pytest.fixture(scope="session")
 def smooth_scrolling_browser(playwright_driver: Playwright) -> Iterator[Browser]:
-    chromium = playwright_driver.chromium.launch(
-        executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-    )
+    chromium = launch_chromium(playwright_driver, CHROMIUM_ARGS)
     yield chromium
-    chromium.close()
+    close_in_time(chromium)
 
 
 def open_page(context: BrowserContext, errors: list[str]) -> Page:
@@ -545,7 +590,7 @@ def new_page(
 
     yield make
     for context in contexts:
-        context.close()
+        close_in_time(context)
     assert errors == []
 
 

@@ -2,7 +2,9 @@
 a throwaway certificate for tool.test and platform.test (Chromium maps both to 127.0.0.1),
 uvicorn serving an app over TLS in a thread, and a small platform (a course page that frames
 the tool's login and answers the platform storage's postMessages, and an authorization
-endpoint that posts a signed id_token back)."""
+endpoint that posts a signed id_token back). In front of the tool, on its side of the network,
+a gate records the cookies each request brought and can strip the login's answer of its
+cookies (a browser that keeps no third-party cookie at all)."""
 
 from __future__ import annotations
 
@@ -26,13 +28,15 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 from joserfc.jwk import RSAKey
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import Request, cookie_parser
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route as Path_
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from conftest import ablation_recording, build_settings, migrated_sqlite_url, write_recording
 from lti_platform import CLIENT_ID, DEPLOYMENT_ID, key_set_server, launch_claims, new_key, signed
 from normdive.lti.registrations import register, validated
+from normdive.lti.tool_config import LOGIN_PATH
 from normdive.store.db import make_engine
 from normdive.web.app import create_app
 
@@ -107,6 +111,60 @@ class TlsServer:
         self._server.should_exit = True
         self._thread.join(timeout=SERVER_START_TIMEOUT_S)
         self._sock.close()
+
+
+@dataclass(frozen=True)
+class Received:
+    """One request as the tool received it, and the status it answered."""
+
+    method: str
+    path: str
+    cookies: frozenset[str]
+    status: int
+
+
+class ToolGate:
+    """ASGI in front of the tool: records what each request brought (read by the tests, in
+    another thread than the server's) and, while `strip_login_cookies` is set, drops the
+    Set-Cookie headers of the login's answer, so the browser never holds the login's cookie."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+        self._lock = threading.Lock()
+        self._received: list[Received] = []
+        self.strip_login_cookies = False
+
+    def received(self) -> list[Received]:
+        with self._lock:
+            return list(self._received)
+
+    def forget(self) -> None:
+        with self._lock:
+            self._received.clear()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        cookie = b"; ".join(v for k, v in scope["headers"] if k == b"cookie").decode("latin-1")
+        strip = self.strip_login_cookies and scope["path"] == LOGIN_PATH
+
+        async def gated(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                if strip:
+                    headers = [(k, v) for k, v in message["headers"] if k != b"set-cookie"]
+                    message = {**message, "headers": headers}
+                seen = Received(
+                    scope["method"],
+                    scope["path"],
+                    frozenset(cookie_parser(cookie)),
+                    message["status"],
+                )
+                with self._lock:
+                    self._received.append(seen)
+            await send(message)
+
+        await self._app(scope, receive, gated)
 
 
 # The course page's storage (lti-pm-s): answers lti.put_data and lti.get_data from the tool's
@@ -194,17 +252,16 @@ class Platform:
 SITES_ARGS = [
     f"--host-resolver-rules=MAP {TOOL_HOST} 127.0.0.1, MAP {PLATFORM_HOST} 127.0.0.1",
     # Chromium's switch for the third-party cookie phase-out: cookies not partitioned are
-    # blocked in third-party contexts (a control test shows it).
+    # blocked in third-party contexts. Chromium 156 blocks them without it too, and a profile
+    # set to allow them overrides it: the control test is what shows the browser blocks them.
     "--test-third-party-cookie-phaseout",
-    # A response a test fulfils itself (the login's, its cookies stripped) has no address,
-    # so Chromium would count it as public and block its navigation on to 127.0.0.1.
-    "--disable-features=LocalNetworkAccessChecks",
 ]
 
 
 @dataclass
 class Sites:
     tool: str
+    tool_gate: ToolGate
     platform: Platform
     database_url: str
     recording: Path
@@ -219,9 +276,10 @@ def serve_sites(folder: Path) -> Iterator[Sites]:
     url = migrated_sqlite_url(folder)
     recording = write_recording(folder, ablation_recording())
     settings = build_settings(url, folder, dev_prerequisite_done=False, recording_path=recording)
+    tool_gate = ToolGate(create_app(settings))
     with (
         key_set_server([platform_key]) as keys,
-        TlsServer(create_app(settings), cert, key) as tool_server,
+        TlsServer(tool_gate, cert, key) as tool_server,
     ):
         tool = f"https://{TOOL_HOST}:{tool_server.port}"
         platform = Platform(origin="", tool_origin=tool, key=platform_key)
@@ -240,4 +298,10 @@ def serve_sites(folder: Path) -> Iterator[Sites]:
                 ),
             )
             engine.dispose()
-            yield Sites(tool=tool, platform=platform, database_url=url, recording=recording)
+            yield Sites(
+                tool=tool,
+                tool_gate=tool_gate,
+                platform=platform,
+                database_url=url,
+                recording=recording,
+            )

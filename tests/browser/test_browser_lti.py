@@ -5,9 +5,11 @@ endpoint posts the signed id_token back, and the learner works in the frame (the
 and the learner cookie keep working there).
 
 Twice: with the login's partitioned cookie (CHIPS), and with that cookie stripped from the
-login's answer (a browser that keeps no third-party cookie at all), where the platform's
-storage (lti-cs-oidc / lti-pm-s postMessages, answered by the course page) carries the login.
-A control checks that the browser really blocks an unpartitioned third-party cookie. And the
+login's answer on the tool's side (a browser that keeps no third-party cookie at all), where the
+platform's storage (lti-cs-oidc / lti-pm-s postMessages, answered by the course page) carries
+the login. What the tool received (the cookies of each request, as its side of the network
+saw them) shows which cookie came back. A control checks that the browser really blocks an
+unpartitioned third-party cookie. And the
 score of the work done in the frame arrives at the platform's grade book, sent by the
 passback sender over real HTTP with the tool's client assertion: part of the work (the right
 reading: 1 of 12, Pending), and the whole lesson walked in the frame through the gate (the six
@@ -18,26 +20,37 @@ are signed with a real RSA key whose set the tool fetches over real HTTP."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 from collections.abc import Iterator
 
-import httpx
 import pytest
-from playwright.sync_api import Browser, FrameLocator, Page, Playwright, Route, expect
+from playwright.sync_api import Browser, FrameLocator, Page, Playwright, expect
 from sqlalchemy import update
 
-from conftest import ACTION_TIMEOUT_MS, CHROMIUM, CHROMIUM_ARGS
+from conftest import (
+    ACTION_TIMEOUT_MS,
+    CHROMIUM_ARGS,
+    chromium_pid,
+    close_in_time,
+    launch_chromium,
+)
 from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_CHOICE
-from lti_browser_sites import SITES_ARGS, TOOL_HOST, Sites, serve_sites
+from lti_browser_sites import SITES_ARGS, Received, Sites, serve_sites
 from lti_platform import GradeBook, grade_book_server, unique_sub
 from normdive.lti import tool_keys
 from normdive.lti.passback import Sender
+from normdive.lti.tool_config import LAUNCH_PATH, LOGIN_PATH
 from normdive.store.db import make_engine
 from normdive.store.tables import LtiRegistration
+from normdive.web.lti_routes import STATE_COOKIE_PREFIX
 
 pytestmark = pytest.mark.browser
 
 BROWSER_ARGS = [*CHROMIUM_ARGS, *SITES_ARGS]
+# How long a stopped Chromium's close is given: short, since it never answers.
+STOPPED_CLOSE_TIMEOUT_S = 1.0
 
 
 @pytest.fixture(scope="module")
@@ -47,24 +60,34 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sites]:
 
 
 @pytest.fixture
-def course_page(browser_lti: Browser) -> Iterator[Page]:
+def course_page(browser_lti: Browser, sites: Sites) -> Iterator[Page]:
+    """A new browser context (a new learner), and the tool's record of what it received
+    started afresh."""
+    sites.tool_gate.forget()
     context = browser_lti.new_context(ignore_https_errors=True)
     page = context.new_page()
     page.set_default_timeout(ACTION_TIMEOUT_MS)
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     yield page
-    context.close()
+    sites.tool_gate.strip_login_cookies = False
+    close_in_time(context)
     assert errors == []
 
 
 @pytest.fixture(scope="module")
 def browser_lti(playwright_driver: Playwright) -> Iterator[Browser]:
-    chromium = playwright_driver.chromium.launch(
-        executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS
-    )
+    chromium = launch_chromium(playwright_driver, BROWSER_ARGS)
     yield chromium
-    chromium.close()
+    close_in_time(chromium)
+
+
+def _received(sites: Sites, path: str) -> list[Received]:
+    return [seen for seen in sites.tool_gate.received() if seen.path == path]
+
+
+def _state_cookies(seen: Received) -> list[str]:
+    return [name for name in seen.cookies if name.startswith(STATE_COOKIE_PREFIX)]
 
 
 def _work_in_the_frame(frame: FrameLocator) -> None:
@@ -75,9 +98,10 @@ def _work_in_the_frame(frame: FrameLocator) -> None:
 
 
 def test_third_party_cookies_are_blocked_in_this_browser(sites: Sites, course_page: Page) -> None:
-    # The control: an unpartitioned SameSite=None cookie set by the tool's site, first-party,
-    # is not sent when that site is framed by the platform.
-    course_page.goto(f"{sites.tool}/")
+    # The control: an unpartitioned SameSite=None cookie of the tool's site reaches the tool
+    # first-party, and not when the platform frames that site.
+    sites.platform.storage = False
+    sites.platform.subject = unique_sub()
     course_page.context.add_cookies(
         [
             {
@@ -89,24 +113,16 @@ def test_third_party_cookies_are_blocked_in_this_browser(sites: Sites, course_pa
             }
         ]
     )
+    course_page.goto(f"{sites.tool}/")
+    [first_party] = _received(sites, "/")
+    assert "unpartitioned" in first_party.cookies
+    sites.tool_gate.forget()
     course_page.goto(f"{sites.platform.origin}/course")
     frame = course_page.frame_locator("iframe")
     expect(frame.get_by_role("heading", level=1)).to_have_text(LESSON.title)
-    # The frame's own requests carried no unpartitioned cookie: the lesson shows a learner the
-    # launch made, and the control cookie never reached the tool in the frame.
-    request_cookies: list[str] = []
-    course_page.on(
-        "request",
-        lambda request: (
-            request_cookies.append(request.headers.get("cookie", ""))
-            if request.url.startswith(sites.tool)
-            else None
-        ),
-    )
-    course_page.reload()
-    expect(frame.get_by_role("heading", level=1)).to_have_text(LESSON.title)
-    assert request_cookies
-    assert not any("unpartitioned=1" in cookies for cookies in request_cookies)
+    framed = sites.tool_gate.received()
+    assert {LOGIN_PATH, LAUNCH_PATH} <= {seen.path for seen in framed}
+    assert [seen for seen in framed if "unpartitioned" in seen.cookies] == []
 
 
 def test_framed_with_the_partitioned_login_cookie(sites: Sites, course_page: Page) -> None:
@@ -114,6 +130,10 @@ def test_framed_with_the_partitioned_login_cookie(sites: Sites, course_page: Pag
     sites.platform.subject = unique_sub()
     course_page.goto(f"{sites.platform.origin}/course")
     _work_in_the_frame(course_page.frame_locator("iframe"))
+    # The launch came back with the login's cookie, and signed the learner in at once.
+    [launch] = _received(sites, LAUNCH_PATH)
+    assert launch.status == 303
+    assert len(_state_cookies(launch)) == 1
 
 
 def test_framed_with_no_cookie_the_platform_storage_carries_the_login(
@@ -121,36 +141,16 @@ def test_framed_with_no_cookie_the_platform_storage_carries_the_login(
 ) -> None:
     sites.platform.storage = True
     sites.platform.subject = unique_sub()
-
-    def without_cookies(route: Route) -> None:
-        # Fetched here (Playwright's own fetch does not see the browser's host mapping).
-        request = route.request
-        port = sites.tool.rsplit(":", 1)[1]
-        answer = httpx.get(
-            request.url.replace(f"https://{TOOL_HOST}:{port}", f"https://127.0.0.1:{port}", 1),
-            headers={"Host": f"{TOOL_HOST}:{port}"},
-            verify=False,
-            follow_redirects=False,
-        )
-        headers = {k: v for k, v in answer.headers.items() if k.lower() != "set-cookie"}
-        headers.pop("content-encoding", None)
-        headers.pop("content-length", None)
-        route.fulfill(status=answer.status_code, headers=headers, body=answer.content)
-
     # The login's answer keeps none of its cookies, as in a browser that keeps no
     # third-party cookie at all: only the platform's storage can carry the login.
-    course_page.route(f"{sites.tool}/lti/login*", without_cookies)
-    launches: list[int] = []
-    course_page.on(
-        "response",
-        lambda response: (
-            launches.append(response.status) if response.url == f"{sites.tool}/lti/launch" else None
-        ),
-    )
+    sites.tool_gate.strip_login_cookies = True
     course_page.goto(f"{sites.platform.origin}/course")
     _work_in_the_frame(course_page.frame_locator("iframe"))
-    # The first launch answered with the page reading the storage, the second signed in.
-    assert launches[:2] == [200, 303]
+    launches = _received(sites, LAUNCH_PATH)
+    # No launch brought the login's cookie back: the first answered with the page reading the
+    # storage, the second (with the storage's secret) signed in.
+    assert [_state_cookies(launch) for launch in launches] == [[], []]
+    assert [launch.status for launch in launches] == [200, 303]
 
 
 def test_the_score_of_the_work_in_the_frame_arrives_at_the_platform(
@@ -230,3 +230,17 @@ def test_through_the_gate_full_marks_arrive_at_the_platform(
     assert score["scoreGiven"] == score["scoreMaximum"] == 12
     assert score["activityProgress"] == "Completed"
     assert score["gradingProgress"] == "FullyGraded"
+
+
+def test_a_browser_that_stops_answering_is_killed_at_teardown(
+    playwright_driver: Playwright,
+) -> None:
+    # A stopped Chromium (SIGSTOP) answers nothing: Playwright's close, which has no timeout,
+    # would wait for it for ever.
+    chromium = launch_chromium(playwright_driver, CHROMIUM_ARGS)
+    context = chromium.new_context()
+    os.kill(chromium_pid(chromium), signal.SIGSTOP)
+    with pytest.raises(pytest.fail.Exception, match="did not close"):
+        close_in_time(context, STOPPED_CLOSE_TIMEOUT_S)
+    assert not chromium.is_connected()
+    close_in_time(chromium)
