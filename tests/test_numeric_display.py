@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from decimal import Decimal
+from fractions import Fraction
 
 import pytest
 
@@ -13,6 +15,7 @@ from normdive.numeric.display import (
     format_row,
     non_finite_words,
 )
+from normdive.numeric.layernorm import Root
 from normdive.progress import figures
 from normdive.web.player import norm_text
 
@@ -42,6 +45,52 @@ from normdive.web.player import norm_text
 )
 def test_format_number(x: float, text: str) -> None:
     assert format_number(x) == text
+
+
+@pytest.mark.parametrize(
+    ("x", "text"),
+    [
+        (Fraction(2, 3), "0.666667"),
+        (Fraction(-2, 3), "-0.666667"),
+        (Fraction(1, 10), "0.100000"),  # one tenth, exactly
+        (Fraction(-1, 10**9), "0.000000"),  # no sign on a zero
+        # Exact ties at the sixth decimal round to even.
+        (Fraction(1, 2 * 10**6), "0.000000"),
+        (Fraction(3, 2 * 10**6), "0.000002"),
+        (Fraction(-5, 2 * 10**6), "-0.000002"),
+        (Fraction(10**30), "1" + "0" * 30 + ".000000"),  # every digit, none from a float
+        (Root(Fraction(2, 3)), "0.816497"),
+        (Root(Fraction(3, 2), negative=True), "-1.224745"),
+        (Root(Fraction(0), negative=True), "0.000000"),
+        (Root(Fraction(1, 10**5)), "0.003162"),
+        (Root(Fraction(10**200)), "1" + "0" * 100 + ".000000"),
+        # Exact roots that land on a tie: sqrt(0.0000025**2) = 0.0000025 -> 0.000002, and
+        # 0.0000035 -> 0.000004 (ties to even, as for the rationals).
+        (Root(Fraction(625, 10**14)), "0.000002"),
+        (Root(Fraction(35**2, 10**14)), "0.000004"),
+        (Root(Fraction(625, 10**14) * (1 + Fraction(1, 10**40))), "0.000003"),  # just above
+        (None, "not a number"),  # 0/0
+    ],
+)
+def test_format_number_of_exact_values(x: Fraction | Root | None, text: str) -> None:
+    assert format_number(x) == text
+
+
+@pytest.mark.parametrize(
+    ("x", "text"),
+    [
+        (Decimal("0.1"), "0.1"),
+        (Decimal("0.10000000000000000001"), "0.10000000000000000001"),  # no float's 17 digits
+        (Decimal("-0"), "0"),
+        (Decimal("7.50E-2"), "0.075"),
+        (Decimal("1E+100"), "1e+100"),
+        (Decimal("1" + "0" * 40), "1e+40"),
+        (Decimal("123456789012345678901234567890.5"), "1.234567890123456789012345678905e+29"),
+        (3, "3"),
+    ],
+)
+def test_format_input_number_of_a_typed_decimal(x: Decimal | int, text: str) -> None:
+    assert format_input_number(x) == text
 
 
 def test_format_row_brackets_the_six_decimal_numbers() -> None:

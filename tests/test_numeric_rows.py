@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import re
+import sys
+import unicodedata
+from decimal import Decimal
+
 import pytest
 
+from normdive.numeric.display import format_input_row, format_row
 from normdive.numeric.layernorm import layer_norm_steps
 from normdive.numeric.rows import (
-    MAX_MAGNITUDE,
     MAX_ROW_CHARS,
     MAX_ROW_LENGTH,
-    MIN_MAGNITUDE,
+    NORMAL_FORM,
+    RAISED_OR_LOWERED,
     RowError,
     parse_row,
+    parse_row_exact,
 )
 
 
@@ -37,13 +44,37 @@ from normdive.numeric.rows import (
         ("1e-3 6.02E23 .5 3.", (1e-3, 6.02e23, 0.5, 3.0)),
         ("-0", (-0.0,)),
         ("1e100, -1e100, 1e-100, -1e-100", (1e100, -1e100, 1e-100, -1e-100)),  # the edges
-        ("1e-999", (0.0,)),  # underflows to zero, which is finite
+        ("0e-999999999999", (0.0,)),  # a zero, whatever its exponent
+        # NFKC: full-width digits, signs, points and commas, and wide spaces, read as ASCII.
+        ("３ １", (3.0, 1.0)),
+        ("－１．５，　２", (-1.5, 2.0)),  # full-width minus, point, comma; ideographic space
+        ("[１ｅ－３]", (1e-3,)),
+        ("1\u20032", (1.0, 2.0)),  # an em space is a space
+        ("−３", (-3.0,)),  # the Unicode minus is left alone by NFKC, and still a minus
         ("1\u00a02\u202f3", (1.0, 2.0, 3.0)),  # no-break spaces pasted from a phone
         (",".join(["1"] * MAX_ROW_LENGTH), (1.0,) * MAX_ROW_LENGTH),
     ],
 )
 def test_accepted_rows(text: str, row: tuple[float, ...]) -> None:
     assert parse_row(text) == row
+
+
+@pytest.mark.parametrize(
+    ("text", "row", "label"),
+    [
+        ("0.1 0.1 0.1", ("0.1", "0.1", "0.1"), "[0.1, 0.1, 0.1]"),
+        ("0.10000000000000000001", ("0.10000000000000000001",), "[0.10000000000000000001]"),
+        ("007.50e-2, .5, 3., -0", ("0.075", "0.5", "3", "-0"), "[0.075, 0.5, 3, 0]"),
+        ("1e100 1e-100", ("1e100", "1e-100"), "[1e+100, 1e-100]"),
+        ("1" + "0" * 100, ("1e100",), "[1e+100]"),
+        ("３．３", ("3.3",), "[3.3]"),
+    ],
+)
+def test_the_exact_row_keeps_every_digit_typed(text: str, row: tuple[str, ...], label: str) -> None:
+    exact = parse_row_exact(text)
+    assert isinstance(exact, tuple)
+    assert [str(x) for x in exact] == [str(Decimal(x)) for x in row]
+    assert format_input_row(exact) == label
 
 
 @pytest.mark.parametrize(
@@ -96,38 +127,53 @@ def test_accepted_rows(text: str, row: tuple[float, ...]) -> None:
                 ("−0,5 1", "−0,5"),  # quoted as typed, with its minus sign
             )
         ),
+        # NFKC makes a full-width comma a comma: decimal commas are still caught, and quoted
+        # as read.
+        (
+            "０，５ １，５",
+            "“0,5” looks like a decimal comma: write decimals with a point, as in 0.5, and part "
+            "the entries with commas or spaces.",
+        ),
+        ("１，，２", "There are two commas with no number between them."),
         ("1, NaN", "“NaN” is not allowed: every entry must be a finite number."),
+        ("ｉｎｆ", "“inf” is not allowed: every entry must be a finite number."),
         ("-inf", "“-inf” is not allowed: every entry must be a finite number."),
         ("Infinity 2", "“Infinity” is not allowed: every entry must be a finite number."),
-        # Beyond the float range, as beyond the entries' range: one message.
-        (
-            "1e400",
-            "“1e400” is too large: keep every entry between -1e100 and 1e100, so that its "
-            "square still fits in a floating-point number.",
-        ),
+        # Decided on the decimal typed, not on a float (1e400 is infinite, 1e-999 zero, and
+        # 1.00000000000000000001e100 the float 1e100).
         *(
-            (
-                text,
-                f"“{token}” is too large: keep every entry between -1e100 and 1e100, so that its "
-                "square still fits in a floating-point number.",
-            )
+            (text, f"“{token}” is too large: keep every entry between -1e100 and 1e100.")
             for text, token in (
+                ("1e400", "1e400"),
                 ("1e154 -1e154", "1e154"),
                 ("1, -1.0000001e100", "-1.0000001e100"),
                 ("1.7e308", "1.7e308"),
+                ("1.00000000000000000001e100", "1.000000000000000000…"),
+                ("1e99999999999999999999", "1e999999999999999999…"),
             )
         ),
         *(
             (
                 text,
-                f"“{token}” is too small: an entry other than 0 must be at least 1e-100 in "
-                "size, so that its square does not round to 0.",
+                f"“{token}” is too small: an entry other than 0 must be at least 1e-100 in size.",
             )
             for text, token in (
                 ("2.2e-308 -2.2e-308", "2.2e-308"),
                 ("0, 9.99e-101", "9.99e-101"),
                 ("5e-324", "5e-324"),
+                ("1e-999", "1e-999"),
+                ("0.99999999999999999999e-100", "0.999999999999999999…"),
+                ("1e-99999999999999999999", "1e-99999999999999999…"),
             )
+        ),
+        # NFKC would silently read these as other numbers ("3²" as 32).
+        *(
+            (
+                text,
+                f"“{char}” is a raised or lowered character: write every entry on the line, "
+                "with powers of ten as in 1e-3.",
+            )
+            for text, char in (("3²", "²"), ("1e⁻³", "⁻"), ("x₁ 2", "₁"), ("2ᵉ5", "ᵉ"))
         ),
         (
             ",".join(["1"] * (MAX_ROW_LENGTH + 1)),
@@ -151,11 +197,21 @@ def test_the_length_limit_counts_characters_not_bytes() -> None:
     assert "at most 16 numbers" in parse_row(text).message  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("size", [MAX_MAGNITUDE, MIN_MAGNITUDE])
-def test_rows_at_the_edges_normalise_to_what_they_should(size: float) -> None:
-    # What the edges protect: without the epsilon, a row of +-size normalises to +-1 exactly
-    # (its squares neither overflow nor round to zero).
-    row = parse_row(f"{size!r}, {-size!r}")
+@pytest.mark.parametrize("size", ["1e100", "1e-100"])
+def test_rows_at_the_edges_normalise_to_what_they_should(size: str) -> None:
+    # Without the epsilon, a row of +-size normalises to +-1 exactly.
+    row = parse_row_exact(f"{size}, −{size}")
     assert isinstance(row, tuple)
-    steps = layer_norm_steps(row, 0.0)
-    assert steps.normalised == (1.0, -1.0)
+    assert format_row(layer_norm_steps(row, 0).normalised) == "[1.000000, -1.000000]"
+
+
+def test_the_raised_and_lowered_characters_are_every_one_nfkc_reads_as_part_of_a_number() -> None:
+    # Every superscript or subscript whose NFKC form holds a digit, a sign or an "e", and no
+    # other character, is in the list both twins refuse.
+    listed = re.compile(f"[{RAISED_OR_LOWERED}]")
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        tag = unicodedata.decomposition(char).split(" ")[0]
+        normal = unicodedata.normalize(NORMAL_FORM, char)
+        number_like = tag in {"<super>", "<sub>"} and any(c in "0123456789+-−eE." for c in normal)
+        assert bool(listed.fullmatch(char)) == number_like, hex(code)

@@ -204,6 +204,48 @@ def test_your_own_row_computes_as_you_type(new_page: NewPage) -> None:
     expect(page.locator("#own-row-message")).to_have_text("")
 
 
+def not_a_number_row(length: int) -> str:
+    return "[" + ", ".join(["not a number"] * length) + "]"
+
+
+def test_your_own_row_of_equal_decimals_is_not_a_number_without_eps(new_page: NewPage) -> None:
+    # The mean of three 0.1s is not 0.1 in binary: float steps showed [-1, -1, -1] here.
+    page = new_page()
+    commit_prediction(page)
+    page.get_by_role("switch", name=LESSON.hand.switch_label).click()
+    own = page.get_by_label(LESSON.own_row.label)
+    steps = page.locator("#own-row-steps")
+    for text, length in (("0.1 0.1 0.1", 3), (" ".join(["0.1"] * 7), 7), ("-2.5 " * 4, 4)):
+        own.fill(text)
+        expect(steps.locator("[data-ln=variance]")).to_have_text("0.000000")
+        expect(steps.locator("[data-ln=normalised]")).to_have_text(not_a_number_row(length))
+    note = steps.get_by_text(LESSON.own_row.variance_hidden)
+    expect(note).to_be_hidden()
+    # Full-width digits read as digits.
+    own.fill("３ １")
+    expect(steps.locator("[data-ln=input]")).to_have_text("[3, 1]")
+    expect(steps.locator("[data-ln=normalised]")).to_have_text("[1.000000, -1.000000]")
+    # A variance above 0 that six decimals show as 0.000000 is said to be one.
+    own.fill("1e-7 2e-7")
+    expect(steps.locator("[data-ln=normalised]")).to_have_text("[-1.000000, 1.000000]")
+    expect(note).to_be_visible()
+
+
+def test_without_javascript_your_own_row_of_equal_decimals_is_not_a_number(
+    new_page: NewPage,
+) -> None:
+    page = new_page(java_script_enabled=False)
+    page.goto("/")
+    page.get_by_role("radio", name="Layer norm").check()
+    page.get_by_role("button", name=LESSON.predict.commit_label).click()
+    expect(page).to_have_url(re.compile(r"/#try$"))
+    page.goto("/?eps=off&row=0.1+0.1+0.1")
+    steps = page.locator("#own-row-steps")
+    expect(steps.locator("[data-ln=variance]")).to_have_text("0.000000")
+    expect(steps.locator("[data-ln=normalised]")).to_have_text(not_a_number_row(3))
+    expect(steps.get_by_text(LESSON.own_row.variance_hidden)).to_be_hidden()
+
+
 def test_the_takeaway_saves_itself_and_warns_before_leaving_unsaved(new_page: NewPage) -> None:
     page = new_page()
     page.goto("/")

@@ -3,12 +3,16 @@
 //
 // Floats travel as 16 hex digits of their IEEE 754 bit pattern, so NaN, the infinities and
 // -0 cross over exactly (plain JSON has none of them) and any difference is visible to the bit.
+// A row's steps are exact, so they travel as decimals' text and come back as the page's text.
 //
-// stdin:  {"steps": [{"row": [hex], "eps": hex}], "format": [hex], "formatRows": [[hex]],
-//          "inputRows": [[hex]], "parse": [text]}
-// stdout: {"steps": [{"mean": hex, "variance": hex, "denominator": hex, "normalised": [hex]}],
-//          "format": [text], "formatRows": [text], "inputRows": [text],
-//          "parse": [{"values": [hex]} | {"message": text}]}
+// stdin:  {"steps": [{"row": [decimal], "eps": decimal}], "format": [hex],
+//          "formatRows": [[hex]], "inputRows": [[hex]], "parse": [text],
+//          "ownRows": [{"text": text, "eps": decimal}]}
+// stdout: {"steps": [shown], "format": [text], "formatRows": [text], "inputRows": [text],
+//          "parse": [{"values": [decimal]} | {"message": text}],
+//          "ownRows": [{"values": [decimal], "shown": shown} | {"message": text}]}
+// where shown = {"mean": text, "variance": text, "denominator": text, "normalised": text,
+//                "varianceHidden": boolean}: what "Try your own row" writes.
 
 import { readFile } from "node:fs/promises";
 
@@ -20,7 +24,9 @@ const source = await readFile(
   new URL("../../src/normdive/web/static/layernorm.js", import.meta.url),
   "utf8",
 );
-const { formatInputRow, formatNumber, formatRow, layerNormSteps, parseRow } = await import(
+const {
+  formatInputRow, formatNumber, formatRow, layerNormSteps, parseRow, varianceTooSmallToShow,
+} = await import(
   `data:text/javascript;base64,${Buffer.from(source, "utf8").toString("base64")}`
 );
 
@@ -44,19 +50,30 @@ async function readStdin() {
 
 const request = JSON.parse(await readStdin());
 
-const steps = request.steps.map(({ row, eps }) => {
-  const result = layerNormSteps(row.map(fromHex), fromHex(eps));
+function shown(row, eps) {
+  const result = layerNormSteps(row, eps);
   return {
-    mean: toHex(result.mean),
-    variance: toHex(result.variance),
-    denominator: toHex(result.denominator),
-    normalised: result.normalised.map(toHex),
+    mean: formatNumber(result.mean),
+    variance: formatNumber(result.variance),
+    denominator: formatNumber(result.denominator),
+    normalised: formatRow(result.normalised),
+    varianceHidden: varianceTooSmallToShow(result),
   };
-});
+}
+
+const steps = request.steps.map(({ row, eps }) => shown(row, eps));
 
 const parse = request.parse.map((text) => {
   const result = parseRow(text);
-  return Array.isArray(result) ? { values: result.map(toHex) } : { message: result.message };
+  return Array.isArray(result) ? { values: result } : { message: result.message };
+});
+
+// What the page does with a typed row: parse it, then show its steps.
+const ownRows = request.ownRows.map(({ text, eps }) => {
+  const result = parseRow(text);
+  return Array.isArray(result)
+    ? { values: result, shown: shown(result, eps) }
+    : { message: result.message };
 });
 
 process.stdout.write(
@@ -66,5 +83,6 @@ process.stdout.write(
     formatRows: request.formatRows.map((row) => formatRow(row.map(fromHex))),
     inputRows: request.inputRows.map((row) => formatInputRow(row.map(fromHex))),
     parse,
+    ownRows,
   }),
 );

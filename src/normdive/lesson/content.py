@@ -300,7 +300,12 @@ class Ablation(_Model):
     gradients_intro: Text
     gradients_first_label: Text  # the first moment's heading, before "update N"
     gradients_later_label: Text  # the later moment's
-    gradients_scale_note: Text  # {low}, {high}: the ends of the bars' shared log scale
+    gradients_scale_note: Text  # {low}, {high}: the ends of the plots' shared log scale
+    gradients_chart_label: Text  # {step}, {low}, {high}: one moment's plot, as its name
+    gradients_placeholder: Text  # {missing}, {total}: where the plots appear, what opens them
+    together_heading: Text  # every played row's curve on one chart
+    together_label: Text  # {rows}: that chart's name, each row a together_row
+    together_row: Text  # {row}, {accuracy}: one row and where it ended
 
     @model_validator(mode="after")
     def _templates(self) -> Ablation:
@@ -309,12 +314,20 @@ class Ablation(_Model):
         _template(self.play_locked, ("missing", "total"), ("missing",))
         _template(self.full_accuracy_value, ("step",), ("step",))
         _template(self.gradients_scale_note, ("low", "high"), ("low", "high"))
+        _template(self.gradients_chart_label, ("step", "low", "high"), ("step",))
+        _template(self.gradients_placeholder, ("missing", "total"), ("missing",))
+        _template(self.together_label, ("rows",), ("rows",))
+        _template(self.together_row, ("row", "accuracy"), ("row", "accuracy"))
         templates = (
             "statement",
             "initialisation_named",
             "play_locked",
             "full_accuracy_value",
             "gradients_scale_note",
+            "gradients_chart_label",
+            "gradients_placeholder",
+            "together_label",
+            "together_row",
         )
         for name in type(self).model_fields:
             if name not in templates:
@@ -559,6 +572,8 @@ class SweepText(_Model):
     normdive.progress.sweep fills from the sweep file; none names a result."""
 
     heading: Text
+    # {depth}, {init}, {seeds}: what the learner played, from the recording; before intro
+    intro_played: Text
     intro: Text
     open_label: Text  # the panel's summary, which opens it
     page_label: Text  # the link inside, to the figures as a page (the page without JavaScript)
@@ -574,6 +589,7 @@ class SweepText(_Model):
     cell_label: Text  # {row}, {depth}, {init}: ends the accessible name of a cell's link
     depth_seeds: Text  # {seeds}: the seeds trained at a depth, "seed 0" or "seeds 0, 1 and 2"
     back_label: Text  # the standalone page's link back to the lesson
+    here_label: Text  # marks the depth and initialisation the learner played
     player_heading: Text  # {row}, {depth}, {init}, {seed}
     player_note: Text  # {steps}, {others}: the other seeds, each an other_seed
     other_seed: Text  # {accuracy}, {seed}: one other seed's final held-out accuracy
@@ -592,6 +608,7 @@ class SweepText(_Model):
     @model_validator(mode="after")
     def _templates(self) -> SweepText:
         _named("grid_caption", self.grid_caption, ("init",), ("init",))
+        _named("intro_played", self.intro_played, ("depth", "init", "seeds"), ("depth", "seeds"))
         _named("cell_spread", self.cell_spread, ("low", "high"), ("low", "high"))
         _named("depth_seeds", self.depth_seeds, ("seeds",), ("seeds",))
         _named("cell_label", self.cell_label, ("row", "depth", "init"), ("row", "depth"))
@@ -611,7 +628,7 @@ class SweepText(_Model):
         for name in (
             *("heading", "intro", "open_label", "page_label", "loading", "missing"),
             "unusable",
-            *("cell_one_seed", "cell_same"),
+            *("cell_one_seed", "cell_same", "here_label"),
         ):
             _named(name, getattr(self, name), ())
         return self
@@ -621,6 +638,7 @@ class OwnRow(_Model):
     label: Text
     placeholder: Text
     help: Text
+    variance_hidden: Text  # under the steps when the variance is above 0 but shows as 0.000000
 
 
 class Lesson(_Model):

@@ -1,84 +1,85 @@
-"""Layer norm as the steps a learner does by hand, in float64.
+"""Layer norm as the steps a learner does by hand, exactly.
 
-The order of operations is fixed, and static/layernorm.js repeats it line for line, so that the
-browser and the server produce bit-identical numbers:
+A row is decimals (what a learner types, what the lesson holds), so its steps are rationals,
+computed here without any rounding:
 
-    total       = ((0 + x0) + x1) + ... + x(n-1)          left to right, no compensation
-    mean        = total / n
-    squares     = ((0 + d0*d0) + d1*d1) + ...             d = x - mean, left to right
-    variance    = squares / n                             population variance (divide by n)
-    denominator = sqrt(variance + eps)                    IEEE sqrt, correctly rounded
-    normalised  = (x - mean) / denominator                IEEE division: 0/0 is NaN
+    mean        = (x0 + x1 + ... + x(n-1)) / n
+    variance    = (d0*d0 + d1*d1 + ...) / n              d = x - mean, population variance
+    denominator = sqrt(variance + eps)
+    normalised  = d / denominator                        0/0 when variance + eps is 0
 
-Every step is a single IEEE 754 binary64 operation (+, -, *, /, sqrt), each correctly rounded
-in both Python and JavaScript, so the two languages cannot drift apart. Two Python pitfalls are
-avoided on purpose: `sum()` of floats is compensated from Python 3.12 on (JavaScript has no
-such thing), and `d ** 2` raises OverflowError where `d * d` gives infinity like JavaScript.
+The square roots are kept as their squares: the denominator as variance + eps, each output
+as d*d / (variance + eps) with d's sign. Nothing is rounded until display.py writes a value
+with six decimals, once, from the exact value. So a row of equal entries has a variance of
+exactly 0 (0.1, 0.1, 0.1 as well as 4, 4, 4, 4: in binary floating point the mean of three
+0.1s is not 0.1, and the residue divided by its own root gave +-1), and without the epsilon
+every output is 0/0, not a number. static/layernorm.js computes the same rationals with BigInt,
+so the two twins show the same text, digit for digit.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+
+# The numbers a row and an epsilon may be: exact ones only (a float would bring its binary
+# rounding in: Fraction(0.1) is not one tenth).
+Exact = int | Fraction | Decimal
+
+
+@dataclass(frozen=True)
+class Root:
+    """A square root, exactly: sqrt(square), or -sqrt(square) when negative."""
+
+    square: Fraction  # >= 0
+    negative: bool = False
 
 
 @dataclass(frozen=True)
 class LayerNormSteps:
-    """The four results a learner reads, plus what they were computed from."""
+    """The four results a learner reads, plus what they were computed from, all exact."""
 
-    row: tuple[float, ...]  # (n,)
-    eps: float
-    mean: float  # sum(row) / n, summed left to right
-    variance: float  # population: sum((x - mean)**2) / n, left to right
-    denominator: float  # math.sqrt(variance + eps)
-    normalised: tuple[float, ...]  # (n,)  (x - mean) / denominator; NaN when 0/0
-
-
-def ieee_divide(numerator: float, denominator: float) -> float:
-    """`numerator / denominator` with IEEE 754 semantics, as JavaScript computes it.
-
-    Python raises ZeroDivisionError for a zero divisor; IEEE 754 (section 7.3) gives NaN for
-    0/0 and a signed infinity for a nonzero finite value over zero.
-    """
-    if denominator != 0.0:
-        return numerator / denominator
-    if numerator == 0.0 or math.isnan(numerator):
-        return math.nan
-    # Sign of the result: exclusive or of the two signs (a zero divisor keeps its sign bit).
-    negative = (math.copysign(1.0, numerator) < 0) != (math.copysign(1.0, denominator) < 0)
-    return -math.inf if negative else math.inf
+    row: tuple[Fraction, ...]  # (n,)
+    eps: Fraction
+    mean: Fraction  # sum(row) / n
+    variance: Fraction  # population: sum((x - mean)**2) / n
+    denominator: Root  # sqrt(variance + eps)
+    normalised: tuple[Root | None, ...]  # (n,)  (x - mean) / denominator; None: 0/0
 
 
-def layer_norm_steps(row: Sequence[float], eps: float) -> LayerNormSteps:
+def _exact(x: Exact) -> Fraction:
+    if isinstance(x, float):
+        raise TypeError(f"layer norm takes exact numbers (int, Decimal, Fraction), not {x!r}")
+    if isinstance(x, Decimal) and not x.is_finite():
+        raise ValueError(f"every number must be finite, got {x}")
+    return Fraction(x)
+
+
+def layer_norm_steps(row: Sequence[Exact], eps: Exact) -> LayerNormSteps:
     """Normalise one row step by step. Raises ValueError for an empty row or a bad eps."""
-    values = tuple(float(x) for x in row)  # (n,)
+    values = tuple(_exact(x) for x in row)  # (n,)
     n = len(values)
     if n == 0:
         raise ValueError("layer norm needs at least one number in the row")
-    eps = float(eps)
-    if not (math.isfinite(eps) and eps >= 0.0):
-        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
-
-    total = 0.0
-    for x in values:
-        total += x
-    mean = total / n  # n is an int, converted exactly; n >= 1 so no zero division
-
-    squares = 0.0
-    for x in values:
-        deviation = x - mean
-        squares += deviation * deviation
-    variance = squares / n
-
-    # variance is a sum of squares (>= 0 or NaN) and eps >= 0, so sqrt never sees a negative.
-    denominator = math.sqrt(variance + eps)
-    normalised = tuple(ieee_divide(x - mean, denominator) for x in values)  # (n,)
+    eps_value = _exact(eps)
+    if eps_value < 0:
+        raise ValueError(f"eps must be a finite number >= 0, got {eps}")
+    mean = sum(values, Fraction(0)) / n
+    deviations = tuple(x - mean for x in values)  # (n,)
+    variance = sum((d * d for d in deviations), Fraction(0)) / n
+    under_root = variance + eps_value
+    # variance + eps is 0 only when every deviation is 0 and eps is 0: each output is 0/0.
+    normalised = tuple(
+        None if under_root == 0 else Root(square=d * d / under_root, negative=d < 0)
+        for d in deviations
+    )
     return LayerNormSteps(
         row=values,
-        eps=eps,
+        eps=eps_value,
         mean=mean,
         variance=variance,
-        denominator=denominator,
+        denominator=Root(square=under_root),
         normalised=normalised,
     )

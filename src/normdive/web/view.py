@@ -17,13 +17,18 @@ import json
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from types import MappingProxyType
 from urllib.parse import urlencode
 
 from normdive.lesson.content import Lesson
-from normdive.numeric.display import format_input_row
+from normdive.numeric.display import (
+    format_input_number,
+    format_input_row,
+    variance_too_small_to_show,
+)
 from normdive.numeric.layernorm import LayerNormSteps, layer_norm_steps
-from normdive.numeric.rows import MAX_ROW_CHARS, RowError, parse_row
+from normdive.numeric.rows import MAX_ROW_CHARS, RowError, parse_row_exact
 from normdive.progress.aggregate import AggregateView, PredictionCounts, aggregate
 from normdive.progress.state import LessonState
 from normdive.recording.format import Recording
@@ -35,6 +40,7 @@ from normdive.web.player import (
     player_view,
     provenance_view,
 )
+from normdive.web.sweep_view import played_intro
 
 # The switch's two states in the query string of GET / (the no-JavaScript switch).
 EPS_ON = "on"
@@ -89,8 +95,9 @@ class RowView:
     """One row and its layer-norm steps at the epsilon the page shows."""
 
     label: str  # "[1, 2, 3]", as typed
-    data: str  # the row as JSON, for page.js to recompute at the other epsilon
+    data: str  # the row as JSON, its decimals as text, for page.js to recompute exactly
     steps: LayerNormSteps
+    variance_hidden: bool  # above 0 but shown as 0.000000 (display.variance_too_small_to_show)
 
 
 @dataclass(frozen=True)
@@ -128,6 +135,8 @@ class PageView:
     aggregate: AggregateView | None = None  # once the learner has committed
     # The compare section's line about other depths (progress.sweep.compare_line).
     sweep_line: str | None = None
+    # The sweep panel's sentence on what the learner played (sweep_view.played_intro).
+    sweep_intro: str = ""
     # The learner's form token (security.csrf), in every form and the page's meta tag.
     csrf_token: str = ""
 
@@ -160,20 +169,22 @@ ROW_VIEWS_KEPT = 64
 
 
 @functools.lru_cache(maxsize=ROW_VIEWS_KEPT)
-def row_view(row: tuple[float, ...], eps: float) -> RowView:
-    """A row's hand computation: a pure function of the row and the epsilon, so computed once
-    per pair (every page shows the lesson's rows)."""
+def row_view(row: tuple[int | Decimal, ...], eps: Decimal) -> RowView:
+    """A row's hand computation, exact: a pure function of the row and the epsilon, so computed
+    once per pair (every page shows the lesson's rows)."""
+    steps = layer_norm_steps(row, eps)
     return RowView(
         label=format_input_row(row),
-        data=json.dumps(list(row)),
-        steps=layer_norm_steps(row, eps),
+        data=json.dumps([format_input_number(x) for x in row]),
+        steps=steps,
+        variance_hidden=variance_too_small_to_show(steps),
     )
 
 
-def own_row_view(text: str | None, eps: float) -> OwnRowView:
+def own_row_view(text: str | None, eps: Decimal) -> OwnRowView:
     if text is None or not text.strip():
         return OwnRowView(text=text or "", row=None, error=None)
-    parsed = parse_row(text)
+    parsed = parse_row_exact(text)
     if isinstance(parsed, RowError):
         return OwnRowView(text=text, row=None, error=parsed.message)
     return OwnRowView(text=text, row=row_view(parsed, eps), error=None)
@@ -200,11 +211,13 @@ def build_page_view(
     if state.prediction is None:
         # Nothing in "Try it" runs before the prediction is committed, not even from the URL.
         eps_on, own_row_text = True, None
-    eps = float(lesson.eps) if eps_on else 0.0
+    eps = lesson.eps if eps_on else Decimal(0)
     usable = recording if recording is not None and state.ablation.available else None
     played = state.ablation.row(player_row or "")
     player = (
-        player_view(usable, lesson, played.key)
+        player_view(
+            usable, lesson, played.key, [row.key for row in state.ablation.rows if row.plays]
+        )
         if usable is not None and played is not None and played.plays > 0
         else None
     )
@@ -222,8 +235,8 @@ def build_page_view(
         learner_id=learner_id,
         eps_on=eps_on,
         eps_text=str(lesson.eps) if eps_on else "0",
-        hand_rows=tuple(row_view(tuple(map(float, row)), eps) for row in lesson.hand_rows),
-        edge_row=row_view(tuple(map(float, lesson.edge_row)), eps),
+        hand_rows=tuple(row_view(tuple(row), eps) for row in lesson.hand_rows),
+        edge_row=row_view(tuple(lesson.edge_row), eps),
         own_row=own_row_view(own_row_text, eps),
         refusal=refusal,
         carry=carry,
@@ -243,4 +256,5 @@ def build_page_view(
         ),
         csrf_token=csrf_token,
         sweep_line=sweep_line,
+        sweep_intro=played_intro(lesson, usable) if usable is not None else "",
     )

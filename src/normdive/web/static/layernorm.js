@@ -1,9 +1,11 @@
 // Layer norm step by step, in the browser: the twin of normdive/numeric/{layernorm,display,rows}.py.
 //
-// Plain ES module, no framework, no build step. Every arithmetic step is one IEEE 754 binary64
-// operation in the same order as the Python code (left-to-right sums, mean = sum / n,
-// variance = sum of d * d / n, sqrt(variance + eps), (x - mean) / denominator), so the numbers are
-// bit-identical to the server's; tests/test_js_parity.py checks that on thousands of rows.
+// Plain ES module, no framework, no build step. A row is decimals, so its steps are rationals,
+// computed here exactly with BigInt (numeric/layernorm.py computes the same rationals with
+// Fraction): the mean, the variance, and each square root kept as its square (the denominator
+// as variance + eps, each output as d * d / (variance + eps) with d's sign). Nothing is rounded
+// until formatNumber writes six decimals, once, from the exact value, so both twins show the
+// same text digit for digit; tests/test_js_parity.py checks that on thousands of rows.
 
 export const DECIMALS = 6;
 export const NOT_A_NUMBER = "not a number";
@@ -11,43 +13,86 @@ export const INFINITY = "infinity";
 export const MINUS_INFINITY = "minus infinity";
 export const MAX_ROW_LENGTH = 16;
 export const MAX_ROW_CHARS = 400;
-// The sizes an entry may have (0 aside): beyond them a square overflows or rounds to zero
-// (rows.py's module docstring).
+// The sizes an entry may have (0 aside), decided on the typed decimal (rows.py's docstring).
 export const MAX_MAGNITUDE = 1e100;
 export const MIN_MAGNITUDE = 1e-100;
+const MAX_MAGNITUDE_EXPONENT = 100;
+const MIN_MAGNITUDE_EXPONENT = -100;
+// An exponent longer than this (leading zeros aside) is out of range for any row's mantissa.
+const MAX_EXPONENT_DIGITS = 6;
+const NORMAL_FORM = "NFKC";
 const MAX_QUOTED_CHARS = 20;
 const ZERO = "0.000000";
 const SCALE = 10n ** BigInt(DECIMALS);
 
+// ---- exact numbers ---------------------------------------------------------------------------
+
+// A decimal as written: sign, digits before and after the point, exponent.
+const DECIMAL = /^([+-]?)(?:([0-9]+)\.?([0-9]*)|\.([0-9]+))(?:[eE]([+-]?[0-9]+))?$/;
+
+// A decimal's text (or a number, read as String(x) writes it) as the exact rational
+// {num, den}: den a power of ten.
+function rational(x) {
+  const text = String(x); // a number: its shortest round-trip digits
+  const match = DECIMAL.exec(text);
+  if (match === null) throw new RangeError(`not a decimal number: ${text}`);
+  const [, sign, whole = "", part = "", fraction = "", exponent = "0"] = match;
+  const after = part || fraction;
+  let num = BigInt(whole + after || "0");
+  if (sign === "-") num = -num;
+  if (num === 0n) return { num: 0n, den: 1n };
+  const power = Number(exponent) - after.length;
+  return power >= 0 ? { num: num * 10n ** BigInt(power), den: 1n } : { num, den: 10n ** BigInt(-power) };
+}
+
+// floor(sqrt(n)) for a BigInt n >= 0, by Newton's iteration from above.
+function isqrt(n) {
+  if (n < 2n) return n;
+  let x = 1n << BigInt(n.toString(16).length * 2 + 1); // 2 ** (bits / 2 + 1) > sqrt(n)
+  for (;;) {
+    const next = (x + n / x) >> 1n;
+    if (next >= x) return x;
+    x = next;
+  }
+}
+
 // ---- layer norm ------------------------------------------------------------------------------
 
 /**
- * Normalise one row step by step.
- * @param {ArrayLike<number>} row  (n,) with n >= 1
- * @param {number} eps  finite, >= 0 (1e-5 with the switch on, 0 with it off)
- * @returns {{row: number[], eps: number, mean: number, variance: number,
- *            denominator: number, normalised: number[]}}
+ * Normalise one row step by step, exactly.
+ * @param {ArrayLike<string | number>} row  (n,) with n >= 1: decimals as text ("0.1", "1e-7")
+ * @param {string | number} eps  (the lesson's epsilon as text with the switch on, "0" off)
+ * @returns {{mean: {num: bigint, den: bigint}, variance: {num: bigint, den: bigint},
+ *            denominator: {square: {num: bigint, den: bigint}, negative: boolean},
+ *            normalised: ({square: {num: bigint, den: bigint}, negative: boolean} | null)[]}}
+ *   null for an output that is 0 / 0.
  */
 export function layerNormSteps(row, eps) {
-  const values = Array.from(row, Number); // (n,)
-  const n = values.length;
-  if (n === 0) throw new RangeError("layer norm needs at least one number in the row");
-  eps = Number(eps);
-  if (!(Number.isFinite(eps) && eps >= 0)) {
-    throw new RangeError(`eps must be a finite number >= 0, got ${eps}`);
-  }
-  let total = 0;
-  for (const x of values) total += x; // left to right, no compensation
-  const mean = total / n;
-  let squares = 0;
-  for (const x of values) {
-    const deviation = x - mean;
-    squares += deviation * deviation; // not ** 2: the same single multiplication as Python
-  }
-  const variance = squares / n;
-  const denominator = Math.sqrt(variance + eps);
-  const normalised = values.map((x) => (x - mean) / denominator); // (n,)  0 / 0 is NaN
-  return { row: values, eps, mean, variance, denominator, normalised };
+  const values = Array.from(row, rational); // (n,)
+  const n = BigInt(values.length);
+  if (n === 0n) throw new RangeError("layer norm needs at least one number in the row");
+  const e = rational(eps);
+  if (e.num < 0n) throw new RangeError(`eps must be a finite number >= 0, got ${eps}`);
+  // Every den is a power of ten, so the largest is a common denominator D: x = X / D.
+  const D = values.reduce((largest, x) => (x.den > largest ? x.den : largest), 1n);
+  const X = values.map((x) => x.num * (D / x.den));
+  const S = X.reduce((total, x) => total + x, 0n);
+  // mean = S / (n D); deviation d = (n X - S) / (n D) = Y / (n D).
+  const Y = X.map((x) => n * x - S);
+  const Q = Y.reduce((total, y) => total + y * y, 0n);
+  // variance = Q / (n^3 D^2); variance + eps = (Q F + E n^3 D^2) / (n^3 D^2 F), eps = E / F;
+  // an output's square = d^2 / (variance + eps) = Y^2 n F / (Q F + E n^3 D^2).
+  const cube = n * n * n * D * D;
+  const top = Q * e.den + e.num * cube;
+  const normalised = Y.map((y) => (top === 0n
+    ? null // variance + eps is 0: every deviation is 0 and eps is 0, so each output is 0 / 0
+    : { square: { num: y * y * n * e.den, den: top }, negative: y < 0n }));
+  return {
+    mean: { num: S, den: n * D },
+    variance: { num: Q, den: cube },
+    denominator: { square: { num: top, den: cube * e.den }, negative: false },
+    normalised,
+  };
 }
 
 // ---- display ---------------------------------------------------------------------------------
@@ -57,12 +102,44 @@ function nonFinite(x) {
   return x > 0 ? INFINITY : MINUS_INFINITY;
 }
 
+// |value| * 10 ** 6, rounded, as text: 1224736n -> "1.224736".
+function unitsText(units, negative) {
+  if (units === 0n) return ZERO; // also -0 and tiny negatives: a zero has no sign on the page
+  const digits = units.toString().padStart(DECIMALS + 1, "0");
+  return `${negative ? "-" : ""}${digits.slice(0, -DECIMALS)}.${digits.slice(-DECIMALS)}`;
+}
+
+// round(|num / den| * 10 ** 6), ties to even (den > 0).
+function rationalUnits({ num, den }) {
+  const scaled = (num < 0n ? -num : num) * SCALE;
+  let units = scaled / den;
+  const twice = 2n * (scaled - units * den);
+  if (twice > den || (twice === den && (units & 1n) === 1n)) units += 1n;
+  return units;
+}
+
+// round(sqrt(num / den) * 10 ** 6), ties to even: with a / b = square * 10 ** 12 and
+// k = floor(sqrt(a / b)), up when 4a > b (2k + 1) ** 2; equality is a tie (numeric/display.py).
+function rootUnits({ num, den }) {
+  const a = num * SCALE * SCALE;
+  const k = isqrt(a / den);
+  const beyond = 4n * a - den * (2n * k + 1n) ** 2n;
+  return beyond > 0n || (beyond === 0n && (k & 1n) === 1n) ? k + 1n : k;
+}
+
 /**
- * Six decimals fixed, rounded from the exact binary value with ties to even, like Python's
- * format(x, ".6f"). Number.prototype.toFixed breaks ties away from zero and switches to
- * exponent notation from 1e21, so the digits are computed here with BigInt instead.
+ * Six decimals fixed, rounded once from the exact value with ties to even: a float (its exact
+ * binary value, like Python's format(x, ".6f")), an exact rational {num, den}, an exact root
+ * {square, negative}, or null for 0 / 0. Number.prototype.toFixed breaks ties away from zero
+ * and switches to exponent notation from 1e21, so the digits are computed with BigInt.
  */
 export function formatNumber(x) {
+  if (x === null) return NOT_A_NUMBER;
+  if (typeof x === "object") {
+    return "square" in x
+      ? unitsText(rootUnits(x.square), x.negative)
+      : unitsText(rationalUnits(x), x.num < 0n);
+  }
   if (!Number.isFinite(x)) return nonFinite(x);
   const view = new DataView(new ArrayBuffer(8));
   view.setFloat64(0, x);
@@ -75,22 +152,15 @@ export function formatNumber(x) {
     mantissa |= 1n << 52n;
     exponent = biasedExponent - 1075;
   }
-  // |x| * 10 ** 6 = mantissa * 10 ** 6 * 2 ** exponent, rounded to an integer, ties to even.
-  const scaled = mantissa * SCALE;
-  let units;
-  if (exponent >= 0) {
-    units = scaled << BigInt(exponent);
-  } else {
-    const shift = BigInt(-exponent);
-    units = scaled >> shift;
-    const remainder = scaled - (units << shift);
-    const half = 1n << (shift - 1n);
-    if (remainder > half || (remainder === half && (units & 1n) === 1n)) units += 1n;
-  }
-  if (units === 0n) return ZERO; // also -0 and tiny negatives: a zero has no sign on the page
-  const digits = units.toString().padStart(DECIMALS + 1, "0");
-  const whole = digits.slice(0, -DECIMALS);
-  return `${negative ? "-" : ""}${whole}.${digits.slice(-DECIMALS)}`;
+  // |x| = mantissa * 2 ** exponent, exactly.
+  return exponent >= 0
+    ? unitsText(mantissa * SCALE << BigInt(exponent), negative)
+    : unitsText(rationalUnits({ num: mantissa, den: 1n << BigInt(-exponent) }), negative);
+}
+
+/** The variance is above 0 but shows as 0.000000 (numeric/display.py, same name). */
+export function varianceTooSmallToShow(steps) {
+  return steps.variance.num !== 0n && formatNumber(steps.variance) === ZERO;
 }
 
 /** "[-1.224736, 0.000000, 1.224736]" */
@@ -98,8 +168,12 @@ export function formatRow(xs) {
   return `[${Array.from(xs, formatNumber).join(", ")}]`;
 }
 
-/** A typed number as the learner meant it: 3, 2.5, 0.001, 1e-7 (String(x), -0 as 0). */
+/**
+ * A typed number as the learner meant it: 3, 2.5, 0.001, 1e-7 (String(x), -0 as 0). A row from
+ * parseRow is already this text, every digit typed kept, and comes back as it is.
+ */
 export function formatInputNumber(x) {
+  if (typeof x === "string") return x;
   if (!Number.isFinite(x)) return nonFinite(x);
   return String(x); // String(-0) is "0"
 }
@@ -117,8 +191,10 @@ const EDGE_SPACES = new RegExp(`^[${SPACES}]+|[${SPACES}]+$`, "g");
 const SEPARATOR = new RegExp(`[${SPACES},]+`);
 const EMPTY_BETWEEN_COMMAS = new RegExp(`,[${SPACES}]*,`);
 const SPACES_ONLY = new RegExp(`[${SPACES}]+`);
+// The superscripts and subscripts NFKC turns into a digit, a sign or an exponent's "e"
+// (numeric/rows.py, RAISED_OR_LOWERED).
+const RAISED_OR_LOWERED = /[\u00b2\u00b3\u00b9\u1d31\u1d49\u2070\u2074-\u207b\u2080-\u208b\u2091]/;
 const DECIMAL_COMMA_GROUP = /^[+\-\u2212]?[0-9]*[0-9],[0-9]+$/;
-const NUMBER = /^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/;
 const NON_FINITE_WORDS = new Set(["nan", "inf", "infinity"]);
 
 // The first group written like "0,5" when the row's groups are parted by spaces and every group
@@ -145,8 +221,34 @@ function quote(token) {
   return `“${shown}”`;
 }
 
+// A matched number's significant digits and exponent (value = 0.digits x 10 ** exponent), or
+// null for a zero; an exponent too long to be in range comes back as +-10 ** 6 (rows.py, _size).
+function size(match) {
+  const [, , whole = "", part = "", fraction = "", written = "0"] = match;
+  const after = part || fraction;
+  const digits = (whole + after).replace(/^0+/, "");
+  if (digits === "") return null;
+  const magnitude = written.replace(/^[+-]/, "").replace(/^0+/, "");
+  const exponent = magnitude.length > MAX_EXPONENT_DIGITS
+    ? 10 ** MAX_EXPONENT_DIGITS * (written.startsWith("-") ? -1 : 1)
+    : Number(written);
+  const dropped = (whole + after).length - digits.length; // leading zeros
+  return { digits: digits.replace(/0+$/, ""), exponent: exponent + whole.length - dropped };
+}
+
+// ECMAScript's Number::toString layout of 0.digits x 10 ** n (numeric/display.py).
+function layout(digits, n) {
+  const k = digits.length;
+  if (k <= n && n <= 21) return digits + "0".repeat(n - k);
+  if (0 < n && n <= 21) return `${digits.slice(0, n)}.${digits.slice(n)}`;
+  if (-6 < n && n <= 0) return `0.${"0".repeat(-n)}${digits}`;
+  const mantissa = k === 1 ? digits : `${digits[0]}.${digits.slice(1)}`;
+  return `${mantissa}e${n - 1 >= 0 ? "+" : "-"}${Math.abs(n - 1)}`;
+}
+
 /**
- * Parse "1, 2, 3", "[1 2 3]", "−0.5,2e3": an array of 1 to 16 finite numbers, or {message}.
+ * Parse "1, 2, 3", "[1 2 3]", "−0.5,2e3": an array of 1 to 16 decimals as text, every digit
+ * typed kept, in the layout String(x) uses ("0.1", "1e-7", "1e+100"), or {message}.
  * Same rules and messages as normdive/numeric/rows.py.
  */
 export function parseRow(text) {
@@ -158,7 +260,14 @@ export function parseRow(text) {
         `(this one has ${length}).`,
     };
   }
-  let body = text.replace(EDGE_SPACES, "");
+  const raised = RAISED_OR_LOWERED.exec(text);
+  if (raised !== null) {
+    return {
+      message: `${quote(raised[0])} is a raised or lowered character: write every entry on ` +
+        "the line, with powers of ten as in 1e-3.",
+    };
+  }
+  let body = text.normalize(NORMAL_FORM).replace(EDGE_SPACES, "");
   const opens = body.startsWith("[");
   const closes = body.endsWith("]");
   if (opens !== closes || (opens && body.length === 1)) {
@@ -185,26 +294,32 @@ export function parseRow(text) {
     if (NON_FINITE_WORDS.has(token.replace(/^[+-]+/, "").toLowerCase())) {
       return { message: `${quote(token)} is not allowed: every entry must be a finite number.` };
     }
-    if (!NUMBER.test(token)) {
+    const match = DECIMAL.exec(token);
+    if (match === null) {
       return {
         message: `${quote(token)} is not a number. Write numbers like 2, -1.5 or 1e-3, ` +
           "separated by commas or spaces.",
       };
     }
-    const value = Number(token); // beyond the float range (1e400): infinite, and too large below
-    if (Math.abs(value) > MAX_MAGNITUDE) {
+    const found = size(match);
+    if (found === null) {
+      values.push("0"); // also -0, as String(-0) writes it
+      continue;
+    }
+    const { digits, exponent } = found;
+    const top = MAX_MAGNITUDE_EXPONENT + 1;
+    if (exponent > top || (exponent === top && digits !== "1")) {
       return {
-        message: `${quote(token)} is too large: keep every entry between -1e100 and 1e100, so ` +
-          "that its square still fits in a floating-point number.",
+        message: `${quote(token)} is too large: keep every entry between -1e100 and 1e100.`,
       };
     }
-    if (value !== 0 && Math.abs(value) < MIN_MAGNITUDE) {
+    if (exponent <= MIN_MAGNITUDE_EXPONENT) {
       return {
         message: `${quote(token)} is too small: an entry other than 0 must be at least 1e-100 ` +
-          "in size, so that its square does not round to 0.",
+          "in size.",
       };
     }
-    values.push(value);
+    values.push(`${match[1] === "-" ? "-" : ""}${layout(digits, exponent)}`);
   }
   if (values.length > MAX_ROW_LENGTH) {
     return {

@@ -20,10 +20,15 @@
 //
 // Elements are found through event delegation, so regions swapped in need no re-binding.
 
-import { formatInputRow, formatNumber, formatRow, layerNormSteps, parseRow } from "./layernorm.js";
+import {
+  formatInputRow, formatNumber, formatRow, layerNormSteps, parseRow, varianceTooSmallToShow,
+} from "./layernorm.js";
 
 const AUTOSAVE_DELAY_MS = 1500; // "a moment after typing stops"
 const OWN_ROW_PROBLEM_DELAY_MS = 600; // a pause in typing, before a typed row's problem is said
+// A phone's double tap is two taps within about 300 ms; a fast server answers the first before
+// the second lands. A form's second submission this soon after its answer is the same tap.
+const DOUBLE_TAP_MS = 500;
 const NETWORK_PROBLEM = "The server could not be reached, so nothing was saved. Try again.";
 const CURVES_PROBLEM = "The recorded curves could not be loaded just now; the table holds the same figures.";
 
@@ -67,13 +72,14 @@ function rowTexts(rowData, eps) {
   let texts = textsByRow.get(key);
   if (texts === undefined) {
     if (textsByRow.size >= MAX_CACHED_TEXTS) textsByRow.clear();
-    const steps = layerNormSteps(JSON.parse(rowData), eps.value);
+    const steps = layerNormSteps(JSON.parse(rowData), eps.text); // exact: the decimals' text
     texts = {
       mean: formatNumber(steps.mean),
       variance: formatNumber(steps.variance),
       denominator: formatNumber(steps.denominator),
       normalised: formatRow(steps.normalised),
       eps: eps.text,
+      varianceHidden: varianceTooSmallToShow(steps), // no slot: the note under the steps
     };
     textsByRow.set(key, texts);
   }
@@ -182,7 +188,10 @@ function showOwnRow() {
   const steps = template.content.firstElementChild.cloneNode(true);
   steps.dataset.row = JSON.stringify(parsed);
   steps.querySelector('[data-ln="input"]').textContent = formatInputRow(parsed);
-  paintRow(steps, epsState());
+  const eps = epsState();
+  paintRow(steps, eps);
+  // The variance does not depend on the switch, so neither does this note.
+  steps.querySelector("[data-variance-hidden]").hidden = !rowTexts(steps.dataset.row, eps).varianceHidden;
   target.replaceChildren(steps);
 }
 
@@ -269,6 +278,24 @@ async function post(form) {
 
 const busy = new WeakSet();
 
+// One tap, one request. A form is known by its address across redraws (its answer replaces the
+// element): while its request travels, and for DOUBLE_TAP_MS after the answer when what the
+// learner entered is unchanged, a submission of it sends nothing (a second check, a second
+// play counted). The hidden fields (the token, what the URL carries) are not the learner's.
+const sending = new Set(); // form.action
+const answered = new Map(); // form.action -> { at: performance.now(), entered }
+
+function entered(form) {
+  const hidden = new Set([...form.querySelectorAll("input[type=hidden]")].map((input) => input.name));
+  return JSON.stringify([...new FormData(form)].filter(([name]) => !hidden.has(name)));
+}
+
+function isSecondTap(form) {
+  if (sending.has(form.action)) return true;
+  const last = answered.get(form.action);
+  return last !== undefined && performance.now() - last.at < DOUBLE_TAP_MS && last.entered === entered(form);
+}
+
 // A refusal that re-draws no region (403: another origin or a stale session; 413) is shown as
 // text at the end of its form; role="alert" has it read out as well.
 function showRefusal(form, message) {
@@ -300,10 +327,14 @@ function holdOnScreen(id) {
   };
 }
 
-async function submitEnhanced(form, focusId) {
-  if (busy.has(form)) return;
-  busy.add(form);
+async function submitEnhanced(form, focusId, submitter) {
+  if (isSecondTap(form)) return;
+  const key = form.action;
+  const sent = entered(form);
+  sending.add(key);
   form.setAttribute("aria-busy", "true");
+  // In flight: the button looks and says it is busy (not `disabled`, which would drop focus).
+  submitter?.setAttribute("aria-disabled", "true");
   const played = form.dataset.play;
   try {
     const { answer } = await post(form);
@@ -327,8 +358,10 @@ async function submitEnhanced(form, focusId) {
   } catch {
     announce(NETWORK_PROBLEM);
   } finally {
-    busy.delete(form);
+    sending.delete(key);
+    answered.set(key, { at: performance.now(), entered: sent });
     form.removeAttribute("aria-busy");
+    submitter?.removeAttribute("aria-disabled");
   }
 }
 
@@ -605,7 +638,7 @@ document.addEventListener("submit", (event) => {
   }
   const active = document.activeElement;
   const focusId = active && form.contains(active) && active.id ? active.id : event.submitter?.id;
-  submitEnhanced(form, focusId);
+  submitEnhanced(form, focusId, event.submitter ?? form.querySelector("button[type=submit]"));
 });
 
 window.addEventListener("beforeunload", (event) => {
