@@ -301,22 +301,22 @@ def test_playing_a_row_records_it_and_shows_its_figures_without_javascript(
     assert text(player, "#final-accuracy") == "100.0 %"
     assert text(player, "#final-loss") == "0.003"
     assert text(player, "#final-full-accuracy") == "step 600"  # a step, not a percentage
-    # Without JavaScript there are no charts: what they would show stays hidden.
+    # The server draws the charts (for a page without JavaScript): the note says what they show.
     note = one(player, "#player-note")
     assert " ".join(note.get_text().split()).startswith(
         "600 training steps. The same row was recorded at seeds 1 and 2 too."
     )
     chart_note = one(note, "[data-chart-note]")
-    assert chart_note.has_attr("hidden") and "faint band" in chart_note.get_text()
+    assert not chart_note.has_attr("hidden") and "faint band" in chart_note.get_text()
     table = [[c.get_text(strip=True) for c in tr.select("th, td")] for tr in player.select("tr")]
     assert table[0][0] == "step"
     assert [line[0] for line in table[1:]] == ["0", "300", "600"]
     assert table[-1][1:] == ["100.0 %", "0.003", "100.0 %"]
     # Both charts are labelled images whose figures are in that table; without JavaScript,
-    # each frame says so.
+    # each frame holds the server's drawing.
     for chart in player.select(".chart"):
         assert chart["role"] == "img" and "table below" in str(chart["aria-label"])
-        assert "needs JavaScript" in one(chart, "noscript").get_text()
+        assert one(chart, "noscript svg.curve-svg").select("path.line")
     assert "Learns the copy" in text(soup, "#row-both-result")
     assert state(client)["evaluated_runs"] == 1
     # Replaying is allowed and counted as a play; only a row's first play is a run.
@@ -661,12 +661,16 @@ def test_the_takeaway_line_is_composed_once_the_recording_has_answered(
 # --- the gradients -------------------------------------------------------------------------------
 
 
-def test_gradient_bars_appear_once_every_row_has_played(client: TestClient) -> None:
+def test_gradient_plots_appear_once_every_row_has_played(client: TestClient) -> None:
     commit(client)
     predict_all(client)
     for key in ROW_KEYS[:3]:
         client.post(f"/rows/{key}/play")
+    # Until then, a sentence in their place says what opens them.
     assert page(client).select("#gradients svg") == []
+    assert text(page(client), "#gradients-placeholder") == words(
+        LESSON.ablation.gradients_placeholder.format(missing=1, total=4)
+    )
     client.post("/rows/neither/play")
     gradients = one(page(client), "#gradients")
     assert text(gradients, "h5") == LESSON.ablation.gradients_heading
@@ -676,21 +680,22 @@ def test_gradient_bars_appear_once_every_row_has_played(client: TestClient) -> N
         f"{LESSON.ablation.gradients_later_label}: update 600",
     ]
     figures = gradients.select("figure")
-    assert len(figures) == 8
+    assert len(figures) == 2
     for figure in figures:
-        # Named once, by its caption; the bars are for the eye only.
-        assert "block 1" in one(figure, "figcaption").get_text()
-        chart = one(figure, "svg")
-        assert chart["aria-hidden"] == "true" and not chart.has_attr("role")
-        assert len(chart.select("rect")) == 8
+        # A named image per moment, its figures listed under it, row by row.
+        assert len(one(figure, "figcaption").select("li")) == 4
+        chart = one(figure, "svg.dot-plot")
+        assert chart["role"] == "img" and "logarithmic scale" in str(chart["aria-label"])
+        assert len(chart.select("path.marker")) == 32
     # With everything on the page, headings still never skip a level.
     levels = [
         int(h.name[1]) for h in page(client, "/?play=neither").select("h1, h2, h3, h4, h5, h6")
     ]
     assert all(b - a <= 1 for a, b in itertools.pairwise(levels))
-    # Neither's first block gets exactly no gradient: a mark, spelled "0" in the table.
-    neither = one(gradients, "figure:has(#gradients-1-neither) svg")
-    assert "marked" in one(neither, "rect")["class"]
+    # Neither's first block gets exactly no gradient: off the scale, spelled "0".
+    neither = one(gradients, '#gradients-1-plot g[data-row="neither"]')
+    assert "off-scale" in one(neither, 'path[data-block="1"]')["class"]
+    assert one(neither, "text.off-text").get_text() == "0"
     table = gradients.select("tbody tr")
     assert len(table) == 8  # four rows x two recorded updates
     assert [c.get_text() for c in table[-2].select("td")][:2] == ["1", "0"]

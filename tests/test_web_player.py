@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -10,13 +11,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from bs4 import BeautifulSoup, Tag
 
 from conftest import NON_FINITE_ROW, ablation_recording
 from normdive.lesson.content import load_lesson
 from normdive.recording.format import ROW_KEYS, Recording
+from normdive.web.charts import GRADIENT_PLOT_HEIGHT, MAX_DECADES, CurveChart
 from normdive.web.player import (
-    BAR_AREA_HEIGHT,
-    MIN_BAR_HEIGHT,
     PlayerView,
     gradients_view,
     norm_text,
@@ -30,6 +31,10 @@ from sample_recordings import sample_recording
 
 LESSON = load_lesson()
 REPO = Path(__file__).resolve().parents[1]
+SHIPPED = Recording.model_validate_json(
+    (REPO / "recordings" / "the-transformer-block.json").read_text(encoding="utf-8")
+)
+FRAGMENTS = Renderer().env.get_template("fragments.html").module
 VENDOR = STATIC_DIR / "vendor" / "uplot"
 RECORDING = ablation_recording()
 
@@ -111,26 +116,167 @@ def test_the_provenance_names_the_file_never_its_folder() -> None:
     assert provenance_view(odd, LESSON, "x.json").created_at == "today"
 
 
-def test_the_gradient_bars_share_one_logarithmic_scale() -> None:
+def test_the_gradient_plots_share_a_log_scale_chosen_from_the_data() -> None:
     view = gradients_view(RECORDING, LESSON)
     assert view is not None
     assert [chart.step for chart in view.charts] == [1, 600]
     assert [row.key for row in view.charts[0].rows] == list(ROW_KEYS)
-    bars = {row.key: row.bars for chart in view.charts[:1] for row in chart.rows}
-    # The largest norm reaches the top; neither's zero is a flat mark; its others climb.
-    tallest = max(bar.height for row in bars.values() for bar in row)
-    assert tallest == BAR_AREA_HEIGHT
-    neither = bars["neither"]
-    assert neither[0].marked and neither[0].height == MIN_BAR_HEIGHT and neither[0].text == "0"
-    heights = [bar.height for bar in neither[1:]]
-    assert heights == sorted(heights) and heights[0] < heights[-1]
-    # Equal norms draw equal bars; every bar sits on the axis.
-    assert len({bar.height for bar in bars["residual_only"]}) == 1
-    for bar in (bar for row in bars.values() for bar in row):
-        assert math.isclose(bar.y + bar.height, BAR_AREA_HEIGHT)
-    assert view.low == "1e-28" and view.high == "4"
+    # The sample's norms run from 4 down to 1e-28 (and an exact zero): the scale starts at
+    # the power of ten above the top and reaches MAX_DECADES below it, not 29 of them.
+    assert (view.low, view.high) == ("1e-11", "10")
+    ticks = [tick.text for tick in view.frame.y_ticks]
+    assert ticks == [f"1e{k}" for k in range(-11, -3)] + ["0.001", "0.01", "0.1", "1", "10"]
+    gaps = {round(a.at - b.at, 2) for a, b in itertools.pairwise(view.frame.y_ticks)}
+    assert gaps == {round(GRADIENT_PLOT_HEIGHT / MAX_DECADES, 2)}
+    rows = {row.key: row for row in view.charts[0].rows}
+    # Neither's first block gets exactly no gradient: off the scale, its figure written.
+    first = rows["neither"].points[0]
+    assert first.off_scale and first.text == "0"
+    # Equal norms sit level; 0.8 and 0.0165 (48x apart) are 1.7 grid steps apart.
+    assert len({point.y for point in rows["residual_only"].points}) == 1
+    both, residual = rows["both"].points[0], rows["residual_only"].points[0]
+    assert residual.y - both.y == pytest.approx(18 * math.log10(0.8 / 0.0165), abs=0.05)
+    # Layer norm only collapses between the two moments: 4 at update 1, 1e-10 at 600.
+    early = {row.key: row for row in view.charts[0].rows}["layernorm_only"].points[0]
+    late = {row.key: row for row in view.charts[1].rows}["layernorm_only"].points[0]
+    assert late.y - early.y == pytest.approx(18 * math.log10(4 / 1e-10), abs=0.05)
     assert len(view.table) == 8
     assert view.table[0].label == "Both" and view.table[0].step == 1
+
+
+def marker_y(plot: Tag, row: str, block: int) -> float:
+    marker = plot.select_one(f'g[data-row="{row}"] path.marker[data-block="{block}"]')
+    assert marker is not None, (row, block)
+    found = re.fullmatch(r"translate\(([-\d.]+) ([-\d.]+)\)", str(marker["transform"]))
+    assert found is not None
+    return float(found[2])
+
+
+def drawn_gradients(recording: Recording) -> BeautifulSoup:
+    view = SimpleNamespace(
+        lesson=LESSON,
+        gradients=gradients_view(recording, LESSON),
+        state=SimpleNamespace(ablation=SimpleNamespace(available=True, rows=())),
+    )
+    return BeautifulSoup(str(FRAGMENTS.gradients(view)), "html.parser")
+
+
+def test_the_shipped_gradients_show_a_tenfold_difference_as_a_grid_step() -> None:
+    soup = drawn_gradients(SHIPPED)
+    plots = soup.select("svg.dot-plot")
+    assert len(plots) == 2
+    early, late = plots
+    for plot in plots:
+        # A named image, with a labelled grid line at every power of ten.
+        assert str(plot["role"]) == "img" and "logarithmic scale" in str(plot["aria-label"])
+        labels = [text.get_text() for text in plot.select("text.tick")]
+        assert {"1e-10", "1e-5", "1e-4", "0.001", "0.01", "0.1", "1", "10"} <= set(labels)
+        lines = sorted(float(line["y1"]) for line in plot.select("line.grid"))
+        assert min(b - a for a, b in itertools.pairwise(lines)) >= 18
+    # At update 600, Both's block 1 (0.000367) and Residuals only's (0.572): over three
+    # grid steps apart, where the old bars were both full height.
+    gap = marker_y(late, "both", 1) - marker_y(late, "residual_only", 1)
+    assert gap == pytest.approx(18 * math.log10(0.572 / 0.000367), abs=0.5) and gap > 54
+    # A tenfold difference between blocks of one row: Layer norm only at 600, block 7
+    # (0.000423) against block 8 (0.0507), over two grid steps.
+    assert marker_y(late, "layernorm_only", 7) - marker_y(late, "layernorm_only", 8) > 36
+    # Layer norm only's block 1 collapses from 3.96 to 1.39e-10: ten grid steps down.
+    drop = marker_y(late, "layernorm_only", 1) - marker_y(early, "layernorm_only", 1)
+    assert drop > 10 * 18
+    # Neither's first blocks are below the floor: arrows, their figures written beneath.
+    off = early.select('g[data-row="neither"] text.off-text')
+    assert off[0].get_text() == "1.33e-33"
+    # The four rows differ in marker shape and line pattern, not colour alone.
+    shapes = {str(g.select_one("path.marker")["d"]) for g in early.select("g[data-row]")}
+    dashes = {
+        str(g.select_one("path.link").get("stroke-dasharray")) for g in late.select("g[data-row]")
+    }
+    assert len(shapes) == 4 and len(dashes) == 4
+    legend = [item.get_text(strip=True) for item in soup.select("#gradients-legend li")]
+    assert legend == [row.label for row in LESSON.rows]
+    # The page's old admission is gone: the picture itself shows a hundredfold.
+    assert "hundredfold" not in soup.get_text()
+
+
+def test_until_every_row_has_played_a_sentence_holds_the_gradients_place() -> None:
+    rows = tuple(SimpleNamespace(plays=plays) for plays in (1, 0, 0, 2))
+    view = SimpleNamespace(
+        lesson=LESSON,
+        gradients=None,
+        state=SimpleNamespace(ablation=SimpleNamespace(available=True, rows=rows)),
+    )
+    soup = BeautifulSoup(str(FRAGMENTS.gradients(view)), "html.parser")
+    placeholder = soup.select_one("#gradients-placeholder")
+    assert placeholder is not None
+    assert placeholder.get_text() == LESSON.ablation.gradients_placeholder.format(
+        missing=2, total=4
+    )
+
+
+def test_the_player_draws_its_curves_on_the_server() -> None:
+    view = player_view(RECORDING, LESSON, NON_FINITE_ROW)
+    assert view is not None
+    accuracy, loss = view.accuracy_chart, view.loss_chart
+    # The played seed in full over the two others, faint, with their band between them.
+    assert [line.css for line in accuracy.lines] == ["other", "other", "played"]
+    assert accuracy.band and [rule.text for rule in accuracy.rules] == ["90 %", "12.5 %"]
+    assert [tick.text for tick in accuracy.y_ticks] == ["0 %", "25 %", "50 %", "75 %", "100 %"]
+    assert [tick.text for tick in accuracy.x_ticks][-1] == "600"
+    # The played loss is not a number at step 300: its line breaks there, with a cross.
+    assert loss.lines[-1].path.count("M") == 2 and len(loss.crosses) == 1
+    assert not loss.rules
+    # Without JavaScript the frames hold the drawing (a named image), not an apology.
+    state = SimpleNamespace(ablation=SimpleNamespace(available=True))
+    soup = BeautifulSoup(
+        str(FRAGMENTS.player(SimpleNamespace(lesson=LESSON, player=view, state=state))),
+        "html.parser",
+    )
+    for chart in soup.select(".chart"):
+        assert str(chart["role"]) == "img" and "against training step" in str(chart["aria-label"])
+        drawing = chart.select_one("noscript svg.curve-svg")
+        assert drawing is not None and drawing.select("path.line")
+        assert "needs JavaScript" not in chart.get_text()
+    # One row played: nothing to draw together yet.
+    assert view.together is None and soup.select_one("#together") is None
+
+
+def played_together(keys: list[str]) -> CurveChart:
+    view = player_view(RECORDING, LESSON, keys[-1], keys)
+    assert view is not None and view.together is not None
+    return view.together.chart
+
+
+def test_several_played_rows_share_one_chart_told_apart_without_colour() -> None:
+    view = player_view(RECORDING, LESSON, "neither", ["both", "neither", "layernorm_only"])
+    assert view is not None and view.together is not None
+    together = view.together
+    # In the lesson's order, each with its own line pattern and end marker.
+    assert [line.label for line in together.chart.lines] == [
+        "Both",
+        "Layer norm only",
+        "Neither",
+    ]
+    assert len({line.dash for line in together.chart.lines}) == 3
+    assert len({line.marker for line in together.chart.lines}) == 3
+    assert all(line.end is not None for line in together.chart.lines)
+    assert together.label == (
+        "Held-out per-token accuracy against training step: Both ends at 100.0 %, "
+        "Layer norm only ends at 6.2 % and Neither ends at 6.1 %."
+    )
+    state = SimpleNamespace(ablation=SimpleNamespace(available=True))
+    soup = BeautifulSoup(
+        str(FRAGMENTS.player(SimpleNamespace(lesson=LESSON, player=view, state=state))),
+        "html.parser",
+    )
+    figure = soup.select_one("#together")
+    assert figure is not None and figure["data-result-for"] == "neither"
+    frame = figure.select_one('[role="img"]')
+    assert frame is not None and frame["aria-label"] == together.label
+    # Drawn outside <noscript>: it shows with JavaScript too.
+    assert figure.find_parent("noscript") is None and figure.select("svg.curve-svg path.line")
+    legend = [item.get_text(strip=True) for item in figure.select("#together-legend li")]
+    assert legend == ["Both", "Layer norm only", "Neither"]
+    assert played_together(["both", "neither"]).lines[0].label == "Both"
 
 
 def test_gradients_need_rows() -> None:

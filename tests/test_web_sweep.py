@@ -115,6 +115,31 @@ def grid(page: BeautifulSoup, init: str) -> list[list[str]]:
     ]
 
 
+@pytest.mark.parametrize(
+    ("seeds", "said"),
+    [((0, 1, 2), "seeds 0, 1 and 2"), ((3,), "seed 3"), ((0, 2), "seeds 0 and 2")],
+)
+def test_the_intro_says_what_the_learner_played_from_the_recording(
+    make_settings: SettingsFactory, tmp_path: Path, seeds: tuple[int, ...], said: str
+) -> None:
+    recording_path = write_recording(tmp_path, ablation_recording("both", seeds=seeds))
+    with_sweep(recording_path, sample_sweep())
+    expected = (
+        f"What you played is what the four rows did at depth 8 with GPT-2 initialisation, "
+        f"recorded at {said}. {LESSON.sweep.intro}"
+    )
+    with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
+        close_the_gate(client)
+        assert words(soup(client.get("/").text).select_one("#sweep-intro")) == words_of(expected)
+        assert words(soup(client.get("/depths").text).select_one("#sweep-intro")) == words_of(
+            expected
+        )
+
+
+def words_of(text: str) -> str:
+    return " ".join(text.split())
+
+
 def test_the_panel_shows_the_sweep_by_depth_and_row_with_its_sentences(
     make_settings: SettingsFactory, recording_path: Path
 ) -> None:
@@ -128,12 +153,17 @@ def test_the_panel_shows_the_sweep_by_depth_and_row_with_its_sentences(
     assert sentences == sweep_sentences(sample_sweep(), LESSON)
     rows = grid(panel, "gpt2")
     assert rows[0] == ["Depth", "Both", "Residuals only", "Layer norm only", "Neither"]
+    # The depth and initialisation the learner played (the recording's: 8, GPT-2) is marked
+    # in words, in that table only.
+    here = LESSON.sweep.here_label
     assert [row[0] for row in rows[1:]] == [
         "2 seeds 0, 1 and 2",
         "4 seeds 0, 1 and 2",
-        "8 seeds 0, 1 and 2",
+        f"8 seeds 0, 1 and 2 {here}",
         "16 seed 0",
     ]
+    assert [row[0] for row in grid(panel, "pytorch")[1:]][2] == "8 seeds 0, 1 and 2"
+    assert len(panel.select("tr.here")) == 1
     play_4 = ", play Layer norm only at depth 4, GPT-2 initialisation"
     assert rows[2][3] == f"87.9 %{play_4} same at every seed"
     cell = panel.select_one('#sweep-grid-gpt2 a[data-sweep-cell="4-gpt2-layernorm_only"]')
@@ -181,8 +211,8 @@ def test_any_cell_plays_in_the_player_with_and_without_javascript(
         selected = page.select_one("td.selected a")
         assert isinstance(selected, Tag) and selected["aria-current"] == "true"
 
-        # A cell with other seeds names their final figures in words; what the charts draw is
-        # said only once they are drawn (hidden until then, so never without JavaScript).
+        # A cell with other seeds names their final figures in words, and what the charts
+        # draw: the server draws them for a page without JavaScript too.
         other = soup(client.get("/depths?cell=4-gpt2-layernorm_only").text)
         note_tag = other.select_one("#sweep-player-note")
         assert isinstance(note_tag, Tag)
@@ -191,8 +221,12 @@ def test_any_cell_plays_in_the_player_with_and_without_javascript(
             "87.9 % (seed 2)."
         )
         chart_note = note_tag.select_one("[data-chart-note]")
-        assert isinstance(chart_note, Tag) and chart_note.has_attr("hidden")
+        assert isinstance(chart_note, Tag) and not chart_note.has_attr("hidden")
         assert "faint lines" in words(chart_note)
+        drawing = other.select_one("#sweep-chart-accuracy noscript svg.curve-svg")
+        assert drawing is not None
+        assert [line["class"] for line in drawing.select("g > path.line")] == [["line"]] * 3
+        assert drawing.select_one("polygon.band") is not None
 
         data = client.get("/depths/cells/16-pytorch-residual_only.json").json()
         assert data["ok"] is True and data["seed"] == 0 and data["label"] == "Residuals only"

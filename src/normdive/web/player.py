@@ -1,19 +1,23 @@
-"""The recording as the page shows it: the row in the player (its curve as a table and its
-final figures), the provenance card, the per-block gradient bars, and the JSON the chart
-fetches. Pure functions of the Recording and the Lesson (no I/O, no learner state).
+"""The recording as the page shows it: the row in the player (its curves drawn as SVG, its
+curve as a table and its final figures), every played row's curve on one chart, the
+provenance card, the per-block gradient norms as dot plots, and the JSON the chart fetches.
+Pure functions of the Recording and the Lesson (no I/O, no learner state).
 
-The chart's data is NOT in the page: page.js fetches `row_payload` from
-GET /recording/rows/{key}.json only when a row is played or shown again, so the page's first
-load stays small. What the server renders is what a page without JavaScript needs: one row's
-curve as a text table (the same figures the chart draws) and its final figures.
+The server draws every chart (web.charts) so that a page without JavaScript shows what each
+row did. With JavaScript, page.js fetches `row_payload` from GET /recording/rows/{key}.json
+when a row is played or shown again and player.js draws the played row's curves with uPlot
+in place of the server's drawing (which sits in <noscript>, so the curves still grow when
+played).
 
-Non-finite figures are never dropped: the table spells them in words, and the JSON keeps the
-recording's markers ("nan", "inf", "-inf") so the chart can mark those points.
+Non-finite figures are never dropped: the table spells them in words, the charts mark them
+with a cross, and the JSON keeps the recording's markers ("nan", "inf", "-inf") so the
+JavaScript chart can mark those points.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -22,19 +26,25 @@ from typing import Any
 from normdive.lesson.content import Lesson
 from normdive.numeric.display import non_finite_words
 from normdive.progress import figures
-from normdive.recording.format import ROW_KEYS, BlockGradNorms, Recording, RowKey, as_float
+from normdive.progress.sweep import listed
+from normdive.recording.format import ROW_KEYS, BlockGradNorms, Recording, Row, RowKey, as_float
+from normdive.web.charts import (
+    CurveChart,
+    CurveSeries,
+    DotPlotFrame,
+    DotSeries,
+    SeriesStyle,
+    curve_chart,
+    dot_plot_frame,
+    dot_series,
+    series_style,
+)
 
 # Where the chart fetches one row's curves (every seed of it).
 ROW_DATA_URL = "/recording/rows/{key}.json"
 # Significant digits of a gradient norm: they span several orders of magnitude, so a fixed
 # number of decimals would show the vanishing ones as 0.000.
 NORM_DIGITS = 3
-# The gradient bars: a viewBox of BAR_AREA_WIDTH x BAR_AREA_HEIGHT user units; a finite,
-# positive norm gets at least MIN_BAR_HEIGHT so the smallest one is still seen as a bar.
-BAR_AREA_WIDTH = 160
-BAR_AREA_HEIGHT = 80
-MIN_BAR_HEIGHT = 2.0
-BAR_GAP = 4
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,9 @@ class PlayerView:
     full_accuracy_step: int | None
     learns_min: str  # the band edges the accuracy chart draws as dashed lines: "90 %"
     chance_max: str  # "12.5 %"
+    accuracy_chart: CurveChart  # the server's drawing of what player.js draws
+    loss_chart: CurveChart
+    together: TogetherView | None = None  # two or more rows played: their curves on one chart
 
     @property
     def marks_crosses(self) -> bool:
@@ -93,21 +106,20 @@ class ProvenanceView:
 
 
 @dataclass(frozen=True)
-class GradientBar:
-    block: int  # 1 is the first block (nearest the embeddings)
-    text: str  # the norm as a learner reads it
-    x: float  # the bar's place and size in the chart's viewBox
-    y: float
-    width: float
-    height: float
-    marked: bool  # not a finite positive number: drawn as a mark, spelled in the text
+class LegendEntry:
+    """One row's key on a chart of several rows: its name beside a sample of its line and
+    marker."""
+
+    label: str
+    style: SeriesStyle
 
 
 @dataclass(frozen=True)
-class GradientRow:
-    key: str
-    label: str
-    bars: tuple[GradientBar, ...]
+class GradientChart:
+    step: int  # the update this plot shows
+    first: bool  # the first recorded update (the start of training)
+    label: str  # the plot's accessible name
+    rows: tuple[DotSeries, ...]
 
 
 @dataclass(frozen=True)
@@ -118,21 +130,29 @@ class GradientTableRow:
 
 
 @dataclass(frozen=True)
-class GradientChart:
-    step: int  # the update these bars show
-    first: bool  # the first recorded update (the start of training)
-    rows: tuple[GradientRow, ...]
+class GradientsView:
+    depth: int
+    frame: DotPlotFrame  # the scale and axes both moments share
+    legend: tuple[LegendEntry, ...]
+    charts: tuple[GradientChart, ...]  # the first recorded update, then the last one
+    table: tuple[GradientTableRow, ...]  # every recorded update of every row, for the table
+
+    @property
+    def low(self) -> str:
+        return self.frame.low
+
+    @property
+    def high(self) -> str:
+        return self.frame.high
 
 
 @dataclass(frozen=True)
-class GradientsView:
-    depth: int
-    low: str  # the shared scale's ends, as text
-    high: str
-    width: int
-    height: int
-    charts: tuple[GradientChart, ...]  # the first recorded update, then the last one
-    table: tuple[GradientTableRow, ...]  # every recorded update of every row, for the table
+class TogetherView:
+    """Every played row's curve (its page seed) on one accuracy chart."""
+
+    label: str  # the chart's accessible name, each row with where it ended
+    chart: CurveChart
+    legend: tuple[LegendEntry, ...]
 
 
 def row_key(key: str) -> RowKey | None:
@@ -152,13 +172,48 @@ def _non_finite(*values: float | str) -> bool:
     return any(not math.isfinite(as_float(value)) for value in values)
 
 
-def player_view(recording: Recording, lesson: Lesson, key: str) -> PlayerView | None:
-    """The player's row at the page seed, or None when the recording has no such row."""
+def player_view(
+    recording: Recording, lesson: Lesson, key: str, played: Sequence[str] = ()
+) -> PlayerView | None:
+    """The player's row at the page seed, or None when the recording has no such row.
+    `played`: the rows the learner has played, drawn together once there are two."""
     text, known = lesson.row(key), row_key(key)
     row = recording.row(known) if known is not None else None
     if text is None or row is None:
         return None
-    points = tuple(
+    others = [
+        found
+        for seed in recording.seeds
+        if seed != row.seed and (found := recording.row(row.key, seed)) is not None
+    ]
+    learns_min = lesson.bands.learns_min_accuracy
+    chance_max = _chance_max(recording, lesson)
+    accuracy_chart, loss_chart = curve_charts(
+        row, others, recording.config.steps, learns_min, chance_max
+    )
+    return PlayerView(
+        key=row.key,
+        label=text.label,
+        seed=row.seed,
+        other_seeds=tuple(found.seed for found in others),
+        steps=recording.config.steps,
+        data_url=ROW_DATA_URL.format(key=row.key),
+        points=curve_points(row),
+        accuracy=figures.percent(as_float(row.final.heldout_accuracy)),
+        loss=figures.loss(as_float(row.final.heldout_loss)),
+        exact_match=figures.percent(as_float(row.final.heldout_exact_match)),
+        full_accuracy_step=row.final.first_step_at_full_accuracy,
+        learns_min=figures.exact_percent(learns_min),
+        chance_max=figures.exact_percent(chance_max),
+        accuracy_chart=accuracy_chart,
+        loss_chart=loss_chart,
+        together=together_view(recording, lesson, played),
+    )
+
+
+def curve_points(row: Row) -> tuple[CurvePointView, ...]:
+    """A row's curve as its table shows it."""
+    return tuple(
         CurvePointView(
             step=point.step,
             accuracy=figures.percent(as_float(point.heldout_accuracy)),
@@ -170,23 +225,82 @@ def player_view(recording: Recording, lesson: Lesson, key: str) -> PlayerView | 
         )
         for point in row.curve
     )
-    others = tuple(
-        seed for seed in recording.seeds if seed != row.seed and recording.row(row.key, seed)
+
+
+def _series(row: Row, name: str, label: str, css: str, **look: Any) -> CurveSeries:
+    return CurveSeries(
+        label=label,
+        steps=tuple(point.step for point in row.curve),
+        values=tuple(as_float(getattr(point, name)) for point in row.curve),
+        css=css,
+        **look,
     )
-    return PlayerView(
-        key=row.key,
-        label=text.label,
-        seed=row.seed,
-        other_seeds=others,
-        steps=recording.config.steps,
-        data_url=ROW_DATA_URL.format(key=row.key),
-        points=points,
-        accuracy=figures.percent(as_float(row.final.heldout_accuracy)),
-        loss=figures.loss(as_float(row.final.heldout_loss)),
-        exact_match=figures.percent(as_float(row.final.heldout_exact_match)),
-        full_accuracy_step=row.final.first_step_at_full_accuracy,
-        learns_min=figures.exact_percent(lesson.bands.learns_min_accuracy),
-        chance_max=figures.exact_percent(_chance_max(recording, lesson)),
+
+
+def curve_charts(
+    row: Row, others: Sequence[Row], steps: int, learns_min: Decimal, chance_max: Decimal
+) -> tuple[CurveChart, CurveChart]:
+    """The row's held-out accuracy and loss against step, as player.js draws them: the
+    played seed in full, the other seeds faint behind it (a band between them when there
+    are two or more), the band edges dashed on the accuracy chart."""
+    edges = [(float(edge), figures.exact_percent(edge)) for edge in (learns_min, chance_max)]
+    charts = []
+    for name, percent in (("heldout_accuracy", True), ("heldout_loss", False)):
+        series = [
+            *(_series(other, name, f"seed {other.seed}", "other") for other in others),
+            _series(row, name, f"seed {row.seed}", "played"),
+        ]
+        charts.append(
+            curve_chart(series, steps=steps, percent=percent, rules=edges if percent else ())
+        )
+    return charts[0], charts[1]
+
+
+def legend_entry(label: str, index: int) -> LegendEntry:
+    return LegendEntry(label=label, style=series_style(index))
+
+
+def together_view(
+    recording: Recording, lesson: Lesson, played: Sequence[str]
+) -> TogetherView | None:
+    """The page seed's accuracy of every played row on one chart, each row in its own colour,
+    line pattern and end marker (its place in the lesson's order); None before two rows have
+    played."""
+    text = lesson.ablation
+    picked = [
+        (index, row_text, row)
+        for index, row_text in enumerate(lesson.rows)
+        if row_text.key in played
+        and (known := row_key(row_text.key)) is not None
+        and (row := recording.row(known)) is not None
+    ]
+    if len(picked) < 2:
+        return None
+    series = [
+        _series(
+            row,
+            "heldout_accuracy",
+            row_text.label,
+            series_style(index).css,
+            dash=series_style(index).dash,
+            marker=series_style(index).marker,
+        )
+        for index, row_text, row in picked
+    ]
+    edges = [
+        (float(edge), figures.exact_percent(edge))
+        for edge in (lesson.bands.learns_min_accuracy, _chance_max(recording, lesson))
+    ]
+    ends = [
+        text.together_row.format(
+            row=row_text.label, accuracy=figures.percent(as_float(row.final.heldout_accuracy))
+        )
+        for _, row_text, row in picked
+    ]
+    return TogetherView(
+        label=text.together_label.format(rows=listed(ends)),
+        chart=curve_chart(series, steps=recording.config.steps, percent=True, rules=edges),
+        legend=tuple(legend_entry(row_text.label, index) for index, row_text, _ in picked),
     )
 
 
@@ -225,32 +339,6 @@ def provenance_view(recording: Recording, lesson: Lesson, file_name: str) -> Pro
     )
 
 
-def _bars(norms: list[float], low: float, high: float, depth: int) -> tuple[GradientBar, ...]:
-    slot = BAR_AREA_WIDTH / depth
-    bars = []
-    for index, value in enumerate(norms):
-        usable = math.isfinite(value) and value > 0
-        if usable and high > low:
-            fraction = (math.log10(value) - low) / (high - low)
-            height = MIN_BAR_HEIGHT + fraction * (BAR_AREA_HEIGHT - MIN_BAR_HEIGHT)
-        elif usable:
-            height = float(BAR_AREA_HEIGHT)
-        else:
-            height = MIN_BAR_HEIGHT  # a flat mark on the axis: zero or not a number
-        bars.append(
-            GradientBar(
-                block=index + 1,
-                text=norm_text(value),
-                x=round(index * slot + BAR_GAP / 2, 3),
-                y=round(BAR_AREA_HEIGHT - height, 3),
-                width=round(slot - BAR_GAP, 3),
-                height=round(height, 3),
-                marked=not usable,
-            )
-        )
-    return tuple(bars)
-
-
 def _at(points: list[BlockGradNorms], step: int) -> BlockGradNorms:
     """The recorded point at `step`, or the nearest one before it (rows record the same
     updates, but a hand-made file need not)."""
@@ -260,41 +348,49 @@ def _at(points: list[BlockGradNorms], step: int) -> BlockGradNorms:
 
 def gradients_view(recording: Recording, lesson: Lesson) -> GradientsView | None:
     """Each row's per-block gradient norms at the first recorded update and at the last, as
-    bars on one logarithmic scale shared by every bar (the norms span many orders of
-    magnitude: a block that gets no gradient would vanish on a linear scale, and the decay
-    from block to block is what the picture is for). None without rows."""
+    dot plots on one logarithmic scale that both moments share (so a fall from the first
+    moment to the second is a fall on the page). The norms span many orders of magnitude: the
+    scale covers the top of the data and at most charts.MAX_DECADES powers of ten below it,
+    one labelled grid line per power of ten; a value further down sits at the floor as an
+    arrow with its figure. None without rows."""
     rows = [
-        (text, row)
-        for text in lesson.rows
+        (index, text, row)
+        for index, text in enumerate(lesson.rows)
         if (row := recording.row(text.key)) is not None and row.block_grad_norms
     ]
     if not rows:
         return None
-    first = min(point.step for _, row in rows for point in row.block_grad_norms)
-    last = max(point.step for _, row in rows for point in row.block_grad_norms)
+    first = min(point.step for _, _, row in rows for point in row.block_grad_norms)
+    last = max(point.step for _, _, row in rows for point in row.block_grad_norms)
     steps = [first] if last == first else [first, last]
-    picked = [[(text, _at(row.block_grad_norms, step)) for text, row in rows] for step in steps]
-    values = [as_float(n) for chart in picked for _, point in chart for n in point.norms]
-    logs = [math.log10(v) for v in values if math.isfinite(v) and v > 0]
-    low, high = (min(logs), max(logs)) if logs else (0.0, 0.0)
+    picked = [
+        [(index, text, _at(row.block_grad_norms, step)) for index, text, row in rows]
+        for step in steps
+    ]
     depth = recording.config.depth
+    values = [as_float(n) for chart in picked for _, _, point in chart for n in point.norms]
+    frame = dot_plot_frame(values, depth)
+    label = lesson.ablation.gradients_chart_label
     return GradientsView(
         depth=depth,
-        low=norm_text(10**low) if logs else norm_text(0.0),
-        high=norm_text(10**high) if logs else norm_text(0.0),
-        width=BAR_AREA_WIDTH,
-        height=BAR_AREA_HEIGHT,
+        frame=frame,
+        legend=tuple(legend_entry(text.label, index) for index, text, _ in rows),
         charts=tuple(
             GradientChart(
                 step=step,
                 first=step == first,
+                label=label.format(step=step, low=frame.low, high=frame.high),
                 rows=tuple(
-                    GradientRow(
-                        key=text.key,
-                        label=text.label,
-                        bars=_bars([as_float(n) for n in point.norms], low, high, depth),
+                    dot_series(
+                        frame,
+                        text.key,
+                        text.label,
+                        index,
+                        len(lesson.rows),
+                        [as_float(n) for n in point.norms],
+                        [norm_text(as_float(n)) for n in point.norms],
                     )
-                    for text, point in chart
+                    for index, text, point in chart
                 ),
             )
             for step, chart in zip(steps, picked, strict=True)
@@ -305,7 +401,7 @@ def gradients_view(recording: Recording, lesson: Lesson) -> GradientsView | None
                 step=point.step,
                 norms=tuple(norm_text(as_float(n)) for n in point.norms),
             )
-            for text, row in rows
+            for _, text, row in rows
             for point in sorted(row.block_grad_norms, key=lambda p: p.step)
         ),
     )

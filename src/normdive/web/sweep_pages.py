@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from normdive.progress.actions import MAX_ECHOED_CHARS
+from normdive.recording.format import Recording
 from normdive.recording.reader import RecordingProblem
 from normdive.recording.sweep import sweep_path_for
 from normdive.recording.sweep_reader import sweep_status
@@ -27,14 +28,18 @@ router = APIRouter()
 
 def panel_for(svc: Services, picked: str | None) -> SweepPanelView:
     """The panel's figures, or the lesson's sentence for a sweep that is missing or unusable
-    (the author's message goes to the log)."""
+    (the author's message goes to the log). The recording the learner played is marked in
+    them and said in the intro."""
     status = sweep_status(sweep_path_for(svc.settings.recording_path))
     if isinstance(status, RecordingProblem):
         if status.reason != "missing":
             log_recording_problem(status.reason, status.message)
         text = svc.lesson.sweep
         return SweepPanelView(problem=text.missing if status.reason == "missing" else text.unusable)
-    return sweep_panel_view(status, svc.lesson, picked)
+    played = svc.recording()
+    return sweep_panel_view(
+        status, svc.lesson, picked, played if isinstance(played, Recording) else None
+    )
 
 
 def _gate_closed(svc: Services, learner_id: str) -> bool:

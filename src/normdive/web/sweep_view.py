@@ -19,10 +19,10 @@ from typing import Any
 from normdive.lesson.content import Lesson
 from normdive.progress import figures
 from normdive.progress.sweep import init_label, listed, seed_words, sweep_sentences
-from normdive.recording.format import InitScheme, RowKey, as_float
+from normdive.recording.format import InitScheme, Recording, RowKey, as_float
 from normdive.recording.sweep import SWEEP_INITS, Sweep, SweepRun
 from normdive.recording.sweep_reader import Cell, cells
-from normdive.web.player import CurvePointView, PlayerView, row_key
+from normdive.web.player import PlayerView, curve_charts, curve_points, row_key
 
 # Where the standalone page, the panel's fragment and a cell's curves are served.
 SWEEP_PAGE_URL = "/depths"
@@ -51,6 +51,7 @@ class SweepDepthRow:
     depth: int
     seeds: str  # "seeds 0, 1 and 2"
     cells: tuple[SweepCellView | None, ...]  # in the page's row order
+    here: bool = False  # the depth and initialisation of the recording the learner played
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class SweepPanelView:
 
     problem: str | None
     refused: bool = False  # the problem is a refusal (the gate has not closed): an alert
+    intro: str = ""  # what the learner played (played_intro), "" when not known
     grids: tuple[SweepGrid, ...] = ()
     sentences: tuple[str, ...] = ()
     player: PlayerView | None = None
@@ -174,6 +176,13 @@ def _player(sweep: Sweep, lesson: Lesson, picked: str) -> tuple[PlayerView, str,
     ]
     others = tuple(found.row.seed for found in other_runs)
     chance_max = lesson.bands.chance_max_multiple / Decimal(sweep.config.vocab_size)
+    accuracy_chart, loss_chart = curve_charts(
+        row,
+        [found.row for found in other_runs],
+        sweep.config.steps,
+        lesson.bands.learns_min_accuracy,
+        chance_max,
+    )
     view = PlayerView(
         key=key,
         label=row_text.label,
@@ -181,25 +190,15 @@ def _player(sweep: Sweep, lesson: Lesson, picked: str) -> tuple[PlayerView, str,
         other_seeds=others,
         steps=sweep.config.steps,
         data_url=SWEEP_CELL_URL.format(cell=picked),
-        points=tuple(
-            CurvePointView(
-                step=point.step,
-                accuracy=figures.percent(as_float(point.heldout_accuracy)),
-                loss=figures.loss(as_float(point.heldout_loss)),
-                exact_match=figures.percent(as_float(point.heldout_exact_match)),
-                non_finite=any(
-                    not math.isfinite(as_float(v))
-                    for v in (point.heldout_accuracy, point.heldout_loss, point.heldout_exact_match)
-                ),
-            )
-            for point in row.curve
-        ),
+        points=curve_points(row),
         accuracy=figures.percent(as_float(row.final.heldout_accuracy)),
         loss=figures.loss(as_float(row.final.heldout_loss)),
         exact_match=figures.percent(as_float(row.final.heldout_exact_match)),
         full_accuracy_step=row.final.first_step_at_full_accuracy,
         learns_min=unbroken(figures.exact_percent(lesson.bands.learns_min_accuracy)),
         chance_max=unbroken(figures.exact_percent(chance_max)),
+        accuracy_chart=accuracy_chart,
+        loss_chart=loss_chart,
     )
     text = lesson.sweep
     heading = text.player_heading.format(
@@ -226,7 +225,22 @@ def _player(sweep: Sweep, lesson: Lesson, picked: str) -> tuple[PlayerView, str,
     return view, heading, note
 
 
-def sweep_panel_view(sweep: Sweep, lesson: Lesson, picked: str | None = None) -> SweepPanelView:
+def played_intro(lesson: Lesson, recording: Recording) -> str:
+    """The sentence on what the learner played: the recording's depth, initialisation and
+    seeds (the player draws every recorded seed)."""
+    return lesson.sweep.intro_played.format(
+        depth=recording.config.depth,
+        init=init_label(lesson, recording.config.init),
+        seeds=seed_words(recording.seeds),
+    )
+
+
+def sweep_panel_view(
+    sweep: Sweep, lesson: Lesson, picked: str | None = None, played: Recording | None = None
+) -> SweepPanelView:
+    """The panel's figures; `played`, the recording the learner played, is marked in the
+    tables (its depth under its initialisation) and said in the intro."""
+    here = (played.config.depth, played.config.init) if played is not None else None
     chance = 1 / sweep.config.vocab_size
     by_place = {(c.depth, c.init, c.key): c for c in cells(sweep)}
     grids = []
@@ -240,6 +254,7 @@ def sweep_panel_view(sweep: Sweep, lesson: Lesson, picked: str | None = None) ->
                 depths=tuple(
                     SweepDepthRow(
                         depth=entry.depth,
+                        here=(entry.depth, init) == here,
                         seeds=lesson.sweep.depth_seeds.format(seeds=seed_words(entry.seeds)),
                         cells=tuple(
                             cell_view(found, lesson, chance, picked)
@@ -255,6 +270,7 @@ def sweep_panel_view(sweep: Sweep, lesson: Lesson, picked: str | None = None) ->
     player = _player(sweep, lesson, picked) if picked else None
     return SweepPanelView(
         problem=None,
+        intro=played_intro(lesson, played) if played is not None else "",
         grids=tuple(grids),
         sentences=tuple(sweep_sentences(sweep, lesson)),
         player=player[0] if player else None,

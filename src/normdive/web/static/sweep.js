@@ -75,6 +75,25 @@ function draw(root, animate, then = () => {}) {
     });
 }
 
+// Say what now plays in a polite live region (the lesson page's, or the page of its own's):
+// the cell's heading and where it ended, in the words the server drew.
+function announcePlayed(player) {
+  const region = document.getElementById("announcer");
+  if (!region || !player) return;
+  const heading = player.querySelector("#sweep-player-title")?.textContent.trim() ?? "";
+  const figures = player.querySelector(".final-figures");
+  const ended = figures
+    ? `${figures.querySelector("h1, h2, h3, h4, h5, h6")?.textContent.trim() ?? ""}: ${[...figures.querySelectorAll("dt")]
+        .map((term) => `${term.textContent.trim()} ${term.nextElementSibling?.textContent.trim() ?? ""}`)
+        .join("; ")}.`
+    : "";
+  region.textContent = "";
+  // A fresh text node a moment later is announced even when it repeats the last message.
+  window.setTimeout(() => {
+    region.textContent = `${heading}. ${ended}`.trim();
+  }, 50);
+}
+
 // The panel has opened: load its figures, once.
 export async function openPanel(panel) {
   const body = panel.querySelector("#sweep-body");
@@ -107,7 +126,9 @@ async function pick(link, body) {
   // screen reader reads the player whole.
   const player = body.querySelector("#sweep-player");
   draw(body, true, () => {
-    if (current()) player?.focus();
+    if (!current()) return;
+    player?.focus();
+    announcePlayed(player);
   });
 }
 
