@@ -261,7 +261,11 @@ LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
 class GradeBook:
     """A platform's Assignment and Grade Services side, served over real HTTP: the token
     endpoint checks the tool's client assertion against the tool's key set (as fetched from
-    /lti/jwks), line items can be created, and scores are recorded. `down` answers 503."""
+    /lti/jwks), line items can be created, and scores are recorded. `down` answers 503;
+    `deleted` line items answer 404 (and their scores with them); scores for `refused_users`
+    answer 400 as Moodle does for a user who cannot be graded; `revoked_tokens` answer 401;
+    `token_refusal` makes the token endpoint answer 400 invalid_client. `requests` has the
+    path of every request, answered or not."""
 
     tool_key_set: dict[str, Any] = field(default_factory=dict)
     client_id: str = CLIENT_ID
@@ -274,18 +278,25 @@ class GradeBook:
     # path -> a body answered with 200 instead of what the endpoint would answer (a platform
     # that answers something else).
     raw_answers: dict[str, bytes] = field(default_factory=dict)
+    deleted: set[str] = field(default_factory=set)
+    refused_users: set[str] = field(default_factory=set)
+    revoked_tokens: set[str] = field(default_factory=set)
+    token_refusal: str | None = None
+    requests: list[str] = field(default_factory=list)
 
     @property
     def token_url(self) -> str:
         return f"{self.base}/token"
 
-    def endpoint_claim(self, *, with_lineitem: bool = True) -> dict[str, Any]:
+    def endpoint_claim(
+        self, *, with_lineitem: bool = True, lineitem: str = "/lineitems/d9?course=1"
+    ) -> dict[str, Any]:
         claim: dict[str, Any] = {
             "scope": [SCORE_SCOPE, LINEITEM_SCOPE],
             "lineitems": f"{self.base}/lineitems?course=1",
         }
         if with_lineitem:
-            claim["lineitem"] = f"{self.base}/lineitems/d9?course=1"
+            claim["lineitem"] = f"{self.base}{lineitem}"
         return claim
 
     def check_assertion(self, assertion: str) -> bool:
@@ -312,10 +323,13 @@ class GradeBook:
 @contextmanager
 def grade_book_server(book: GradeBook) -> Iterator[GradeBook]:
     class Handler(BaseHTTPRequestHandler):
-        def _answer(self, status: int, body: dict[str, Any] | None = None) -> None:
-            data = json.dumps(body or {}).encode()
+        def _answer(
+            self, status: int, body: dict[str, Any] | None = None, text: str | None = None
+        ) -> None:
+            data = text.encode() if text is not None else json.dumps(body or {}).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            kind = "text/plain" if text is not None else "application/json"
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -323,10 +337,11 @@ def grade_book_server(book: GradeBook) -> Iterator[GradeBook]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             raw = self.rfile.read(length)
+            path = urlsplit(self.path).path
+            book.requests.append(path)
             if book.down:
                 self._answer(503)
                 return
-            path = urlsplit(self.path).path
             if path in book.raw_answers:
                 data = book.raw_answers[path]
                 self.send_response(200)
@@ -337,6 +352,11 @@ def grade_book_server(book: GradeBook) -> Iterator[GradeBook]:
                 return
             if path == "/token":
                 form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
+                if book.token_refusal is not None:
+                    self._answer(
+                        400, {"error": "invalid_client", "error_description": book.token_refusal}
+                    )
+                    return
                 if form.get("grant_type") != "client_credentials" or not book.check_assertion(
                     form.get("client_assertion", "")
                 ):
@@ -352,9 +372,13 @@ def grade_book_server(book: GradeBook) -> Iterator[GradeBook]:
                     },
                 )
                 return
-            if not self.headers.get("Authorization", "").startswith("Bearer token-"):
+            bearer = self.headers.get("Authorization", "")
+            if not bearer.startswith("Bearer token-"):
                 book.refused.append(f"{path}: no bearer token")
                 self._answer(401)
+                return
+            if bearer.removeprefix("Bearer ") in book.revoked_tokens:
+                self._answer(401, {"error": "invalid_token"})
                 return
             body = json.loads(raw)
             if path == "/lineitems":
@@ -363,7 +387,13 @@ def grade_book_server(book: GradeBook) -> Iterator[GradeBook]:
                     201, {"id": f"{book.base}/lineitems/{len(book.lineitems_created)}", **body}
                 )
                 return
+            if path.removesuffix("/scores") in book.deleted:
+                self._answer(404, text="Line item not found")
+                return
             if path.endswith("/scores"):
+                if body.get("userId") in book.refused_users:
+                    self._answer(400, text="Incorrect score received")
+                    return
                 if self.headers.get("Content-Type") != "application/vnd.ims.lis.v1.score+json":
                     book.refused.append(f"{path}: content type")
                     self._answer(415)

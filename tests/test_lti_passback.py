@@ -11,14 +11,17 @@ back; a closed gate sends full marks, FullyGraded; `normdive lti outbox` shows t
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from joserfc.jwk import RSAKey
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Engine, func, select
 from typer.testing import CliRunner
 
 from conftest import SettingsFactory
@@ -40,6 +43,7 @@ from normdive.config import Settings
 from normdive.lesson.content import load_lesson
 from normdive.lti import passback
 from normdive.lti.passback import Sender, retry_delay
+from normdive.lti.registrations import PrerequisiteMode, Registration
 from normdive.progress.events import EventKind
 from normdive.store.event_store import Store
 from normdive.store.tables import LTI_URL_LENGTH, LtiGradeTarget, LtiScoreOutbox
@@ -62,9 +66,28 @@ def book(app: FastAPI, engine: Engine, jwks: KeySetServer) -> Iterator[GradeBook
         yield served
 
 
+@dataclass
+class Clock:
+    """The time the sender's targets are due by, moved by the tests instead of waiting. It
+    starts a day ahead, so that whatever a launch stamps with the real time is due already."""
+
+    now: datetime
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
 @pytest.fixture
-def sender(engine: Engine, settings: Settings) -> Sender:
-    return Sender(engine, LESSON, settings.recording_path)
+def clock() -> Clock:
+    return Clock(datetime.now(UTC) + timedelta(days=1))
+
+
+@pytest.fixture
+def sender(engine: Engine, settings: Settings, clock: Clock) -> Sender:
+    return Sender(engine, LESSON, settings.recording_path, clock=clock)
 
 
 LaunchAs = Callable[..., str]
@@ -74,17 +97,24 @@ LaunchAs = Callable[..., str]
 def launch_as(app: FastAPI, book: GradeBook, platform_key: RSAKey) -> Iterator[LaunchAs]:
     clients: list[TestClient] = []
 
-    def launched(*, with_lineitem: bool = True, **claims: object) -> str:
+    def launched(
+        *,
+        with_lineitem: bool = True,
+        lineitem: str = "/lineitems/d9?course=1",
+        link: str = "resource-link-1",
+        **claims: object,
+    ) -> str:
         client = browser(app).__enter__()
         clients.append(client)
         asked = login(client)
         claims.setdefault("sub", unique_sub())
+        claims.setdefault("lti_resource_link", {"id": link, "title": "D9"})
         token = signed(
             launch_claims(
                 asked.nonce,
                 **{
                     "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint": (
-                        book.endpoint_claim(with_lineitem=with_lineitem)
+                        book.endpoint_claim(with_lineitem=with_lineitem, lineitem=lineitem)
                     ),
                     **claims,
                 },
@@ -215,46 +245,58 @@ def test_without_a_line_item_the_tool_creates_one(
 
 
 def test_while_the_platform_is_down_the_score_waits_then_goes(
-    launch_as: LaunchAs, book: GradeBook, sender: Sender, engine: Engine
+    launch_as: LaunchAs, book: GradeBook, sender: Sender, clock: Clock, engine: Engine
 ) -> None:
-    learner = launch_as()
+    launch_as(sub="ada")
     book.down = True
     assert sender.send_due().failed == 1
-    assert outbox(engine)[learner] == (1, 1)
-    assert sender.send_due().failed == 0  # not due again yet: it waits FIRST_RETRY_S
-    with engine.connect() as connection:
-        row = connection.execute(select(LtiScoreOutbox)).one()
-    assert "answered 503" in (row.last_error or "")
+    [state] = passback.targets(engine)
+    assert (state.status, state.attempts, state.last_status) == ("failing", 1, 503)
+    assert "unreachable or failing (503" in (state.reason or "")
+    assert sender.send_due().tried == 0  # not due again yet: it waits FIRST_RETRY_S
     assert [retry_delay(n) for n in (1, 2, 3)] == [5.0, 10.0, 20.0]
-    assert retry_delay(50) == passback.MAX_RETRY_S
+    assert retry_delay(50) == passback.MAX_RETRY_S == 300.0
     book.down = False
-    with engine.begin() as connection:
-        connection.execute(update(LtiScoreOutbox).values(due_at=datetime.now(UTC)))
+    clock.advance(passback.FIRST_RETRY_S)
     assert sender.send_due().sent == 1
-    assert outbox(engine) == {}
+    [state] = passback.targets(engine)
+    assert (state.status, state.attempts, state.due_at, state.reason) == ("sent", 0, None, None)
     assert len(book.scores) == 1
 
 
-# (case, the endpoint that answers it, its body, what the send's failure says)
+# (case, the endpoint that answers it, its body, the target's state after, what its reason
+# says). A token endpoint's answer fails its registration for now: tried again later. A line
+# item the platform says it created but names unusably is not created again until the score
+# changes (each try would add a column to the gradebook).
 HOSTILE_ANSWERS = [
-    ("token of arrays 50,000 deep", "/token", b"[" * 50_000, "gave no access token"),
+    ("token of arrays 50,000 deep", "/token", b"[" * 50_000, "failing", "gave no access token"),
     (
         "token lifetime beyond a float",
         "/token",
         b'{"access_token": "t", "expires_in": ' + b"9" * 400 + b"}",
+        "failing",
         "gave no access token",
     ),
-    ("line item of arrays 50,000 deep", "/lineitems", b"[" * 50_000, "named no id"),
+    (
+        "token over the answer limit",
+        "/token",
+        b'{"access_token": "' + b"t" * passback.MAX_ANSWER_BYTES + b'"}',
+        "failing",
+        "gave no access token",
+    ),
+    ("line item of arrays 50,000 deep", "/lineitems", b"[" * 50_000, "refused", "named no id"),
     (
         "line item id too long to keep",
         "/lineitems",
         b'{"id": "https://platform.example.edu/lineitems/' + b"l" * LTI_URL_LENGTH + b'"}',
+        "refused",
         f"longer than {LTI_URL_LENGTH} characters",
     ),
     (
         "line item id with NUL",
         "/lineitems",
         b'{"id": "https://platform.example.edu/lineitems/1\\u0000"}',
+        "refused",
         "is not a URL",
     ),
 ]
@@ -262,7 +304,7 @@ HOSTILE_ANSWERS = [
 
 @pytest.mark.both_databases
 @pytest.mark.parametrize(
-    ("case", "path", "body", "words"),
+    ("case", "path", "body", "status", "words"),
     HOSTILE_ANSWERS,
     ids=[case[0] for case in HOSTILE_ANSWERS],
 )
@@ -270,24 +312,32 @@ def test_a_hostile_answer_is_a_failed_send_that_waits(
     launch_as: LaunchAs,
     book: GradeBook,
     sender: Sender,
+    clock: Clock,
     engine: Engine,
     case: str,
     path: str,
     body: bytes,
+    status: str,
     words: str,
 ) -> None:
     learner = launch_as(with_lineitem=False)
     book.raw_answers[path] = body
     report = sender.send_due()
     assert (report.sent, report.failed) == (0, 1)
-    with engine.connect() as connection:
-        row = connection.execute(select(LtiScoreOutbox)).one()
-        kept = connection.execute(select(LtiGradeTarget.lineitem_url)).scalar_one()
-    assert row.learner_id == learner
-    assert row.attempts == 1
-    assert words in (row.last_error or "")
-    assert kept is None
+    [state] = passback.targets(engine)
+    assert state.learner_id == learner
+    assert state.status == status
+    assert words in (state.reason or "")
+    if len(body) > passback.MAX_ANSWER_BYTES:
+        assert "over 64 KiB, not read" in (state.last_answer or "")
     assert book.scores == []
+    asked = len(book.requests)
+    clock.advance(passback.MAX_RETRY_S)
+    sender.send_due()
+    if status == "failing":
+        assert len(book.requests) == asked + 1  # the token endpoint, once more
+    else:
+        assert len(book.requests) == asked  # no new line item until the score changes
 
 
 def test_a_launch_without_the_score_scope_sends_nothing(
@@ -302,19 +352,40 @@ def test_a_launch_without_the_score_scope_sends_nothing(
     assert outbox(engine) == {}
 
 
+def outbox_command(database_url: str, *options: str) -> str:
+    result = CliRunner().invoke(
+        cli,
+        ["lti", "outbox", *options],
+        env={"DATABASE_URL": database_url, "NORMDIVE_SECRET_KEY": None},
+    )
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
 def test_the_outbox_command_shows_the_queue(
     launch_as: LaunchAs, book: GradeBook, sender: Sender, database_url: str
 ) -> None:
-    learner = launch_as()
-    book.down = True
+    learner = launch_as(sub="ada")
+    launch_as(sub="bob")
+    book.refused_users.add("ada")
     sender.send_due()
-    result = CliRunner().invoke(
-        cli, ["lti", "outbox"], env={"DATABASE_URL": database_url, "NORMDIVE_SECRET_KEY": None}
-    )
-    assert result.exit_code == 0, result.output
-    assert "1 score(s) waiting." in result.output
-    assert f"{learner}  tries 1" in result.output
-    assert "answered 503" in result.output
+    shown = outbox_command(database_url)
+    assert "2 grade target(s): 0 waiting to be sent, 1 refused" in shown
+    assert "1 up to date." in shown
+    assert f"{learner}  user ada  link resource-link-1  https://platform.example.edu" in shown
+    assert "refused; last answer 400; tries 0; no try due" in shown
+    assert (
+        "the platform refused this score (400 Incorrect score received): check that this user "
+        "is enrolled in the course as a learner who can be graded. D9 tries again when the "
+        "score changes"
+    ) in shown
+    assert "user bob" not in shown  # up to date: counted, not listed
+    assert "user bob" in outbox_command(database_url, "--all")
+    listed = json.loads(outbox_command(database_url, "--json"))
+    assert {(t["user_id"], t["status"], t["last_status"]) for t in listed} == {
+        ("ada", "refused", 400),
+        ("bob", "sent", 200),
+    }
 
 
 def test_rotate_key_publishes_the_new_key_and_the_previous_one(
@@ -348,24 +419,275 @@ def _key_set(app: FastAPI) -> dict[str, list[dict[str, str]]]:
         return dict(answer.json())
 
 
-def test_two_senders_never_send_the_same_row_twice(
+def test_two_senders_never_send_the_same_target_twice(
     launch_as: LaunchAs, book: GradeBook, engine: Engine, settings: Settings
 ) -> None:
     for _ in range(3):
         launch_as()
     first = Sender(engine, LESSON, settings.recording_path)
     second = Sender(engine, LESSON, settings.recording_path)
-    # While the first sends its first row, the second runs a round: it takes the two rows
-    # the first has not claimed yet, and the first leaves them to it.
-    original = first._send
+    # While the first sends its first target, the second runs a round: it takes the two
+    # targets the first has not claimed yet, and the first leaves them to it.
+    original = first._send_target
     seen: list[int] = []
 
-    def send_while_the_other_runs(learner_id: str) -> None:
+    def send_while_the_other_runs(*args: Any) -> Any:
         seen.append(second.send_due().sent)
-        original(learner_id)
+        return original(*args)
 
-    first._send = send_while_the_other_runs  # type: ignore[method-assign]
+    first._send_target = send_while_the_other_runs  # type: ignore[method-assign]
     assert first.send_due().sent == 1
     assert seen == [2]
     assert len({score["userId"] for _, score in book.scores}) == len(book.scores) == 3
     assert outbox(engine) == {}
+
+
+def _scores_at(book: GradeBook, lineitem: str, user: str) -> list[int]:
+    """The scores `user` got at `lineitem` (a path), in the order they came."""
+    return [
+        score["scoreGiven"]
+        for path, score in book.scores
+        if path.split("?")[0] == f"{lineitem}/scores" and score["userId"] == user
+    ]
+
+
+def _asked(book: GradeBook, path: str) -> int:
+    return sum(asked == path for asked in book.requests)
+
+
+def _state(engine: Engine, user: str, link: str) -> passback.TargetState:
+    [found] = [
+        t for t in passback.targets(engine) if (t.user_id, t.resource_link_id) == (user, link)
+    ]
+    return found
+
+
+# The rows Ada predicts while the platform is down, one each 10 s: the last ones again.
+DURING_THE_OUTAGE = (
+    "neither",
+    "layernorm_only",
+    "residual_only",
+    "both",
+    "neither",
+    "both",
+    "both",
+)
+
+
+def test_one_bad_target_never_holds_back_another(
+    launch_as: LaunchAs,
+    book: GradeBook,
+    sender: Sender,
+    clock: Clock,
+    store: Store,
+    engine: Engine,
+    database_url: str,
+) -> None:
+    """A platform deletes one of Ada's line items, refuses Eve (400, as Moodle does for a user
+    who cannot be graded), then is down for a minute. Ada's other targets get every score,
+    nothing is retried without end, and the outbox says why in words."""
+    ada = launch_as(sub="ada", link="link-gone", lineitem="/lineitems/gone")
+    for link in ("link-b", "link-c"):
+        launch_as(sub="ada", link=link, lineitem=f"/lineitems/{link}")
+    eve = launch_as(sub="eve", link="link-b", lineitem="/lineitems/link-b")
+    book.deleted.add("/lineitems/gone")
+    book.refused_users.add("eve")
+
+    def write(learner: str, row: str) -> None:
+        store.append(learner, EventKind.ROW_PREDICTED, {"row": row, "outcome": "learns"})
+
+    sender.send_due()
+    write(ada, "both")
+    write(eve, "both")
+    sender.send_due()
+    assert _scores_at(book, "/lineitems/link-b", "ada") == [0, 1]
+    assert _scores_at(book, "/lineitems/link-c", "ada") == [0, 1]
+    assert _asked(book, "/lineitems/gone/scores") == 1  # gone: never asked again
+    assert _asked(book, "/lineitems/link-b/scores") == 4  # Eve twice: her score changed
+    assert _state(engine, "ada", "link-gone").status == "gone"
+    assert _state(engine, "eve", "link-b").status == "refused"
+
+    # Down for a minute, while Ada keeps working: each write fans out, none resets the wait.
+    book.down = True
+    asked_before = len(book.requests)
+    for second in range(61):
+        if second % 10 == 0:
+            write(ada, DURING_THE_OUTAGE[second // 10])
+        sender.send_due()
+        for target in passback.targets(engine):
+            if target.due_at is not None:
+                assert target.due_at - clock.now <= timedelta(seconds=passback.MAX_RETRY_S)
+        clock.advance(1)
+    # Two targets, tried at 0, 5, 15, 35 s (each wait doubling from FIRST_RETRY_S).
+    assert len(book.requests) - asked_before == 2 * 4
+    assert _state(engine, "ada", "link-b").status == "failing"
+    book.down = False
+    clock.advance(passback.MAX_RETRY_S)
+    sender.send_due()
+    latest = _scores_at(book, "/lineitems/link-b", "ada")[-1]
+    assert latest == 4  # all four row predictions
+    assert _scores_at(book, "/lineitems/link-b", "ada")[-1] == latest
+    assert _scores_at(book, "/lineitems/link-c", "ada")[-1] == latest
+    assert _asked(book, "/lineitems/gone/scores") == 1
+    assert _scores_at(book, "/lineitems/link-b", "eve") == []
+    # Settled: nothing is due, and nothing more is asked however long the worker runs.
+    asked_before = len(book.requests)
+    for _ in range(5):
+        clock.advance(passback.MAX_RETRY_S)
+        assert sender.send_due().tried == 0
+    assert len(book.requests) == asked_before
+    assert {t.status for t in passback.targets(engine)} == {"sent", "gone", "refused"}
+
+    shown = outbox_command(database_url)
+    assert (
+        "the platform says the line item is gone (404 Line item not found): it was deleted in "
+        "the gradebook. D9 sends this learner's score again once a launch names a line item"
+    ) in shown
+    assert "the platform refused this score (400 Incorrect score received)" in shown
+
+    # A launch naming a line item again (the teacher made a new grade column): it goes there.
+    launch_as(sub="ada", link="link-gone", lineitem="/lineitems/new-column")
+    sender.send_due()
+    assert _scores_at(book, "/lineitems/new-column", "ada") == [latest]
+    assert _state(engine, "ada", "link-gone").status == "sent"
+
+
+def test_an_outage_waits_at_most_five_minutes_between_tries(
+    launch_as: LaunchAs,
+    book: GradeBook,
+    sender: Sender,
+    clock: Clock,
+    store: Store,
+    engine: Engine,
+) -> None:
+    learner = launch_as()
+    sender.send_due()
+    book.down = True
+    store.append(learner, EventKind.ROW_PREDICTED, {"row": "both", "outcome": "learns"})
+    waits = []
+    for _ in range(10):
+        assert sender.send_due().failed == 1
+        [state] = passback.targets(engine)
+        assert state.due_at is not None
+        wait = (state.due_at - clock.now).total_seconds()
+        waits.append(wait)
+        clock.advance(wait)
+    assert waits == [5, 10, 20, 40, 80, 160, 300, 300, 300, 300]
+    assert book.requests.count("/lineitems/d9/scores") == 1 + 10
+
+
+def test_a_deleted_line_item_the_tool_created_is_created_again_once(
+    launch_as: LaunchAs,
+    book: GradeBook,
+    sender: Sender,
+    store: Store,
+    engine: Engine,
+    database_url: str,
+) -> None:
+    learner = launch_as(sub="ada", with_lineitem=False)
+    sender.send_due()
+    assert book.scores[-1][0] == "/lineitems/1/scores"
+    book.deleted.add("/lineitems/1")
+    store.append(learner, EventKind.ROW_PREDICTED, {"row": "both", "outcome": "learns"})
+    assert sender.send_due().sent == 1
+    assert len(book.lineitems_created) == 2
+    assert book.scores[-1][0] == "/lineitems/2/scores"
+    assert book.scores[-1][1]["scoreGiven"] == 1
+    state = _state(engine, "ada", "resource-link-1")
+    assert (state.status, state.lineitem_url) == ("sent", f"{book.base}/lineitems/2")
+    assert "the line item was deleted in the gradebook: D9 created a new one" in (
+        outbox_command(database_url, "--all")
+    )
+    # Deleted again: the gradebook's owner does not want it. Gone, not made a third time.
+    book.deleted.add("/lineitems/2")
+    store.append(learner, EventKind.ROW_PREDICTED, {"row": "neither", "outcome": "learns"})
+    assert sender.send_due().failed == 1
+    store.append(learner, EventKind.ROW_PREDICTED, {"row": "residual_only", "outcome": "chance"})
+    sender.send_due()
+    assert len(book.lineitems_created) == 2
+    assert _asked(book, "/lineitems/2/scores") == 2  # the score it took, the 404
+    assert _state(engine, "ada", "resource-link-1").status == "gone"
+
+
+def test_a_refused_token_is_fetched_again_once_then_reported(
+    launch_as: LaunchAs, book: GradeBook, sender: Sender, store: Store, engine: Engine
+) -> None:
+    learner = launch_as(sub="ada")
+    sender.send_due()
+    assert book.tokens_issued == 1
+    book.revoked_tokens.add("token-1")  # the platform dropped it before it expired
+    store.append(learner, EventKind.ROW_PREDICTED, {"row": "neither", "outcome": "learns"})
+    assert sender.send_due().sent == 1
+    assert book.tokens_issued == 2
+    assert book.scores[-1][1]["scoreGiven"] == 1
+    book.revoked_tokens.update({"token-2", "token-3"})
+    store.append(learner, EventKind.ROW_PREDICTED, {"row": "both", "outcome": "learns"})
+    assert sender.send_due().failed == 1
+    assert book.tokens_issued == 3  # one new token, not one per try
+    state = _state(engine, "ada", "resource-link-1")
+    assert (state.status, state.last_status) == ("refused", 401)
+    assert "refused the tool's access to the line item, even with a new token (401 " in (
+        state.reason or ""
+    )
+    assert "invalid_token" in (state.reason or "")
+
+
+@pytest.mark.both_databases
+def test_a_refused_token_endpoint_fails_its_registration_with_one_request(
+    launch_as: LaunchAs, book: GradeBook, sender: Sender, engine: Engine, database_url: str
+) -> None:
+    for sub in ("ada", "bob", "cy"):
+        launch_as(sub=sub)
+    book.token_refusal = "client disabled"
+    report = sender.send_due()
+    assert (report.sent, report.failed) == (0, 3)
+    assert book.requests == ["/token"]
+    assert {(t.status, t.attempts) for t in passback.targets(engine)} == {("failing", 1)}
+    assert (
+        "the platform refused the token (400 invalid_client: client disabled): the client may "
+        "have been disabled"
+    ) in outbox_command(database_url)
+
+
+def test_a_line_item_off_the_platforms_origins_gets_no_token(
+    launch_as: LaunchAs, book: GradeBook, sender: Sender, engine: Engine
+) -> None:
+    launch_as(
+        sub="ada",
+        **{
+            "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint": {
+                "scope": [passback.SCORE_SCOPE],
+                "lineitem": "https://grades.elsewhere.example/lineitems/1",
+            }
+        },
+    )
+    assert sender.send_due().failed == 1
+    assert book.requests == []  # not even a token: it would go nowhere it may
+    state = _state(engine, "ada", "resource-link-1")
+    assert state.status == "foreign"
+    assert "https://grades.elsewhere.example, which is none of the origins registered" in (
+        state.reason or ""
+    )
+
+
+def test_a_registrations_origins_include_where_canvas_serves_grades() -> None:
+    canvas = Registration(
+        id=1,
+        issuer="https://canvas.instructure.com",
+        client_id="10000000000001",
+        auth_login_url="https://sso.canvaslms.com/api/lti/authorize_redirect",
+        token_url="https://sso.canvaslms.com/login/oauth2/token",
+        jwks_url="https://sso.canvaslms.com/api/lti/security/jwks",
+        deployment_ids=("1:abc",),
+        prerequisite_mode=PrerequisiteMode.PLATFORM,
+        frame_origins=("https://school.instructure.com",),
+    )
+    lineitem = "https://school.instructure.com/api/lti/courses/5/line_items/2"
+    assert passback.foreign_reason(lineitem, canvas) is None
+    assert passback.foreign_reason("https://SSO.canvaslms.com:443/x", canvas) is None
+    for elsewhere in (
+        "https://school.instructure.com.evil.example/api/lti/courses/5/line_items/2",
+        "http://school.instructure.com/api/lti/courses/5/line_items/2",
+        "https://school.instructure.com:8443/api/lti/courses/5/line_items/2",
+    ):
+        assert passback.foreign_reason(elsewhere, canvas) is not None, elsewhere

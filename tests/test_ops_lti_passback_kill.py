@@ -2,7 +2,8 @@
 
 Learners with a grade target each write once (the database queues each score). A real
 `normdive lti passback` process starts while the platform's grade book answers 503 to
-everything; once it has failed on every score, its process group gets SIGKILL. The platform
+everything; once it has failed on every target (each one failing, with its own backoff), its
+process group gets SIGKILL. The platform
 comes back, a new worker starts on the same database, and every learner's score arrives: lost
 0. On a SQLite file and on PostgreSQL. Bounded: a deadline for each step."""
 
@@ -93,14 +94,19 @@ def test_no_score_is_lost_to_a_kill_while_the_platform_is_down(
     def failed_everywhere() -> bool:
         with engine.connect() as connection:
             tried = connection.execute(
-                select(func.count()).select_from(LtiScoreOutbox).where(LtiScoreOutbox.attempts >= 1)
+                select(func.count()).select_from(LtiGradeTarget).where(LtiGradeTarget.attempts >= 1)
             ).scalar_one()
         return int(tried) == LEARNERS
 
     def outbox_empty() -> bool:
         with engine.connect() as connection:
-            left = connection.execute(select(func.count()).select_from(LtiScoreOutbox))
-            return int(left.scalar_one()) == 0
+            queued = connection.execute(select(func.count()).select_from(LtiScoreOutbox))
+            due = connection.execute(
+                select(func.count())
+                .select_from(LtiGradeTarget)
+                .where(LtiGradeTarget.due_at.is_not(None))
+            )
+            return int(queued.scalar_one()) == int(due.scalar_one()) == 0
 
     book.down = True
     first = _worker(database_url, tmp_path)

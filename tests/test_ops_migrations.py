@@ -177,3 +177,45 @@ def test_the_tallies_migration_counts_what_was_stored_before_it(empty_url: str) 
         assert after.rows["neither"] == {"chance": 1, "learns": 1}
     finally:
         engine.dispose()
+
+
+def test_the_grade_target_migration_gives_each_stored_target_its_state(empty_url: str) -> None:
+    """0009: a target the platform took a score for is sent; one it has none for is due now,
+    so the worker sends it on its next round."""
+    engine = make_engine(empty_url)
+    try:
+        command.upgrade(alembic_config(engine), "0008")
+        learner = Store(engine).create_learner()
+        with engine.begin() as connection:
+            registration = connection.execute(
+                text(
+                    "INSERT INTO lti_registrations (issuer, client_id, auth_login_url, token_url,"
+                    " jwks_url, frame_origins, prerequisite_mode) VALUES ('https://lms.example',"
+                    " 'c', 'https://lms.example/a', 'https://lms.example/t',"
+                    " 'https://lms.example/k', '[]', 'platform') RETURNING id"
+                )
+            ).scalar_one()
+            for key, sent in (("s" * 64, '{"scoreGiven": 1}'), ("d" * 64, None)):
+                connection.execute(
+                    text(
+                        "INSERT INTO lti_grade_targets (learner_id, target_key, registration_id,"
+                        " user_id, resource_link_id, lineitem_url, sent_score) VALUES"
+                        " (:learner, :key, :registration, 'u', 'l', 'https://lms.example/li',"
+                        " :sent)"
+                    ),
+                    {"learner": learner, "key": key, "registration": registration, "sent": sent},
+                )
+        command.upgrade(alembic_config(engine), "head")
+        with engine.connect() as connection:
+            rows = connection.execute(
+                text(
+                    "SELECT target_key, status, due_at IS NOT NULL, attempts, score_version"
+                    " FROM lti_grade_targets ORDER BY target_key"
+                )
+            ).all()
+        assert [tuple(row) for row in rows] == [
+            ("d" * 64, "due", True, 0, 0),
+            ("s" * 64, "sent", False, 0, 0),
+        ]
+    finally:
+        engine.dispose()

@@ -502,30 +502,64 @@ def lti_rotate_key() -> None:
 
 @lti_app.command(
     "outbox",
-    help="Show the scores waiting to go back to the platforms (one line per learner: tries, "
-    "when due, the last failure). Reads DATABASE_URL.",
+    help="Show where the learners' scores go and how each grade target stands: its state, "
+    "the platform's last answer, and what to do about it. Targets up to date are counted, "
+    "not listed, unless --all. Reads DATABASE_URL.",
 )
-def lti_outbox() -> None:
+def lti_outbox(
+    everything: Annotated[
+        bool, typer.Option("--all", help="List the targets up to date too.")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Every target as a JSON list, for scripts.")
+    ] = False,
+) -> None:
+    import json
+
     from sqlalchemy.exc import SQLAlchemyError
 
-    from normdive.lti.passback import queue
+    from normdive.lti.passback import TargetStatus, targets
     from normdive.store.db import make_engine
 
     url = _database_url()
     engine = make_engine(url)
     try:
-        waiting = queue(engine)
+        found = targets(engine)
     except SQLAlchemyError as error:
         raise _store_failure(url, error) from None
     finally:
         engine.dispose()
-    typer.echo(f"{len(waiting)} score(s) waiting.")
-    for item in waiting:
-        failure = f"; last failure: {item.last_error}" if item.last_error else ""
-        typer.echo(
-            f"  {item.learner_id}  tries {item.attempts}  due {item.due_at:%Y-%m-%d %H:%M:%S}"
-            f"{failure}"
+    if as_json:
+        typer.echo(json.dumps([target.as_json() for target in found], indent=2))
+        return
+    attention = sum(target.needs_attention for target in found)
+    waiting = sum(target.waiting and not target.needs_attention for target in found)
+    typer.echo(
+        f"{len(found)} grade target(s): {waiting} waiting to be sent, {attention} refused by "
+        f"the platform or not sendable, {len(found) - waiting - attention} up to date."
+    )
+    states = {
+        TargetStatus.DUE: "waiting to be sent",
+        TargetStatus.SENT: "sent",
+        TargetStatus.FAILING: "failing",
+        TargetStatus.REFUSED: "refused",
+        TargetStatus.GONE: "line item gone",
+        TargetStatus.FOREIGN: "not sent (foreign URL)",
+    }
+    for target in found:
+        if not (everything or target.waiting or target.needs_attention):
+            continue
+        due = f"next try {target.due_at:%Y-%m-%d %H:%M:%S} UTC" if target.due_at else "no try due"
+        answered = (
+            f"last answer {target.last_status or 'none'}" if target.updated_at else "not tried"
         )
+        typer.echo(
+            f"  {target.learner_id}  user {target.user_id}  link {target.resource_link_id}  "
+            f"{target.issuer}\n"
+            f"    {states[target.status]}; {answered}; tries {target.attempts}; {due}"
+        )
+        if target.reason:
+            typer.echo(f"    {target.reason}")
 
 
 @lti_app.command(

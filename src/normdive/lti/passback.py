@@ -1,4 +1,4 @@
-"""Grade passback (LTI Assignment and Grade Services 2.0) through the score outbox.
+"""Grade passback (LTI Assignment and Grade Services 2.0): each grade target on its own.
 
 What goes back is the gate's progress as a score: the parts done out of the gate's parts
 (the six numbers, the reading, the four row predictions, the best row played; 12 with the
@@ -6,21 +6,44 @@ shipped lesson). Once the gate closes the score is full and final (a closed gate
 whatever recording is served later), with activityProgress Completed and gradingProgress
 FullyGraded; before, InProgress and Pending.
 
-Where it goes: a launch offering the score scope records a grade target (lti_grade_targets):
-the launch's line item, or, when it names only the line items container, one this tool
-creates there (label and scoreMaximum) the first time it sends.
+Where it goes: a launch offering the score scope records a grade target (lti_grade_targets),
+one per (learner, resource link): the launch's line item, or, when it names only the line
+items container, one this tool creates there (label and scoreMaximum) the first time it sends.
+A bearer token goes only to a URL on one of the registration's origins (platform_origins: its
+issuer, its three endpoints and its --frame-origin hosts); a line item elsewhere is `foreign`
+and never sent to.
 
-How: a write that may change the gate puts the learner in the outbox in the same
-transaction (a trigger on events; migration 0005). `normdive lti passback` sends what is due:
-it derives the score from the learner's whole history at send time (so it always sends the
-latest, and a score never goes backwards: its parts only grow), skips a score the platform
-has already, stamps a new one with the time of the learner's latest event, but always later
-than the last one sent there (the platform keeps the score with the latest timestamp), gets an
-access token with OAuth 2 client credentials and a client assertion JWT signed with the
-tool's key (RFC 7523; tool_keys), and posts it. A learner leaves the outbox only once every
-target took the score and no write came meanwhile (the row's version); a worker claims a row
-before sending (so several workers may run); a failure waits,
-doubling from FIRST_RETRY_S to MAX_RETRY_S, and a crash loses nothing: the row is still there.
+How, in two steps per round of `normdive lti passback`:
+1. Fan-out. A write that may change the gate puts the learner in lti_score_outbox in the same
+   transaction (a trigger on events; migration 0005). The worker turns each such row into
+   "due now" on the learner's targets that may take a new score (sent, refused, foreign, not
+   tried yet), bumps each target's score_version, and deletes the row. A failing target keeps
+   its backoff (a learner's writes must not hammer a platform that is down), and a gone one
+   stays gone.
+2. Send. Each due target is claimed (one UPDATE, so several workers may run), sent, and its
+   outcome written on it alone, so one target's failure never delays another's, the same
+   learner's or anyone's. The score is derived from the learner's whole history at send time
+   (the latest; its parts only grow), skipped when the platform has it already (or refused
+   exactly it), stamped with the time of the learner's latest event but always later than the
+   last one sent there (the platform keeps the score with the latest timestamp), and posted
+   with an access token from OAuth 2 client credentials and a client assertion JWT signed
+   with the tool's key (RFC 7523; tool_keys).
+
+What the platform answers decides the target's state (TargetStatus; `normdive lti outbox`
+shows it with the reason in words for the platform's administrator):
+- 2xx: sent.
+- 404 or 410 on a line item: it was deleted in the gradebook. A line item this tool created is
+  created again, once, and the score sent there; one the launch named is `gone` until a launch
+  names a line item again.
+- 401 or 403: a new token is fetched and the request made once more (once per registration
+  and round); refused again, it is `refused` with the platform's words.
+- Any other 3xx or 4xx (400 and 422 above all: Moodle answers 400 "Incorrect score received"
+  for a user who cannot be graded): `refused`; tried again only with a changed score.
+- 5xx, 408, 425, 429, a timeout, a refused connection: an outage, `failing`, tried again after
+  FIRST_RETRY_S doubling up to MAX_RETRY_S. A token endpoint that fails fails every target of
+  its registration in that round with one request.
+Answers are read up to MAX_ANSWER_BYTES as they arrive, within PASSBACK_TIMEOUT_S; a crash loses
+nothing, as each state is in the database before and after each request.
 """
 
 from __future__ import annotations
@@ -28,11 +51,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import secrets
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -41,16 +66,18 @@ import httpx
 from joserfc import jwt
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 
+from normdive.config import origin_of
 from normdive.lesson.content import Lesson
 from normdive.lti import registrations, tool_keys
 from normdive.lti.launch import Launch
+from normdive.lti.platform_http import AnswerTooLarge, read_body
 from normdive.lti.platform_json import NotPlatformJson, parsed
 from normdive.lti.registrations import Registration, url_problem
 from normdive.progress.events import Event
 from normdive.progress.facts import recording_facts_at
 from normdive.progress.state import derive
 from normdive.store.event_store import Store, as_utc
-from normdive.store.tables import LtiGradeTarget, LtiScoreOutbox
+from normdive.store.tables import LtiGradeTarget, LtiRegistration, LtiScoreOutbox
 
 logger = logging.getLogger(__name__)
 
@@ -59,28 +86,68 @@ LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
 CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 SCORE_MEDIA_TYPE = "application/vnd.ims.lis.v1.score+json"
 LINEITEM_MEDIA_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
-# How long one request to a platform may take, in seconds.
+# How long one request to a platform may take, in seconds, its whole answer included.
 PASSBACK_TIMEOUT_S = 10.0
-# A failed send waits this long, doubling with each failure, up to MAX_RETRY_S.
+# A token or a new line item is a few hundred bytes; an error page a few KiB.
+MAX_ANSWER_BYTES = 64 * 1024
+# How much of a platform's words a target keeps and shows.
+ANSWER_EXCERPT_CHARS = 200
+# A failing target waits this long, doubling with each outage answer in a row, up to
+# MAX_RETRY_S: a platform back from an outage gets every score within five minutes.
 FIRST_RETRY_S = 5.0
-MAX_RETRY_S = 3600.0
+MAX_RETRY_S = 300.0
 # A client assertion is good for this long (RFC 7523 asks for a short life).
 ASSERTION_LIFETIME_S = 300
 # An access token is used until this long before the platform says it expires.
 TOKEN_MARGIN_S = 30
-# How long a worker holds a learner's row while it sends: beyond the few requests one send
-# makes (each at most PASSBACK_TIMEOUT_S).
-CLAIM_LEASE_S = 60.0
-# Learners sent in one round of `normdive lti passback`.
+# The most requests one target's send makes: a token, a line item, the score, a new token and
+# the score again, a line item again and the score there.
+REQUESTS_PER_SEND = 7
+# How long a worker holds a target while it sends it; a worker that dies holding it leaves it
+# due again after this.
+CLAIM_LEASE_S = REQUESTS_PER_SEND * PASSBACK_TIMEOUT_S
+# Targets sent, and learners fanned out, in one round of `normdive lti passback`.
 ROUND_SIZE = 50
 # How much later than the last score sent a new score is stamped, at the least.
 SCORE_TIMESTAMP_STEP = timedelta(milliseconds=1)
 # How often the passback worker looks for due scores, in seconds.
 POLL_INTERVAL_S = 2.0
 
+# Answers that say the platform is down or busy for now (RFC 9110: 408 Request Timeout, 425
+# Too Early, 429 Too Many Requests; every 5xx).
+OUTAGE_STATUSES = frozenset({408, 425, 429})
+GONE_STATUSES = frozenset({404, 410})
+AUTH_STATUSES = frozenset({401, 403})
 
-class PassbackFailed(Exception):
-    """A platform did not take a score (or a token, or a line item): why, in one line."""
+
+class TargetStatus(StrEnum):
+    """What the platform last made of a target (lti_grade_targets.status)."""
+
+    # Recorded by a launch; not tried yet.
+    DUE = "due"
+    # The platform took the latest score.
+    SENT = "sent"
+    # An outage (5xx, a timeout, no connection): tried again at due_at.
+    FAILING = "failing"
+    # The platform refused the score or the tool's access: tried again with a changed score.
+    REFUSED = "refused"
+    # The line item was deleted: nothing is sent until a launch names a line item.
+    GONE = "gone"
+    # The line item is on no origin of the registration: the tool sends no token there.
+    FOREIGN = "foreign"
+
+
+# The targets a write may make due now: the failing keep their backoff, the gone stay gone.
+FANNED_OUT = (TargetStatus.DUE, TargetStatus.SENT, TargetStatus.REFUSED, TargetStatus.FOREIGN)
+
+
+class LineitemSource(StrEnum):
+    """Who made a target's line item URL (None in the column: the launch named it)."""
+
+    # This tool, in the launch's line items container.
+    CREATED = "created"
+    # This tool again, after the one it created was deleted: not created a third time.
+    RECREATED = "recreated"
 
 
 @dataclass(frozen=True)
@@ -142,6 +209,38 @@ def gate_score(events: Sequence[Event], lesson: Lesson, recording_path: Path) ->
     )
 
 
+def platform_origins(registration: Registration) -> tuple[str, ...]:
+    """The origins a bearer token for this registration may go to: its issuer's, its three
+    endpoints' and its frame origins (the hosts its courses are on: Canvas serves its grade
+    services on the school's host, https://school.instructure.com, while its issuer and token
+    endpoint are canvas.instructure.com and sso.canvaslms.com)."""
+    found = [
+        origin_of(url)
+        for url in (
+            registration.issuer,
+            registration.auth_login_url,
+            registration.token_url,
+            registration.jwks_url,
+        )
+    ]
+    found.extend(registration.frame_origins)
+    return tuple(dict.fromkeys(origin for origin in found if origin is not None))
+
+
+def foreign_reason(url: str, registration: Registration) -> str | None:
+    """Why a token must not go to `url`, or None when it is on one of the registration's
+    origins."""
+    allowed = platform_origins(registration)
+    if origin_of(url) in allowed:
+        return None
+    return (
+        f"the launch named a grade URL on {origin_of(url) or repr(url)}, which is none of the "
+        f"origins registered for {registration.issuer} ({', '.join(allowed)}): D9 sends no "
+        "token there. If the platform serves its grades there, register that host with "
+        "--frame-origin"
+    )
+
+
 def _target_key(launch: Launch) -> str:
     registration = launch.registration
     parts = (
@@ -155,7 +254,8 @@ def _target_key(launch: Launch) -> str:
 
 def record_grade_target(connection: Connection, launch: Launch, learner_id: str) -> bool:
     """Remember where this launch's scores go, when it offers the score scope (in the
-    launch's transaction). True when it does."""
+    launch's transaction). True when it does. A launch that names a line item makes a gone
+    target due again (the platform's gradebook has a line item for the link again)."""
     endpoint = launch.ags_endpoint or {}
     scopes = endpoint.get("scope")
     lineitem = endpoint.get("lineitem")
@@ -164,24 +264,41 @@ def record_grade_target(connection: Connection, launch: Launch, learner_id: str)
         return False
     if not isinstance(lineitem, str) and not isinstance(lineitems, str):
         return False
+    for url in (lineitem, lineitems):
+        if isinstance(url, str) and (why := foreign_reason(url, launch.registration)):
+            logger.warning("grade target of learner %s: %s", learner_id, why)
     key = _target_key(launch)
-    values = {
+    where = (LtiGradeTarget.learner_id == learner_id, LtiGradeTarget.target_key == key)
+    values: dict[str, Any] = {
         "registration_id": launch.registration.id,
         "user_id": launch.subject,
         "resource_link_id": launch.resource_link_id,
         "lineitems_url": lineitems if isinstance(lineitems, str) else None,
     }
-    if isinstance(lineitem, str):
-        values["lineitem_url"] = lineitem
-    updated = connection.execute(
-        update(LtiGradeTarget)
-        .where(LtiGradeTarget.learner_id == learner_id, LtiGradeTarget.target_key == key)
-        .values(**values)
-    ).rowcount
-    if not updated:
+    now = datetime.now(UTC)
+    kept = connection.execute(
+        select(LtiGradeTarget.lineitem_url, LtiGradeTarget.status).where(*where)
+    ).first()
+    if kept is None:
         connection.execute(
-            insert(LtiGradeTarget).values(learner_id=learner_id, target_key=key, **values)
+            insert(LtiGradeTarget).values(
+                learner_id=learner_id,
+                target_key=key,
+                lineitem_url=lineitem if isinstance(lineitem, str) else None,
+                status=TargetStatus.DUE,
+                due_at=now,
+                **values,
+            )
         )
+    else:
+        if isinstance(lineitem, str) and lineitem != kept.lineitem_url:
+            # A line item of the platform's own: what was sent or refused went elsewhere.
+            values.update(
+                lineitem_url=lineitem, lineitem_source=None, sent_score=None, refused_score=None
+            )
+        if isinstance(lineitem, str) and kept.status == TargetStatus.GONE:
+            values.update(status=TargetStatus.DUE, due_at=now, attempts=0)
+        connection.execute(update(LtiGradeTarget).where(*where).values(**values))
     # A launch sends the score as it stands (a first launch: nothing done yet).
     enqueue(connection, learner_id)
     return True
@@ -201,40 +318,232 @@ def enqueue(connection: Connection, learner_id: str) -> None:
         )
 
 
+def retry_delay(attempts: int) -> float:
+    """Seconds a failing target waits after the `attempts`-th outage answer in a row."""
+    return float(min(FIRST_RETRY_S * 2 ** max(0, min(attempts, 64) - 1), MAX_RETRY_S))
+
+
 @dataclass(frozen=True)
-class Queued:
+class TargetState:
+    """One grade target as `normdive lti outbox` shows it."""
+
     learner_id: str
-    version: int
-    due_at: datetime
+    user_id: str
+    resource_link_id: str
+    issuer: str
+    lineitem_url: str | None
+    status: TargetStatus
+    due_at: datetime | None
     attempts: int
-    last_error: str | None
+    last_status: int | None
+    last_answer: str | None
+    reason: str | None
+    updated_at: datetime | None
+    sent_score: dict[str, Any] | None
+
+    @property
+    def waiting(self) -> bool:
+        """Something to send: due now or later, or never taken yet."""
+        return self.due_at is not None
+
+    @property
+    def needs_attention(self) -> bool:
+        return self.status in (TargetStatus.REFUSED, TargetStatus.GONE, TargetStatus.FOREIGN)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "learner_id": self.learner_id,
+            "user_id": self.user_id,
+            "resource_link_id": self.resource_link_id,
+            "issuer": self.issuer,
+            "lineitem_url": self.lineitem_url,
+            "status": self.status.value,
+            "due_at": self.due_at.isoformat() if self.due_at else None,
+            "attempts": self.attempts,
+            "last_status": self.last_status,
+            "last_answer": self.last_answer,
+            "reason": self.reason,
+            "updated_at": self.updated_at.isoformat() if self.updated_at else None,
+            "sent_score": self.sent_score,
+        }
 
 
-def queue(engine: Engine) -> list[Queued]:
-    """The outbox, soonest due first (`normdive lti outbox`)."""
+def targets(engine: Engine) -> list[TargetState]:
+    """Every grade target, those needing attention first, then those waiting, soonest first
+    (`normdive lti outbox`)."""
     with engine.connect() as connection:
+        issuers = dict(connection.execute(select(LtiRegistration.id, LtiRegistration.issuer)).all())
         rows = connection.execute(
-            select(LtiScoreOutbox).order_by(LtiScoreOutbox.due_at, LtiScoreOutbox.learner_id)
+            select(LtiGradeTarget).order_by(LtiGradeTarget.learner_id, LtiGradeTarget.target_key)
         ).all()
-    return [
-        Queued(row.learner_id, row.version, row.due_at, row.attempts, row.last_error)
+    found = [
+        TargetState(
+            learner_id=row.learner_id,
+            user_id=row.user_id,
+            resource_link_id=row.resource_link_id,
+            issuer=issuers.get(row.registration_id, "?"),
+            lineitem_url=row.lineitem_url,
+            status=TargetStatus(row.status),
+            due_at=as_utc(row.due_at) if row.due_at is not None else None,
+            attempts=row.attempts,
+            last_status=row.last_status,
+            last_answer=row.last_answer,
+            reason=row.reason,
+            updated_at=as_utc(row.updated_at) if row.updated_at is not None else None,
+            sent_score=row.sent_score,
+        )
         for row in rows
     ]
+    far = datetime.max.replace(tzinfo=UTC)
+    return sorted(found, key=lambda t: (not t.needs_attention, not t.waiting, t.due_at or far))
 
 
-def retry_delay(attempts: int) -> float:
-    """Seconds to wait after the `attempts`-th failure in a row (1, 2, ...)."""
-    return float(min(FIRST_RETRY_S * 2 ** max(0, attempts - 1), MAX_RETRY_S))
+def platform_words(body: bytes) -> str:
+    """The start of what a platform said, as one line of printable text: an OAuth 2 or JSON
+    error's message where it gave one, an HTML page's text, or the body as it is."""
+    text = body.decode("utf-8", "replace")
+    try:
+        data = parsed(body)
+    except NotPlatformJson:
+        data = None
+    if isinstance(data, dict):
+        said = [
+            data[name]
+            for name in ("error", "error_description", "message", "detail", "reason")
+            if isinstance(data.get(name), str)
+        ]
+        if said:
+            text = ": ".join(said)
+    elif re.match(r"\s*<(!doctype|html)", text, re.IGNORECASE):
+        text = re.sub(r"<[^>]*>", " ", text)
+    line = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    if len(line) > ANSWER_EXCERPT_CHARS:
+        return line[: ANSWER_EXCERPT_CHARS - 1] + "…"
+    return line
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A platform's answer: its status and, unless it took the request, its words."""
+
+    status: int
+    body: bytes
+    words: str
+
+
+class NoAnswer(Exception):
+    """No answer came (a timeout, a refused connection, a broken one): an outage."""
+
+
+class Unusable(Exception):
+    """The platform answered 2xx with something the tool cannot use: why, for the reason."""
+
+    def __init__(self, status: int, why: str) -> None:
+        super().__init__(why)
+        self.status = status
+        self.why = why
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one try at a target came to, as it is written on the target."""
+
+    status: TargetStatus
+    answer_status: int | None = None
+    answer: str | None = None
+    reason: str | None = None
+    # The score the platform took, and its timestamp.
+    sent: tuple[dict[str, Any], datetime] | None = None
+    refused_score: dict[str, Any] | None = None
+    # False: decided without a request (the platform has this score, or refused exactly it).
+    requested: bool = True
+
+
+def _said(answer: Answer) -> str:
+    return f"{answer.status} {answer.words}".strip()
+
+
+def outage(what: str, answer: Answer | None, error: str | None = None) -> Outcome:
+    said = _said(answer) if answer is not None else error or "no answer"
+    return Outcome(
+        TargetStatus.FAILING,
+        answer_status=answer.status if answer is not None else None,
+        answer=answer.words if answer is not None else error,
+        reason=f"{what} is unreachable or failing ({said}): D9 tries again, at least every "
+        f"{MAX_RETRY_S / 60:g} minutes",
+    )
+
+
+def _outcome_of(answer: Answer, what: str, content: dict[str, Any], refusal: str) -> Outcome | None:
+    """What a non-2xx answer to a request about `what` means (`refusal`: what a 4xx answer
+    means; what to check), or None for 2xx."""
+    status = answer.status
+    if 200 <= status < 300:
+        return None
+    if status >= 500 or status in OUTAGE_STATUSES:
+        return outage("the platform's grade service", answer)
+    if status in GONE_STATUSES:
+        return Outcome(
+            TargetStatus.GONE,
+            answer_status=status,
+            answer=answer.words,
+            reason=f"the platform says {what} is gone ({_said(answer)}): it was deleted in the "
+            "gradebook. D9 sends this learner's score again once a launch names a line item",
+        )
+    if status in AUTH_STATUSES:
+        return Outcome(
+            TargetStatus.REFUSED,
+            answer_status=status,
+            answer=answer.words,
+            reason=f"the platform refused the tool's access to {what}, even with a new token "
+            f"({_said(answer)}): check that the tool may use the grade services in this "
+            "course, and that the client is on",
+            refused_score=content,
+        )
+    if 300 <= status < 400:
+        refusal = f"the platform sent {what} elsewhere; check the URLs it names"
+    meaning, check = refusal.split("; ", 1)
+    return Outcome(
+        TargetStatus.REFUSED,
+        answer_status=status,
+        answer=answer.words,
+        reason=f"{meaning} ({_said(answer)}): {check}. D9 tries again when the score changes",
+        refused_score=content,
+    )
 
 
 @dataclass
 class RoundReport:
+    # Scores a platform took.
     sent: int = 0
+    # Targets tried that did not take one (failing, refused, gone, foreign).
     failed: int = 0
+    # Targets claimed (sent, failed, or found to have their score already).
+    tried: int = 0
+
+
+def system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class _Token:
+    value: str
+    expires_at: float
+    round: int
+
+
+@dataclass
+class _Round:
+    number: int
+    scores: dict[str, Score] = field(default_factory=dict)
+    # A registration whose token endpoint failed this round: that outcome, for its targets.
+    token_failures: dict[int, Outcome] = field(default_factory=dict)
 
 
 class Sender:
-    """Sends the outbox's due scores; keeps access tokens between rounds."""
+    """Sends the due grade targets; keeps access tokens between rounds. `clock` gives the
+    time targets are due by (the tests move it instead of waiting)."""
 
     def __init__(
         self,
@@ -242,113 +551,270 @@ class Sender:
         lesson: Lesson,
         recording_path: Path,
         client: httpx.Client | None = None,
+        clock: Callable[[], datetime] = system_clock,
     ) -> None:
         self.engine = engine
         self.store = Store(engine)
         self.lesson = lesson
         self.recording_path = recording_path
         self.client = client or httpx.Client(timeout=PASSBACK_TIMEOUT_S, follow_redirects=False)
-        self._tokens: dict[int, tuple[str, float]] = {}
+        self.clock = clock
+        self._tokens: dict[int, _Token] = {}
+        self._rounds = 0
 
     def send_due(self, limit: int = ROUND_SIZE) -> RoundReport:
-        now = datetime.now(UTC)
+        self._rounds += 1
+        work = _Round(self._rounds)
+        self.fan_out(limit)
+        now = self.clock()
         with self.engine.connect() as connection:
             due = connection.execute(
-                select(LtiScoreOutbox.learner_id, LtiScoreOutbox.version, LtiScoreOutbox.attempts)
-                .where(LtiScoreOutbox.due_at <= now)
-                .order_by(LtiScoreOutbox.due_at)
+                select(LtiGradeTarget.learner_id, LtiGradeTarget.target_key)
+                .where(LtiGradeTarget.due_at <= now)
+                .order_by(LtiGradeTarget.due_at)
                 .limit(limit)
             ).all()
         report = RoundReport()
-        for learner_id, version, attempts in due:
-            if not self._claim(learner_id, version, now):
+        for learner_id, target_key in due:
+            target = self._claim(learner_id, target_key, now)
+            if target is None:
                 continue  # another worker took it first
-            try:
-                self._send(learner_id)
-            except PassbackFailed as failure:
-                report.failed += 1
-                self._postpone(learner_id, version, attempts + 1, str(failure))
-            else:
+            report.tried += 1
+            outcome = self._send_target(target, work)
+            if outcome is None:
+                continue  # its registration was removed meanwhile, and the target with it
+            if outcome.sent is not None:
                 report.sent += 1
-                with self.engine.begin() as connection:
-                    connection.execute(
-                        delete(LtiScoreOutbox).where(
-                            LtiScoreOutbox.learner_id == learner_id,
-                            LtiScoreOutbox.version == version,
-                        )
-                    )
+            elif outcome.requested:
+                report.failed += 1
+            self._settle(target, outcome)
         return report
 
-    def _claim(self, learner_id: str, version: int, now: datetime) -> bool:
-        """Take the learner's row for CLAIM_LEASE_S (one UPDATE, so two workers never both
-        take it); a worker that dies holding it leaves it due again after the lease."""
-        with self.engine.begin() as connection:
-            claimed = connection.execute(
-                update(LtiScoreOutbox)
-                .where(
-                    LtiScoreOutbox.learner_id == learner_id,
-                    LtiScoreOutbox.version == version,
-                    LtiScoreOutbox.due_at <= now,
-                )
-                .values(due_at=now + timedelta(seconds=CLAIM_LEASE_S))
-            ).rowcount
-        return bool(claimed)
-
-    def _postpone(self, learner_id: str, version: int, attempts: int, why: str) -> None:
-        logger.warning("score passback for %s failed (try %d): %s", learner_id, attempts, why)
-        due = datetime.now(UTC) + timedelta(seconds=retry_delay(attempts))
-        with self.engine.begin() as connection:
-            connection.execute(
-                update(LtiScoreOutbox)
-                .where(LtiScoreOutbox.learner_id == learner_id, LtiScoreOutbox.version == version)
-                .values(attempts=attempts, due_at=due, last_error=why[:500])
-            )
-
-    def _send(self, learner_id: str) -> None:
-        score = gate_score(self.store.events_for(learner_id), self.lesson, self.recording_path)
+    def fan_out(self, limit: int = ROUND_SIZE) -> int:
+        """Make the targets of learners in the outbox due (FANNED_OUT), bump their
+        score_version, and delete each row as it was read. The learners fanned out."""
+        now = self.clock()
         with self.engine.connect() as connection:
-            targets = connection.execute(
-                select(LtiGradeTarget).where(LtiGradeTarget.learner_id == learner_id)
+            rows = connection.execute(
+                select(LtiScoreOutbox.learner_id, LtiScoreOutbox.version)
+                .order_by(LtiScoreOutbox.due_at)
+                .limit(limit)
             ).all()
-        for target in targets:
-            registration = registrations.by_id(self.engine, target.registration_id)
-            if registration is None:
-                continue  # the platform was removed: nowhere to send
-            content = score.content(target.user_id)
-            if content == target.sent_score:
-                continue  # the platform has this score already
-            lineitem = target.lineitem_url or self._create_lineitem(registration, target)
-            timestamp = next_timestamp(score.timestamp, target.sent_timestamp)
-            self._post(
-                registration, scores_url(lineitem), stamped(content, timestamp), SCORE_MEDIA_TYPE
-            )
+        for learner_id, version in rows:
             with self.engine.begin() as connection:
+                mine = LtiGradeTarget.learner_id == learner_id
+                connection.execute(
+                    update(LtiGradeTarget)
+                    .where(mine)
+                    .values(score_version=LtiGradeTarget.score_version + 1)
+                )
                 connection.execute(
                     update(LtiGradeTarget)
                     .where(
-                        LtiGradeTarget.learner_id == target.learner_id,
-                        LtiGradeTarget.target_key == target.target_key,
+                        mine,
+                        LtiGradeTarget.due_at.is_(None),
+                        LtiGradeTarget.status.in_([status.value for status in FANNED_OUT]),
                     )
-                    .values(sent_score=content, sent_timestamp=timestamp)
+                    .values(due_at=now)
+                )
+                connection.execute(
+                    delete(LtiScoreOutbox).where(
+                        LtiScoreOutbox.learner_id == learner_id, LtiScoreOutbox.version == version
+                    )
+                )
+        return len(rows)
+
+    def _claim(self, learner_id: str, target_key: str, now: datetime) -> Any:
+        """Take the target for CLAIM_LEASE_S (one UPDATE, so two workers never both take
+        it), and read it as taken."""
+        mine = (LtiGradeTarget.learner_id == learner_id, LtiGradeTarget.target_key == target_key)
+        with self.engine.begin() as connection:
+            claimed = connection.execute(
+                update(LtiGradeTarget)
+                .where(*mine, LtiGradeTarget.due_at <= now)
+                .values(due_at=now + timedelta(seconds=CLAIM_LEASE_S))
+            ).rowcount
+            if not claimed:
+                return None
+            return connection.execute(select(LtiGradeTarget).where(*mine)).one()
+
+    def _settle(self, target: Any, outcome: Outcome) -> None:
+        """Write a try's outcome on its target. A write to the learner's score since the
+        claim (score_version moved) leaves it due now, whatever this try sent."""
+        now = self.clock()
+        mine = (
+            LtiGradeTarget.learner_id == target.learner_id,
+            LtiGradeTarget.target_key == target.target_key,
+        )
+        values: dict[str, Any] = {"status": outcome.status, "updated_at": now}
+        if outcome.answer_status is not None or outcome.answer is not None or outcome.reason:
+            values.update(
+                last_status=outcome.answer_status, last_answer=outcome.answer, reason=outcome.reason
+            )
+        if outcome.sent is not None:
+            values.update(sent_score=outcome.sent[0], sent_timestamp=outcome.sent[1])
+        if outcome.refused_score is not None:
+            values["refused_score"] = outcome.refused_score
+        if outcome.status is TargetStatus.FAILING:
+            attempts = target.attempts + 1
+            values.update(attempts=attempts, due_at=now + timedelta(seconds=retry_delay(attempts)))
+            logger.warning(
+                "score passback for learner %s (%s), try %d: %s",
+                target.learner_id,
+                target.user_id,
+                attempts,
+                outcome.reason,
+            )
+        else:
+            values.update(attempts=0, due_at=None)
+            if outcome.status is not TargetStatus.SENT:
+                logger.warning(
+                    "score passback for learner %s (%s): %s %s",
+                    target.learner_id,
+                    target.user_id,
+                    outcome.status.value,
+                    outcome.reason,
+                )
+        with self.engine.begin() as connection:
+            connection.execute(update(LtiGradeTarget).where(*mine).values(**values))
+            if outcome.status is not TargetStatus.FAILING and outcome.status is not (
+                TargetStatus.GONE
+            ):
+                connection.execute(
+                    update(LtiGradeTarget)
+                    .where(*mine, LtiGradeTarget.score_version != target.score_version)
+                    .values(due_at=now)
                 )
 
-    def _create_lineitem(self, registration: Registration, target: Any) -> str:
+    def _score(self, learner_id: str, work: _Round) -> Score:
+        if learner_id not in work.scores:
+            events = self.store.events_for(learner_id)
+            work.scores[learner_id] = gate_score(events, self.lesson, self.recording_path)
+        return work.scores[learner_id]
+
+    def _send_target(self, target: Any, work: _Round) -> Outcome | None:
+        """Send one target its latest score; None when there was nothing to send."""
+        registration = registrations.by_id(self.engine, target.registration_id)
+        if registration is None:
+            return None  # removed meanwhile: its targets go with it
+        content = self._score(target.learner_id, work).content(target.user_id)
+        lineitem = target.lineitem_url
+        if lineitem is not None and content == target.sent_score:
+            return Outcome(TargetStatus.SENT, requested=False)  # the platform has it already
+        if TargetStatus(target.status) is TargetStatus.REFUSED and content == target.refused_score:
+            # Refused exactly this: tried again when it changes.
+            return Outcome(TargetStatus.REFUSED, requested=False)
+        for url in (lineitem,) if lineitem is not None else (target.lineitems_url,):
+            why = foreign_reason(url or "", registration)
+            if why is not None:
+                return Outcome(TargetStatus.FOREIGN, reason=why)
+        if registration.id in work.token_failures:
+            return work.token_failures[registration.id]
+        try:
+            return self._deliver(registration, target, content, work)
+        except _TokenFailed as failure:
+            work.token_failures[registration.id] = failure.outcome
+            return failure.outcome
+
+    def _deliver(
+        self, registration: Registration, target: Any, content: dict[str, Any], work: _Round
+    ) -> Outcome:
+        source = LineitemSource(target.lineitem_source) if target.lineitem_source else None
+        lineitem = target.lineitem_url
+        note = None
+        if lineitem is None:
+            created = self._new_lineitem(registration, target, LineitemSource.CREATED, work)
+            if isinstance(created, Outcome):
+                return created
+            lineitem, source = created, LineitemSource.CREATED
+        score = self._score(target.learner_id, work)
+        last_sent = target.sent_timestamp
+        timestamp = next_timestamp(score.timestamp, last_sent)
+        outcome = self._post_score(registration, lineitem, content, timestamp, work)
+        if (
+            outcome.status is TargetStatus.GONE
+            and source is LineitemSource.CREATED
+            and target.lineitems_url is not None
+        ):
+            # Deleted in the gradebook, and this tool made it: make it again, once.
+            logger.warning("line item %s of learner %s was deleted", lineitem, target.learner_id)
+            created = self._new_lineitem(registration, target, LineitemSource.RECREATED, work)
+            if isinstance(created, Outcome):
+                return created
+            note = "the line item was deleted in the gradebook: D9 created a new one"
+            outcome = self._post_score(registration, created, content, timestamp, work)
+        if note is not None and outcome.status is TargetStatus.SENT:
+            return Outcome(
+                TargetStatus.SENT,
+                answer_status=outcome.answer_status,
+                reason=f"{note} and sent the score there",
+                sent=outcome.sent,
+            )
+        return outcome
+
+    def _post_score(
+        self,
+        registration: Registration,
+        lineitem: str,
+        content: dict[str, Any],
+        timestamp: datetime,
+        work: _Round,
+    ) -> Outcome:
+        answer = self._request(
+            registration,
+            scores_url(lineitem),
+            stamped(content, timestamp),
+            SCORE_MEDIA_TYPE,
+            work,
+        )
+        if isinstance(answer, Outcome):
+            return answer
+        failed = _outcome_of(
+            answer,
+            "the line item",
+            content,
+            "the platform refused this score; check that this user is enrolled in the course "
+            "as a learner who can be graded",
+        )
+        if failed is not None:
+            return failed
+        return Outcome(TargetStatus.SENT, answer_status=answer.status, sent=(content, timestamp))
+
+    def _new_lineitem(
+        self, registration: Registration, target: Any, source: LineitemSource, work: _Round
+    ) -> str | Outcome:
+        """A line item created in the target's container and kept on the target (with sent
+        scores forgotten: the new one has none), or why not."""
         body = {
             "scoreMaximum": parts_total(self.lesson),
             "label": f"{self.lesson.id.upper()} {self.lesson.title}",
             "resourceLinkId": target.resource_link_id,
         }
-        answer = self._post(registration, target.lineitems_url, body, LINEITEM_MEDIA_TYPE)
+        content = self._score(target.learner_id, work).content(target.user_id)
+        answer = self._request(registration, target.lineitems_url, body, LINEITEM_MEDIA_TYPE, work)
+        if isinstance(answer, Outcome):
+            return answer
+        failed = _outcome_of(
+            answer,
+            "the line items container",
+            content,
+            "the platform refused to create a line item for D9; check that the tool may "
+            "manage grade columns (the line item scope) in this course",
+        )
+        if failed is not None:
+            return failed
         try:
-            created = parsed(answer.content)["id"]
-        except (NotPlatformJson, KeyError, TypeError):
-            raise PassbackFailed("the platform created a line item but named no id") from None
-        # Kept in lineitem_url: a URL that fits the column, with no character it cannot hold.
-        if not isinstance(created, str) or not created.isprintable():
-            raise PassbackFailed("the platform's new line item id is not a URL")
-        problem = url_problem(created)
-        if problem is not None:
-            raise PassbackFailed(f"the platform's new line item id is not usable: {problem}")
+            created = _lineitem_id(answer)
+        except Unusable as unusable:
+            return Outcome(
+                TargetStatus.REFUSED,
+                answer_status=unusable.status,
+                answer=answer.words or None,
+                reason=f"the platform created a line item but {unusable.why}: D9 tries again "
+                "when the score changes; the platform's administrator may report it to the "
+                "platform's vendor",
+                refused_score=content,
+            )
         with self.engine.begin() as connection:
             connection.execute(
                 update(LtiGradeTarget)
@@ -356,32 +822,85 @@ class Sender:
                     LtiGradeTarget.learner_id == target.learner_id,
                     LtiGradeTarget.target_key == target.target_key,
                 )
-                .values(lineitem_url=created)
+                .values(lineitem_url=created, lineitem_source=source, sent_score=None)
             )
+        why = foreign_reason(created, registration)
+        if why is not None:
+            return Outcome(TargetStatus.FOREIGN, reason=why)
         return created
 
-    def _post(
-        self, registration: Registration, url: str, body: dict[str, Any], media_type: str
-    ) -> httpx.Response:
-        token = self._token(registration)
+    def _request(
+        self,
+        registration: Registration,
+        url: str,
+        body: dict[str, Any],
+        media_type: str,
+        work: _Round,
+    ) -> Answer | Outcome:
+        """POST with the registration's token; on 401 or 403 once more with a new token
+        (unless the token is this round's already). An Outcome when no answer came."""
+        token = self._token(registration, work)
         try:
-            answer = self.client.post(
-                url,
-                json=body,
-                headers={"Authorization": f"Bearer {token}", "Content-Type": media_type},
+            answer = self._post(url, body, media_type, token.value)
+            if answer.status in AUTH_STATUSES and token.round != work.number:
+                self._tokens.pop(registration.id, None)
+                answer = self._post(url, body, media_type, self._token(registration, work).value)
+        except NoAnswer as error:
+            return outage("the platform's grade service", None, str(error))
+        except httpx.InvalidURL:
+            return Outcome(
+                TargetStatus.REFUSED,
+                reason=f"{url!r} is not a URL a request can go to: check the platform",
             )
-        except (httpx.HTTPError, httpx.InvalidURL) as error:
-            raise PassbackFailed(f"{url}: {type(error).__name__}") from None
-        if answer.status_code == 401:
-            self._tokens.pop(registration.id, None)  # expired early: a new one next time
-        if not 200 <= answer.status_code < 300:
-            raise PassbackFailed(f"{url} answered {answer.status_code}")
         return answer
 
-    def _token(self, registration: Registration) -> str:
+    def _post(self, url: str, body: dict[str, Any], media_type: str, token: str) -> Answer:
+        return self._exchange(
+            url,
+            json_body=body,
+            headers={"Authorization": f"Bearer {token}", "Content-Type": media_type},
+        )
+
+    def _exchange(
+        self,
+        url: str,
+        *,
+        json_body: dict[str, Any] | None = None,
+        form: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Answer:
+        """One POST and its answer, read up to MAX_ANSWER_BYTES within PASSBACK_TIMEOUT_S."""
+        started = time.monotonic()
+
+        def in_time() -> None:
+            if time.monotonic() - started > PASSBACK_TIMEOUT_S:
+                raise NoAnswer(f"no whole answer within {PASSBACK_TIMEOUT_S:g} s")
+
+        try:
+            with self.client.stream(
+                "POST", url, json=json_body, data=form, headers=headers
+            ) as response:
+                try:
+                    data = read_body(response, MAX_ANSWER_BYTES, in_time)
+                except AnswerTooLarge:
+                    return Answer(
+                        response.status_code,
+                        b"",
+                        f"an answer over {MAX_ANSWER_BYTES // 1024} KiB, not read",
+                    )
+        except httpx.HTTPError as error:
+            raise NoAnswer(type(error).__name__) from None
+        status = response.status_code
+        if 300 <= status < 400:
+            words = "redirect to " + platform_words(response.headers.get("location", "").encode())
+        else:
+            words = "" if 200 <= status < 300 else platform_words(data)
+        return Answer(status, data, words)
+
+    def _token(self, registration: Registration, work: _Round) -> _Token:
         kept = self._tokens.get(registration.id)
-        if kept is not None and kept[1] > time.monotonic():
-            return kept[0]
+        if kept is not None and kept.expires_at > time.monotonic():
+            return kept
         key = tool_keys.signing_key(self.engine)
         now = int(time.time())
         assertion = jwt.encode(
@@ -396,30 +915,78 @@ class Sender:
             },
             key,
         )
+        what = f"the platform's token endpoint {registration.token_url}"
         try:
-            answer = self.client.post(
+            answer = self._exchange(
                 registration.token_url,
-                data={
+                form={
                     "grant_type": "client_credentials",
                     "client_assertion_type": CLIENT_ASSERTION_TYPE,
                     "client_assertion": assertion,
                     "scope": f"{SCORE_SCOPE} {LINEITEM_SCOPE}",
                 },
             )
-        except (httpx.HTTPError, httpx.InvalidURL) as error:
-            raise PassbackFailed(f"{registration.token_url}: {type(error).__name__}") from None
-        if answer.status_code != 200:
-            raise PassbackFailed(f"{registration.token_url} answered {answer.status_code}")
+        except NoAnswer as error:
+            raise _TokenFailed(outage(what, None, str(error))) from None
+        except httpx.InvalidURL:
+            raise _TokenFailed(outage(what, None, "not a URL")) from None
+        if answer.status >= 500 or answer.status in OUTAGE_STATUSES:
+            raise _TokenFailed(outage(what, answer))
+        if answer.status != 200:
+            raise _TokenFailed(
+                Outcome(
+                    TargetStatus.FAILING,
+                    answer_status=answer.status,
+                    answer=answer.words,
+                    reason=f"the platform refused the token ({_said(answer)}): the client may "
+                    "have been disabled or deleted, or the tool's key set URL changed in its "
+                    f"settings on {registration.issuer}. D9 tries again, at least every "
+                    f"{MAX_RETRY_S / 60:g} minutes",
+                )
+            )
         try:
-            granted = parsed(answer.content)
-            token = granted["access_token"]
+            granted = parsed(answer.body)
+            value = granted["access_token"]
             lifetime = float(granted.get("expires_in", 3600))
-        except (NotPlatformJson, ValueError, KeyError, TypeError, OverflowError):
-            raise PassbackFailed(f"{registration.token_url} gave no access token") from None
-        if not isinstance(token, str):
-            raise PassbackFailed(f"{registration.token_url} gave no access token")
-        self._tokens[registration.id] = (token, time.monotonic() + lifetime - TOKEN_MARGIN_S)
+        except (NotPlatformJson, ValueError, KeyError, TypeError, AttributeError, OverflowError):
+            value, lifetime = None, 0.0
+        if not isinstance(value, str):
+            raise _TokenFailed(
+                Outcome(
+                    TargetStatus.FAILING,
+                    answer_status=answer.status,
+                    answer=answer.words or None,
+                    reason=f"{what} gave no access token: check the token URL registered "
+                    f"for {registration.issuer}. D9 tries again, at least every "
+                    f"{MAX_RETRY_S / 60:g} minutes",
+                )
+            )
+        token = _Token(value, time.monotonic() + lifetime - TOKEN_MARGIN_S, work.number)
+        self._tokens[registration.id] = token
         return token
+
+
+class _TokenFailed(Exception):
+    """No token from a registration's endpoint: the outcome for each of its targets."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(outcome.reason)
+        self.outcome = outcome
+
+
+def _lineitem_id(answer: Answer) -> str:
+    """The new line item's id (its URL) from the platform's answer, or Unusable."""
+    try:
+        created = parsed(answer.body)["id"]
+    except (NotPlatformJson, KeyError, TypeError):
+        raise Unusable(answer.status, "named no id") from None
+    # Kept in lineitem_url: a URL that fits the column, with no character it cannot hold.
+    if not isinstance(created, str) or not created.isprintable():
+        raise Unusable(answer.status, "its id is not a URL")
+    problem = url_problem(created)
+    if problem is not None:
+        raise Unusable(answer.status, f"its id is not usable: {problem}")
+    return created
 
 
 def scores_url(lineitem_url: str) -> str:
@@ -431,9 +998,14 @@ def scores_url(lineitem_url: str) -> str:
 
 
 def outbox_size(engine: Engine) -> int:
+    """Grade targets with something to send (due now or later)."""
     with engine.connect() as connection:
         return int(
-            connection.execute(select(func.count()).select_from(LtiScoreOutbox)).scalar_one()
+            connection.execute(
+                select(func.count())
+                .select_from(LtiGradeTarget)
+                .where(LtiGradeTarget.due_at.is_not(None))
+            ).scalar_one()
         )
 
 
@@ -442,8 +1014,8 @@ def run(sender: Sender, *, once: bool = False, poll_s: float = POLL_INTERVAL_S) 
     while True:
         report = sender.send_due()
         if report.sent or report.failed:
-            logger.info("score passback: %d sent, %d failed", report.sent, report.failed)
+            logger.info("score passback: %d sent, %d not", report.sent, report.failed)
         if once:
             return
-        if report.sent < ROUND_SIZE:
+        if report.tried < ROUND_SIZE:
             time.sleep(poll_s)

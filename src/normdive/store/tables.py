@@ -309,13 +309,24 @@ class LtiContextMember(Base):
     last_launch_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
 
 
+# A grade target's status and line item source (normdive.lti.passback.TargetStatus and
+# LineitemSource): the longest name is well under these.
+LTI_TARGET_STATUS_LENGTH = 10
+LTI_LINEITEM_SOURCE_LENGTH = 10
+
+
 class LtiGradeTarget(Base):
     """Where a learner's score goes: a resource link's line item on a platform that offered
     the Assignment and Grade Services score scope in a launch. `target_key` is SHA-256 of
-    (issuer, client id, deployment id, resource link id)."""
+    (issuer, client id, deployment id, resource link id). Each target is sent, retried and
+    reported on its own (normdive.lti.passback; migration 0009 added its state)."""
 
     __tablename__ = "lti_grade_targets"
-    __table_args__ = (PrimaryKeyConstraint("learner_id", "target_key"),)
+    __table_args__ = (
+        PrimaryKeyConstraint("learner_id", "target_key"),
+        # The targets due to be sent, soonest first (every round of the passback worker).
+        Index("ix_lti_grade_targets_due_at", "due_at"),
+    )
 
     learner_id: Mapped[str] = mapped_column(
         CHAR(LEARNER_ID_LENGTH), ForeignKey("learners.id", ondelete="CASCADE"), nullable=False
@@ -334,13 +345,41 @@ class LtiGradeTarget(Base):
     # the same score is not sent again, and a new one is stamped later than the last.
     sent_score: Mapped[dict[str, Any] | None] = mapped_column(PAYLOAD_TYPE, nullable=True)
     sent_timestamp: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # What the platform last made of this target (passback.TargetStatus): due (not tried yet),
+    # sent, failing (an outage: tried again at due_at), refused, gone, foreign.
+    status: Mapped[str] = mapped_column(
+        String(LTI_TARGET_STATUS_LENGTH), server_default="due", nullable=False
+    )
+    # When the target is tried next; None: nothing to send until the learner's score changes
+    # (or, for a gone line item, until a launch names one).
+    due_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # Outage answers in a row: the backoff's exponent.
+    attempts: Mapped[int] = mapped_column(Integer, server_default="0", nullable=False)
+    # Grows with each write that may change the learner's score, so that a send finishing
+    # after such a write leaves the target due instead of sent.
+    score_version: Mapped[int] = mapped_column(Integer, server_default="0", nullable=False)
+    # Who made lineitem_url (passback.LineitemSource): None, the launch (or none yet).
+    lineitem_source: Mapped[str | None] = mapped_column(
+        String(LTI_LINEITEM_SOURCE_LENGTH), nullable=True
+    )
+    # The score the platform refused (its JSON, less the timestamp): not sent again unchanged.
+    refused_score: Mapped[dict[str, Any] | None] = mapped_column(PAYLOAD_TYPE, nullable=True)
+    # The platform's last answer: its HTTP status (None: no answer) and the start of its words.
+    last_status: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    last_answer: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # What the last try means, in words for the platform's administrator.
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    updated_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class LtiScoreOutbox(Base):
-    """A learner whose score must be sent (again): one row per learner, put here by the
-    database itself (a trigger on events, migration 0005) in the same transaction as the
-    write that may change their gate, and deleted once every grade target took the score.
-    `version` grows with each such write, so a sender deletes only what it sent."""
+    """A learner whose score may have changed: one row per learner, put here by the database
+    itself (a trigger on events, migration 0005) in the same transaction as the write that
+    may change their gate. The passback worker fans it out to the learner's grade targets
+    (which each keep their own state and retries) and deletes it. `version` grows with each
+    such write, so a worker deletes only what it fanned out. `due_at`, `attempts` and
+    `last_error` are what the trigger writes; since 0009 the targets' own columns say when
+    and why, and the worker reads none of the three."""
 
     __tablename__ = "lti_score_outbox"
     __table_args__ = (Index("ix_lti_score_outbox_due_at", "due_at"),)
