@@ -11,7 +11,7 @@ from sqlalchemy import inspect, text
 
 from normdive.store.db import (
     POSTGRESQL_CONNECT_TIMEOUT_S,
-    SQLITE_BUSY_TIMEOUT_MS,
+    SQLITE_BUSY_TIMEOUT_S,
     alembic_config,
     make_engine,
     upgrade,
@@ -28,7 +28,15 @@ def test_sqlite_connections_get_wal_foreign_keys_and_a_busy_timeout(tmp_path: Pa
     with engine.connect() as connection:
         assert connection.execute(text("PRAGMA journal_mode")).scalar() == "wal"
         assert connection.execute(text("PRAGMA foreign_keys")).scalar() == 1
-        assert connection.execute(text("PRAGMA busy_timeout")).scalar() == SQLITE_BUSY_TIMEOUT_MS
+        busy_ms = connection.execute(text("PRAGMA busy_timeout")).scalar()
+        assert busy_ms == SQLITE_BUSY_TIMEOUT_S * 1000
+    engine.dispose()
+
+
+def test_a_sqlite_url_may_set_its_own_busy_timeout(tmp_path: Path) -> None:
+    engine = make_engine(_url(tmp_path) + "?timeout=0.25")
+    with engine.connect() as connection:
+        assert connection.execute(text("PRAGMA busy_timeout")).scalar() == 250
     engine.dispose()
 
 

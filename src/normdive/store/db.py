@@ -3,11 +3,22 @@
 `make_engine(url)` takes a SQLite or PostgreSQL URL (normdive.config's settings refuse any
 other database, whose driver normdive does not install). SQLite connections get WAL (readers
 never block the writer), foreign keys (SQLite leaves them off by default, and ON DELETE CASCADE
-needs them) and a busy timeout (a writer waits for the lock instead of failing at once), all
-set on each new connection. PostgreSQL is used as it is; a bare `postgresql://` URL is given
+needs them), set on each new connection, and a busy timeout: a writer waits this long for
+another's lock, then fails (a 503 in the web app) instead of waiting for ever; the URL's own
+`timeout` (pysqlite's, in seconds) replaces the default. A bare `postgresql://` URL is given
 the psycopg 3 driver, the one normdive installs, and a connect timeout unless the URL sets
-one. Every pooled PostgreSQL connection is pinged before use, so after the server restarts (or
+one. Every PostgreSQL session waits at most as long for a lock as SQLite's writer does
+(lock_timeout), unless the server, the database, the role or the URL's `options` set one.
+Every pooled PostgreSQL connection is pinged before use, so after the server restarts (or
 comes back from an outage, during which requests get a 503) the next request is served again.
+
+Database failures. `DATABASE_ERRORS` are what a failing database raises: SQLAlchemy's errors
+and the drivers' own, which the hot paths' raw cursors raise (store.event_store, store.
+snapshots). A SQLite connection that met a read-only database (SQLITE_READONLY: its file was
+read-only when the connection opened it, or was moved) is thrown away, and a pooled
+connection SQLite opened read-only (it does so, silently, when the file cannot be opened for
+writing) is replaced as soon as the file can be written again: the next request writes,
+without a restart.
 
 `upgrade(url)` runs the Alembic migrations packaged in store/migrations up to head, without an
 alembic.ini: the script location is this package's folder.
@@ -15,20 +26,40 @@ alembic.ini: the script location is this package's folder.
 
 from __future__ import annotations
 
+import os
+import sqlite3
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.engine import ExceptionContext, make_url
+from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
+from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
 from normdive.config import POSTGRESQL_DRIVER
 
-# How long a SQLite writer waits for another's lock before giving up, in milliseconds.
-SQLITE_BUSY_TIMEOUT_MS = 10_000
+# How long a SQLite writer waits for another's lock before giving up, in seconds (pysqlite's
+# `timeout`, which sets SQLite's busy timeout), unless the URL's `timeout` says otherwise.
+SQLITE_BUSY_TIMEOUT_S = 10.0
+# How long a PostgreSQL statement waits for a lock (a row, a table, a learner's advisory lock)
+# before it fails, in milliseconds: as long as a SQLite writer waits. Without it, a session
+# holding a lock (a forgotten transaction, a manual LOCK TABLE) would hold every request that
+# needs it, and with them the request threads, /healthz included.
+POSTGRESQL_LOCK_TIMEOUT_MS = int(SQLITE_BUSY_TIMEOUT_S * 1000)
+# PostgreSQL's "no limit" for lock_timeout, as SHOW prints it.
+POSTGRESQL_NO_TIMEOUT = "0"
+# SQLite's primary result code for a write refused on a read-only database; the extended
+# codes (SQLITE_READONLY_DBMOVED, ...) carry it in their low byte.
+SQLITE_READONLY = 8
+SQLITE_PRIMARY_CODE_MASK = 0xFF
+# Where a pooled SQLite connection's record keeps the path of the file it opened read-only.
+READ_ONLY_FILE = "normdive_read_only_file"
+# What a failing database raises: SQLAlchemy's errors, and the drivers' own from raw cursors.
+DATABASE_ERRORS: tuple[type[Exception], ...] = (SQLAlchemyError, sqlite3.Error, psycopg.Error)
 # How long opening a PostgreSQL connection may take, in seconds, unless the URL says otherwise
 # (libpq's connect_timeout). Without it, a database host that drops packets would hold each
 # request for the operating system's TCP timeout (minutes) instead of answering 503.
@@ -44,20 +75,73 @@ def make_engine(url: str) -> Engine:
         parsed = parsed.update_query_dict({"connect_timeout": str(POSTGRESQL_CONNECT_TIMEOUT_S)})
     if parsed.get_backend_name() != "sqlite":
         # pre_ping: a worker survives the database restarting under it.
-        return create_engine(parsed, pool_pre_ping=True)
-    engine = create_engine(parsed)
+        engine = create_engine(parsed, pool_pre_ping=True)
+        event.listen(engine, "connect", _configure_postgresql)
+        return engine
+    # The URL's own timeout (pysqlite's parameter) stands; the dialect reads it from there.
+    busy = {} if "timeout" in parsed.query else {"timeout": SQLITE_BUSY_TIMEOUT_S}
+    engine = create_engine(parsed, connect_args=busy)
     event.listen(engine, "connect", _configure_sqlite)
+    event.listen(engine, "checkout", _reopen_when_writable)
+    event.listen(engine, "handle_error", _discard_read_only)
     return engine
 
 
-def _configure_sqlite(dbapi_connection: Any, _record: object) -> None:
+def _configure_sqlite(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        # (seq, name, file) per attached database; "" for one in memory.
+        path = next(row[2] for row in cursor.execute("PRAGMA database_list") if row[1] == "main")
     finally:
         cursor.close()
+    # SQLite opens a file it may not write read-only, without a word, and the connection
+    # stays so; its record remembers the file, so checkout can tell when that changes.
+    record.info[READ_ONLY_FILE] = path if path and not _writable(path) else None
+
+
+def _writable(path: str) -> bool:
+    """Whether this process may open `path` for writing now, as SQLite tries first (file
+    modes, the immutable attribute, a read-only mount). access(2) opens nothing: closing a
+    descriptor of the database file would drop every lock SQLite holds on it in this
+    process (POSIX advisory locks belong to the process and the file, not the descriptor)."""
+    return os.access(path, os.W_OK)
+
+
+def _reopen_when_writable(
+    _dbapi_connection: Any, record: ConnectionPoolEntry, _proxy: PoolProxiedConnection
+) -> None:
+    path = record.info.get(READ_ONLY_FILE)
+    if path is not None and _writable(path):
+        # The pool throws this connection away and hands out a new one, which can write.
+        raise DisconnectionError(f"{path} can be written again")
+
+
+def _configure_postgresql(dbapi_connection: Any, _record: object) -> None:
+    with dbapi_connection.cursor() as cursor:
+        cursor.execute("SHOW lock_timeout")
+        if cursor.fetchone()[0] == POSTGRESQL_NO_TIMEOUT:
+            cursor.execute(f"SET lock_timeout = {POSTGRESQL_LOCK_TIMEOUT_MS}")
+    # SET outlives the transaction it opened once that commits.
+    dbapi_connection.commit()
+
+
+def is_read_only(error: BaseException) -> bool:
+    """Whether `error` is SQLite refusing a write on a read-only database."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return (
+        isinstance(error, sqlite3.Error)
+        and isinstance(code, int)
+        and code & SQLITE_PRIMARY_CODE_MASK == SQLITE_READONLY
+    )
+
+
+def _discard_read_only(context: ExceptionContext) -> None:
+    # A connection that opened the file read-only stays so; as a "disconnect", it and the
+    # pool's others are replaced by connections that open the file again.
+    if is_read_only(context.original_exception):
+        context.is_disconnect = True
 
 
 def alembic_config(engine: Engine) -> Config:
@@ -93,6 +177,19 @@ def shown_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def failure_reason(error: SQLAlchemyError) -> str:
-    """The driver's own message, without SQLAlchemy's statement dump and documentation link."""
-    return str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+def is_database_failure(error: BaseException) -> bool:
+    """Whether `error` is the database failing (DATABASE_ERRORS), alone or as every one of
+    an exception group's."""
+    if isinstance(error, BaseExceptionGroup):
+        _, rest = error.split(DATABASE_ERRORS)
+        return rest is None
+    return isinstance(error, DATABASE_ERRORS)
+
+
+def failure_reason(error: BaseException) -> str:
+    """The driver's own message in one line, without SQLAlchemy's statement dump and
+    documentation link."""
+    if isinstance(error, BaseExceptionGroup):
+        return "; ".join(failure_reason(one) for one in error.exceptions)
+    lines = str(getattr(error, "orig", None) or error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__

@@ -55,10 +55,11 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from normdive.progress.aggregate import PredictionCounts
 from normdive.progress.events import Event, EventKind
+from normdive.store.db import is_read_only
 from normdive.store.tables import (
     LEARNER_ID_LENGTH,
     EventRecord,
@@ -313,10 +314,10 @@ class Store:
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
                 try:
                     yield conn
+                    conn.exec_driver_sql("COMMIT")
                 except BaseException:
-                    conn.exec_driver_sql("ROLLBACK")
+                    _roll_back(conn)
                     raise
-                conn.exec_driver_sql("COMMIT")
         else:
             with self._engine.begin() as connection:
                 key = func.hashtextextended(learner_id, 0)
@@ -334,27 +335,21 @@ class Store:
                 # statement starts, before its subquery reads, so the check and the insert
                 # are one step; the lock is let go inside the same call into SQLite.
                 kind, payload = planned[0]
-                with self._writing() as connection:
-                    cursor = connection.connection.cursor()
-                    try:
-                        text = json.dumps(payload)
-                        cursor.execute(
-                            _SQLITE_APPEND_IF_LAST, (learner_id, kind.value, text, last_id)
-                        )
-                        if cursor.rowcount != 1:
-                            return None
-                        event_id = cursor.lastrowid
-                        assert event_id is not None
-                        cursor.execute(_SQLITE_CREATED_AT, (event_id,))
-                        created_at = _sqlite_time(cursor.fetchone()[0])  # type: ignore[index]
-                    finally:
-                        cursor.close()
+                text = json.dumps(payload)
+                with self._writing() as connection, _raw_cursor(connection) as cursor:
+                    cursor.execute(_SQLITE_APPEND_IF_LAST, (learner_id, kind.value, text, last_id))
+                    if cursor.rowcount != 1:
+                        return None
+                    event_id = cursor.lastrowid
+                    assert event_id is not None
+                    cursor.execute(_SQLITE_CREATED_AT, (event_id,))
+                    created_at = _sqlite_time(cursor.fetchone()[0])
                 return [Event(event_id, learner_id, kind, payload, created_at)]
             with self._locked(learner_id) as connection:
                 if connection.execute(select(_last_event_id(learner_id))).scalar_one() != last_id:
                     return None
                 return [self._insert(connection, learner_id, *entry) for entry in planned]
-        except (IntegrityError, sqlite3.IntegrityError):  # the raw path: sqlite3's own
+        except IntegrityError:
             # The foreign key refused it: the learner does not exist.
             raise UnknownLearner(learner_id) from None
 
@@ -543,13 +538,10 @@ def _extended(connection: Connection, learner_id: str, start: FoldedT) -> Folded
     appends under the learner's advisory lock, `Store._locked`), so no event of theirs with a
     smaller id can become visible after a larger one was read."""
     sqlite_backend = connection.dialect.name == "sqlite"
-    cursor = connection.connection.cursor()
-    try:
-        query = _SQLITE_EVENTS_AFTER if sqlite_backend else _POSTGRESQL_EVENTS_AFTER
+    query = _SQLITE_EVENTS_AFTER if sqlite_backend else _POSTGRESQL_EVENTS_AFTER
+    with _raw_cursor(connection) as cursor:
         cursor.execute(query, (learner_id, start.last_event_id))
         rows = cursor.fetchall()
-    finally:
-        cursor.close()
     if not rows:
         return start
     events = [
@@ -585,6 +577,49 @@ _SQLITE_APPEND_IF_LAST = (
     "WHERE (SELECT coalesce(max(id), 0) FROM events WHERE learner_id = ?1) = ?4"
 )
 _SQLITE_CREATED_AT = "SELECT created_at FROM events WHERE id = ?"
+
+
+@contextlib.contextmanager
+def _raw_cursor(connection: Connection) -> Iterator[Any]:
+    """The pooled connection's own driver cursor, for the hot path's statements, raising what
+    SQLAlchemy would have raised for them: the driver's error wrapped in its SQLAlchemy class
+    (OperationalError, IntegrityError, ...), so that callers and the web app's 503 meet one
+    family of errors whichever path failed. A connection the driver reports lost, or one
+    that met a read-only SQLite file, is invalidated, as SQLAlchemy does on its own path."""
+    dialect = connection.dialect
+    dbapi_error = dialect.loaded_dbapi.Error
+    raw = connection.connection.dbapi_connection
+    cursor = connection.connection.cursor()
+    try:
+        yield cursor
+    except dbapi_error as error:
+        lost = dialect.is_disconnect(error, raw, cursor) or is_read_only(error)
+        if lost:
+            connection.invalidate(error)
+        raise DBAPIError.instance(
+            None, None, error, dbapi_error, connection_invalidated=lost, dialect=dialect
+        ) from error
+    finally:
+        with contextlib.suppress(dbapi_error):
+            cursor.close()
+
+
+def _roll_back(connection: Connection) -> None:
+    """End the SQLite transaction begun by hand, if it is still open (SQLite ends it itself
+    on some failures). A rollback that fails throws the connection away: the pool never hands
+    out one whose transaction is still open, and what the transaction wrote is discarded with
+    it; the error that made the rollback needed is the one that propagates. A connection
+    already invalidated (store.db: it met a read-only file) was thrown away with its
+    transaction."""
+    if connection.invalidated:
+        return
+    raw = connection.connection.dbapi_connection
+    try:
+        if not isinstance(raw, sqlite3.Connection) or raw.in_transaction:
+            connection.exec_driver_sql("ROLLBACK")
+    except DBAPIError as error:
+        logger.warning("rollback failed; connection discarded: %s", error.orig)
+        connection.invalidate()
 
 
 def _sqlite_time(text: str) -> datetime:

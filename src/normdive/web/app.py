@@ -27,7 +27,7 @@ from normdive.store.event_store import Store
 from normdive.store.snapshots import Snapshots
 from normdive.web import actions, instructor_pages, lti_routes, pages, sweep_pages
 from normdive.web.assets import CompressResponses, StaticAssets
-from normdive.web.errors import error_response, install_error_handlers
+from normdive.web.errors import DatabaseFailures, error_response, install_error_handlers
 from normdive.web.identity import make_signer
 from normdive.web.pool_reports import PoolReports
 from normdive.web.rendering import STATIC_DIR, STATIC_MOUNT, Renderer, static_version
@@ -331,6 +331,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Outside the others added, so everything inside sees the client a trusted proxy names.
     app.add_middleware(TrustedProxy, forwarded_allow_ips=settings.forwarded_allow_ips)
     app.add_middleware(HeadAsGet)
-    # Outermost of the added ones: the head is measured as it arrived, before anything uses it.
+    # Outermost but one: the head is measured as it arrived, before anything uses it.
     app.add_middleware(HeadLimit, max_bytes=MAX_HEAD_BYTES)
+    # Outermost of the added ones: a database failure raised in any of them is a 503 too.
+    app.add_middleware(DatabaseFailures)
     return app

@@ -1,5 +1,12 @@
 """Errors as a learner (or a client) should meet them: a readable message, JSON for
-`Accept: application/json` and the API, an HTML page otherwise, never a stack trace."""
+`Accept: application/json` and the API, an HTML page otherwise, never a stack trace.
+
+A failing database (store.db.DATABASE_ERRORS: unreachable, a lock held past the wait, a
+read-only file, a connection ended under a request) is a 503 with Retry-After on every
+route, logged as one line. The app's handler answers those raised in a route;
+DatabaseFailures, around every middleware, answers those raised anywhere else below it, so
+none reaches Starlette's ServerErrorMiddleware, whose 500 is followed by uvicorn closing the
+connection."""
 
 from __future__ import annotations
 
@@ -7,11 +14,12 @@ import logging
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
-from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from normdive.store.db import DATABASE_ERRORS, failure_reason, is_database_failure
 from normdive.web.rendering import Renderer
 
 logger = logging.getLogger(__name__)
@@ -81,17 +89,94 @@ async def _on_validation_error(request: Request, exc: Exception) -> Response:
     return error_response(request, 422, f"Some of what was sent could not be read ({fields}).")
 
 
-async def _on_database_error(request: Request, exc: Exception) -> Response:
-    # The trace goes to the server's log for the operator, never into the answer. The engine
-    # pings a pooled connection before using it (store.db), so once the database is back the
-    # next request is served: nothing here needs a restart.
-    logger.exception("progress store failed", exc_info=exc)
-    return error_response(
-        request,
-        503,
-        "The progress store is not reachable right now. Try again in a moment.",
-        {"Retry-After": str(DATABASE_RETRY_AFTER_S)},
+DATABASE_UNAVAILABLE = "The progress store is not reachable right now. Try again in a moment."
+
+
+def database_unavailable(request: Request, exc: BaseException) -> Response:
+    """The 503 for a failing database, and its one line in the log: the driver's reason, not
+    a trace (the failure is the database's, not the code's). The engine pings a pooled
+    connection before using it (store.db), so once the database is back the next request is
+    served: nothing here needs a restart."""
+    logger.error(
+        "progress store failed; answered %s %s with 503: %s",
+        request.method,
+        request.url.path,
+        failure_reason(exc),
     )
+    return error_response(
+        request, 503, DATABASE_UNAVAILABLE, {"Retry-After": str(DATABASE_RETRY_AFTER_S)}
+    )
+
+
+async def _on_database_error(request: Request, exc: Exception) -> Response:
+    return database_unavailable(request, exc)
+
+
+class DatabaseFailures:
+    """Answers a database failure raised anywhere below it (a middleware, a streamed body) with
+    database_unavailable's 503; anything else goes on up unchanged.
+
+    A response's start is held back until its first body message, so a body streamed from
+    the database (the instructor's export) whose first read fails is a 503 too, not a 200
+    cut short. Once body bytes have gone out, a 503 can no longer be sent: the failure is
+    logged as one line and the response is left unfinished, so the server closes the
+    connection and the client sees it cut short (finishing it would pass a truncated body
+    off as whole). A failure re-raised as another error's cause (Starlette's "response
+    already started") counts as the failure it was."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held: Message | None = None
+        sent = False
+
+        async def holding_send(message: Message) -> None:
+            nonlocal held, sent
+            if message["type"] == "http.response.start":
+                held = message
+                return
+            if held is not None:
+                start, held = held, None
+                await send(start)
+            sent = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, holding_send)
+        except BaseException as exc:
+            failure = _database_failure(exc)
+            if failure is None:
+                raise
+            request = Request(scope)
+            if sent:
+                logger.error(
+                    "progress store failed while %s %s was being answered; "
+                    "the response is cut short: %s",
+                    request.method,
+                    request.url.path,
+                    failure_reason(failure),
+                )
+                return
+            await database_unavailable(request, failure)(scope, receive, send)
+            return
+        if held is not None:  # a start with no body message after it: sent as it was
+            await send(held)
+
+
+def _database_failure(exc: BaseException) -> BaseException | None:
+    """`exc` when it is a database failure, or the failure it was raised from."""
+    causes: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and not any(cause is seen for seen in causes):
+        if is_database_failure(cause):
+            return cause
+        causes.append(cause)
+        cause = cause.__cause__
+    return None
 
 
 async def _on_client_disconnect(request: Request, exc: Exception) -> Response:
@@ -113,6 +198,7 @@ async def _on_unexpected(request: Request, exc: Exception) -> Response:
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(HTTPException, _on_http_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
-    app.add_exception_handler(SQLAlchemyError, _on_database_error)
+    for database_error in DATABASE_ERRORS:
+        app.add_exception_handler(database_error, _on_database_error)
     app.add_exception_handler(ClientDisconnect, _on_client_disconnect)
     app.add_exception_handler(Exception, _on_unexpected)
