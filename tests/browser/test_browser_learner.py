@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 from lesson_page import attempts, check_numbers, field
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from lesson_answers import LESSON
 from lesson_answers import RIGHT_READING_CHOICE as RIGHT_READING
@@ -330,3 +330,33 @@ def test_a_check_keeps_its_button_under_the_finger(new_page: NewPage) -> None:
     assert before is not None and after is not None
     assert abs(after["y"] - before["y"]) <= 2, (before, after)
     expect(button).to_be_in_viewport()
+
+
+def test_an_entry_that_is_not_a_number_is_told_apart_from_a_wrong_answer(
+    new_page: NewPage,
+) -> None:
+    page = new_page()
+    commit(page)
+    field(page, "row1_mean").fill("2.5")  # a number, and wrong
+    field(page, "row1_variance").fill("two")  # not a number: not checked
+    check_numbers(page)
+    wrong = page.locator("#field-row1_mean-feedback")
+    unread = page.locator("#field-row1_variance-feedback")
+    # In words: the entry was not checked and cost nothing; the wrong answer says no such thing.
+    expect(unread).to_contain_text(f"{LESSON.numbers.not_checked_text} That is not a number")
+    expect(wrong).not_to_contain_text(LESSON.numbers.not_checked_text)
+    expect(attempts(page, "row1_variance")).to_have_text("Attempts: 0")
+    expect(attempts(page, "row1_mean")).to_have_text("Attempts: 1")
+    expect(page.locator("#announcer")).to_contain_text(
+        f"Variance of [1, 2, 3]: {LESSON.numbers.not_checked_text} That is not a number"
+    )
+
+    # In style: neither the note nor the field wears the wrong answer's red.
+    def style(element: Locator, name: str) -> str:
+        return str(element.evaluate(f"e => getComputedStyle(e).{name}"))
+
+    assert style(unread, "color") != style(wrong, "color")
+    assert style(unread, "backgroundColor") != style(wrong, "backgroundColor")
+    mean, variance = field(page, "row1_mean"), field(page, "row1_variance")
+    assert style(variance, "borderTopColor") != style(mean, "borderTopColor")
+    assert style(variance, "borderTopStyle") == "dashed"

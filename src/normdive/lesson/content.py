@@ -246,6 +246,9 @@ class Numbers(_Model):
     check_label: Text
     landed_text: Text
     all_landed_text: Text  # announced with the check that lands the last number
+    # Opens the note on an entry that could not be read as a number: not a wrong answer, and
+    # no attempt used (said in words, not only in another colour).
+    not_checked_text: Text
 
 
 class Reading(_Model):

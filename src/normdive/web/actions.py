@@ -142,6 +142,8 @@ def _numbers_announcement(state: LessonState, lesson: Lesson, payload: Mapping[s
         if number_field is None or field_state is None:
             continue
         said = lesson.numbers.landed_text if field_state.landed else (field_state.message or "")
+        if not field_state.landed and field_state.last_verdict == "format_error":
+            said = f"{lesson.numbers.not_checked_text} {said}"
         parts.append(_as_sentence(f"{number_field.label}: {said}"))
     if parts and state.gate.numbers_landed == state.gate.numbers_total:
         parts.append(lesson.numbers.all_landed_text)  # this check landed the last of them
