@@ -693,7 +693,7 @@ def test_gradient_plots_appear_once_every_row_has_played(client: TestClient) -> 
     ]
     assert all(b - a <= 1 for a, b in itertools.pairwise(levels))
     # Neither's first block gets exactly no gradient: off the scale, spelled "0".
-    neither = one(gradients, '#gradients-1-plot g[data-row="neither"]')
+    neither = one(gradients, '#gradients-1-plot g[data-plot-row="neither"]')
     assert "off-scale" in one(neither, 'path[data-block="1"]')["class"]
     assert one(neither, "text.off-text").get_text() == "0"
     table = gradients.select("tbody tr")

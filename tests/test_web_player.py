@@ -145,7 +145,7 @@ def test_the_gradient_plots_share_a_log_scale_chosen_from_the_data() -> None:
 
 
 def marker_y(plot: Tag, row: str, block: int) -> float:
-    marker = plot.select_one(f'g[data-row="{row}"] path.marker[data-block="{block}"]')
+    marker = plot.select_one(f'g[data-plot-row="{row}"] path.marker[data-block="{block}"]')
     assert marker is not None, (row, block)
     found = re.fullmatch(r"translate\(([-\d.]+) ([-\d.]+)\)", str(marker["transform"]))
     assert found is not None
@@ -184,12 +184,12 @@ def test_the_shipped_gradients_show_a_tenfold_difference_as_a_grid_step() -> Non
     drop = marker_y(late, "layernorm_only", 1) - marker_y(early, "layernorm_only", 1)
     assert drop > 10 * 18
     # Neither's first blocks are below the floor: arrows, their figures written beneath.
-    off = early.select('g[data-row="neither"] text.off-text')
+    off = early.select('g[data-plot-row="neither"] text.off-text')
     assert off[0].get_text() == "1.33e-33"
     # The four rows differ in marker shape and line pattern, not colour alone.
-    shapes = {str(g.select_one("path.marker")["d"]) for g in early.select("g[data-row]")}
+    shapes = {str(g.select_one("path.marker")["d"]) for g in early.select("g[data-plot-row]")}
     dashes = {
-        str(g.select_one("path.link").get("stroke-dasharray")) for g in late.select("g[data-row]")
+        str(g.select_one("path.link").get("stroke-dasharray")) for g in late.select("g[data-plot-row]")
     }
     assert len(shapes) == 4 and len(dashes) == 4
     legend = [item.get_text(strip=True) for item in soup.select("#gradients-legend li")]

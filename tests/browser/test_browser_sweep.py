@@ -125,6 +125,10 @@ def test_the_panel_loads_when_opened_and_plays_any_cell(new_page: NewPage) -> No
     expect(page.locator("#sweep-chart-accuracy canvas")).to_have_count(1)
     expect(page.locator("#sweep-chart-loss canvas")).to_have_count(1)
     expect(page.locator("#sweep-final-accuracy")).to_have_text("87.9 %")
+    # A screen reader hears what now plays, and where it ended.
+    expect(page.get_by_role("status")).to_have_text(
+        re.compile(rf"^{re.escape(CELL_HEADING)}\. Where the row ended: .*87\.9 %")
+    )
     expect(page.locator("#sweep-player-note [data-chart-note]")).to_be_visible()
     # The lesson page (its player naming the row shown), not another one.
     expect(page).to_have_url(re.compile(r"/(\?play=\w+)?(#.*)?$"))
@@ -158,16 +162,25 @@ def test_without_javascript_the_panel_is_a_table_whose_cells_play(new_page: NewP
     expect(page.get_by_role("heading", name=TEXT.heading, level=2)).to_be_visible()
     table = page.get_by_role("table", name="Final held-out accuracy with GPT-2 initialisation")
     expect(table.get_by_role("row", name=re.compile(r"^16 seed 0"))).to_be_visible()
+    # The depth and initialisation the learner played is marked, in words.
+    expect(table.get_by_role("rowheader", name=re.compile(TEXT.here_label))).to_have_text(
+        re.compile(r"^8 ")
+    )
     no_horizontal_scroll(page)
 
     page.get_by_role("link", name=CELL).click()
     expect(page).to_have_url(re.compile(r"/depths\?cell=4-gpt2-layernorm_only#sweep-player$"))
     expect(page.get_by_role("heading", name=CELL_HEADING, level=3)).to_be_visible()
-    # No charts without JavaScript: the note says nothing of them, and names the other seeds.
+    # The server draws the charts without JavaScript; the note names the other seeds and
+    # says what the charts show.
     expect(page.locator("#sweep-player-note")).to_contain_text(
         "The other seeds of this cell ended at 87.9 % (seed 1) and 87.9 % (seed 2)."
     )
-    expect(page.locator("#sweep-player-note [data-chart-note]")).to_be_hidden()
+    expect(page.locator("#sweep-player-note [data-chart-note]")).to_be_visible()
+    accuracy = page.get_by_role("img", name=re.compile(r"^Held-out per-token accuracy against"))
+    expect(accuracy.locator("svg.curve-svg path.line")).to_have_count(3)
+    box = accuracy.locator("svg").bounding_box()
+    assert box is not None and box["height"] > 150, box
     page.get_by_text("Show the curve as a table").click()
     expect(
         page.get_by_role("region", name=re.compile("^The curve of Layer norm only"))
@@ -219,3 +232,30 @@ def test_of_two_quick_picks_the_later_plays_and_keeps_the_focus(new_page: NewPag
     expect(page.get_by_role("heading", name=CELL_HEADING)).to_have_count(0)
     expect(page.locator("#sweep-player")).to_be_focused()
     expect(page).to_have_url(re.compile(r"/depths\?cell=4-gpt2-residual_only#sweep-player$"))
+
+
+@pytest.mark.parametrize("javascript", [True, False])
+def test_at_320_px_no_figure_of_the_sweep_is_clipped(new_page: NewPage, javascript: bool) -> None:
+    page = new_page(viewport={"width": 320, "height": 700}, java_script_enabled=javascript)
+    close_the_gate(page)
+    page.goto("/depths?cell=4-gpt2-both#sweep-player")
+    for init, label in TEXT.init_labels.items():
+        caption = TEXT.grid_caption.format(init=label)
+        table = page.get_by_role("table", name=caption)
+        expect(table).to_be_visible()
+        # No cell's content runs past its cell ("100.0 %" keeps its "%").
+        clipped = table.evaluate(
+            """(table) => [...table.querySelectorAll("th, td")]
+              .filter((cell) => cell.scrollWidth > cell.clientWidth)
+              .map((cell) => cell.textContent.trim())"""
+        )
+        assert clipped == [], (init, clipped)
+        # Wider than the column, the table scrolls in its own region, named by its caption.
+        region = page.get_by_role("region", name=caption)
+        expect(region).to_be_visible()
+        sizes = region.evaluate(
+            "(r) => [r.scrollWidth, r.clientWidth, getComputedStyle(r).overflowX]"
+        )
+        assert sizes[0] <= sizes[1] or sizes[2] == "auto", sizes
+    width = page.evaluate("document.scrollingElement.scrollWidth")
+    assert width <= 320, f"the page scrolls sideways: {width}px"
