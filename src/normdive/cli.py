@@ -553,10 +553,15 @@ def lti_outbox(
         answered = (
             f"last answer {target.last_status or 'none'}" if target.updated_at else "not tried"
         )
+        in_a_row = (
+            f"; {target.attempts} failed tries in a row"
+            if target.status is TargetStatus.FAILING
+            else ""
+        )
         typer.echo(
             f"  {target.learner_id}  user {target.user_id}  link {target.resource_link_id}  "
             f"{target.issuer}\n"
-            f"    {states[target.status]}; {answered}; tries {target.attempts}; {due}"
+            f"    {states[target.status]}; {answered}{in_a_row}; {due}"
         )
         if target.reason:
             typer.echo(f"    {target.reason}")
