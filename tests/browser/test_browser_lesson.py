@@ -204,6 +204,21 @@ def test_your_own_row_computes_as_you_type(new_page: NewPage) -> None:
     expect(page.locator("#own-row-message")).to_have_text("")
 
 
+def test_your_own_row_is_heard_once_typing_pauses(new_page: NewPage) -> None:
+    page = new_page()
+    commit_prediction(page)
+    page.get_by_label(LESSON.own_row.label).press_sequentially("3, 1, 4", delay=40)
+    announcer = page.locator("#announcer")
+    # The steps as shown, in order, read as sentences by the page's live region.
+    expect(announcer).to_contain_text("Row [3, 1, 4].")
+    expect(announcer).to_contain_text(f"{LESSON.hand.mean_step}: 2.666667.")
+    expect(announcer).to_contain_text(f"{LESSON.hand.out_label}: [")
+    # A problem is said where it was (beside the field), not as a result.
+    page.get_by_label(LESSON.own_row.label).fill("1, 2, banana")
+    expect(page.locator("#own-row-message")).to_contain_text("“banana” is not a number.")
+    expect(announcer).to_contain_text("Row [3, 1, 4].")
+
+
 def not_a_number_row(length: int) -> str:
     return "[" + ", ".join(["not a number"] * length) + "]"
 

@@ -21,6 +21,8 @@ from conftest import (
     write_recording,
 )
 from lesson_answers import LESSON
+from lesson_answers import RIGHT_NUMBERS as RIGHT
+from lesson_answers import RIGHT_READING_CHOICE as RIGHT_READING
 from normdive.web.app import create_app
 
 pytestmark = pytest.mark.browser
@@ -114,6 +116,30 @@ def test_a_double_tap_on_check_sends_one_check(new_page: NewPage) -> None:
     expect(page.locator("#numbers-alert")).to_have_count(0)
     assert len(sent) == 2
     assert state(page)["evaluated_runs"] == 2
+
+
+def test_the_gate_closing_is_heard(new_page: NewPage) -> None:
+    page = new_page(reduced_motion="reduce")
+    commit(page)
+    for field_id, value in RIGHT.items():
+        field(page, field_id).fill(value)
+    check_numbers(page)
+    expect(page.locator("#gate-numbers")).to_have_text("6 of 6 numbers landed.")
+    page.get_by_role("radio", name=RIGHT_READING.label).check()
+    page.get_by_role("button", name=LESSON.reading.lock_label).click()
+    expect(page.locator("#gate-reading")).to_have_text("The right reading is locked.")
+    predict_every_row(page)
+    announcer = page.locator("#announcer")
+    expect(announcer).not_to_contain_text(LESSON.gate.met)
+    play_button(page, "neither").click()  # not the best row: the gate stays open
+    expect(page.locator("#row-neither-plays")).to_have_text("Played 1 time")
+    expect(announcer).to_contain_text(LESSON.ablation.final_heading)
+    expect(announcer).not_to_contain_text(LESSON.gate.met)
+    play_button(page, "both").click()  # the best row: the last condition is met
+    expect(page.locator("#gate-status")).to_contain_text("met")
+    # Said after the row's figures, which take the live region over once drawn.
+    expect(announcer).to_contain_text(LESSON.ablation.final_heading)
+    expect(announcer).to_contain_text(LESSON.gate.met)
 
 
 def test_a_double_tap_on_play_counts_one_play(new_page: NewPage) -> None:

@@ -300,6 +300,11 @@ class _Decider:
         return self.svc.state_from(history, self.snapshot.status)
 
 
+def _closes_gate(before: LessonState | None, after: LessonState) -> bool:
+    """Whether this write met the gate's last condition (said with the write's own words)."""
+    return before is not None and not before.gate.closed and after.gate.closed
+
+
 def _provisional(action: Action) -> Event:
     """An event as it will be stored, to derive the state after it: its payload as the store
     keeps it (event_store.storable), because the fold reads the kind, the payload and the
@@ -408,6 +413,8 @@ def _perform(
             aggregate=not wants_json(request) or AGGREGATE_FRAGMENT in action.fragments,
         )
         message = refusal.message if refusal else action.announce(state, svc.lesson, said)
+        if refusal is None and _closes_gate(decider.state, state):
+            message = f"{_as_sentence(message)} {svc.lesson.gate.met}".strip()
         if wants_json(request):
             fragments = svc.renderer.fragments(action.fragments, view)
             body = {"ok": refusal is None, "message": message, "fragments": fragments}

@@ -193,6 +193,15 @@ function showOwnRow() {
   // The variance does not depend on the switch, so neither does this note.
   steps.querySelector("[data-variance-hidden]").hidden = !rowTexts(steps.dataset.row, eps).varianceHidden;
   target.replaceChildren(steps);
+  // A valid row is said, as a problem is, once typing pauses (not at every key).
+  ownRowProblemTimer = window.setTimeout(() => announce(spokenSteps(steps)), OWN_ROW_PROBLEM_DELAY_MS);
+}
+
+// A row's steps as sentences, in the order shown ("Row [1, 2, 3]. Mean: 2. ..."); what is
+// hidden stays unsaid.
+function spokenSteps(steps) {
+  const lines = steps.innerText.split("\n").map((line) => line.replace(/\s+/g, " ").trim());
+  return lines.filter(Boolean).map((line) => (/[.!?:]$/.test(line) ? line : `${line}.`)).join(" ");
 }
 
 // ---- announcing and swapping -----------------------------------------------------------------
@@ -336,6 +345,7 @@ async function submitEnhanced(form, focusId, submitter) {
   // In flight: the button looks and says it is busy (not `disabled`, which would drop focus).
   submitter?.setAttribute("aria-disabled", "true");
   const played = form.dataset.play;
+  const gateWasClosed = gateClosed();
   try {
     const { answer } = await post(form);
     // A learner who moved on while the answer travelled (to the takeaway, say) stays there:
@@ -354,7 +364,10 @@ async function submitEnhanced(form, focusId, submitter) {
     }
     else if (!answer.fragments) showRefusal(form, answer.message);
     putBack();
-    if (answer.ok && played) showPlayedRow(played, true);
+    // The gate closing is in the server's message; a played row's figures, said once its curves
+    // are drawn, take the live region over, so they say it again after themselves.
+    const closing = !gateWasClosed && gateClosed() ? document.getElementById("gate-verdict")?.textContent.trim() : "";
+    if (answer.ok && played) showPlayedRow(played, true, closing);
   } catch {
     announce(NETWORK_PROBLEM);
   } finally {
@@ -381,7 +394,11 @@ function finalFiguresText(player) {
 
 // Draw the row in #player (player.js and uPlot load now, not with the page). `animate`: a row
 // just played grows its curves and keeps its results hidden until they are complete.
-async function showPlayedRow(key, animate) {
+function gateClosed() {
+  return Boolean(document.getElementById("gate")?.classList.contains("closed"));
+}
+
+async function showPlayedRow(key, animate, closing = "") {
   const player = document.getElementById("player");
   if (!player || !player.dataset.src) return;
   rememberInUrl("play", key);
@@ -399,7 +416,7 @@ async function showPlayedRow(key, animate) {
   try {
     const { showPlayer } = await import("./player.js");
     const result = await showPlayer(player, { animate });
-    if (animate && result.drawn) announce(finalFiguresText(player));
+    if (animate && result.drawn) announce([finalFiguresText(player), closing].filter(Boolean).join(" "));
   } catch {
     const note = document.createElement("p");
     note.className = "alert";
