@@ -46,13 +46,14 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy import Connection, create_engine, func, select, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import NullPool
 from starlette.responses import StreamingResponse
 
 from conftest import HOST_TOKEN, SECRET_KEY, SettingsFactory
 from normdive.progress.events import EventKind
-from normdive.store.db import make_engine
-from normdive.store.event_store import Store, new_learner_id
+from normdive.store.db import POSTGRESQL_LOCK_TIMEOUT_MS, SQLITE_BUSY_TIMEOUT_S, make_engine
+from normdive.store.event_store import EventList, Store, new_learner_id
 from normdive.store.tables import Learner as LearnerRow
 from normdive.store.tables import PredictionTally
 from normdive.web.app import create_app
@@ -67,9 +68,9 @@ FAILED_LINE = "progress store failed; answered {method} {path} with 503"
 NOT_IN_LOG = ("Traceback", "Exception in ASGI application")
 # The busy timeout the SQLite tests give the server, in seconds: far below the default, so
 # the held lock outlasts it at once.
-SQLITE_BUSY_TIMEOUT_S = 0.2
-# lock_timeout the PostgreSQL lock test gives the server, in milliseconds.
-POSTGRESQL_LOCK_TIMEOUT_MS = 200
+TEST_BUSY_TIMEOUT_S = 0.2
+# lock_timeout the PostgreSQL lock tests give the server, in milliseconds.
+TEST_LOCK_TIMEOUT_MS = 200
 # How long the termination test waits for the server's session to block on the lock.
 WAIT_FOR_BLOCKED_S = 60.0
 TAKEAWAY = "written during the fault"
@@ -167,7 +168,7 @@ def _sqlite_path(url: str) -> Path:
 @pytest.fixture
 def sqlite_url(database_url: str) -> str:
     """The test's migrated SQLite file, as the server gets it: with a small busy timeout."""
-    return f"{database_url}?timeout={SQLITE_BUSY_TIMEOUT_S}"
+    return f"{database_url}?timeout={TEST_BUSY_TIMEOUT_S}"
 
 
 def test_sqlite_write_lock_held_past_the_busy_timeout(sqlite_url: str, tmp_path: Path) -> None:
@@ -288,7 +289,7 @@ def _admin(url: str) -> Iterator[Connection]:
 def _with_lock_timeout(url: str) -> str:
     return str(
         make_url(url)
-        .update_query_dict({"options": f"-c lock_timeout={POSTGRESQL_LOCK_TIMEOUT_MS}"})
+        .update_query_dict({"options": f"-c lock_timeout={TEST_LOCK_TIMEOUT_MS}"})
         .render_as_string(hide_password=False)
     )
 
@@ -461,3 +462,39 @@ def test_a_streamed_body_failing_on_the_database_is_a_503_or_cut_short(
     assert [r.exc_info for r in failures] == [None, None]
     assert "answered GET /locked with 503: database is locked" in failures[0].getMessage()
     assert "GET /gone was being answered; the response is cut short" in failures[1].getMessage()
+
+
+def test_the_raw_cursor_path_raises_what_sqlalchemy_raises(sqlite_url: str) -> None:
+    """The hot path's own cursor (a single event appended) fails as SQLAlchemy's statements
+    do, so that its callers and the app's 503 meet one family of errors."""
+    engine = make_engine(sqlite_url)
+    store = Store(engine)
+    learner_id = store.create_learner()
+    holder = sqlite3.connect(_sqlite_path(sqlite_url), isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        with pytest.raises(OperationalError, match="database is locked"):
+            store.append_decided(
+                learner_id, lambda _: [(EventKind.TAKEAWAY_SAVED, {"text": TAKEAWAY})], EventList()
+            )
+        holder.execute("ROLLBACK")
+        assert store.events_for(learner_id) == []
+    finally:
+        holder.close()
+        engine.dispose()
+
+
+@pytest.mark.postgresql
+def test_postgresql_waits_for_a_lock_as_long_as_a_sqlite_writer(postgres_url: str) -> None:
+    def lock_timeout(url: str) -> str:
+        engine = make_engine(url)
+        try:
+            with engine.connect() as connection:
+                return str(connection.execute(text("SHOW lock_timeout")).scalar())
+        finally:
+            engine.dispose()
+
+    assert POSTGRESQL_LOCK_TIMEOUT_MS == SQLITE_BUSY_TIMEOUT_S * 1000
+    assert lock_timeout(postgres_url) == f"{POSTGRESQL_LOCK_TIMEOUT_MS // 1000}s"
+    # The URL's own (or the server's, the database's, the role's) stands.
+    assert lock_timeout(_with_lock_timeout(postgres_url)) == f"{TEST_LOCK_TIMEOUT_MS}ms"
