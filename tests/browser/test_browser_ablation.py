@@ -135,6 +135,10 @@ def no_horizontal_scroll(page: Page) -> None:
     assert width <= PHONE["width"], f"the page scrolls sideways: {width}px"
 
 
+def gradient_plots(page: Page):  # type: ignore[no-untyped-def]
+    return page.get_by_role("img", name=re.compile(r"^Gradient norm of each block at update \d+,"))
+
+
 def charts_drawn(page: Page) -> None:
     expect(page.locator("#chart-accuracy canvas")).to_have_count(1)
     expect(page.locator("#chart-loss canvas")).to_have_count(1)
@@ -233,6 +237,16 @@ def test_a_learner_walks_from_the_locked_page_to_a_closed_gate(new_page: NewPage
         play_button(page, key).click()
         expect(page.locator("#player-title")).to_have_text(f"{ROW_LABELS[key]}, seed 0")
         expect(page.locator(f"#row-{key}-result")).to_be_visible()
+    # The rows played so far share one chart, named with where each ended.
+    together = page.get_by_role("img", name=re.compile(r"against training step: Residuals only"))
+    expect(together).to_be_visible()
+    expect(page.locator("#together-legend li")).to_have_text(
+        ["Residuals only", "Layer norm only", "Neither"]
+    )
+    # Until the best row plays, a sentence holds the gradients' place and says what opens them.
+    expect(page.locator("#gradients-placeholder")).to_have_text(
+        " ".join(LESSON.ablation.gradients_placeholder.format(missing=1, total=4).split())
+    )
     expect(page.locator(".compare-rows li")).to_have_count(4)
     page.reload()  # in the middle of Compare
     expect(page.locator("#compare-opening")).to_contain_text("the recording agrees")
@@ -246,7 +260,7 @@ def test_a_learner_walks_from_the_locked_page_to_a_closed_gate(new_page: NewPage
     expect(gate.locator("#gate-verdict")).to_contain_text(LESSON.gate.met)
     # The closing is recorded with the recording it was earned on, shown in the same answer.
     expect(gate.locator("#gate-closed-on")).to_contain_text("the-transformer-block.json")
-    expect(page.locator("#gradients svg")).to_have_count(8)
+    expect(gradient_plots(page)).to_have_count(2)
     # The takeaway's line now says what the recording showed; keep it and save it.
     box = page.get_by_label(LESSON.takeaway.label, exact=True)
     expect(box).to_have_value(re.compile("putting back the residual connections recovered more"))
@@ -317,7 +331,7 @@ def test_axe_core_finds_no_violations_with_the_player_and_charts_on_screen(
         play_button(page, key).click()
         expect(page.locator(f"#row-{key}-result")).to_be_visible()
     charts_drawn(page)
-    expect(page.locator("#gradients svg")).to_have_count(8)
+    expect(gradient_plots(page)).to_have_count(2)
     page.get_by_text("Show the curve as a table").click()
     page.get_by_text("Show every recorded gradient norm as a table").click()
     page.add_script_tag(path=AXE)
@@ -339,3 +353,41 @@ def test_a_row_predicted_from_the_keyboard_keeps_the_focus_on_its_row(new_page: 
     page.keyboard.press("Enter")
     expect(page.locator("#row-residual_only-prediction")).to_be_visible()
     expect(row).to_be_focused()
+
+
+def test_without_javascript_the_curves_and_gradients_are_drawn(new_page: NewPage) -> None:
+    page = new_page(viewport=PHONE, java_script_enabled=False)
+    unlock(page)
+    commit(page, "Layer norm")
+    for key in PREDICTIONS:
+        predict_row(page, key)
+    expect(page.locator("#gradients-placeholder")).to_contain_text("4 of 4 rows still to play")
+    play_button(page, "both").click()
+    expect(page.locator("#player-title")).to_have_text("Both, seed 0")
+    # The played row's curves, drawn by the server: the seed played over the two others.
+    for name in ("accuracy", "loss"):
+        label = getattr(LESSON.ablation, f"{name}_label")
+        chart = page.get_by_role(
+            "img", name=re.compile(rf"^{label} against training step for Both")
+        )
+        expect(chart.locator("svg.curve-svg path.line")).to_have_count(3)
+        box = chart.bounding_box()
+        assert box is not None and box["height"] > 150, box
+    expect(page.get_by_text("needs JavaScript")).to_have_count(0)
+    expect(page.locator("#gradients-placeholder")).to_contain_text("3 of 4 rows still to play")
+
+    play_button(page, "neither").click()
+    together = page.get_by_role(
+        "img",
+        name=re.compile(r"against training step: Both ends at 100\.0 % and Neither ends at 6\.1 %"),
+    )
+    expect(together.locator("svg path.marker")).to_have_count(2)
+    expect(page.locator("#together-legend li")).to_have_text(["Both", "Neither"])
+
+    for key in ("residual_only", "layernorm_only"):
+        play_button(page, key).click()
+        expect(page.locator(f"#row-{key}-result")).to_be_visible()
+    expect(page.locator("#gradients-placeholder")).to_have_count(0)
+    expect(gradient_plots(page)).to_have_count(2)
+    expect(page.locator("#gradients-legend li")).to_have_text(list(ROW_LABELS.values()))
+    no_horizontal_scroll(page)
