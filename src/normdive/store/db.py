@@ -13,12 +13,11 @@ Every pooled PostgreSQL connection is pinged before use, so after the server res
 comes back from an outage, during which requests get a 503) the next request is served again.
 
 Database failures. `DATABASE_ERRORS` are what a failing database raises: SQLAlchemy's errors
-and the drivers' own, which the hot paths' raw cursors raise (store.event_store, store.
-snapshots). A SQLite connection that met a read-only database (SQLITE_READONLY: its file was
-read-only when the connection opened it, or was moved) is thrown away, and a pooled
-connection SQLite opened read-only (it does so, silently, when the file cannot be opened for
-writing) is replaced as soon as the file can be written again: the next request writes,
-without a restart.
+and the drivers' own, which a raw cursor raises (store.event_store wraps its hot path's in
+SQLAlchemy's; store.snapshots handles its own). SQLite opens a file it may not write
+read-only, without a word, and such a connection refuses every write (SQLITE_READONLY) for
+as long as it lives: one that refuses a write is thrown away, and a pooled one is replaced
+as soon as the file can be written again, so the next request writes, without a restart.
 
 `upgrade(url)` runs the Alembic migrations packaged in store/migrations up to head, without an
 alembic.ini: the script location is this package's folder.
