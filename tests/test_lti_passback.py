@@ -12,21 +12,28 @@ back; a closed gate sends full marks, FullyGraded; `normdive lti outbox` shows t
 from __future__ import annotations
 
 import json
+import socket
+import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from joserfc.jwk import RSAKey
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, insert, select
 from typer.testing import CliRunner
 
 from conftest import SettingsFactory
 from lesson_answers import RIGHT_READING_ID
 from lti_platform import (
+    CLIENT_ID,
+    DEPLOYMENT_ID,
+    ISSUER,
     GradeBook,
     KeySetServer,
     browser,
@@ -41,9 +48,9 @@ from lti_platform import (
 from normdive.cli import app as cli
 from normdive.config import Settings
 from normdive.lesson.content import load_lesson
-from normdive.lti import passback
+from normdive.lti import passback, tool_keys
 from normdive.lti.passback import Sender, retry_delay
-from normdive.lti.registrations import PrerequisiteMode, Registration
+from normdive.lti.registrations import PrerequisiteMode, Registration, register, validated
 from normdive.progress.events import EventKind
 from normdive.store.event_store import Store
 from normdive.store.tables import LTI_URL_LENGTH, LtiGradeTarget, LtiScoreOutbox
@@ -693,3 +700,111 @@ def test_a_registrations_origins_include_where_canvas_serves_grades() -> None:
         "https://school.instructure.com:8443/api/lti/courses/5/line_items/2",
     ):
         assert passback.foreign_reason(elsewhere, canvas) is not None, elsewhere
+
+
+def test_a_write_fanned_out_during_a_send_is_sent_next_round(
+    launch_as: LaunchAs, book: GradeBook, sender: Sender, store: Store, settings: Settings
+) -> None:
+    learner = launch_as(sub="ada")
+    other_worker = Sender(
+        engine=sender.engine, lesson=LESSON, recording_path=settings.recording_path
+    )
+    original = sender._send_target
+
+    def with_a_write_meanwhile(*args: Any) -> Any:
+        outcome = original(*args)
+        # The learner works on, and another worker fans it out while this one still holds
+        # the target: it cannot make the target due, so the send's end must.
+        store.append(learner, EventKind.ROW_PREDICTED, {"row": "both", "outcome": "learns"})
+        assert other_worker.fan_out() == 1
+        return outcome
+
+    sender._send_target = with_a_write_meanwhile  # type: ignore[method-assign]
+    assert sender.send_due().sent == 1
+    sender._send_target = original  # type: ignore[method-assign]
+    assert sender.send_due().sent == 1
+    assert [score["scoreGiven"] for _, score in book.scores] == [0, 1]
+
+
+@contextmanager
+def silent_server() -> Iterator[tuple[str, list[socket.socket]]]:
+    """A platform on 127.0.0.1 that takes connections and never answers: its origin, and the
+    connections it took."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(SILENT_POLL_S)
+    taken: list[socket.socket] = []
+    stop = threading.Event()
+
+    def take() -> None:
+        while not stop.is_set():
+            try:
+                taken.append(listener.accept()[0])
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=take, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}", taken
+    finally:
+        stop.set()
+        thread.join()
+        for connection in taken:
+            connection.close()
+        listener.close()
+
+
+# How often the silent platform looks for its stop; how long the sender waits for an answer.
+SILENT_POLL_S = 0.05
+SILENT_TIMEOUT_S = 0.5
+
+
+def test_a_silent_platform_costs_one_timeout_a_round(
+    engine: Engine, store: Store, settings: Settings, clock: Clock
+) -> None:
+    """Three targets on a host that never answers and one on a platform that does: the silent
+    host is waited for once a round, and the other target does not wait behind it."""
+    with (
+        grade_book_server(GradeBook()) as book,
+        silent_server() as (silent, taken),
+        httpx.Client(timeout=SILENT_TIMEOUT_S, follow_redirects=False) as client,
+    ):
+        registration = register(
+            engine,
+            validated(
+                issuer=ISSUER,
+                client_id=CLIENT_ID,
+                auth_login_url=f"{ISSUER}/auth",
+                token_url=book.token_url,
+                jwks_url=f"{ISSUER}/jwks",
+                deployment_ids=(DEPLOYMENT_ID,),
+                frame_origins=(silent,),
+            ),
+        )
+        book.tool_key_set = dict(tool_keys.public_key_set(engine))
+        learners = [store.create_learner() for _ in range(4)]
+        with engine.begin() as connection:
+            connection.execute(
+                insert(LtiGradeTarget),
+                [
+                    {
+                        "learner_id": learner,
+                        "target_key": learner * 2,
+                        "registration_id": registration.id,
+                        "user_id": f"user-{index}",
+                        "resource_link_id": "link",
+                        "lineitem_url": f"{silent if index < 3 else book.base}/lineitems/{index}",
+                    }
+                    for index, learner in enumerate(learners)
+                ],
+            )
+        for learner in learners:
+            store.append(learner, EventKind.ROW_PREDICTED, {"row": "both", "outcome": "learns"})
+        sender = Sender(engine, LESSON, settings.recording_path, client=client, clock=clock)
+        report = sender.send_due()
+        assert (report.sent, report.failed) == (1, 3)
+        assert len(taken) == 1
+        assert [score["userId"] for _, score in book.scores] == ["user-3"]
+        failing = [t for t in passback.targets(engine) if t.status == "failing"]
+        assert len(failing) == 3
+        assert all("ReadTimeout" in (t.reason or "") for t in failing)

@@ -539,6 +539,10 @@ class _Round:
     scores: dict[str, Score] = field(default_factory=dict)
     # A registration whose token endpoint failed this round: that outcome, for its targets.
     token_failures: dict[int, Outcome] = field(default_factory=dict)
+    # An origin that gave no answer this round (each try may cost PASSBACK_TIMEOUT_S): that
+    # outcome, for the other targets there, so that one platform's silence does not hold
+    # back every other platform's targets behind it.
+    silent: dict[str, Outcome] = field(default_factory=dict)
 
 
 class Sender:
@@ -839,6 +843,9 @@ class Sender:
     ) -> Answer | Outcome:
         """POST with the registration's token; on 401 or 403 once more with a new token
         (unless the token is this round's already). An Outcome when no answer came."""
+        origin = origin_of(url) or url
+        if origin in work.silent:
+            return work.silent[origin]
         token = self._token(registration, work)
         try:
             answer = self._post(url, body, media_type, token.value)
@@ -846,7 +853,8 @@ class Sender:
                 self._tokens.pop(registration.id, None)
                 answer = self._post(url, body, media_type, self._token(registration, work).value)
         except NoAnswer as error:
-            return outage("the platform's grade service", None, str(error))
+            work.silent[origin] = outage("the platform's grade service", None, str(error))
+            return work.silent[origin]
         except httpx.InvalidURL:
             return Outcome(
                 TargetStatus.REFUSED,
