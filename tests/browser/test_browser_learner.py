@@ -360,3 +360,33 @@ def test_an_entry_that_is_not_a_number_is_told_apart_from_a_wrong_answer(
     mean, variance = field(page, "row1_mean"), field(page, "row1_variance")
     assert style(variance, "borderTopColor") != style(mean, "borderTopColor")
     assert style(variance, "borderTopStyle") == "dashed"
+
+
+def test_before_the_prediction_every_locked_control_looks_locked_and_says_why(
+    new_page: NewPage,
+) -> None:
+    page = new_page()
+    page.goto("/")
+    why = LESSON.predict.locked_note
+    locked = [
+        page.get_by_role("switch", name=LESSON.hand.switch_label),
+        page.get_by_label(LESSON.own_row.label),
+        *(field(page, number_field.id) for number_field in LESSON.number_fields),
+        page.get_by_role("button", name=LESSON.numbers.check_label),
+        *(page.get_by_role("radio", name=choice.label) for choice in LESSON.reading.choices),
+        page.get_by_role("button", name=LESSON.reading.lock_label),
+    ]
+    for control in locked:
+        expect(control).to_be_disabled()
+        expect(control).to_have_accessible_description(re.compile(re.escape(why)))
+    # Hatched and dashed, unlike the live controls they become.
+    check = page.get_by_role("button", name=LESSON.numbers.check_label)
+    mean = field(page, "row1_mean")
+    for control in (check, mean):
+        assert control.evaluate("e => getComputedStyle(e).borderTopStyle") == "dashed"
+        assert "gradient" in control.evaluate("e => getComputedStyle(e).backgroundImage")
+    commit(page)
+    for control in locked[:3]:
+        expect(control).to_be_enabled()
+        expect(control).not_to_have_accessible_description(re.compile(re.escape(why)))
+    assert mean.evaluate("e => getComputedStyle(e).borderTopStyle") == "solid"
