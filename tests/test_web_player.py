@@ -16,7 +16,7 @@ from bs4 import BeautifulSoup, Tag
 from conftest import NON_FINITE_ROW, ablation_recording
 from normdive.lesson.content import load_lesson
 from normdive.recording.format import ROW_KEYS, Recording
-from normdive.web.charts import GRADIENT_PLOT_HEIGHT, MAX_DECADES, CurveChart
+from normdive.web.charts import GRADIENT_PLOT_HEIGHT, MARKER_CLEARANCE, MAX_DECADES, CurveChart
 from normdive.web.player import (
     PlayerView,
     gradients_view,
@@ -189,7 +189,8 @@ def test_the_shipped_gradients_show_a_tenfold_difference_as_a_grid_step() -> Non
     # The four rows differ in marker shape and line pattern, not colour alone.
     shapes = {str(g.select_one("path.marker")["d"]) for g in early.select("g[data-plot-row]")}
     dashes = {
-        str(g.select_one("path.link").get("stroke-dasharray")) for g in late.select("g[data-plot-row]")
+        str(g.select_one("path.link").get("stroke-dasharray"))
+        for g in late.select("g[data-plot-row]")
     }
     assert len(shapes) == 4 and len(dashes) == 4
     legend = [item.get_text(strip=True) for item in soup.select("#gradients-legend li")]
@@ -258,7 +259,11 @@ def test_several_played_rows_share_one_chart_told_apart_without_colour() -> None
     ]
     assert len({line.dash for line in together.chart.lines}) == 3
     assert len({line.marker for line in together.chart.lines}) == 3
-    assert all(line.end is not None for line in together.chart.lines)
+    ends = [line.end for line in together.chart.lines]
+    assert all(end is not None for end in ends)
+    # Layer norm only and Neither end at 6.2 % and 6.1 %: their markers sit side by side.
+    (x1, y1), (x2, y2) = ends[1] or (0, 0), ends[2] or (0, 0)
+    assert max(abs(x1 - x2), abs(y1 - y2)) >= MARKER_CLEARANCE
     assert together.label == (
         "Held-out per-token accuracy against training step: Both ends at 100.0 %, "
         "Layer norm only ends at 6.2 % and Neither ends at 6.1 %."

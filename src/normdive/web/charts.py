@@ -35,6 +35,8 @@ LOSS_HEADROOM = 1.05
 # The half-size of a cross marking a point that is not a finite number, and of a marker.
 CROSS_SIZE = 4.0
 MARKER_SIZE = 4.0
+# How far apart two markers' centres must be for neither to hide the other.
+MARKER_CLEARANCE = 2.5 * MARKER_SIZE
 
 # The gradient dot plot: the plot box, one labelled grid line per power of ten.
 GRADIENT_LEFT = 44
@@ -253,11 +255,8 @@ def curve_chart(
             parts.append(f"{'L' if pen_down else 'M'}{_n(x)} {_n(y)}")
             pen_down, last = True, (_r(x), _r(y))
         marker = marker_path(item.marker) if item.marker and last else ""
-        lines.append(
-            CurveLine(
-                item.label, item.css, item.dash, "".join(parts), marker, last if marker else None
-            )
-        )
+        end = _clear_of([line.end for line in lines if line.end], last) if marker else None
+        lines.append(CurveLine(item.label, item.css, item.dash, "".join(parts), marker, end))
 
     return CurveChart(
         width=CHART_WIDTH,
@@ -275,6 +274,21 @@ def curve_chart(
         rules=tuple(Rule(_r(y_at(value)), text) for value, text in rules),
         crosses=tuple(crosses),
     )
+
+
+def _clear_of(
+    taken: Sequence[tuple[float, float]], spot: tuple[float, float] | None
+) -> tuple[float, float] | None:
+    """`spot`, moved left along its line's end until its marker covers none of the markers at
+    `taken` (two rows ending at the same figure still show both their shapes)."""
+    if spot is None:
+        return None
+    x, y = spot
+    while any(
+        abs(x - tx) < MARKER_CLEARANCE and abs(y - ty) < MARKER_CLEARANCE for tx, ty in taken
+    ):
+        x -= MARKER_CLEARANCE
+    return _r(x), y
 
 
 def _band(
