@@ -671,7 +671,7 @@ class Sender:
             )
         else:
             values.update(attempts=0, due_at=None)
-            if outcome.status is not TargetStatus.SENT:
+            if outcome.requested and outcome.status is not TargetStatus.SENT:
                 logger.warning(
                     "score passback for learner %s (%s): %s %s",
                     target.learner_id,
@@ -681,9 +681,7 @@ class Sender:
                 )
         with self.engine.begin() as connection:
             connection.execute(update(LtiGradeTarget).where(*mine).values(**values))
-            if outcome.status is not TargetStatus.FAILING and outcome.status is not (
-                TargetStatus.GONE
-            ):
+            if outcome.status not in (TargetStatus.FAILING, TargetStatus.GONE):
                 connection.execute(
                     update(LtiGradeTarget)
                     .where(*mine, LtiGradeTarget.score_version != target.score_version)
