@@ -127,7 +127,7 @@ def test_the_page_states_the_bands_from_lesson_data_and_the_chance_level(
         "Learns the copy: ends at 90 % or above.",
         "Gets part of the way: ends above 12.5 % but below 90 %.",
         "Stays at chance: ends at 12.5 % or below, which is 2 times the chance level of "
-        "6.25 % (one symbol in 16).",
+        "6.25 % (a guess among 16 distinct symbols).",
     ]
 
 
@@ -171,7 +171,7 @@ def test_the_provenance_card_names_where_the_rows_come_from(client: TestClient) 
         "the-transformer-block.json",
         "sample_recording()",
         "8 blocks",
-        "16 symbols",
+        "16 positions",
         "Seed played 0",
         "seeds recorded: 0, 1, 2",
         "600 per row",
@@ -526,18 +526,15 @@ def test_the_aggregates_reason_for_waiting_is_said_once(learner: Learner) -> Non
     commit(alone, "residual")
     predict_all(alone)
     soup = page(alone)
-    notes = [words(note.get_text()) for note in soup.select("#aggregate .aggregate-question .note")]
-    assert notes == [
-        LESSON.aggregate.hidden.format(minimum=5),
-        *[LESSON.aggregate.hidden_again] * len(ROW_KEYS),
-    ]
+    notes = [words(note.get_text()) for note in soup.select("#aggregate .note")]
+    assert notes == [LESSON.aggregate.hidden.format(minimum=5)]
 
 
 def test_the_aggregate_shows_once_committed_and_hides_below_five(learner: Learner) -> None:
     first = learner()
     assert page(first).select_one("#aggregate") is None  # nothing before the commit
     commit(first, "residual")
-    hidden = text(page(first), "#aggregate-opening")
+    hidden = text(page(first), "#aggregate-hidden")
     assert LESSON.aggregate.hidden.format(minimum=5) in hidden
     others = [learner() for _ in range(4)]
     for number, other in enumerate(others):

@@ -394,3 +394,65 @@ def test_the_page_states_the_lessons_epsilon_and_the_script_reads_it_from_there(
     static = Path(__file__).resolve().parents[1] / "src" / "normdive" / "web" / "static"
     for script in ("page.js", "player.js", "layernorm.js"):
         assert str(LESSON.eps) not in (static / script).read_text(encoding="utf-8"), script
+
+
+def test_the_committed_prediction_wears_a_neutral_mark_not_a_tick(client: TestClient) -> None:
+    assert client.post("/predict", data={"choice": "residual"}).status_code == 303
+    committed = one(page(client), "#predict-body .committed")
+    assert "✓" not in committed.get_text()  # a tick reads as "correct"; nothing is judged yet
+    assert one(committed, "[aria-hidden=true]").get_text() == "•"
+
+
+def test_the_takeaway_box_follows_the_direction_of_what_is_typed(client: TestClient) -> None:
+    assert one(page(client), "#takeaway-text")["dir"] == "auto"
+
+
+def test_the_pre_filled_takeaway_claims_no_result_before_a_row_has_played(
+    client: TestClient,
+) -> None:
+    shown = one(page(client), "#takeaway-text").get_text()
+    assert shown == LESSON.takeaway.default_line
+    assert "ablation" not in shown and "showed" not in shown
+
+
+def test_what_the_epsilon_changes_on_the_rows_shown_is_what_the_reading_says(
+    client: TestClient,
+) -> None:
+    # The reading says "by less than 0.00001"; at six decimals the change shows on every row.
+    assert client.post("/predict", data={"choice": "residual"}).status_code == 303
+    on, off = page(client), page(client, "/?eps=off")
+    for index in range(len(LESSON.hand_rows)):
+        rows = [one(soup, f"#hand-summary > span:nth-of-type({index + 1})") for soup in (on, off)]
+        outs = [
+            [float(x) for x in text(row, "[data-ln=normalised]").strip("[]").split(", ")]
+            for row in rows
+        ]
+        change = max(abs(a - b) for a, b in zip(*outs, strict=True))
+        assert 0.000001 <= change < 0.00001, (LESSON.hand_rows[index], change)
+    right = next(choice for choice in LESSON.reading.choices if choice.correct)
+    for sentence in (right.label, right.feedback):
+        assert "less than 0.00001" in sentence and "sixth decimal" not in sentence
+
+
+def test_the_copy_length_and_the_number_of_symbols_are_named_apart(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    recording = tmp_path / "the-transformer-block.json"
+    recording.write_text(sample_recording().model_dump_json(), encoding="utf-8")
+    with TestClient(create_app(make_settings(recording_path=recording))) as test_client:
+        soup = page(test_client)
+    config = sample_recording().config
+    assert f"{config.copy_length} symbols" not in text(soup, "#ablation")
+    assert f"{config.copy_length} positions long" in text(soup, "#ablation-statement")
+    copy_length = next(div for div in soup.select("#provenance dl > div") if "Copy" in div.text)
+    assert text(copy_length, "dd") == f"{config.copy_length} positions"
+    assert f"a guess among {config.vocab_size} distinct symbols" in text(soup, "#ablation-bands")
+
+
+def test_a_lone_learner_is_told_once_why_no_totals_show(client: TestClient) -> None:
+    assert client.post("/predict", data={"choice": "residual"}).status_code == 303
+    aggregate = one(page(client), "#aggregate")
+    notes = [" ".join(note.get_text().split()) for note in aggregate.select(".note")]
+    hidden = LESSON.aggregate.hidden.format(minimum=LESSON.aggregate.min_learners)
+    assert notes == [hidden]
+    assert LESSON.aggregate.hidden_again not in aggregate.get_text()
