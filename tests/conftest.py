@@ -517,13 +517,10 @@ def chromium_pid(browser: Browser) -> int:
     return _CHROMIUM_PIDS[browser]
 
 
-def close_in_time(closing: Browser | BrowserContext, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
-    """Closes a browser, or a context of one launched by `launch_chromium`, within timeout_s;
-    past it, kills that Chromium (which ends the pending close) and fails."""
-    from playwright.sync_api import BrowserContext
-
-    browser = closing.browser if isinstance(closing, BrowserContext) else closing
-    assert browser is not None, "a persistent context: no browser of its own to kill"
+@contextlib.contextmanager
+def killed_after(browser: Browser, timeout_s: float) -> Iterator[threading.Event]:
+    """Kills a Chromium launched by `launch_chromium` if the block runs past timeout_s, which
+    ends whatever Playwright call was waiting on it; the event yielded says whether it did."""
     pid = chromium_pid(browser)
     killed = threading.Event()
 
@@ -535,11 +532,24 @@ def close_in_time(closing: Browser | BrowserContext, timeout_s: float = CLOSE_TI
     watchdog = threading.Timer(timeout_s, kill)
     watchdog.start()
     try:
-        closing.close()
+        yield killed
     finally:
         watchdog.cancel()
-        if killed.is_set():
-            pytest.fail(f"Chromium did not close within {timeout_s} s: it was killed")
+
+
+def close_in_time(closing: Browser | BrowserContext, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
+    """Closes a browser, or a context of one launched by `launch_chromium`, within timeout_s;
+    past it, kills that Chromium (which ends the pending close) and fails."""
+    from playwright.sync_api import BrowserContext
+
+    browser = closing.browser if isinstance(closing, BrowserContext) else closing
+    assert browser is not None, "a persistent context: no browser of its own to kill"
+    with killed_after(browser, timeout_s) as killed:
+        try:
+            closing.close()
+        finally:
+            if killed.is_set():
+                pytest.fail(f"Chromium did not close within {timeout_s} s: it was killed")
 
 
 @pytest.fixture(scope="session")

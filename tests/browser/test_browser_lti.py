@@ -26,7 +26,7 @@ import signal
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, FrameLocator, Page, Playwright, expect
+from playwright.sync_api import FrameLocator, Page, Playwright, expect
 from sqlalchemy import update
 
 from conftest import (
@@ -34,6 +34,7 @@ from conftest import (
     CHROMIUM_ARGS,
     chromium_pid,
     close_in_time,
+    killed_after,
     launch_chromium,
 )
 from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_CHOICE
@@ -51,6 +52,10 @@ pytestmark = pytest.mark.browser
 BROWSER_ARGS = [*CHROMIUM_ARGS, *SITES_ARGS]
 # How long a stopped Chromium's close is given: short, since it never answers.
 STOPPED_CLOSE_TIMEOUT_S = 1.0
+# How long one test may drive its Chromium before it is killed. A test here takes seconds, tens
+# of them on two busy cores; Playwright bounds its actions and assertions, but not every wait
+# inside one (a frame whose context never comes), so this ends those before pytest-timeout.
+TEST_BOUND_S = 120.0
 
 
 @pytest.fixture(scope="module")
@@ -59,27 +64,34 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sites]:
         yield served
 
 
+@pytest.fixture(scope="module", autouse=True)
+def expect_as_long_as_an_action() -> Iterator[None]:
+    """expect() waits as long as an action does: a launch here walks five answers across two
+    sites, longer than expect's own 5 s on two busy cores."""
+    expect.set_options(timeout=ACTION_TIMEOUT_MS)
+    yield
+    expect.set_options(timeout=None)
+
+
 @pytest.fixture
-def course_page(browser_lti: Browser, sites: Sites) -> Iterator[Page]:
-    """A new browser context (a new learner), and the tool's record of what it received
-    started afresh."""
+def course_page(playwright_driver: Playwright, sites: Sites) -> Iterator[Page]:
+    """A Chromium of its own (a new learner), killed past TEST_BOUND_S; and the tool's record
+    of what it received started afresh."""
     sites.tool_gate.forget()
-    context = browser_lti.new_context(ignore_https_errors=True)
-    page = context.new_page()
-    page.set_default_timeout(ACTION_TIMEOUT_MS)
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    yield page
-    sites.tool_gate.strip_login_cookies = False
-    close_in_time(context)
-    assert errors == []
-
-
-@pytest.fixture(scope="module")
-def browser_lti(playwright_driver: Playwright) -> Iterator[Browser]:
     chromium = launch_chromium(playwright_driver, BROWSER_ARGS)
-    yield chromium
+    errors: list[str] = []
+    navigations: list[str] = []
+    with killed_after(chromium, TEST_BOUND_S) as killed:
+        page = chromium.new_context(ignore_https_errors=True).new_page()
+        page.set_default_timeout(ACTION_TIMEOUT_MS)
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("framenavigated", lambda frame: navigations.append(frame.url))
+        yield page
+    sites.tool_gate.strip_login_cookies = False
     close_in_time(chromium)
+    if killed.is_set():
+        pytest.fail(f"Chromium was killed after {TEST_BOUND_S} s; frames went to {navigations}")
+    assert errors == []
 
 
 def _received(sites: Sites, path: str) -> list[Received]:
