@@ -20,13 +20,15 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "normdive"
 ALLOWED: dict[str, set[str]] = {
     "numeric": set(),
     "recording": set(),
+    # The lab's generator and grid format: torch-free, read by the web app and by training.
+    "lab": {"recording"},
     "lesson": {"numeric", "recording"},
     "progress": {"lesson", "numeric", "recording"},
     "store": {"progress", "config"},
     # LTI 1.3 (registrations, login, launch): over the store, under the web app.
     "lti": {"store", "progress", "lesson", "config"},
-    "training": {"recording"},
-    "web": {"store", "progress", "lesson", "numeric", "recording", "config", "lti"},
+    "training": {"recording", "lab"},
+    "web": {"store", "progress", "lesson", "numeric", "recording", "config", "lti", "lab"},
 }
 # Only training may import torch; the web app, the numeric core and the format never do.
 TORCH_ALLOWED = {"training"}
