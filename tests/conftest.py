@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page, Playwright
 
 SECRET_KEY = "test-secret-key-" + "0123456789abcdef" * 2
-HOST_TOKEN = "host-token-for-tests-0123456789"
+HOST_TOKEN = "host-token-for-tests-0123456789abcdef"
 SERVER_START_TIMEOUT_S = 30.0
 # A limit on new learners or open LTI logins that no test run reaches (all of them share one
 # client address).

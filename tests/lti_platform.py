@@ -126,6 +126,69 @@ def key_set_server(keys: list[RSAKey]) -> Iterator[KeySetServer]:
         yield served
 
 
+@dataclass
+class TricklingServer:
+    """Answers every request with `answer` (the raw HTTP answer, status line first), one byte
+    each `pace_s`, until `released` is set (then the rest at once) or the client goes away."""
+
+    answer: bytes
+    pace_s: float
+    base: str = ""
+    released: threading.Event = field(default_factory=threading.Event)
+    # Answers begun, answers being sent now, and answers the client gave up on before the end.
+    begun: int = 0
+    sending: int = 0
+    cut: int = 0
+    changed: threading.Condition = field(default_factory=threading.Condition)
+
+    def wait_for(self, condition: Any, timeout_s: float) -> bool:
+        with self.changed:
+            return self.changed.wait_for(lambda: condition(self), timeout=timeout_s)
+
+
+@contextmanager
+def trickling_server(answer: bytes, pace_s: float) -> Iterator[TricklingServer]:
+    """A platform that sends its answers a byte at a time, on a free 127.0.0.1 port."""
+    served = TricklingServer(answer=answer, pace_s=pace_s)
+
+    class Handler(BaseHTTPRequestHandler):
+        def _trickle(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(length)
+            with served.changed:
+                served.begun += 1
+                served.sending += 1
+                served.changed.notify_all()
+            cut = False
+            try:
+                for at in range(len(served.answer)):
+                    if served.released.is_set():
+                        self.wfile.write(served.answer[at:])
+                        break
+                    self.wfile.write(served.answer[at : at + 1])
+                    served.released.wait(served.pace_s)
+            except (BrokenPipeError, ConnectionResetError):
+                cut = True
+            with served.changed:
+                served.sending -= 1
+                served.cut += cut
+                served.changed.notify_all()
+            self.close_connection = True
+
+        do_GET = do_POST = _trickle
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    served.base = f"http://127.0.0.1:{server.server_address[1]}"
+    with serving(server):
+        try:
+            yield served
+        finally:
+            served.released.set()
+
+
 def register_platform(
     engine: Engine,
     jwks_url: str,

@@ -65,6 +65,33 @@ def test_deeply_nested_json_to_the_report_is_a_readable_422(client: TestClient, 
     assert client.get("/api/state").json()["learner_id"] == learner_id
 
 
+# Python converts at most 4,300 digits between int and str (sys.get_int_max_str_digits), and
+# json raises ValueError past it: as the learner id, as a member beside it, as the whole body.
+HUGE_NUMBER = "9" * 5_000
+HUGE_NUMBER_BODIES = [
+    '{"learner_id": ' + HUGE_NUMBER + "}",
+    '{"learner_id": "' + "a" * 32 + '", "n": -' + HUGE_NUMBER + "}",
+    HUGE_NUMBER,
+]
+
+
+@pytest.mark.parametrize("body", HUGE_NUMBER_BODIES, ids=["as the id", "beside it", "alone"])
+def test_a_number_of_more_digits_than_python_converts_is_a_readable_422(
+    client: TestClient, body: str
+) -> None:
+    learner_id = client.get("/api/state").json()["learner_id"]
+    response = client.post(
+        "/api/prerequisite",
+        content=body.encode(),
+        headers={**AUTH, "Content-Type": "application/json"},
+    )
+    assert response.status_code == 422
+    assert response.json()["ok"] is False
+    assert "learner_id" in response.json()["message"]
+    assert_security_headers(response.headers)
+    assert client.get("/api/state").json()["learner_id"] == learner_id
+
+
 def test_an_unexpected_error_s_500_carries_the_security_headers(app: FastAPI) -> None:
     async def broken(_request: Request) -> None:
         raise RuntimeError("a bug")

@@ -47,6 +47,8 @@ SECRET_KEY_MIN_LENGTH = 32
 # is certainly weak, and never a key made by `secrets`.
 SECRET_KEY_MIN_BITS = 80
 SECRET_KEY_HOW_TO = "generate one with: python -c 'import secrets; print(secrets.token_hex(32))'"
+# Off: a platform registering itself may not name this machine (dynamic registration).
+DEFAULT_DEV_LTI_LOOPBACK = False
 # New learners one client address may start in any hour. A class of 30 behind one school's
 # address starts 30, twice over if every learner opens a private window; a script starting over
 # to dodge the attempts limit needs far more. Raise it for larger groups behind one address.
@@ -69,7 +71,7 @@ DEFAULT_INSTRUCTOR_ACCESS_TTL_S = 8 * 60 * 60
 def estimated_bits(text: str) -> float:
     """len(text) x the Shannon entropy of its character frequencies, in bits."""
     counts = Counter(text).values()
-    return -sum(count * math.log2(count / len(text)) for count in counts)
+    return 0.0 - sum(count * math.log2(count / len(text)) for count in counts)
 
 
 # The port each scheme's origin leaves unwritten (a browser's Origin header never names it).
@@ -144,9 +146,13 @@ class Settings(DatabaseSettings):
     # Signs the learner cookie. Required: a server without one refuses to start.
     secret_key: SecretStr = Field(min_length=SECRET_KEY_MIN_LENGTH)
     # Bearer token the host platform uses to report that lesson 8.5 is done. Unset: refused.
-    host_token: SecretStr | None = None
+    # Held to the secret key's rule: whoever has it records lesson 8.5 for any learner.
+    host_token: SecretStr | None = Field(default=None, min_length=SECRET_KEY_MIN_LENGTH)
     # Development only: treat 8.5 as done for everyone (the page says so).
     dev_prerequisite_done: bool = False
+    # Development only: a platform registering itself (dynamic registration) may name this
+    # machine (http://localhost, http://127.0.0.1, ...). Off, it names https URLs elsewhere.
+    dev_lti_loopback: bool = DEFAULT_DEV_LTI_LOOPBACK
     # The 8.5 lesson's recording, with the ablation rows in it.
     recording_path: Path = DEFAULT_RECORDING_PATH
     # Send the learner cookie only over HTTPS. Turn on behind TLS in production.
@@ -186,9 +192,11 @@ class Settings(DatabaseSettings):
             raise ValueError(f"{text!r} is not an origin: {ORIGIN_HOW_TO}")
         return origin
 
-    @field_validator("secret_key")
+    @field_validator("secret_key", "host_token")
     @classmethod
-    def _strong_secret(cls, key: SecretStr) -> SecretStr:
+    def _strong_secret(cls, key: SecretStr | None) -> SecretStr | None:
+        if key is None:
+            return None
         secret = key.get_secret_value()
         if not secret.strip():
             raise ValueError("blank")
@@ -212,6 +220,10 @@ def environment_variable(name: str) -> str:
     return f"{Settings.model_config.get('env_prefix', '')}{name}".upper()
 
 
+# The settings held to the secret key's rule, by their variables.
+SECRETS = frozenset({environment_variable("secret_key"), environment_variable("host_token")})
+
+
 def settings_problems(error: ValidationError) -> list[str]:
     """One line per invalid setting, naming the environment variable to fix."""
     lines = []
@@ -223,7 +235,7 @@ def settings_problems(error: ValidationError) -> list[str]:
             message = str(problem.get("ctx", {}).get("error", problem["msg"]))
         else:
             message = problem["msg"]
-        if environment_variable(field) == environment_variable("secret_key"):
+        if environment_variable(field) in SECRETS:
             message = f"{message}; {SECRET_KEY_HOW_TO}"
         lines.append(f"{environment_variable(field)}: {message}")
     return lines

@@ -6,19 +6,36 @@ signed with the secret key, good for INVITE_MAX_AGE_S and for one registration, 
 else can register a platform here (a leaked URL that has been used registers nothing more).
 The platform opens it with `openid_configuration` (its OpenID configuration's URL) and usually
 a `registration_token`. The tool fetches the configuration (the issuer must
-be the configuration URL's own site, and every endpoint https), posts its client
-registration (tool_config's facts) to the platform's registration endpoint, and stores what
-comes back (client id, deployment id) with the configuration's endpoints as a registration.
+be the configuration URL's own site, and every endpoint https) and the key set it names, posts
+its client registration (tool_config's facts) to the platform's registration endpoint, and
+stores what comes back (client id, deployment id) with the configuration's endpoints as a
+registration, and the key set with it.
+
+Every URL here is named by whoever holds the invitation, so the exchange is bounded in time
+(REGISTRATION_DEADLINE_S for all of it), in size (MAX_ANSWER_BYTES an answer), in number
+(MAX_REGISTRATIONS_AT_ONCE, and one attempt per invitation each INVITE_RETRY_INTERVAL_S), and in
+place (registrations.registrant_url_problem: https, and this machine only in development). It
+runs on the event loop, so it holds none of the threads that serve learners. A fetch that gets
+no 2xx answer is refused in one sentence, whatever happened (the log says which), so that the
+tool cannot be used to learn what answers at an address.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import math
 import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
+import anyio.to_thread
 import httpx
 from itsdangerous import BadSignature, SignatureExpired, TimestampSigner
 from pydantic import SecretStr
@@ -26,8 +43,9 @@ from sqlalchemy import Engine
 
 from normdive.config import origin_of
 from normdive.lesson.content import Lesson
-from normdive.lti.platform_http import AnswerTooLarge, read_body
+from normdive.lti.platform_http import AnswerTooLarge, fetch
 from normdive.lti.platform_json import NotPlatformJson, parsed
+from normdive.lti.platform_keys import key_set_of, store_key_set
 from normdive.lti.refusal import Refusal
 from normdive.lti.registrations import (
     INVITE_USED,
@@ -36,10 +54,12 @@ from normdive.lti.registrations import (
     RegistrationProblem,
     invite_used,
     register,
-    url_problem,
+    registrant_url_problem,
     validated,
 )
 from normdive.lti.tool_config import JWKS_PATH, LAUNCH_PATH, LOGIN_PATH, SCOPES, title
+
+logger = logging.getLogger(__name__)
 
 REGISTER_PATH = "/lti/register"
 INVITE_PARAMETER = "invite"
@@ -48,9 +68,29 @@ INVITE_SALT = "normdive.lti-registration-invite"
 INVITE_MAX_AGE_S = 7 * 24 * 60 * 60
 PLATFORM_CONFIGURATION = "https://purl.imsglobal.org/spec/lti-platform-configuration"
 TOOL_CONFIGURATION = "https://purl.imsglobal.org/spec/lti-tool-configuration"
-# How long each request to the platform may take, and the most it may answer, in bytes.
-REGISTRATION_TIMEOUT_S = 10.0
+# How long the whole exchange with a registering platform may take, in seconds: its OpenID
+# configuration, its key set and the registration, from the first connect to the last byte,
+# however the platform paces its bytes. Then the registration is refused.
+REGISTRATION_DEADLINE_S = 10.0
+# The most each of the platform's answers may hold, in bytes.
 MAX_ANSWER_BYTES = 256 * 1024
+# Registrations one server process runs at once; one more is refused at once (503). Each holds
+# no thread while it waits on the platform (learners' requests keep every thread), but a
+# connection and up to MAX_ANSWER_BYTES per answer, for up to REGISTRATION_DEADLINE_S.
+MAX_REGISTRATIONS_AT_ONCE = 4
+# After an attempt with an invitation begins, how long its next is refused (429), in seconds.
+# An invitation stays good until it registers a platform (an administrator fixing their
+# platform's settings tries again), so this bounds what a leaked one makes the tool send: one
+# attempt at a time, a few a minute, each to the URLs the invitation's holder names.
+INVITE_RETRY_INTERVAL_S = REGISTRATION_DEADLINE_S
+# What each of the platform's answers is called in a refusal.
+CONFIGURATION = "OpenID configuration"
+KEY_SET = "key set"
+REGISTRATION_ENDPOINT = "registration endpoint"
+
+# The clock the retry interval is measured on, in seconds (monotonic). The tests put a clock of
+# their own here, to move it past the interval without waiting.
+clock: Callable[[], float] = time.monotonic
 
 
 def _signer(secret_key: SecretStr) -> TimestampSigner:
@@ -97,19 +137,92 @@ def check_invite(engine: Engine, token: str, secret_key: SecretStr) -> str:
     return digest
 
 
-def _answer(http: httpx.Client, method: str, url: str, what: str, **sent: Any) -> tuple[int, bytes]:
-    """The platform's answer's status and body, read as it arrives and refused as soon as it
-    passes MAX_ANSWER_BYTES: a platform cannot make the tool hold more than that."""
-    with http.stream(method, url, **sent) as answer:
-        try:
-            return answer.status_code, read_body(answer, MAX_ANSWER_BYTES)
-        except AnswerTooLarge:
-            raise Refusal(
-                400,
-                "registration_failed",
-                f"The platform's {what} is over {MAX_ANSWER_BYTES // 1024} KiB, which is too "
-                "large.",
-            ) from None
+class _Attempts:
+    """The registrations this process runs: at most MAX_REGISTRATIONS_AT_ONCE together, and
+    one invitation's next attempt no sooner than INVITE_RETRY_INTERVAL_S after its last began.
+    Shared by every event loop and thread of the process (a plain lock, never held across an
+    await)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running = 0
+        self._began: dict[str, float] = {}
+
+    def begin(self, invite: str) -> None:
+        """Count one attempt in, or a Refusal (nothing fetched) when it must wait."""
+        with self._lock:
+            now = clock()
+            self._began = {
+                key: began
+                for key, began in self._began.items()
+                if now - began < INVITE_RETRY_INTERVAL_S
+            }
+            began = self._began.get(invite)
+            if began is not None:
+                wait_s = max(1, math.ceil(INVITE_RETRY_INTERVAL_S - (now - began)))
+                raise Refusal(
+                    429,
+                    "registration_too_soon",
+                    f"This registration URL was tried {now - began:.0f} s ago; it may be tried "
+                    f"once every {INVITE_RETRY_INTERVAL_S:g} s. Try again in {wait_s} s.",
+                    retry_after_s=wait_s,
+                )
+            if self._running >= MAX_REGISTRATIONS_AT_ONCE:
+                raise Refusal(
+                    503,
+                    "registrations_busy",
+                    f"This tool is registering {MAX_REGISTRATIONS_AT_ONCE} platforms at this "
+                    f"moment, the most it does at once. Try again in "
+                    f"{REGISTRATION_DEADLINE_S:g} s.",
+                    retry_after_s=math.ceil(REGISTRATION_DEADLINE_S),
+                )
+            self._running += 1
+            self._began[invite] = now
+
+    def end(self) -> None:
+        with self._lock:
+            self._running -= 1
+
+
+_attempts = _Attempts()
+
+
+def _unreachable(what: str, url: str, detail: str) -> Refusal:
+    """The one refusal for a fetch that got no 2xx answer within the deadline, whatever the
+    reason (`detail`, logged for the operator): refused, timed out, TLS failed, a 404 and a
+    500 read alike, so that a refusal never tells a registrant what answers at an address."""
+    logger.info("dynamic registration: the platform's %s at %s: %s", what, url[:200], detail)
+    return Refusal(
+        400,
+        "registration_failed",
+        f"The platform's {what} at {url[:200]} gave no 2xx answer within the "
+        f"{REGISTRATION_DEADLINE_S:g} s a registration may take. Check the URL, and that this "
+        "tool can reach it; the tool's log says what happened.",
+    )
+
+
+async def _answer(
+    http: httpx.AsyncClient, deadline: float, method: str, url: str, what: str, **sent: Any
+) -> bytes:
+    """The body of the platform's 2xx answer, read as it arrives (at most MAX_ANSWER_BYTES:
+    a platform cannot make the tool hold more) and by `deadline` (on anyio's clock: the one
+    deadline of the whole registration), or the Refusal saying why not."""
+    try:
+        with anyio.fail_at(deadline):
+            answer = await fetch(http, method, url, MAX_ANSWER_BYTES, **sent)
+    except TimeoutError:
+        raise _unreachable(what, url, "the registration's deadline passed") from None
+    except AnswerTooLarge:
+        raise Refusal(
+            400,
+            "registration_failed",
+            f"The platform's {what} is over {MAX_ANSWER_BYTES // 1024} KiB, which is too large.",
+        ) from None
+    except (httpx.HTTPError, httpx.InvalidURL) as error:
+        raise _unreachable(what, url, type(error).__name__) from None
+    if not 200 <= answer.status < 300:
+        raise _unreachable(what, url, f"answered {answer.status}")
+    return answer.body
 
 
 def _json(body: bytes, what: str) -> dict[str, Any]:
@@ -120,19 +233,6 @@ def _json(body: bytes, what: str) -> dict[str, Any]:
     if not isinstance(found, dict):
         raise Refusal(400, "registration_failed", f"The platform's {what} is not an object.")
     return found
-
-
-def _endpoint(configuration: dict[str, Any], name: str) -> str:
-    value = configuration.get(name)
-    problem = url_problem(value) if isinstance(value, str) else "missing"
-    if problem is not None:
-        raise Refusal(
-            400,
-            "registration_failed",
-            f"The platform's OpenID configuration's {name} is not usable: {problem}.",
-        )
-    assert isinstance(value, str)
-    return value
 
 
 def client_registration(origin: str, lesson: Lesson) -> dict[str, Any]:
@@ -161,35 +261,49 @@ def client_registration(origin: str, lesson: Lesson) -> dict[str, Any]:
     }
 
 
-def register_dynamically(
-    engine: Engine,
+def _registrant_url(url: str, what: str, this_machine_allowed: bool) -> None:
+    problem = registrant_url_problem(url, this_machine_allowed=this_machine_allowed)
+    if problem is not None:
+        raise Refusal(400, "registration_failed", f"The platform's {what} {problem}.")
+
+
+def _endpoint(configuration: dict[str, Any], name: str, this_machine_allowed: bool) -> str:
+    value = configuration.get(name)
+    what = f"OpenID configuration's {name}"
+    if not isinstance(value, str):
+        raise Refusal(400, "registration_failed", f"The platform's {what} is missing.")
+    _registrant_url(value, what, this_machine_allowed)
+    return value
+
+
+@dataclass(frozen=True)
+class _Registered:
+    """What the platform said, fetched within the deadline, before anything is stored."""
+
+    issuer: str
+    endpoints: dict[str, str]
+    key_set: dict[str, object]
+    client_id: str
+    deployment_id: str
+
+
+async def _exchange(
     *,
     configuration_url: str,
     registration_token: str | None,
     origin: str,
     lesson: Lesson,
-    invite: str | None = None,
-    client: httpx.Client | None = None,
-) -> Registration:
-    """Fetch the platform's configuration, register the tool with it, store the result (with
-    `invite`, check_invite's digest, used up). A Refusal (nothing stored) for anything the
-    platform gets wrong, or when the invitation registered a platform meanwhile."""
-    if registration_token is not None and not registration_token.isprintable():
-        raise Refusal(400, "registration_failed", "The registration token is malformed.")
-    problem = url_problem(configuration_url) if configuration_url.isprintable() else "malformed"
-    if problem is not None:
-        raise Refusal(400, "registration_failed", f"The openid_configuration URL {problem}.")
-    http = client or httpx.Client(timeout=REGISTRATION_TIMEOUT_S, follow_redirects=False)
-    try:
-        status, body = _answer(http, "GET", configuration_url, "OpenID configuration")
-        if status != 200:
-            raise Refusal(
-                400,
-                "registration_failed",
-                f"The platform's OpenID configuration answered {status}.",
-            )
-        configuration = _json(body, "OpenID configuration")
-        issuer = _endpoint(configuration, "issuer")
+    this_machine_allowed: bool,
+) -> _Registered:
+    """The configuration, the key set and the registration, fetched in that order (a platform
+    whose key set cannot be read is not sent a registration it would keep), all of them within
+    REGISTRATION_DEADLINE_S from now."""
+    deadline = anyio.current_time() + REGISTRATION_DEADLINE_S
+    async with httpx.AsyncClient(timeout=REGISTRATION_DEADLINE_S, follow_redirects=False) as http:
+        configuration = _json(
+            await _answer(http, deadline, "GET", configuration_url, CONFIGURATION), CONFIGURATION
+        )
+        issuer = _endpoint(configuration, "issuer", this_machine_allowed)
         if origin_of(issuer) != origin_of(configuration_url):
             raise Refusal(
                 400,
@@ -198,35 +312,28 @@ def register_dynamically(
                 "came from, so it cannot be trusted to speak for it.",
             )
         endpoints = {
-            name: _endpoint(configuration, name)
+            name: _endpoint(configuration, name, this_machine_allowed)
             for name in ("authorization_endpoint", "token_endpoint", "jwks_uri")
         }
-        registration_endpoint = _endpoint(configuration, "registration_endpoint")
+        registration_endpoint = _endpoint(
+            configuration, "registration_endpoint", this_machine_allowed
+        )
+        jwks_url = endpoints["jwks_uri"]
+        try:
+            key_set = key_set_of(await _answer(http, deadline, "GET", jwks_url, KEY_SET), jwks_url)
+        except Refusal as refusal:
+            raise Refusal(400, "registration_failed", refusal.message) from None
         headers = {"Content-Type": "application/json"}
         if registration_token:
             headers["Authorization"] = f"Bearer {registration_token}"
-        status, body = _answer(
+        body = await _answer(
             http,
+            deadline,
             "POST",
             registration_endpoint,
-            "registration",
+            REGISTRATION_ENDPOINT,
             content=json.dumps(client_registration(origin, lesson)),
             headers=headers,
-        )
-    except (httpx.HTTPError, httpx.InvalidURL) as error:
-        raise Refusal(
-            400,
-            "registration_failed",
-            f"The platform could not be reached ({type(error).__name__}).",
-        ) from None
-    finally:
-        if client is None:
-            http.close()
-    if not 200 <= status < 300:
-        raise Refusal(
-            400,
-            "registration_failed",
-            f"The platform refused the tool's registration ({status}).",
         )
     registered = _json(body, "registration")
     client_id = registered.get("client_id")
@@ -238,16 +345,20 @@ def register_dynamically(
             "registration_failed",
             "The platform's registration names no client_id or no deployment_id.",
         )
+    return _Registered(issuer, endpoints, key_set, client_id, deployment)
+
+
+def _store(engine: Engine, registered: _Registered, invite: str | None) -> Registration:
     try:
-        return register(
+        registration = register(
             engine,
             validated(
-                issuer=issuer,
-                client_id=client_id,
-                auth_login_url=endpoints["authorization_endpoint"],
-                token_url=endpoints["token_endpoint"],
-                jwks_url=endpoints["jwks_uri"],
-                deployment_ids=(deployment,),
+                issuer=registered.issuer,
+                client_id=registered.client_id,
+                auth_login_url=registered.endpoints["authorization_endpoint"],
+                token_url=registered.endpoints["token_endpoint"],
+                jwks_url=registered.endpoints["jwks_uri"],
+                deployment_ids=(registered.deployment_id,),
             ),
             invite=invite,
         )
@@ -255,3 +366,42 @@ def register_dynamically(
         raise Refusal(403, "invite_used", USED_UP) from None
     except RegistrationProblem as problem:
         raise Refusal(400, "registration_failed", f"Not registered: {problem}") from None
+    # The key set fetched moments ago: the platform's first launch needs no fetch of its own.
+    store_key_set(engine, registration, registered.key_set)
+    return registration
+
+
+async def register_dynamically(
+    engine: Engine,
+    *,
+    configuration_url: str,
+    registration_token: str | None,
+    origin: str,
+    lesson: Lesson,
+    invite: str | None = None,
+    this_machine_allowed: bool = False,
+) -> Registration:
+    """Fetch the platform's configuration and key set, register the tool with it, store the
+    result (with `invite`, check_invite's digest, used up). Every fetch together within
+    REGISTRATION_DEADLINE_S, holding no thread while it waits (the database's short steps run
+    on a worker thread). A Refusal (nothing stored) for anything the platform gets wrong, when
+    the invitation registered a platform meanwhile, or when the attempt must wait (_Attempts).
+    `this_machine_allowed`: the platform's URLs may name this machine (the development setting
+    NORMDIVE_DEV_LTI_LOOPBACK)."""
+    if registration_token is not None and not registration_token.isprintable():
+        raise Refusal(400, "registration_failed", "The registration token is malformed.")
+    if not configuration_url.isprintable():
+        raise Refusal(400, "registration_failed", "The openid_configuration URL is malformed.")
+    _registrant_url(configuration_url, "openid_configuration URL", this_machine_allowed)
+    _attempts.begin(invite or "")
+    try:
+        registered = await _exchange(
+            configuration_url=configuration_url,
+            registration_token=registration_token,
+            origin=origin,
+            lesson=lesson,
+            this_machine_allowed=this_machine_allowed,
+        )
+    finally:
+        _attempts.end()
+    return await anyio.to_thread.run_sync(_store, engine, registered, invite)

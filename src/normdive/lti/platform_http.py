@@ -3,13 +3,18 @@
 The tool fetches a platform's key set and, in dynamic registration, its OpenID configuration
 and registration answer. Each is read as it arrives and given up as soon as it passes its
 limit, so a platform that answers 50 MB (or never stops) costs the tool that limit, not the
-whole answer.
+whole answer. Each fetch also has one deadline for the whole exchange (connecting, the
+headers, every part of the body), so a platform that trickles its answer costs the tool that
+deadline, not the time it takes to trickle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
+import anyio
 import httpx
 
 
@@ -31,3 +36,40 @@ def read_body(
         if after_each_part is not None:
             after_each_part()
     return body
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A platform's answer, read whole (at most the caller's limit)."""
+
+    status: int
+    body: bytes
+
+
+async def fetch(
+    client: httpx.AsyncClient, method: str, url: str, max_bytes: int, **sent: Any
+) -> Answer:
+    """`method` `url` through `client`, its body read as it arrives; AnswerTooLarge as soon as
+    it passes `max_bytes`. No deadline of its own: the caller's cancel scope (anyio.fail_after)
+    bounds the whole exchange, from connecting to the last byte, however the bytes are paced."""
+    async with client.stream(method, url, **sent) as response:
+        body = bytearray()
+        async for part in response.aiter_bytes():
+            body += part
+            if len(body) > max_bytes:
+                raise AnswerTooLarge
+        return Answer(response.status_code, bytes(body))
+
+
+def fetch_within(deadline_s: float, method: str, url: str, max_bytes: int) -> Answer:
+    """fetch, from synchronous code (a worker thread with no event loop of its own), on an
+    event loop of its own, all of it within `deadline_s`: TimeoutError past it. httpx's own
+    timeouts count each read apart, so a server sending a byte just inside each would hold the
+    caller without end."""
+
+    async def within() -> Answer:
+        with anyio.fail_after(deadline_s):
+            async with httpx.AsyncClient(timeout=deadline_s, follow_redirects=False) as client:
+                return await fetch(client, method, url, max_bytes)
+
+    return anyio.run(within)

@@ -32,7 +32,7 @@ from joserfc.jwk import KeySet, KeySetSerialization, RSAKey
 from sqlalchemy import Engine, delete, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from normdive.lti.platform_http import AnswerTooLarge, read_body
+from normdive.lti.platform_http import AnswerTooLarge, fetch_within
 from normdive.lti.platform_json import NotPlatformJson, parsed
 from normdive.lti.refusal import Refusal
 from normdive.lti.registrations import Registration
@@ -40,10 +40,10 @@ from normdive.store.tables import LtiPlatformKeySet
 
 logger = logging.getLogger(__name__)
 
-# How long fetching a platform's key set may take, in seconds: connect, each read and the pool
-# wait each get this much, and the whole body must have come within it too (checked as each
-# part arrives, so a platform that trickles its answer is cut off one read later). A platform
-# that does not answer is refused in seconds, not held for the operating system's TCP timeout.
+# How long fetching a platform's key set may take, in seconds, all of it: connecting, the
+# headers and the whole body (platform_http.fetch_within), however the platform paces its
+# bytes. A platform that does not answer is refused in seconds, not held for the operating
+# system's TCP timeout.
 JWKS_FETCH_TIMEOUT_S = 5.0
 # A key set of a dozen RSA keys is about 6 KiB; anything far beyond is not a key set.
 MAX_JWKS_BYTES = 256 * 1024
@@ -91,47 +91,40 @@ def _fetch(registration: Registration) -> dict[str, object]:
             "can reach it.",
         )
 
-    started = time.monotonic()
     try:
-        with (
-            httpx.Client(timeout=JWKS_FETCH_TIMEOUT_S, follow_redirects=False) as client,
-            client.stream("GET", registration.jwks_url) as response,
-        ):
-            if response.status_code != 200:
-                raise Refusal(
-                    401,
-                    "jwks_status",
-                    f"The platform's key set at {registration.jwks_url} answered "
-                    f"{response.status_code}, not 200. Check the JWKS URL registered for "
-                    f"{registration.issuer}.",
-                )
-
-            def within_the_timeout() -> None:
-                if time.monotonic() - started > JWKS_FETCH_TIMEOUT_S:
-                    raise unreachable(f"it took over {JWKS_FETCH_TIMEOUT_S:g} s")
-
-            try:
-                body = read_body(response, MAX_JWKS_BYTES, within_the_timeout)
-            except AnswerTooLarge:
-                raise Refusal(
-                    401,
-                    "jwks_too_large",
-                    f"The platform's key set at {registration.jwks_url} is over "
-                    f"{MAX_JWKS_BYTES // 1024} KiB, which no key set is.",
-                ) from None
+        answer = fetch_within(JWKS_FETCH_TIMEOUT_S, "GET", registration.jwks_url, MAX_JWKS_BYTES)
+    except AnswerTooLarge:
+        raise Refusal(
+            401,
+            "jwks_too_large",
+            f"The platform's key set at {registration.jwks_url} is over "
+            f"{MAX_JWKS_BYTES // 1024} KiB, which no key set is.",
+        ) from None
+    except TimeoutError:
+        raise unreachable(f"it took over {JWKS_FETCH_TIMEOUT_S:g} s") from None
     except (httpx.HTTPError, httpx.InvalidURL) as error:
         raise unreachable(type(error).__name__) from None
+    if answer.status != 200:
+        raise Refusal(
+            401,
+            "jwks_status",
+            f"The platform's key set at {registration.jwks_url} answered {answer.status}, not "
+            f"200. Check the JWKS URL registered for {registration.issuer}.",
+        )
+    return key_set_of(answer.body, registration.jwks_url)
+
+
+def key_set_of(body: bytes, url: str) -> dict[str, object]:
+    """`body` (what `url` served) as a JSON Web Key Set, or a Refusal saying it is none."""
     try:
         key_set = parsed(body)
         KeySet.import_key_set(key_set)
     except (NotPlatformJson, ValueError, TypeError, KeyError, JoseError):
         raise Refusal(
-            401,
-            "jwks_invalid",
-            f"What {registration.jwks_url} serves is not a JSON Web Key Set (RFC 7517).",
+            401, "jwks_invalid", f"What {url} serves is not a JSON Web Key Set (RFC 7517)."
         ) from None
     if not isinstance(key_set, dict):
-        raise Refusal(401, "jwks_invalid", f"{registration.jwks_url} serves no key set.")
+        raise Refusal(401, "jwks_invalid", f"{url} serves no key set.")
     return key_set
 
 
@@ -145,7 +138,7 @@ def _cached(engine: Engine, registration: Registration) -> dict[str, object] | N
     return key_set
 
 
-def _store(engine: Engine, registration: Registration, key_set: dict[str, object]) -> None:
+def store_key_set(engine: Engine, registration: Registration, key_set: dict[str, object]) -> None:
     """Replace the cached key set. Two workers storing at once: the second's insert fails on
     the key, and the first's copy (fetched at the same moment) stands."""
     try:
@@ -236,7 +229,7 @@ def signing_key(
             raise _refused_within_cooldown(engine, registration, kid, now - fetches.began_at)
         fetches.began_at = now
         fresh = _fetch(registration)
-        _store(engine, registration, fresh)
+        store_key_set(engine, registration, fresh)
     key = _rsa_key(fresh, kid)
     if key is None:
         raise Refusal(

@@ -10,6 +10,7 @@ with `normdive lti register`, listed with `normdive lti list`, removed with
 from __future__ import annotations
 
 import ipaddress
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -48,6 +49,8 @@ CUSTOM_PREREQUISITE_PARAMETER = "lesson_8_5_done"
 # Hosts a registration may name over plain http: a platform on this machine (development and
 # tests). Every other URL must be https, so keys and tokens never cross a network in clear.
 LOOPBACK_NAMES = frozenset({"localhost"})
+# Every name under it is this machine too (RFC 6761, section 6.3).
+LOOPBACK_DOMAIN = ".localhost"
 
 
 class RegistrationProblem(ValueError):
@@ -79,13 +82,28 @@ class Registration:
         return tuple(dict.fromkeys(origin for origin in found if origin is not None))
 
 
-def _is_loopback(host: str) -> bool:
-    if host in LOOPBACK_NAMES:
-        return True
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The IP address `host` writes, in any form a connect would take it: dotted, and the
+    short and numeric IPv4 forms inet_aton reads (127.1, 2130706433, 0x7f.1); None for a name."""
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return ipaddress.ip_address(host)
     except ValueError:
-        return False
+        pass
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except OSError:
+        return None
+
+
+def _is_loopback(host: str) -> bool:
+    """Whether `host` is this machine as written: a loopback name or address (an IPv4 one
+    mapped into IPv6 too), or the unspecified address, which a connect takes for this machine."""
+    if host in LOOPBACK_NAMES or host.endswith(LOOPBACK_DOMAIN):
+        return True
+    address = _address(host)
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address is not None and (address.is_loopback or address.is_unspecified)
 
 
 def url_problem(url: str) -> str | None:
@@ -105,6 +123,21 @@ def url_problem(url: str) -> str | None:
     if parts.scheme == "https" or (parts.scheme == "http" and _is_loopback(host)):
         return None
     return "must be https (plain http only for this machine: localhost, 127.0.0.1, ::1)"
+
+
+def registrant_url_problem(url: str, *, this_machine_allowed: bool) -> str | None:
+    """Why a platform registering itself (dynamic registration) may not name `url`, or None.
+    The operator's rule (url_problem), and this machine (any scheme) only when
+    `this_machine_allowed` (NORMDIVE_DEV_LTI_LOOPBACK, for development and tests): in
+    production a registrant names https URLs on other hosts, and cannot make the tool knock on
+    the ports of the machine it runs on. Refused before any connection, so nothing a refusal
+    says depends on what listens there."""
+    problem = url_problem(url)
+    if problem is not None:
+        return problem
+    if not this_machine_allowed and _is_loopback(urlsplit(url).hostname or ""):
+        return "names this machine, where no platform registering itself is"
+    return None
 
 
 class RegistrationInput(BaseModel):

@@ -50,7 +50,7 @@ from normdive.lti.launch import (
 from normdive.lti.learners import sign_in
 from normdive.lti.login import LOGIN_TTL, begin_login, storage_key_name
 from normdive.lti.refusal import Refusal
-from normdive.lti.registrations import all_registrations, by_id
+from normdive.lti.registrations import Registration, all_registrations, by_id
 from normdive.lti.tool_config import JWKS_PATH, LAUNCH_PATH, LOGIN_PATH, canvas_configuration
 from normdive.web.identity import (
     CACHE_CONTROL,
@@ -305,23 +305,7 @@ async def tool_key_set(request: Request) -> Response:
     return JSONResponse(dict(key_set), headers={"Cache-Control": JWKS_CACHE_CONTROL})
 
 
-def _register(svc: Services, request: Request, params: dict[str, str]) -> Response:
-    try:
-        invite = dynamic_registration.check_invite(
-            svc.engine,
-            params.get(dynamic_registration.INVITE_PARAMETER, ""),
-            svc.settings.secret_key,
-        )
-        registration = dynamic_registration.register_dynamically(
-            svc.engine,
-            configuration_url=params.get("openid_configuration", ""),
-            registration_token=params.get("registration_token") or None,
-            origin=own_origin(svc, request),
-            lesson=svc.lesson,
-            invite=invite,
-        )
-    except Refusal as refusal:
-        return refused(svc, "registration", refusal)
+def _registered(svc: Services, registration: Registration) -> Response:
     logger.info(
         "LTI platform %s registered itself (client id %s)",
         registration.issuer,
@@ -338,9 +322,30 @@ def _register(svc: Services, request: Request, params: dict[str, str]) -> Respon
 @router.get(dynamic_registration.REGISTER_PATH)
 async def dynamic_register(request: Request) -> Response:
     """LTI Dynamic Registration: the platform opens this URL (the operator's invitation) with
-    its OpenID configuration's URL and a registration token."""
+    its OpenID configuration's URL and a registration token. The exchange with the platform
+    runs on the event loop, holding no thread while it waits (dynamic_registration); the
+    database's steps and the page run on worker threads."""
+    svc = services(request)
     params = dict(request.query_params)
-    return await run_in_threadpool(_register, services(request), request, params)
+    try:
+        invite = await run_in_threadpool(
+            dynamic_registration.check_invite,
+            svc.engine,
+            params.get(dynamic_registration.INVITE_PARAMETER, ""),
+            svc.settings.secret_key,
+        )
+        registration = await dynamic_registration.register_dynamically(
+            svc.engine,
+            configuration_url=params.get("openid_configuration", ""),
+            registration_token=params.get("registration_token") or None,
+            origin=own_origin(svc, request),
+            lesson=svc.lesson,
+            invite=invite,
+            this_machine_allowed=svc.settings.dev_lti_loopback,
+        )
+    except Refusal as refusal:
+        return await run_in_threadpool(refused, svc, "registration", refusal)
+    return await run_in_threadpool(_registered, svc, registration)
 
 
 @router.get(CANVAS_CONFIG_PATH)
