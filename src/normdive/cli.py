@@ -24,6 +24,7 @@ from normdive.config import (
     Settings,
     environment_variable,
 )
+from normdive.lab.grid import LAB_EXTRA_EPS_SEEDS, OFFERED_DEPTHS, OFFERED_EPS, lab_path_for
 from normdive.recording.format import DEFAULT_SEEDS, ROW_KEYS, RowKey, RunConfig
 from normdive.recording.sweep import SWEEP_DEPTHS, shard_path_for, sweep_path_for
 
@@ -427,6 +428,7 @@ def report(
     from sqlalchemy.exc import SQLAlchemyError
 
     from normdive.lesson.content import load_lesson
+    from normdive.lti.roster import roster_of
     from normdive.progress.facts import recording_facts_at
     from normdive.progress.history import History
     from normdive.progress.report import PoolReportBuilder
@@ -456,7 +458,7 @@ def report(
     try:
         with output.open("w", encoding="utf-8", newline="") as file:
             if output_format == "csv":
-                for chunk in csv_chunks(counted(), lesson):
+                for chunk in csv_chunks(counted(), lesson, roster=roster_of(engine, key)):
                     file.write(chunk)
             else:
                 file.write("[")
@@ -603,6 +605,52 @@ def lti_passback(
         engine.dispose()
 
 
+@lti_app.command(
+    "roster",
+    help="Fetch one course's roster from its platform (LTI Names and Role Provisioning "
+    "Services) and keep it for the instructor view, unless it was fetched less than "
+    "NORMDIVE_ROSTER_REFRESH_S seconds ago. The course must have been launched from with the "
+    "service on. Reads DATABASE_URL and NORMDIVE_SECRET_KEY, as `normdive lti passback`.",
+)
+def lti_roster(
+    context: Annotated[str, typer.Option(help="The course's context key (64 hex characters).")],
+    force: Annotated[
+        bool, typer.Option("--force", help="Fetch it even if it was fetched lately.")
+    ] = False,
+) -> None:
+    from pydantic import ValidationError
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from normdive.config import settings_problems
+    from normdive.lti.roster import refresh
+    from normdive.store.db import make_engine
+    from normdive.web.instructor_access import is_context_key
+
+    key = context.strip().lower()
+    if not is_context_key(key):
+        raise _fail(f"{context!r} is not a context key: 64 hex characters.")
+    try:
+        settings = Settings()  # secret_key comes from the environment
+    except ValidationError as error:
+        raise _fail("\n".join(settings_problems(error))) from None
+    engine = make_engine(settings.database_url)
+    try:
+        done = refresh(
+            engine,
+            key,
+            keep_names=settings.roster_keep_names,
+            interval_s=settings.roster_refresh_s,
+            force=force,
+        )
+    except SQLAlchemyError as error:
+        raise _store_failure(settings.database_url, error) from None
+    finally:
+        engine.dispose()
+    if done.members is None:
+        raise _fail(f"The roster was not fetched: {done.problem}.")
+    typer.echo(f"The roster lists {done.members} learner(s); the instructor view counts from it.")
+
+
 @app.command("check-recording")
 def check_recording(
     path: Annotated[Path, typer.Argument(help="The recording file to check.")],
@@ -668,8 +716,92 @@ def parse_shard(text: str) -> tuple[int, int]:
     return shard
 
 
+def parse_eps(text: str) -> list[float]:
+    try:
+        values = sorted({float(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a comma-separated list of numbers") from None
+    if not values or any(not (0 <= v < float("inf")) for v in values):
+        raise typer.BadParameter(f"{text!r}: give finite eps values >= 0, e.g. 0,1e-5,1")
+    return values
+
+
+# The record-runs options that set a lab's shared settings when given with --lab (their
+# defaults are the ablation's; the lab's own live in normdive.lab.grid).
+LAB_OVERRIDABLE = {
+    "copy_length": "copy_length",
+    "steps": "steps",
+    "batch_size": "batch_size",
+    "d_model": "d_model",
+    "heads": "n_heads",
+    "eval_every": "eval_every",
+    "heldout_size": "heldout_size",
+}
+
+
+def _record_lab(
+    ctx: typer.Context,
+    *,
+    rows: list[RowKey],
+    seeds: str,
+    depths: str | None,
+    eps: str | None,
+    eps_seeds: str | None,
+    jobs: int | None,
+    out: Path,
+    fresh: bool,
+) -> NoReturn:
+    """record-runs --lab: the lab grid beside --out (docs/lab.md, "The grid file")."""
+    from click.core import ParameterSource
+    from pydantic import ValidationError
+
+    from normdive.lab.grid import LabBase, LabOffered
+
+    given = {
+        field: ctx.params[option]
+        for option, field in LAB_OVERRIDABLE.items()
+        if ctx.get_parameter_source(option) is not ParameterSource.DEFAULT
+    }
+    seed_list = parse_seeds(seeds)
+    extra: list[int] | None
+    if eps_seeds is None:
+        extra = None if LAB_EXTRA_EPS_SEEDS is None else list(LAB_EXTRA_EPS_SEEDS)
+    elif eps_seeds == "all":
+        extra = None
+    else:
+        extra = parse_seeds(eps_seeds)
+    try:
+        base = LabBase.model_validate(given)
+        offered = LabOffered(
+            depths=parse_depths(depths) if depths is not None else list(OFFERED_DEPTHS),
+            eps=parse_eps(eps) if eps is not None else list(OFFERED_EPS),
+            inits=["gpt2", "pytorch"],
+            seeds=seed_list,
+        )
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'config'}: {e['msg']}" for e in error.errors()
+        )
+        typer.echo(f"Invalid settings: {problems}", err=True)
+        raise typer.Exit(EXIT_SETTINGS_INVALID) from None
+
+    from normdive.training.command import record_lab_runs  # torch, in the workers only
+
+    status = record_lab_runs(
+        base,
+        offered,
+        rows,
+        extra_eps_seeds=extra,
+        jobs=jobs,
+        out=lab_path_for(out),
+        fresh=fresh,
+    )
+    raise typer.Exit(status)
+
+
 @app.command("record-runs")
 def record_runs(
+    ctx: typer.Context,
     depth: Annotated[int, typer.Option(help=_described("depth"))] = RUN_DEFAULTS.depth,
     copy_length: Annotated[
         int, typer.Option(help=_described("copy_length"))
@@ -732,18 +864,77 @@ def record_runs(
             show_default="the whole sweep",
         ),
     ] = None,
+    lab: Annotated[
+        bool,
+        typer.Option(
+            "--lab",
+            help="Record the lab grid instead (docs/lab.md), into ...-lab.json beside --out, "
+            "on the CPU: the lab's own settings, of which --copy-length, --steps, "
+            "--batch-size, --d-model, --heads, --eval-every and --heldout-size change those "
+            "given; --seeds and --rows as for the ablation.",
+            show_default="the ablation",
+        ),
+    ] = False,
+    lab_depths: Annotated[
+        str | None,
+        typer.Option(
+            help="With --lab: comma-separated depths.",
+            show_default=",".join(map(str, OFFERED_DEPTHS)),
+        ),
+    ] = None,
+    lab_eps: Annotated[
+        str | None,
+        typer.Option(
+            help="With --lab: the eps values recorded wherever layer norm is on.",
+            show_default=",".join(f"{e:g}" for e in OFFERED_EPS),
+        ),
+    ] = None,
+    lab_eps_seeds: Annotated[
+        str | None,
+        typer.Option(
+            help="With --lab: the seeds at which eps values other than 1e-05 are recorded, "
+            "or all; the file says what was left out.",
+            show_default="all"
+            if LAB_EXTRA_EPS_SEEDS is None
+            else ",".join(map(str, LAB_EXTRA_EPS_SEEDS)),
+        ),
+    ] = None,
 ) -> None:
     """Train the ablation rows and write the recording the page replays.
 
     Every row is the same stack and budget with layer norm and residuals switched on or off.
     Finished rows are kept beside the output, so an interrupted run resumes when the same
     command runs again; the previous recording is replaced only once the new one is whole.
-    With --sweep, the same for the depth sweep.
+    With --sweep, the same for the depth sweep; with --lab, for the lab grid.
     """
     from pydantic import ValidationError
 
-    seed_list = parse_seeds(seeds)
     row_list = parse_rows(rows)
+    if not lab and (lab_depths is not None or lab_eps is not None or lab_eps_seeds is not None):
+        raise typer.BadParameter(
+            "--lab-depths, --lab-eps and --lab-eps-seeds go with --lab", param_hint="--lab"
+        )
+    if lab:
+        if sweep or depth != RUN_DEFAULTS.depth or init != RUN_DEFAULTS.init or device == "cuda":
+            raise typer.BadParameter(
+                "the lab grid trains every depth of --lab-depths with both inits, on the CPU; "
+                "leave --sweep, --depth, --init and --device cuda out",
+                param_hint="--lab",
+            )
+        if jobs is not None and jobs < 1:
+            raise typer.BadParameter("give at least 1", param_hint="--jobs")
+        _record_lab(
+            ctx,
+            rows=row_list,
+            seeds=seeds,
+            depths=lab_depths,
+            eps=lab_eps,
+            eps_seeds=lab_eps_seeds,
+            jobs=jobs,
+            out=out,
+            fresh=fresh,
+        )
+    seed_list = parse_seeds(seeds)
     if not sweep and (sweep_depths is not None or shard is not None):
         raise typer.BadParameter("--sweep-depths and --shard go with --sweep", param_hint="--sweep")
     if sweep and (depth != RUN_DEFAULTS.depth or init != RUN_DEFAULTS.init):

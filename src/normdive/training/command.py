@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from rich.console import Console
 
+from normdive.lab.grid import LabBase, LabOffered
 from normdive.recording.format import RowKey, RunConfig
 from normdive.recording.summary import ranking_note, summary_table
 from normdive.recording.sweep import (
@@ -30,6 +31,7 @@ from normdive.recording.sweep import (
     relative_cost,
 )
 from normdive.recording.sweep_reader import sweep_summary
+from normdive.training.lab_record import LabPlan, lab_summary, record_lab
 from normdive.training.runner import RecordError, partial_dir, plan, record
 from normdive.training.sweep import record_sweep
 
@@ -209,5 +211,56 @@ def record_sweep_runs(
     if isinstance(sweep, int):
         return sweep
     for line in sweep_summary(sweep):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    return 0
+
+
+def record_lab_runs(
+    base: LabBase,
+    offered: LabOffered,
+    rows: Sequence[RowKey],
+    *,
+    extra_eps_seeds: Sequence[int] | None,
+    jobs: int | None,
+    out: Path,
+    fresh: bool,
+) -> int:
+    """Train the lab grid (docs/lab.md, "The grid file") on the CPU and write it to `out`;
+    returns the exit status. `extra_eps_seeds`: the seeds at which the offered eps values
+    other than the default are recorded (None: every seed); the file says what was left out."""
+    lab_plan = LabPlan(
+        offered,
+        tuple(rows),
+        None if extra_eps_seeds is None else tuple(extra_eps_seeds),
+    )
+    cells = len(lab_plan.points())
+    job_count = min(jobs or os.cpu_count() or 1, max(1, cells))
+    console = Console(soft_wrap=True)
+    console.print(
+        f"Recording the lab grid: {cells} cell(s) on cpu with {job_count} single-thread "
+        f"process(es); depths {', '.join(map(str, offered.depths))}; inits "
+        f"{', '.join(offered.inits)}; eps {', '.join(f'{e:g}' for e in offered.eps)}; seeds "
+        f"{', '.join(map(str, offered.seeds))}; width {base.d_model}, copy length "
+        f"{base.copy_length}, batch {base.batch_size}, {base.steps} steps. Writing {out}."
+        + (f" Trimmed: {lab_plan.trimmed()}" if lab_plan.trimmed() else "")
+    )
+    grid = _interruptible(
+        console,
+        out,
+        "cells",
+        "record-runs --lab",
+        lambda: record_lab(
+            base,
+            lab_plan,
+            jobs=job_count,
+            out=out,
+            command=command_line(),
+            fresh=fresh,
+            console=console,
+        ),
+    )
+    if isinstance(grid, int):
+        return grid
+    for line in lab_summary(grid):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     return 0

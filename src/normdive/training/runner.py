@@ -22,12 +22,13 @@ import shutil
 import signal
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from pydantic import BaseModel
 from rich.console import Console
 
 from normdive.recording.files import UnfaithfulWrite, write_atomically, write_validated
@@ -77,6 +78,20 @@ class Job:
     @property
     def planned(self) -> Planned:
         return Planned(self.name, self.label, self.cost)
+
+
+class WorkerJob(Protocol):
+    """What a worker process is handed for one run: a row of the ablation or the sweep
+    (Job), or a cell of the lab grid (training/lab_record.py)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def config(self) -> BaseModel: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
 
 
 def plan(rows: Sequence[RowKey], seeds: Sequence[int]) -> list[RowTask]:
@@ -181,9 +196,17 @@ def _stop(workers: list[BaseProcess]) -> None:
             worker.join()
 
 
-def run_processes(todo: list[Job], jobs: int, partial: PartialRows, bars: RunProgress) -> None:
-    """Train `todo` in `jobs` single-thread worker processes, each row kept in `partial` as
-    it finishes. Raises RecordError when a worker fails or dies."""
+def run_processes(
+    todo: Sequence[WorkerJob],
+    jobs: int,
+    partial: PartialRows,
+    bars: RunProgress,
+    *,
+    target: Callable[[str, str, Any, Any], None] = _worker,
+) -> None:
+    """Train `todo` in `jobs` single-thread worker processes running `target` (by default
+    the rows' worker), each run kept in `partial` as it finishes. Raises RecordError when a
+    worker fails or dies."""
     context = mp.get_context("spawn")  # a fresh interpreter: no inherited torch thread pools
     tasks = context.Queue()
     events = context.Queue()
@@ -194,7 +217,7 @@ def run_processes(todo: list[Job], jobs: int, partial: PartialRows, bars: RunPro
         tasks.put(None)
     workers: list[BaseProcess] = [
         context.Process(
-            target=_worker,
+            target=target,
             args=("cpu", str(partial.dir), tasks, events),
             daemon=True,
         )

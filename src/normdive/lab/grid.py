@@ -1,0 +1,330 @@
+"""The lab's configuration and its recorded grid: what `record-runs --lab` writes and the page
+reads lazily when "Train one yourself" opens (docs/lab.md, "The grid file").
+
+Torch-free, like the recording format it borrows from: every field of a `RunConfig` keeps its
+name, constraints and description; only the defaults differ, and they are the lab's, chosen
+by measurement (docs/lab.md, "Why this config"). Figures are `Measure`s, so a diverged cell
+(layer norm with eps 0 on a constant row, say) keeps its "nan" instead of being dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from normdive.recording.format import InitScheme, Measure, Provenance, RunConfig
+from normdive.recording.reader import MAX_RECORDING_BYTES, validation_summary
+
+LAB_FORMAT_VERSION = 1
+
+# --- the lab config: every default in one block (why each: docs/lab.md, "Why this config") ---
+LAB_COPY_LENGTH = 8
+LAB_VOCAB_SIZE = 16
+LAB_D_MODEL = 32
+LAB_N_HEADS = 4
+LAB_MLP_RATIO = 4
+LAB_STEPS = 300
+LAB_BATCH_SIZE = 16
+LAB_LEARNING_RATE = 3e-3
+LAB_WARMUP_STEPS = 30
+LAB_MIN_LR_RATIO = 0.1
+LAB_WEIGHT_DECAY = 0.01
+LAB_GRAD_CLIP = 1.0
+LAB_EVAL_EVERY = 25
+LAB_HELDOUT_SIZE = 128
+LAB_HELDOUT_SEED = 20_240_905
+LAB_GRAD_NORM_POINTS = 10  # a RunConfig field; the lab records no per-block norms
+LAB_DEPTH = 2
+LAB_INIT: InitScheme = "gpt2"
+LAB_EPS = 1e-5  # PyTorch's LayerNorm default
+# What the page offers a learner, and so what the grid records.
+OFFERED_DEPTHS = (1, 2, 3, 4)
+OFFERED_EPS = (0.0, 1e-5, 1.0)
+OFFERED_INITS: tuple[InitScheme, ...] = ("gpt2", "pytorch")
+OFFERED_SEEDS = (0, 1, 2)
+# The seeds at which the offered eps values other than LAB_EPS are recorded (None: every
+# offered seed); fewer keep `record-runs --lab` within 30 minutes on 2 cores.
+LAB_EXTRA_EPS_SEEDS: tuple[int, ...] | None = None
+# The grid lives beside the recording: <recording stem>-lab.json.
+LAB_SUFFIX = "-lab"
+# -----------------------------------------------------------------------------------------
+
+
+def lab_path_for(recording_path: Path) -> Path:
+    """Where the lab grid of a recording lives: beside it, its name ending in LAB_SUFFIX."""
+    return recording_path.with_name(recording_path.stem + LAB_SUFFIX + recording_path.suffix)
+
+
+_RUN = RunConfig.model_fields  # each lab field keeps the recording's constraints and wording
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LabBase(_Model):
+    """The settings every cell of the grid shares: a RunConfig's fields less depth and init."""
+
+    copy_length: Annotated[int, _RUN["copy_length"]] = LAB_COPY_LENGTH
+    vocab_size: Annotated[int, _RUN["vocab_size"]] = LAB_VOCAB_SIZE
+    d_model: Annotated[int, _RUN["d_model"]] = LAB_D_MODEL
+    n_heads: Annotated[int, _RUN["n_heads"]] = LAB_N_HEADS
+    mlp_ratio: Annotated[int, _RUN["mlp_ratio"]] = LAB_MLP_RATIO
+    steps: Annotated[int, _RUN["steps"]] = LAB_STEPS
+    batch_size: Annotated[int, _RUN["batch_size"]] = LAB_BATCH_SIZE
+    learning_rate: Annotated[float, _RUN["learning_rate"]] = LAB_LEARNING_RATE
+    warmup_steps: Annotated[int, _RUN["warmup_steps"]] = LAB_WARMUP_STEPS
+    min_lr_ratio: Annotated[float, _RUN["min_lr_ratio"]] = LAB_MIN_LR_RATIO
+    weight_decay: Annotated[float, _RUN["weight_decay"]] = LAB_WEIGHT_DECAY
+    grad_clip: Annotated[float | None, _RUN["grad_clip"]] = LAB_GRAD_CLIP
+    eval_every: Annotated[int, _RUN["eval_every"]] = LAB_EVAL_EVERY
+    heldout_size: Annotated[int, _RUN["heldout_size"]] = LAB_HELDOUT_SIZE
+    heldout_seed: Annotated[int, _RUN["heldout_seed"]] = LAB_HELDOUT_SEED
+    grad_norm_points: Annotated[int, _RUN["grad_norm_points"]] = LAB_GRAD_NORM_POINTS
+
+    @property
+    def sequence_length(self) -> int:
+        """Positions the model sees: the symbols, the separator, the copy minus its last."""
+        return 2 * self.copy_length
+
+    @model_validator(mode="after")
+    def _heads_divide_width(self) -> LabBase:
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
+        return self
+
+
+class LabConfig(LabBase):
+    """One lab run's whole configuration: the shared settings and the learner's choices."""
+
+    depth: Annotated[int, _RUN["depth"]] = LAB_DEPTH
+    init: Annotated[InitScheme, _RUN["init"]] = LAB_INIT
+    layernorm: bool = Field(default=True, description="Every norm on (pre-LN and final).")
+    residual: bool = Field(default=True, description="The skip path around each sublayer.")
+    eps: float | None = Field(
+        default=LAB_EPS,
+        ge=0,
+        description="LayerNorm's epsilon (0 allowed); null exactly when layer norm is off.",
+    )
+
+    @model_validator(mode="after")
+    def _eps_with_layernorm(self) -> LabConfig:
+        if self.layernorm and self.eps is None:
+            raise ValueError("layer norm is on: give its eps (0 allowed)")
+        if not self.layernorm and self.eps is not None:
+            raise ValueError("layer norm is off: eps must be null")
+        if self.eps is not None and not math.isfinite(self.eps):
+            raise ValueError("eps must be a finite number")
+        return self
+
+    @property
+    def base(self) -> LabBase:
+        return LabBase.model_validate(self.model_dump(include=set(LabBase.model_fields)))
+
+    def run_config(self) -> RunConfig:
+        """The same settings as a RunConfig, for the recorder's shared pieces (the schedule)."""
+        return RunConfig.model_validate(self.model_dump(include=set(RunConfig.model_fields)))
+
+    @classmethod
+    def at(
+        cls,
+        base: LabBase,
+        *,
+        depth: int,
+        layernorm: bool,
+        residual: bool,
+        eps: float | None,
+        init: InitScheme,
+    ) -> LabConfig:
+        """The config of one grid point."""
+        return cls.model_validate(
+            {
+                **base.model_dump(),
+                "depth": depth,
+                "layernorm": layernorm,
+                "residual": residual,
+                "eps": eps,
+                "init": init,
+            }
+        )
+
+
+class LabPoint(_Model):
+    """One evaluation along a cell's curve (the JavaScript trainer posts the same shape)."""
+
+    step: int = Field(ge=0, description="Updates done; 0 is the untrained model.")
+    train_loss: Measure | None = Field(
+        description="Mean training loss over the updates since the previous point; null at 0."
+    )
+    heldout_loss: Measure = Field(description="Cross-entropy on the copied half, held out.")
+    heldout_accuracy: Measure = Field(description="Per-token copy accuracy, held out (0..1).")
+
+
+class LabFinal(_Model):
+    """The held-out figures after the last update."""
+
+    step: int = Field(ge=0)
+    heldout_loss: Measure
+    heldout_accuracy: Measure
+
+
+class LabCell(_Model):
+    """One recorded lab run: a grid point and a seed."""
+
+    depth: int = Field(ge=1, le=64)
+    layernorm: bool
+    residual: bool
+    eps: float | None = Field(ge=0, description="Null exactly when layer norm is off.")
+    init: InitScheme
+    seed: int = Field(ge=0)
+    curve: list[LabPoint] = Field(min_length=1)
+    final: LabFinal
+    wall_s: float = Field(ge=0, description="Seconds this cell took to train and evaluate.")
+
+    @property
+    def point(self) -> tuple[int, bool, bool, float | None, InitScheme, int]:
+        return (self.depth, self.layernorm, self.residual, self.eps, self.init, self.seed)
+
+    @model_validator(mode="after")
+    def _eps_with_layernorm(self) -> LabCell:
+        if self.layernorm != (self.eps is not None):
+            raise ValueError("eps is given exactly when layer norm is on")
+        return self
+
+
+class LabOffered(_Model):
+    """What the page lets a learner pick; the grid records each combination of these."""
+
+    depths: list[int] = Field(min_length=1)
+    eps: list[float] = Field(min_length=1, description="Offered wherever layer norm is on.")
+    inits: list[InitScheme] = Field(min_length=1)
+    seeds: list[int] = Field(min_length=1)
+
+
+class LabGrid(_Model):
+    """The recorded lab grid: the base config, what is offered, and one cell per run."""
+
+    format_version: Literal[1]
+    kind: Literal["lab_grid"] = "lab_grid"
+    base: LabBase
+    offered: LabOffered
+    trimmed: str | None = Field(
+        default=None,
+        description="What of the offered grid was left unrecorded to fit the time budget, in "
+        "a sentence the page can show; null when every offered cell is recorded.",
+    )
+    cells: list[LabCell] = Field(default_factory=list)
+    provenance: Provenance
+
+    @model_validator(mode="after")
+    def _cells_unique(self) -> LabGrid:
+        seen: set[tuple[int, bool, bool, float | None, str, int]] = set()
+        for cell in self.cells:
+            if cell.point in seen:
+                raise ValueError(f"cell {cell.point} appears twice")
+            seen.add(cell.point)
+        return self
+
+    def cell(
+        self,
+        depth: int,
+        layernorm: bool,
+        residual: bool,
+        eps: float | None,
+        init: InitScheme,
+        seed: int,
+    ) -> LabCell | None:
+        """The recorded cell at this point, or None when it was not recorded."""
+        wanted = (depth, layernorm, residual, eps if layernorm else None, init, seed)
+        return next((c for c in self.cells if c.point == wanted), None)
+
+    def missing(self) -> list[tuple[int, bool, bool, float | None, InitScheme, int]]:
+        """The offered points (depth, layernorm, residual, eps, init, seed) with no cell."""
+        return [p for p in offered_points(self.offered) if self.cell(*p) is None]
+
+
+def offered_points(
+    offered: LabOffered,
+) -> list[tuple[int, bool, bool, float | None, InitScheme, int]]:
+    """Every point the page can ask for: each row, with each offered eps where layer norm is
+    on, at each depth, init and seed. Seed-major, so the first seed is whole first."""
+    switches = [(True, True), (False, True), (True, False), (False, False)]  # the page's rows
+    return [
+        (depth, layernorm, residual, eps, init, seed)
+        for seed in offered.seeds
+        for init in offered.inits
+        for depth in offered.depths
+        for layernorm, residual in switches
+        for eps in (offered.eps if layernorm else [None])
+    ]
+
+
+LabProblemReason = Literal["missing", "unreadable", "too_large", "bad_json", "invalid"]
+LAB_REMEDY = "Run `normdive record-runs --lab` to make it again."
+
+
+class LabGridProblem(Exception):
+    """Why the lab grid cannot be used. `reason` is for code, `message` for people."""
+
+    def __init__(self, reason: LabProblemReason, message: str) -> None:
+        super().__init__(message)
+        self.reason: LabProblemReason = reason
+        self.message = message
+
+
+def parse_lab_grid(text: str | bytes, name: str) -> LabGrid:
+    """Validate a grid file's text; `name` is what messages call the file."""
+    try:
+        data = json.loads(text)
+    except UnicodeDecodeError as error:
+        raise LabGridProblem(
+            "unreadable", f"The lab grid {name} is not UTF-8 text. {LAB_REMEDY}"
+        ) from error
+    except json.JSONDecodeError as error:
+        raise LabGridProblem(
+            "bad_json",
+            f"The lab grid {name} is not valid JSON (line {error.lineno}, column "
+            f"{error.colno}: {error.msg}); it may have been cut short. {LAB_REMEDY}",
+        ) from error
+    except RecursionError as error:
+        raise LabGridProblem(
+            "bad_json", f"The lab grid {name} nests its JSON too deeply to read. {LAB_REMEDY}"
+        ) from error
+    if isinstance(data, dict) and data.get("format_version") not in (None, LAB_FORMAT_VERSION):
+        raise LabGridProblem(
+            "invalid",
+            f"The lab grid {name} has format_version {data.get('format_version')!r}; this "
+            f"normdive reads version {LAB_FORMAT_VERSION}. {LAB_REMEDY}",
+        )
+    try:
+        return LabGrid.model_validate(data)
+    except ValidationError as error:
+        raise LabGridProblem(
+            "invalid",
+            f"The lab grid {name} is not a valid lab grid ({validation_summary(error)}). "
+            f"{LAB_REMEDY}",
+        ) from error
+
+
+def read_lab_grid(path: Path) -> LabGrid:
+    """The grid at `path`, or LabGridProblem saying what is wrong with the file."""
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_RECORDING_BYTES + 1)
+    except FileNotFoundError as error:
+        raise LabGridProblem("missing", f"There is no lab grid at {path}. {LAB_REMEDY}") from error
+    except OSError as error:
+        raise LabGridProblem(
+            "unreadable", f"The lab grid {path} cannot be read ({error.strerror}). {LAB_REMEDY}"
+        ) from error
+    if len(raw) > MAX_RECORDING_BYTES:
+        raise LabGridProblem(
+            "too_large",
+            f"The lab grid {path} is over {MAX_RECORDING_BYTES // (1024 * 1024)} MiB; it is "
+            f"not a lab grid. {LAB_REMEDY}",
+        )
+    return parse_lab_grid(raw, str(path))

@@ -1,0 +1,262 @@
+"""Recording the lab grid (`record-runs --lab`): every offered cell trained as record-runs
+trains the ablation's rows (single-thread worker processes on the CPU, each cell kept beside
+the output as it finishes, an interrupted run resumed), then the grid written in one atomic
+step. Torch-free until a worker trains: the parent only plans, shows progress and writes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from normdive.lab.grid import (
+    LAB_EPS,
+    LAB_FORMAT_VERSION,
+    LabBase,
+    LabCell,
+    LabConfig,
+    LabGrid,
+    LabOffered,
+    offered_points,
+)
+from normdive.recording.files import UnfaithfulWrite, write_atomically, write_validated
+from normdive.recording.format import ROW_SWITCHES, InitScheme, RowKey
+from normdive.training.progress import Planned, RunProgress
+from normdive.training.provenance import provenance
+from normdive.training.runner import THREADS_PER_JOB, PartialRows, RecordError, run_processes
+
+LAB_KIND = "lab_grid"
+# A cell's cost relative to the others (for the estimate of the time left): its depth plus
+# the fixed part every step pays (embeddings, head, the optimiser, Python's overhead), which
+# at width 32 weighs about as much as two blocks.
+FIXED_COST_IN_BLOCKS = 2.0
+
+Point = tuple[int, bool, bool, float | None, InitScheme, int]
+
+
+@dataclass(frozen=True)
+class LabJob:
+    """One cell to train; under `name` it is kept beside the output."""
+
+    config: LabConfig
+    seed: int
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+    @property
+    def name(self) -> str:
+        c = self.config
+        norm = f"ln-eps{c.eps:g}" if c.eps is not None else "noln"
+        residual = "res" if c.residual else "nores"
+        return f"d{c.depth}-{c.init}-{norm}-{residual}-seed{self.seed}"
+
+    @property
+    def label(self) -> str:
+        c = self.config
+        norm = f"LN eps {c.eps:g}" if c.eps is not None else "no LN"
+        residual = "res" if c.residual else "no res"
+        return f"depth {c.depth} {c.init} {norm} {residual} seed {self.seed}"
+
+    @property
+    def point(self) -> Point:
+        c = self.config
+        return (c.depth, c.layernorm, c.residual, c.eps, c.init, self.seed)
+
+    @property
+    def planned(self) -> Planned:
+        return Planned(self.name, self.label, self.config.depth + FIXED_COST_IN_BLOCKS)
+
+
+@dataclass(frozen=True)
+class LabPlan:
+    """What to record: the offered grid, less the seeds left out of the extra eps values."""
+
+    offered: LabOffered
+    rows: tuple[RowKey, ...]
+    # The seeds at which the offered eps values other than LAB_EPS are recorded; None: all.
+    extra_eps_seeds: tuple[int, ...] | None = None
+
+    def points(self) -> list[Point]:
+        wanted = {ROW_SWITCHES[key] for key in self.rows}
+        return [
+            p
+            for p in offered_points(self.offered)
+            if (p[1], p[2]) in wanted
+            and (
+                self.extra_eps_seeds is None
+                or p[3] in (None, LAB_EPS)
+                or p[5] in self.extra_eps_seeds
+            )
+        ]
+
+    def trimmed(self) -> str | None:
+        """The sentence the page shows when part of what it offers is not recorded."""
+        parts = []
+        extra = [e for e in self.offered.eps if e != LAB_EPS]
+        if (
+            self.extra_eps_seeds is not None
+            and extra
+            and self.offered.seeds != list(self.extra_eps_seeds)
+        ):
+            seeds = [s for s in self.offered.seeds if s in self.extra_eps_seeds]
+            where = (
+                f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))} only"
+                if seeds
+                else "no seed"
+            )
+            parts.append(
+                f"with layer norm, eps {' and '.join(f'{e:g}' for e in extra)} recorded at "
+                f"{where} (eps {LAB_EPS:g} at every seed), to record the grid within 30 "
+                "minutes on 2 cores"
+            )
+        missing_rows = [key for key in ROW_SWITCHES if key not in self.rows]
+        if missing_rows:
+            parts.append(f"rows not recorded: {', '.join(missing_rows)}")
+        return "; ".join(parts).capitalize() + "." if parts else None
+
+
+def lab_fingerprint(base: LabBase, device: str) -> dict[str, Any]:
+    """What kept cells must share with this run to be reused (the plan may differ)."""
+    return {
+        "kind": LAB_KIND,
+        "format_version": LAB_FORMAT_VERSION,
+        "base": base.model_dump(mode="json"),
+        "device": device,
+    }
+
+
+def lab_jobs(base: LabBase, points: Sequence[Point]) -> list[LabJob]:
+    return [
+        LabJob(LabConfig.at(base, depth=d, layernorm=ln, residual=res, eps=eps, init=init), seed)
+        for d, ln, res, eps, init, seed in points
+    ]
+
+
+def _load(partial: PartialRows, job: LabJob) -> LabCell | None:
+    """The kept cell, or None when absent, unreadable or not the job's (trained again)."""
+    try:
+        cell = LabCell.model_validate_json((partial.dir / f"{job.name}.json").read_bytes())
+    except (OSError, ValueError):
+        return None
+    return cell if cell.point == job.point else None
+
+
+def lab_worker(
+    device: str, partial: str, tasks: Any, events: Any
+) -> None:  # pragma: no cover  (runs in a spawned process; the CLI tests drive it)
+    """runner._worker's twin for lab cells: same queues, same events."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from normdive.training.lab import pin_thread, train_lab_cell  # torch: only here
+
+    pin_thread()
+    parent = os.getppid()
+    store = Path(partial)
+    while (item := tasks.get()) is not None:
+        name, config_json, _key, seed = item
+        config = LabConfig.model_validate_json(config_json)
+
+        def report(p: Any, name: str = name) -> None:
+            if os.getppid() != parent:
+                os._exit(1)  # the parent is gone (killed): do not train on as an orphan
+            events.put(("progress", name, (p.step, p.train_loss, p.heldout_accuracy)))
+
+        try:
+            events.put(("start", name, None))
+            cell = train_lab_cell(config, seed, report=report)
+            write_atomically(store / f"{name}.json", cell.model_dump_json())
+            events.put(("done", name, (cell.wall_s, cell.final.heldout_accuracy)))
+        except Exception:
+            events.put(("error", name, traceback.format_exc()))
+            return
+
+
+def record_lab(
+    base: LabBase,
+    plan: LabPlan,
+    *,
+    jobs: int,
+    out: Path,
+    command: str,
+    fresh: bool,
+    console: Console,
+) -> LabGrid:
+    """Train the plan's cells not kept yet (CPU worker processes), then write the grid to
+    `out`. Raises KeyboardInterrupt (finished cells stay kept) or RecordError."""
+    started = time.perf_counter()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    every = lab_jobs(base, plan.points())
+    partial = PartialRows(out, lab_fingerprint(base, "cpu"), fresh=fresh)
+    kept = {job.name: cell for job in every if (cell := _load(partial, job)) is not None}
+    todo = [job for job in every if job.name not in kept]
+    if kept:
+        console.print(
+            f"Resuming: {len(kept)} finished cell(s) kept in {partial.dir}; {len(todo)} to train."
+        )
+    bars = RunProgress(console, [job.planned for job in every], base.steps)
+    for name, cell in kept.items():
+        bars.kept(name, cell.final.heldout_accuracy)
+    with bars:
+        if todo:
+            run_processes(todo, jobs, partial, bars, target=lab_worker)
+    cells = []
+    for job in every:
+        cell = kept.get(job.name) or _load(partial, job)
+        if cell is None:
+            raise RecordError(
+                f"cell {job.label} finished but its file in {partial.dir} is unreadable"
+            )
+        cells.append(cell)
+    grid = LabGrid(
+        format_version=LAB_FORMAT_VERSION,
+        base=base,
+        offered=plan.offered,
+        trimmed=plan.trimmed(),
+        cells=cells,
+        provenance=provenance(
+            command=command,
+            device="cpu",
+            jobs=jobs,
+            threads_per_job=THREADS_PER_JOB,
+            wall_s=time.perf_counter() - started,
+            rows_resumed=len(kept),
+        ),
+    )
+    try:
+        write_validated(out, grid, indent=None)
+    except UnfaithfulWrite as error:
+        raise RecordError(str(error)) from None
+    partial.remove()
+    return grid
+
+
+def lab_summary(grid: LabGrid) -> list[str]:
+    """Final held-out accuracy per depth and row at eps LAB_EPS, averaged over the seeds."""
+    lines = []
+    for init in grid.offered.inits:
+        lines.append(f"init {init}: final held-out accuracy (mean over seeds), eps {LAB_EPS:g}")
+        for depth in grid.offered.depths:
+            parts = []
+            for key, (ln, res) in ROW_SWITCHES.items():
+                found = [
+                    float(c.final.heldout_accuracy)
+                    for c in grid.cells
+                    if (c.depth, c.layernorm, c.residual, c.init) == (depth, ln, res, init)
+                    and c.eps in (None, LAB_EPS)
+                ]
+                if found:
+                    parts.append(f"{key} {100 * sum(found) / len(found):.1f}%")
+            lines.append(f"  depth {depth}: " + ", ".join(parts))
+    return lines
+
+
+__all__ = ["LabJob", "LabPlan", "lab_summary", "record_lab"]
