@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 from fastapi import FastAPI
@@ -473,3 +473,129 @@ def grade_book_server(book: GradeBook) -> Iterator[GradeBook]:
     book.base = f"http://127.0.0.1:{server.server_address[1]}"
     with serving(server):
         yield book
+
+
+MEMBERSHIPS_SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
+MEMBERSHIPS_MEDIA_TYPE = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
+
+
+@dataclass
+class RosterBook(GradeBook):
+    """A platform's Names and Role Provisioning Service, served over real HTTP: the token
+    endpoint (GradeBook's checks: the tool's client assertion, `token_refusal`) grants only
+    the contextmembership.readonly scope asked for; GET /memberships answers `members`
+    `page_size` at a time with `Link: <...>; rel="next"` (NRPS 2.0, 2.4.2), honouring the
+    `role` filter, and refuses a missing or wrong token or Accept. `next_origin` puts the
+    next pages elsewhere; `padding` adds that many bytes to each page; `trickle_s` sends
+    each page a byte at a time, that many seconds apart, until `released`."""
+
+    members: list[dict[str, Any]] = field(default_factory=list)
+    page_size: int = 2
+    next_origin: str | None = None
+    padding: int = 0
+    trickle_s: float = 0.0
+    released: threading.Event = field(default_factory=threading.Event)
+    scopes_asked: list[str] = field(default_factory=list)
+    pages_served: list[str] = field(default_factory=list)
+
+    @property
+    def memberships_url(self) -> str:
+        return f"{self.base}/memberships?context=course-1"
+
+    def claim(self) -> dict[str, Any]:
+        return {"context_memberships_url": self.memberships_url, "service_versions": ["2.0"]}
+
+    def page(self, query: dict[str, str]) -> tuple[dict[str, Any], str | None]:
+        role = query.get("role")
+        # A role matches by its full name or its short one (LTI 1.3, A.2.2).
+        wanted = {role, role.rpartition("#")[2]} if role else set()
+        listed = [m for m in self.members if role is None or wanted & set(m["roles"])]
+        start = int(query.get("page", "0"))
+        body = {
+            "id": self.memberships_url,
+            "context": {"id": "course-1", "title": "Learn machine learning"},
+            "members": listed[start : start + self.page_size],
+        }
+        if self.padding:
+            body["padding"] = "x" * self.padding
+        if start + self.page_size >= len(listed):
+            return body, None
+        following = {**query, "page": str(start + self.page_size)}
+        origin = self.next_origin or self.base
+        return body, f"{origin}/memberships?{urlencode(following)}"
+
+
+@contextmanager
+def roster_server(book: RosterBook) -> Iterator[RosterBook]:
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            if not book.trickle_s or status != 200 or "access_token" in body:
+                self.wfile.write(data)
+                return
+            try:
+                for at in range(len(data)):
+                    if book.released.is_set():
+                        self.wfile.write(data[at:])
+                        return
+                    self.wfile.write(data[at : at + 1])
+                    book.released.wait(book.trickle_s)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
+            book.requests.append(urlsplit(self.path).path)
+            if book.token_refusal is not None:
+                self._answer(
+                    400, {"error": "invalid_client", "error_description": book.token_refusal}
+                )
+                return
+            if form.get("grant_type") != "client_credentials" or not book.check_assertion(
+                form.get("client_assertion", "")
+            ):
+                self._answer(400, {"error": "invalid_client"})
+                return
+            book.scopes_asked.append(form.get("scope", ""))
+            book.tokens_issued += 1
+            self._answer(
+                200,
+                {
+                    "access_token": f"token-{book.tokens_issued}",
+                    "token_type": "Bearer",
+                    "expires_in": 3600,
+                    "scope": MEMBERSHIPS_SCOPE,
+                },
+            )
+
+        def do_GET(self) -> None:
+            parts = urlsplit(self.path)
+            book.requests.append(parts.path)
+            if not self.headers.get("Authorization", "").startswith("Bearer token-"):
+                self._answer(401, {"error": "invalid_token"})
+                return
+            if self.headers.get("Accept") != MEMBERSHIPS_MEDIA_TYPE:
+                self._answer(406, {"error": "not acceptable"})
+                return
+            book.pages_served.append(self.path)
+            body, following = book.page({k: v[0] for k, v in parse_qs(parts.query).items()})
+            link = {"Link": f'<{following}>; rel="next"'} if following else {}
+            self._answer(200, body, link)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    book.base = f"http://127.0.0.1:{server.server_address[1]}"
+    with serving(server):
+        try:
+            yield book
+        finally:
+            book.released.set()

@@ -196,6 +196,7 @@ def test_the_canvas_configuration_names_the_tools_urls(app: FastAPI) -> None:
     assert set(config["scopes"]) == {
         "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
         "https://purl.imsglobal.org/spec/lti-ags/scope/score",
+        "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly",
     }
     [canvas] = config["extensions"]
     assert canvas["platform"] == "canvas.instructure.com"

@@ -44,6 +44,8 @@ TABLES = {
     "lti_grade_targets",
     "lti_score_outbox",
     "lti_used_invites",
+    "lti_roster_services",
+    "lti_roster_members",
 }
 
 
@@ -217,5 +219,61 @@ def test_the_grade_target_migration_gives_each_stored_target_its_state(empty_url
             ("d" * 64, "due", True, 0, 0),
             ("s" * 64, "sent", False, 0, 0),
         ]
+    finally:
+        engine.dispose()
+
+
+def test_the_roster_migration_keeps_what_was_stored_before_it(empty_url: str) -> None:
+    """0010 adds the roster beside the courses stored before it: their launches stay, and a
+    roster stored after it goes when it is undone."""
+    engine = make_engine(empty_url)
+    try:
+        command.upgrade(alembic_config(engine), "0009")
+        learner = Store(engine).create_learner()
+        with engine.begin() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO lti_context_members (context_key, learner_id, last_launch_at)"
+                    " VALUES (:course, :learner, CURRENT_TIMESTAMP)"
+                ),
+                {"course": "c" * 64, "learner": learner},
+            )
+        command.upgrade(alembic_config(engine), "0010")
+        with engine.begin() as connection:
+            registration = connection.execute(
+                text(
+                    "INSERT INTO lti_registrations (issuer, client_id, auth_login_url, token_url,"
+                    " jwks_url, frame_origins, prerequisite_mode) VALUES ('https://lms.example',"
+                    " 'c', 'https://lms.example/a', 'https://lms.example/t',"
+                    " 'https://lms.example/k', '[]', 'platform') RETURNING id"
+                )
+            ).scalar_one()
+            connection.execute(
+                text(
+                    "INSERT INTO lti_roster_services (context_key, registration_id, deployment_id,"
+                    " memberships_url) VALUES (:course, :registration, 'd',"
+                    " 'https://lms.example/m')"
+                ),
+                {"course": "c" * 64, "registration": registration},
+            )
+            connection.execute(
+                text(
+                    "INSERT INTO lti_roster_members (context_key, link_key, status, roles)"
+                    " VALUES (:course, :member, 'Active', 'Learner')"
+                ),
+                {"course": "c" * 64, "member": "m" * 64},
+            )
+        with engine.connect() as connection:
+            members = connection.execute(
+                text("SELECT link_key, status, name FROM lti_roster_members")
+            ).all()
+        assert [tuple(row) for row in members] == [("m" * 64, "Active", None)]
+        command.downgrade(alembic_config(engine), "0009")
+        assert not {"lti_roster_services", "lti_roster_members"} & set(
+            inspect(engine).get_table_names()
+        )
+        with engine.connect() as connection:
+            kept = connection.execute(text("SELECT learner_id FROM lti_context_members")).all()
+        assert [row[0] for row in kept] == [learner]
     finally:
         engine.dispose()

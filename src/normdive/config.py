@@ -66,6 +66,15 @@ DEFAULT_BODY_TIMEOUT_S = 30.0
 # How long an instructor link (`normdive instructor-link`) stays good, and how long the
 # instructor view stays open in a browser after that link or a staff launch: a working day.
 DEFAULT_INSTRUCTOR_ACCESS_TTL_S = 8 * 60 * 60
+# A course's roster (LTI Names and Role Provisioning Services) is fetched again at most this
+# often, in seconds, whoever asks (a staff launch, `normdive lti roster`): a course's
+# enrolments change a few times a day, and an instructor launching over and over must not
+# make D9 read a roster of thousands each time.
+DEFAULT_ROSTER_REFRESH_S = 15 * 60
+# Keep roster members' names and emails when the platform sends them (it sends them only
+# where its administrator lets the tool have them): the instructor view names who has not
+# started. Off, they are never stored, and the next refresh forgets those stored before.
+DEFAULT_ROSTER_KEEP_NAMES = True
 
 
 def estimated_bits(text: str) -> float:
@@ -177,6 +186,10 @@ class Settings(DatabaseSettings):
     body_timeout_s: float = Field(default=DEFAULT_BODY_TIMEOUT_S, gt=0)
     # Seconds an instructor link, and the instructor view's access in a browser, stay good.
     instructor_access_ttl_s: int = Field(default=DEFAULT_INSTRUCTOR_ACCESS_TTL_S, ge=1)
+    # The least time, in seconds, between two fetches of a course's roster.
+    roster_refresh_s: float = Field(default=DEFAULT_ROSTER_REFRESH_S, ge=0)
+    # Keep roster members' names and emails when the platform sends them.
+    roster_keep_names: bool = DEFAULT_ROSTER_KEEP_NAMES
     # The origin learners and platforms reach the tool at (https://host[:port]). The URLs the
     # tool gives out (its LTI configuration, launch and redirect URLs, links it prints) are built
     # from it. Unset: from each request's Host (or a trusted proxy's X-Forwarded-Host/-Proto).

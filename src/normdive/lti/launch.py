@@ -83,6 +83,7 @@ ROLES_CLAIM = CLAIM + "roles"
 CONTEXT_CLAIM = CLAIM + "context"
 CUSTOM_CLAIM = CLAIM + "custom"
 AGS_ENDPOINT_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
 
 CLAIM_MESSAGES = {
     "iss": "The id_token's issuer (iss) is not the platform this login was started for.",
@@ -144,6 +145,8 @@ class Launch:
     custom: Mapping[str, str] = field(default_factory=dict)
     # The Assignment and Grade Services endpoint claim, when the platform offers it.
     ags_endpoint: Mapping[str, Any] | None = None
+    # The Names and Role Provisioning Services claim (context_memberships_url), when offered.
+    names_roles: Mapping[str, Any] | None = None
     message_type: str = RESOURCE_LINK_REQUEST
     # A deep linking request's settings (deep_link_return_url, data, ...); None otherwise.
     deep_linking: Mapping[str, Any] | None = None
@@ -475,6 +478,7 @@ def validate(engine: Engine, *, id_token: str, state: str, proof: BrowserProof) 
     context_title = context.get("title") if isinstance(context, Mapping) else None
     custom = claims.get(CUSTOM_CLAIM)
     ags = claims.get(AGS_ENDPOINT_CLAIM)
+    names_roles = claims.get(NRPS_CLAIM)
     message_type = claims[MESSAGE_TYPE_CLAIM]
     deep_linking = message_type == DEEP_LINKING_REQUEST
     return Launch(
@@ -494,6 +498,7 @@ def validate(engine: Engine, *, id_token: str, state: str, proof: BrowserProof) 
             else {}
         ),
         ags_endpoint=ags if isinstance(ags, Mapping) else None,
+        names_roles=names_roles if isinstance(names_roles, Mapping) else None,
     )
 
 

@@ -64,10 +64,16 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256(json.dumps(parts, ensure_ascii=True).encode()).hexdigest()
 
 
+def member_key(issuer: str, client_id: str, deployment_id: str, subject: str) -> str:
+    """A platform's user's key (lti_learners.link_key): their launches' sub, or a course
+    roster's user_id, which is the same identifier (NRPS 2.0, 2.3)."""
+    return _digest("user", issuer, client_id, deployment_id, subject)
+
+
 def user_key(launch: Launch) -> str:
     registration = launch.registration
-    return _digest(
-        "user", registration.issuer, registration.client_id, launch.deployment_id, launch.subject
+    return member_key(
+        registration.issuer, registration.client_id, launch.deployment_id, launch.subject
     )
 
 

@@ -52,7 +52,6 @@ import hashlib
 import json
 import logging
 import re
-import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -63,16 +62,16 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
-from joserfc import jwt
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 
 from normdive.config import origin_of
 from normdive.lesson.content import Lesson
-from normdive.lti import registrations, tool_keys
+from normdive.lti import registrations
 from normdive.lti.launch import Launch
 from normdive.lti.platform_http import AnswerTooLarge, read_body
 from normdive.lti.platform_json import NotPlatformJson, parsed
 from normdive.lti.registrations import Registration, url_problem
+from normdive.lti.service_token import token_form
 from normdive.progress.events import Event
 from normdive.progress.facts import recording_facts_at
 from normdive.progress.state import derive
@@ -83,7 +82,6 @@ logger = logging.getLogger(__name__)
 
 SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
 LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
-CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 SCORE_MEDIA_TYPE = "application/vnd.ims.lis.v1.score+json"
 LINEITEM_MEDIA_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
 # How long one request to a platform may take, in seconds, its whole answer included.
@@ -96,8 +94,6 @@ ANSWER_EXCERPT_CHARS = 200
 # MAX_RETRY_S: a platform back from an outage gets every score within five minutes.
 FIRST_RETRY_S = 5.0
 MAX_RETRY_S = 300.0
-# A client assertion is good for this long (RFC 7523 asks for a short life).
-ASSERTION_LIFETIME_S = 300
 # An access token is used until this long before the platform says it expires.
 TOKEN_MARGIN_S = 30
 # The most requests one target's send makes: a token, a line item, the score, a new token and
@@ -907,30 +903,11 @@ class Sender:
         kept = self._tokens.get(registration.id)
         if kept is not None and kept.expires_at > time.monotonic():
             return kept
-        key = tool_keys.signing_key(self.engine)
-        now = int(time.time())
-        assertion = jwt.encode(
-            {"alg": tool_keys.SIGNING_ALGORITHM, "kid": key.kid, "typ": "JWT"},
-            {
-                "iss": registration.client_id,
-                "sub": registration.client_id,
-                "aud": registration.token_url,
-                "iat": now,
-                "exp": now + ASSERTION_LIFETIME_S,
-                "jti": secrets.token_urlsafe(16),
-            },
-            key,
-        )
         what = f"the platform's token endpoint {registration.token_url}"
         try:
             answer = self._exchange(
                 registration.token_url,
-                form={
-                    "grant_type": "client_credentials",
-                    "client_assertion_type": CLIENT_ASSERTION_TYPE,
-                    "client_assertion": assertion,
-                    "scope": f"{SCORE_SCOPE} {LINEITEM_SCOPE}",
-                },
+                form=token_form(self.engine, registration, (SCORE_SCOPE, LINEITEM_SCOPE)),
             )
         except NoAnswer as error:
             raise _TokenFailed(outage(what, None, str(error))) from None

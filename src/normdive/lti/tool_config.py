@@ -10,13 +10,15 @@ from urllib.parse import urlsplit
 
 from normdive.lesson.content import Lesson
 from normdive.lti.passback import LINEITEM_SCOPE, SCORE_SCOPE
+from normdive.lti.roster import MEMBERSHIPS_SCOPE
 
 # The tool's paths (served by normdive.web.lti_routes).
 LOGIN_PATH = "/lti/login"
 LAUNCH_PATH = "/lti/launch"
 JWKS_PATH = "/lti/jwks"
-# The services the tool asks for: sending scores, and creating the line item it sends to.
-SCOPES = (LINEITEM_SCOPE, SCORE_SCOPE)
+# The services the tool asks for: sending scores, creating the line item it sends to, and
+# reading the course's roster (who has not opened D9 yet).
+SCOPES = (LINEITEM_SCOPE, SCORE_SCOPE, MEMBERSHIPS_SCOPE)
 # Canvas's privacy level: the tool needs only the user's opaque id (sub), no name or email.
 CANVAS_PRIVACY_LEVEL = "anonymous"
 CANVAS_PLATFORM = "canvas.instructure.com"

@@ -372,6 +372,55 @@ class LtiGradeTarget(Base):
     updated_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
+# A roster member's status as the platform names it (NRPS 2.0: Active, Inactive, and
+# Deleted in a differences answer): the longest is well under this.
+LTI_ROSTER_STATUS_LENGTH = 10
+
+
+class LtiRosterService(Base):
+    """A course's Names and Role Provisioning Service, as its launches named it: the context
+    key of lti_context_members, and where and how its memberships were last fetched
+    (normdive.lti.roster; migration 0010)."""
+
+    __tablename__ = "lti_roster_services"
+
+    context_key: Mapped[str] = mapped_column(CHAR(LTI_DIGEST_LENGTH), primary_key=True)
+    registration_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("lti_registrations.id", ondelete="CASCADE"), nullable=False
+    )
+    deployment_id: Mapped[str] = mapped_column(String(LTI_IDENTIFIER_LENGTH), nullable=False)
+    memberships_url: Mapped[str] = mapped_column(String(LTI_URL_LENGTH), nullable=False)
+    # When a refresh last began (None: never): one refresh per interval, whoever asks.
+    refresh_started_at: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True), nullable=True
+    )
+    # When the members below were fetched whole (None: never).
+    fetched_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # Why the last refresh kept the members as they were, in words (None: it did not fail).
+    problem: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class LtiRosterMember(Base):
+    """A learner on a course's roster (NRPS): SHA-256 of (issuer, client id, deployment id,
+    user_id), the same key as lti_learners.link_key, so a member who launched is found."""
+
+    __tablename__ = "lti_roster_members"
+    __table_args__ = (PrimaryKeyConstraint("context_key", "link_key"),)
+
+    context_key: Mapped[str] = mapped_column(
+        CHAR(LTI_DIGEST_LENGTH),
+        ForeignKey("lti_roster_services.context_key", ondelete="CASCADE"),
+        nullable=False,
+    )
+    link_key: Mapped[str] = mapped_column(CHAR(LTI_DIGEST_LENGTH), nullable=False)
+    status: Mapped[str] = mapped_column(String(LTI_ROSTER_STATUS_LENGTH), nullable=False)
+    # The member's roles, space-separated (role URIs hold no space).
+    roles: Mapped[str] = mapped_column(Text, nullable=False)
+    # Only when the platform sends them and the operator keeps them (roster_keep_names).
+    name: Mapped[str | None] = mapped_column(String(LTI_IDENTIFIER_LENGTH), nullable=True)
+    email: Mapped[str | None] = mapped_column(String(LTI_IDENTIFIER_LENGTH), nullable=True)
+
+
 class LtiScoreOutbox(Base):
     """A learner whose score may have changed: one row per learner, put here by the database
     itself (a trigger on events, migration 0005) in the same transaction as the write that

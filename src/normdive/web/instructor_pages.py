@@ -18,6 +18,7 @@ from starlette.responses import (
     StreamingResponse,
 )
 
+from normdive.lti.roster import roster_of
 from normdive.progress.report_export import aggregate
 from normdive.web.errors import error_response
 from normdive.web.identity import CACHE_CONTROL
@@ -49,6 +50,8 @@ EXPORT_FILENAME = "normdive-learners.csv"
 # Takeaways the page lists, newest first; every one is in the aggregate (aggregate.json and
 # `normdive report`). A course of thousands would otherwise make a page of megabytes.
 TAKEAWAYS_SHOWN = 100
+# Roster members who have not opened D9 that the page names, by name; the CSV has them all.
+NOT_OPENED_SHOWN = 200
 
 
 def set_instructor_cookie(response: Response, svc: Services, pool: Pool, framed: bool) -> None:
@@ -101,12 +104,15 @@ def _instructor_page(svc: Services, request: Request) -> Response:
     if pool is None:
         return _refused(request, NO_ACCESS)
     report = pool_report(svc, pool)
+    roster = roster_of(svc.engine, pool.context_key)
     body = svc.renderer.env.get_template(INSTRUCTOR_TEMPLATE).render(
         lesson=svc.lesson,
         pool=pool,
         report=report,
         charts=instructor_charts(svc.lesson, report),
         takeaways=report.takeaways[:TAKEAWAYS_SHOWN],
+        roster=roster,
+        not_opened=roster.not_opened[:NOT_OPENED_SHOWN] if roster is not None else (),
     )
     response = HTMLResponse(body)
     response.headers["Cache-Control"] = CACHE_CONTROL
@@ -119,10 +125,11 @@ def _export(svc: Services, request: Request) -> Response:
         return _refused(request, NO_ACCESS)
     recording = pool_recording(svc)
     summaries = learner_summaries(svc.snapshots, recording, pool.context_key)
+    roster = roster_of(svc.engine, pool.context_key)
     # Starlette iterates a plain generator in its thread pool, one chunk at a time: the
     # pool's rows are read in batches as the response is sent, never all at once.
     return StreamingResponse(
-        csv_chunks(summaries, svc.lesson),
+        csv_chunks(summaries, svc.lesson, roster=roster),
         media_type="text/csv; charset=utf-8",
         headers={
             "Content-Disposition": f'attachment; filename="{EXPORT_FILENAME}"',

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from normdive.lesson.content import Lesson
+from normdive.lti.roster import Roster, RosterEntry
 from normdive.progress.facts import RecordingFacts, recording_facts
 from normdive.progress.report import (
     TIE,
@@ -26,6 +27,8 @@ from normdive.web.services import Services
 
 # Learners per chunk of the streamed CSV: a chunk is about 300 bytes a learner.
 CSV_ROWS_PER_CHUNK = 500
+# The columns a course with a roster (LTI Names and Role Provisioning Services) adds, last.
+ROSTER_COLUMNS = ("roster_member", "roster_status", "roster_roles", "name", "email")
 
 
 def pool_recording(svc: Services) -> RecordingFacts:
@@ -45,17 +48,46 @@ def pool_report(svc: Services, pool: Pool) -> PoolReport:
     return svc.pool_reports.report(svc.snapshots, pool_recording(svc), pool.context_key)
 
 
+def roster_cells(member: RosterEntry | None) -> dict[str, str]:
+    """The roster's columns of one row (empty for a learner not on the roster)."""
+    if member is None:
+        return dict.fromkeys(ROSTER_COLUMNS, "")
+    return {
+        "roster_member": member.short_id,
+        "roster_status": member.status,
+        "roster_roles": ";".join(member.roles),
+        "name": member.name or "",
+        "email": member.email or "",
+    }
+
+
 def csv_chunks(
-    summaries: Iterable[LearnerSummary], lesson: Lesson, rows_per_chunk: int = CSV_ROWS_PER_CHUNK
+    summaries: Iterable[LearnerSummary],
+    lesson: Lesson,
+    rows_per_chunk: int = CSV_ROWS_PER_CHUNK,
+    roster: Roster | None = None,
 ) -> Iterator[str]:
-    """The CSV text (header first), `rows_per_chunk` learners at a time."""
-    names = columns(lesson)
+    """The CSV text (header first), `rows_per_chunk` learners at a time. With the course's
+    roster, each row gains the roster's columns, and each member who never launched from the
+    course gets a row of their own after the learners (empty learner and steps)."""
+    names = columns(lesson) + (list(ROSTER_COLUMNS) if roster is not None else [])
+    on_roster = roster.by_learner() if roster is not None else {}
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=names, lineterminator="\r\n")
     writer.writeheader()
     pending = 0
-    for summary in summaries:
-        row = record(summary, lesson)
+
+    def rows() -> Iterator[dict[str, str]]:
+        for summary in summaries:
+            row = record(summary, lesson)
+            if roster is not None:
+                row.update(roster_cells(on_roster.get(summary.learner_id)))
+            yield row
+        for member in roster.members if roster is not None else ():
+            if member.learner_id is None:
+                yield {**dict.fromkeys(names, ""), **roster_cells(member)}
+
+    for row in rows():
         writer.writerow({name: spreadsheet_safe(value) for name, value in row.items()})
         pending += 1
         if pending == rows_per_chunk:

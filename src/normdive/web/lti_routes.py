@@ -32,13 +32,14 @@ import logging
 from typing import Any
 
 from fastapi import APIRouter
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from normdive.config import origin_of
-from normdive.lti import deep_linking, dynamic_registration, tool_config, tool_keys
+from normdive.lti import deep_linking, dynamic_registration, roster, tool_config, tool_keys
 from normdive.lti import launch as launches
 from normdive.lti.launch import (
     DEEP_LINKING_REQUEST,
@@ -274,7 +275,24 @@ def _launch(svc: Services, request: Request, fields: dict[str, str]) -> Response
         path="/",
     )
     set_framed_cookie(response, STATE_COOKIE_PREFIX + state, "", max_age=0, path=LAUNCH_PATH)
+    _refresh_roster_after(svc, response, launch, signed_in.staff)
     return response
+
+
+def _refresh_roster_after(svc: Services, response: Response, launch: Launch, staff: bool) -> None:
+    """Keep the course's roster service when the launch names one; on a staff launch, fetch
+    the roster once the answer is sent (a background task: the launch never waits for the
+    platform), at most once per NORMDIVE_ROSTER_REFRESH_S and within roster.ROSTER_DEADLINE_S."""
+    course = roster.remember_service(svc.engine, launch)
+    if course is None or not staff:
+        return
+    response.background = BackgroundTask(
+        roster.refresh,
+        svc.engine,
+        course,
+        keep_names=svc.settings.roster_keep_names,
+        interval_s=svc.settings.roster_refresh_s,
+    )
 
 
 def _deep_linking(svc: Services, request: Request, launch: Launch, state: str) -> Response:

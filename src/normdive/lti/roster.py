@@ -1,0 +1,509 @@
+"""A course's roster from its platform (LTI Names and Role Provisioning Services 2.0).
+
+A launch that carries the service's claim names the course's memberships URL; the tool keeps
+it per course (lti_roster_services, keyed by the context key of lti_context_members). A
+refresh asks that URL for the course's learners and replaces the course's stored members
+(lti_roster_members) with what it got, whole or not at all:
+- a token from the registration's token endpoint, with the scope
+  contextmembership.readonly, by OAuth 2 client credentials (service_token, as grade
+  passback gets its own);
+- GET with Accept: application/vnd.ims.lti-nrps.v2.membershipcontainer+json and the `role`
+  filter naming the Learner role (NRPS 2.0, 2.4.1: only learners are needed, to count who has
+  not started); members the platform sends anyway with no learner role are left out;
+- each page's `Link: <...>; rel="next"` followed to the end (NRPS 2.0, 2.4.2), within
+  MAX_PAGES pages of at most MAX_PAGE_BYTES each, all within ROSTER_DEADLINE_S; the service
+  URL and every next page stay on the registration's origins (passback.foreign_reason: a
+  bearer token goes nowhere else).
+A refresh that fails keeps the members as they were and says why in `problem`.
+
+A member is keyed as lti_learners keys a user (learners.member_key: issuer, client id,
+deployment id and the member's user_id, which is the launch's sub), so a member who launched is
+the learner they became. Kept: their status (Active, Inactive) and roles; their name and email
+only when the platform sends them and the operator keeps them (NORMDIVE_ROSTER_KEEP_NAMES).
+
+A course's roster is refreshed at most once per NORMDIVE_ROSTER_REFRESH_S, whoever asks (a
+staff launch, after its answer is sent; `normdive lti roster --context KEY`): the first to ask
+claims the refresh in one UPDATE.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
+
+import httpx
+from sqlalchemy import Engine, and_, delete, insert, select, update
+
+from normdive.lti import registrations
+from normdive.lti.launch import Launch
+from normdive.lti.learners import LIS_VOCABULARY, context_key, member_key
+from normdive.lti.passback import foreign_reason, platform_words
+from normdive.lti.platform_http import AnswerTooLarge, read_body
+from normdive.lti.platform_json import NotPlatformJson, parsed
+from normdive.lti.registrations import Registration, url_problem
+from normdive.lti.service_token import token_form
+from normdive.store.event_store import as_utc
+from normdive.store.tables import (
+    LTI_IDENTIFIER_LENGTH,
+    LtiContextMember,
+    LtiLearner,
+    LtiRosterMember,
+    LtiRosterService,
+)
+
+logger = logging.getLogger(__name__)
+
+MEMBERSHIPS_SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
+MEMBERSHIPS_MEDIA_TYPE = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
+LEARNER_ROLE = f"{LIS_VOCABULARY}membership#Learner"
+# A member with any of these roles is a learner: the full role, its short name, its sub-roles.
+LEARNER_SUB_ROLE_PREFIX = f"{LIS_VOCABULARY}membership/Learner#"
+ROLE_FILTER_PARAMETER = "role"
+# The most pages one refresh reads. Platforms page at 10 to 1,000 members (Canvas 10 unless
+# asked, at most 50 a page; Moodle all at once unless asked): 200 pages is a course of 10,000
+# at Canvas's most.
+MAX_PAGES = 200
+# The most bytes one page may take: a member is 100-400 bytes with a name and email, so 1,000
+# members fit many times over.
+MAX_PAGE_BYTES = 2 * 1024 * 1024
+# How long one refresh may take, every request of it together (a token and every page).
+ROSTER_DEADLINE_S = 60.0
+# The statuses a member may have (NRPS 2.0, 2.3: Active when the platform names none).
+ACTIVE = "Active"
+INACTIVE = "Inactive"
+# Only in an answer of differences (`since`); a whole roster leaves such members out.
+DELETED = "Deleted"
+STATUSES = (ACTIVE, INACTIVE)
+# A member's short id where no name is kept: this many characters of their key.
+SHORT_ID_CHARS = 8
+
+
+class RosterProblem(Exception):
+    """Why a refresh kept the roster as it was, in words for the operator."""
+
+
+@dataclass(frozen=True)
+class Member:
+    key: str
+    status: str
+    roles: tuple[str, ...]
+    name: str | None = None
+    email: str | None = None
+
+
+def memberships_url(launch: Launch) -> str | None:
+    """The memberships URL the launch's NRPS claim names, or None (no claim, not a URL)."""
+    claim = launch.names_roles or {}
+    url = claim.get("context_memberships_url")
+    if not isinstance(url, str) or url_problem(url) is not None:
+        return None
+    return url
+
+
+def remember_service(engine: Engine, launch: Launch) -> str | None:
+    """Keep the course's memberships URL when the launch names one (a launch from a course
+    offering the service); the course's context key, or None."""
+    course = context_key(launch)
+    url = memberships_url(launch)
+    if course is None or url is None:
+        return None
+    values = {
+        "registration_id": launch.registration.id,
+        "deployment_id": launch.deployment_id,
+        "memberships_url": url,
+    }
+    with engine.begin() as connection:
+        updated = connection.execute(
+            update(LtiRosterService).where(LtiRosterService.context_key == course).values(**values)
+        ).rowcount
+        if not updated:
+            connection.execute(insert(LtiRosterService).values(context_key=course, **values))
+    return course
+
+
+def is_learner(roles: tuple[str, ...]) -> bool:
+    return any(
+        role in (LEARNER_ROLE, "Learner") or role.startswith(LEARNER_SUB_ROLE_PREFIX)
+        for role in roles
+    )
+
+
+def with_role_filter(url: str) -> str:
+    """`url` asking for learners only (its own query kept)."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k != ROLE_FILTER_PARAMETER]
+    query.append((ROLE_FILTER_PARAMETER, LEARNER_ROLE))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), ""))
+
+
+def _text(value: Any) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return value.strip()[:LTI_IDENTIFIER_LENGTH]
+
+
+def members_of(
+    page: Any, registration: Registration, deployment_id: str, keep_names: bool
+) -> Iterator[Member]:
+    """The learners one page of a membership container lists (others, and members without a
+    user_id, are left out)."""
+    listed = page.get("members") if isinstance(page, Mapping) else None
+    if not isinstance(listed, list):
+        raise RosterProblem("a page of the roster lists no members")
+    for entry in listed:
+        if not isinstance(entry, Mapping):
+            continue
+        user = entry.get("user_id")
+        roles = entry.get("roles")
+        if not isinstance(user, str) or not user or not isinstance(roles, list):
+            continue
+        named = tuple(role for role in roles if isinstance(role, str))
+        status = entry.get("status", ACTIVE)
+        if status == DELETED or not is_learner(named):
+            continue
+        yield Member(
+            key=member_key(registration.issuer, registration.client_id, deployment_id, user),
+            status=status if status in STATUSES else ACTIVE,
+            roles=named,
+            name=_text(entry.get("name")) if keep_names else None,
+            email=_text(entry.get("email")) if keep_names else None,
+        )
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """How much one refresh may read, and for how long."""
+
+    max_pages: int = MAX_PAGES
+    max_page_bytes: int = MAX_PAGE_BYTES
+    deadline_s: float = ROSTER_DEADLINE_S
+
+
+class _Fetch:
+    """One refresh's requests, all before one deadline."""
+
+    def __init__(self, client: httpx.Client, bounds: Bounds, clock: Callable[[], float]) -> None:
+        self.client = client
+        self.bounds = bounds
+        self.clock = clock
+        self.deadline = clock() + bounds.deadline_s
+
+    def _in_time(self) -> None:
+        if self.clock() > self.deadline:
+            raise RosterProblem(
+                f"the platform did not answer within {self.bounds.deadline_s:g} s: D9 tries "
+                "again at the next refresh"
+            )
+
+    def request(
+        self, method: str, url: str, what: str, **sent: Any
+    ) -> tuple[int, bytes, httpx.Headers]:
+        self._in_time()
+        left = max(self.deadline - self.clock(), 0.001)
+        try:
+            with self.client.stream(method, url, timeout=left, **sent) as response:
+                try:
+                    body = read_body(response, self.bounds.max_page_bytes, self._in_time)
+                except AnswerTooLarge:
+                    raise RosterProblem(
+                        f"{what} was over {self.bounds.max_page_bytes // 1024} KiB; D9 read no "
+                        "more of it. Ask the platform for smaller pages"
+                    ) from None
+                return response.status_code, body, response.headers
+        except httpx.TimeoutException:
+            raise RosterProblem(
+                f"the platform did not answer within {self.bounds.deadline_s:g} s: D9 tries "
+                "again at the next refresh"
+            ) from None
+        except (httpx.HTTPError, httpx.InvalidURL) as error:
+            raise RosterProblem(
+                f"no answer from {what} ({type(error).__name__}): D9 tries again at the next "
+                "refresh"
+            ) from None
+
+
+def _token(engine: Engine, registration: Registration, fetch: _Fetch) -> str:
+    what = f"the platform's token endpoint {registration.token_url}"
+    status, body, _ = fetch.request(
+        "POST",
+        registration.token_url,
+        what,
+        data=token_form(engine, registration, (MEMBERSHIPS_SCOPE,)),
+    )
+    if status != 200:
+        raise RosterProblem(
+            f"the platform refused the token ({status}: {platform_words(body)}): the tool may "
+            "not be allowed the course roster (Names and Role Provisioning Services) in its "
+            f"settings on {registration.issuer}, or the client was disabled"
+        )
+    try:
+        value = parsed(body)["access_token"]
+    except (NotPlatformJson, KeyError, TypeError):
+        value = None
+    if not isinstance(value, str):
+        raise RosterProblem(f"{what} gave no access token")
+    return value
+
+
+def fetch_members(
+    engine: Engine,
+    registration: Registration,
+    deployment_id: str,
+    url: str,
+    *,
+    keep_names: bool,
+    client: httpx.Client | None = None,
+    bounds: Bounds = Bounds(),
+    clock: Callable[[], float] = time.monotonic,
+) -> list[Member]:
+    """Every learner the memberships URL lists, page after page; RosterProblem when the
+    whole roster could not be read within the bounds."""
+    why = foreign_reason(url, registration)
+    if why is not None:
+        raise RosterProblem(why.replace("a grade URL", "a roster URL"))
+    owned = client is None
+    client = client or httpx.Client(follow_redirects=False)
+    try:
+        fetch = _Fetch(client, bounds, clock)
+        token = _token(engine, registration, fetch)
+        found: dict[str, Member] = {}
+        page_url: str | None = with_role_filter(url)
+        pages = 0
+        while page_url is not None:
+            if pages == bounds.max_pages:
+                raise RosterProblem(
+                    f"the roster runs over {bounds.max_pages} pages; D9 read no more of it "
+                    "and keeps the roster it had"
+                )
+            pages += 1
+            status, body, headers = fetch.request(
+                "GET",
+                page_url,
+                f"page {pages} of the roster",
+                headers={"Authorization": f"Bearer {token}", "Accept": MEMBERSHIPS_MEDIA_TYPE},
+            )
+            if status != 200:
+                raise RosterProblem(
+                    f"the platform refused page {pages} of the roster ({status}: "
+                    f"{platform_words(body)})"
+                )
+            try:
+                page = parsed(body)
+            except NotPlatformJson:
+                raise RosterProblem(f"page {pages} of the roster is not JSON") from None
+            for member in members_of(page, registration, deployment_id, keep_names):
+                found[member.key] = member
+            page_url = _next_page(page_url, headers, registration)
+        return list(found.values())
+    finally:
+        if owned:
+            client.close()
+
+
+def _next_page(current: str, headers: httpx.Headers, registration: Registration) -> str | None:
+    """The page after `current` (its Link header's rel="next", RFC 8288), or None."""
+    link = httpx.Response(200, headers=headers).links.get("next")
+    target = link.get("url") if link else None
+    if not target:
+        return None
+    absolute = urljoin(current, target)
+    why = foreign_reason(absolute, registration)
+    if why is not None:
+        raise RosterProblem(why.replace("the launch named a grade URL", "a next page is"))
+    return absolute
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    """What a refresh did: `members` kept (None when it was not tried or failed)."""
+
+    members: int | None
+    # Why it was not tried (refreshed lately, or no service for the course) or failed.
+    problem: str | None = None
+
+
+def refresh(
+    engine: Engine,
+    course: str,
+    *,
+    keep_names: bool,
+    interval_s: float,
+    force: bool = False,
+    client: httpx.Client | None = None,
+    bounds: Bounds = Bounds(),
+    now: datetime | None = None,
+) -> Refreshed:
+    """Fetch the course's roster and keep it, unless a refresh began less than `interval_s`
+    ago (`force`: whenever)."""
+    moment = now or datetime.now(UTC)
+    fresh = LtiRosterService.refresh_started_at.is_(None) | (
+        LtiRosterService.refresh_started_at < moment - timedelta(seconds=interval_s)
+    )
+    mine = LtiRosterService.context_key == course
+    with engine.begin() as connection:
+        service = connection.execute(
+            select(
+                LtiRosterService.registration_id,
+                LtiRosterService.deployment_id,
+                LtiRosterService.memberships_url,
+                LtiRosterService.refresh_started_at,
+            ).where(mine)
+        ).first()
+        if service is None:
+            return Refreshed(None, "no launch from this course named its roster service")
+        claimed = connection.execute(
+            update(LtiRosterService)
+            .where(mine, *(() if force else (fresh,)))
+            .values(refresh_started_at=moment)
+        ).rowcount
+    if not claimed:
+        started = as_utc(service.refresh_started_at) if service.refresh_started_at else moment
+        return Refreshed(
+            None,
+            f"refreshed at {started:%Y-%m-%d %H:%M:%S} UTC, less than {interval_s:g} s ago",
+        )
+    registration = registrations.by_id(engine, service.registration_id)
+    if registration is None:
+        return Refreshed(None, "the course's platform was removed")
+    try:
+        members = fetch_members(
+            engine,
+            registration,
+            service.deployment_id,
+            service.memberships_url,
+            keep_names=keep_names,
+            client=client,
+            bounds=bounds,
+        )
+    except RosterProblem as problem:
+        logger.warning("roster of course %s: %s", course, problem)
+        with engine.begin() as connection:
+            connection.execute(update(LtiRosterService).where(mine).values(problem=str(problem)))
+        return Refreshed(None, str(problem))
+    with engine.begin() as connection:
+        connection.execute(delete(LtiRosterMember).where(LtiRosterMember.context_key == course))
+        if members:
+            connection.execute(
+                insert(LtiRosterMember),
+                [
+                    {
+                        "context_key": course,
+                        "link_key": member.key,
+                        "status": member.status,
+                        "roles": " ".join(member.roles),
+                        "name": member.name,
+                        "email": member.email,
+                    }
+                    for member in members
+                ],
+            )
+        connection.execute(
+            update(LtiRosterService).where(mine).values(fetched_at=moment, problem=None)
+        )
+    return Refreshed(len(members))
+
+
+@dataclass(frozen=True)
+class RosterEntry:
+    """A learner on the course's roster, and whether they opened D9 from the course."""
+
+    key: str
+    status: str
+    roles: tuple[str, ...]
+    name: str | None
+    email: str | None
+    # The learner they became, when they launched from this course; None: never opened.
+    learner_id: str | None
+
+    @property
+    def short_id(self) -> str:
+        return self.key[:SHORT_ID_CHARS]
+
+    @property
+    def label(self) -> str:
+        """How the instructor view names them: their name, else their short id."""
+        return self.name or f"member {self.short_id}"
+
+
+@dataclass(frozen=True)
+class Roster:
+    fetched_at: datetime
+    problem: str | None
+    members: tuple[RosterEntry, ...]
+
+    @property
+    def enrolled(self) -> int:
+        """Active learners on the roster."""
+        return sum(member.status == ACTIVE for member in self.members)
+
+    @property
+    def not_opened(self) -> tuple[RosterEntry, ...]:
+        """Active learners who never opened D9 from the course, by name (or short id)."""
+        return tuple(
+            sorted(
+                (m for m in self.members if m.status == ACTIVE and m.learner_id is None),
+                key=lambda member: (
+                    member.name is None,
+                    (member.name or "").casefold(),
+                    member.key,
+                ),
+            )
+        )
+
+    def by_learner(self) -> dict[str, RosterEntry]:
+        return {m.learner_id: m for m in self.members if m.learner_id is not None}
+
+
+def roster_of(engine: Engine, course: str | None) -> Roster | None:
+    """The course's roster as last fetched whole, or None (no course, or never fetched)."""
+    if course is None:
+        return None
+    with engine.connect() as connection:
+        service = connection.execute(
+            select(LtiRosterService.fetched_at, LtiRosterService.problem).where(
+                LtiRosterService.context_key == course
+            )
+        ).first()
+        if service is None or service.fetched_at is None:
+            return None
+        rows = connection.execute(
+            select(
+                LtiRosterMember.link_key,
+                LtiRosterMember.status,
+                LtiRosterMember.roles,
+                LtiRosterMember.name,
+                LtiRosterMember.email,
+                LtiContextMember.learner_id,
+            )
+            .select_from(LtiRosterMember)
+            .outerjoin(LtiLearner, LtiLearner.link_key == LtiRosterMember.link_key)
+            .outerjoin(
+                LtiContextMember,
+                and_(
+                    LtiContextMember.learner_id == LtiLearner.learner_id,
+                    LtiContextMember.context_key == course,
+                ),
+            )
+            .where(LtiRosterMember.context_key == course)
+            .order_by(LtiRosterMember.link_key)
+        ).all()
+    return Roster(
+        fetched_at=as_utc(service.fetched_at),
+        problem=service.problem,
+        members=tuple(
+            RosterEntry(
+                key=row.link_key,
+                status=row.status,
+                roles=tuple(row.roles.split()),
+                name=row.name,
+                email=row.email,
+                learner_id=row.learner_id,
+            )
+            for row in rows
+        ),
+    )
