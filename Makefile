@@ -109,7 +109,7 @@ run: $(VENV)/.installed-base $(DEV_SECRET)
 	mkdir -p $(VAR)
 	DATABASE_URL=sqlite:///$(DEV_DB) NORMDIVE_SECRET_KEY=$$(cat $(DEV_SECRET)) $(BIN)/normdive db upgrade
 	DATABASE_URL=sqlite:///$(DEV_DB) NORMDIVE_SECRET_KEY=$$(cat $(DEV_SECRET)) \
-	  NORMDIVE_DEV_PREREQUISITE_DONE=1 \
+	  NORMDIVE_DEV_PREREQUISITE_DONE=1 NORMDIVE_DEV_LTI_LOOPBACK=1 \
 	  $(BIN)/normdive serve --host $(HOST) --port $(PORT)
 
 # mypy runs beside pytest, not before it: its quarter-minute takes a share of the two cores

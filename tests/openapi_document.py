@@ -311,7 +311,7 @@ def _lti_operations() -> dict[str, dict[str, Schema]]:
                     _query_parameter(name, "A dynamic registration parameter.")
                     for name in ("invite", "openid_configuration", "registration_token")
                 ],
-                "responses": _lti_answer("Registered.", 400, 403),
+                "responses": _lti_answer("Registered.", 400, 403, 429, 503),
             }
         },
     }

@@ -245,6 +245,19 @@ HOSTILE_ANSWERS = [
         f"is nested deeper than {MAX_JSON_DEPTH} levels",
     ),
     ("configuration not JSON", CONFIGURATION, b"<html>", "is not JSON"),
+    # More digits than Python converts to an int (4,300): json raises a plain ValueError.
+    (
+        "configuration with a number of 5,000 digits",
+        CONFIGURATION,
+        b'{"issuer": ' + b"9" * 5_000 + b"}",
+        "is not JSON",
+    ),
+    (
+        "registration with a number of 5,000 digits",
+        REGISTRATION,
+        b'{"client_id": -' + b"9" * 5_000 + b"}",
+        "is not JSON",
+    ),
     ("registration of arrays 50,000 deep", REGISTRATION, b"[" * 50_000, "is not JSON"),
     (
         "registration of objects 10,000 deep",

@@ -1,8 +1,10 @@
 """JSON a platform sends (its key set, its OpenID configuration and registration answer, an
-id_token's claims), read so that its shape cannot fail a request the way its content can.
+id_token's claims, the host platform's prerequisite report), read so that its shape cannot
+fail a request the way its content can.
 
 Python's json parser recurses once per level of nesting, so `[[[[...` a few thousand deep
-raises RecursionError, which is no ValueError. Here it, every other parse failure, and a
+raises RecursionError, which is no ValueError; a number of more than 4,300 digits raises a
+plain ValueError (Python's int conversion limit). Here they, every other parse failure, and a
 value nested deeper than MAX_JSON_DEPTH are one NotPlatformJson (a ValueError), which each
 caller turns into its readable refusal. The depth limit also keeps what is stored (a key set)
 readable back: a value just under the parser's limit where it was fetched could exceed it
