@@ -65,6 +65,8 @@ from normdive.numeric.display import format_input_row
 from normdive.numeric.targets import SLIPS
 from normdive.recording.format import ROW_KEYS, RowKey
 
+# The deepest stack the lab offers: a browser trains it in about a minute (docs/lab.md).
+LAB_MAX_DEPTH = 8
 # The packaged lesson. Authors edit this file; the loader is the only reader.
 DEFAULT_LESSON_RESOURCE = "d9.toml"
 # The predict question's two answers; the compare section and the recording use these ids.
@@ -569,6 +571,104 @@ class RecordingProblems(_Model):
         return text if isinstance(text, str) else self.invalid
 
 
+class LabOffered(_Model):
+    """The configurations the lab offers: each a depth, a row (layer norm and residual
+    connections on or off), an eps (with layer norm on), an initialisation and a seed."""
+
+    depths: list[Annotated[int, Field(ge=1, le=LAB_MAX_DEPTH)]] = Field(min_length=1)
+    eps: list[ExactDecimal] = Field(min_length=1)
+    inits: list[Identifier] = Field(min_length=1)
+    seeds: list[Annotated[int, Field(ge=0, lt=2**32)]] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _distinct(self) -> LabOffered:
+        for name in ("depths", "eps", "inits", "seeds"):
+            values = getattr(self, name)
+            if len(set(values)) != len(values):
+                raise ValueError(f"{name}: each value once, got {values}")
+        if any(value < 0 for value in self.eps):
+            raise ValueError(f"eps: 0 or more, got {self.eps}")
+        return self
+
+
+class LabText(_Model):
+    """The panel "Train one yourself" (shown once the gate has closed) and what it offers.
+    normdive.progress.lab fills the templates from the learner's runs and the lab grid."""
+
+    heading: Text
+    intro: Text
+    config_line: Text  # {config}
+    open_label: Text
+    loading: Text
+    needs_js: Text
+    page_label: Text
+    missing: Text
+    unusable: Text
+    locked: Text
+    back_label: Text
+    pick_legend: Text
+    depth_label: Text
+    rows_label: Text
+    eps_label: Text
+    init_label: Text
+    seed_label: Text
+    predict_legend: Text
+    commit_label: Text
+    commit_note: Text
+    committed_text: Text  # {predicted}, {config}
+    open_run: Text  # {config}
+    train_label: Text
+    stop_label: Text
+    resume_label: Text
+    progress_label: Text
+    progress_text: Text  # {step}, {steps}, {rate}, {left}
+    hidden_text: Text
+    stopped_text: Text  # {step}
+    milestone: Text  # {percent}
+    chart_label: Text
+    result_heading: Text
+    result_figures: Text  # {step}, {accuracy}, {loss}
+    predicted_right: Text  # {predicted}, {actual}
+    predicted_wrong: Text  # {predicted}, {actual}
+    agrees: Text  # {points}, {live}, {recorded}
+    differs: Text  # {points}, {direction}, {live}, {recorded}, {tolerance}
+    above: Text
+    below: Text
+    agreement_points: ExactDecimal = Field(gt=0)
+    no_cell: Text
+    trimmed: Text  # {what}
+    runs_heading: Text
+    run_untrained: Text  # {config}, {predicted}
+    run_done: Text  # {config}, {predicted}, {actual}, {accuracy}
+    too_many: Text  # {count}
+    grid_caption: Text  # {init}, {seeds}
+    grid_none: Text
+    instructor_heading: Text
+    offered: LabOffered
+
+    @model_validator(mode="after")
+    def _templates(self) -> LabText:
+        _named("config_line", self.config_line, ("config",), ("config",))
+        _named("committed_text", self.committed_text, ("predicted", "config"), ("predicted",))
+        _named("open_run", self.open_run, ("config",), ("config",))
+        _named("progress_text", self.progress_text, ("step", "steps", "rate", "left"), ("step",))
+        _named("stopped_text", self.stopped_text, ("step",), ("step",))
+        _named("milestone", self.milestone, ("percent",), ("percent",))
+        _named("result_figures", self.result_figures, ("step", "accuracy", "loss"))
+        for name in ("predicted_right", "predicted_wrong"):
+            _named(name, getattr(self, name), ("predicted", "actual"), ("predicted", "actual"))
+        _named("agrees", self.agrees, ("points", "live", "recorded"), ("points",))
+        differs = ("points", "direction", "live", "recorded", "tolerance")
+        _named("differs", self.differs, differs, ("points",))
+        _named("trimmed", self.trimmed, ("what",), ("what",))
+        _named("run_untrained", self.run_untrained, ("config", "predicted"), ("config",))
+        run_done = ("config", "predicted", "actual", "accuracy")
+        _named("run_done", self.run_done, run_done, ("config",))
+        _named("too_many", self.too_many, ("count",))
+        _named("grid_caption", self.grid_caption, ("init", "seeds"), ("init",))
+        return self
+
+
 class SweepText(_Model):
     """The panel "Does it hold at other depths?", shown once the gate has closed, and the
     compare section's line about other depths. Every sentence is a template that
@@ -679,6 +779,7 @@ class Lesson(_Model):
     aggregate: Aggregate
     recording_problems: RecordingProblems
     sweep: SweepText
+    lab: LabText
 
     @field_validator("eps", "tolerance", mode="before")
     @classmethod

@@ -22,6 +22,15 @@ Payloads, by kind (what normdive.progress.actions builds and derive reads):
                           there, the gate is closed for good, whatever recording is served
                           afterwards (one where another row is best, or none): the credit stays,
                           and the page says which recording it was earned on.
+    lab_committed         {"run": <1-based number of the learner's lab run>,
+                           "config": {"depth", "layernorm", "residual", "eps" (number or
+                           null when layer norm is off), "init", "seed"},
+                           "outcome": "learns" | "partial" | "chance"}
+                          (progress.lab: once per run, before it trains; never changed)
+    lab_finished          {"run", "final": {"step", "heldout_loss", "heldout_accuracy"},
+                           "curve": [{"step", "train_loss", "heldout_loss",
+                           "heldout_accuracy"}], "outcome": <the band the final accuracy
+                           is in>}   (figures: numbers, or "nan" / "inf" / "-inf" / null)
 """
 
 from __future__ import annotations
@@ -42,6 +51,8 @@ class EventKind(StrEnum):
     ROW_PLAYED = "row_played"
     HINT_OPENED = "hint_opened"
     GATE_CLOSED = "gate_closed"
+    LAB_COMMITTED = "lab_committed"
+    LAB_FINISHED = "lab_finished"
 
 
 @dataclass(frozen=True)

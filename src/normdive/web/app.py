@@ -25,7 +25,7 @@ from normdive.progress.history import History
 from normdive.store.db import make_engine
 from normdive.store.event_store import Store
 from normdive.store.snapshots import Snapshots
-from normdive.web import actions, instructor_pages, lti_routes, pages, sweep_pages
+from normdive.web import actions, instructor_pages, lab_pages, lti_routes, pages, sweep_pages
 from normdive.web.assets import CompressResponses, StaticAssets
 from normdive.web.errors import DatabaseFailures, error_response, install_error_handlers
 from normdive.web.identity import make_signer
@@ -322,6 +322,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(pages.router)
     app.include_router(actions.router)
     app.include_router(sweep_pages.router)
+    app.include_router(lab_pages.router)
     app.include_router(lti_routes.router)
     app.include_router(instructor_pages.router)
     app.mount(STATIC_MOUNT, StaticAssets(STATIC_DIR, version), name="static")

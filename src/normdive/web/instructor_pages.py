@@ -33,6 +33,7 @@ from normdive.web.instructor_access import (
     pool_from_cookie,
     pool_from_link,
 )
+from normdive.web.instructor_lab import lab_report
 from normdive.web.instructor_report import (
     csv_chunks,
     instructor_charts,
@@ -113,6 +114,7 @@ def _instructor_page(svc: Services, request: Request) -> Response:
         takeaways=report.takeaways[:TAKEAWAYS_SHOWN],
         roster=roster,
         not_opened=roster.not_opened[:NOT_OPENED_SHOWN] if roster is not None else (),
+        lab=lab_report(svc.engine, svc.lesson, pool.context_key),
     )
     response = HTMLResponse(body)
     response.headers["Cache-Control"] = CACHE_CONTROL

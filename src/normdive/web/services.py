@@ -26,13 +26,14 @@ from normdive.progress.actions import close_gate
 from normdive.progress.events import EventKind
 from normdive.progress.facts import RecordingFacts, recording_facts
 from normdive.progress.history import History
+from normdive.progress.lab import lab_runs, run_line
 from normdive.progress.state import LessonState, derive
 from normdive.progress.sweep import compare_line
 from normdive.recording import reader
 from normdive.recording.format import Recording
 from normdive.recording.sweep import sweep_path_for
 from normdive.recording.sweep_reader import sweep_status
-from normdive.store.event_store import Store
+from normdive.store.event_store import EventList, Store
 from normdive.store.snapshots import Snapshots, due
 from normdive.web.pool_reports import PoolReports
 from normdive.web.rendering import Renderer
@@ -287,7 +288,7 @@ class Services:
         or outside an LMS everyone's who came outside one). `aggregate=False` leaves
         that out, for answers that re-render no region showing it: it reads every learner's
         predictions, the one query here whose cost grows with the course."""
-        return build_page_view(
+        view = build_page_view(
             self.lesson,
             state,
             learner_id,
@@ -306,6 +307,11 @@ class Services:
             csrf_token=form_token(self.settings.secret_key, learner_id),
             sweep_line=self.sweep_line(state, status),
         )
+        if not state.gate.closed:
+            return view
+        # The lab's panel lists the runs the learner kept (one query, once the gate closed).
+        runs = lab_runs(self.store.read(learner_id, EventList()).events)
+        return dataclasses.replace(view, lab_lines=tuple(run_line(self.lesson, r) for r in runs))
 
     def sweep_line(self, state: LessonState, status: RecordingStatus) -> str | None:
         """The compare section's line about other depths, once the gate has closed and both

@@ -137,6 +137,8 @@ class PageView:
     sweep_line: str | None = None
     # The sweep panel's sentence on what the learner played (sweep_view.played_intro).
     sweep_intro: str = ""
+    # The learner's kept lab runs in words (web.lab_pages), once the gate has closed.
+    lab_lines: tuple[str, ...] = ()
     # The learner's form token (security.csrf), in every form and the page's meta tag.
     csrf_token: str = ""
 

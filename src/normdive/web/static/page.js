@@ -228,6 +228,7 @@ function swapFragments(fragments, focusId, checked = false) {
   const keepDefault = !takeawayDirty();
   const aroundIds = idsAround(focusId);
   const sweepPanel = document.getElementById("sweep-panel");
+  const labPanel = document.getElementById("lab-panel");
   let firstRegion = null;
   for (const [id, html] of Object.entries(fragments)) {
     const current = document.getElementById(id);
@@ -239,6 +240,9 @@ function swapFragments(fragments, focusId, checked = false) {
   // around it is drawn again (a replayed row).
   const drawnAgain = document.getElementById("sweep-panel");
   if (sweepPanel?.open && drawnAgain && drawnAgain !== sweepPanel) drawnAgain.replaceWith(sweepPanel);
+  // So does the lab, whose run may be training.
+  const labAgain = document.getElementById("lab-panel");
+  if (labPanel?.open && labAgain && labAgain !== labPanel) labAgain.replaceWith(labPanel);
   forgetTargets();
   forgetSettledDrafts(checked);
   repaint();
@@ -687,8 +691,10 @@ document.addEventListener(
   "toggle",
   (event) => {
     const panel = event.target;
-    if (!(panel instanceof HTMLDetailsElement) || panel.id !== "sweep-panel" || !panel.open) return;
-    import("./sweep.js").then(({ openPanel }) => openPanel(panel));
+    if (!(panel instanceof HTMLDetailsElement) || !panel.open) return;
+    if (panel.id === "sweep-panel") import("./sweep.js").then(({ openPanel }) => openPanel(panel));
+    // "Train one yourself": its module, the trainer and the grid load only now.
+    if (panel.id === "lab-panel") import("./lab-panel.js").then(({ openPanel }) => openPanel(panel));
   },
   true,
 );

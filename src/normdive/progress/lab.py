@@ -1,0 +1,426 @@
+"""The lab, "Train one yourself": a learner picks one of the offered configurations, commits
+a prediction of its outcome, trains it in their browser, and the finished run's figures are
+kept. Pure functions of the learner's lab events, the lesson and the lab grid's figures, like
+progress.actions: each action returns the event to append or raises Conflict / Invalid.
+
+    lab_runs(events) -> tuple[LabRun, ...]        the learner's runs, in order
+    commit_lab_run(runs, lesson, form) -> Action   LAB_COMMITTED {"run", "config", "outcome"}
+    finish_lab_run(runs, lesson, run, text, chance_level, steps) -> Action
+                                                   LAB_FINISHED {"run", "final", "curve",
+                                                   "outcome"}
+
+A run is committed once and never changes; at most one run is open (committed, not trained)
+at a time, so a reload finds the run the learner committed and trains that one; a run's
+figures are kept once. The lab never touches the gate: its events are no part of it.
+
+Figures (a curve point's and the final's) follow the recording format's convention: a
+number, or "nan" / "inf" / "-inf" for a run that diverged, or null for a figure not measured
+(the first point's training loss).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from normdive.lesson.content import Lesson, Outcome
+from normdive.progress.ablation import row_band
+from normdive.progress.actions import MAX_ECHOED_CHARS, Action, Conflict, Invalid
+from normdive.progress.events import Event, EventKind
+from normdive.recording.format import non_finite_marker
+
+# The four rows as the lab's two switches: (layer norm, residual connections).
+ROW_SWITCHES: dict[str, tuple[bool, bool]] = {
+    "both": (True, True),
+    "residual_only": (False, True),
+    "layernorm_only": (True, False),
+    "neither": (False, False),
+}
+# Runs a learner keeps: enough for every offered row at every depth of one seed, and a bound
+# on what one learner's lab events hold.
+MAX_LAB_RUNS = 64
+# Points a finished run's curve may hold: an evaluation every eval_every steps of a run the
+# browser trains in about a minute is a few dozen; this bounds a forged one.
+MAX_CURVE_POINTS = 400
+# The largest step a figure may name (the lab's runs are hundreds of steps).
+MAX_STEP = 1_000_000
+# What a figure may be spelled as, besides a number: recording.format's markers.
+NON_FINITE_MARKERS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+CURVE_FIELDS = ("step", "train_loss", "heldout_loss", "heldout_accuracy")
+FINAL_FIELDS = ("step", "heldout_loss", "heldout_accuracy")
+
+NOT_OFFERED = "The lab does not offer {name} {value}; pick one of {offered}."
+MISSING_CHOICE = "Pick a {name} before committing."
+NO_OUTCOME = "Pick one of the three outcomes before committing."
+OPEN_RUN = "You have committed a run that has not trained yet ({config}). Train it first."
+NO_SUCH_RUN = "You have no lab run {run}."
+ALREADY_FINISHED = "Lab run {run} has finished already; its figures are kept as they were."
+BAD_RESULT = "The run's figures could not be read ({problem}), so nothing was saved."
+
+
+@dataclass(frozen=True)
+class LabChoice:
+    """One offered configuration: what the learner picked (the grid's base supplies the
+    rest)."""
+
+    depth: int
+    layernorm: bool
+    residual: bool
+    eps: float | None  # None when layer norm is off
+    init: str
+    seed: int
+
+    @property
+    def row(self) -> str:
+        return next(k for k, v in ROW_SWITCHES.items() if v == (self.layernorm, self.residual))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "depth": self.depth,
+            "layernorm": self.layernorm,
+            "residual": self.residual,
+            "eps": self.eps,
+            "init": self.init,
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LabChoice | None:
+        """The choice a stored event holds, or None for one this version cannot read."""
+        try:
+            eps = data.get("eps")
+            return cls(
+                depth=int(data["depth"]),
+                layernorm=bool(data["layernorm"]),
+                residual=bool(data["residual"]),
+                eps=float(eps) if eps is not None else None,
+                init=str(data["init"]),
+                seed=int(data["seed"]),
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+@dataclass(frozen=True)
+class Figures:
+    step: int
+    heldout_loss: float
+    heldout_accuracy: float
+
+
+@dataclass(frozen=True)
+class LabRun:
+    number: int  # 1-based, in the order committed
+    choice: LabChoice
+    predicted: str  # an outcome id
+    final: Figures | None = None  # None until it has trained
+    outcome: str | None = None  # the band the final accuracy is in
+    curve: tuple[Mapping[str, Any], ...] = ()  # as stored (markers for non-finite figures)
+
+
+def lab_runs(events: Iterable[Event]) -> tuple[LabRun, ...]:
+    """The learner's lab runs from their events (others are passed over), oldest first."""
+    runs: dict[int, LabRun] = {}
+    for event in events:
+        payload = event.payload
+        number = payload.get("run")
+        if not isinstance(number, int):
+            continue
+        if event.kind is EventKind.LAB_COMMITTED and number not in runs:
+            choice = LabChoice.from_json(payload.get("config") or {})
+            if choice is not None:
+                runs[number] = LabRun(number, choice, str(payload.get("outcome")))
+        elif event.kind is EventKind.LAB_FINISHED and number in runs:
+            run = runs[number]
+            final = payload.get("final") or {}
+            if run.final is None and isinstance(final, Mapping):
+                runs[number] = LabRun(
+                    run.number,
+                    run.choice,
+                    run.predicted,
+                    Figures(
+                        int(final.get("step", 0)),
+                        figure(final.get("heldout_loss")),
+                        figure(final.get("heldout_accuracy")),
+                    ),
+                    str(payload.get("outcome")),
+                    tuple(payload.get("curve") or ()),
+                )
+    return tuple(runs[number] for number in sorted(runs))
+
+
+def figure(value: Any) -> float:
+    """A stored figure as a float (a marker as its non-finite value, null as nan)."""
+    if isinstance(value, str):
+        return NON_FINITE_MARKERS.get(value, math.nan)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return math.nan
+
+
+def open_run(runs: Sequence[LabRun]) -> LabRun | None:
+    """The run committed and not trained yet, if any (at most one)."""
+    return next((run for run in runs if run.final is None), None)
+
+
+def _offered(name: str, value: str, offered: Sequence[object]) -> Invalid:
+    shown = value[:MAX_ECHOED_CHARS]
+    listed = ", ".join(str(item) for item in offered)
+    return Invalid(NOT_OFFERED.format(name=name, value=repr(shown), offered=listed))
+
+
+def _pick_int(form: Mapping[str, str], name: str, label: str, offered: Sequence[int]) -> int:
+    raw = form.get(name, "").strip()
+    if not raw:
+        raise Invalid(MISSING_CHOICE.format(name=label))
+    if not (raw.isascii() and raw.isdigit()) or int(raw) not in offered:
+        raise _offered(label, raw, offered)
+    return int(raw)
+
+
+def parse_choice(form: Mapping[str, str], lesson: Lesson) -> LabChoice:
+    """The configuration a form names, when the lesson offers it. Raises Invalid."""
+    offered = lesson.lab.offered
+    depth = _pick_int(form, "depth", "depth", offered.depths)
+    row = form.get("row", "").strip()
+    if not row:
+        raise Invalid(MISSING_CHOICE.format(name="row"))
+    if row not in ROW_SWITCHES:
+        raise _offered("row", row, list(ROW_SWITCHES))
+    layernorm, residual = ROW_SWITCHES[row]
+    eps: float | None = None
+    if layernorm:
+        raw = form.get("eps", "").strip()
+        if not raw:
+            raise Invalid(MISSING_CHOICE.format(name="epsilon"))
+        try:
+            value = Decimal(raw)
+        except InvalidOperation:
+            raise _offered("epsilon", raw, offered.eps) from None
+        if not value.is_finite() or value not in offered.eps:
+            raise _offered("epsilon", raw, offered.eps)
+        eps = float(value)
+    init = form.get("init", "").strip()
+    if not init:
+        raise Invalid(MISSING_CHOICE.format(name="initialisation"))
+    if init not in offered.inits:
+        raise _offered("initialisation", init, offered.inits)
+    seed = _pick_int(form, "seed", "seed", offered.seeds)
+    return LabChoice(depth, layernorm, residual, eps, init, seed)
+
+
+def config_name(lesson: Lesson, choice: LabChoice) -> str:
+    """The configuration in words: "Both, depth 2, eps 0.00001, GPT-2 initialisation, seed 0"."""
+    row = next(r.label for r in lesson.rows if r.key == choice.row)
+    parts = [row, f"depth {choice.depth}"]
+    if choice.eps is not None:
+        parts.append(f"eps {eps_text(choice.eps)}")
+    parts.append(lesson.sweep.init_labels.get(choice.init, choice.init))
+    parts.append(f"seed {choice.seed}")
+    return ", ".join(parts)
+
+
+def eps_text(eps: float) -> str:
+    """An eps as the lesson writes it: a plain decimal, never 1e-05."""
+    return f"{Decimal(repr(eps)).normalize():f}" if eps else "0"
+
+
+def commit_lab_run(runs: Sequence[LabRun], lesson: Lesson, form: Mapping[str, str]) -> Action:
+    """Commit a prediction for an offered configuration. Raises Conflict / Invalid."""
+    pending = open_run(runs)
+    if pending is not None:
+        raise Conflict(OPEN_RUN.format(config=config_name(lesson, pending.choice)))
+    if len(runs) >= MAX_LAB_RUNS:
+        raise Conflict(lesson.lab.too_many.format(count=len(runs)))
+    choice = parse_choice(form, lesson)
+    outcome = form.get("outcome", "").strip()
+    if outcome not in {o.id for o in lesson.outcomes}:
+        if not outcome:
+            raise Invalid(NO_OUTCOME)
+        raise _offered("outcome", outcome, [o.id for o in lesson.outcomes])
+    number = max((run.number for run in runs), default=0) + 1
+    payload = {"run": number, "config": choice.to_json(), "outcome": outcome}
+    return EventKind.LAB_COMMITTED, payload
+
+
+class _BadResult(ValueError):
+    pass
+
+
+def _stored_figure(value: Any, name: str) -> float | str | None:
+    """A figure as stored: a finite number, a marker, or null. Raises _BadResult."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value in NON_FINITE_MARKERS:
+            return value
+        raise _BadResult(f"{name} is {value[:MAX_ECHOED_CHARS]!r}, not a number")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _BadResult(f"{name} is not a number")
+    number = float(value)
+    return number if math.isfinite(number) else non_finite_marker(number)
+
+
+def _step(value: Any, name: str, steps: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= steps:
+        raise _BadResult(f"{name} is not a step from 0 to {steps}")
+    return value
+
+
+def _accuracy(value: float | str | None, name: str) -> None:
+    if isinstance(value, float) and not 0 <= value <= 1:
+        raise _BadResult(f"{name} is not between 0 and 1")
+
+
+def _point(raw: Any, index: int, fields: Sequence[str], steps: int) -> dict[str, Any]:
+    where = f"point {index + 1}" if index >= 0 else "the final figures"
+    if not isinstance(raw, dict):
+        raise _BadResult(f"{where} is not an object")
+    unknown = sorted(set(raw) - set(fields))
+    if unknown:
+        raise _BadResult(f"{where} has an unknown figure {unknown[0][:MAX_ECHOED_CHARS]!r}")
+    point: dict[str, Any] = {"step": _step(raw.get("step"), f"{where}'s step", steps)}
+    for name in fields[1:]:
+        point[name] = _stored_figure(raw.get(name), f"{where}'s {name}")
+    _accuracy(point["heldout_accuracy"], f"{where}'s heldout_accuracy")
+    return point
+
+
+def _result(text: str, steps: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    try:
+        # The body limit bounds `text`; nesting too deep for the parser is not JSON here.
+        body = json.loads(text)
+    except (ValueError, RecursionError):
+        raise _BadResult("it is not JSON") from None
+    if not isinstance(body, dict):
+        raise _BadResult('it is not an object {"final", "curve"}')
+    curve = body.get("curve")
+    if not isinstance(curve, list) or not curve:
+        raise _BadResult("it has no curve")
+    if len(curve) > MAX_CURVE_POINTS:
+        raise _BadResult(f"its curve has more than {MAX_CURVE_POINTS} points")
+    points = [_point(raw, i, CURVE_FIELDS, steps) for i, raw in enumerate(curve)]
+    if any(b["step"] <= a["step"] for a, b in itertools.pairwise(points)):
+        raise _BadResult("its curve's steps do not rise")
+    final = _point(body.get("final"), -1, FINAL_FIELDS, steps)
+    if final["step"] != steps:
+        raise _BadResult(f"it ended at step {final['step']}, not at step {steps}")
+    return final, points
+
+
+def finish_lab_run(
+    runs: Sequence[LabRun],
+    lesson: Lesson,
+    number: int,
+    text: str,
+    chance_level: float,
+    steps: int,
+) -> Action:
+    """Keep run `number`'s figures (`text`: JSON {"final", "curve"} as the worker posts
+    them), once, with the band its final accuracy is in. Raises Conflict / Invalid."""
+    run = next((r for r in runs if r.number == number), None)
+    if run is None:
+        raise Invalid(NO_SUCH_RUN.format(run=number))
+    if run.final is not None:
+        raise Conflict(ALREADY_FINISHED.format(run=number))
+    try:
+        final, curve = _result(text, steps)
+    except _BadResult as problem:
+        raise Invalid(BAD_RESULT.format(problem=problem)) from None
+    outcome = row_band(figure(final["heldout_accuracy"]), lesson, chance_level)
+    payload = {"run": number, "final": final, "curve": curve, "outcome": outcome}
+    return EventKind.LAB_FINISHED, payload
+
+
+def _percent(fraction: float) -> str:
+    return f"{fraction * 100:.1f} %" if math.isfinite(fraction) else "not a number"
+
+
+def _accuracies(curve: Iterable[Mapping[str, Any]]) -> dict[int, float]:
+    return {int(p["step"]): figure(p.get("heldout_accuracy")) for p in curve}
+
+
+def comparison(lesson: Lesson, run: LabRun, recorded: Sequence[Mapping[str, Any]] | None) -> str:
+    """One sentence holding the run to the recorded cell of the same configuration and seed:
+    the largest gap in held-out accuracy, in points, at the steps both evaluated (the final
+    one among them); `recorded`: the cell's curve, None when the grid has no such cell."""
+    text = lesson.lab
+    if recorded is None or run.final is None:
+        return text.no_cell
+    mine, theirs = _accuracies(run.curve), _accuracies(recorded)
+    mine[run.final.step] = run.final.heldout_accuracy
+    shared = sorted(set(mine) & set(theirs))
+    if not shared:
+        return text.no_cell
+    gaps = []
+    for step in shared:
+        a, b = mine[step], theirs[step]
+        if math.isnan(a) and math.isnan(b):
+            gaps.append(0.0)
+        else:
+            gap = abs(a - b) * 100
+            gaps.append(gap if math.isfinite(gap) else math.inf)
+    points = max(gaps)
+    live, then = mine[shared[-1]], theirs[shared[-1]]
+    tolerance = float(text.agreement_points)
+    if points <= tolerance:
+        shown = f"{max(points, 0.1):.1f}" if points > 0 else "0.1"
+        return text.agrees.format(points=shown, live=_percent(live), recorded=_percent(then))
+    direction = text.above if (math.isfinite(live) and live > then) else text.below
+    return text.differs.format(
+        points=f"{points:.1f}" if math.isfinite(points) else "many",
+        direction=direction,
+        live=_percent(live),
+        recorded=_percent(then),
+        tolerance=f"{text.agreement_points.normalize():f}",
+    )
+
+
+def outcome_sentence(lesson: Lesson, run: LabRun) -> str:
+    """The prediction against what the run did."""
+    outcomes: dict[str, Outcome] = {o.id: o for o in lesson.outcomes}
+    predicted = outcomes.get(run.predicted)
+    actual = outcomes.get(run.outcome or "")
+    if predicted is None or actual is None:
+        return ""
+    template = lesson.lab.predicted_right if predicted is actual else lesson.lab.predicted_wrong
+    return template.format(predicted=predicted.predicted, actual=actual.actual)
+
+
+def run_line(lesson: Lesson, run: LabRun) -> str:
+    """One line of the learner's kept runs."""
+    outcomes: dict[str, Outcome] = {o.id: o for o in lesson.outcomes}
+    predicted = outcomes[run.predicted].label.lower() if run.predicted in outcomes else "?"
+    config = config_name(lesson, run.choice)
+    if run.final is None:
+        return lesson.lab.run_untrained.format(config=config, predicted=predicted)
+    actual = outcomes[run.outcome].actual if run.outcome in outcomes else "?"
+    return lesson.lab.run_done.format(
+        config=config,
+        predicted=predicted,
+        actual=actual,
+        accuracy=_percent(run.final.heldout_accuracy),
+    )
+
+
+__all__ = [
+    "MAX_CURVE_POINTS",
+    "MAX_LAB_RUNS",
+    "ROW_SWITCHES",
+    "LabChoice",
+    "LabRun",
+    "commit_lab_run",
+    "comparison",
+    "config_name",
+    "finish_lab_run",
+    "lab_runs",
+    "open_run",
+    "outcome_sentence",
+    "parse_choice",
+    "run_line",
+]

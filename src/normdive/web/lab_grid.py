@@ -1,0 +1,131 @@
+"""The lab grid as the page uses it: read through normdive.lab.grid's reader, kept per file
+(a change noticed by its stat), and reduced to what the panel draws and what the learner's
+browser fetches: the base configuration, each recorded cell's curve and final figures, and
+what the recording trimmed.
+
+The grid lives beside the recording: `<recording stem>-lab.json` (lab_path_for).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from normdive.lab.grid import LabGridProblem, parse_lab_grid
+from normdive.progress.lab import LabChoice, figure
+from normdive.recording.reader import MAX_RECORDING_BYTES
+
+logger = logging.getLogger(__name__)
+
+LAB_SUFFIX = "-lab"
+# Two eps values closer than this (relative) name the same recorded cell: the grid keeps
+# them as JSON numbers, the lesson as exact decimals.
+EPS_MATCH = 1e-9
+
+GridProblem = Literal["missing", "unusable"]
+CellKey = tuple[int, bool, bool, float | None, str, int]
+
+
+def lab_path_for(recording_path: Path) -> Path:
+    """Where the lab grid of a recording lives: beside it, its name ending in LAB_SUFFIX."""
+    return recording_path.with_name(recording_path.stem + LAB_SUFFIX + recording_path.suffix)
+
+
+@dataclass(frozen=True)
+class GridCell:
+    choice: LabChoice
+    curve: tuple[dict[str, Any], ...]  # points as JSON (markers for non-finite figures)
+    final_accuracy: float
+
+
+@dataclass(frozen=True)
+class LabGridView:
+    base: dict[str, Any]  # the base LabConfig's fields, as JSON
+    cells: tuple[GridCell, ...]
+    trimmed: str | None  # what the recording left out, in words; None: nothing
+    document: bytes  # the grid as the browser fetches it (JSON, compact)
+
+    @property
+    def digest(self) -> str:
+        """Names this grid's bytes in its URL, so a browser may keep it for good."""
+        return hashlib.sha256(self.document).hexdigest()[:16]
+
+    @property
+    def steps(self) -> int:
+        return int(self.base["steps"])
+
+    @property
+    def chance_level(self) -> float:
+        return 1 / int(self.base["vocab_size"])
+
+    def cell(self, choice: LabChoice) -> GridCell | None:
+        """The recorded cell of exactly this configuration and seed, if any."""
+        for cell in self.cells:
+            c = cell.choice
+            same_eps = (c.eps is None and choice.eps is None) or (
+                c.eps is not None
+                and choice.eps is not None
+                and math.isclose(c.eps, choice.eps, rel_tol=EPS_MATCH, abs_tol=0.0)
+            )
+            if same_eps and (c.depth, c.layernorm, c.residual, c.init, c.seed) == (
+                choice.depth,
+                choice.layernorm,
+                choice.residual,
+                choice.init,
+                choice.seed,
+            ):
+                return cell
+        return None
+
+    def config(self, choice: LabChoice) -> dict[str, Any]:
+        """The whole LabConfig the browser trains, as the worker takes it."""
+        return {**self.base, **{k: v for k, v in choice.to_json().items() if k != "seed"}}
+
+
+def _view(raw: bytes, name: str) -> LabGridView:
+    grid = parse_lab_grid(raw, name)
+    plain = json.loads(grid.model_dump_json())
+    cells = []
+    for cell in plain["cells"]:
+        choice = LabChoice.from_json(cell)
+        if choice is not None:
+            final = figure(cell["final"]["heldout_accuracy"])
+            cells.append(GridCell(choice, tuple(cell["curve"]), final))
+    trimmed = grid.trimmed.strip().rstrip(".") if grid.trimmed and grid.trimmed.strip() else None
+    document = json.dumps(plain, separators=(",", ":")).encode()
+    return LabGridView(plain["base"], tuple(cells), trimmed, document)
+
+
+_lock = threading.Lock()
+_kept: dict[Path, tuple[tuple[int, int], LabGridView | GridProblem]] = {}
+
+
+def lab_grid(path: Path) -> LabGridView | GridProblem:
+    """The grid at `path`, or why it cannot be used (logged once per file state)."""
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        return "missing"
+    except OSError:
+        return "unusable"
+    key = (stat.st_mtime_ns, stat.st_size)
+    with _lock:
+        kept = _kept.get(path)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+    result: LabGridView | GridProblem
+    try:
+        result = _view(path.read_bytes()[: MAX_RECORDING_BYTES + 1], path.name)
+    except (LabGridProblem, OSError) as problem:
+        logger.warning("the lab grid %s cannot be used: %s", path, problem)
+        result = "unusable"
+    with _lock:
+        _kept[path] = (key, result)
+    return result

@@ -1,0 +1,398 @@
+"""Routes of the panel "Train one yourself": the panel's controls as a fragment the lesson page
+loads when the panel opens, the same panel as a page of its own (without JavaScript: the
+learner's runs and the recorded lab grid as a table), the grid as JSON for the browser's
+chart (under its digest, kept for good), and the two writes: commit a prediction for an
+offered configuration, and keep a finished run's figures.
+
+Every route answers only once the learner's gate has closed; the lab's events are no part of
+the gate (progress.lab). The grid (beside the recording, web.lab_grid.lab_path_for) is read
+only when asked: the lesson page never reads it.
+
+Writes go through the checks every form passes (web.security: the form token, the origin, the
+attempts limit) and are decided on the learner's lab events with Store.append_decided, so a
+run is committed once and its figures kept once however many requests race.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import APIRouter
+from markupsafe import Markup
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+
+from normdive.lesson.content import Lesson
+from normdive.progress.actions import Action, Conflict, Invalid
+from normdive.progress.lab import (
+    ROW_SWITCHES,
+    LabRun,
+    commit_lab_run,
+    comparison,
+    config_name,
+    eps_text,
+    finish_lab_run,
+    lab_runs,
+    open_run,
+    outcome_sentence,
+    run_line,
+)
+from normdive.store.event_store import EventList
+from normdive.web.actions import NOT_A_FORM, _admit_learner, _form_fields
+from normdive.web.assets import IMMUTABLE, etag_matches
+from normdive.web.errors import error_response, wants_json
+from normdive.web.identity import COOKIE_NAME, attach_cookie, learner_from_cookie, resolve_learner
+from normdive.web.lab_grid import LabGridView, lab_grid, lab_path_for
+from normdive.web.security import csrf
+from normdive.web.security.ratelimit import throttled
+from normdive.web.services import Services, services
+
+router = APIRouter()
+
+PANEL_TEMPLATE = "lab_fragments.html"
+# The form field a finished run's figures arrive in (JSON {"final", "curve"}).
+RESULT_FIELD = "result"
+GRID_GONE = "The lab's recorded runs changed on the server; reload the page."
+
+
+@dataclass(frozen=True)
+class GridTable:
+    init: str
+    caption: str
+    depths: tuple[int, ...]
+    lines: tuple[tuple[str, tuple[str, ...]], ...]  # (row label, one text per depth)
+
+
+@dataclass(frozen=True)
+class LabResult:
+    heading: str
+    sentences: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LabView:
+    lesson: Lesson
+    problem: str | None = None
+    refused: bool = False
+    config_line: str = ""
+    trimmed: str | None = None
+    runs: tuple[str, ...] = ()
+    pending: str | None = None  # the open run, in words
+    pending_data: str | None = None  # the open run as the browser trains it (JSON)
+    result: LabResult | None = None  # the latest finished run
+    grid_url: str = ""
+    tables: tuple[GridTable, ...] = ()
+    eps_options: tuple[str, ...] = ()
+    rows: tuple[tuple[str, str], ...] = ()  # (key, label)
+    inits: tuple[tuple[str, str], ...] = ()
+    message: str | None = None  # a refusal, beside the form
+    cells: str = "[]"  # the recorded points, so the form can say which have no cell
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def grid_view(svc: Services) -> LabGridView | str:
+    """The grid, or the lesson's sentence for one missing or unusable."""
+    grid = lab_grid(lab_path_for(svc.settings.recording_path))
+    text = svc.lesson.lab
+    if grid == "missing":
+        return text.missing
+    if grid == "unusable":
+        return text.unusable
+    return grid
+
+
+def _percent(value: float) -> str:
+    return f"{value * 100:.1f} %" if math.isfinite(value) else "not a number"
+
+
+def _base_words(grid: LabGridView) -> str:
+    b = grid.base
+    return (
+        f"width {b['d_model']} with {b['n_heads']} heads, {b['steps']} training steps of "
+        f"{b['batch_size']} sequences, copying {b['copy_length']} symbols of "
+        f"{b['vocab_size']}, held-out figures every {b['eval_every']} steps"
+    )
+
+
+def _tables(lesson: Lesson, grid: LabGridView) -> tuple[GridTable, ...]:
+    offered = lesson.lab.offered
+    labels: dict[str, str] = {row.key: row.label for row in lesson.rows}
+    tables = []
+    for init in offered.inits:
+        lines = []
+        for key, (layernorm, _residual) in ROW_SWITCHES.items():
+            for eps in offered.eps if layernorm else [None]:
+                name = labels[key] + (f", eps {eps_text(float(eps))}" if eps is not None else "")
+                texts = []
+                for depth in offered.depths:
+                    found = [
+                        cell
+                        for cell in grid.cells
+                        if (cell.choice.depth, cell.choice.row, cell.choice.init)
+                        == (depth, key, init)
+                        and (
+                            (eps is None and cell.choice.eps is None)
+                            or (
+                                eps is not None
+                                and cell.choice.eps is not None
+                                and math.isclose(cell.choice.eps, float(eps))
+                            )
+                        )
+                    ]
+                    found.sort(key=lambda cell: cell.choice.seed)
+                    texts.append(
+                        " · ".join(_percent(c.final_accuracy) for c in found)
+                        or lesson.lab.grid_none
+                    )
+                lines.append((name, tuple(texts)))
+        seeds = sorted({c.choice.seed for c in grid.cells if c.choice.init == init})
+        caption = lesson.lab.grid_caption.format(
+            init=lesson.sweep.init_labels.get(init, init),
+            seeds=", ".join(str(s) for s in seeds) or lesson.lab.grid_none,
+        )
+        tables.append(GridTable(init, caption, tuple(offered.depths), tuple(lines)))
+    return tuple(tables)
+
+
+def _result(lesson: Lesson, grid: LabGridView, run: LabRun) -> LabResult:
+    assert run.final is not None
+    figures = lesson.lab.result_figures.format(
+        step=run.final.step,
+        accuracy=_percent(run.final.heldout_accuracy),
+        loss=f"{run.final.heldout_loss:.4f}" if math.isfinite(run.final.heldout_loss) else "—",
+    )
+    cell = grid.cell(run.choice)
+    said = comparison(lesson, run, cell.curve if cell is not None else None)
+    heading = f"{lesson.lab.result_heading}: {config_name(lesson, run.choice)}"
+    sentences = (figures, outcome_sentence(lesson, run), said)
+    return LabResult(heading, tuple(s for s in sentences if s))
+
+
+def lab_view(
+    svc: Services, runs: tuple[LabRun, ...], message: str | None = None, refused: bool = False
+) -> LabView:
+    lesson = svc.lesson
+    grid = grid_view(svc)
+    lines = tuple(run_line(lesson, run) for run in runs)
+    if isinstance(grid, str):
+        return LabView(lesson, problem=grid, runs=lines, refused=refused)
+    pending = open_run(runs)
+    pending_data = None
+    if pending is not None:
+        cell = grid.cell(pending.choice)
+        pending_data = json.dumps(
+            {
+                "run": pending.number,
+                "config": grid.config(pending.choice),
+                "seed": pending.choice.seed,
+                "recorded": cell is not None,
+                "cell": [
+                    pending.choice.depth,
+                    pending.choice.layernorm,
+                    pending.choice.residual,
+                    pending.choice.eps,
+                    pending.choice.init,
+                    pending.choice.seed,
+                ],
+                "name": config_name(lesson, pending.choice),
+            }
+        )
+    finished = [run for run in runs if run.final is not None]
+    offered = lesson.lab.offered
+    cells = [
+        [c.choice.depth, c.choice.row, c.choice.eps, c.choice.init, c.choice.seed]
+        for c in grid.cells
+    ]
+    return LabView(
+        lesson,
+        config_line=lesson.lab.config_line.format(config=_base_words(grid)),
+        trimmed=lesson.lab.trimmed.format(what=grid.trimmed) if grid.trimmed else None,
+        runs=lines,
+        pending=(
+            lesson.lab.committed_text.format(
+                predicted=_predicted(lesson, pending), config=config_name(lesson, pending.choice)
+            )
+            if pending is not None
+            else None
+        ),
+        pending_data=pending_data,
+        result=_result(lesson, grid, finished[-1]) if finished else None,
+        grid_url=f"/lab/grid/{grid.digest}.json",
+        tables=_tables(lesson, grid),
+        eps_options=tuple(f"{value.normalize():f}" for value in offered.eps),
+        rows=tuple((row.key, row.label) for row in lesson.rows),
+        inits=tuple((init, lesson.sweep.init_labels.get(init, init)) for init in offered.inits),
+        message=message,
+        refused=refused,
+        cells=json.dumps(cells),
+    )
+
+
+def _predicted(lesson: Lesson, run: LabRun) -> str:
+    outcome = next((o for o in lesson.outcomes if o.id == run.predicted), None)
+    return outcome.predicted if outcome is not None else run.predicted
+
+
+def _runs(svc: Services, learner_id: str) -> tuple[LabRun, ...]:
+    return lab_runs(svc.store.read(learner_id, EventList()).events)
+
+
+def _render(svc: Services, macro: str, view: LabView) -> str:
+    module: Any = svc.renderer.env.get_template(PANEL_TEMPLATE).module
+    return str(Markup(getattr(module, macro)(view)).strip())
+
+
+def _gate_closed(svc: Services, learner_id: str) -> bool:
+    return svc.state_of(learner_id).gate.closed
+
+
+def _lab_page(svc: Services, request: Request, fragment: bool) -> Response:
+    learner = resolve_learner(request, svc.signer)
+    if not _gate_closed(svc, learner.id):
+        view = LabView(svc.lesson, problem=svc.lesson.lab.locked, refused=True)
+        status = 409
+    else:
+        view = lab_view(svc, _runs(svc, learner.id))
+        status = 200
+    if fragment:
+        body = _render(svc, "lab_body", view)
+    else:
+        body = svc.renderer.env.get_template("lab.html").render(lesson=svc.lesson, view=view)
+    response = HTMLResponse(body, status)
+    attach_cookie(response, learner, svc.signer, svc.settings)
+    return response
+
+
+@router.get("/lab", response_class=HTMLResponse)
+async def lab_page(request: Request) -> Response:
+    """The lab as a page of its own: the learner's runs and the recorded grid as a table."""
+    return await run_in_threadpool(_lab_page, services(request), request, False)
+
+
+@router.get("/lab/panel", response_class=HTMLResponse)
+async def lab_panel(request: Request) -> Response:
+    """The panel's controls, runs and grid, as the lesson page swaps them in."""
+    return await run_in_threadpool(_lab_page, services(request), request, True)
+
+
+def _grid_document(svc: Services, request: Request, digest: str) -> Response:
+    grid = grid_view(svc)
+    if isinstance(grid, str):
+        return JSONResponse({"ok": False, "message": grid}, 503)
+    if digest != grid.digest:
+        return JSONResponse({"ok": False, "message": GRID_GONE}, 404)
+    etag = f'"{grid.digest}"'
+    headers = {"Cache-Control": IMMUTABLE, "ETag": etag, "Vary": "Accept-Encoding"}
+    if etag_matches(request.headers.get("if-none-match", ""), etag):
+        return Response(status_code=304, headers=headers)
+    # Compressed by CompressResponses for a client that accepts gzip.
+    return Response(grid.document, media_type="application/json", headers=headers)
+
+
+@router.get("/lab/grid/{digest}.json")
+async def grid_document(request: Request, digest: str) -> Response:
+    """The recorded lab grid for the chart, under its digest: kept for good by the browser.
+    Not behind the gate: it is the course's recording, the same for every learner."""
+    return await run_in_threadpool(_grid_document, services(request), request, digest)
+
+
+def _write(
+    svc: Services, request: Request, learner_id: str, decide_one: Any, form: dict[str, str]
+) -> Response:
+    """Decide one lab write on the learner's lab events and append it; answer with the panel
+    drawn again (JSON for the page script; a redirect to the lab page without it)."""
+    learner = resolve_learner(request, svc.signer)
+    history = svc.history(learner_id)
+    status, message, refusal = 200, "", False
+    headers: dict[str, str] = {}
+    limit = svc.settings.attempts_per_minute
+    limited = throttled(svc.engine, learner_id, limit) if history.learner_writes >= limit else None
+    if not svc.state_of(learner_id).gate.closed:
+        status, message, refusal = 409, svc.lesson.lab.locked, True
+    elif limited is not None:
+        status, message, refusal = 429, limited.message, True
+        headers["Retry-After"] = str(limited.retry_after_s)
+    else:
+        grid = grid_view(svc)
+        if isinstance(grid, str):
+            status, message, refusal = 503, grid, True
+        else:
+
+            def decide(events: EventList) -> list[Action]:
+                return [decide_one(lab_runs(events.events), grid)]
+
+            try:
+                refused = _admit_learner(svc, request, learner_id)
+                if refused is not None:
+                    return refused
+                svc.store.append_decided(learner_id, decide, EventList())
+            except Conflict as exc:
+                status, message, refusal = 409, exc.message, True
+            except Invalid as exc:
+                status, message, refusal = 422, exc.message, True
+    runs = _runs(svc, learner_id)
+    view = lab_view(svc, runs, message if refusal else None, refused=refusal)
+    if not refusal:
+        message = _said(svc, view)
+    response: Response
+    if wants_json(request):
+        body = {"ok": not refusal, "message": message, "html": _render(svc, "lab_body", view)}
+        response = JSONResponse(body, status, headers=headers)
+    elif not refusal:
+        response = RedirectResponse("/lab#lab", status_code=303)
+    else:
+        page = svc.renderer.env.get_template("lab.html").render(lesson=svc.lesson, view=view)
+        response = HTMLResponse(page, status, headers=headers)
+    attach_cookie(response, learner, svc.signer, svc.settings)
+    return response
+
+
+def _said(svc: Services, view: LabView) -> str:
+    """What a write's answer announces: the committed run, or the finished run's result."""
+    if view.pending is not None:
+        return view.pending
+    if view.result is not None:
+        return " ".join(view.result.sentences)
+    return ""
+
+
+async def _lab_write(request: Request, decide_one: Any) -> Response:
+    svc = services(request)
+    form = await _form_fields(request)
+    if form is None:
+        return error_response(request, 415, NOT_A_FORM)
+    vouched = learner_from_cookie(request.cookies.get(COOKIE_NAME), svc.signer)
+    forged = csrf.refusal(request, form, vouched, svc.settings)
+    if forged is not None or vouched is None:
+        return error_response(request, 403, forged or csrf.NO_LEARNER)
+    form.pop(csrf.FIELD, None)
+    return await run_in_threadpool(
+        _write, svc, request, vouched, lambda runs, grid: decide_one(runs, grid, form), form
+    )
+
+
+@router.post("/lab/runs")
+async def commit_run(request: Request) -> Response:
+    """Commit a prediction for an offered configuration (fields depth, row, eps, init, seed,
+    outcome); once, before it trains, never changed."""
+    lesson = services(request).lesson
+    return await _lab_write(request, lambda runs, _grid, form: commit_lab_run(runs, lesson, form))
+
+
+@router.post("/lab/runs/{number}/result")
+async def finish_run(request: Request, number: str) -> Response:
+    """Keep run `number`'s figures (field `result`: JSON {"final", "curve"}); once."""
+    lesson = services(request).lesson
+    if not (number.isascii() and number.isdigit() and len(number) <= 6):
+        return error_response(request, 404, f"There is no lab run {number[:20]!r}.")
+
+    def decide(runs: tuple[LabRun, ...], grid: LabGridView, form: dict[str, str]) -> Action:
+        return finish_lab_run(
+            runs, lesson, int(number), form.get(RESULT_FIELD, ""), grid.chance_level, grid.steps
+        )
+
+    return await _lab_write(request, decide)

@@ -1,0 +1,369 @@
+// The panel "Train one yourself": nothing here loads with the lesson page. page.js imports
+// this module when the panel first opens; it fetches the panel (HTML drawn by the server,
+// GET /lab/panel) with its stylesheet (lab.css) and wires it:
+// - the commit form posts the learner's configuration and prediction (POST /lab/runs), and the
+//   server answers with the panel drawn again, Train in it;
+// - Train starts the trainer in a module Worker (lab/worker.js, docs/lab.md), so the page
+//   stays responsive; its held-out accuracy is drawn as it comes over the recorded run of the
+//   same configuration and seed (the grid, GET /lab/grid/<digest>.json, kept for good), with
+//   uPlot, itself loaded only now; a <progress> shows the step, steps a second and time left,
+//   and 25, 50, 75 and 100 % are announced;
+// - Stop pauses the worker and Resume goes on; a hidden tab pauses it too (Page Visibility);
+// - the finished run's figures are posted (POST /lab/runs/<n>/result): the server keeps them
+//   and answers with the result in words (the outcome against the prediction, the recording
+//   against this device), which is shown and announced.
+
+const PROBLEM = "The lab could not be reached just now. Try again.";
+const STYLESHEET = new URL("./lab.css", import.meta.url).href;
+const MILESTONES = [25, 50, 75];
+const CHART_HEIGHT_PX = 220;
+const MIN_CHART_WIDTH_PX = 240;
+// Relative difference under which two eps values name the same recorded cell (web.lab_grid).
+const EPS_MATCH = 1e-9;
+const COLOURS = { recorded: "#8a8f98", live: "#0b5cad", ink: "#1f2328", grid: "#d0d7de" };
+
+let uplotLoading = null;
+let gridLoading = null;
+
+function loadStyles() {
+  if ([...document.querySelectorAll('link[rel="stylesheet"]')].some((l) => l.href.endsWith("/lab.css"))) {
+    return Promise.resolve();
+  }
+  const link = document.createElement("link");
+  link.rel = "stylesheet";
+  link.href = STYLESHEET;
+  const loaded = new Promise((resolve) => {
+    link.addEventListener("load", resolve, { once: true });
+    link.addEventListener("error", resolve, { once: true }); // the panel reads without it
+  });
+  document.head.append(link);
+  return loaded;
+}
+
+function loadUPlot() {
+  if (!uplotLoading) {
+    const link = document.createElement("link");
+    link.rel = "stylesheet";
+    link.href = new URL("./vendor/uplot/uPlot.min.css", import.meta.url).href;
+    document.head.append(link);
+    uplotLoading = import("./vendor/uplot/uPlot.esm.js").then((module) => module.default);
+  }
+  return uplotLoading;
+}
+
+function loadGrid(url) {
+  if (!gridLoading) {
+    gridLoading = fetch(url, { credentials: "same-origin" }).then((response) => {
+      if (!response.ok) throw new Error(`status ${response.status}`);
+      return response.json();
+    });
+    gridLoading.catch(() => {
+      gridLoading = null; // asked again next time
+    });
+  }
+  return gridLoading;
+}
+
+function announce(text) {
+  const region = document.getElementById("announcer");
+  if (!region || !text) return;
+  region.textContent = "";
+  // A fresh text node a moment later is announced even when it repeats the last message.
+  window.setTimeout(() => {
+    region.textContent = text;
+  }, 50);
+}
+
+function paragraph(className, text) {
+  const element = document.createElement("p");
+  element.className = className;
+  element.textContent = text;
+  return element;
+}
+
+function fill(template, values) {
+  return template.replace(/\{(\w+)\}/g, (whole, name) => (name in values ? String(values[name]) : whole));
+}
+
+// A figure as the grid spells it: a number, or "nan" / "inf" / "-inf", or null.
+function measure(value) {
+  if (typeof value === "number") return value;
+  if (value === "inf") return Infinity;
+  if (value === "-inf") return -Infinity;
+  return NaN;
+}
+
+function duration(seconds) {
+  if (!Number.isFinite(seconds)) return "–";
+  const whole = Math.max(0, Math.round(seconds));
+  return whole < 60 ? `${whole} s` : `${Math.floor(whole / 60)} min ${whole % 60} s`;
+}
+
+function csrfToken() {
+  return document.querySelector('meta[name="csrf-token"]')?.content ?? "";
+}
+
+async function post(url, data) {
+  try {
+    const response = await fetch(url, {
+      method: "POST",
+      body: data,
+      credentials: "same-origin",
+      headers: { Accept: "application/json", "X-CSRF-Token": csrfToken() },
+    });
+    return await response.json();
+  } catch {
+    return { ok: false, message: PROBLEM };
+  }
+}
+
+export async function openPanel(details) {
+  const body = details.querySelector("#lab-body");
+  if (!body || body.dataset.loaded) return;
+  body.dataset.loaded = "true";
+  body.setAttribute("aria-busy", "true");
+  const fallback = [...body.childNodes];
+  body.replaceChildren(paragraph("note", body.dataset.loading || ""));
+  try {
+    const fetched = fetch(body.dataset.src, { headers: { Accept: "text/html" }, credentials: "same-origin" });
+    const [response] = await Promise.all([fetched, loadStyles()]);
+    // Every answer, a refusal included, is a readable fragment drawn by the server.
+    body.innerHTML = await response.text();
+    wire(body);
+  } catch {
+    body.replaceChildren(paragraph("note", PROBLEM), ...fallback);
+    delete body.dataset.loaded; // tried again when the panel next opens
+  } finally {
+    body.removeAttribute("aria-busy");
+  }
+}
+
+// Swap in the panel the server drew with a write's answer, and put the focus at `focusId`
+// (or the alert, or the panel).
+function swap(body, answer, focusId, keep = null) {
+  if (answer.html) body.innerHTML = answer.html;
+  else body.prepend(paragraph("alert", answer.message || PROBLEM));
+  if (keep) body.querySelector("#lab-result")?.after(keep);
+  wire(body);
+  announce(answer.message);
+  const target = (answer.ok && document.getElementById(focusId)) || body.querySelector("#lab-alert") || body;
+  target.focus();
+}
+
+function wire(body) {
+  const form = body.querySelector("#lab-commit");
+  if (form) wireForm(body, form);
+  const train = body.querySelector("#lab-train");
+  if (train) wireTrainer(body, train);
+}
+
+// ---- committing ------------------------------------------------------------------------------
+
+const LAYER_NORM_ROWS = new Set(["both", "layernorm_only"]);
+
+function wireForm(body, form) {
+  const cells = JSON.parse(form.dataset.cells || "[]");
+  const note = form.querySelector("#lab-cell-note");
+  const eps = form.querySelector("#lab-eps");
+  const value = (name) => form.elements[name].value;
+  const update = () => {
+    const layernorm = LAYER_NORM_ROWS.has(value("row"));
+    eps.disabled = !layernorm; // not sent, and not asked, without layer norm
+    const wantedEps = layernorm ? Number(value("eps")) : null;
+    const recorded = cells.some(
+      ([depth, row, cellEps, init, seed]) =>
+        depth === Number(value("depth")) &&
+        row === value("row") &&
+        init === value("init") &&
+        seed === Number(value("seed")) &&
+        (cellEps === null ? wantedEps === null : wantedEps !== null && Math.abs(cellEps - wantedEps) <= EPS_MATCH * Math.max(Math.abs(cellEps), Math.abs(wantedEps))),
+    );
+    note.textContent = recorded ? "" : form.dataset.noCell;
+  };
+  form.addEventListener("change", update);
+  update();
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const button = form.querySelector("#lab-commit-button");
+    if (button.disabled) return;
+    button.disabled = true;
+    button.setAttribute("aria-busy", "true");
+    const answer = await post(form.action, new FormData(form));
+    button.disabled = false;
+    button.removeAttribute("aria-busy");
+    swap(body, answer, "lab-start");
+  });
+}
+
+// ---- training --------------------------------------------------------------------------------
+
+function sameEps(a, b) {
+  if (a === null || b === null) return a === b;
+  return Math.abs(a - b) <= EPS_MATCH * Math.max(Math.abs(a), Math.abs(b));
+}
+
+async function recordedCurve(url, [depth, layernorm, residual, eps, init, seed]) {
+  const grid = await loadGrid(url);
+  const cell = grid.cells.find(
+    (c) =>
+      c.depth === depth &&
+      c.layernorm === layernorm &&
+      c.residual === residual &&
+      sameEps(c.eps, eps) &&
+      c.init === init &&
+      c.seed === seed,
+  );
+  return cell ? cell.curve : null;
+}
+
+function chartData(steps, recorded, live) {
+  const xs = [...new Set([...recorded.map((p) => p.step), ...live.map((p) => p.step)])].sort((a, b) => a - b);
+  const at = (points) => {
+    const byStep = new Map(points.map((p) => [p.step, measure(p.heldout_accuracy)]));
+    return xs.map((x) => (byStep.has(x) && Number.isFinite(byStep.get(x)) ? byStep.get(x) : null));
+  };
+  return [xs, at(recorded), at(live)];
+}
+
+async function makeChart(element, steps, recorded) {
+  const UPlot = await loadUPlot();
+  const axis = { stroke: COLOURS.ink, grid: { stroke: COLOURS.grid, width: 1 }, ticks: { stroke: COLOURS.grid } };
+  const percent = (u, ticks) => ticks.map((v) => `${Math.round(v * 100)} %`);
+  const options = {
+    width: Math.max(MIN_CHART_WIDTH_PX, element.clientWidth),
+    height: CHART_HEIGHT_PX,
+    legend: { show: true, live: false },
+    cursor: { show: false },
+    scales: { x: { time: false, range: [0, steps] }, y: { range: [0, 1] } },
+    axes: [
+      { ...axis, label: "step" },
+      { ...axis, label: "held-out accuracy", size: 56, values: percent },
+    ],
+    series: [
+      {},
+      { label: "recorded", stroke: COLOURS.recorded, width: 2, dash: [6, 4], spanGaps: true, points: { show: false } },
+      { label: "your device", stroke: COLOURS.live, width: 2.5, spanGaps: true, points: { show: true, size: 5 } },
+    ],
+  };
+  element.replaceChildren();
+  const plot = new UPlot(options, chartData(steps, recorded || [], []), element);
+  window.addEventListener("resize", () => {
+    plot.setSize({ width: Math.max(MIN_CHART_WIDTH_PX, element.clientWidth), height: CHART_HEIGHT_PX });
+  });
+  return plot;
+}
+
+function wireTrainer(body, train) {
+  const run = JSON.parse(train.dataset.run);
+  const steps = run.config.steps;
+  const start = train.querySelector("#lab-start");
+  const stop = train.querySelector("#lab-stop");
+  const resume = train.querySelector("#lab-resume");
+  const bar = train.querySelector("#lab-progress");
+  const status = train.querySelector("#lab-progress-text");
+  const chartElement = train.querySelector("#lab-chart");
+  const live = [];
+  const said = new Set();
+  let recorded = [];
+  let plot = null;
+  let worker = null;
+  let mode = "idle"; // idle | running | stopped (by the learner) | hidden | done
+  let lastStep = 0;
+
+  const redraw = () => plot?.setData(chartData(steps, recorded, live));
+  const setMode = (next) => {
+    mode = next;
+    stop.disabled = mode !== "running";
+    resume.disabled = mode !== "stopped";
+  };
+
+  const onVisibility = () => {
+    if (!worker) return;
+    if (document.hidden && mode === "running") {
+      worker.postMessage({ type: "pause" });
+      setMode("hidden");
+      status.textContent = train.dataset.hiddenText;
+    } else if (!document.hidden && mode === "hidden") {
+      worker.postMessage({ type: "resume" });
+      setMode("running");
+    }
+  };
+  document.addEventListener("visibilitychange", onVisibility);
+
+  const finish = async (message) => {
+    setMode("done");
+    document.removeEventListener("visibilitychange", onVisibility);
+    worker.terminate();
+    bar.value = 100;
+    const data = new FormData();
+    data.append("result", JSON.stringify({ final: message.final, curve: message.curve }));
+    const answer = await post(`/lab/runs/${run.run}/result`, data);
+    const kept = answer.ok ? chartElement : null; // the curve stays beside the result
+    if (kept) kept.removeAttribute("id");
+    const milestone = fill(train.dataset.milestone, { percent: 100 });
+    swap(body, { ...answer, message: `${milestone} ${answer.message || ""}`.trim() }, "lab-result", kept);
+  };
+
+  const onMessage = (message) => {
+    if (message.type === "progress") {
+      lastStep = message.step;
+      bar.value = Math.min(100, (100 * message.step) / steps);
+      const rate = message.steps_per_second;
+      status.textContent = fill(train.dataset.progressText, {
+        step: message.step,
+        steps,
+        rate: Number.isFinite(rate) ? rate.toFixed(1) : "–",
+        left: duration((steps - message.step) / rate),
+      });
+      for (const percent of MILESTONES) {
+        if (!said.has(percent) && (100 * message.step) / steps >= percent) {
+          said.add(percent);
+          announce(fill(train.dataset.milestone, { percent }));
+        }
+      }
+    } else if (message.type === "eval") {
+      live.push({ step: message.step, heldout_accuracy: message.heldout_accuracy });
+      redraw();
+    } else if (message.type === "done") {
+      finish(message);
+    } else if (message.type === "stopped") {
+      setMode("stopped");
+    } else if (message.type === "error") {
+      setMode("done");
+      status.textContent = message.message;
+      status.setAttribute("role", "alert");
+    }
+  };
+
+  start.addEventListener("click", async () => {
+    if (mode !== "idle") return;
+    start.disabled = true;
+    setMode("running");
+    status.textContent = fill(train.dataset.progressText, { step: 0, steps, rate: "–", left: "–" });
+    try {
+      recorded = run.recorded ? (await recordedCurve(train.dataset.grid, run.cell)) || [] : [];
+    } catch {
+      recorded = []; // the run trains all the same; the chart shows it alone
+    }
+    plot = await makeChart(chartElement, steps, recorded).catch(() => null);
+    worker = new Worker(new URL("./lab/worker.js", import.meta.url), { type: "module" });
+    worker.addEventListener("message", (event) => onMessage(event.data));
+    worker.addEventListener("error", () => onMessage({ type: "error", message: PROBLEM }));
+    worker.postMessage({ type: "start", config: run.config, seed: run.seed });
+    stop.focus();
+  });
+  stop.addEventListener("click", () => {
+    if (mode !== "running") return;
+    worker.postMessage({ type: "pause" });
+    setMode("stopped");
+    status.textContent = fill(train.dataset.stoppedText, { step: lastStep });
+    announce(status.textContent);
+    resume.focus();
+  });
+  resume.addEventListener("click", () => {
+    if (mode !== "stopped") return;
+    worker.postMessage({ type: "resume" });
+    setMode("running");
+    stop.focus();
+  });
+}

@@ -1,0 +1,384 @@
+"""The panel "Train one yourself" over HTTP: there only once the gate has closed, and never
+part of it; a configuration committed once, from the lesson's offered values, before it
+trains; a finished run's figures validated and kept once; what a reload shows; the grid as
+JSON under its digest, kept for good; the no-JavaScript page with the grid as a table; bad
+input answered with a message, never a 500."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bs4 import BeautifulSoup, Tag
+from fastapi.testclient import TestClient
+from pydantic import SecretStr
+from sqlalchemy import Engine, insert
+
+from conftest import SECRET_KEY, SettingsFactory, ablation_recording, write_recording
+from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID
+from normdive.progress.events import EventKind
+from normdive.progress.lab import MAX_CURVE_POINTS
+from normdive.recording.format import ROW_KEYS
+from normdive.store.event_store import Store
+from normdive.store.tables import LtiContextMember, LtiLearner
+from normdive.web.app import create_app
+from normdive.web.instructor_access import INSTRUCTOR_COOKIE, Pool, cookie_value
+from page_client import PageClient
+from sample_lab import TINY_BASE, TRIMMED, sample_lab_grid, write_lab_grid
+
+JSON = {"Accept": "application/json"}
+PREDICTIONS = {"both": "learns", "residual_only": "partial"}
+PREDICTIONS |= {"layernorm_only": "chance", "neither": "chance"}
+BOTH = {"depth": "2", "row": "both", "eps": "0.00001", "init": "gpt2", "seed": "0"}
+TEXT = LESSON.lab
+LAB_COMMITTED, LAB_FINISHED = EventKind.LAB_COMMITTED, EventKind.LAB_FINISHED
+
+
+def in_course(engine: Engine, learner: str, course: str) -> None:
+    with engine.begin() as connection:
+        connection.execute(insert(LtiLearner).values(link_key=learner * 2, learner_id=learner))
+        connection.execute(
+            insert(LtiContextMember).values(
+                context_key=course, learner_id=learner, last_launch_at=datetime.now(UTC)
+            )
+        )
+
+
+def as_instructor(client: TestClient, pool: Pool) -> None:
+    client.cookies.set(
+        INSTRUCTOR_COOKIE, cookie_value(pool, SecretStr(SECRET_KEY)), path="/instructor"
+    )
+
+
+def close_the_gate(client: TestClient) -> None:
+    steps = [
+        ("/predict", {"choice": "residual"}),
+        ("/numbers", RIGHT_NUMBERS),
+        ("/reading", {"choice": RIGHT_READING_ID}),
+        *((f"/rows/{key}/predict", {"outcome": o}) for key, o in PREDICTIONS.items()),
+        *((f"/rows/{key}/play", {}) for key in ROW_KEYS),
+    ]
+    for path, data in steps:
+        assert client.post(path, data=data, headers=JSON).status_code == 200, path
+    assert gate(client)["closed"] is True
+
+
+def gate(client: TestClient) -> dict[str, Any]:
+    state: dict[str, Any] = client.get("/api/state").json()["state"]["gate"]
+    return state
+
+
+def soup(html: str) -> BeautifulSoup:
+    return BeautifulSoup(html, "html.parser")
+
+
+def words(tag: Tag | None) -> str:
+    assert isinstance(tag, Tag)
+    return " ".join(tag.get_text().split())
+
+
+@pytest.fixture
+def recording_path(tmp_path: Path) -> Path:
+    path = write_recording(tmp_path, ablation_recording("both"))
+    write_lab_grid(path)
+    return path
+
+
+def result(accuracy: float = 1.0, steps: int = TINY_BASE.steps, **extra: Any) -> str:
+    every = TINY_BASE.eval_every
+    curve = [
+        {
+            "step": step,
+            "train_loss": None if step == 0 else 0.5,
+            "heldout_loss": 0.5,
+            "heldout_accuracy": 0.25 + (accuracy - 0.25) * step / steps,
+        }
+        for step in range(0, steps + 1, every)
+    ]
+    final = {"step": steps, "heldout_loss": 0.5, "heldout_accuracy": accuracy}
+    return json.dumps({"final": final, "curve": curve, **extra})
+
+
+def test_the_lab_is_locked_until_the_gate_closes_and_costs_the_page_nothing_before(
+    make_settings: SettingsFactory, recording_path: Path
+) -> None:
+    with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
+        client.post("/predict", data={"choice": "residual"}, headers=JSON)
+        assert soup(client.get("/").text).select_one("#lab") is None
+        for url in ("/lab", "/lab/panel"):
+            answer = client.get(url)
+            assert answer.status_code == 409
+            assert words(soup(answer.text).select_one("#lab-problem")) == TEXT.locked
+        answer = client.post("/lab/runs", data={**BOTH, "outcome": "learns"}, headers=JSON)
+        assert answer.status_code == 409 and answer.json()["message"] == TEXT.locked
+
+
+def test_commit_then_finish_keeps_the_run_and_never_changes_the_gate(
+    make_settings: SettingsFactory, recording_path: Path
+) -> None:
+    with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
+        close_the_gate(client)
+        before = gate(client)
+        page = soup(client.get("/").text)
+        lab = page.select_one("#lab")
+        assert lab is not None and lab.select_one("#lab-panel") is not None
+        # The panel's controls are not in the page: they load when it opens.
+        assert page.select_one("#lab-commit") is None
+        assert TEXT.needs_js in words(lab)
+
+        panel = soup(client.get("/lab/panel").text)
+        assert panel.select_one("#lab-commit") is not None
+        assert words(panel.select_one("#lab-trimmed")) == TEXT.trimmed.format(what=TRIMMED)
+        assert panel.select_one("#lab-train") is None  # Train only after a commit
+
+        answer = client.post("/lab/runs", data={**BOTH, "outcome": "learns"}, headers=JSON)
+        assert answer.status_code == 200, answer.text
+        body = soup(answer.json()["html"])
+        train = body.select_one("#lab-train")
+        assert isinstance(train, Tag)
+        run = json.loads(str(train["data-run"]))
+        assert run["run"] == 1 and run["seed"] == 0 and run["recorded"] is True
+        assert run["config"]["d_model"] == TINY_BASE.d_model
+        assert run["config"]["depth"] == 2 and run["config"]["eps"] == 1e-5
+        assert "Both, depth 2, eps 0.00001" in answer.json()["message"]
+
+        # Once: a second commit while this one is untrained is refused, nothing stored.
+        again = client.post("/lab/runs", data={**BOTH, "outcome": "chance"}, headers=JSON)
+        assert again.status_code == 409 and "Train it first" in again.json()["message"]
+
+        finished = client.post("/lab/runs/1/result", data={"result": result(1.0)}, headers=JSON)
+        assert finished.status_code == 200, finished.text
+        said = finished.json()["message"]
+        assert "You predicted it would learn the copy, and it learned the copy." in said
+        assert "agrees with the recording to within" in said
+        twice = client.post("/lab/runs/1/result", data={"result": result(0.3)}, headers=JSON)
+        assert twice.status_code == 409
+
+        assert gate(client) == before  # the lab never changes the gate
+        # A reload shows the kept run and its prediction, drawn by the server.
+        reloaded = soup(client.get("/").text)
+        runs = words(reloaded.select_one("#lab-runs"))
+        assert "Both, depth 2, eps 0.00001, GPT-2 initialisation, seed 0" in runs
+        assert "you predicted learns the copy; it learned the copy (100.0 %)" in runs
+
+
+def test_a_run_that_differs_from_its_cell_says_where_and_one_without_a_cell_says_so(
+    make_settings: SettingsFactory, recording_path: Path
+) -> None:
+    with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
+        close_the_gate(client)
+        client.post("/lab/runs", data={**BOTH, "outcome": "partial"}, headers=JSON)
+        said = client.post("/lab/runs/1/result", data={"result": result(0.7)}, headers=JSON).json()[
+            "message"
+        ]
+        assert "You predicted it would get part of the way, and" in said
+        assert "30.0 points below the recording (70.0 % here, 100.0 % recorded)" in said
+        unrecorded = {"depth": "4", "row": "neither", "init": "pytorch", "seed": "0"}
+        answer = client.post("/lab/runs", data={**unrecorded, "outcome": "chance"}, headers=JSON)
+        train = soup(answer.json()["html"]).select_one("#lab-train")
+        assert isinstance(train, Tag) and json.loads(str(train["data-run"]))["recorded"] is False
+        assert TEXT.no_cell in words(train)
+        said = client.post(
+            "/lab/runs/2/result", data={"result": result(0.25)}, headers=JSON
+        ).json()["message"]
+        assert TEXT.no_cell in said
+
+
+@pytest.mark.parametrize(
+    ("form", "message"),
+    [
+        ({**BOTH}, "Pick one of the three outcomes"),
+        ({**BOTH, "depth": "9", "outcome": "learns"}, "does not offer depth '9'"),
+        ({**BOTH, "depth": "٢", "outcome": "learns"}, "does not offer depth"),
+        ({**BOTH, "eps": "0.5", "outcome": "learns"}, "does not offer epsilon '0.5'"),
+        ({**BOTH, "eps": "NaN", "outcome": "learns"}, "does not offer epsilon"),
+        ({**BOTH, "eps": "", "outcome": "learns"}, "Pick a epsilon"),
+        ({**BOTH, "row": "<b>", "outcome": "learns"}, "does not offer row"),
+        ({**BOTH, "init": "xavier", "outcome": "learns"}, "does not offer initialisation"),
+        ({**BOTH, "seed": "7", "outcome": "learns"}, "does not offer seed '7'"),
+        ({**BOTH, "outcome": "maybe"}, "does not offer outcome"),
+    ],
+)
+def test_a_commit_outside_the_offer_is_refused_with_a_message(
+    make_settings: SettingsFactory, recording_path: Path, form: dict[str, str], message: str
+) -> None:
+    with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
+        close_the_gate(client)
+        answer = client.post("/lab/runs", data=form, headers=JSON)
+        assert answer.status_code == 422 and message in answer.json()["message"]
+        assert soup(client.get("/").text).select_one("#lab-runs") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("not json", "is not JSON"),
+        ("[" * 100_00 + "]" * 100_00, "is not JSON"),
+        ("[]", "is not an object"),
+        (json.dumps({"final": {}, "curve": []}), "has no curve"),
+        (result(1.5), "not between 0 and 1"),
+        (result(1.0).replace('"heldout_loss": 0.5', '"heldout_loss": "lots"', 1), "not a number"),
+        (result(1.0, steps=TINY_BASE.steps + 10), "not a step from 0"),
+        (
+            json.dumps(
+                {
+                    "final": {"step": 40, "heldout_loss": 0.5, "heldout_accuracy": 1.0},
+                    "curve": [{"step": 0, "heldout_loss": 1, "heldout_accuracy": 0.1}]
+                    * (MAX_CURVE_POINTS + 1),
+                }
+            ),
+            f"more than {MAX_CURVE_POINTS} points",
+        ),
+        (
+            json.dumps(
+                {
+                    "final": {"step": 40, "heldout_loss": 0.5, "heldout_accuracy": 1.0},
+                    "curve": [{"step": 5, "heldout_loss": 1, "heldout_accuracy": 0.1}] * 2,
+                }
+            ),
+            "do not rise",
+        ),
+    ],
+)
+def test_a_result_that_cannot_be_read_is_refused_and_keeps_nothing(
+    make_settings: SettingsFactory, recording_path: Path, text: str, message: str
+) -> None:
+    with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
+        close_the_gate(client)
+        client.post("/lab/runs", data={**BOTH, "outcome": "learns"}, headers=JSON)
+        answer = client.post("/lab/runs/1/result", data={"result": text}, headers=JSON)
+        assert answer.status_code == 422, answer.text
+        assert message in answer.json()["message"]
+        assert "not trained yet" in words(soup(client.get("/").text).select_one("#lab-runs"))
+        assert (
+            client.post("/lab/runs/2/result", data={"result": result()}, headers=JSON).status_code
+            == 422
+        )
+        assert (
+            client.post("/lab/runs/x/result", data={"result": result()}, headers=JSON).status_code
+            == 404
+        )
+
+
+def test_a_diverged_run_keeps_its_markers(
+    make_settings: SettingsFactory, recording_path: Path
+) -> None:
+    with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
+        close_the_gate(client)
+        form = {**BOTH, "eps": "0", "outcome": "chance"}
+        assert client.post("/lab/runs", data=form, headers=JSON).status_code == 200
+        text = result(0.0).replace('"heldout_loss": 0.5', '"heldout_loss": "nan"')
+        text = text.replace('"heldout_accuracy": 0.0}', '"heldout_accuracy": "nan"}')
+        answer = client.post("/lab/runs/1/result", data={"result": text}, headers=JSON)
+        assert answer.status_code == 200, answer.text
+        assert "it stayed at chance" in answer.json()["message"]
+
+
+def test_writes_need_the_form_token(make_settings: SettingsFactory, recording_path: Path) -> None:
+    with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
+        close_the_gate(client)
+        bare = TestClient(client.app, base_url=str(client.base_url))
+        bare.cookies.update(client.cookies)
+        answer = bare.post("/lab/runs", data={**BOTH, "outcome": "learns"}, headers=JSON)
+        assert answer.status_code == 403
+
+
+def test_the_grid_is_served_under_its_digest_and_kept(
+    make_settings: SettingsFactory, recording_path: Path
+) -> None:
+    with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
+        close_the_gate(client)
+        client.post("/lab/runs", data={**BOTH, "outcome": "learns"}, headers=JSON)
+        train = soup(client.get("/lab/panel").text).select_one("#lab-train")
+        assert isinstance(train, Tag)
+        url = str(train["data-grid"])
+        answer = client.get(url, headers={"Accept-Encoding": "gzip"})
+        assert answer.status_code == 200
+        assert answer.headers["cache-control"] == "public, max-age=31536000, immutable"
+        assert answer.headers["content-encoding"] == "gzip"
+        assert answer.json()["base"]["d_model"] == TINY_BASE.d_model
+        etag = answer.headers["etag"]
+        assert client.get(url, headers={"If-None-Match": etag}).status_code == 304
+        assert client.get("/lab/grid/0000000000000000.json").status_code == 404
+
+
+def test_without_javascript_the_lab_page_shows_the_grid_as_a_table(
+    make_settings: SettingsFactory, recording_path: Path
+) -> None:
+    with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
+        close_the_gate(client)
+        page = soup(client.get("/lab").text)
+        assert TEXT.needs_js in words(page.select_one("#lab"))
+        table = page.select_one("#lab-grid-gpt2")
+        assert isinstance(table, Tag)
+        lines = [[c.get_text() for c in row.select("th, td")] for row in table.select("tbody tr")]
+        assert lines[0] == ["Both, eps 0", "100.0 %", "100.0 %", "100.0 %", "100.0 %"]
+        pytorch = page.select_one("#lab-grid-pytorch")
+        assert isinstance(pytorch, Tag)
+        last = [c.get_text() for c in pytorch.select("tbody tr")[-1].select("th, td")]
+        assert last == ["Neither", "60.0 %", "60.0 %", "25.0 %", TEXT.grid_none]  # not recorded
+        assert page.select_one("#lab-commit") is None
+
+
+def test_a_missing_or_unusable_grid_is_said_plainly(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    recording = write_recording(tmp_path, ablation_recording("both"))
+    with PageClient(create_app(make_settings(recording_path=recording))) as client:
+        close_the_gate(client)
+        assert words(soup(client.get("/lab/panel").text).select_one("#lab-problem")) == (
+            TEXT.missing
+        )
+        write_lab_grid(recording, sample_lab_grid())
+        path = recording.with_name("the-transformer-block-lab.json")
+        path.write_text("{", encoding="utf-8")
+        assert words(soup(client.get("/lab").text).select_one("#lab-problem")) == TEXT.unusable
+        answer = client.post("/lab/runs", data={**BOTH, "outcome": "learns"}, headers=JSON)
+        assert answer.status_code == 503 and answer.json()["message"] == TEXT.unusable
+
+
+@pytest.mark.both_databases
+def test_the_instructor_view_counts_the_lab_runs(
+    client: TestClient, store: Store, engine: Engine
+) -> None:
+    both = {"depth": 2, "layernorm": True, "residual": True, "eps": 1e-5, "init": "gpt2"}
+    neither = {"depth": 4, "layernorm": False, "residual": False, "eps": None, "init": "gpt2"}
+    first, second, third = (store.create_learner() for _ in range(3))
+    final = {"step": 40, "heldout_loss": 0.1, "heldout_accuracy": 1.0}
+    store.append(
+        first, LAB_COMMITTED, {"run": 1, "config": {**both, "seed": 0}, "outcome": "learns"}
+    )
+    store.append(first, LAB_FINISHED, {"run": 1, "final": final, "curve": [], "outcome": "learns"})
+    store.append(
+        first, LAB_COMMITTED, {"run": 2, "config": {**neither, "seed": 0}, "outcome": "learns"}
+    )
+    store.append(first, LAB_FINISHED, {"run": 2, "final": final, "curve": [], "outcome": "chance"})
+    store.append(
+        second, LAB_COMMITTED, {"run": 1, "config": {**both, "seed": 0}, "outcome": "partial"}
+    )
+    # A learner of a course is counted in their course, not here.
+    in_course(engine, third, "c" * 64)
+    store.append(
+        third, LAB_COMMITTED, {"run": 1, "config": {**both, "seed": 0}, "outcome": "chance"}
+    )
+    as_instructor(client, Pool(None))
+    page = soup(client.get("/instructor").text)
+    section = page.select_one("#lab-report")
+    assert "2 learners committed a prediction for a row of their own; 1 trained one" in words(
+        section
+    )
+    configs = [
+        [c.get_text() for c in row.select("th, td")] for row in page.select("#lab-configs tbody tr")
+    ]
+    assert configs == [
+        ["Both, depth 2, eps 0.00001, GPT-2 initialisation, seed 0", "2", "1", "1"],
+        ["Neither, depth 4, GPT-2 initialisation, seed 0", "1", "1", "0"],
+    ]
+    matrix = [
+        [c.get_text() for c in row.select("th, td")]
+        for row in page.select("#lab-outcomes tbody tr")
+    ]
+    assert matrix[0] == ["Learns the copy", "1", "0", "1"]
