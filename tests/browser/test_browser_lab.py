@@ -1,0 +1,185 @@
+"""The panel "Train one yourself" in Chromium, on a server whose recording has a tiny lab grid
+beside it (tests/sample_lab.py): nothing of the lab loads until the panel opens; a learner
+picks a configuration and a prediction with the keyboard, commits, trains it through the real
+worker (lab/worker.js), sees the curve drawn over the recorded one, the progress bar, and the
+result announced; a reload shows the run kept; axe-core finds no violations and nothing
+scrolls sideways at 375 px. Without JavaScript the panel says it needs it and its link opens
+the recorded grid as a table."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from conftest import (
+    LiveServer,
+    ablation_recording,
+    build_settings,
+    migrated_sqlite_url,
+    write_recording,
+)
+from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID
+from normdive.recording.format import ROW_KEYS
+from normdive.web.app import create_app
+from normdive.web.security.csrf import HEADER
+from sample_lab import write_lab_grid
+
+pytestmark = pytest.mark.browser
+
+NewPage = Callable[..., Page]
+PHONE = {"width": 375, "height": 812}
+AXE = "node_modules/axe-core/axe.min.js"
+PREDICTIONS = {"both": "learns", "residual_only": "partial"}
+PREDICTIONS |= {"layernorm_only": "chance", "neither": "chance"}
+TEXT = LESSON.lab
+CONFIG = "Both, depth 1, eps 0.00001, GPT-2 initialisation, seed 0"
+# The tiny run trains in seconds; a loaded machine gets room, and no test asserts a time.
+TRAINED_MS = 120_000
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """This module's server: the sample recording with a tiny lab grid beside it."""
+    folder = tmp_path_factory.mktemp("lab-live")
+    recording = write_recording(folder, ablation_recording())
+    write_lab_grid(recording)
+    server = LiveServer(
+        create_app(build_settings(migrated_sqlite_url(folder), folder, recording_path=recording))
+    )
+    server.start()
+    yield server
+    server.stop()
+
+
+def close_the_gate(page: Page) -> None:
+    """The learner's work, posted as the page's forms post it, so the test starts at a
+    closed gate; the walk itself is tested in test_browser_ablation."""
+    page.goto("/")
+    token = page.request.get("/api/state").json()["csrf_token"]
+    steps = [
+        ("/predict", {"choice": "layer_norm"}),
+        ("/numbers", RIGHT_NUMBERS),
+        ("/reading", {"choice": RIGHT_READING_ID}),
+        *((f"/rows/{key}/predict", {"outcome": o}) for key, o in PREDICTIONS.items()),
+        *((f"/rows/{key}/play", {}) for key in ROW_KEYS),
+    ]
+    for path, form in steps:
+        answer = page.request.post(
+            path, form=form, headers={HEADER: token, "Accept": "application/json"}
+        )
+        assert answer.ok, (path, answer.text())
+    page.reload()
+    expect(page.locator("#gate-status")).to_contain_text("met")
+
+
+def no_horizontal_scroll(page: Page) -> None:
+    width = page.evaluate("document.scrollingElement.scrollWidth")
+    assert width <= PHONE["width"], f"the page scrolls sideways: {width}px"
+
+
+def axe_violations(page: Page) -> list[dict[str, object]]:
+    page.add_script_tag(path=AXE)
+    found = page.evaluate("async () => (await axe.run(document)).violations")
+    return [{"id": v["id"], "nodes": [n["html"] for n in v["nodes"]]} for v in found]
+
+
+def announced(page: Page) -> list[str]:
+    return list(page.evaluate("window.labAnnounced"))
+
+
+def test_a_tiny_run_is_predicted_trained_drawn_kept_and_announced(new_page: NewPage) -> None:
+    # bypass_csp lets the audit script in; the page itself runs no inline script.
+    page = new_page(bypass_csp=True, viewport=PHONE, reduced_motion="reduce")
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    close_the_gate(page)
+    page.wait_for_load_state("networkidle")
+    lab_urls = [u for u in asked if "/lab" in u and not u.endswith("/lab.css")]
+    assert not lab_urls, lab_urls  # the lab costs the page nothing until it opens
+
+    expect(page.get_by_role("heading", name=TEXT.heading)).to_be_visible()
+    # Every announcement, in order (the live region is rewritten each time).
+    page.evaluate(
+        """() => {
+          window.labAnnounced = [];
+          new MutationObserver(() => {
+            const said = document.getElementById("announcer").textContent;
+            if (said) window.labAnnounced.push(said);
+          }).observe(document.getElementById("announcer"), { childList: true, subtree: true });
+        }"""
+    )
+    summary = page.get_by_text(TEXT.open_label, exact=True)
+    summary.focus()
+    page.keyboard.press("Enter")  # opens the panel from the keyboard
+    form = page.locator("#lab-commit")
+    expect(form).to_be_visible()
+    assert any(u.endswith("/lab-panel.js") for u in asked)
+    assert any(u.endswith("/lab/panel") for u in asked)
+    assert not [u for u in asked if "/static/" in u and "/lab/" in u]  # no trainer yet
+
+    # Train waits for a committed prediction.
+    expect(form.get_by_role("button", name=TEXT.train_label)).to_be_disabled()
+    page.get_by_label(TEXT.depth_label).select_option("1")
+    page.get_by_label(TEXT.rows_label).select_option("both")
+    page.get_by_label(TEXT.eps_label).select_option("0.00001")
+    expect(page.locator("#lab-cell-note")).to_have_text("")  # a recorded cell
+    page.get_by_label(TEXT.rows_label).select_option("neither")
+    expect(page.get_by_label(TEXT.eps_label)).to_be_disabled()  # eps only with layer norm
+    page.get_by_label(TEXT.rows_label).select_option("both")
+    page.get_by_label("Learns the copy").check()
+    no_horizontal_scroll(page)
+    assert axe_violations(page) == []
+    page.get_by_role("button", name=TEXT.commit_label).focus()
+    page.keyboard.press("Enter")
+
+    train = page.get_by_role("button", name=TEXT.train_label, exact=True)
+    expect(train).to_be_enabled()
+    expect(train).to_be_focused()
+    expect(page.locator("#lab-pending")).to_contain_text(CONFIG)
+    page.keyboard.press("Enter")  # Train, from the keyboard
+    expect(page.get_by_role("progressbar", name=TEXT.progress_label)).to_be_visible()
+
+    result = page.locator("#lab-result")
+    expect(result).to_be_visible(timeout=TRAINED_MS)
+    expect(result.get_by_role("heading")).to_have_text(f"{TEXT.result_heading}: {CONFIG}")
+    expect(result).to_contain_text("You predicted it would learn the copy")
+    expect(result).to_contain_text(re.compile(r"the recording"))
+    expect(result).to_be_focused()
+    # The live curve stays beside the result, drawn over the recorded one.
+    chart = page.get_by_role("img", name=TEXT.chart_label)
+    expect(chart.locator("canvas")).to_have_count(1)
+    assert any(u.endswith(".json") and "/lab/grid/" in u for u in asked)
+    assert any(u.endswith("/lab/worker.js") for u in asked)
+    page.wait_for_function("window.labAnnounced.some((said) => said.includes('You predicted'))")
+    said = announced(page)
+    # A quarter, a half and three quarters, each once, as the worker's progress passes them
+    # (a run this small may pass several between two reports); never every step.
+    milestones = [s for s in said if re.fullmatch(r"\d+ % trained\.", s)]
+    assert len(milestones) == len(set(milestones)), said
+    assert any(s.startswith(TEXT.milestone.format(percent=100)) for s in said), said
+    assert not any(re.match(r"Step \d", s) for s in said)  # milestones, not every step
+    no_horizontal_scroll(page)
+    assert axe_violations(page) == []
+
+    page.reload()
+    runs = page.locator("#lab-runs")
+    expect(runs).to_contain_text(CONFIG)
+    expect(runs).to_contain_text("you predicted learns the copy")
+
+
+def test_without_javascript_the_panel_says_so_and_links_the_grid_as_a_table(
+    new_page: NewPage,
+) -> None:
+    page = new_page(java_script_enabled=False, viewport=PHONE)
+    close_the_gate(page)
+    page.get_by_text(TEXT.open_label, exact=True).click()
+    expect(page.locator("#lab-body")).to_contain_text(TEXT.needs_js)
+    page.get_by_role("link", name=TEXT.page_label).click()
+    expect(page).to_have_url(re.compile(r"/lab#lab$"))
+    table = page.get_by_role("table", name=re.compile("recorded lab runs, GPT-2"))
+    expect(table).to_be_visible()
+    expect(table.get_by_role("row")).to_have_count(1 + 8)  # a header and eight rows
+    no_horizontal_scroll(page)
