@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from collections.abc import Callable, Iterator
-from typing import Any
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -23,14 +26,24 @@ from bs4 import BeautifulSoup
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from joserfc.jwk import RSAKey
+from lti1p3platform.membership import Context
+from lti1p3platform.registration import Registration as PlatformRegistration
+from lti1p3platform.request import Request as PlatformRequest
+from lti1p3platform.response import generate_next_link
+from lti1p3platform.service_connector import NamesRoleProvisioningService
 from sqlalchemy import Engine, select
 from typer.testing import CliRunner
 
 from conftest import SettingsFactory
 from lti_platform import (
+    CLIENT_ID,
+    DEPLOYMENT_ID,
     INSTRUCTOR_ROLE,
+    ISSUER,
+    LAUNCH_URL,
     LEARNER_ROLE,
     MEMBERSHIPS_SCOPE,
+    TOOL_ORIGIN,
     KeySetServer,
     RosterBook,
     browser,
@@ -39,6 +52,7 @@ from lti_platform import (
     login,
     register_platform,
     roster_server,
+    serving,
     signed,
 )
 from normdive.cli import app as cli
@@ -49,6 +63,7 @@ from normdive.lti.roster import Bounds
 from normdive.store.tables import LtiRosterMember, LtiRosterService
 from normdive.web.identity import COOKIE_NAME
 from normdive.web.instructor_report import ROSTER_COLUMNS
+from test_lti_independent_platform import Login, MessageLaunch, PlatformConfig, _pem_pair
 
 # Five learners (one inactive) and an instructor, the first two with names and emails.
 MEMBERS: list[dict[str, Any]] = [
@@ -321,3 +336,161 @@ def test_normdive_lti_roster_refreshes_one_course(
     wrong = CliRunner().invoke(cli, ["lti", "roster", "--context", "nope"], env=env)
     assert wrong.exit_code == 1
     assert "is not a context key" in wrong.output
+
+
+# The same course against a platform we did not write: lti1p3platform's token endpoint (which
+# verifies the tool's client assertion) and its NamesRoleProvisioningService (which checks
+# the token's scope and pages by the tool's `limit`), over real HTTP. The library leaves two
+# things to its web framework's adapter, written here as its Django adapter does them:
+# reading the request (the query's numbers as numbers) and answering (`next` as a Link header).
+
+
+class IndependentRoster(NamesRoleProvisioningService):
+    members: ClassVar[list[dict[str, Any]]] = []
+
+    def get_member_data_page(
+        self,
+        page: int = 1,
+        limit: int | None = None,
+        role: str | None = None,
+        since: str | None = None,
+    ) -> Any:
+        wanted = {role, role.rpartition("#")[2]} if role else set()
+        listed = [m for m in self.members if not role or wanted & set(m["roles"])]
+        size = limit or len(listed)
+        start = (page - 1) * size
+        return {
+            "content": [dict(m) for m in listed[start : start + size]],
+            "has_next": start + size < len(listed),
+        }
+
+    def get_context_by_id(self) -> Context:
+        return Context(id="course-1", label="ML", title="Learn machine learning")
+
+
+class AdaptedRequest(PlatformRequest):
+    def build_metadata(self, request: Any) -> Any:
+        handler: BaseHTTPRequestHandler = request
+        query = {k: v[0] for k, v in parse_qs(urlsplit(handler.path).query).items()}
+        for number in ("page", "limit"):
+            if number in query:
+                query[number] = int(query[number])
+        return {
+            "method": handler.command,
+            "get_data": query,
+            "form_data": {},
+            "headers": dict(handler.headers.items()),
+            "content_type": handler.headers.get("Content-Type"),
+            "path": urlsplit(handler.path).path,
+            "json": None,
+        }
+
+
+@dataclass
+class IndependentPlatform:
+    config: PlatformConfig
+    registration: PlatformRegistration
+    base: str = ""
+    pages: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def memberships_url(self) -> str:
+        return f"{self.base}/memberships"
+
+
+@pytest.fixture
+def independent(app: FastAPI, engine: Engine) -> Iterator[IndependentPlatform]:
+    private, public = _pem_pair()
+    registration = (
+        PlatformRegistration()
+        .set_iss(ISSUER)
+        .set_client_id(CLIENT_ID)
+        .set_deployment_id(DEPLOYMENT_ID)
+        .set_oidc_login_url(f"{TOOL_ORIGIN}/lti/login")
+        .set_launch_url(LAUNCH_URL)
+        .set_platform_private_key(private)
+        .set_platform_public_key(public)
+    )
+    served = IndependentPlatform(PlatformConfig(registration=registration), registration)
+    served.config.get_registration()
+    IndependentRoster.members = [dict(m) for m in MEMBERS]
+
+    class Handler(BaseHTTPRequestHandler):
+        def _json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(body).encode()
+            sent = {"Content-Type": "application/json", **(headers or {})}
+            self.send_response(status)
+            for name, value in sent.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            if urlsplit(self.path).path == "/jwks":
+                self._json(200, served.config.get_jwks())
+                return
+            served.pages.append(self.path)
+            service = IndependentRoster(AdaptedRequest(self), served.config, served.memberships_url)
+            answer = service.handle_resp(service.handle_get_members)
+            headers = {"Content-Type": answer.media_type}
+            if answer.result and answer.result.get("next"):
+                headers["Link"] = generate_next_link(answer.result["next"])
+            if answer.code != 200:
+                served.errors.append(f"{answer.code}: {answer.message}")
+            self._json(answer.code, answer.result or {"error": answer.message}, headers)
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers["Content-Length"])).decode()
+            form = {k: v[0] for k, v in parse_qs(raw).items()}
+            try:
+                self._json(200, served.config.get_access_token(form))
+            except Exception as error:  # the platform's refusal, kept for the test to show
+                served.errors.append(f"token: {type(error).__name__}: {error}")
+                self._json(400, {"error": str(error)})
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    served.base = f"http://127.0.0.1:{server.server_address[1]}"
+    with serving(server):
+        register_platform(engine, f"{served.base}/jwks", token_url=f"{served.base}/token")
+        with browser(app) as client:
+            registration.set_tool_key_set(client.get("/lti/jwks").json())
+        yield served
+
+
+def test_the_roster_from_an_independent_platform(
+    app: FastAPI, engine: Engine, independent: IndependentPlatform
+) -> None:
+    with browser(app) as client:
+        login = Login(None, independent.config)
+        login.set_lti_message_hint(hint="resource-link-1")
+        answer = client.get(login.initiate_login("teacher-1"))
+        assert answer.status_code == 303, answer.text
+        query = parse_qs(urlsplit(answer.headers["location"]).query)
+        launch_message = MessageLaunch({k: v[0] for k, v in query.items()}, independent.config)
+        launch_message.set_user_data("teacher-1", [INSTRUCTOR_ROLE], full_name="Tess Teacher")
+        launch_message.set_launch_context_claim("course-1", context_title="Learn ML")
+        launch_message.set_resource_link_claim("resource-link-1", title="D9")
+        launch_message.set_nrps(context_memberships_url=independent.memberships_url)
+        data = launch_message.lti_launch()
+        launched = client.post(
+            "/lti/launch", data={"id_token": data["id_token"], "state": data["state"]}
+        )
+        assert launched.status_code == 303, launched.text
+    # The staff launch fetched it, one page of learners (the role filter).
+    assert independent.errors == []
+    assert len(independent.pages) == 1
+    assert len(stored(engine)) == 5
+    # Two a page, as the tool asks: three pages, followed by the platform's Link headers.
+    independent.pages.clear()
+    done = refresh(engine, bounds=Bounds(members_per_page=2))
+    assert (done.members, done.problem) == (5, None), independent.errors
+    assert len(independent.pages) == 3
+    assert all("limit=2" in path for path in independent.pages)
+    kept = roster.roster_of(engine, course_key(engine))
+    assert kept is not None
+    assert sorted(m.label for m in kept.members if m.name) == ["Ada Lovelace", "Grace Hopper"]

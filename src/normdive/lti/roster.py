@@ -7,9 +7,10 @@ refresh asks that URL for the course's learners and replaces the course's stored
 - a token from the registration's token endpoint, with the scope
   contextmembership.readonly, by OAuth 2 client credentials (service_token, as grade
   passback gets its own);
-- GET with Accept: application/vnd.ims.lti-nrps.v2.membershipcontainer+json and the `role`
+- GET with Accept: application/vnd.ims.lti-nrps.v2.membershipcontainer+json, the `role`
   filter naming the Learner role (NRPS 2.0, 2.4.1: only learners are needed, to count who has
-  not started); members the platform sends anyway with no learner role are left out;
+  not started) and a `limit` of MEMBERS_PER_PAGE; members the platform sends anyway with no
+  learner role are left out;
 - each page's `Link: <...>; rel="next"` followed to the end (NRPS 2.0, 2.4.2), within
   MAX_PAGES pages of at most MAX_PAGE_BYTES each, all within ROSTER_DEADLINE_S; the service
   URL and every next page stay on the registration's origins (passback.foreign_reason: a
@@ -64,6 +65,10 @@ LEARNER_ROLE = f"{LIS_VOCABULARY}membership#Learner"
 # A member with any of these roles is a learner: the full role, its short name, its sub-roles.
 LEARNER_SUB_ROLE_PREFIX = f"{LIS_VOCABULARY}membership/Learner#"
 ROLE_FILTER_PARAMETER = "role"
+LIMIT_PARAMETER = "limit"
+# Members asked for a page (NRPS 2.0, 2.4.2: the platform may send fewer). Canvas sends 10 a
+# page unless asked, and at most 50; Moodle and Open edX send all at once unless asked.
+MEMBERS_PER_PAGE = 100
 # The most pages one refresh reads. Platforms page at 10 to 1,000 members (Canvas 10 unless
 # asked, at most 50 a page; Moodle all at once unless asked): 200 pages is a course of 10,000
 # at Canvas's most.
@@ -133,11 +138,12 @@ def is_learner(roles: tuple[str, ...]) -> bool:
     )
 
 
-def with_role_filter(url: str) -> str:
-    """`url` asking for learners only (its own query kept)."""
+def first_page(url: str, members_per_page: int) -> str:
+    """`url` asking for learners only, `members_per_page` a page (its own query kept)."""
     parts = urlsplit(url)
-    query = [(k, v) for k, v in parse_qsl(parts.query) if k != ROLE_FILTER_PARAMETER]
-    query.append((ROLE_FILTER_PARAMETER, LEARNER_ROLE))
+    asked = (ROLE_FILTER_PARAMETER, LIMIT_PARAMETER)
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k not in asked]
+    query.extend(((ROLE_FILTER_PARAMETER, LEARNER_ROLE), (LIMIT_PARAMETER, str(members_per_page))))
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), ""))
 
 
@@ -180,6 +186,7 @@ class Bounds:
     """How much one refresh may read, and for how long."""
 
     max_pages: int = MAX_PAGES
+    members_per_page: int = MEMBERS_PER_PAGE
     max_page_bytes: int = MAX_PAGE_BYTES
     deadline_s: float = ROSTER_DEADLINE_S
 
@@ -272,7 +279,7 @@ def fetch_members(
         fetch = _Fetch(client, bounds, clock)
         token = _token(engine, registration, fetch)
         found: dict[str, Member] = {}
-        page_url: str | None = with_role_filter(url)
+        page_url: str | None = first_page(url, bounds.members_per_page)
         pages = 0
         while page_url is not None:
             if pages == bounds.max_pages:
