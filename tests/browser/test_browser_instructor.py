@@ -1,15 +1,19 @@
 """The instructor view in Chromium: the operator's link opens it; axe-core finds no violations
 on a laptop and at 375 px, where the page does not scroll sideways; every link and disclosure
 is reached with Tab and opened with the keyboard; without JavaScript the disclosures still
-open their tables; a takeaway's markup stays text; a learner is refused readably."""
+open their tables; a takeaway's markup stays text; a learner is refused readably. A course
+whose platform sent its roster starts the funnel from it and lists who has not opened D9, with
+no axe violations either."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 
 import pytest
 from playwright.sync_api import Page, expect
+from sqlalchemy import Engine, insert
 
 from conftest import (
     SECRET_KEY,
@@ -20,9 +24,12 @@ from conftest import (
     write_recording,
 )
 from lesson_answers import RIGHT_READING_ID
+from lti_platform import CLIENT_ID, DEPLOYMENT_ID, ISSUER, LEARNER_ROLE, register_platform
+from normdive.lti.learners import member_key
 from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
 from normdive.store.event_store import Store
+from normdive.store.tables import LtiContextMember, LtiLearner, LtiRosterMember, LtiRosterService
 from normdive.web.app import create_app
 from normdive.web.instructor_access import Pool, instructor_link
 
@@ -61,6 +68,52 @@ def seed(store: Store) -> None:
         store.append(learner, EventKind.TAKEAWAY_SAVED, {"text": text})
 
 
+# A course whose platform sent its roster: five active learners (two named) and one inactive,
+# of whom two launched D9 from the course.
+COURSE = "c0" * 32
+ROSTER = (
+    ("learner-1", "Active", "Ada Lovelace", True),
+    ("learner-2", "Active", "Grace Hopper", False),
+    ("learner-3", "Active", None, True),
+    ("learner-4", "Active", None, False),
+    ("learner-5", "Active", "Zoë Ziegler", False),
+    ("learner-6", "Inactive", "Ian Inactive", False),
+)
+
+
+def seed_roster(engine: Engine) -> None:
+    registration = register_platform(engine, "https://platform.example.edu/jwks")
+    now = datetime.now(UTC)
+    store = Store(engine)
+    with engine.begin() as connection:
+        connection.execute(
+            insert(LtiRosterService).values(
+                context_key=COURSE,
+                registration_id=registration.id,
+                deployment_id=DEPLOYMENT_ID,
+                memberships_url="https://platform.example.edu/memberships",
+                fetched_at=now,
+            )
+        )
+    for sub, status, name, launched in ROSTER:
+        key = member_key(ISSUER, CLIENT_ID, DEPLOYMENT_ID, sub)
+        with engine.begin() as connection:
+            connection.execute(
+                insert(LtiRosterMember).values(
+                    context_key=COURSE, link_key=key, status=status, roles=LEARNER_ROLE, name=name
+                )
+            )
+        if launched:
+            learner = store.create_learner()
+            with engine.begin() as connection:
+                connection.execute(insert(LtiLearner).values(link_key=key, learner_id=learner))
+                connection.execute(
+                    insert(LtiContextMember).values(
+                        context_key=COURSE, learner_id=learner, last_launch_at=now
+                    )
+                )
+
+
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     folder = tmp_path_factory.mktemp("instructor-live")
@@ -68,6 +121,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     url = migrated_sqlite_url(folder)
     engine = make_engine(url)
     seed(Store(engine))
+    seed_roster(engine)
     engine.dispose()
     server = LiveServer(create_app(build_settings(url, folder, recording_path=recording)))
     server.start()
@@ -149,3 +203,51 @@ def test_a_learner_is_refused_readably(new_page: NewPage) -> None:
     answer = page.request.get("/instructor", headers={"Accept": "text/html"})
     assert answer.status == 403
     assert "ask the operator for an instructor link" in answer.text()
+
+
+def open_course(page: Page, live_server: LiveServer) -> None:
+    from pydantic import SecretStr
+
+    page.goto(instructor_link(live_server.url, Pool(COURSE), SecretStr(SECRET_KEY)))
+    expect(page).to_have_url(f"{live_server.url}/instructor")
+
+
+def test_the_funnel_starts_from_the_course_roster(
+    new_page: NewPage, live_server: LiveServer
+) -> None:
+    page = new_page()
+    open_course(page, live_server)
+    funnel = page.get_by_role("figure", name="Learners reaching each step, from the course roster")
+    steps = funnel.get_by_role("listitem")
+    expect(steps.first).to_have_text("Enrolled5")
+    expect(steps.nth(1)).to_have_text("Opened the lesson2")
+    expect(steps.last).to_have_text("Closed the gate0")
+
+
+def test_the_members_who_have_not_opened_d9_are_listed(
+    new_page: NewPage, live_server: LiveServer
+) -> None:
+    page = new_page()
+    open_course(page, live_server)
+    expect(page.get_by_role("heading", name="Who has not opened D9")).to_be_visible()
+    listed = page.get_by_role("list", name="Who has not opened D9").get_by_role("listitem")
+    # Named first, by name; then the unnamed one by their key; never the inactive member.
+    expect(listed).to_have_count(3)
+    expect(listed.nth(0)).to_have_text("Grace Hopper")
+    expect(listed.nth(1)).to_have_text("Zoë Ziegler")
+    key = member_key(ISSUER, CLIENT_ID, DEPLOYMENT_ID, "learner-4")
+    expect(listed.nth(2)).to_have_text(f"member {key[:8]}")
+    expect(page.get_by_text("Ian Inactive")).to_have_count(0)
+
+
+@pytest.mark.parametrize("viewport", [PHONE, {"width": 1280, "height": 800}])
+def test_axe_finds_no_violations_with_a_roster(
+    new_page: NewPage, live_server: LiveServer, viewport: dict[str, int]
+) -> None:
+    page = new_page(bypass_csp=True, viewport=viewport)
+    open_course(page, live_server)
+    open_every_disclosure(page)
+    width = page.evaluate("document.scrollingElement.scrollWidth")
+    assert width <= viewport["width"], f"the page scrolls sideways: {width}px"
+    violations = axe_violations(page)
+    assert violations == [], json.dumps(violations, indent=1)
