@@ -466,6 +466,33 @@ def grade_book_server(book: GradeBook) -> Iterator[GradeBook]:
                 return
             self._answer(404)
 
+        def do_GET(self) -> None:
+            # The line items container, filtered by resource_link_id (AGS 2.0, 3.2).
+            parts = urlsplit(self.path)
+            book.requests.append(f"GET {parts.path}")
+            if book.down:
+                self._answer(503)
+                return
+            if not self.headers.get("Authorization", "").startswith("Bearer token-"):
+                self._answer(401)
+                return
+            if parts.path != "/lineitems":
+                self._answer(404)
+                return
+            link = parse_qs(parts.query).get("resource_link_id", [None])[0]
+            listed = [
+                {"id": f"{book.base}/lineitems/{number}", **body}
+                for number, body in enumerate(book.lineitems_created, start=1)
+                if (link is None or body.get("resourceLinkId") == link)
+                and f"/lineitems/{number}" not in book.deleted
+            ]
+            data = json.dumps(listed).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/vnd.ims.lis.v2.lineitemcontainer+json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
         def log_message(self, format: str, *args: Any) -> None:
             pass
 

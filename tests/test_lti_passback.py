@@ -242,7 +242,12 @@ def test_without_a_line_item_the_tool_creates_one(
     learner = launch_as(with_lineitem=False)
     sender.send_due()
     assert book.lineitems_created == [
-        {"scoreMaximum": PARTS, "label": f"D9 {LESSON.title}", "resourceLinkId": "resource-link-1"}
+        {
+            "scoreMaximum": PARTS,
+            "label": f"D9 {LESSON.title}",
+            "resourceLinkId": "resource-link-1",
+            "submissionReview": {"reviewableStatus": ["InProgress", "Submitted", "Completed"]},
+        }
     ]
     assert book.scores[-1][0] == "/lineitems/1/scores"
     store.append(learner, EventKind.ROW_PLAYED, {"row": "both"})
@@ -382,9 +387,10 @@ def test_the_outbox_command_shows_the_queue(
     assert f"{learner}  user ada  link resource-link-1  https://platform.example.edu" in shown
     assert "refused; last answer 400; no try due" in shown
     assert (
-        "the platform refused this score (400 Incorrect score received): check that this user "
-        "is enrolled in the course as a learner who can be graded. D9 tries again when the "
-        "score changes"
+        "Moodle says this user cannot be graded here (not enrolled as a student, or their "
+        "enrolment is suspended or over): check their enrolment in the course, then use Resend "
+        "changed grades (or `normdive lti resend --context KEY`) (Moodle answered 400 Incorrect "
+        "score received)"
     ) in shown
     assert "user bob" not in shown  # up to date: counted, not listed
     assert "user bob" in outbox_command(database_url, "--all")
@@ -550,7 +556,11 @@ def test_one_bad_target_never_holds_back_another(
         "the platform says the line item is gone (404 Line item not found): it was deleted in "
         "the gradebook. D9 sends this learner's score again once a launch names a line item"
     ) in shown
-    assert "the platform refused this score (400 Incorrect score received)" in shown
+    assert (
+        "Moodle says this user cannot be graded here (not enrolled as a student, or their "
+        "enrolment is suspended or over): check their enrolment in the course"
+    ) in shown
+    assert "(Moodle answered 400 Incorrect score received)" in shown
 
     # A launch naming a line item again (the teacher made a new grade column): it goes there.
     launch_as(sub="ada", link="link-gone", lineitem="/lineitems/new-column")
@@ -808,3 +818,97 @@ def test_a_silent_platform_costs_one_timeout_a_round(
         failing = [t for t in passback.targets(engine) if t.status == "failing"]
         assert len(failing) == 3
         assert all("ReadTimeout" in (t.reason or "") for t in failing)
+
+
+def _created_for(book: GradeBook, link: str) -> int:
+    return sum(body.get("resourceLinkId") == link for body in book.lineitems_created)
+
+
+def test_the_learners_of_a_link_share_the_one_line_item_the_tool_creates(
+    launch_as: LaunchAs, book: GradeBook, sender: Sender, engine: Engine
+) -> None:
+    """A launch naming only the container: one line item per resource link, not per learner."""
+    launch_as(sub="ada", with_lineitem=False)
+    launch_as(sub="bob", with_lineitem=False)
+    launch_as(sub="cy", with_lineitem=False, link="resource-link-2")
+    assert sender.send_due().sent == 3
+    assert _created_for(book, "resource-link-1") == 1
+    assert _created_for(book, "resource-link-2") == 1
+    on_link_1 = {path for path, score in book.scores if score["userId"] in ("ada", "bob")}
+    assert on_link_1 == {"/lineitems/1/scores"}
+    # Looked up once per link, before creating (AGS 2.0, 3.2).
+    assert book.requests.count("GET /lineitems") == 2
+    # A learner launching later takes it without asking the container again.
+    launch_as(sub="dee", with_lineitem=False)
+    sender.send_due()
+    assert len(book.lineitems_created) == 2
+    assert book.requests.count("GET /lineitems") == 2
+    assert _state(engine, "dee", "resource-link-1").lineitem_url == f"{book.base}/lineitems/1"
+
+
+def test_a_line_item_the_container_holds_for_the_link_is_used_not_created(
+    launch_as: LaunchAs, book: GradeBook, sender: Sender
+) -> None:
+    book.lineitems_created.append(
+        {"scoreMaximum": PARTS, "label": "made before", "resourceLinkId": "resource-link-1"}
+    )
+    launch_as(sub="ada", with_lineitem=False)
+    assert sender.send_due().sent == 1
+    assert len(book.lineitems_created) == 1
+    assert book.scores[-1][0] == "/lineitems/1/scores"
+
+
+def test_two_learners_first_sends_at_once_create_one_line_item(
+    launch_as: LaunchAs, book: GradeBook, engine: Engine, settings: Settings, clock: Clock
+) -> None:
+    launch_as(sub="ada", with_lineitem=False)
+    launch_as(sub="bob", with_lineitem=False)
+    senders = [Sender(engine, LESSON, settings.recording_path, clock=clock) for _ in range(2)]
+    start = threading.Barrier(2)
+
+    def send(sender: Sender) -> None:
+        start.wait()
+        sender.send_due(limit=2)
+
+    threads = [threading.Thread(target=send, args=(each,)) for each in senders]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for _ in range(3):  # a target that waited for the other's line item goes next
+        clock.advance(passback.LINK_WAIT_S)
+        senders[0].send_due()
+    assert len(book.lineitems_created) == 1
+    assert {score["userId"] for _, score in book.scores} == {"ada", "bob"}
+    assert {path for path, _ in book.scores} == {"/lineitems/1/scores"}
+
+
+def test_a_target_waits_while_another_sender_creates_its_links_line_item(
+    launch_as: LaunchAs, book: GradeBook, sender: Sender, engine: Engine, clock: Clock
+) -> None:
+    from normdive.lti.grade_doctor import LINEITEM_BEING_MADE
+    from normdive.store.tables import LtiLinkLineitem
+
+    launch_as(sub="ada", with_lineitem=False)
+    with engine.connect() as connection:
+        key, registration = connection.execute(
+            select(LtiGradeTarget.target_key, LtiGradeTarget.registration_id)
+        ).one()
+    with engine.begin() as connection:
+        connection.execute(
+            insert(LtiLinkLineitem).values(
+                link_key=key,
+                registration_id=registration,
+                lineitem_url=None,
+                claimed_until=clock.now + timedelta(seconds=60),
+                updated_at=clock.now,
+            )
+        )
+    assert sender.send_due().sent == 0
+    [state] = passback.targets(engine)
+    assert (state.status, state.reason) == ("due", LINEITEM_BEING_MADE)
+    assert book.lineitems_created == [] and book.scores == []
+    # The other sender died holding it: once its claim has lapsed, this one makes it.
+    clock.advance(passback.CLAIM_LEASE_S + 1)
+    assert sender.send_due().sent == 1
+    assert len(book.lineitems_created) == 1

@@ -46,6 +46,7 @@ TABLES = {
     "lti_used_invites",
     "lti_roster_services",
     "lti_roster_members",
+    "lti_link_lineitems",
 }
 
 

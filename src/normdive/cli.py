@@ -515,11 +515,20 @@ def lti_outbox(
     as_json: Annotated[
         bool, typer.Option("--json", help="Every target as a JSON list, for scripts.")
     ] = False,
+    why: Annotated[
+        bool,
+        typer.Option(
+            "--why",
+            help="Say for each target what its last answer means and what to do, in plain "
+            "words (a known answer of Moodle, Canvas or Open edX in its own sentence).",
+        ),
+    ] = False,
 ) -> None:
     import json
 
     from sqlalchemy.exc import SQLAlchemyError
 
+    from normdive.lti.grade_doctor import advice
     from normdive.lti.passback import TargetStatus, targets
     from normdive.store.db import make_engine
 
@@ -565,8 +574,49 @@ def lti_outbox(
             f"{target.issuer}\n"
             f"    {states[target.status]}; {answered}{in_a_row}; {due}"
         )
-        if target.reason:
+        if why:
+            said = advice(target.status, target.last_status, target.last_answer, target.reason)
+            typer.echo(f"    what to do: {said}")
+        elif target.reason:
             typer.echo(f"    {target.reason}")
+
+
+@lti_app.command(
+    "resend",
+    help="Send one course's grades again where the platform's copy may be stale: each grade "
+    "target whose learner's latest score is not what the platform last took, or whose last "
+    "answer was not a success (after an enrolment was fixed, or the course published). "
+    "Targets up to date are not sent. `normdive lti passback` sends them. Reads DATABASE_URL.",
+)
+def lti_resend(
+    context: Annotated[str, typer.Option(help="The course's context key (64 hex characters).")],
+    recording: Annotated[
+        Path, typer.Option(help="The recording the scores are read against (as the server's).")
+    ] = DEFAULT_RECORDING_PATH,
+) -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from normdive.lesson.content import load_lesson
+    from normdive.lti.passback import resend_changed
+    from normdive.store.db import make_engine
+    from normdive.web.instructor_access import is_context_key
+
+    key = context.strip().lower()
+    if not is_context_key(key):
+        raise _fail(f"{context!r} is not a context key: 64 hex characters.")
+    url = _database_url()
+    engine = make_engine(url)
+    try:
+        done = resend_changed(engine, key, load_lesson(), recording)
+    except SQLAlchemyError as error:
+        raise _store_failure(url, error) from None
+    finally:
+        engine.dispose()
+    typer.echo(
+        f"{done.queued} grade(s) queued to be sent again; {done.up_to_date} up to date, not "
+        f"sent; {done.unsendable} with nowhere to go (a deleted line item or an unregistered "
+        "host: `normdive lti outbox --why`)."
+    )
 
 
 @lti_app.command(

@@ -59,14 +59,15 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import httpx
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
 from normdive.config import origin_of
 from normdive.lesson.content import Lesson
-from normdive.lti import registrations
+from normdive.lti import grade_doctor, registrations
 from normdive.lti.launch import Launch
 from normdive.lti.platform_http import AnswerTooLarge, read_body
 from normdive.lti.platform_json import NotPlatformJson, parsed
@@ -76,7 +77,13 @@ from normdive.progress.events import Event
 from normdive.progress.facts import recording_facts_at
 from normdive.progress.state import derive
 from normdive.store.event_store import Store, as_utc
-from normdive.store.tables import LtiGradeTarget, LtiRegistration, LtiScoreOutbox
+from normdive.store.tables import (
+    LtiContextMember,
+    LtiGradeTarget,
+    LtiLinkLineitem,
+    LtiRegistration,
+    LtiScoreOutbox,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +91,13 @@ SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
 LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
 SCORE_MEDIA_TYPE = "application/vnd.ims.lis.v1.score+json"
 LINEITEM_MEDIA_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
+LINEITEM_CONTAINER_MEDIA_TYPE = "application/vnd.ims.lis.v2.lineitemcontainer+json"
+# The line items container's filter on a resource link (AGS 2.0, 3.2).
+RESOURCE_LINK_PARAMETER = "resource_link_id"
+# What a learner's state may be reviewed in (Submission Review 1.0, 3.1: the line item's
+# submissionReview.reviewableStatus, from the score's activityProgress values): the tool's
+# launch URL is the review URL (the resource link's target), so the line item names none.
+REVIEWABLE_STATUS = ("InProgress", "Submitted", "Completed")
 # How long one request to a platform may take, in seconds, its whole answer included.
 PASSBACK_TIMEOUT_S = 10.0
 # A token or a new line item is a few hundred bytes; an error page a few KiB.
@@ -108,6 +122,8 @@ ROUND_SIZE = 50
 SCORE_TIMESTAMP_STEP = timedelta(milliseconds=1)
 # How often the passback worker looks for due scores, in seconds.
 POLL_INTERVAL_S = 2.0
+# How long a target waits while another sender makes its link's line item, in seconds.
+LINK_WAIT_S = FIRST_RETRY_S
 
 # Answers that say the platform is down or busy for now (RFC 9110: 408 Request Timeout, 425
 # Too Early, 429 Too Many Requests; every 5xx).
@@ -465,8 +481,7 @@ def outage(what: str, answer: Answer | None, error: str | None = None) -> Outcom
         TargetStatus.FAILING,
         answer_status=answer.status if answer is not None else None,
         answer=answer.words if answer is not None else error,
-        reason=f"{what} is unreachable or failing ({said}): D9 tries again, at least every "
-        f"{MAX_RETRY_S / 60:g} minutes",
+        reason=grade_doctor.outage(what, said, MAX_RETRY_S / 60),
     )
 
 
@@ -483,27 +498,23 @@ def _outcome_of(answer: Answer, what: str, content: dict[str, Any], refusal: str
             TargetStatus.GONE,
             answer_status=status,
             answer=answer.words,
-            reason=f"the platform says {what} is gone ({_said(answer)}): it was deleted in the "
-            "gradebook. D9 sends this learner's score again once a launch names a line item",
+            reason=grade_doctor.gone(what, _said(answer)),
         )
     if status in AUTH_STATUSES:
         return Outcome(
             TargetStatus.REFUSED,
             answer_status=status,
             answer=answer.words,
-            reason=f"the platform refused the tool's access to {what}, even with a new token "
-            f"({_said(answer)}): check that the tool may use the grade services in this "
-            "course, and that the client is on",
+            reason=grade_doctor.access_refused(what, _said(answer)),
             refused_score=content,
         )
     if 300 <= status < 400:
-        refusal = f"the platform sent {what} elsewhere; check the URLs it names"
-    meaning, check = refusal.split("; ", 1)
+        refusal = grade_doctor.redirected(what)
     return Outcome(
         TargetStatus.REFUSED,
         answer_status=status,
         answer=answer.words,
-        reason=f"{meaning} ({_said(answer)}): {check}. D9 tries again when the score changes",
+        reason=grade_doctor.refused(refusal, status, answer.words),
         refused_score=content,
     )
 
@@ -665,6 +676,8 @@ class Sender:
                 attempts,
                 outcome.reason,
             )
+        elif outcome.status is TargetStatus.DUE:
+            values["due_at"] = now + timedelta(seconds=LINK_WAIT_S)
         else:
             values.update(attempts=0, due_at=None)
             if outcome.requested and outcome.status is not TargetStatus.SENT:
@@ -721,10 +734,10 @@ class Sender:
         lineitem = target.lineitem_url
         note = None
         if lineitem is None:
-            created = self._new_lineitem(registration, target, LineitemSource.CREATED, work)
-            if isinstance(created, Outcome):
-                return created
-            lineitem, source = created, LineitemSource.CREATED
+            found = self._link_lineitem(registration, target, LineitemSource.CREATED, None, work)
+            if isinstance(found, Outcome):
+                return found
+            lineitem, source = found, LineitemSource.CREATED
         score = self._score(target.learner_id, work)
         last_sent = target.sent_timestamp
         timestamp = next_timestamp(score.timestamp, last_sent)
@@ -734,18 +747,21 @@ class Sender:
             and source is LineitemSource.CREATED
             and target.lineitems_url is not None
         ):
-            # Deleted in the gradebook, and this tool made it: make it again, once.
+            # Deleted in the gradebook, and this tool made it: make it again, once (or take the
+            # one another learner's send made again).
             logger.warning("line item %s of learner %s was deleted", lineitem, target.learner_id)
-            created = self._new_lineitem(registration, target, LineitemSource.RECREATED, work)
-            if isinstance(created, Outcome):
-                return created
-            note = "the line item was deleted in the gradebook: D9 created a new one"
-            outcome = self._post_score(registration, created, content, timestamp, work)
+            again = self._link_lineitem(
+                registration, target, LineitemSource.RECREATED, lineitem, work
+            )
+            if isinstance(again, Outcome):
+                return again
+            note = grade_doctor.LINEITEM_RECREATED
+            outcome = self._post_score(registration, again, content, timestamp, work)
         if note is not None and outcome.status is TargetStatus.SENT:
             return Outcome(
                 TargetStatus.SENT,
                 answer_status=outcome.answer_status,
-                reason=f"{note} and sent the score there",
+                reason=note,
                 sent=outcome.sent,
             )
         return outcome
@@ -767,52 +783,146 @@ class Sender:
         )
         if isinstance(answer, Outcome):
             return answer
-        failed = _outcome_of(
-            answer,
-            "the line item",
-            content,
-            "the platform refused this score; check that this user is enrolled in the course "
-            "as a learner who can be graded",
-        )
+        failed = _outcome_of(answer, "the line item", content, grade_doctor.SCORE_REFUSED)
         if failed is not None:
             return failed
         return Outcome(TargetStatus.SENT, answer_status=answer.status, sent=(content, timestamp))
 
-    def _new_lineitem(
-        self, registration: Registration, target: Any, source: LineitemSource, work: _Round
+    def _link_lineitem(
+        self,
+        registration: Registration,
+        target: Any,
+        source: LineitemSource,
+        replacing: str | None,
+        work: _Round,
     ) -> str | Outcome:
-        """A line item created in the target's container and kept on the target (with sent
-        scores forgotten: the new one has none), or why not."""
-        body = {
-            "scoreMaximum": parts_total(self.lesson),
-            "label": f"{self.lesson.id.upper()} {self.lesson.title}",
-            "resourceLinkId": target.resource_link_id,
-        }
+        """The resource link's line item, kept on the target (with sent scores forgotten: it
+        has none of this learner's yet), or why not. One per link (lti_link_lineitems): the
+        one another learner's send made, else, under the link's claim, one the container
+        holds for the link (AGS 2.0, 3.2: GET filtered by resource_link_id), else a new one.
+        `replacing`: the link's line item the platform says is gone."""
+        now = self.clock()
+        claimed = self._claim_link(registration, target.target_key, replacing, now)
+        if isinstance(claimed, str):
+            return self._keep_lineitem(registration, target, claimed, source)
+        if not claimed:
+            # Another sender holds the claim: this target is tried again once it has made it.
+            return Outcome(TargetStatus.DUE, reason=grade_doctor.LINEITEM_BEING_MADE)
+        found: str | Outcome | None = self._find_lineitem(registration, target, replacing, work)
+        if found is None:
+            found = self._create_lineitem(registration, target, work)
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(LtiLinkLineitem)
+                .where(LtiLinkLineitem.link_key == target.target_key)
+                .values(
+                    lineitem_url=found if isinstance(found, str) else None,
+                    claimed_until=None,
+                    updated_at=now,
+                )
+            )
+        if isinstance(found, Outcome):
+            return found
+        return self._keep_lineitem(registration, target, found, source)
+
+    def _claim_link(
+        self, registration: Registration, link_key: str, replacing: str | None, now: datetime
+    ) -> str | bool:
+        """The link's line item when one is known (and is not `replacing`); otherwise True
+        when this sender now holds the link's claim, False when another one does."""
+        lease = now + timedelta(seconds=CLAIM_LEASE_S)
+        mine = LtiLinkLineitem.link_key == link_key
+        try:
+            with self.engine.begin() as connection:
+                row = connection.execute(
+                    select(LtiLinkLineitem.lineitem_url, LtiLinkLineitem.claimed_until).where(mine)
+                ).first()
+                if row is None:
+                    connection.execute(
+                        insert(LtiLinkLineitem).values(
+                            link_key=link_key,
+                            registration_id=registration.id,
+                            lineitem_url=None,
+                            claimed_until=lease,
+                            updated_at=now,
+                        )
+                    )
+                    return True
+                if row.lineitem_url is not None and row.lineitem_url != replacing:
+                    return str(row.lineitem_url)
+                same = (
+                    LtiLinkLineitem.lineitem_url.is_(None)
+                    if row.lineitem_url is None
+                    else LtiLinkLineitem.lineitem_url == row.lineitem_url
+                )
+                free = LtiLinkLineitem.claimed_until.is_(None) | (
+                    LtiLinkLineitem.claimed_until < now
+                )
+                taken = connection.execute(
+                    update(LtiLinkLineitem)
+                    .where(mine, same, free)
+                    .values(lineitem_url=None, claimed_until=lease, updated_at=now)
+                ).rowcount
+                return bool(taken)
+        except IntegrityError:
+            return False  # another sender inserted the claim first
+
+    def _find_lineitem(
+        self, registration: Registration, target: Any, replacing: str | None, work: _Round
+    ) -> str | Outcome | None:
+        """A line item the container already holds for the link (not `replacing`), an
+        outage, or None (none there, or a platform that cannot say: then one is created)."""
+        url = with_query(target.lineitems_url, RESOURCE_LINK_PARAMETER, target.resource_link_id)
+        answer = self._request(registration, url, None, LINEITEM_CONTAINER_MEDIA_TYPE, work)
+        if isinstance(answer, Outcome):
+            return answer
+        if answer.status >= 500 or answer.status in OUTAGE_STATUSES:
+            return outage("the platform's grade service", answer)
+        if answer.status != 200:
+            return None
+        try:
+            listed = parsed(answer.body)
+        except NotPlatformJson:
+            return None
+        if not isinstance(listed, list):
+            return None
+        for item in listed:
+            if not isinstance(item, dict) or item.get("resourceLinkId") != target.resource_link_id:
+                continue
+            try:
+                found = _lineitem_id(Answer(answer.status, json.dumps(item).encode(), ""))
+            except Unusable:
+                continue
+            if found != replacing:
+                return found
+        return None
+
+    def _create_lineitem(
+        self, registration: Registration, target: Any, work: _Round
+    ) -> str | Outcome:
+        """A new line item in the target's container for its resource link, or why not."""
+        body = lineitem_body(self.lesson, target.resource_link_id)
         content = self._score(target.learner_id, work).content(target.user_id)
         answer = self._request(registration, target.lineitems_url, body, LINEITEM_MEDIA_TYPE, work)
         if isinstance(answer, Outcome):
             return answer
-        failed = _outcome_of(
-            answer,
-            "the line items container",
-            content,
-            "the platform refused to create a line item for D9; check that the tool may "
-            "manage grade columns (the line item scope) in this course",
-        )
+        failed = _outcome_of(answer, "the line items container", content, grade_doctor.NO_LINEITEM)
         if failed is not None:
             return failed
         try:
-            created = _lineitem_id(answer)
+            return _lineitem_id(answer)
         except Unusable as unusable:
             return Outcome(
                 TargetStatus.REFUSED,
                 answer_status=unusable.status,
                 answer=answer.words or None,
-                reason=f"the platform created a line item but {unusable.why}: D9 tries again "
-                "when the score changes; the platform's administrator may report it to the "
-                "platform's vendor",
+                reason=grade_doctor.unusable_lineitem(unusable.why),
                 refused_score=content,
             )
+
+    def _keep_lineitem(
+        self, registration: Registration, target: Any, lineitem: str, source: LineitemSource
+    ) -> str | Outcome:
         with self.engine.begin() as connection:
             connection.execute(
                 update(LtiGradeTarget)
@@ -820,23 +930,24 @@ class Sender:
                     LtiGradeTarget.learner_id == target.learner_id,
                     LtiGradeTarget.target_key == target.target_key,
                 )
-                .values(lineitem_url=created, lineitem_source=source, sent_score=None)
+                .values(lineitem_url=lineitem, lineitem_source=source, sent_score=None)
             )
-        why = foreign_reason(created, registration)
+        why = foreign_reason(lineitem, registration)
         if why is not None:
             return Outcome(TargetStatus.FOREIGN, reason=why)
-        return created
+        return lineitem
 
     def _request(
         self,
         registration: Registration,
         url: str,
-        body: dict[str, Any],
+        body: dict[str, Any] | None,
         media_type: str,
         work: _Round,
     ) -> Answer | Outcome:
-        """POST with the registration's token; on 401 or 403 once more with a new token
-        (unless the token is this round's already). An Outcome when no answer came."""
+        """POST `body` (GET when None) with the registration's token; on 401 or 403 once more
+        with a new token (unless the token is this round's already). An Outcome when no
+        answer came."""
         origin = origin_of(url) or url
         if origin in work.silent:
             return work.silent[origin]
@@ -852,11 +963,18 @@ class Sender:
         except httpx.InvalidURL:
             return Outcome(
                 TargetStatus.REFUSED,
-                reason=f"{url!r} is not a URL a request can go to: check the platform",
+                reason=grade_doctor.not_a_url(url),
             )
         return answer
 
-    def _post(self, url: str, body: dict[str, Any], media_type: str, token: str) -> Answer:
+    def _post(self, url: str, body: dict[str, Any] | None, media_type: str, token: str) -> Answer:
+        """POST `body` as `media_type`; with no body, GET what answers as `media_type`."""
+        if body is None:
+            return self._exchange(
+                url,
+                method="GET",
+                headers={"Authorization": f"Bearer {token}", "Accept": media_type},
+            )
         return self._exchange(
             url,
             json_body=body,
@@ -870,8 +988,10 @@ class Sender:
         json_body: dict[str, Any] | None = None,
         form: dict[str, str] | None = None,
         headers: dict[str, str] | None = None,
+        method: str = "POST",
     ) -> Answer:
-        """One POST and its answer, read up to MAX_ANSWER_BYTES within PASSBACK_TIMEOUT_S."""
+        """One request and its answer, read up to MAX_ANSWER_BYTES within
+        PASSBACK_TIMEOUT_S."""
         started = time.monotonic()
 
         def in_time() -> None:
@@ -880,7 +1000,7 @@ class Sender:
 
         try:
             with self.client.stream(
-                "POST", url, json=json_body, data=form, headers=headers
+                method, url, json=json_body, data=form, headers=headers
             ) as response:
                 try:
                     data = read_body(response, MAX_ANSWER_BYTES, in_time)
@@ -921,10 +1041,9 @@ class Sender:
                     TargetStatus.FAILING,
                     answer_status=answer.status,
                     answer=answer.words,
-                    reason=f"the platform refused the token ({_said(answer)}): the client may "
-                    "have been disabled or deleted, or the tool's key set URL changed in its "
-                    f"settings on {registration.issuer}. D9 tries again, at least every "
-                    f"{MAX_RETRY_S / 60:g} minutes",
+                    reason=grade_doctor.token_refused(
+                        _said(answer), registration.issuer, MAX_RETRY_S / 60
+                    ),
                 )
             )
         try:
@@ -939,9 +1058,7 @@ class Sender:
                     TargetStatus.FAILING,
                     answer_status=answer.status,
                     answer=answer.words or None,
-                    reason=f"{what} gave no access token: check the token URL registered "
-                    f"for {registration.issuer}. D9 tries again, at least every "
-                    f"{MAX_RETRY_S / 60:g} minutes",
+                    reason=grade_doctor.no_token(what, registration.issuer, MAX_RETRY_S / 60),
                 )
             )
         token = _Token(value, time.monotonic() + lifetime - TOKEN_MARGIN_S, work.number)
@@ -970,6 +1087,25 @@ def _lineitem_id(answer: Answer) -> str:
     if problem is not None:
         raise Unusable(answer.status, f"its id is not usable: {problem}")
     return created
+
+
+def lineitem_body(lesson: Lesson, resource_link_id: str) -> dict[str, Any]:
+    """The line item this tool creates for a resource link (AGS 2.0, 3.2; Submission Review
+    1.0, 3.1: the gradebook may open a learner's work in D9 in any of REVIEWABLE_STATUS)."""
+    return {
+        "scoreMaximum": parts_total(lesson),
+        "label": f"{lesson.id.upper()} {lesson.title}",
+        "resourceLinkId": resource_link_id,
+        "submissionReview": {"reviewableStatus": list(REVIEWABLE_STATUS)},
+    }
+
+
+def with_query(url: str, name: str, value: str) -> str:
+    """`url` with name=value added to its query (what it had kept)."""
+    parts = urlsplit(url)
+    added = urlencode({name: value})
+    query = f"{parts.query}&{added}" if parts.query else added
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
 
 
 def scores_url(lineitem_url: str) -> str:
@@ -1002,3 +1138,78 @@ def run(sender: Sender, *, once: bool = False, poll_s: float = POLL_INTERVAL_S) 
             return
         if report.tried < ROUND_SIZE:
             time.sleep(poll_s)
+
+
+@dataclass(frozen=True)
+class ResendReport:
+    """What `resend_changed` did for one course's targets."""
+
+    # Targets whose platform copy may be stale, now due.
+    queued: int
+    # Targets the platform took the latest score for: left alone.
+    up_to_date: int
+    # Targets nothing can be sent to (the line item gone, or on a foreign host).
+    unsendable: int
+
+
+def _stale(status: TargetStatus, sent_score: Any, content: dict[str, Any]) -> bool:
+    """Whether a target's platform copy may differ from the learner's latest score: its last
+    answer was not a success, or what it took is not this score."""
+    return status is not TargetStatus.SENT or sent_score != content
+
+
+def resend_changed(
+    engine: Engine,
+    context_key: str,
+    lesson: Lesson,
+    recording_path: Path,
+    clock: Callable[[], datetime] = system_clock,
+) -> ResendReport:
+    """Make due now every grade target of the course's learners (lti_context_members) whose
+    platform copy may be stale (`_stale`), with what the platform refused forgotten, so that the
+    next round sends each its latest score once: after an enrolment was fixed or a course
+    published. Targets up to date are left alone; gone and foreign ones are counted, not sent
+    (nothing can go there until a launch names a line item, or the host is registered). A
+    learner's targets on the same platform in another course are theirs too, and go when stale."""
+    store = Store(engine)
+    with engine.connect() as connection:
+        learners = (
+            select(LtiContextMember.learner_id)
+            .where(LtiContextMember.context_key == context_key)
+            .scalar_subquery()
+        )
+        rows = connection.execute(
+            select(
+                LtiGradeTarget.learner_id,
+                LtiGradeTarget.target_key,
+                LtiGradeTarget.user_id,
+                LtiGradeTarget.status,
+                LtiGradeTarget.sent_score,
+            ).where(LtiGradeTarget.learner_id.in_(learners))
+        ).all()
+    scores: dict[str, Score] = {}
+    queued = up_to_date = unsendable = 0
+    now = clock()
+    for row in rows:
+        status = TargetStatus(row.status)
+        if status in (TargetStatus.GONE, TargetStatus.FOREIGN):
+            unsendable += 1
+            continue
+        if row.learner_id not in scores:
+            events = store.events_for(row.learner_id)
+            scores[row.learner_id] = gate_score(events, lesson, recording_path)
+        content = scores[row.learner_id].content(row.user_id)
+        if not _stale(status, row.sent_score, content):
+            up_to_date += 1
+            continue
+        with engine.begin() as connection:
+            connection.execute(
+                update(LtiGradeTarget)
+                .where(
+                    LtiGradeTarget.learner_id == row.learner_id,
+                    LtiGradeTarget.target_key == row.target_key,
+                )
+                .values(due_at=now, attempts=0, refused_score=None)
+            )
+        queued += 1
+    return ResendReport(queued=queued, up_to_date=up_to_date, unsendable=unsendable)

@@ -372,6 +372,26 @@ class LtiGradeTarget(Base):
     updated_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
+class LtiLinkLineitem(Base):
+    """The line item this tool made (or found) for a resource link whose launches name only
+    the line items container: one per (issuer, client id, deployment id, resource link id),
+    the grade targets' `target_key`, shared by all the link's learners. A sender claims the
+    row (unique) before it looks for or creates the line item, so that two learners' first
+    scores at once make one line item (normdive.lti.passback)."""
+
+    __tablename__ = "lti_link_lineitems"
+
+    link_key: Mapped[str] = mapped_column(CHAR(LTI_DIGEST_LENGTH), primary_key=True)
+    registration_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("lti_registrations.id", ondelete="CASCADE"), nullable=False
+    )
+    # None while a sender is finding or creating it.
+    lineitem_url: Mapped[str | None] = mapped_column(String(LTI_URL_LENGTH), nullable=True)
+    # Until when the sender that claimed the row holds it; None: nobody is creating it.
+    claimed_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
 # A roster member's status as the platform names it (NRPS 2.0: Active, Inactive, and
 # Deleted in a differences answer): the longest is well under this.
 LTI_ROSTER_STATUS_LENGTH = 10

@@ -18,6 +18,7 @@ from starlette.responses import (
     StreamingResponse,
 )
 
+from normdive.lti import grade_doctor, passback
 from normdive.lti.roster import roster_of
 from normdive.progress.report_export import aggregate
 from normdive.web.errors import error_response
@@ -41,6 +42,7 @@ from normdive.web.instructor_report import (
     pool_recording,
     pool_report,
 )
+from normdive.web.security import csrf
 from normdive.web.security.framing import FRAME_COOKIE, set_framed_cookie
 from normdive.web.services import Services, services
 
@@ -114,6 +116,14 @@ def _instructor_page(svc: Services, request: Request) -> Response:
         takeaways=report.takeaways[:TAKEAWAYS_SHOWN],
         roster=roster,
         not_opened=roster.not_opened[:NOT_OPENED_SHOWN] if roster is not None else (),
+        grades=(
+            grade_doctor.course_grades(svc.engine, pool.context_key)
+            if pool.context_key is not None
+            else None
+        ),
+        resend_path=RESEND_PATH,
+        resend_token=csrf.form_token(svc.settings.secret_key, _resend_subject(pool)),
+        resent=_resent(request),
         lab=lab_report(svc.engine, svc.lesson, pool.context_key),
     )
     response = HTMLResponse(body)
@@ -147,6 +157,62 @@ def _aggregate(svc: Services, request: Request) -> Response:
     response = JSONResponse(aggregate(pool_report(svc, pool)))
     response.headers["Cache-Control"] = CACHE_CONTROL
     return response
+
+
+# Resend changed grades: the staff action's path, and what its answer's redirect carries back
+# to the page (the counts of passback.ResendReport).
+RESEND_PATH = INSTRUCTOR_PATH + "/resend"
+RESENT_PARAMETERS = ("resent", "current", "nowhere")
+RESEND_FORM_FIELDS = 2
+
+
+def _resend_subject(pool: Pool) -> str:
+    """What the resend form's token is bound to: this course's instructor view."""
+    return f"instructor-resend:{pool.context_key}"
+
+
+def _resent(request: Request) -> tuple[int, int, int] | None:
+    """The counts a resend's redirect carried, when all three are there as small numbers."""
+    said = [request.query_params.get(name, "") for name in RESENT_PARAMETERS]
+    if not all(value.isascii() and value.isdigit() and len(value) <= 9 for value in said):
+        return None
+    resent, current, nowhere = (int(value) for value in said)
+    return resent, current, nowhere
+
+
+def _resend(svc: Services, request: Request, form: dict[str, str]) -> Response:
+    """Queue again the grades of this course whose platform copy may be stale (never those
+    up to date), then back to the page with the counts."""
+    pool = instructor_pool(svc, request)
+    if pool is None:
+        return _refused(request, NO_ACCESS)
+    if pool.context_key is None:
+        return _refused(
+            request,
+            "Grades go back only to an LMS course; the learners who came outside any LMS have "
+            "none to resend.",
+        )
+    forged = csrf.refusal(request, form, _resend_subject(pool), svc.settings)
+    if forged is not None:
+        return _refused(request, forged)
+    done = passback.resend_changed(
+        svc.engine, pool.context_key, svc.lesson, svc.settings.recording_path
+    )
+    counts = (done.queued, done.up_to_date, done.unsendable)
+    query = "&".join(
+        f"{name}={count}" for name, count in zip(RESENT_PARAMETERS, counts, strict=True)
+    )
+    redirect = RedirectResponse(f"{INSTRUCTOR_PATH}?{query}#grades-title", status_code=303)
+    redirect.headers["Cache-Control"] = CACHE_CONTROL
+    return redirect
+
+
+@router.post(RESEND_PATH)
+async def resend(request: Request) -> Response:
+    """Resend changed grades (the instructor view's button), for the instructor's course."""
+    async with request.form(max_files=0, max_fields=RESEND_FORM_FIELDS) as form:
+        fields = {key: value for key, value in form.items() if isinstance(value, str)}
+    return await run_in_threadpool(_resend, services(request), request, fields)
 
 
 @router.get(INSTRUCTOR_PATH + "/export.csv")

@@ -1,0 +1,322 @@
+"""The grade-sync doctor: what each grade target's last answer means, and what to do, in
+plain words. The one table of these sentences: passback writes them as each target's reason,
+and `normdive lti outbox --why` and the instructor view read them back.
+
+A platform's known answers get their own sentence (KNOWN_ANSWERS: Moodle, Canvas, Open edX,
+matched on the status and the words the platform sent); anything else is explained by its kind
+(an outage, a refusal, a deleted line item, a refused token) and quotes the platform.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, select
+
+from normdive.store.tables import LtiContextMember, LtiGradeTarget
+
+# What the platform last made of a target (passback.TargetStatus's values), for the sentences
+# that depend on it; this module imports nothing of passback's.
+DUE = "due"
+SENT = "sent"
+FAILING = "failing"
+REFUSED = "refused"
+GONE = "gone"
+FOREIGN = "foreign"
+
+RESEND = "then use Resend changed grades (or `normdive lti resend --context KEY`)"
+
+LINEITEM_RECREATED = (
+    "the line item was deleted in the gradebook: D9 created a new one and sent the score there"
+)
+LINEITEM_BEING_MADE = (
+    "another learner's score is finding or creating this link's line item: D9 sends this "
+    "score as soon as it is there"
+)
+# A refusal's meaning and what to check, split at "; ".
+SCORE_REFUSED = (
+    "the platform refused this score; check that this user is enrolled in the course as a "
+    "learner who can be graded"
+)
+NO_LINEITEM = (
+    "the platform refused to create a line item for D9; check that the tool may manage grade "
+    "columns (the line item scope) in this course"
+)
+
+
+@dataclass(frozen=True)
+class KnownAnswer:
+    """A platform's answer D9 recognises: its status, words it contains (lower case), and
+    what it means with what to do."""
+
+    platform: str
+    status: int
+    words: str
+    sentence: str
+
+
+# Each from the platform's own source or its documentation's error table.
+KNOWN_ANSWERS = (
+    # Moodle (mod/lti/service/gradebookservices): a user it cannot grade in this course.
+    KnownAnswer(
+        "Moodle",
+        400,
+        "incorrect score received",
+        "Moodle says this user cannot be graded here (not enrolled as a student, or their "
+        f"enrolment is suspended or over): check their enrolment in the course, {RESEND}",
+    ),
+    # Canvas (Lti::IMS::ScoresController and its documented error table).
+    KnownAnswer(
+        "Canvas",
+        422,
+        "user not found in course or is not a student",
+        "Canvas says this user is not a student of the course (a removed student, a teacher, "
+        "or the Test Student of Student View): check their enrolment; nothing to do for the "
+        "Test Student",
+    ),
+    KnownAnswer(
+        "Canvas",
+        422,
+        "this course has concluded",
+        "Canvas says the course has concluded and takes no more grades: reopen it (its end "
+        f"date) in Canvas, {RESEND}",
+    ),
+    KnownAnswer(
+        "Canvas",
+        422,
+        "unpublished",
+        "Canvas says the assignment is unpublished, so it cannot be graded: publish the "
+        f"assignment (and the course), {RESEND}",
+    ),
+    KnownAnswer(
+        "Canvas",
+        400,
+        "not published",
+        "Canvas says the course is not published, so it cannot be graded: publish the course, "
+        f"{RESEND}",
+    ),
+    KnownAnswer(
+        "Canvas",
+        422,
+        "cannot be graded",
+        "Canvas says this submission cannot be graded now (an unpublished course or "
+        f"assignment, or a closed period): publish it or reopen it, {RESEND}",
+    ),
+    # Open edX (xblock-lti-consumer's AGS serializers).
+    KnownAnswer(
+        "Open edX",
+        400,
+        "score timestamp can only be updated to a later point in time",
+        "Open edX holds a later score for this user than the one D9 sent (a clock ahead, or "
+        "another tool): nothing is lost, D9 sends the next score stamped later",
+    ),
+    KnownAnswer(
+        "Open edX",
+        400,
+        "score already exists for the provided timestamp",
+        "Open edX has a score with this timestamp already: D9 sends the next score stamped "
+        "later; nothing to do",
+    ),
+    KnownAnswer(
+        "Open edX",
+        400,
+        "invalid usage key",
+        "Open edX takes line items only for its own blocks: add D9 as an LTI component that "
+        "names its line item (its grading settings), then launch it again",
+    ),
+)
+
+
+def known_answer(status: int | None, words: str | None) -> KnownAnswer | None:
+    """The known answer this is, or None."""
+    if status is None or not words:
+        return None
+    said = words.lower()
+    for known in KNOWN_ANSWERS:
+        if known.status == status and known.words in said:
+            return known
+    return None
+
+
+def quoted(status: int | None, words: str | None) -> str:
+    """What the platform said, for a sentence: '422 its words', 'no answer'."""
+    said = f"{status if status is not None else ''} {words or ''}".strip()
+    return said or "no answer"
+
+
+def outage(what: str, said: str, retry_minutes: float) -> str:
+    return (
+        f"{what} is unreachable or failing ({said}): D9 tries again, at least every "
+        f"{retry_minutes:g} minutes; nothing to do unless it lasts"
+    )
+
+
+def gone(what: str, said: str) -> str:
+    return (
+        f"the platform says {what} is gone ({said}): it was deleted in the gradebook. D9 sends "
+        "this learner's score again once a launch names a line item (the learner opens D9 from "
+        "the course again)"
+    )
+
+
+def access_refused(what: str, said: str) -> str:
+    return (
+        f"the platform refused the tool's access to {what}, even with a new token ({said}): "
+        "check that the tool may use the grade services in this course, and that the client "
+        "is on"
+    )
+
+
+def redirected(what: str) -> str:
+    return f"the platform sent {what} elsewhere; check the URLs it names"
+
+
+def refused(refusal: str, status: int, words: str) -> str:
+    """A 4xx answer's sentence: a known answer's own, else `refusal` ("meaning; check") with
+    the platform quoted."""
+    known = known_answer(status, words)
+    if known is not None:
+        return f"{known.sentence} ({known.platform} answered {quoted(status, words)})"
+    meaning, check = refusal.split("; ", 1)
+    return f"{meaning} ({quoted(status, words)}): {check}. D9 tries again when the score changes"
+
+
+def token_refused(said: str, issuer: str, retry_minutes: float) -> str:
+    return (
+        f"the platform refused the token ({said}): the client may have been disabled or "
+        "deleted, or the tool's key set URL changed in its settings on "
+        f"{issuer}. D9 tries again, at least every {retry_minutes:g} minutes"
+    )
+
+
+def no_token(what: str, issuer: str, retry_minutes: float) -> str:
+    return (
+        f"{what} gave no access token: check the token URL registered for {issuer}. D9 tries "
+        f"again, at least every {retry_minutes:g} minutes"
+    )
+
+
+def unusable_lineitem(why: str) -> str:
+    return (
+        f"the platform created a line item but {why}: D9 tries again when the score changes; "
+        "the platform's administrator may report it to the platform's vendor"
+    )
+
+
+def not_a_url(url: str) -> str:
+    return f"{url!r} is not a URL a request can go to: check the platform"
+
+
+# What to do for a target by its state, when its last try left no sentence of its own.
+BY_STATUS = {
+    DUE: "waiting to be sent: nothing to do",
+    SENT: "the platform has the latest score: nothing to do",
+    FAILING: "the platform did not answer: D9 keeps trying; nothing to do unless it lasts",
+    REFUSED: f"the platform refused the score: check the learner's enrolment, {RESEND}",
+    GONE: "the line item was deleted in the gradebook: the learner's next launch names one",
+    FOREIGN: "the grade URL is on a host not registered for the platform: register it with "
+    "--frame-origin if the platform serves its grades there",
+}
+
+# States an instructor or administrator may have to act on.
+NEEDS_ACTION = frozenset({REFUSED, GONE, FOREIGN, FAILING})
+
+
+def advice(status: str, answer_status: int | None, answer: str | None, reason: str | None) -> str:
+    """What to do about a target, in plain words: a known answer's sentence, else the
+    sentence its last try wrote (which quotes the platform), else its state's."""
+    if status in (REFUSED, GONE, FAILING):
+        known = known_answer(answer_status, answer)
+        if known is not None:
+            return f"{known.sentence} ({known.platform} answered {quoted(answer_status, answer)})"
+    if reason:
+        return reason
+    return BY_STATUS.get(status, f"state {status}")
+
+
+# How the instructor view names each state, in its counts.
+STATE_NAMES = {
+    DUE: "waiting to be sent",
+    SENT: "up to date",
+    FAILING: "platform not answering",
+    REFUSED: "refused by the platform",
+    GONE: "line item deleted",
+    FOREIGN: "grade URL not registered",
+}
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """One grade target of a course as the instructor view shows it."""
+
+    learner_id: str
+    user_id: str
+    resource_link_id: str
+    status: str
+    last_status: int | None
+    advice: str
+
+    @property
+    def needs_action(self) -> bool:
+        return self.status in NEEDS_ACTION
+
+
+@dataclass(frozen=True)
+class CourseGrades:
+    """The grade targets of one course's learners: how many in each state, and those that
+    need someone to act, each with what to do."""
+
+    counts: dict[str, int]
+    needing_action: tuple[Diagnosis, ...]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def summary(self) -> str:
+        """'2 refused by the platform, 40 up to date': each state present, those needing
+        action first."""
+        order = sorted(self.counts, key=lambda state: (state not in NEEDS_ACTION, state))
+        return ", ".join(f"{self.counts[state]} {STATE_NAMES[state]}" for state in order)
+
+
+# The most targets needing action the instructor view lists (the CLI lists them all).
+ACTION_LISTED = 200
+
+
+def course_grades(engine: Engine, context_key: str) -> CourseGrades:
+    """The grade targets of the learners who launched from the course (its context key)."""
+    learners = (
+        select(LtiContextMember.learner_id)
+        .where(LtiContextMember.context_key == context_key)
+        .scalar_subquery()
+    )
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(
+                LtiGradeTarget.learner_id,
+                LtiGradeTarget.user_id,
+                LtiGradeTarget.resource_link_id,
+                LtiGradeTarget.status,
+                LtiGradeTarget.last_status,
+                LtiGradeTarget.last_answer,
+                LtiGradeTarget.reason,
+            )
+            .where(LtiGradeTarget.learner_id.in_(learners))
+            .order_by(LtiGradeTarget.learner_id, LtiGradeTarget.target_key)
+        ).all()
+    counts = Counter(row.status for row in rows)
+    acting = [
+        Diagnosis(
+            learner_id=row.learner_id,
+            user_id=row.user_id,
+            resource_link_id=row.resource_link_id,
+            status=row.status,
+            last_status=row.last_status,
+            advice=advice(row.status, row.last_status, row.last_answer, row.reason),
+        )
+        for row in rows
+        if row.status in NEEDS_ACTION
+    ]
+    return CourseGrades(counts=dict(counts), needing_action=tuple(acting[:ACTION_LISTED]))
