@@ -29,6 +29,7 @@ const SERIES_TOLERANCE = 1e-17;
 // (x + ...)))) (A&S 7.1.14), evaluated from the tail.
 export function erf(x) {
   const a = Math.abs(x);
+  if (a === 0) return x; // keeps the sign of zero
   if (a < ERF_SERIES_BELOW) {
     const twoA2 = 2 * a * a;
     let term = a;
