@@ -87,8 +87,12 @@ class LabPlan:
     extra_eps_seeds: tuple[int, ...] | None = None
 
     def points(self) -> list[Point]:
+        """The cells to record, most wanted first: every cell of the first seed, then the
+        other seeds at eps LAB_EPS (and without layer norm), then their other eps values. A
+        run stopped part-way has what the page needs most, and a rerun with fewer
+        --lab-eps-seeds keeps it all."""
         wanted = {ROW_SWITCHES[key] for key in self.rows}
-        return [
+        chosen = [
             p
             for p in offered_points(self.offered)
             if (p[1], p[2]) in wanted
@@ -98,6 +102,8 @@ class LabPlan:
                 or p[5] in self.extra_eps_seeds
             )
         ]
+        first = self.offered.seeds[0]
+        return sorted(chosen, key=lambda p: p[5] != first and p[3] not in (None, LAB_EPS))
 
     def trimmed(self) -> str | None:
         """The sentence the page shows when part of what it offers is not recorded."""

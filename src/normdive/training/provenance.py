@@ -17,7 +17,7 @@ from normdive.recording.format import Provenance
 
 SCRIPT = "normdive record-runs"
 # The code that decides a row's numbers; uncommitted changes here make git_dirty true.
-RECORDING_CODE = ("src/normdive/training", "src/normdive/recording")
+RECORDING_CODE = ("src/normdive/training", "src/normdive/recording", "src/normdive/lab")
 GIT_TIMEOUT_S = 5
 
 
