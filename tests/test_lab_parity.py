@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from normdive.lab.grid import LabConfig
-from normdive.training.lab import initial_parameters, losses
+from normdive.training.lab import initial_parameters, losses, train_lab_cell
 
 pytestmark = pytest.mark.node
 
@@ -222,3 +222,85 @@ def test_the_first_50_losses_equal_pytorch_s(
         for step, (ours, theirs) in enumerate(zip(javascript, python, strict=True), start=1):
             assert math.isfinite(theirs), (row, step)
             assert abs(ours - theirs) <= LOSS_TOLERANCE * abs(theirs), (row, step, ours, theirs)
+
+
+# The Worker's protocol (static/lab/worker.js), driven in a Node worker thread.
+WORKER_SCRIPT = ROOT / "tests" / "js" / "lab_worker.mjs"
+WORKER_STEPS = 400  # long enough that the first progress comes before the end
+WORKER_EVAL_EVERY = 50
+
+
+@pytest.fixture(scope="module")
+def worker() -> tuple[LabConfig, dict[str, Any]]:
+    config = _config(True, True, "gpt2").model_copy(
+        update={"steps": WORKER_STEPS, "eval_every": WORKER_EVAL_EVERY}
+    )
+    completed = subprocess.run(
+        [NODE, str(WORKER_SCRIPT)],
+        input=json.dumps({"config": _js_config(config), "seed": SEED}),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=NODE_TIMEOUT_S,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stderr == "", completed.stderr
+    result: dict[str, Any] = json.loads(completed.stdout)
+    return config, result
+
+
+def test_the_worker_trains_to_the_end_through_a_pause(
+    worker: tuple[LabConfig, dict[str, Any]],
+) -> None:
+    _, result = worker
+    assert result["paused_quiet"]  # nothing posted while paused
+    run = result["run"]
+    assert [m["type"] for m in run].count("done") == 1
+    assert run[-1]["type"] == "done"
+    evals = [m for m in run if m["type"] == "eval"]
+    expected = list(range(0, WORKER_STEPS + 1, WORKER_EVAL_EVERY))
+    assert [m["step"] for m in evals] == expected
+    progress = [m for m in run if m["type"] == "progress"]
+    steps = [m["step"] for m in progress]
+    assert steps == sorted(set(steps)) and steps[-1] == WORKER_STEPS
+    assert all(m["steps"] == WORKER_STEPS and m["steps_per_second"] > 0 for m in progress)
+    done = run[-1]
+    curve = done["curve"]
+    assert [p["step"] for p in curve] == expected
+    assert curve[0]["train_loss"] is None
+    assert all(math.isfinite(p["train_loss"]) for p in curve[1:])
+    for point, posted in zip(curve, evals, strict=True):
+        assert set(point) == {"step", "train_loss", "heldout_loss", "heldout_accuracy"}
+        assert point["heldout_loss"] == posted["heldout_loss"]
+        assert point["heldout_accuracy"] == posted["heldout_accuracy"]
+    assert done["final"] == {k: curve[-1][k] for k in ("step", "heldout_loss", "heldout_accuracy")}
+
+
+def test_the_worker_s_curve_is_pytorch_s(worker: tuple[LabConfig, dict[str, Any]]) -> None:
+    config, result = worker
+    python = train_lab_cell(config, SEED).curve
+    javascript = result["run"][-1]["curve"]
+    for ours, theirs in zip(javascript, python, strict=True):
+        assert ours["step"] == theirs.step
+        assert abs(ours["heldout_loss"] - theirs.heldout_loss) <= LOSS_TOLERANCE * abs(
+            theirs.heldout_loss
+        ), ours
+        assert ours["heldout_accuracy"] == pytest.approx(theirs.heldout_accuracy, abs=1e-12)
+        if theirs.train_loss is not None:
+            assert ours["train_loss"] == pytest.approx(theirs.train_loss, rel=LOSS_TOLERANCE)
+
+
+def test_the_worker_stops_refuses_a_second_start_and_bad_configs(
+    worker: tuple[LabConfig, dict[str, Any]],
+) -> None:
+    _, result = worker
+    stop = result["stop"]
+    errors = [m for m in stop if m["type"] == "error"]
+    assert [m["message"] for m in errors] == ["a run is already training: stop it first"]
+    assert stop[-1]["type"] == "stopped"  # and nothing after it
+    assert stop[-1]["step"] == max(m["step"] for m in stop if m["type"] == "progress")
+    assert not any(m["type"] == "done" for m in stop)
+    assert [m["message"] for m in result["bad"]] == [
+        "config.steps must be a positive integer, not 0"
+    ]

@@ -1,0 +1,166 @@
+// The lab's trainer in a module Worker, so the page stays responsive while it trains.
+//
+// Receives {type: "start", config, seed}, {type: "pause"}, {type: "resume"}, {type: "stop"}.
+// Posts {type: "progress", step, steps, train_loss, steps_per_second} (at most one per
+// PROGRESS_MS), {type: "eval", step, heldout_loss, heldout_accuracy} (at step 0, every
+// eval_every updates and after the last), {type: "done", curve, final, steps_per_second},
+// {type: "stopped", step} and {type: "error", message}. `curve` has the grid's point shape
+// (normdive.lab.grid.LabPoint): {step, train_loss (the mean over the updates since the previous
+// point; null at step 0), heldout_loss, heldout_accuracy}; figures are plain numbers, NaN
+// included (structured clone keeps it).
+//
+// The work runs in slices of about SLICE_MS, each ending with a yield to the event loop, so a
+// pause or stop is read within one slice.
+
+import { createTrainer } from "./trainer.js";
+
+const SLICE_MS = 50;
+const PROGRESS_MS = 100;
+
+let run = null;
+// Yielding through a MessageChannel, not setTimeout: nested timeouts are clamped to 4 ms.
+const tick = new MessageChannel();
+tick.port1.onmessage = () => slice();
+
+// One slice queued at a time, however pause and resume interleave with it.
+function schedule() {
+  if (run !== null && !run.queued) {
+    run.queued = true;
+    tick.port2.postMessage(null);
+  }
+}
+
+function post(message) {
+  self.postMessage(message);
+}
+
+function fail(error) {
+  run = null;
+  post({ type: "error", message: error instanceof Error ? error.message : String(error) });
+}
+
+function evaluateAt(step, trainLoss) {
+  const figures = run.trainer.evaluate();
+  const point = { step, train_loss: trainLoss, ...figures };
+  run.curve.push(point);
+  post({ type: "eval", step, ...figures });
+}
+
+function rate() {
+  const seconds = (run.activeMs + (run.paused ? 0 : performance.now() - run.resumedAt)) / 1000;
+  return seconds > 0 ? run.trainer.stepsDone / seconds : NaN;
+}
+
+function slice() {
+  if (run === null) return;
+  run.queued = false;
+  if (run.paused) return;
+  try {
+    const { trainer, config } = run;
+    const until = performance.now() + SLICE_MS;
+    let loss = NaN;
+    while (trainer.stepsDone < config.steps && performance.now() < until) {
+      loss = trainer.step();
+      run.windowSum += loss;
+      run.windowCount += 1;
+      const step = trainer.stepsDone;
+      if (step % config.eval_every === 0 || step === config.steps) {
+        evaluateAt(step, run.windowSum / run.windowCount);
+        run.windowSum = 0;
+        run.windowCount = 0;
+      }
+    }
+    const step = trainer.stepsDone;
+    const now = performance.now();
+    const finished = step >= config.steps;
+    if (finished || now - run.progressAt >= PROGRESS_MS) {
+      run.progressAt = now;
+      post({
+        type: "progress",
+        step,
+        steps: config.steps,
+        train_loss: loss,
+        steps_per_second: rate(),
+      });
+    }
+    if (finished) {
+      const last = run.curve[run.curve.length - 1];
+      post({
+        type: "done",
+        curve: run.curve,
+        final: {
+          step: last.step,
+          heldout_loss: last.heldout_loss,
+          heldout_accuracy: last.heldout_accuracy,
+        },
+        steps_per_second: rate(),
+      });
+      run = null;
+      return;
+    }
+    schedule();
+  } catch (error) {
+    fail(error);
+  }
+}
+
+function start(config, seed) {
+  if (!Number.isInteger(config?.steps) || config.steps < 1) {
+    throw new RangeError(`config.steps must be a positive integer, not ${config?.steps}`);
+  }
+  if (!Number.isInteger(config.eval_every) || config.eval_every < 1) {
+    throw new RangeError(`config.eval_every must be a positive integer, not ${config.eval_every}`);
+  }
+  const trainer = createTrainer(config, seed);
+  run = {
+    trainer,
+    config,
+    curve: [],
+    windowSum: 0,
+    windowCount: 0,
+    paused: false,
+    activeMs: 0,
+    resumedAt: performance.now(),
+    progressAt: -Infinity,
+    queued: false,
+  };
+  evaluateAt(0, null);
+  schedule();
+}
+
+self.onmessage = (event) => {
+  const message = event.data ?? {};
+  try {
+    switch (message.type) {
+      case "start":
+        // A second start leaves the run in progress alone.
+        if (run !== null) post({ type: "error", message: "a run is already training: stop it first" });
+        else start(message.config, message.seed);
+        break;
+      case "pause":
+        if (run !== null && !run.paused) {
+          run.paused = true;
+          run.activeMs += performance.now() - run.resumedAt;
+        }
+        break;
+      case "resume":
+        if (run !== null && run.paused) {
+          run.paused = false;
+          run.resumedAt = performance.now();
+          schedule();
+        }
+        break;
+      case "stop":
+        if (run !== null) {
+          const step = run.trainer.stepsDone;
+          run = null;
+          post({ type: "stopped", step });
+        }
+        break;
+      default:
+        throw new Error(`unknown message type ${JSON.stringify(message.type)}`);
+    }
+  } catch (error) {
+    fail(error);
+  }
+};
