@@ -277,6 +277,8 @@ def test_every_commands_options_show_a_default_or_say_they_are_required() -> Non
         ("lti", "passback"),
         ("lti", "register"),
         ("lti", "remove"),
+        ("lti", "resend"),
+        ("lti", "roster"),
         ("lti", "rotate-key"),
         ("merge-recordings",),
         ("prerequisite", "done"),

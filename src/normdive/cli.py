@@ -665,7 +665,12 @@ def lti_passback(
 def lti_roster(
     context: Annotated[str, typer.Option(help="The course's context key (64 hex characters).")],
     force: Annotated[
-        bool, typer.Option("--force", help="Fetch it even if it was fetched lately.")
+        bool,
+        typer.Option(
+            "--force",
+            help="Fetch it even if it was fetched lately.",
+            show_default="once per NORMDIVE_ROSTER_REFRESH_S",
+        ),
     ] = False,
 ) -> None:
     from pydantic import ValidationError
