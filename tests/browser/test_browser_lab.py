@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterator
 
 import pytest
+from lab_page import close_the_gate
 from playwright.sync_api import Page, expect
 
 from conftest import (
@@ -21,10 +22,8 @@ from conftest import (
     migrated_sqlite_url,
     write_recording,
 )
-from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID
-from normdive.recording.format import ROW_KEYS
+from lesson_answers import LESSON
 from normdive.web.app import create_app
-from normdive.web.security.csrf import HEADER
 from sample_lab import write_lab_grid
 
 pytestmark = pytest.mark.browser
@@ -32,8 +31,6 @@ pytestmark = pytest.mark.browser
 NewPage = Callable[..., Page]
 PHONE = {"width": 375, "height": 812}
 AXE = "node_modules/axe-core/axe.min.js"
-PREDICTIONS = {"both": "learns", "residual_only": "partial"}
-PREDICTIONS |= {"layernorm_only": "chance", "neither": "chance"}
 TEXT = LESSON.lab
 CONFIG = "Both, depth 1, eps 0.00001, GPT-2 initialisation, seed 0"
 # The tiny run trains in seconds; a loaded machine gets room, and no test asserts a time.
@@ -52,27 +49,6 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     server.start()
     yield server
     server.stop()
-
-
-def close_the_gate(page: Page) -> None:
-    """The learner's work, posted as the page's forms post it, so the test starts at a
-    closed gate; the walk itself is tested in test_browser_ablation."""
-    page.goto("/")
-    token = page.request.get("/api/state").json()["csrf_token"]
-    steps = [
-        ("/predict", {"choice": "layer_norm"}),
-        ("/numbers", RIGHT_NUMBERS),
-        ("/reading", {"choice": RIGHT_READING_ID}),
-        *((f"/rows/{key}/predict", {"outcome": o}) for key, o in PREDICTIONS.items()),
-        *((f"/rows/{key}/play", {}) for key in ROW_KEYS),
-    ]
-    for path, form in steps:
-        answer = page.request.post(
-            path, form=form, headers={HEADER: token, "Accept": "application/json"}
-        )
-        assert answer.ok, (path, answer.text())
-    page.reload()
-    expect(page.locator("#gate-status")).to_contain_text("met")
 
 
 def no_horizontal_scroll(page: Page) -> None:

@@ -93,6 +93,14 @@ function measure(value) {
   return NaN;
 }
 
+// A figure as the server keeps it: JSON has no NaN or Infinity, so a diverged run's are
+// spelled as the recording format spells them.
+function marked(_key, value) {
+  if (typeof value !== "number" || Number.isFinite(value)) return value;
+  if (Number.isNaN(value)) return "nan";
+  return value > 0 ? "inf" : "-inf";
+}
+
 function duration(seconds) {
   if (!Number.isFinite(seconds)) return "–";
   const whole = Math.max(0, Math.round(seconds));
@@ -296,7 +304,7 @@ function wireTrainer(body, train) {
     worker.terminate();
     bar.value = 100;
     const data = new FormData();
-    data.append("result", JSON.stringify({ final: message.final, curve: message.curve }));
+    data.append("result", JSON.stringify({ final: message.final, curve: message.curve }, marked));
     const answer = await post(`/lab/runs/${run.run}/result`, data);
     const kept = answer.ok ? chartElement : null; // the curve stays beside the result
     if (kept) kept.removeAttribute("id");
@@ -309,12 +317,17 @@ function wireTrainer(body, train) {
       lastStep = message.step;
       bar.value = Math.min(100, (100 * message.step) / steps);
       const rate = message.steps_per_second;
-      status.textContent = fill(train.dataset.progressText, {
-        step: message.step,
-        steps,
-        rate: Number.isFinite(rate) ? rate.toFixed(1) : "–",
-        left: duration((steps - message.step) / rate),
-      });
+      // A report already on its way when the run was stopped or hidden keeps that said.
+      if (mode === "stopped") status.textContent = fill(train.dataset.stoppedText, { step: lastStep });
+      else if (mode === "hidden") status.textContent = train.dataset.hiddenText;
+      else {
+        status.textContent = fill(train.dataset.progressText, {
+          step: message.step,
+          steps,
+          rate: Number.isFinite(rate) ? rate.toFixed(1) : "–",
+          left: duration((steps - message.step) / rate),
+        });
+      }
       for (const percent of MILESTONES) {
         if (!said.has(percent) && (100 * message.step) / steps >= percent) {
           said.add(percent);
