@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch import nn
 
-from normdive.lab.grid import LabConfig, lab_path_for, read_lab_grid
+from normdive.lab.grid import LabBase, LabConfig, lab_path_for, read_lab_grid
 from normdive.lab.random import BATCHES, HELDOUT, WEIGHTS, Lab32
 from normdive.training.lab import (
     build_lab_model,
@@ -95,9 +95,7 @@ def spec_values(c: LabConfig, seed: int) -> dict[str, list[float]]:
         else:
             if name.endswith("weight"):
                 fan_in = shape[1]
-            values[name] = [
-                (2 * source.uniform() - 1) / math.sqrt(fan_in) for _ in range(n)
-            ]
+            values[name] = [(2 * source.uniform() - 1) / math.sqrt(fan_in) for _ in range(n)]
     return values
 
 
@@ -106,7 +104,9 @@ def spec_values(c: LabConfig, seed: int) -> dict[str, list[float]]:
 def test_initial_parameters_are_the_spec_read_directly(
     init: str, layernorm: bool, residual: bool
 ) -> None:
-    config = tiny(init=init, layernorm=layernorm, residual=residual, eps=1e-5 if layernorm else None)
+    config = tiny(
+        init=init, layernorm=layernorm, residual=residual, eps=1e-5 if layernorm else None
+    )
     got = initial_parameters(config, seed=3)
     expected = spec_values(config, seed=3)
     assert list(got) == list(expected)  # the names, in the documented order
@@ -202,20 +202,10 @@ TINY_LAB = [
     "0,1",
     "--rows",
     "both,layernorm_only",
-    "--d-model",
-    "8",
-    "--heads",
-    "2",
-    "--copy-length",
-    "3",
     "--steps",
-    "4",
-    "--batch-size",
     "4",
     "--eval-every",
     "2",
-    "--heldout-size",
-    "8",
     "--jobs",
     "2",
 ]
@@ -234,7 +224,8 @@ def test_record_runs_lab_writes_the_grid_beside_the_recording(tmp_path: Path) ->
     assert done.returncode == 0, done.stdout + done.stderr
     assert not out.exists()
     grid = read_lab_grid(lab_path_for(out))
-    assert grid.base.d_model == 8 and grid.base.steps == 4 and grid.base.learning_rate == 3e-3
+    # The lab's own settings, less the two given: not the ablation's defaults for the others.
+    assert grid.base == LabBase(steps=4, eval_every=2)
     assert grid.offered.depths == [1, 2] and grid.offered.eps == [0.0, 1e-5]
     # Per depth and init: seed 0 has both and layernorm_only at eps 0 and 1e-5 (4 cells),
     # seed 1 at 1e-5 only (2 cells).

@@ -807,15 +807,17 @@ def _record_lab(
     fresh: bool,
 ) -> NoReturn:
     """record-runs --lab: the lab grid beside --out (docs/lab.md, "The grid file")."""
-    from click.core import ParameterSource
     from pydantic import ValidationError
 
     from normdive.lab.grid import LabBase, LabOffered
 
+    def typed(option: str) -> bool:
+        # By name: typer carries its own copy of click, whose ParameterSource is not click's.
+        source = ctx.get_parameter_source(option)
+        return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
     given = {
-        field: ctx.params[option]
-        for option, field in LAB_OVERRIDABLE.items()
-        if ctx.get_parameter_source(option) is not ParameterSource.DEFAULT
+        field: ctx.params[option] for option, field in LAB_OVERRIDABLE.items() if typed(option)
     }
     seed_list = parse_seeds(seeds)
     extra: list[int] | None
