@@ -234,6 +234,20 @@ def test_a_next_page_on_another_origin_gets_no_token(
     assert len(book.pages_served) == 1
 
 
+def test_a_roster_service_on_another_origin_gets_no_token(
+    engine: Engine, book: RosterBook, launch_as: LaunchAs
+) -> None:
+    elsewhere = {"context_memberships_url": "https://elsewhere.example/memberships"}
+    launch_as("teacher-1", INSTRUCTOR_ROLE, **{NRPS_CLAIM: elsewhere})
+    assert book.tokens_issued == 0
+    assert roster.roster_of(engine, course_key(engine)) is None
+    with engine.connect() as connection:
+        problem = connection.execute(select(LtiRosterService.problem)).scalar_one()
+    assert problem is not None
+    assert problem.startswith("the course's roster service is on https://elsewhere.example")
+    assert "D9 sends no token there" in problem
+
+
 def test_a_roster_over_the_page_bound_is_not_kept(
     engine: Engine, book: RosterBook, fetched: dict[str, Any]
 ) -> None:

@@ -13,8 +13,8 @@ refresh asks that URL for the course's learners and replaces the course's stored
   learner role are left out;
 - each page's `Link: <...>; rel="next"` followed to the end (NRPS 2.0, 2.4.2), within
   MAX_PAGES pages of at most MAX_PAGE_BYTES each, all within ROSTER_DEADLINE_S; the service
-  URL and every next page stay on the registration's origins (passback.foreign_reason: a
-  bearer token goes nowhere else).
+  URL and every next page stay on the registration's origins (passback.platform_origins, as
+  for grade tokens: a bearer token goes nowhere else).
 A refresh that fails keeps the members as they were and says why in `problem`.
 
 A member is keyed as lti_learners keys a user (learners.member_key: issuer, client id,
@@ -40,10 +40,11 @@ from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 import httpx
 from sqlalchemy import Engine, and_, delete, insert, select, update
 
+from normdive.config import origin_of
 from normdive.lti import registrations
 from normdive.lti.launch import Launch
 from normdive.lti.learners import LIS_VOCABULARY, context_key, member_key
-from normdive.lti.passback import foreign_reason, platform_words
+from normdive.lti.passback import platform_origins, platform_words
 from normdive.lti.platform_http import AnswerTooLarge, read_body
 from normdive.lti.platform_json import NotPlatformJson, parsed
 from normdive.lti.registrations import Registration, url_problem
@@ -129,6 +130,19 @@ def remember_service(engine: Engine, launch: Launch) -> str | None:
         if not updated:
             connection.execute(insert(LtiRosterService).values(context_key=course, **values))
     return course
+
+
+def foreign(url: str, registration: Registration, what: str) -> str | None:
+    """Why the roster's token must not go to `url`, or None: the rule grade tokens follow
+    (passback.platform_origins), in the roster's words."""
+    allowed = platform_origins(registration)
+    if origin_of(url) in allowed:
+        return None
+    return (
+        f"{what} is on {origin_of(url) or repr(url)}, which is none of the origins registered "
+        f"for {registration.issuer} ({', '.join(allowed)}): D9 sends no token there. If the "
+        "platform serves its roster there, register that host with --frame-origin"
+    )
 
 
 def is_learner(roles: tuple[str, ...]) -> bool:
@@ -270,9 +284,9 @@ def fetch_members(
 ) -> list[Member]:
     """Every learner the memberships URL lists, page after page; RosterProblem when the
     whole roster could not be read within the bounds."""
-    why = foreign_reason(url, registration)
+    why = foreign(url, registration, "the course's roster service")
     if why is not None:
-        raise RosterProblem(why.replace("a grade URL", "a roster URL"))
+        raise RosterProblem(why)
     owned = client is None
     client = client or httpx.Client(follow_redirects=False)
     try:
@@ -319,9 +333,9 @@ def _next_page(current: str, headers: httpx.Headers, registration: Registration)
     if not target:
         return None
     absolute = urljoin(current, target)
-    why = foreign_reason(absolute, registration)
+    why = foreign(absolute, registration, "the roster's next page")
     if why is not None:
-        raise RosterProblem(why.replace("the launch named a grade URL", "a next page is"))
+        raise RosterProblem(why)
     return absolute
 
 
