@@ -403,8 +403,8 @@ REFUSED_TOKENS: list[tuple[str, Callable[[str, RSAKey], str], int, str, str]] = 
         "not registered here",
     ),
     (
-        "deep linking message",
-        _claims_with(lti_message_type="LtiSubmissionReviewRequest"),
+        "another message type",
+        _claims_with(lti_message_type="LtiStartProctoring"),
         400,
         "unsupported_message_type",
         "LtiResourceLinkRequest",

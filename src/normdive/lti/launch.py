@@ -68,7 +68,12 @@ LOGIN_TTL_MINUTES = int(LOGIN_TTL.total_seconds() // 60)
 RESOURCE_LINK_REQUEST = "LtiResourceLinkRequest"
 # Deep Linking 2.0: an instructor picking the lesson in the platform's content picker.
 DEEP_LINKING_REQUEST = "LtiDeepLinkingRequest"
-MESSAGE_TYPES = (RESOURCE_LINK_REQUEST, DEEP_LINKING_REQUEST)
+# Submission Review 1.0: a gradebook opening one learner's work (the for_user claim) in the
+# tool; it names a resource link and the line item under review as a resource link launch does.
+SUBMISSION_REVIEW_REQUEST = "LtiSubmissionReviewRequest"
+MESSAGE_TYPES = (RESOURCE_LINK_REQUEST, DEEP_LINKING_REQUEST, SUBMISSION_REVIEW_REQUEST)
+# The messages that name a resource link (LTI 1.3 core 5.3.5; Submission Review 1.0).
+LINKED_MESSAGE_TYPES = (RESOURCE_LINK_REQUEST, SUBMISSION_REVIEW_REQUEST)
 DEEP_LINKING_SETTINGS_CLAIM = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
 # The content item type the lesson is offered as.
 RESOURCE_LINK_ITEM = "ltiResourceLink"
@@ -84,6 +89,8 @@ CONTEXT_CLAIM = CLAIM + "context"
 CUSTOM_CLAIM = CLAIM + "custom"
 AGS_ENDPOINT_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
 NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
+# Submission Review 1.0: the user whose work is reviewed (user_id; names and roles optional).
+FOR_USER_CLAIM = CLAIM + "for_user"
 
 CLAIM_MESSAGES = {
     "iss": "The id_token's issuer (iss) is not the platform this login was started for.",
@@ -150,6 +157,8 @@ class Launch:
     message_type: str = RESOURCE_LINK_REQUEST
     # A deep linking request's settings (deep_link_return_url, data, ...); None otherwise.
     deep_linking: Mapping[str, Any] | None = None
+    # A submission review request's for_user claim (its user_id checked); None otherwise.
+    for_user: Mapping[str, Any] | None = None
 
 
 def _pending(engine: Engine, state: str) -> PendingLogin:
@@ -337,12 +346,14 @@ def _lti_claims(claims: Mapping[str, Any], registration: Registration, login: Pe
             "wrong_target_link_uri",
             "The id_token's target link URI is not the one the platform's login request named.",
         )
-    if message_type == RESOURCE_LINK_REQUEST:
+    if message_type in LINKED_MESSAGE_TYPES:
         link = claims.get(RESOURCE_LINK_CLAIM)
         if not isinstance(link, Mapping) or not isinstance(link.get("id"), str) or not link["id"]:
             raise Refusal(401, "missing_claim", "The launch names no resource link (its id).")
     else:
         _deep_linking_settings(claims)
+    if message_type == SUBMISSION_REVIEW_REQUEST:
+        _submission_review_claims(claims)
     roles = claims.get(ROLES_CLAIM)
     if not isinstance(roles, list) or not all(isinstance(role, str) for role in roles):
         raise Refusal(401, "missing_claim", "The launch's roles claim is not a list of roles.")
@@ -396,6 +407,30 @@ def _deep_linking_settings(claims: Mapping[str, Any]) -> Mapping[str, Any]:
     return settings
 
 
+def _submission_review_claims(claims: Mapping[str, Any]) -> None:
+    """Submission Review 1.0, 4.2: the request names the user whose work is reviewed
+    (for_user, with its user_id) and the line item under review (the grade service claim's
+    lineitem)."""
+    for_user = claims.get(FOR_USER_CLAIM)
+    user_id = for_user.get("user_id") if isinstance(for_user, Mapping) else None
+    if not isinstance(user_id, str) or not user_id:
+        raise Refusal(
+            401,
+            "missing_claim",
+            f"The submission review request names no user whose work is reviewed (its "
+            f"{FOR_USER_CLAIM} claim with a user_id).",
+        )
+    _storable(user_id, f"{FOR_USER_CLAIM} user_id", "reviewed user's id", LTI_IDENTIFIER_LENGTH)
+    ags = claims.get(AGS_ENDPOINT_CLAIM)
+    if not isinstance(ags, Mapping) or not isinstance(ags.get("lineitem"), str):
+        raise Refusal(
+            401,
+            "missing_claim",
+            "The submission review request names no line item under review (the grade "
+            f"service claim {AGS_ENDPOINT_CLAIM} with its lineitem).",
+        )
+
+
 def _storable(value: str, claim: str, what: str, limit: int) -> None:
     """A Refusal unless `value` fits a column of `limit` characters and holds only printable
     characters: no control character (PostgreSQL's text cannot hold NUL) and no invisible
@@ -421,7 +456,7 @@ def _check_stored_claims(claims: Mapping[str, Any]) -> None:
     in every launch (OpenID Connect Core 2 allows at most 255 ASCII characters, as LTI 1.3
     does for the resource link's id); the line item URLs whenever the endpoint claim has them."""
     _storable(claims["sub"], "sub", "subject", LTI_IDENTIFIER_LENGTH)
-    if claims[MESSAGE_TYPE_CLAIM] == RESOURCE_LINK_REQUEST:
+    if claims[MESSAGE_TYPE_CLAIM] in LINKED_MESSAGE_TYPES:
         _storable(
             claims[RESOURCE_LINK_CLAIM]["id"],
             f"{RESOURCE_LINK_CLAIM} id",
@@ -499,6 +534,7 @@ def validate(engine: Engine, *, id_token: str, state: str, proof: BrowserProof) 
         ),
         ags_endpoint=ags if isinstance(ags, Mapping) else None,
         names_roles=names_roles if isinstance(names_roles, Mapping) else None,
+        for_user=claims[FOR_USER_CLAIM] if message_type == SUBMISSION_REVIEW_REQUEST else None,
     )
 
 

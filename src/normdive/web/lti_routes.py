@@ -39,10 +39,18 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from normdive.config import origin_of
-from normdive.lti import deep_linking, dynamic_registration, roster, tool_config, tool_keys
+from normdive.lti import (
+    deep_linking,
+    dynamic_registration,
+    roster,
+    submission_review,
+    tool_config,
+    tool_keys,
+)
 from normdive.lti import launch as launches
 from normdive.lti.launch import (
     DEEP_LINKING_REQUEST,
+    SUBMISSION_REVIEW_REQUEST,
     BrowserProof,
     Launch,
     NeedsPlatformStorage,
@@ -238,6 +246,8 @@ def _launch(svc: Services, request: Request, fields: dict[str, str]) -> Response
         )
         if launch.message_type == DEEP_LINKING_REQUEST:
             return _deep_linking(svc, request, launch, state)
+        if launch.message_type == SUBMISSION_REVIEW_REQUEST:
+            return _submission_review(svc, launch, state)
         signed_in = sign_in(svc.engine, svc.store, launch)
     except NeedsPlatformStorage as needed:
         return _read_platform_storage(svc, needed.login, fields)
@@ -312,6 +322,70 @@ def _deep_linking(svc: Services, request: Request, launch: Launch, state: str) -
     )
     set_framed_cookie(response, STATE_COOKIE_PREFIX + state, "", max_age=0, path=LAUNCH_PATH)
     return response
+
+
+def _submission_review(svc: Services, launch: Launch, state: str) -> Response:
+    """A gradebook's submission review request: the review page, through a review grant
+    (lti.submission_review); nobody is signed in. Refusals raise before the login is
+    consumed."""
+    review = submission_review.open_review(svc.engine, launch)
+    logger.info(
+        "LTI submission review from %s (deployment %s): learner %s%s",
+        launch.registration.issuer,
+        launch.deployment_id,
+        review.learner_id or "(never opened D9 from the course)",
+        " (their own)" if review.own else "",
+    )
+    if review.learner_id is None:
+        response = _render(
+            svc, REVIEW_TEMPLATE, lesson=svc.lesson, label=review.label, state=None, timeline=()
+        )
+    else:
+        token = submission_review.grant_token(review, svc.settings.secret_key)
+        response = _framable(
+            svc,
+            RedirectResponse(submission_review.review_url(review.learner_id, token), 303),
+        )
+    set_framed_cookie(response, STATE_COOKIE_PREFIX + state, "", max_age=0, path=LAUNCH_PATH)
+    return response
+
+
+REVIEW_TEMPLATE = "lti_review.html"
+
+
+def _review_page(svc: Services, request: Request, learner_id: str) -> Response:
+    """One learner's D9 as they left it, read-only, for the holder of a review grant."""
+    try:
+        grant = submission_review.grant_from(
+            request.query_params.get(submission_review.GRANT_PARAMETER),
+            learner_id,
+            svc.settings.secret_key,
+        )
+    except Refusal as refusal:
+        return refused(svc, "submission review", refusal)
+    state = svc.state_of(grant.learner_id)
+    lesson = svc.lesson
+    return _render(
+        svc,
+        REVIEW_TEMPLATE,
+        lesson=lesson,
+        label=grant.label,
+        state=state,
+        prediction=next(
+            (c.label for c in lesson.predict.choices if c.id == state.prediction), None
+        ),
+        reading=next(
+            (c.label for c in lesson.reading.choices if c.id == state.reading.locked_choice),
+            None,
+        ),
+        timeline=submission_review.timeline(svc.store.events_for(grant.learner_id), lesson),
+    )
+
+
+@router.get(submission_review.REVIEW_PATH + "/{learner_id}")
+async def review_page(request: Request, learner_id: str) -> Response:
+    """A submission review: the learner's work as they left it (lti.submission_review)."""
+    return await run_in_threadpool(_review_page, services(request), request, learner_id)
 
 
 @router.get(JWKS_PATH)

@@ -1,0 +1,259 @@
+"""Submission Review 1.0: a gradebook opens one learner's D9 in the tool, as they left it.
+
+A platform sends LtiSubmissionReviewRequest (validated by normdive.lti.launch: a resource
+link, the for_user claim with its user_id, and the line item under review) to the tool's
+launch URL, the resource link's target, which is the review URL: the line items this tool
+creates name no other (passback.lineitem_body).
+
+Who may review whom:
+- staff of the course (learners.is_staff) any learner who launched D9 from that course;
+- a learner only themselves (for_user's user_id is their own sub: Submission Review 1.0 lets
+  a platform offer learners a review of their own submission);
+- anyone else is refused, before anything is stored.
+
+The reviewer's session never becomes the learner's: the request signs nobody in and sets no
+learner cookie. It consumes the login (an id_token reviews once) and answers with the review
+page's address, which carries a review grant: signed with the secret key under a salt of its
+own, naming the learner, the course (its context key) and the reviewer (their user key), and
+good until REVIEW_GRANT_TTL_S after the request. The review page shows only the learner its
+grant names, only while the grant holds; it has no form, and the lesson's writes take only
+the learner cookie, which a grant is not.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from itsdangerous import BadSignature, URLSafeSerializer
+from pydantic import SecretStr
+from sqlalchemy import Engine, select
+
+from normdive.lesson.content import Lesson
+from normdive.lti import launch as launches
+from normdive.lti.launch import Launch
+from normdive.lti.learners import context_key, is_staff, user_key
+from normdive.lti.refusal import Refusal
+from normdive.progress.events import Event, EventKind
+from normdive.store.tables import LtiContextMember, LtiLearner
+
+# How long a review grant opens the review page: a reviewer reads one learner's work, then
+# launches the next from the gradebook.
+REVIEW_GRANT_TTL_S = 15 * 60
+# Distinguishes a review grant's signature from any other use of the secret key.
+GRANT_SALT = "normdive.lti-review-grant"
+# The review page's path, the learner's id after it, and the grant's query parameter.
+REVIEW_PATH = "/lti/review"
+GRANT_PARAMETER = "grant"
+# The most of a learner's events the timeline lists (the latest ones).
+TIMELINE_SHOWN = 500
+
+EXPIRED_OR_FORGED = (
+    "This review link is not valid here: it has expired (a review opens for "
+    f"{REVIEW_GRANT_TTL_S // 60} minutes), was altered, or names another learner. Open the "
+    "review again from the platform's gradebook."
+)
+
+
+@dataclass(frozen=True)
+class Review:
+    """Whose work a submission review request opens, for whom."""
+
+    # The learner reviewed; None when the platform's user never opened D9 from the course.
+    learner_id: str | None
+    context_key: str | None
+    # The reviewer's user key (learners.user_key): who the grant was given to.
+    reviewer: str
+    # How the page names the learner: the for_user claim's name if the platform sent one,
+    # else its user_id.
+    label: str
+    # The reviewer is looking at their own work.
+    own: bool
+
+
+@dataclass(frozen=True)
+class ReviewGrant:
+    learner_id: str
+    context_key: str | None
+    reviewer: str
+    label: str
+    expires_at: float
+
+
+def _label(for_user: Mapping[str, Any]) -> str:
+    name = for_user.get("name")
+    if isinstance(name, str) and name.strip() and name.isprintable():
+        return name.strip()[:200]
+    given, family = for_user.get("given_name"), for_user.get("family_name")
+    parts = [part for part in (given, family) if isinstance(part, str) and part.isprintable()]
+    if parts and " ".join(parts).strip():
+        return " ".join(parts).strip()[:200]
+    return str(for_user["user_id"])
+
+
+def open_review(engine: Engine, launch: Launch) -> Review:
+    """Check who may review whom (a Refusal, nothing stored, otherwise), consume the
+    login, and find the learner reviewed among the course's."""
+    for_user = launch.for_user
+    if for_user is None:
+        raise Refusal(400, "not_a_review", "This launch is not a submission review request.")
+    user_id = str(for_user["user_id"])
+    own = user_id == launch.subject
+    staff = is_staff(launch.roles)
+    if not (own or staff):
+        raise Refusal(
+            403,
+            "review_not_allowed",
+            "This submission review asks to show another user's work, but the user who opened "
+            "it is not staff of the course (an instructor, teaching assistant or "
+            "administrator). A learner may review only their own work.",
+        )
+    course = context_key(launch)
+    if course is None and not own:
+        raise Refusal(
+            400,
+            "review_without_course",
+            "This submission review names no course (its context claim), so it cannot say "
+            "whose learners may be shown.",
+        )
+    reviewed_key = user_key(replace(launch, subject=user_id))
+    with engine.begin() as connection:
+        launches.consume(connection, launch.login)
+        learner_id = connection.execute(
+            select(LtiLearner.learner_id).where(LtiLearner.link_key == reviewed_key)
+        ).scalar_one_or_none()
+        if learner_id is not None and course is not None:
+            member = connection.execute(
+                select(LtiContextMember.learner_id).where(
+                    LtiContextMember.context_key == course,
+                    LtiContextMember.learner_id == learner_id,
+                )
+            ).first()
+            if member is None:
+                learner_id = None  # never opened D9 from this course
+    return Review(
+        learner_id=learner_id,
+        context_key=course,
+        reviewer=user_key(launch),
+        label=_label(for_user),
+        own=own,
+    )
+
+
+def _serializer(secret_key: SecretStr) -> URLSafeSerializer:
+    return URLSafeSerializer(secret_key.get_secret_value(), salt=GRANT_SALT)
+
+
+def grant_token(review: Review, secret_key: SecretStr, now: float | None = None) -> str:
+    """The review grant for a review that found its learner."""
+    if review.learner_id is None:
+        raise ValueError("a review that found no learner grants nothing")
+    issued = time.time() if now is None else now
+    return str(
+        _serializer(secret_key).dumps(
+            {
+                "learner": review.learner_id,
+                "context": review.context_key,
+                "reviewer": review.reviewer,
+                "label": review.label,
+                "exp": issued + REVIEW_GRANT_TTL_S,
+            }
+        )
+    )
+
+
+def grant_from(
+    token: str | None, learner_id: str, secret_key: SecretStr, now: float | None = None
+) -> ReviewGrant:
+    """The grant `token` is, when it is valid now and names `learner_id`; a Refusal (403)
+    otherwise."""
+    refused = Refusal(403, "review_grant_refused", EXPIRED_OR_FORGED)
+    if not token:
+        raise refused
+    try:
+        payload = _serializer(secret_key).loads(token)
+    except (BadSignature, UnicodeError, ValueError):
+        raise refused from None
+    if not isinstance(payload, dict):
+        raise refused
+    expires_at = payload.get("exp")
+    fields = (payload.get("learner"), payload.get("reviewer"), payload.get("label"))
+    if not isinstance(expires_at, int | float) or not all(isinstance(f, str) for f in fields):
+        raise refused
+    moment = time.time() if now is None else now
+    if moment >= expires_at or payload["learner"] != learner_id:
+        raise refused
+    context = payload.get("context")
+    return ReviewGrant(
+        learner_id=payload["learner"],
+        context_key=context if isinstance(context, str) else None,
+        reviewer=payload["reviewer"],
+        label=payload["label"],
+        expires_at=float(expires_at),
+    )
+
+
+def review_url(learner_id: str, token: str) -> str:
+    return f"{REVIEW_PATH}/{learner_id}?{GRANT_PARAMETER}={token}"
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    at: datetime
+    kind: EventKind
+    text: str
+
+
+def _choice_label(choices: Sequence[Any], choice_id: object) -> str:
+    found = next((choice.label for choice in choices if choice.id == choice_id), None)
+    return found if found is not None else str(choice_id)
+
+
+def _describe(event: Event, lesson: Lesson) -> str:
+    """One event in words, as the review's timeline lists it."""
+    payload = event.payload
+    rows = {row.key: row.label for row in lesson.rows}
+    outcomes: dict[str, str] = {outcome.id: outcome.label for outcome in lesson.outcomes}
+    match event.kind:
+        case EventKind.PREREQUISITE_DONE:
+            return "Lesson 8.5 recorded as done"
+        case EventKind.PREDICTION_COMMITTED:
+            choice = _choice_label(lesson.predict.choices, payload.get("choice"))
+            return f"Committed the opening prediction: {choice}"
+        case EventKind.NUMBERS_CHECKED:
+            answers = payload.get("answers")
+            count = len(answers) if isinstance(answers, list) else 0
+            return f"Checked the numbers ({count} entr{'y' if count == 1 else 'ies'})"
+        case EventKind.READING_LOCKED:
+            choice = _choice_label(lesson.reading.choices, payload.get("choice"))
+            verdict = "right" if payload.get("right") is True else "not right"
+            return f"Locked a reading ({verdict}): {choice}"
+        case EventKind.TAKEAWAY_SAVED:
+            return "Saved the takeaway"
+        case EventKind.ROW_PREDICTED:
+            row = rows.get(str(payload.get("row")), str(payload.get("row")))
+            outcome = outcomes.get(str(payload.get("outcome")), str(payload.get("outcome")))
+            return f"Predicted the row {row}: {outcome}"
+        case EventKind.ROW_PLAYED:
+            row = rows.get(str(payload.get("row")), str(payload.get("row")))
+            return f"Played the row {row}"
+        case EventKind.HINT_OPENED:
+            return f"Opened hint {payload.get('rung')}"
+        case EventKind.GATE_CLOSED:
+            return "The gate closed: every part done"
+        case EventKind.LAB_COMMITTED:
+            return "Committed a lab prediction"
+        case EventKind.LAB_FINISHED:
+            return "Finished the lab"
+
+
+def timeline(events: Sequence[Event], lesson: Lesson) -> tuple[TimelineEntry, ...]:
+    """The learner's latest TIMELINE_SHOWN events, oldest first, each in words."""
+    shown = events[-TIMELINE_SHOWN:]
+    return tuple(
+        TimelineEntry(at=event.created_at, kind=event.kind, text=_describe(event, lesson))
+        for event in shown
+    )

@@ -1,0 +1,291 @@
+"""Submission Review 1.0 (LtiSubmissionReviewRequest) against the tool over HTTP, with real
+keys: a staff member's request with for_user opens that learner's D9 as they left it,
+read-only, through a review grant (nobody is signed in as the learner); a learner's request
+about another user is refused readably; each way a grant can be misused is refused."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from bs4 import BeautifulSoup
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from joserfc.jwk import RSAKey
+from pydantic import SecretStr
+from sqlalchemy import Engine
+
+from conftest import SettingsFactory
+from lesson_answers import RIGHT_READING_ID
+from lti_platform import (
+    INSTRUCTOR_ROLE,
+    KeySetServer,
+    browser,
+    launch,
+    launch_claims,
+    login,
+    register_platform,
+    signed,
+)
+from normdive.config import Settings
+from normdive.lesson.content import load_lesson
+from normdive.lti import submission_review
+from normdive.lti.submission_review import Review, grant_token
+from normdive.progress.events import EventKind
+from normdive.store.event_store import Store
+from normdive.web.identity import COOKIE_NAME
+
+LESSON = load_lesson()
+AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+REVIEW = "LtiSubmissionReviewRequest"
+LINEITEM = "https://platform.example.edu/lineitems/d9"
+
+
+@pytest.fixture
+def settings(make_settings: SettingsFactory) -> Settings:
+    return make_settings(dev_prerequisite_done=False)
+
+
+@pytest.fixture
+def platform(engine: Engine, jwks: KeySetServer) -> None:
+    register_platform(engine, jwks.url)
+
+
+@pytest.fixture
+def clients(app: FastAPI, platform: None) -> Iterator[list[TestClient]]:
+    opened: list[TestClient] = []
+    yield opened
+    for client in opened:
+        client.__exit__(None, None, None)
+
+
+def _send(
+    app: FastAPI, clients: list[TestClient], key: RSAKey, **claims: Any
+) -> tuple[TestClient, Any]:
+    client = browser(app).__enter__()
+    clients.append(client)
+    asked = login(client)
+    token = signed(launch_claims(asked.nonce, **claims), key)
+    return client, launch(client, token, asked.state)
+
+
+def _learner(app: FastAPI, clients: list[TestClient], key: RSAKey, sub: str) -> str:
+    client, answer = _send(app, clients, key, sub=sub)
+    assert answer.status_code == 303, answer.text
+    return str(client.cookies.get(COOKIE_NAME)).split(".")[0]
+
+
+def _review(
+    app: FastAPI,
+    clients: list[TestClient],
+    key: RSAKey,
+    *,
+    sub: str = "teacher",
+    staff: bool = True,
+    for_user: dict[str, Any] | None = None,
+    **claims: Any,
+) -> tuple[TestClient, Any]:
+    claims.setdefault("lti_message_type", REVIEW)
+    claims.setdefault("lti_for_user", for_user or {"user_id": "ada", "name": "Ada Lovelace"})
+    claims.setdefault(AGS_CLAIM, {"scope": [], "lineitem": LINEITEM})
+    if staff:
+        claims.setdefault("lti_roles", [INSTRUCTOR_ROLE])
+    return _send(app, clients, key, sub=sub, **claims)
+
+
+def _work(store: Store, learner: str) -> None:
+    """Ada's D9 as she leaves it: a prediction, a wrong then a right reading, two rows
+    predicted, one played, a takeaway."""
+    store.append(learner, EventKind.PREDICTION_COMMITTED, {"choice": LESSON.predict.choices[0].id})
+    wrong = next(c.id for c in LESSON.reading.choices if not c.correct)
+    store.append(learner, EventKind.READING_LOCKED, {"choice": wrong, "right": False})
+    store.append(learner, EventKind.READING_LOCKED, {"choice": RIGHT_READING_ID, "right": True})
+    store.append(learner, EventKind.ROW_PREDICTED, {"row": "both", "outcome": "learns"})
+    store.append(learner, EventKind.ROW_PREDICTED, {"row": "neither", "outcome": "chance"})
+    store.append(learner, EventKind.ROW_PLAYED, {"row": "both"})
+    store.append(learner, EventKind.TAKEAWAY_SAVED, {"text": "Residuals carry the copy."})
+
+
+def _text(node: Any) -> str:
+    return " ".join(node.get_text().split())
+
+
+def _alert(response: Any) -> str:
+    """The refusal page's message, as read."""
+    return _text(BeautifulSoup(response.text, "html.parser").find(role="alert"))
+
+
+def test_a_staff_request_opens_that_learners_d9_read_only(
+    app: FastAPI, clients: list[TestClient], platform_key: RSAKey, store: Store
+) -> None:
+    ada = _learner(app, clients, platform_key, "ada")
+    bob = _learner(app, clients, platform_key, "bob")
+    _work(store, ada)
+    store.append(bob, EventKind.TAKEAWAY_SAVED, {"text": "Bob's own line."})
+    teacher, answer = _review(app, clients, platform_key)
+    assert answer.status_code == 303, answer.text
+    location = answer.headers["location"]
+    assert location.startswith(f"{submission_review.REVIEW_PATH}/{ada}?grant=")
+    # The reviewer is not signed in as the learner, nor as anyone.
+    assert teacher.cookies.get(COOKIE_NAME) is None
+    page = teacher.get(location)
+    assert page.status_code == 200, page.text
+    assert page.headers["cache-control"] == "no-store"
+    soup = BeautifulSoup(page.text, "html.parser")
+    assert _text(soup.find(id="review-banner")).startswith("Viewing Ada Lovelace as they left it.")
+    main = soup.find("main")
+    assert main is not None
+    text = _text(main)
+    assert LESSON.predict.choices[0].label in text
+    right = next(c.label for c in LESSON.reading.choices if c.correct)
+    assert f"Locked 2 times; the latest: {right} (right)." in text
+    rows_table = soup.find("caption", id="review-rows-caption").find_parent("table")
+    rows = {
+        _text(tr.find("th")): [_text(td) for td in tr.find_all("td")]
+        for tr in rows_table.find("tbody").find_all("tr")
+    }
+    labels = {row.key: row.label for row in LESSON.rows}
+    outcomes = {outcome.id: outcome.label for outcome in LESSON.outcomes}
+    assert rows[labels["both"]] == [outcomes["learns"], "1"]
+    assert rows[labels["neither"]] == [outcomes["chance"], "0"]
+    assert "Residuals carry the copy." in text
+    assert "Bob's own line." not in page.text
+    timeline = [_text(li) for li in soup.find("ol", class_="review-timeline").find_all("li")]
+    assert len(timeline) == 8  # the launch recorded 8.5, then her seven
+    assert timeline[-1].endswith("Saved the takeaway")
+    assert any(f"Played the row {labels['both']}" in entry for entry in timeline)
+    # Read-only: no form and no control at all.
+    assert soup.find_all(["form", "input", "button", "textarea", "select"]) == []
+
+
+def test_a_learner_may_review_only_their_own_work(
+    app: FastAPI, clients: list[TestClient], platform_key: RSAKey, store: Store
+) -> None:
+    ada = _learner(app, clients, platform_key, "ada")
+    _learner(app, clients, platform_key, "eve")
+    _, answer = _review(app, clients, platform_key, sub="eve", staff=False)
+    assert answer.status_code == 403
+    soup = BeautifulSoup(answer.text, "html.parser")
+    assert _text(soup.find(role="alert")).startswith(
+        "This submission review asks to show another user's work, but the user who opened it "
+        "is not staff of the course"
+    )
+    assert "review_not_allowed" in answer.text
+    # Her own: allowed, through a grant for her alone.
+    client, answer = _review(app, clients, platform_key, sub="ada", staff=False)
+    assert answer.status_code == 303
+    assert answer.headers["location"].startswith(f"{submission_review.REVIEW_PATH}/{ada}?")
+    assert client.get(answer.headers["location"]).status_code == 200
+
+
+def test_an_unknown_user_gets_a_readable_page(
+    app: FastAPI, clients: list[TestClient], platform_key: RSAKey
+) -> None:
+    _learner(app, clients, platform_key, "ada")
+    _, answer = _review(app, clients, platform_key, for_user={"user_id": "nobody"})
+    assert answer.status_code == 200
+    soup = BeautifulSoup(answer.text, "html.parser")
+    assert _text(soup.find("main")) == (
+        "nobody has not opened D9 from this course yet, so there is no work to show."
+    )
+    # A learner of another course is no learner of this one.
+    _, answer = _review(
+        app, clients, platform_key, lti_context={"id": "course-2", "title": "Another"}
+    )
+    assert answer.status_code == 200
+    assert "has not opened D9 from this course yet" in answer.text
+
+
+@pytest.mark.parametrize(
+    ("claims", "words"),
+    [
+        ({"lti_for_user": {"name": "No id"}}, "names no user whose work is reviewed"),
+        ({AGS_CLAIM: {"scope": []}}, "names no line item under review"),
+        ({"lti_resource_link": None}, "names no resource link"),
+    ],
+)
+def test_a_review_request_without_what_the_spec_requires_is_refused(
+    app: FastAPI,
+    clients: list[TestClient],
+    platform_key: RSAKey,
+    claims: dict[str, Any],
+    words: str,
+) -> None:
+    _learner(app, clients, platform_key, "ada")
+    _, answer = _review(app, clients, platform_key, **claims)
+    assert answer.status_code == 401
+    assert words in _alert(answer)
+    assert "missing_claim" in answer.text
+
+
+def test_a_grant_opens_only_its_learner_and_only_while_it_holds(
+    app: FastAPI,
+    clients: list[TestClient],
+    platform_key: RSAKey,
+    settings: Settings,
+    store: Store,
+) -> None:
+    ada = _learner(app, clients, platform_key, "ada")
+    bob = _learner(app, clients, platform_key, "bob")
+    teacher, answer = _review(app, clients, platform_key)
+    token = answer.headers["location"].split("grant=", 1)[1]
+    assert teacher.get(f"{submission_review.REVIEW_PATH}/{ada}?grant={token}").status_code == 200
+    for url in (
+        f"{submission_review.REVIEW_PATH}/{bob}?grant={token}",  # another learner
+        f"{submission_review.REVIEW_PATH}/{ada}",  # no grant
+        f"{submission_review.REVIEW_PATH}/{ada}?grant={token[:-2]}xx",  # altered
+    ):
+        refused = teacher.get(url)
+        assert refused.status_code == 403, url
+        assert "Open the review again from the platform's gradebook" in _alert(refused)
+    review = Review(learner_id=ada, context_key=None, reviewer="r", label="Ada", own=False)
+    lapsed = grant_token(
+        review,
+        settings.secret_key,
+        now=time.time() - submission_review.REVIEW_GRANT_TTL_S - 1,
+    )
+    refused = teacher.get(f"{submission_review.REVIEW_PATH}/{ada}?grant={lapsed}")
+    assert refused.status_code == 403
+    assert "it has expired" in _alert(refused)
+    # Another server's secret signs nothing here.
+    other = grant_token(review, SecretStr("x" * 64))
+    assert teacher.get(f"{submission_review.REVIEW_PATH}/{ada}?grant={other}").status_code == 403
+
+
+def test_the_review_writes_nothing(
+    app: FastAPI, clients: list[TestClient], platform_key: RSAKey, store: Store
+) -> None:
+    ada = _learner(app, clients, platform_key, "ada")
+    _work(store, ada)
+    before = len(store.events_for(ada))
+    teacher, answer = _review(app, clients, platform_key)
+    location = answer.headers["location"]
+    token = location.split("grant=", 1)[1]
+    assert teacher.post(location, data={"grant": token}).status_code == 405
+    for path in ("/takeaway", "/predict", "/reading", "/rows/both/play"):
+        refused = teacher.post(
+            f"{path}?grant={token}",
+            data={"grant": token, "text": "overwritten", "choice": "x"},
+            headers={"Origin": "https://tool.test"},
+        )
+        assert refused.status_code == 403, path
+    assert len(store.events_for(ada)) == before
+    assert teacher.cookies.get(COOKIE_NAME) is None
+
+
+def test_every_kind_of_event_is_said_in_words() -> None:
+    from datetime import UTC, datetime
+
+    from normdive.progress.events import Event
+
+    said = submission_review.timeline(
+        [
+            Event(id=n, learner_id="l", kind=kind, payload={}, created_at=datetime.now(UTC))
+            for n, kind in enumerate(EventKind)
+        ],
+        LESSON,
+    )
+    assert [entry.kind for entry in said] == list(EventKind)
+    assert all(entry.text for entry in said)
