@@ -228,6 +228,98 @@ def _sweep_page(description: str) -> Schema:
     }
 
 
+def _lab_page(description: str) -> Schema:
+    """GET of the lab's panel or page: HTML, 409 (readable) before the gate has closed."""
+    page = {HTML: {"schema": PAGE}}
+    return {
+        "security": [{}, {"learnerCookie": []}],
+        "responses": {
+            "200": {"description": description, "content": page},
+            "409": {"description": "The learner's gate has not closed yet.", "content": page},
+        },
+    }
+
+
+LAB_ANSWER: Schema = {
+    "type": "object",
+    "required": ["ok", "message", "html"],
+    "properties": {
+        "ok": {"type": "boolean"},
+        "message": {"type": "string"},
+        "html": {"type": "string"},
+    },
+}
+
+
+def _lab_write(fields: dict[str, Schema], *refusals: int) -> Schema:
+    """A lab write (web.lab_pages): JSON with the panel drawn again, or (no JavaScript) a
+    redirect to /lab; refusals say why, as JSON or the lab's page."""
+    return {
+        "requestBody": {
+            "required": False,
+            "content": {
+                FORM: {
+                    "schema": {
+                        "type": "object",
+                        "properties": {
+                            **fields,
+                            csrf.FIELD: _text(description="The learner's form token."),
+                        },
+                        "additionalProperties": {"type": "string"},
+                    },
+                }
+            },
+        },
+        "security": [{"learnerCookie": [], "formToken": []}],
+        "responses": {
+            "200": _json("Done: the panel drawn again, and what to announce.", LAB_ANSWER),
+            "303": {
+                "description": "Done (no JavaScript): on to the lab's page.",
+                "headers": {"Location": {"schema": {"type": "string"}}},
+            },
+            "429": {
+                **_either("Too many writes by this learner in the last minute.", REFUSAL),
+                "headers": {"Retry-After": {"schema": {"type": "string", "pattern": "^[0-9]+$"}}},
+            },
+            **_refusals(400, 403, 409, 413, 422, 503, *refusals),
+        },
+    }
+
+
+def _lab_operations(lesson: Lesson) -> dict[str, Schema]:
+    offered = lesson.lab.offered
+    choice = {
+        "depth": {"type": "string", "enum": [str(depth) for depth in offered.depths]},
+        "row": {"type": "string", "enum": [row.key for row in lesson.rows]},
+        "eps": {"type": "string", "enum": [f"{eps.normalize():f}" for eps in offered.eps]},
+        "init": {"type": "string", "enum": list(offered.inits)},
+        "seed": {"type": "string", "enum": [str(seed) for seed in offered.seeds]},
+        "outcome": {"type": "string", "enum": [o.id for o in lesson.outcomes]},
+    }
+    return {
+        "/lab": {"get": _lab_page("The lab as a page: the learner's runs and the grid.")},
+        "/lab/panel": {"get": _lab_page("The lab's panel, as HTML the page swaps in.")},
+        "/lab/grid/{digest}.json": {
+            "get": {
+                "parameters": [_path_parameter("digest", _text(), "The grid's digest.")],
+                "responses": {
+                    "200": _json("The recorded lab grid.", {"type": "object"}),
+                    "304": {"description": "The browser's copy is current."},
+                    "404": _json("No grid here, or not the digest of the one served.", REFUSAL),
+                    "503": _json("The lab grid cannot be used right now.", REFUSAL),
+                },
+            }
+        },
+        "/lab/runs": {"post": _lab_write(choice)},
+        "/lab/runs/{number}/result": {
+            "post": {
+                **_lab_write({"result": _text(description='JSON {"final", "curve"}.')}, 404),
+                "parameters": [_path_parameter("number", _text(), "The learner's lab run.")],
+            }
+        },
+    }
+
+
 def _lti_answer(description: str, *refusals: int) -> dict[str, Schema]:
     """An LTI step's answers: the page (or a redirect) it goes on with, or a refusal page an
     administrator can read (normdive.lti.refusal: 4xx, nothing stored)."""
@@ -314,6 +406,15 @@ def _lti_operations() -> dict[str, dict[str, Schema]]:
                 "responses": _lti_answer("Registered.", 400, 403, 429, 503),
             }
         },
+        "/lti/review/{learner_id}": {
+            "get": {
+                "parameters": [
+                    _path_parameter("learner_id", _text(), "The learner reviewed."),
+                    _query_parameter("grant", "A review grant (lti.submission_review)."),
+                ],
+                "responses": _lti_answer("The learner's work, read-only.", 403),
+            }
+        },
     }
 
 
@@ -353,6 +454,31 @@ def _instructor_operations() -> dict[str, dict[str, Schema]]:
                     "200": _json("The pool's figures.", {"type": "object"}),
                     "403": no_access,
                 }
+            }
+        },
+        "/instructor/resend": {
+            "post": {
+                "requestBody": {
+                    "required": False,
+                    "content": {
+                        FORM: {
+                            "schema": {
+                                "type": "object",
+                                "properties": {
+                                    csrf.FIELD: _text(description="The view's form token.")
+                                },
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "303": {
+                        "description": "Queued: back to the view, with the counts.",
+                        "headers": {"Location": {"schema": {"type": "string"}}},
+                    },
+                    "403": no_access,
+                    **_refusals(400, 413),
+                },
             }
         },
     }
@@ -423,6 +549,7 @@ def operations(lesson: Lesson) -> dict[str, dict[str, Schema]]:
                 },
             }
         },
+        **_lab_operations(lesson),
         **_lti_operations(),
         **_instructor_operations(),
         "/healthz": {

@@ -332,6 +332,7 @@ def test_a_missing_or_unusable_grid_is_said_plainly(
         assert words(soup(client.get("/lab/panel").text).select_one("#lab-problem")) == (
             TEXT.missing
         )
+        assert client.get("/lab/grid/0000000000000000.json").status_code == 404
         write_lab_grid(recording, sample_lab_grid())
         path = recording.with_name("the-transformer-block-lab.json")
         path.write_text("{", encoding="utf-8")

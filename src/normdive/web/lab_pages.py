@@ -282,7 +282,9 @@ async def lab_panel(request: Request) -> Response:
 def _grid_document(svc: Services, request: Request, digest: str) -> Response:
     grid = grid_view(svc)
     if isinstance(grid, str):
-        return JSONResponse({"ok": False, "message": grid}, 503)
+        # No grid on this server is no such document; one that cannot be read, an outage.
+        missing = grid == svc.lesson.lab.missing
+        return JSONResponse({"ok": False, "message": grid}, 404 if missing else 503)
     if digest != grid.digest:
         return JSONResponse({"ok": False, "message": GRID_GONE}, 404)
     etag = f'"{grid.digest}"'
