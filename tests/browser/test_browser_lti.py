@@ -49,7 +49,13 @@ from normdive.web.lti_routes import STATE_COOKIE_PREFIX
 
 pytestmark = pytest.mark.browser
 
-BROWSER_ARGS = [*CHROMIUM_ARGS, *SITES_ARGS]
+# One renderer for both sites. With a process per site, the frame swaps process at each hop
+# (tool, platform, tool) and Playwright must re-attach to it each time; on busy cores it lost the
+# frame mid-swap: the tool served the lesson, Playwright never saw the frame get there, and a
+# wait on it outlived its own timeout. Cookies and storage are decided per site, not per
+# process, so what these tests check is the same.
+ONE_RENDERER = "--disable-site-isolation-trials"
+BROWSER_ARGS = [*CHROMIUM_ARGS, *SITES_ARGS, ONE_RENDERER]
 # How long a stopped Chromium's close is given: short, since it never answers.
 STOPPED_CLOSE_TIMEOUT_S = 1.0
 # How long one test may drive its Chromium before it is killed. A test here takes seconds, tens
@@ -90,7 +96,11 @@ def course_page(playwright_driver: Playwright, sites: Sites) -> Iterator[Page]:
     sites.tool_gate.strip_login_cookies = False
     close_in_time(chromium)
     if killed.is_set():
-        pytest.fail(f"Chromium was killed after {TEST_BOUND_S} s; frames went to {navigations}")
+        received = [(seen.method, seen.path, seen.status) for seen in sites.tool_gate.received()]
+        pytest.fail(
+            f"Chromium was killed after {TEST_BOUND_S} s; frames went to {navigations}; "
+            f"the tool answered {received}"
+        )
     assert errors == []
 
 
