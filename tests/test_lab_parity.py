@@ -299,7 +299,8 @@ def test_the_worker_stops_refuses_a_second_start_and_bad_configs(
     errors = [m for m in stop if m["type"] == "error"]
     assert [m["message"] for m in errors] == ["a run is already training: stop it first"]
     assert stop[-1]["type"] == "stopped"  # and nothing after it
-    assert stop[-1]["step"] == max(m["step"] for m in stop if m["type"] == "progress")
+    # Progress is throttled, so the run may have gone on past the last step it reported.
+    assert stop[-1]["step"] >= max(m["step"] for m in stop if m["type"] == "progress")
     assert not any(m["type"] == "done" for m in stop)
     assert [m["message"] for m in result["bad"]] == [
         "config.steps must be a positive integer, not 0"

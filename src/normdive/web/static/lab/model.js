@@ -21,6 +21,10 @@ const ERF_SERIES_BELOW = 2;
 const ERF_FRACTION_TERMS = 50;
 const ERF_ONE = 6;
 const SERIES_TOLERANCE = 1e-17;
+// 1 / (2n + 1) for the series' terms: a multiply in the inner loop instead of a divide. Below
+// |x| = 2 the terms fall under SERIES_TOLERANCE relative to the sum within 32.
+const SERIES_TERMS = 64;
+const INV_ODD = Float64Array.from({ length: SERIES_TERMS }, (_, n) => 1 / (2 * n + 1));
 
 // erf(x) in double precision, within about 1e-15 relative (checked against the C library's
 // erf by tests/test_lab_parity.py). |x| < 2: erf(x) = 2/sqrt(pi) exp(-x^2) sum_n
@@ -34,8 +38,8 @@ export function erf(x) {
     const twoA2 = 2 * a * a;
     let term = a;
     let sum = a;
-    for (let n = 1; term > sum * SERIES_TOLERANCE; n++) {
-      term *= twoA2 / (2 * n + 1);
+    for (let n = 1; term > sum * SERIES_TOLERANCE && n < SERIES_TERMS; n++) {
+      term *= twoA2 * INV_ODD[n];
       sum += term;
     }
     const value = TWO_OVER_SQRT_PI * Math.exp(-a * a) * sum;
@@ -61,8 +65,8 @@ function geluForward(u, n, g, slope) {
       const twoA2 = 2 * a * a;
       let term = a;
       let sum = a;
-      for (let k = 1; term > sum * SERIES_TOLERANCE; k++) {
-        term *= twoA2 / (2 * k + 1);
+      for (let k = 1; term > sum * SERIES_TOLERANCE && k < SERIES_TERMS; k++) {
+        term *= twoA2 * INV_ODD[k];
         sum += term;
       }
       e = Math.exp(-a * a);
