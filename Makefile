@@ -36,7 +36,7 @@ XDIST := -n 2 --dist loadfile --no-loadscope-reorder --max-worker-restart=0
 UNIT_TESTS := --no-postgresql -m "not http and not browser and not node and not slow" \
   --hypothesis-profile=unit
 
-.PHONY: run test pytest lint typecheck unit browser record record-sweep clean-venv help
+.PHONY: run test pytest lint typecheck unit browser record record-sweep record-lab clean-venv help
 
 help:
 	@echo "make run       - set up and serve the lesson at http://$(HOST):$(PORT) (SQLite under $(VAR)/)"
@@ -48,6 +48,7 @@ help:
 	@echo "make browser   - the browser tests (Chromium, and PostgreSQL for one journey)"
 	@echo "make record    - re-record the ablation (recordings/the-transformer-block.json)"
 	@echo "make record-sweep - record the depth sweep beside it (about 41 min on 2 cores)"
+	@echo "make record-lab - record the lab grid beside it (docs/lab.md)"
 
 # --- set-up -------------------------------------------------------------------
 
@@ -143,6 +144,10 @@ record: $(VENV)/.installed-test
 # The depth sweep beside the recording (about 41 minutes on 2 cores; docs/recording.md).
 record-sweep: $(VENV)/.installed-test
 	$(BIN)/normdive record-runs --sweep
+
+# The lab grid the live lab is held to (docs/lab.md, "The grid file"), on the CPU.
+record-lab: $(VENV)/.installed-test
+	$(BIN)/normdive record-runs --lab
 
 clean-venv:
 	rm -rf $(VENV) node_modules

@@ -20,6 +20,7 @@ from rich.console import Console
 from normdive.lab.grid import (
     LAB_EPS,
     LAB_FORMAT_VERSION,
+    OFFERED_SEEDS,
     LabBase,
     LabCell,
     LabConfig,
@@ -122,8 +123,13 @@ class LabPlan:
             )
             parts.append(
                 f"with layer norm, eps {' and '.join(f'{e:g}' for e in extra)} recorded at "
-                f"{where} (eps {LAB_EPS:g} at every seed), to record the grid within 30 "
-                "minutes on 2 cores"
+                f"{where} (eps {LAB_EPS:g} at every seed)"
+            )
+        left_out = [seed for seed in OFFERED_SEEDS if seed not in self.offered.seeds]
+        if left_out:
+            parts.append(
+                f"seed{'s' if len(left_out) > 1 else ''} {', '.join(map(str, left_out))} of "
+                f"{', '.join(map(str, OFFERED_SEEDS))} not recorded"
             )
         missing_rows = [key for key in ROW_SWITCHES if key not in self.rows]
         if missing_rows:

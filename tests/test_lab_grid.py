@@ -1,0 +1,212 @@
+"""The lab's config and grid format (normdive.lab.grid): defaults, validation, the cell lookup,
+the reader's problems, the committed JSON Schema, and the shipped grid."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from normdive.lab.grid import (
+    LAB_EPS,
+    OFFERED_DEPTHS,
+    OFFERED_EPS,
+    OFFERED_INITS,
+    OFFERED_SEEDS,
+    LabBase,
+    LabConfig,
+    LabGrid,
+    LabGridProblem,
+    lab_path_for,
+    offered_points,
+    parse_lab_grid,
+    read_lab_grid,
+)
+from normdive.lab.schema import lab_schema_text, main
+from normdive.recording.format import RunConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "recordings" / "the-transformer-block-lab.json"
+COMMITTED_SCHEMA = ROOT / "docs" / "lab.schema.json"
+
+PROVENANCE = {
+    "script": "tests",
+    "normdive_version": "0",
+    "git_commit": None,
+    "git_dirty": None,
+    "command": "made up for the tests",
+    "python_version": "3",
+    "torch_version": "0",
+    "platform": "test",
+    "device": "cpu: test",
+    "jobs": 1,
+    "threads_per_job": 1,
+    "created_at": "2026-01-01T00:00:00+00:00",
+    "wall_s": 0.0,
+    "rows_resumed": 0,
+}
+
+
+def cell(**changes: object) -> dict[str, object]:
+    return {
+        "depth": 2,
+        "layernorm": True,
+        "residual": True,
+        "eps": 1e-05,
+        "init": "gpt2",
+        "seed": 0,
+        "curve": [
+            {"step": 0, "train_loss": None, "heldout_loss": 2.83, "heldout_accuracy": 0.06},
+            {"step": 300, "train_loss": "nan", "heldout_loss": "nan", "heldout_accuracy": 0.06},
+        ],
+        "final": {"step": 300, "heldout_loss": "nan", "heldout_accuracy": 0.06},
+        "wall_s": 1.5,
+        **changes,
+    }
+
+
+def grid(**changes: object) -> dict[str, object]:
+    return {
+        "format_version": 1,
+        "base": LabBase().model_dump(),
+        "offered": {"depths": [2], "eps": [0, 1e-05], "inits": ["gpt2"], "seeds": [0]},
+        "cells": [cell()],
+        "provenance": PROVENANCE,
+        **changes,
+    }
+
+
+def test_the_lab_config_has_every_run_config_field_and_the_lab_defaults() -> None:
+    assert set(RunConfig.model_fields) <= set(LabConfig.model_fields)
+    assert set(LabConfig.model_fields) - set(RunConfig.model_fields) == {
+        "layernorm",
+        "residual",
+        "eps",
+    }
+    config = LabConfig()
+    assert (config.d_model, config.batch_size, config.copy_length) == (32, 16, 8)
+    assert (config.layernorm, config.residual, config.eps) == (True, True, LAB_EPS)
+    assert config.run_config().d_model == 32 and config.base == LabBase()
+    # The recording's constraints come along with its fields.
+    with pytest.raises(ValidationError, match="greater than or equal to 4"):
+        LabConfig(d_model=2)
+    with pytest.raises(ValidationError, match="not divisible"):
+        LabBase(d_model=30)
+    with pytest.raises(ValidationError, match="Extra inputs"):
+        LabConfig.model_validate({"colour": "red"})
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"layernorm": True, "eps": None}, "give its eps"),
+        ({"layernorm": False, "eps": 1e-5}, "eps must be null"),
+        ({"eps": -1.0}, "greater than or equal to 0"),
+        ({"eps": float("inf")}, "finite"),
+    ],
+)
+def test_eps_goes_with_layer_norm(changes: dict[str, object], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        LabConfig.model_validate(changes)
+
+
+def test_eps_zero_is_allowed() -> None:
+    assert LabConfig(eps=0.0).eps == 0.0
+
+
+def test_a_grid_keeps_non_finite_figures_and_looks_cells_up() -> None:
+    loaded = LabGrid.model_validate(grid())
+    found = loaded.cell(2, True, True, 1e-05, "gpt2", 0)
+    assert found is not None and found.final.heldout_loss == "nan"
+    assert loaded.cell(2, True, True, 0.0, "gpt2", 0) is None
+    assert loaded.cell(3, True, True, 1e-05, "gpt2", 0) is None
+    # Offered: two eps with layer norm on (both rows), one point each without.
+    assert len(offered_points(loaded.offered)) == 2 + 1 + 2 + 1
+    assert (2, True, True, 0.0, "gpt2", 0) in loaded.missing()
+    assert len(loaded.missing()) == 5
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"cells": [cell(), cell()]}, "appears twice"),
+        ({"cells": [cell(eps=None)]}, "exactly when layer norm is on"),
+        ({"cells": [cell(layernorm=False)]}, "exactly when layer norm is on"),
+        ({"colour": "red"}, "Extra inputs"),
+        (
+            {"cells": [cell(final={"step": 3, "heldout_loss": "lots", "heldout_accuracy": 1})]},
+            "lots",
+        ),
+    ],
+)
+def test_a_bad_grid_is_refused(changes: dict[str, object], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        LabGrid.model_validate(grid(**changes))
+
+
+def test_the_reader_says_what_is_wrong(tmp_path: Path) -> None:
+    path = tmp_path / "lab.json"
+    with pytest.raises(LabGridProblem, match="no lab grid") as missing:
+        read_lab_grid(path)
+    assert missing.value.reason == "missing"
+    path.write_text('{"format_version": 1, ', encoding="utf-8")
+    with pytest.raises(LabGridProblem, match="not valid JSON") as cut:
+        read_lab_grid(path)
+    assert cut.value.reason == "bad_json" and "record-runs --lab" in cut.value.message
+    path.write_text(json.dumps(grid(format_version=2)), encoding="utf-8")
+    with pytest.raises(LabGridProblem, match="reads version 1"):
+        read_lab_grid(path)
+    path.write_text(json.dumps(grid(offered={"depths": []})), encoding="utf-8")
+    with pytest.raises(LabGridProblem, match="offered") as invalid:
+        read_lab_grid(path)
+    assert invalid.value.reason == "invalid"
+    path.write_bytes(b'{"base": "\xff"}')
+    with pytest.raises(LabGridProblem, match="UTF-8"):
+        read_lab_grid(path)
+    path.write_text(json.dumps(grid()), encoding="utf-8")
+    assert read_lab_grid(path) == parse_lab_grid(json.dumps(grid()), "x")
+
+
+def test_the_grid_lives_beside_the_recording() -> None:
+    assert lab_path_for(Path("recordings/the-transformer-block.json")) == Path(
+        "recordings/the-transformer-block-lab.json"
+    )
+
+
+def test_the_committed_schema_is_not_stale(tmp_path: Path) -> None:
+    assert COMMITTED_SCHEMA.read_text(encoding="utf-8") == lab_schema_text(), (
+        "docs/lab.schema.json is stale: run "
+        "`.venv/bin/python -m normdive.lab.schema docs/lab.schema.json`"
+    )
+    target = tmp_path / "schema.json"
+    assert main([str(target)]) == 0
+    assert target.read_text(encoding="utf-8") == lab_schema_text()
+    assert main([]) == 2
+
+
+def test_the_shipped_grid_covers_what_it_offers_or_says_what_it_trimmed() -> None:
+    shipped = read_lab_grid(SHIPPED)
+    assert shipped.base == LabBase()
+    assert shipped.offered.depths == list(OFFERED_DEPTHS)
+    assert shipped.offered.eps == list(OFFERED_EPS)
+    assert shipped.offered.inits == list(OFFERED_INITS)
+    seeds = shipped.offered.seeds
+    assert seeds == list(OFFERED_SEEDS[: len(seeds)])
+    if len(seeds) < len(OFFERED_SEEDS):
+        assert shipped.trimmed is not None and "not recorded" in shipped.trimmed
+    missing = shipped.missing()
+    if missing:
+        assert shipped.trimmed is not None and "recorded at seed 0 only" in shipped.trimmed
+        # Only the extra eps values are trimmed: every row at the default eps (or without
+        # layer norm) is there at every seed, and the first seed is whole.
+        assert all(eps not in (None, LAB_EPS) for _, _, _, eps, _, _ in missing)
+        assert all(seed != OFFERED_SEEDS[0] for *_, seed in missing)
+    else:
+        assert shipped.trimmed is None
+    # "Both" learns the copy at the default depth and eps, at every seed and init.
+    for init in OFFERED_INITS:
+        for seed in seeds:
+            both = shipped.cell(2, True, True, LAB_EPS, init, seed)
+            assert both is not None and both.final.heldout_accuracy == 1.0
