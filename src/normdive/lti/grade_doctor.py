@@ -197,6 +197,14 @@ def no_token(what: str, issuer: str, retry_minutes: float) -> str:
     )
 
 
+def foreign(origin: str, issuer: str, allowed: tuple[str, ...]) -> str:
+    return (
+        f"the launch named a grade URL on {origin}, which is none of the origins registered "
+        f"for {issuer} ({', '.join(allowed)}): D9 sends no token there. If the platform serves "
+        "its grades there, register that host with --frame-origin"
+    )
+
+
 def unusable_lineitem(why: str) -> str:
     return (
         f"the platform created a line item but {why}: D9 tries again when the score changes; "

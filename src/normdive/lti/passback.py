@@ -8,7 +8,12 @@ FullyGraded; before, InProgress and Pending.
 
 Where it goes: a launch offering the score scope records a grade target (lti_grade_targets),
 one per (learner, resource link): the launch's line item, or, when it names only the line
-items container, one this tool creates there (label and scoreMaximum) the first time it sends.
+items container, the resource link's one line item there, shared by the link's learners
+(lti_link_lineitems): the first send claims the link's row (unique, so two learners' first
+sends at once make one), asks the container for a line item of the link (AGS 2.0, 3.2: GET
+filtered by resource_link_id), and creates one only when there is none (label, scoreMaximum,
+resourceLinkId, and submissionReview: Submission Review 1.0, lti.submission_review). A target
+whose link is being claimed by another send waits LINK_WAIT_S.
 A bearer token goes only to a URL on one of the registration's origins (platform_origins: its
 issuer, its three endpoints and its --frame-origin hosts); a line item elsewhere is `foreign`
 and never sent to.
@@ -30,7 +35,9 @@ How, in two steps per round of `normdive lti passback`:
    with the tool's key (RFC 7523; tool_keys).
 
 What the platform answers decides the target's state (TargetStatus; `normdive lti outbox`
-shows it with the reason in words for the platform's administrator):
+shows it with the reason in words for the platform's administrator; every reason is
+lti.grade_doctor's sentence, which also says what to do, and `resend_changed` queues again
+the targets of a course whose platform copy may be stale):
 - 2xx: sent.
 - 404 or 410 on a line item: it was deleted in the gradebook. A line item this tool created is
   created again, once, and the score sent there; one the launch named is `gone` until a launch
@@ -245,12 +252,7 @@ def foreign_reason(url: str, registration: Registration) -> str | None:
     allowed = platform_origins(registration)
     if origin_of(url) in allowed:
         return None
-    return (
-        f"the launch named a grade URL on {origin_of(url) or repr(url)}, which is none of the "
-        f"origins registered for {registration.issuer} ({', '.join(allowed)}): D9 sends no "
-        "token there. If the platform serves its grades there, register that host with "
-        "--frame-origin"
-    )
+    return grade_doctor.foreign(origin_of(url) or repr(url), registration.issuer, allowed)
 
 
 def _target_key(launch: Launch) -> str:

@@ -215,7 +215,7 @@ def _choice_label(choices: Sequence[Any], choice_id: object) -> str:
 def _describe(event: Event, lesson: Lesson) -> str:
     """One event in words, as the review's timeline lists it."""
     payload = event.payload
-    rows = {row.key: row.label for row in lesson.rows}
+    rows: dict[str, str] = {row.key: row.label for row in lesson.rows}
     outcomes: dict[str, str] = {outcome.id: outcome.label for outcome in lesson.outcomes}
     match event.kind:
         case EventKind.PREREQUISITE_DONE:

@@ -1,6 +1,8 @@
 """The LTI 1.3 routes: the OIDC login a platform initiates (GET or POST /lti/login), the
 launch it posts back (POST /lti/launch: a resource link launch signs the learner in; a deep
-linking request shows the content picker's page), and the tool's key set (GET /lti/jwks).
+linking request shows the content picker's page; a submission review request signs nobody in
+and opens GET /lti/review/{learner} with a review grant, lti.submission_review), and the
+tool's key set (GET /lti/jwks).
 The work is normdive.lti's; this module speaks HTTP.
 
 The login binds its state to this browser, two ways:
