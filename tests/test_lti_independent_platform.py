@@ -224,3 +224,61 @@ def test_deep_linking_with_an_independent_platform(app: FastAPI, platform: Platf
     assert item["type"] == "ltiResourceLink"
     assert item["url"] == LAUNCH_URL
     assert item["lineItem"]["scoreMaximum"] == 12
+
+
+def test_submission_review_with_an_independent_platform(
+    app: FastAPI, platform: Platform, store: Store
+) -> None:
+    """lti1p3platform has no submission review message of its own: its login, id_token
+    (signed with its key, from its key set) carry the message type and for_user claims as extra
+    claims, as a platform that implements Submission Review 1.0 sends them."""
+    with browser(app) as client:
+        assert _launch(client, platform, "learner-7", [LEARNER_ROLE], False).status_code == 303
+        learner = str(client.cookies.get(COOKIE_NAME)).split(".")[0]
+    store.append(learner, EventKind.TAKEAWAY_SAVED, {"text": "Residuals carry the copy."})
+
+    def review(user: str, roles: list[str]) -> Any:
+        client = browser(app)
+        login = Login(None, platform.config)
+        login.set_lti_message_hint(hint="resource-link-1")
+        answer = client.get(login.initiate_login(user))
+        assert answer.status_code == 303, answer.text
+        query = parse_qs(urlsplit(answer.headers["location"]).query)
+        launch = MessageLaunch({k: v[0] for k, v in query.items()}, platform.config)
+        launch.set_user_data(user, roles, full_name="Someone")
+        launch.set_launch_context_claim("course-1", context_title="Learn machine learning")
+        launch.set_resource_link_claim("resource-link-1", title="D9")
+        launch.set_ags(
+            lineitems_url=f"{platform.base}/lineitems",
+            lineitem_url=f"{platform.base}/lineitems/1",
+        )
+        launch.set_extra_claims(
+            {
+                "https://purl.imsglobal.org/spec/lti/claim/message_type": (
+                    "LtiSubmissionReviewRequest"
+                ),
+                "https://purl.imsglobal.org/spec/lti/claim/for_user": {
+                    "user_id": "learner-7",
+                    "name": "Ada Lovelace",
+                },
+            }
+        )
+        data = launch.lti_launch()
+        sent = client.post(
+            "/lti/launch", data={"id_token": data["id_token"], "state": data["state"]}
+        )
+        return client, sent
+
+    teacher, answer = review("teacher-1", [INSTRUCTOR_ROLE])
+    assert answer.status_code == 303, answer.text
+    page = teacher.get(answer.headers["location"])
+    assert page.status_code == 200
+    soup = BeautifulSoup(page.text, "html.parser")
+    assert "Viewing Ada Lovelace as they left it." in soup.get_text()
+    assert "Residuals carry the copy." in soup.get_text()
+    assert teacher.cookies.get(COOKIE_NAME) is None
+    teacher.close()
+    other, answer = review("learner-8", [LEARNER_ROLE])
+    assert answer.status_code == 403
+    assert "review_not_allowed" in answer.text
+    other.close()
