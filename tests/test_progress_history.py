@@ -68,6 +68,13 @@ payloads: dict[EventKind, st.SearchStrategy[dict[str, Any]]] = {
     EventKind.GATE_CLOSED: st.fixed_dictionaries(
         {"recording_digest": st.sampled_from(["a" * 64, "b" * 64]), "recording_file": st.just("r")}
     ),
+    # The lab's events count as the learner's writes and change nothing else the fold keeps.
+    EventKind.LAB_COMMITTED: st.fixed_dictionaries(
+        {"run": st.integers(1, 3), "config": st.just({}), "outcome": st.sampled_from(OUTCOMES)}
+    ),
+    EventKind.LAB_FINISHED: st.fixed_dictionaries(
+        {"run": st.integers(1, 3), "outcome": st.sampled_from(OUTCOMES)}
+    ),
 }
 specs = st.sampled_from(list(EventKind)).flatmap(
     lambda kind: payloads[kind].map(lambda payload: (kind, payload))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter
@@ -91,7 +91,7 @@ class LabView:
     inits: tuple[tuple[str, str], ...] = ()
     message: str | None = None  # a refusal, beside the form
     cells: str = "[]"  # the recorded points, so the form can say which have no cell
-    extra: dict[str, Any] = field(default_factory=dict)
+    pending_recorded: bool = True  # the open run has a recorded cell to be drawn against
 
 
 def grid_view(svc: Services) -> LabGridView | str:
@@ -182,8 +182,10 @@ def lab_view(
         return LabView(lesson, problem=grid, runs=lines, refused=refused)
     pending = open_run(runs)
     pending_data = None
+    recorded = True
     if pending is not None:
         cell = grid.cell(pending.choice)
+        recorded = cell is not None
         pending_data = json.dumps(
             {
                 "run": pending.number,
@@ -220,6 +222,7 @@ def lab_view(
             else None
         ),
         pending_data=pending_data,
+        pending_recorded=recorded,
         result=_result(lesson, grid, finished[-1]) if finished else None,
         grid_url=f"/lab/grid/{grid.digest}.json",
         tables=_tables(lesson, grid),
@@ -302,9 +305,7 @@ async def grid_document(request: Request, digest: str) -> Response:
     return await run_in_threadpool(_grid_document, services(request), request, digest)
 
 
-def _write(
-    svc: Services, request: Request, learner_id: str, decide_one: Any, form: dict[str, str]
-) -> Response:
+def _write(svc: Services, request: Request, learner_id: str, decide_one: Any) -> Response:
     """Decide one lab write on the learner's lab events and append it; answer with the panel
     drawn again (JSON for the page script; a redirect to the lab page without it)."""
     learner = resolve_learner(request, svc.signer)
@@ -373,7 +374,7 @@ async def _lab_write(request: Request, decide_one: Any) -> Response:
         return error_response(request, 403, forged or csrf.NO_LEARNER)
     form.pop(csrf.FIELD, None)
     return await run_in_threadpool(
-        _write, svc, request, vouched, lambda runs, grid: decide_one(runs, grid, form), form
+        _write, svc, request, vouched, lambda runs, grid: decide_one(runs, grid, form)
     )
 
 
