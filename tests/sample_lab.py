@@ -14,9 +14,9 @@ from normdive.lab.grid import (
     LabGrid,
     LabOffered,
     LabPoint,
+    lab_path_for,
     offered_points,
 )
-from normdive.web.lab_grid import lab_path_for
 from sample_recordings import sample_recording
 
 # Small enough to train in the browser test in a few seconds on a loaded machine.

@@ -3,7 +3,7 @@
 browser fetches: the base configuration, each recorded cell's curve and final figures, and
 what the recording trimmed.
 
-The grid lives beside the recording: `<recording stem>-lab.json` (lab_path_for).
+The grid lives beside the recording: `<recording stem>-lab.json` (normdive.lab.grid.lab_path_for).
 """
 
 from __future__ import annotations
@@ -24,18 +24,12 @@ from normdive.recording.reader import MAX_RECORDING_BYTES
 
 logger = logging.getLogger(__name__)
 
-LAB_SUFFIX = "-lab"
 # Two eps values closer than this (relative) name the same recorded cell: the grid keeps
 # them as JSON numbers, the lesson as exact decimals.
 EPS_MATCH = 1e-9
 
 GridProblem = Literal["missing", "unusable"]
 CellKey = tuple[int, bool, bool, float | None, str, int]
-
-
-def lab_path_for(recording_path: Path) -> Path:
-    """Where the lab grid of a recording lives: beside it, its name ending in LAB_SUFFIX."""
-    return recording_path.with_name(recording_path.stem + LAB_SUFFIX + recording_path.suffix)
 
 
 @dataclass(frozen=True)

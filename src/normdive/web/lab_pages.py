@@ -5,7 +5,7 @@ chart (under its digest, kept for good), and the two writes: commit a prediction
 offered configuration, and keep a finished run's figures.
 
 Every route answers only once the learner's gate has closed; the lab's events are no part of
-the gate (progress.lab). The grid (beside the recording, web.lab_grid.lab_path_for) is read
+the gate (progress.lab). The grid (beside the recording, normdive.lab.grid.lab_path_for) is read
 only when asked: the lesson page never reads it.
 
 Writes go through the checks every form passes (web.security: the form token, the origin, the
@@ -26,6 +26,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from normdive.lab.grid import lab_path_for
 from normdive.lesson.content import Lesson
 from normdive.progress.actions import Action, Conflict, Invalid
 from normdive.progress.lab import (
@@ -46,7 +47,7 @@ from normdive.web.actions import NOT_A_FORM, _admit_learner, _form_fields
 from normdive.web.assets import IMMUTABLE, etag_matches
 from normdive.web.errors import error_response, wants_json
 from normdive.web.identity import COOKIE_NAME, attach_cookie, learner_from_cookie, resolve_learner
-from normdive.web.lab_grid import LabGridView, lab_grid, lab_path_for
+from normdive.web.lab_grid import LabGridView, lab_grid
 from normdive.web.security import csrf
 from normdive.web.security.ratelimit import throttled
 from normdive.web.services import Services, services
