@@ -3,7 +3,8 @@ on a laptop and at 375 px, where the page does not scroll sideways; every link a
 is reached with Tab and opened with the keyboard; without JavaScript the disclosures still
 open their tables; a takeaway's markup stays text; a learner is refused readably. A course
 whose platform sent its roster starts the funnel from it and lists who has not opened D9, with
-no axe violations either."""
+no axe violations either. The course view's grade doctor says what to do about a grade Moodle
+refused; a submission review shows a learner's D9 with no control, and no axe violations."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from datetime import UTC, datetime
 
 import pytest
 from playwright.sync_api import Page, expect
-from sqlalchemy import Engine, insert
+from sqlalchemy import Engine, insert, select
 
 from conftest import (
     SECRET_KEY,
@@ -29,7 +30,14 @@ from normdive.lti.learners import member_key
 from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
 from normdive.store.event_store import Store
-from normdive.store.tables import LtiContextMember, LtiLearner, LtiRosterMember, LtiRosterService
+from normdive.store.tables import (
+    LtiContextMember,
+    LtiGradeTarget,
+    LtiLearner,
+    LtiRegistration,
+    LtiRosterMember,
+    LtiRosterService,
+)
 from normdive.web.app import create_app
 from normdive.web.instructor_access import Pool, instructor_link
 
@@ -114,6 +122,62 @@ def seed_roster(engine: Engine) -> None:
                 )
 
 
+# The course's two learners who launched D9 each have a grade target: Ada's score was taken,
+# learner-3's refused as Moodle refuses a user it cannot grade.
+MOODLE_REFUSAL = "Incorrect score received"
+
+
+def course_learner(engine: Engine, sub: str) -> str:
+    key = member_key(ISSUER, CLIENT_ID, DEPLOYMENT_ID, sub)
+    with engine.connect() as connection:
+        found = connection.execute(
+            select(LtiLearner.learner_id).where(LtiLearner.link_key == key)
+        ).scalar_one()
+    return str(found)
+
+
+# The learner the review tests open (learner-1), once the live server is seeded.
+REVIEWED: dict[str, str] = {}
+
+
+def seed_grades(engine: Engine) -> None:
+    from normdive.lti import grade_doctor
+
+    reviewed = course_learner(engine, "learner-1")
+    REVIEWED["learner"] = reviewed
+    store = Store(engine)
+    store.append(reviewed, EventKind.PREDICTION_COMMITTED, {"choice": "layer_norm"})
+    store.append(reviewed, EventKind.TAKEAWAY_SAVED, {"text": "Residuals carry the copy."})
+
+    with engine.connect() as connection:
+        registration = connection.execute(select(LtiRegistration.id)).scalar_one()
+    answers = {
+        "learner-1": ("sent", 200, None, None),
+        "learner-3": (
+            "refused",
+            400,
+            MOODLE_REFUSAL,
+            grade_doctor.refused(grade_doctor.SCORE_REFUSED, 400, MOODLE_REFUSAL),
+        ),
+    }
+    for sub, (status, answered, words, reason) in answers.items():
+        with engine.begin() as connection:
+            connection.execute(
+                insert(LtiGradeTarget).values(
+                    learner_id=course_learner(engine, sub),
+                    target_key=sub.ljust(64, "0")[:64],
+                    registration_id=registration,
+                    user_id=sub,
+                    resource_link_id="resource-link-1",
+                    lineitem_url="https://platform.example.edu/lineitems/1",
+                    status=status,
+                    last_status=answered,
+                    last_answer=words,
+                    reason=reason,
+                )
+            )
+
+
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     folder = tmp_path_factory.mktemp("instructor-live")
@@ -122,6 +186,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     engine = make_engine(url)
     seed(Store(engine))
     seed_roster(engine)
+    seed_grades(engine)
     engine.dispose()
     server = LiveServer(create_app(build_settings(url, folder, recording_path=recording)))
     server.start()
@@ -247,6 +312,64 @@ def test_axe_finds_no_violations_with_a_roster(
     page = new_page(bypass_csp=True, viewport=viewport)
     open_course(page, live_server)
     open_every_disclosure(page)
+    width = page.evaluate("document.scrollingElement.scrollWidth")
+    assert width <= viewport["width"], f"the page scrolls sideways: {width}px"
+    violations = axe_violations(page)
+    assert violations == [], json.dumps(violations, indent=1)
+
+
+def test_the_grade_doctor_says_what_to_do_in_the_course_view(
+    new_page: NewPage, live_server: LiveServer
+) -> None:
+    page = new_page()
+    open_course(page, live_server)
+    section = page.get_by_role("region", name="Grades in the gradebook")
+    expect(section).to_contain_text("1 refused by the platform, 1 up to date")
+    expect(section.get_by_role("heading", name="1 needs action")).to_be_visible()
+    listed = section.get_by_role("list", name="1 needs action").get_by_role("listitem")
+    expect(listed).to_have_count(1)
+    expect(listed.first).to_contain_text(
+        "User learner-3 (the platform answered 400): Moodle says this user cannot be graded here"
+    )
+    expect(listed.first).to_contain_text("then use Resend changed grades")
+    expect(section.get_by_role("button", name="Resend changed grades")).to_be_enabled()
+
+
+def open_review(page: Page, live_server: LiveServer) -> None:
+    from pydantic import SecretStr
+
+    from normdive.lti.submission_review import Review, grant_token, review_url
+
+    learner = REVIEWED["learner"]
+    review = Review(
+        learner_id=learner, context_key=COURSE, reviewer="r", label="Ada Lovelace", own=False
+    )
+    page.goto(review_url(learner, grant_token(review, SecretStr(SECRET_KEY))))
+
+
+def test_the_review_shows_the_learner_read_only(new_page: NewPage, live_server: LiveServer) -> None:
+    page = new_page()
+    open_review(page, live_server)
+    expect(page.get_by_text("Viewing Ada Lovelace as they left it.")).to_be_visible()
+    expect(page.get_by_role("heading", name="Timeline")).to_be_visible()
+    expect(page.get_by_text("Residuals carry the copy.", exact=True)).to_be_visible()
+    controls = (
+        page.get_by_role("button"),
+        page.get_by_role("textbox"),
+        page.get_by_role("radio"),
+        page.get_by_role("checkbox"),
+        page.get_by_role("combobox"),
+    )
+    for control in controls:
+        expect(control).to_have_count(0)
+
+
+@pytest.mark.parametrize("viewport", [PHONE, {"width": 1280, "height": 800}])
+def test_axe_finds_no_violations_in_the_review(
+    new_page: NewPage, live_server: LiveServer, viewport: dict[str, int]
+) -> None:
+    page = new_page(bypass_csp=True, viewport=viewport)
+    open_review(page, live_server)
     width = page.evaluate("document.scrollingElement.scrollWidth")
     assert width <= viewport["width"], f"the page scrolls sideways: {width}px"
     violations = axe_violations(page)
