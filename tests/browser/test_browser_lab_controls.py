@@ -27,8 +27,8 @@ pytestmark = pytest.mark.browser
 NewPage = Callable[..., Page]
 TEXT = LESSON.lab
 # Long enough that Stop lands mid-run on any machine; still seconds on a loaded one.
-LONG_BASE = TINY_BASE.model_copy(update={"steps": 40_000, "eval_every": 5000})
-TRAINED_MS = 240_000
+LONG_BASE = TINY_BASE.model_copy(update={"steps": 20_000, "eval_every": 2500})
+TRAINED_MS = 180_000
 
 # The page told the tab is hidden or shown, as a browser does when the learner switches tabs.
 VISIBILITY = """(hidden) => {
