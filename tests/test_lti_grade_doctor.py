@@ -285,6 +285,9 @@ def test_the_instructor_view_says_what_to_do_and_resends(
     assert " ".join(resent.get_text().split()) == (
         "1 grade queued to be sent again; 2 up to date, not sent."
     )
+    # Counts in a link made elsewhere are not shown.
+    forged = teacher.get("/instructor?resent=9&current=0&nowhere=0&sig=" + "0" * 64)
+    assert BeautifulSoup(forged.text, "html.parser").find(class_="grades-resent") is None
     asked = len(_score_posts(book))
     assert sender.send_due().sent == 1
     assert len(_score_posts(book)) == asked + 1

@@ -858,6 +858,7 @@ def test_a_line_item_the_container_holds_for_the_link_is_used_not_created(
     assert book.scores[-1][0] == "/lineitems/1/scores"
 
 
+@pytest.mark.both_databases
 def test_two_learners_first_sends_at_once_create_one_line_item(
     launch_as: LaunchAs, book: GradeBook, engine: Engine, settings: Settings, clock: Clock
 ) -> None:
@@ -911,4 +912,17 @@ def test_a_target_waits_while_another_sender_creates_its_links_line_item(
     # The other sender died holding it: once its claim has lapsed, this one makes it.
     clock.advance(passback.CLAIM_LEASE_S + 1)
     assert sender.send_due().sent == 1
+    assert len(book.lineitems_created) == 1
+
+
+def test_a_refused_token_leaves_the_links_claim_free_for_the_next_round(
+    launch_as: LaunchAs, book: GradeBook, sender: Sender, clock: Clock, engine: Engine
+) -> None:
+    launch_as(sub="ada", with_lineitem=False)
+    book.token_refusal = "the client is disabled"
+    assert sender.send_due().failed == 1
+    assert book.lineitems_created == []
+    book.token_refusal = None
+    clock.advance(passback.FIRST_RETRY_S)  # well within a claim's lease
+    assert sender.send_due().sent == 1  # not kept waiting for a claim nobody holds
     assert len(book.lineitems_created) == 1

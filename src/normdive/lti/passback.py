@@ -810,22 +810,38 @@ class Sender:
         if not claimed:
             # Another sender holds the claim: this target is tried again once it has made it.
             return Outcome(TargetStatus.DUE, reason=grade_doctor.LINEITEM_BEING_MADE)
-        found: str | Outcome | None = self._find_lineitem(registration, target, replacing, work)
+        found: str | Outcome | None = None
+        try:
+            found = self._find_or_create(registration, target, replacing, work)
+        finally:
+            # However the send ends (a refused token, a store error), the claim ends with it:
+            # the line item found or made, or none for the next send to claim again.
+            self._release_link(target.target_key, found, now)
+        if isinstance(found, Outcome):
+            return found
+        return self._keep_lineitem(registration, target, found, source)
+
+    def _find_or_create(
+        self, registration: Registration, target: Any, replacing: str | None, work: _Round
+    ) -> str | Outcome:
+        found = self._find_lineitem(registration, target, replacing, work)
         if found is None:
-            found = self._create_lineitem(registration, target, work)
+            return self._create_lineitem(registration, target, work)
+        return found
+
+    def _release_link(self, link_key: str, found: str | Outcome | None, now: datetime) -> None:
+        """End this sender's claim on the link, with the line item it found or made (or
+        none: the next send claims it again)."""
         with self.engine.begin() as connection:
             connection.execute(
                 update(LtiLinkLineitem)
-                .where(LtiLinkLineitem.link_key == target.target_key)
+                .where(LtiLinkLineitem.link_key == link_key)
                 .values(
                     lineitem_url=found if isinstance(found, str) else None,
                     claimed_until=None,
                     updated_at=now,
                 )
             )
-        if isinstance(found, Outcome):
-            return found
-        return self._keep_lineitem(registration, target, found, source)
 
     def _claim_link(
         self, registration: Registration, link_key: str, replacing: str | None, now: datetime

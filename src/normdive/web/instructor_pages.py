@@ -7,6 +7,8 @@ readable 403. The page is the instructor's own: Cache-Control no-store.
 
 from __future__ import annotations
 
+import hmac
+
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -123,7 +125,7 @@ def _instructor_page(svc: Services, request: Request) -> Response:
         ),
         resend_path=RESEND_PATH,
         resend_token=csrf.form_token(svc.settings.secret_key, _resend_subject(pool)),
-        resent=_resent(request),
+        resent=_resent(svc, request, pool),
         lab=lab_report(svc.engine, svc.lesson, pool.context_key),
     )
     response = HTMLResponse(body)
@@ -163,6 +165,8 @@ def _aggregate(svc: Services, request: Request) -> Response:
 # to the page (the counts of passback.ResendReport).
 RESEND_PATH = INSTRUCTOR_PATH + "/resend"
 RESENT_PARAMETERS = ("resent", "current", "nowhere")
+# The counts' signature: a link made elsewhere cannot show made-up counts.
+RESENT_SIGNATURE = "sig"
 RESEND_FORM_FIELDS = 2
 
 
@@ -171,13 +175,23 @@ def _resend_subject(pool: Pool) -> str:
     return f"instructor-resend:{pool.context_key}"
 
 
-def _resent(request: Request) -> tuple[int, int, int] | None:
-    """The counts a resend's redirect carried, when all three are there as small numbers."""
+def _resent_signature(svc: Services, pool: Pool, counts: tuple[int, int, int]) -> str:
+    return csrf.form_token(svc.settings.secret_key, f"resent:{pool.context_key}:{counts}")
+
+
+def _resent(svc: Services, request: Request, pool: Pool) -> tuple[int, int, int] | None:
+    """The counts a resend's redirect carried for this course, when all three are there as
+    small numbers signed by this server."""
     said = [request.query_params.get(name, "") for name in RESENT_PARAMETERS]
     if not all(value.isascii() and value.isdigit() and len(value) <= 9 for value in said):
         return None
     resent, current, nowhere = (int(value) for value in said)
-    return resent, current, nowhere
+    counts = (resent, current, nowhere)
+    signature = request.query_params.get(RESENT_SIGNATURE, "")
+    expected = _resent_signature(svc, pool, counts)
+    if not (signature.isascii() and hmac.compare_digest(signature, expected)):
+        return None
+    return counts
 
 
 def _resend(svc: Services, request: Request, form: dict[str, str]) -> Response:
@@ -202,6 +216,7 @@ def _resend(svc: Services, request: Request, form: dict[str, str]) -> Response:
     query = "&".join(
         f"{name}={count}" for name, count in zip(RESENT_PARAMETERS, counts, strict=True)
     )
+    query += f"&{RESENT_SIGNATURE}={_resent_signature(svc, pool, counts)}"
     redirect = RedirectResponse(f"{INSTRUCTOR_PATH}?{query}#grades-title", status_code=303)
     redirect.headers["Cache-Control"] = CACHE_CONTROL
     return redirect
