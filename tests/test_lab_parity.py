@@ -226,8 +226,8 @@ def test_the_first_50_losses_equal_pytorch_s(
 
 # The Worker's protocol (static/lab/worker.js), driven in a Node worker thread.
 WORKER_SCRIPT = ROOT / "tests" / "js" / "lab_worker.mjs"
-WORKER_STEPS = 400  # long enough that the first progress comes before the end
-WORKER_EVAL_EVERY = 50
+WORKER_STEPS = 200  # long enough that the first progress comes well before the end
+WORKER_EVAL_EVERY = 25
 
 
 @pytest.fixture(scope="module")
@@ -305,3 +305,17 @@ def test_the_worker_stops_refuses_a_second_start_and_bad_configs(
     assert [m["message"] for m in result["bad"]] == [
         "config.steps must be a positive integer, not 0"
     ]
+
+
+def test_a_diverged_run_ends_with_the_grid_s_markers(
+    worker: tuple[LabConfig, dict[str, Any]],
+) -> None:
+    """A rate that sends the weights to infinity: the run still ends, and its done message
+    keeps the figures that are not numbers as the grid file does ("nan"), which JSON keeps."""
+    _, result = worker
+    done = result["diverged"][-1]
+    assert done["type"] == "done"
+    assert done["curve"][0]["heldout_loss"] != "nan"  # before the first update
+    assert done["curve"][-1]["heldout_loss"] == "nan"
+    assert done["final"]["heldout_loss"] == "nan"
+    assert 0 <= done["final"]["heldout_accuracy"] <= 1

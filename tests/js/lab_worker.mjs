@@ -8,8 +8,9 @@
 // stdin:  {"config": LabConfig fields, "seed": int}
 // stdout: {"run": [messages of a run paused after its first progress, then resumed to the end],
 //          "paused_quiet": bool (nothing posted while paused), "stop": [messages of a run
-//          stopped after its first progress], "bad": [messages after a start with steps 0],
-//          "twice": [messages after a second start during a run]}
+//          stopped after its first progress, with a second start refused before the stop],
+//          "bad": [messages after a start with steps 0],
+//          "diverged": [messages of a run whose rate sends every weight to infinity]}
 
 import { Worker } from "node:worker_threads";
 import { readStdinJson } from "./lab_modules.mjs";
@@ -82,6 +83,15 @@ const answer = {};
   await until((m) => m.type === "stopped");
   await sleep(QUIET_MS);
   answer.stop = messages.filter((m) => m.type !== "ready");
+  await worker.terminate();
+}
+{
+  const { worker, messages, until } = spawn();
+  await until((m) => m.type === "ready");
+  const diverging = { ...config, steps: 4, eval_every: 2, warmup_steps: 0, learning_rate: 1e300 };
+  worker.postMessage({ type: "start", config: diverging, seed });
+  await until((m) => m.type === "done" || m.type === "error");
+  answer.diverged = messages.filter((m) => m.type !== "ready");
   await worker.terminate();
 }
 process.stdout.write(JSON.stringify(answer));

@@ -6,8 +6,10 @@
 // eval_every updates and after the last), {type: "done", curve, final, steps_per_second},
 // {type: "stopped", step} and {type: "error", message}. `curve` has the grid's point shape
 // (normdive.lab.grid.LabPoint): {step, train_loss (the mean over the updates since the previous
-// point; null at step 0), heldout_loss, heldout_accuracy}; figures are plain numbers, NaN
-// included (structured clone keeps it).
+// point; null at step 0), heldout_loss, heldout_accuracy}, and `final` {step, heldout_loss,
+// heldout_accuracy}. In `done` a figure that is not finite is the grid's marker ("nan",
+// "inf", "-inf": recording/format.py's Measure), so the result survives JSON as the grid
+// keeps it; progress and eval messages carry plain numbers, NaN included.
 //
 // The work runs in slices of about SLICE_MS, each ending with a yield to the event loop, so a
 // pause or stop is read within one slice.
@@ -44,6 +46,17 @@ function evaluateAt(step, trainLoss) {
   const point = { step, train_loss: trainLoss, ...figures };
   run.curve.push(point);
   post({ type: "eval", step, ...figures });
+}
+
+// A figure as the grid file keeps it: finite numbers as they are, the rest as markers.
+function measure(x) {
+  if (x === null || Number.isFinite(x)) return x;
+  if (Number.isNaN(x)) return "nan";
+  return x > 0 ? "inf" : "-inf";
+}
+
+function measured(point) {
+  return Object.fromEntries(Object.entries(point).map(([k, v]) => [k, k === "step" ? v : measure(v)]));
 }
 
 function rate() {
@@ -87,12 +100,12 @@ function slice() {
       const last = run.curve[run.curve.length - 1];
       post({
         type: "done",
-        curve: run.curve,
-        final: {
+        curve: run.curve.map(measured),
+        final: measured({
           step: last.step,
           heldout_loss: last.heldout_loss,
           heldout_accuracy: last.heldout_accuracy,
-        },
+        }),
         steps_per_second: rate(),
       });
       run = null;
