@@ -175,7 +175,7 @@ def test_a_run_that_differs_from_its_cell_says_where_and_one_without_a_cell_says
             "message"
         ]
         assert "You predicted it would get part of the way, and" in said
-        assert "30.0 points below the recording (70.0 % here, 100.0 % recorded)" in said
+        assert "30.0 points below the recording at step 40 (70.0 % here, 100.0 % recorded)" in said
         unrecorded = {"depth": "4", "row": "neither", "init": "pytorch", "seed": "0"}
         answer = client.post("/lab/runs", data={**unrecorded, "outcome": "chance"}, headers=JSON)
         train = soup(answer.json()["html"]).select_one("#lab-train")

@@ -626,12 +626,13 @@ class LabText(_Model):
     stopped_text: Text  # {step}
     milestone: Text  # {percent}
     chart_label: Text
+    chart_legend: Text
     result_heading: Text
     result_figures: Text  # {step}, {accuracy}, {loss}
     predicted_right: Text  # {predicted}, {actual}
     predicted_wrong: Text  # {predicted}, {actual}
     agrees: Text  # {points}, {live}, {recorded}
-    differs: Text  # {points}, {direction}, {live}, {recorded}, {tolerance}
+    differs: Text  # {points}, {direction}, {step}, {live}, {recorded}, {tolerance}, {end_*}
     above: Text
     below: Text
     agreement_points: ExactDecimal = Field(gt=0)
@@ -658,8 +659,9 @@ class LabText(_Model):
         for name in ("predicted_right", "predicted_wrong"):
             _named(name, getattr(self, name), ("predicted", "actual"), ("predicted", "actual"))
         _named("agrees", self.agrees, ("points", "live", "recorded"), ("points",))
-        differs = ("points", "direction", "live", "recorded", "tolerance")
-        _named("differs", self.differs, differs, ("points",))
+        differs = ("points", "direction", "step", "live", "recorded", "tolerance")
+        differs += ("end_live", "end_recorded")
+        _named("differs", self.differs, differs, ("points", "step"))
         _named("trimmed", self.trimmed, ("what",), ("what",))
         _named("run_untrained", self.run_untrained, ("config", "predicted"), ("config",))
         run_done = ("config", "predicted", "actual", "accuracy")

@@ -54,6 +54,12 @@ NON_FINITE_MARKERS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 CURVE_FIELDS = ("step", "train_loss", "heldout_loss", "heldout_accuracy")
 FINAL_FIELDS = ("step", "heldout_loss", "heldout_accuracy")
 
+# The smallest gap, in points, the agreement sentence states (figures shown to one decimal).
+AGREEMENT_SHOWN_MIN = 0.1
+# The gap, in points, where one run's accuracy is not a number (it diverged) and the other's
+# is: the whole scale.
+FULL_SCALE_POINTS = 100.0
+
 NOT_OFFERED = "The lab does not offer {name} {value}; pick one of {offered}."
 MISSING_CHOICE = "Pick a {name} before committing."
 NO_OUTCOME = "Pick one of the three outcomes before committing."
@@ -361,23 +367,29 @@ def comparison(lesson: Lesson, run: LabRun, recorded: Sequence[Mapping[str, Any]
     for step in shared:
         a, b = mine[step], theirs[step]
         if math.isnan(a) and math.isnan(b):
-            gaps.append(0.0)
+            gaps.append((0.0, step))
         else:
             gap = abs(a - b) * 100
-            gaps.append(gap if math.isfinite(gap) else math.inf)
-    points = max(gaps)
+            gaps.append((gap if math.isfinite(gap) else FULL_SCALE_POINTS, step))
+    points, worst = max(gaps)
     live, then = mine[shared[-1]], theirs[shared[-1]]
-    tolerance = float(text.agreement_points)
-    if points <= tolerance:
-        shown = f"{max(points, 0.1):.1f}" if points > 0 else "0.1"
+    if points <= float(text.agreement_points):
+        # Equal figures agree "to within 0.1 points": the smallest gap the sentence shows.
+        shown = f"{max(points, AGREEMENT_SHOWN_MIN):.1f}"
         return text.agrees.format(points=shown, live=_percent(live), recorded=_percent(then))
-    direction = text.above if (math.isfinite(live) and live > then) else text.below
+    here, there = mine[worst], theirs[worst]
+    direction = (
+        text.above if (math.isfinite(here) and (math.isnan(there) or here > there)) else text.below
+    )
     return text.differs.format(
-        points=f"{points:.1f}" if math.isfinite(points) else "many",
+        points=f"{points:.1f}",
         direction=direction,
-        live=_percent(live),
-        recorded=_percent(then),
+        step=worst,
+        live=_percent(here),
+        recorded=_percent(there),
         tolerance=f"{text.agreement_points.normalize():f}",
+        end_live=_percent(live),
+        end_recorded=_percent(then),
     )
 
 

@@ -42,6 +42,7 @@ from normdive.progress.lab import (
     outcome_sentence,
     run_line,
 )
+from normdive.progress.sweep import seed_words
 from normdive.store.event_store import EventList
 from normdive.web.actions import NOT_A_FORM, _admit_learner, _form_fields
 from normdive.web.assets import IMMUTABLE, etag_matches
@@ -153,7 +154,7 @@ def _tables(lesson: Lesson, grid: LabGridView) -> tuple[GridTable, ...]:
         seeds = sorted({c.choice.seed for c in grid.cells if c.choice.init == init})
         caption = lesson.lab.grid_caption.format(
             init=lesson.sweep.init_labels.get(init, init),
-            seeds=", ".join(str(s) for s in seeds) or lesson.lab.grid_none,
+            seeds=seed_words(seeds) if seeds else lesson.lab.grid_none,
         )
         tables.append(GridTable(init, caption, tuple(offered.depths), tuple(lines)))
     return tuple(tables)

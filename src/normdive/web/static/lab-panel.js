@@ -240,7 +240,7 @@ async function makeChart(element, steps, recorded) {
   const options = {
     width: Math.max(MIN_CHART_WIDTH_PX, element.clientWidth),
     height: CHART_HEIGHT_PX,
-    legend: { show: true, live: false },
+    legend: { show: false }, // the figure's caption says which line is which
     cursor: { show: false },
     scales: { x: { time: false, range: [0, steps] }, y: { range: [0, 1] } },
     axes: [
@@ -270,6 +270,7 @@ function wireTrainer(body, train) {
   const bar = train.querySelector("#lab-progress");
   const status = train.querySelector("#lab-progress-text");
   const chartElement = train.querySelector("#lab-chart");
+  const figure = train.querySelector("#lab-figure");
   const live = [];
   const said = new Set();
   let recorded = [];
@@ -306,8 +307,11 @@ function wireTrainer(body, train) {
     const data = new FormData();
     data.append("result", JSON.stringify({ final: message.final, curve: message.curve }, marked));
     const answer = await post(`/lab/runs/${run.run}/result`, data);
-    const kept = answer.ok ? chartElement : null; // the curve stays beside the result
-    if (kept) kept.removeAttribute("id");
+    const kept = answer.ok ? figure : null; // the curve stays beside the result
+    if (kept) {
+      kept.removeAttribute("id");
+      chartElement.removeAttribute("id");
+    }
     const milestone = fill(train.dataset.milestone, { percent: 100 });
     swap(body, { ...answer, message: `${milestone} ${answer.message || ""}`.trim() }, "lab-result", kept);
   };
