@@ -99,6 +99,8 @@ REFUSED_TITLE = "This LTI launch was refused"
 # Who may frame a refusal page: any site served over https.
 REFUSAL_FRAME_ANCESTORS = "https:"
 STORAGE_TEMPLATE = "lti_storage.html"
+# A submission review: one learner's D9 as they left it, read-only (lti.submission_review).
+REVIEW_TEMPLATE = "lti_review.html"
 # The launch's form fields: the platform's id_token and state (and lti_storage_target), and
 # the secret the tool's launch page read back from the platform's storage.
 MAX_FORM_FIELDS = 8
@@ -350,9 +352,6 @@ def _submission_review(svc: Services, launch: Launch, state: str) -> Response:
         )
     set_framed_cookie(response, STATE_COOKIE_PREFIX + state, "", max_age=0, path=LAUNCH_PATH)
     return response
-
-
-REVIEW_TEMPLATE = "lti_review.html"
 
 
 def _review_page(svc: Services, request: Request, learner_id: str) -> Response:
