@@ -249,6 +249,8 @@ def test_a_grant_opens_only_its_learner_and_only_while_it_holds(
     refused = teacher.get(f"{submission_review.REVIEW_PATH}/{ada}?grant={lapsed}")
     assert refused.status_code == 403
     assert "it has expired" in _alert(refused)
+    heading = BeautifulSoup(refused.text, "html.parser").find("h1")
+    assert heading is not None and heading.get_text() == "This review cannot be opened"
     # Another server's secret signs nothing here.
     other = grant_token(review, SecretStr("x" * 64))
     assert teacher.get(f"{submission_review.REVIEW_PATH}/{ada}?grant={other}").status_code == 403

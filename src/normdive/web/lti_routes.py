@@ -101,6 +101,7 @@ REFUSAL_FRAME_ANCESTORS = "https:"
 STORAGE_TEMPLATE = "lti_storage.html"
 # A submission review: one learner's D9 as they left it, read-only (lti.submission_review).
 REVIEW_TEMPLATE = "lti_review.html"
+REVIEW_REFUSED_TITLE = "This review cannot be opened"
 # The launch's form fields: the platform's id_token and state (and lti_storage_target), and
 # the secret the tool's launch page read back from the platform's storage.
 MAX_FORM_FIELDS = 8
@@ -138,14 +139,14 @@ def _render(svc: Services, template: str, status: int = 200, **context: Any) -> 
     return _framable(svc, HTMLResponse(body, status))
 
 
-def refused(svc: Services, step: str, refusal: Refusal) -> Response:
+def refused(svc: Services, step: str, refusal: Refusal, title: str = REFUSED_TITLE) -> Response:
     logger.warning("LTI %s refused (%s): %s", step, refusal.code, refusal.message)
     relaunch = f"{LOGIN_PATH}?{refusal.relaunch_query}" if refusal.relaunch_query else None
     response = _render(
         svc,
         "lti_refused.html",
         refusal.status,
-        title=REFUSED_TITLE,
+        title=title,
         message=refusal.message,
         code=refusal.code,
         relaunch_url=relaunch,
@@ -363,7 +364,7 @@ def _review_page(svc: Services, request: Request, learner_id: str) -> Response:
             svc.settings.secret_key,
         )
     except Refusal as refusal:
-        return refused(svc, "submission review", refusal)
+        return refused(svc, "submission review", refusal, REVIEW_REFUSED_TITLE)
     state = svc.state_of(grant.learner_id)
     lesson = svc.lesson
     return _render(
