@@ -5,8 +5,9 @@
 //
 // Shapes: B sequences, T = 2L positions, N = B x T rows, D d_model, H heads, E = D / H,
 // R = mlp_ratio x D, V1 = vocab_size + 1 (the separator is vocab_size), M = B x L copied rows.
-// Every buffer is allocated once per model for at most `maxBatch` sequences; a step allocates
-// nothing. Matrices are row-major; a Linear weight is (out, in), as PyTorch stores it.
+// Every buffer is allocated once per model for at most `maxBatch` sequences; an update
+// allocates no arrays. Matrices are row-major; a Linear weight is (out, in), as PyTorch
+// stores it.
 
 import { Lab32, WEIGHTS } from "./random.js";
 
@@ -149,7 +150,8 @@ function checkConfig(config) {
 function gemmNT(A, aOff, rows, K, B, bOff, cols, C, cOff, bias, biasOff, accumulate) {
   const rows2 = rows - (rows % 2);
   const cols4 = cols - (cols % 4);
-  const start = (r, c) => (accumulate ? C[cOff + r * cols + c] : bias === null ? 0 : bias[biasOff + c]);
+  const start = (r, c) =>
+    accumulate ? C[cOff + r * cols + c] : bias === null ? 0 : bias[biasOff + c];
   for (let r = 0; r < rows2; r += 2) {
     const a0 = aOff + r * K;
     const a1 = a0 + K;
@@ -216,6 +218,11 @@ function gemmNT(A, aOff, rows, K, B, bOff, cols, C, cOff, bias, biasOff, accumul
       C[cOff + r * cols + c] = s;
     }
   }
+}
+
+// dst[dstOff .. dstOff + n) = src[srcOff .. srcOff + n), without a view object per call.
+function copy(src, srcOff, dst, dstOff, n) {
+  for (let i = 0; i < n; i++) dst[dstOff + i] = src[srcOff + i];
 }
 
 // dst (cols, rows) = src (rows, cols)^T, src read from srcOff.
@@ -330,6 +337,15 @@ export class LabModel {
       size += s.size;
     }
     this.size = size;
+    // Each block's offsets by the name within the block ("attn.qkv.weight"), looked up once.
+    this.blockOffsets = Array.from({ length: this.depth }, (_, l) => {
+      const prefix = `blocks.${l}.`;
+      const within = {};
+      for (const s of this.shapes) {
+        if (s.name.startsWith(prefix)) within[s.name.slice(prefix.length)] = s.offset;
+      }
+      return within;
+    });
     this.params = new Float64Array(size);
     this.grads = new Float64Array(size);
     this.parameters = {};
@@ -447,27 +463,27 @@ export class LabModel {
       const x = this.xs[l];
       const out = this.xs[l + 1];
       const k = this.blocks[l];
-      const p = `blocks.${l}.`;
+      const ob = this.blockOffsets[l];
       let a1 = x;
       if (this.layernorm) {
-        layerNorm(x, N, D, this.eps, P, o[`${p}norm_attn.weight`], o[`${p}norm_attn.bias`],
+        layerNorm(x, N, D, this.eps, P, ob["norm_attn.weight"], ob["norm_attn.bias"],
           k.xhat1, k.rstd1, k.a1);
         a1 = k.a1;
       }
-      linear(a1, N, D, P, o[`${p}attn.qkv.weight`], P, o[`${p}attn.qkv.bias`], 3 * D, k.qkv);
+      linear(a1, N, D, P, ob["attn.qkv.weight"], P, ob["attn.qkv.bias"], 3 * D, k.qkv);
       this._attention(k.qkv, k.att, k.y, batch, scale);
       // mid = x + y W_out^T + b (residual) or y W_out^T + b.
-      linear(k.y, N, D, P, o[`${p}attn.out.weight`], P, o[`${p}attn.out.bias`], D, k.mid);
+      linear(k.y, N, D, P, ob["attn.out.weight"], P, ob["attn.out.bias"], D, k.mid);
       if (this.residual) for (let i = 0; i < N * D; i++) k.mid[i] += x[i];
       let a2 = k.mid;
       if (this.layernorm) {
-        layerNorm(k.mid, N, D, this.eps, P, o[`${p}norm_mlp.weight`], o[`${p}norm_mlp.bias`],
+        layerNorm(k.mid, N, D, this.eps, P, ob["norm_mlp.weight"], ob["norm_mlp.bias"],
           k.xhat2, k.rstd2, k.a2);
         a2 = k.a2;
       }
-      linear(a2, N, D, P, o[`${p}mlp.up.weight`], P, o[`${p}mlp.up.bias`], R, k.u);
+      linear(a2, N, D, P, ob["mlp.up.weight"], P, ob["mlp.up.bias"], R, k.u);
       geluForward(k.u, N * R, k.g, k.slope);
-      linear(k.g, N, R, P, o[`${p}mlp.down.weight`], P, o[`${p}mlp.down.bias`], D, out);
+      linear(k.g, N, R, P, ob["mlp.down.weight"], P, ob["mlp.down.bias"], D, out);
       if (this.residual) for (let i = 0; i < N * D; i++) out[i] += k.mid[i];
     }
 
@@ -475,7 +491,7 @@ export class LabModel {
     const M = batch * L;
     const last = this.xs[this.depth];
     for (let b = 0; b < batch; b++) {
-      this.rows.set(last.subarray((b * T + L) * D, (b * T + T) * D), b * L * D);
+      copy(last, (b * T + L) * D, this.rows, b * L * D, L * D);
     }
     if (this.layernorm) {
       layerNorm(this.rows, M, D, this.eps, P, o["final_norm.weight"], o["final_norm.bias"],
@@ -614,44 +630,44 @@ export class LabModel {
     const dx = this.dx;
     dx.fill(0, 0, N * D);
     for (let b = 0; b < batch; b++) {
-      dx.set(drows.subarray(b * L * D, (b + 1) * L * D), (b * T + L) * D);
+      copy(drows, b * L * D, dx, (b * T + L) * D, L * D);
     }
 
     const scale = 1 / Math.sqrt(E);
     for (let l = this.depth - 1; l >= 0; l--) {
       const x = this.xs[l];
       const k = this.blocks[l];
-      const p = `blocks.${l}.`;
+      const ob = this.blockOffsets[l];
       // dx holds d(block output). MLP: out = [mid +] down(gelu(up(a2))).
-      linearBackward(dx, N, D, k.g, R, P, o[`${p}mlp.down.weight`], this.du, G, G,
-        o[`${p}mlp.down.bias`], this.scratch);
+      linearBackward(dx, N, D, k.g, R, P, ob["mlp.down.weight"], this.du, G, G,
+        ob["mlp.down.bias"], this.scratch);
       const du = this.du;
       const slope = k.slope;
       for (let i = 0; i < N * R; i++) du[i] *= slope[i];
       const a2 = this.layernorm ? k.a2 : k.mid;
       const dmid = this.dmid;
-      linearBackward(du, N, R, a2, D, P, o[`${p}mlp.up.weight`], this.da, G, G,
-        o[`${p}mlp.up.bias`], this.scratch);
+      linearBackward(du, N, R, a2, D, P, ob["mlp.up.weight"], this.da, G, G,
+        ob["mlp.up.bias"], this.scratch);
       if (this.layernorm) {
-        layerNormBackward(this.da, N, D, P, o[`${p}norm_mlp.weight`], k.xhat2, k.rstd2, dmid, G,
-          o[`${p}norm_mlp.weight`], o[`${p}norm_mlp.bias`]);
+        layerNormBackward(this.da, N, D, P, ob["norm_mlp.weight"], k.xhat2, k.rstd2, dmid, G,
+          ob["norm_mlp.weight"], ob["norm_mlp.bias"]);
       } else {
-        dmid.set(this.da.subarray(0, N * D));
+        copy(this.da, 0, dmid, 0, N * D);
       }
       if (this.residual) for (let i = 0; i < N * D; i++) dmid[i] += dx[i];
 
       // Attention: mid = [x +] out(attn(qkv(a1))).
-      linearBackward(dmid, N, D, k.y, D, P, o[`${p}attn.out.weight`], this.dy, G, G,
-        o[`${p}attn.out.bias`], this.scratch);
+      linearBackward(dmid, N, D, k.y, D, P, ob["attn.out.weight"], this.dy, G, G,
+        ob["attn.out.bias"], this.scratch);
       this._attentionBackward(k.qkv, k.att, this.dy, this.dqkv, batch, scale);
       const a1 = this.layernorm ? k.a1 : x;
-      linearBackward(this.dqkv, N, 3 * D, a1, D, P, o[`${p}attn.qkv.weight`], this.da, G, G,
-        o[`${p}attn.qkv.bias`], this.scratch);
+      linearBackward(this.dqkv, N, 3 * D, a1, D, P, ob["attn.qkv.weight"], this.da, G, G,
+        ob["attn.qkv.bias"], this.scratch);
       if (this.layernorm) {
-        layerNormBackward(this.da, N, D, P, o[`${p}norm_attn.weight`], k.xhat1, k.rstd1, dx, G,
-          o[`${p}norm_attn.weight`], o[`${p}norm_attn.bias`]);
+        layerNormBackward(this.da, N, D, P, ob["norm_attn.weight"], k.xhat1, k.rstd1, dx, G,
+          ob["norm_attn.weight"], ob["norm_attn.bias"]);
       } else {
-        dx.set(this.da.subarray(0, N * D));
+        copy(this.da, 0, dx, 0, N * D);
       }
       if (this.residual) for (let i = 0; i < N * D; i++) dx[i] += dmid[i];
     }

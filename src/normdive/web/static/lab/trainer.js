@@ -90,7 +90,8 @@ export function createTrainer(config, seed) {
         const g = grads[i];
         m[i] = BETA1 * m[i] + (1 - BETA1) * g;
         v[i] = BETA2 * v[i] + (1 - BETA2) * g * g;
-        params[i] = params[i] * shrink - (stepSize * m[i]) / (Math.sqrt(v[i]) / correction2 + ADAM_EPS);
+        const denominator = Math.sqrt(v[i]) / correction2 + ADAM_EPS;
+        params[i] = params[i] * shrink - (stepSize * m[i]) / denominator;
       }
     }
   }

@@ -18,6 +18,7 @@ import { createTrainer } from "./trainer.js";
 
 const SLICE_MS = 50;
 const PROGRESS_MS = 100;
+const ALREADY_TRAINING = "a run is already training: stop it first";
 
 let run = null;
 // Yielding through a MessageChannel, not setTimeout: nested timeouts are clamped to 4 ms.
@@ -56,7 +57,8 @@ function measure(x) {
 }
 
 function measured(point) {
-  return Object.fromEntries(Object.entries(point).map(([k, v]) => [k, k === "step" ? v : measure(v)]));
+  const entries = Object.entries(point).map(([k, v]) => [k, k === "step" ? v : measure(v)]);
+  return Object.fromEntries(entries);
 }
 
 function rate() {
@@ -147,7 +149,7 @@ self.onmessage = (event) => {
     switch (message.type) {
       case "start":
         // A second start leaves the run in progress alone.
-        if (run !== null) post({ type: "error", message: "a run is already training: stop it first" });
+        if (run !== null) post({ type: "error", message: ALREADY_TRAINING });
         else start(message.config, message.seed);
         break;
       case "pause":
