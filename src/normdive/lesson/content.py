@@ -659,8 +659,8 @@ class LabText(_Model):
         for name in ("predicted_right", "predicted_wrong"):
             _named(name, getattr(self, name), ("predicted", "actual"), ("predicted", "actual"))
         _named("agrees", self.agrees, ("points", "live", "recorded"), ("points",))
-        differs = ("points", "direction", "step", "live", "recorded", "tolerance")
-        differs += ("end_live", "end_recorded")
+        differs = ["points", "direction", "step", "live", "recorded", "tolerance"]
+        differs += ["end_live", "end_recorded"]
         _named("differs", self.differs, differs, ("points", "step"))
         _named("trimmed", self.trimmed, ("what",), ("what",))
         _named("run_untrained", self.run_untrained, ("config", "predicted"), ("config",))
