@@ -352,17 +352,29 @@ function wireTrainer(body, train) {
     }
   };
 
+  // The recorded curve and the chart are drawn while the page is idle, before Train: the
+  // learner sees what they will be compared with, and training starts without that work on
+  // the main thread.
+  let prepared = null;
+  const prepare = () => {
+    prepared ??= (async () => {
+      try {
+        recorded = run.recorded ? (await recordedCurve(train.dataset.grid, run.cell)) || [] : [];
+      } catch {
+        recorded = []; // the run trains all the same; the chart shows it alone
+      }
+      plot = await makeChart(chartElement, steps, recorded).catch(() => null);
+    })();
+    return prepared;
+  };
+  (window.requestIdleCallback ?? window.setTimeout)(prepare);
+
   start.addEventListener("click", async () => {
     if (mode !== "idle") return;
     start.disabled = true;
     setMode("running");
     status.textContent = fill(train.dataset.progressText, { step: 0, steps, rate: "–", left: "–" });
-    try {
-      recorded = run.recorded ? (await recordedCurve(train.dataset.grid, run.cell)) || [] : [];
-    } catch {
-      recorded = []; // the run trains all the same; the chart shows it alone
-    }
-    plot = await makeChart(chartElement, steps, recorded).catch(() => null);
+    await prepare();
     worker = new Worker(new URL("./lab/worker.js", import.meta.url), { type: "module" });
     worker.addEventListener("message", (event) => onMessage(event.data));
     worker.addEventListener("error", () => onMessage({ type: "error", message: PROBLEM }));
