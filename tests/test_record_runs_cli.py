@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from normdive.cli import app
 from normdive.config import DEFAULT_RECORDING_PATH
+from normdive.lab.grid import LAB_EXTRA_EPS_SEEDS, OFFERED_DEPTHS, OFFERED_EPS
 from normdive.recording.format import DEFAULT_SEEDS, ROW_KEYS, Recording, RunConfig
 from normdive.recording.reader import parse_recording
 
@@ -248,6 +249,10 @@ def test_help_shows_each_options_real_default() -> None:
         "--sweep": "(the ablation at --depth)",
         "--sweep-depths": "(2,4,8,16; 32 too on cuda)",
         "--shard": "(the whole sweep)",
+        "--lab": "(the ablation)",
+        "--lab-depths": f"({','.join(map(str, OFFERED_DEPTHS))})",
+        "--lab-eps": f"({','.join(f'{e:g}' for e in OFFERED_EPS)})",
+        "--lab-eps-seeds": f"({','.join(map(str, LAB_EXTRA_EPS_SEEDS or ())) or 'all'})",
     }
     lines = {
         line.split()[1]: line for line in result.output.splitlines() if line.startswith("│ --")

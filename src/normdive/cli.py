@@ -926,9 +926,7 @@ def record_runs(
         typer.Option(
             "--lab",
             help="Record the lab grid instead (docs/lab.md), into ...-lab.json beside --out, "
-            "on the CPU: the lab's own settings, of which --copy-length, --steps, "
-            "--batch-size, --d-model, --heads, --eval-every and --heldout-size change those "
-            "given; --seeds and --rows as for the ablation.",
+            "on the CPU, at the lab's settings (the options above change those typed).",
             show_default="the ablation",
         ),
     ] = False,
