@@ -37,7 +37,7 @@ from typing import Any
 from playwright.sync_api import sync_playwright
 
 from normdive.lab.grid import LabConfig, LabGridProblem, lab_path_for, read_lab_grid
-from normdive.training.lab import LabRun, pin_thread, train_lab_cell
+from normdive.training.lab import LabRun, pinned_thread, train_lab_cell
 
 ROOT = Path(__file__).resolve().parent.parent
 STATIC = ROOT / "src" / "normdive" / "web" / "static"
@@ -157,20 +157,20 @@ def node_figures(config: LabConfig, *, full: bool, rounds: int) -> dict[str, Any
 def node_and_torch_rates(config: LabConfig) -> tuple[list[float], list[float], float]:
     """Steps/s of node and of PyTorch, one timing of each in turn, ROUNDS times, so that the
     shared machine's load hits both alike; and one node evaluation's seconds."""
-    pin_thread()
-    run = LabRun(config, SEED)
-    for _ in range(WARMUP_STEPS):
-        run.update()
-    node_rates, torch_rates, evaluations = [], [], []
-    for _ in range(ROUNDS):
-        node = node_figures(config, full=False, rounds=1)
-        node_rates.extend(node["rates"])
-        evaluations.append(node["evaluate_s"])
-        start = time.perf_counter()
-        for _ in range(TIMED_STEPS):
+    with pinned_thread():
+        run = LabRun(config, SEED)
+        for _ in range(WARMUP_STEPS):
             run.update()
-        torch_rates.append(TIMED_STEPS / (time.perf_counter() - start))
-    return node_rates, torch_rates, statistics.median(evaluations)
+        node_rates, torch_rates, evaluations = [], [], []
+        for _ in range(ROUNDS):
+            node = node_figures(config, full=False, rounds=1)
+            node_rates.extend(node["rates"])
+            evaluations.append(node["evaluate_s"])
+            start = time.perf_counter()
+            for _ in range(TIMED_STEPS):
+                run.update()
+            torch_rates.append(TIMED_STEPS / (time.perf_counter() - start))
+        return node_rates, torch_rates, statistics.median(evaluations)
 
 
 def browser_figures(config: LabConfig) -> dict[str, float]:

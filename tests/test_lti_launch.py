@@ -339,10 +339,18 @@ def _claims_with(**overrides: Any) -> Callable[[str, RSAKey], str]:
     return lambda nonce, key: signed(launch_claims(nonce, **overrides), key)
 
 
+def _claims_from_now(claim: str, offset_s: int) -> Callable[[str, RSAKey], str]:
+    """A token whose `claim` is `offset_s` from the moment it is signed, not from when this
+    module was collected: a long run may reach the test many minutes after collection."""
+    return lambda nonce, key: signed(
+        launch_claims(nonce, **{claim: int(time.time()) + offset_s}), key
+    )
+
+
 REFUSED_TOKENS: list[tuple[str, Callable[[str, RSAKey], str], int, str, str]] = [
     (
         "expired",
-        _claims_with(exp=int(time.time()) - 120),
+        _claims_from_now("exp", -120),
         401,
         "expired",
         "has expired",
@@ -367,7 +375,7 @@ REFUSED_TOKENS: list[tuple[str, Callable[[str, RSAKey], str], int, str, str]] = 
     ("no sub", _claims_with(sub=None), 401, "missing_claim", "sub"),
     (
         "issued in the future",
-        _claims_with(iat=int(time.time()) + 600),
+        _claims_from_now("iat", 600),
         401,
         "wrong_iat",
         "in the future",

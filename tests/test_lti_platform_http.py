@@ -4,6 +4,7 @@ that answers as much as it is told to, in parts; one that sends a byte at a time
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -103,6 +104,17 @@ def test_fetch_within_reads_an_answer_that_comes_in_time() -> None:
     with trickling_server(TRICKLED, 0.0) as served:
         answer = fetch_within(DEADLINE_S * 10, "GET", f"{served.base}/jwks", 10 * PART)
     assert (answer.status, answer.body) == (200, b"{}")
+
+
+def test_fetch_within_works_where_an_event_loop_already_runs() -> None:
+    # A browser driver's sync API leaves a running loop in the main thread; a test run (and
+    # any caller inside async code) must still get the answer, not anyio's refusal to nest.
+    async def inside_a_loop() -> tuple[int, bytes]:
+        answer = fetch_within(DEADLINE_S * 10, "GET", f"{served.base}/jwks", 10 * PART)
+        return answer.status, answer.body
+
+    with trickling_server(TRICKLED, 0.0) as served:
+        assert asyncio.run(inside_a_loop()) == (200, b"{}")
 
 
 def test_a_key_set_trickled_past_the_deadline_is_refused_at_the_deadline(

@@ -10,7 +10,9 @@ deadline, not the time it takes to trickle.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,4 +74,12 @@ def fetch_within(deadline_s: float, method: str, url: str, max_bytes: int) -> An
             async with httpx.AsyncClient(timeout=deadline_s, follow_redirects=False) as client:
                 return await fetch(client, method, url, max_bytes)
 
-    return anyio.run(within)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return anyio.run(within)
+    # This thread already runs an event loop (a caller inside async code, or a tool such as a
+    # browser driver keeping one in the main thread): anyio.run refuses to nest, so the fetch
+    # gets a thread and a loop of its own, and the caller waits for it as it would anyway.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(anyio.run, within).result()

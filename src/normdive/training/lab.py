@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
@@ -41,12 +42,22 @@ RESIDUAL_PROJECTIONS = ("attn.out.weight", "mlp.down.weight")
 LabProgressFn = Callable[[Progress], None]
 
 
-def pin_thread() -> None:
+@contextmanager
+def pinned_thread() -> Iterator[None]:
     """One thread, as every recorded run and the browser's single Worker: the same thread
     count gives the same numbers. Denormals flushed as in train.pin_cpu (float64's subnormals
-    start at 2.2e-308, far below anything these figures reach)."""
+    start at 2.2e-308, far below anything these figures reach). Both are put back after: the
+    flush is processor state of the calling thread, and left on it breaks any later code there
+    that needs IEEE subnormals (Hypothesis refuses to draw floats under it). torch has no
+    getter for the flush, so it goes back to the processor's default, off."""
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
     torch.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        torch.set_flush_denormal(False)
+        torch.set_num_threads(threads)
 
 
 def lab_name(torch_name: str) -> str:
@@ -188,15 +199,19 @@ class LabRun:
 
 def losses(config: LabConfig, seed: int, steps: int) -> list[float]:
     """The training loss of updates 1..steps (the parity tests' reference)."""
-    pin_thread()
-    run = LabRun(config, seed)
-    return [run.update() for _ in range(steps)]
+    with pinned_thread():
+        run = LabRun(config, seed)
+        return [run.update() for _ in range(steps)]
 
 
 def train_lab_cell(config: LabConfig, seed: int, *, report: LabProgressFn | None = None) -> LabCell:
     """Train one lab run for config.steps updates: its curve (step 0, every eval_every and
     the last) and final held-out figures, as the grid keeps them."""
-    pin_thread()
+    with pinned_thread():
+        return _trained_cell(config, seed, report)
+
+
+def _trained_cell(config: LabConfig, seed: int, report: LabProgressFn | None) -> LabCell:
     started = time.perf_counter()
     run = LabRun(config, seed)
     data = heldout(config)

@@ -168,9 +168,8 @@ def lab_worker(
 ) -> None:  # pragma: no cover  (runs in a spawned process; the CLI tests drive it)
     """runner._worker's twin for lab cells: same queues, same events."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from normdive.training.lab import pin_thread, train_lab_cell  # torch: only here
+    from normdive.training.lab import train_lab_cell  # torch: only here; it pins the thread
 
-    pin_thread()
     parent = os.getppid()
     store = Path(partial)
     while (item := tasks.get()) is not None:
