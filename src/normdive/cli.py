@@ -510,10 +510,18 @@ def lti_rotate_key() -> None:
 )
 def lti_outbox(
     everything: Annotated[
-        bool, typer.Option("--all", help="List the targets up to date too.")
+        bool,
+        typer.Option(
+            "--all",
+            help="List the targets up to date too.",
+            show_default="the targets that wait or need action",
+        ),
     ] = False,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Every target as a JSON list, for scripts.")
+        bool,
+        typer.Option(
+            "--json", help="Every target as a JSON list, for scripts.", show_default="plain text"
+        ),
     ] = False,
     why: Annotated[
         bool,
@@ -521,6 +529,7 @@ def lti_outbox(
             "--why",
             help="Say for each target what its last answer means and what to do, in plain "
             "words (a known answer of Moodle, Canvas or Open edX in its own sentence).",
+            show_default="the state and the platform's last answer",
         ),
     ] = False,
 ) -> None:
