@@ -96,3 +96,14 @@ def test_normal_has_unit_moments() -> None:
     # Standard errors: 0.007 for the mean, 0.01 for the variance; 5 of them each.
     assert abs(mean) < 0.035
     assert abs(variance - 1) < 0.05
+
+
+def test_below_stays_under_n_when_uniform_rounds_to_one() -> None:
+    # (2^53 - 1 + 0.5) / 2^53 rounds to 1.0: a draw once in 2^53 must still not be n (for the
+    # copy task, n is the separator). The JS twin caps the same way (random.js).
+    class AtTheTop(Lab32):
+        def uniform(self) -> float:
+            return 1.0
+
+    assert AtTheTop(0, BATCHES).below(16) == 15
+    assert (2**53 - 1 + 0.5) / 2**53 == 1.0

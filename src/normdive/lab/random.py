@@ -69,10 +69,11 @@ class Lab32:
         return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
 
     def below(self, n: int) -> int:
-        """An integer in [0, n), 1 <= n <= 2^16."""
+        """An integer in [0, n), 1 <= n <= 2^16. uniform() rounds to exactly 1.0 once in 2^53
+        draws, hence the cap at n - 1 (for the copy task, n would be the separator)."""
         if not 1 <= n <= MAX_BELOW:
             raise ValueError(f"below({n}): n must be from 1 to {MAX_BELOW}")
-        return math.floor(self.uniform() * n)
+        return min(math.floor(self.uniform() * n), n - 1)
 
 
 __all__ = ["BATCHES", "HELDOUT", "WEIGHTS", "Lab32", "mix32"]

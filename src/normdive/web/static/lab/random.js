@@ -55,6 +55,7 @@ export class Lab32 {
     if (!Number.isInteger(n) || n < 1 || n > MAX_BELOW) {
       throw new RangeError(`lab32 below(${n}): n must be an integer in [1, 2^16]`);
     }
-    return Math.floor(this.uniform() * n);
+    // uniform() rounds to exactly 1.0 once in 2^53 draws: capped, as in the Python twin.
+    return Math.min(Math.floor(this.uniform() * n), n - 1);
   }
 }
