@@ -209,7 +209,7 @@ def _read_only(path: Path) -> Iterator[None]:
     if os.geteuid() == 0:
         chattr = shutil.which("chattr")
         if chattr is None:
-            pytest.skip("root ignores file modes, and chattr is not installed")
+            pytest.fail("root ignores file modes, and chattr (e2fsprogs) is not installed")
         made = subprocess.run([chattr, "+i", str(path)], capture_output=True, check=False)
         undo = [chattr, "-i", str(path)]
     else:
@@ -219,7 +219,7 @@ def _read_only(path: Path) -> Iterator[None]:
         undo = []
     try:
         if os.access(path, os.W_OK):
-            pytest.skip(f"this file system lets the file be written anyway ({made.stderr!r})")
+            pytest.fail(f"this file system lets the file be written anyway ({made.stderr!r})")
         yield
     finally:
         if undo:
