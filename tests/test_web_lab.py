@@ -312,6 +312,9 @@ def test_without_javascript_the_lab_page_shows_the_grid_as_a_table(
         close_the_gate(client)
         page = soup(client.get("/lab").text)
         assert TEXT.needs_js in words(page.select_one("#lab"))
+        # Said only where scripts do not run: with them, the sentence would be untrue.
+        said = page.select_one("#lab noscript")
+        assert isinstance(said, Tag) and TEXT.needs_js in words(said)
         table = page.select_one("#lab-grid-gpt2")
         assert isinstance(table, Tag)
         lines = [[c.get_text() for c in row.select("th, td")] for row in table.select("tbody tr")]
