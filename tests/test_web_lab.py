@@ -133,6 +133,8 @@ def test_commit_then_finish_keeps_the_run_and_never_changes_the_gate(
         assert panel.select_one("#lab-commit") is not None
         assert words(panel.select_one("#lab-trimmed")) == TEXT.trimmed.format(what=TRIMMED)
         assert panel.select_one("#lab-train") is None  # Train only after a commit
+        # Commit first: the recorded outcomes are not shown beside the form asking for one.
+        assert panel.select(".lab-grid") == []
 
         answer = client.post("/lab/runs", data={**BOTH, "outcome": "learns"}, headers=JSON)
         assert answer.status_code == 200, answer.text
@@ -144,6 +146,7 @@ def test_commit_then_finish_keeps_the_run_and_never_changes_the_gate(
         assert run["config"]["d_model"] == TINY_BASE.d_model
         assert run["config"]["depth"] == 2 and run["config"]["eps"] == 1e-5
         assert "Both, depth 2, eps 0.00001" in answer.json()["message"]
+        assert body.select_one("#lab-grid-gpt2") is not None  # committed: the grid may show
 
         # Once: a second commit while this one is untrained is refused, nothing stored.
         again = client.post("/lab/runs", data={**BOTH, "outcome": "chance"}, headers=JSON)
