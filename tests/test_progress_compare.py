@@ -223,15 +223,25 @@ def test_the_reading(specs: tuple[Spec, ...], verdict: str, sentence: str) -> No
     assert (c.reading_verdict, c.reading) == (verdict, sentence)
 
 
+def test_no_pre_filled_takeaway_gives_the_reading_away() -> None:
+    # The box is filled before the reading is locked: it must not hold the right reading.
+    right = next(choice for choice in LESSON.reading.choices if choice.correct)
+    lines = (
+        LESSON.takeaway.default_line,
+        LESSON.takeaway.composed_line,
+        LESSON.takeaway.composed_line_tie,
+    )
+    assert all("finite" in right.label and "finite" not in line for line in lines)
+
+
 def test_the_takeaway_line_is_composed_once_the_answer_has_been_shown() -> None:
     assert state(opening("residual")).takeaway_default == LESSON.takeaway.default_line
     before = state(opening("residual"), *ALL_FOUR, played("residual_only"))
     assert before.takeaway_default == LESSON.takeaway.default_line
     after = state(opening("residual"), *ALL_FOUR, *BOTH_SINGLES)
     assert after.takeaway_default == (
-        "Layer norm takes a mean, a variance and a division, and the epsilon keeps the division "
-        "finite; in these runs at depth 8, putting back the residual connections recovered "
-        "more (20.0 % against 6.0 %)."
+        "Layer norm subtracts a row's mean and divides by its spread; in these runs at depth 8, "
+        "putting back the residual connections recovered more (20.0 % against 6.0 %)."
     )
     other = state(opening("residual"), *ALL_FOUR, *BOTH_SINGLES, recording=facts(0.1, 0.5))
     assert "putting back layer norm recovered more (50.0 % against 10.0 %)" in (
