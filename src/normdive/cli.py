@@ -537,8 +537,8 @@ def lti_outbox(
 
     from sqlalchemy.exc import SQLAlchemyError
 
-    from normdive.lti.grade_doctor import advice
-    from normdive.lti.passback import TargetStatus, targets
+    from normdive.lti.grade_doctor import TargetStatus, advice
+    from normdive.lti.passback import targets
     from normdive.store.db import make_engine
 
     url = _database_url()
@@ -558,6 +558,7 @@ def lti_outbox(
         f"{len(found)} grade target(s): {waiting} waiting to be sent, {attention} refused by "
         f"the platform or not sendable, {len(found) - waiting - attention} up to date."
     )
+    # Terser than the instructor view's names (grade_doctor.STATE_NAMES): one line a target.
     states = {
         TargetStatus.DUE: "waiting to be sent",
         TargetStatus.SENT: "sent",

@@ -11,19 +11,30 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from enum import StrEnum
 
 from sqlalchemy import Engine, select
 
 from normdive.store.tables import LtiContextMember, LtiGradeTarget
 
-# What the platform last made of a target (passback.TargetStatus's values), for the sentences
-# that depend on it; this module imports nothing of passback's.
-DUE = "due"
-SENT = "sent"
-FAILING = "failing"
-REFUSED = "refused"
-GONE = "gone"
-FOREIGN = "foreign"
+
+class TargetStatus(StrEnum):
+    """What the platform last made of a grade target (lti_grade_targets.status). Defined here,
+    beside the sentences for each, and used by passback, which imports this module."""
+
+    # Recorded by a launch; not tried yet.
+    DUE = "due"
+    # The platform took the latest score.
+    SENT = "sent"
+    # An outage (5xx, a timeout, no connection): tried again at due_at.
+    FAILING = "failing"
+    # The platform refused the score or the tool's access: tried again with a changed score.
+    REFUSED = "refused"
+    # The line item was deleted: nothing is sent until a launch names a line item.
+    GONE = "gone"
+    # The line item is on no origin of the registration: the tool sends no token there.
+    FOREIGN = "foreign"
+
 
 RESEND = "then use Resend changed grades (or `normdive lti resend --context KEY`)"
 
@@ -217,24 +228,34 @@ def not_a_url(url: str) -> str:
 
 
 # What to do for a target by its state, when its last try left no sentence of its own.
-BY_STATUS = {
-    DUE: "waiting to be sent: nothing to do",
-    SENT: "the platform has the latest score: nothing to do",
-    FAILING: "the platform did not answer: D9 keeps trying; nothing to do unless it lasts",
-    REFUSED: f"the platform refused the score: check the learner's enrolment, {RESEND}",
-    GONE: "the line item was deleted in the gradebook: the learner's next launch names one",
-    FOREIGN: "the grade URL is on a host not registered for the platform: register it with "
-    "--frame-origin if the platform serves its grades there",
+BY_STATUS: dict[str, str] = {
+    TargetStatus.DUE: "waiting to be sent: nothing to do",
+    TargetStatus.SENT: "the platform has the latest score: nothing to do",
+    TargetStatus.FAILING: (
+        "the platform did not answer: D9 keeps trying; nothing to do unless it lasts"
+    ),
+    TargetStatus.REFUSED: (
+        f"the platform refused the score: check the learner's enrolment, {RESEND}"
+    ),
+    TargetStatus.GONE: (
+        "the line item was deleted in the gradebook: the learner's next launch names one"
+    ),
+    TargetStatus.FOREIGN: (
+        "the grade URL is on a host not registered for the platform: register it with "
+        "--frame-origin if the platform serves its grades there"
+    ),
 }
 
 # States an instructor or administrator may have to act on.
-NEEDS_ACTION = frozenset({REFUSED, GONE, FOREIGN, FAILING})
+NEEDS_ACTION = frozenset(
+    {TargetStatus.REFUSED, TargetStatus.GONE, TargetStatus.FOREIGN, TargetStatus.FAILING}
+)
 
 
 def advice(status: str, answer_status: int | None, answer: str | None, reason: str | None) -> str:
     """What to do about a target, in plain words: a known answer's sentence, else the
     sentence its last try wrote (which quotes the platform), else its state's."""
-    if status in (REFUSED, GONE, FAILING):
+    if status in (TargetStatus.REFUSED, TargetStatus.GONE, TargetStatus.FAILING):
         known = known_answer(answer_status, answer)
         if known is not None:
             return f"{known.sentence} ({known.platform} answered {quoted(answer_status, answer)})"
@@ -244,13 +265,13 @@ def advice(status: str, answer_status: int | None, answer: str | None, reason: s
 
 
 # How the instructor view names each state, in its counts.
-STATE_NAMES = {
-    DUE: "waiting to be sent",
-    SENT: "up to date",
-    FAILING: "platform not answering",
-    REFUSED: "refused by the platform",
-    GONE: "line item deleted",
-    FOREIGN: "grade URL not registered",
+STATE_NAMES: dict[str, str] = {
+    TargetStatus.DUE: "waiting to be sent",
+    TargetStatus.SENT: "up to date",
+    TargetStatus.FAILING: "platform not answering",
+    TargetStatus.REFUSED: "refused by the platform",
+    TargetStatus.GONE: "line item deleted",
+    TargetStatus.FOREIGN: "grade URL not registered",
 }
 
 

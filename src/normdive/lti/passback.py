@@ -75,6 +75,7 @@ from sqlalchemy.exc import IntegrityError
 from normdive.config import origin_of
 from normdive.lesson.content import Lesson
 from normdive.lti import grade_doctor, registrations
+from normdive.lti.grade_doctor import TargetStatus
 from normdive.lti.launch import Launch
 from normdive.lti.platform_http import AnswerTooLarge, read_body
 from normdive.lti.platform_json import NotPlatformJson, parsed
@@ -137,23 +138,6 @@ LINK_WAIT_S = FIRST_RETRY_S
 OUTAGE_STATUSES = frozenset({408, 425, 429})
 GONE_STATUSES = frozenset({404, 410})
 AUTH_STATUSES = frozenset({401, 403})
-
-
-class TargetStatus(StrEnum):
-    """What the platform last made of a target (lti_grade_targets.status)."""
-
-    # Recorded by a launch; not tried yet.
-    DUE = "due"
-    # The platform took the latest score.
-    SENT = "sent"
-    # An outage (5xx, a timeout, no connection): tried again at due_at.
-    FAILING = "failing"
-    # The platform refused the score or the tool's access: tried again with a changed score.
-    REFUSED = "refused"
-    # The line item was deleted: nothing is sent until a launch names a line item.
-    GONE = "gone"
-    # The line item is on no origin of the registration: the tool sends no token there.
-    FOREIGN = "foreign"
 
 
 # The targets a write may make due now: the failing keep their backoff, the gone stay gone.
