@@ -6,11 +6,9 @@ step. Torch-free until a worker trains: the parent only plans, shows progress an
 
 from __future__ import annotations
 
-import os
 import signal
 import time
-import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,11 +26,17 @@ from normdive.lab.grid import (
     LabOffered,
     offered_points,
 )
-from normdive.recording.files import UnfaithfulWrite, write_atomically, write_validated
+from normdive.recording.files import UnfaithfulWrite, write_validated
 from normdive.recording.format import ROW_SWITCHES, InitScheme, RowKey
 from normdive.training.progress import Planned, RunProgress
 from normdive.training.provenance import provenance
-from normdive.training.runner import THREADS_PER_JOB, PartialRows, RecordError, run_processes
+from normdive.training.runner import (
+    THREADS_PER_JOB,
+    PartialRows,
+    RecordError,
+    run_processes,
+    serve_tasks,
+)
 
 LAB_KIND = "lab_grid"
 # A cell's cost relative to the others (for the estimate of the time left): its depth plus
@@ -166,29 +170,14 @@ def _load(partial: PartialRows, job: LabJob) -> LabCell | None:
 def lab_worker(
     device: str, partial: str, tasks: Any, events: Any
 ) -> None:  # pragma: no cover  (runs in a spawned process; the CLI tests drive it)
-    """runner._worker's twin for lab cells: same queues, same events."""
+    """runner._worker's twin for lab cells: the same loop, queues and events."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from normdive.training.lab import train_lab_cell  # torch: only here; it pins the thread
 
-    parent = os.getppid()
-    store = Path(partial)
-    while (item := tasks.get()) is not None:
-        name, config_json, _key, seed = item
-        config = LabConfig.model_validate_json(config_json)
+    def train(config_json: str, _key: Any, seed: int, report: Callable[[Any], None]) -> LabCell:
+        return train_lab_cell(LabConfig.model_validate_json(config_json), seed, report=report)
 
-        def report(p: Any, name: str = name) -> None:
-            if os.getppid() != parent:
-                os._exit(1)  # the parent is gone (killed): do not train on as an orphan
-            events.put(("progress", name, (p.step, p.train_loss, p.heldout_accuracy)))
-
-        try:
-            events.put(("start", name, None))
-            cell = train_lab_cell(config, seed, report=report)
-            write_atomically(store / f"{name}.json", cell.model_dump_json())
-            events.put(("done", name, (cell.wall_s, cell.final.heldout_accuracy)))
-        except Exception:
-            events.put(("error", name, traceback.format_exc()))
-            return
+    serve_tasks(partial, tasks, events, train)
 
 
 def record_lab(

@@ -156,19 +156,29 @@ def fingerprint(config: RunConfig, device: str) -> dict[str, Any]:
     }
 
 
-def _worker(
-    device: str, partial: str, tasks: Any, events: Any
-) -> None:  # pragma: no cover  (runs in a spawned process; the CLI tests drive it)
-    # Ctrl-C reaches the whole process group: the parent decides, and stops us itself.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # (already ignored since exec; see below)
-    from normdive.training.train import pin_cpu, train_row  # torch: only where rows train
+class Trained(Protocol):
+    """What a worker writes for one task: a row or a lab cell."""
 
-    pin_cpu()
+    @property
+    def wall_s(self) -> float: ...
+
+    @property
+    def final(self) -> Any: ...
+
+    def model_dump_json(self) -> str: ...
+
+
+TrainOne = Callable[[str, Any, int, Callable[[Any], None]], Trained]
+
+
+def serve_tasks(partial: str, tasks: Any, events: Any, train: TrainOne) -> None:
+    """A worker's loop, for rows and lab cells alike: take (name, config JSON, key, seed) until
+    None, train it with `train(config_json, key, seed, report)`, write it under `partial`
+    atomically, and tell the parent on `events` (start, progress, done, or error and stop)."""
     parent = os.getppid()
     store = Path(partial)
     while (item := tasks.get()) is not None:
         name, config_json, key, seed = item
-        config = RunConfig.model_validate_json(config_json)
 
         def report(p: Any, name: str = name) -> None:
             if os.getppid() != parent:
@@ -177,12 +187,28 @@ def _worker(
 
         try:
             events.put(("start", name, None))
-            row = train_row(config, key, seed, device=device, report=report)
-            write_atomically(store / f"{name}.json", row.model_dump_json())
-            events.put(("done", name, (row.wall_s, row.final.heldout_accuracy)))
+            trained = train(config_json, key, seed, report)
+            write_atomically(store / f"{name}.json", trained.model_dump_json())
+            events.put(("done", name, (trained.wall_s, trained.final.heldout_accuracy)))
         except Exception:
             events.put(("error", name, traceback.format_exc()))
             return
+
+
+def _worker(
+    device: str, partial: str, tasks: Any, events: Any
+) -> None:  # pragma: no cover  (runs in a spawned process; the CLI tests drive it)
+    # Ctrl-C reaches the whole process group: the parent decides, and stops us itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # (already ignored since exec; see below)
+    from normdive.training.train import pin_cpu, train_row  # torch: only where rows train
+
+    pin_cpu()
+
+    def train(config_json: str, key: Any, seed: int, report: Callable[[Any], None]) -> Trained:
+        config = RunConfig.model_validate_json(config_json)
+        return train_row(config, key, seed, device=device, report=report)
+
+    serve_tasks(partial, tasks, events, train)
 
 
 def _stop(workers: list[BaseProcess]) -> None:
