@@ -76,9 +76,13 @@ const answer = {};
 {
   const { worker, messages, until } = spawn();
   await until((m) => m.type === "ready");
-  worker.postMessage({ type: "start", config, seed });
+  // Far more updates than run before the stop arrives: on an idle machine the shared config's
+  // whole run could end between its first progress and the second start, which would then be
+  // taken, not refused.
+  const long = { ...config, steps: config.steps * 1000 };
+  worker.postMessage({ type: "start", config: long, seed });
   await until((m) => m.type === "progress");
-  worker.postMessage({ type: "start", config, seed });
+  worker.postMessage({ type: "start", config: long, seed });
   worker.postMessage({ type: "stop" });
   await until((m) => m.type === "stopped");
   await sleep(QUIET_MS);
