@@ -77,6 +77,9 @@ def close_the_gate(page: Page) -> None:
 
 
 def no_horizontal_scroll(page: Page) -> None:
+    # After a link's navigation the URL and the first elements can be there before the
+    # stylesheets are: measured then, the unstyled tables are wider than the phone.
+    page.wait_for_load_state("load")
     width = page.evaluate("document.scrollingElement.scrollWidth")
     assert width <= PHONE["width"], f"the page scrolls sideways: {width}px"
 
