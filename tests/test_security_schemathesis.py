@@ -55,6 +55,7 @@ from normdive.web.identity import COOKIE_NAME
 from normdive.web.security import csrf
 from openapi_document import described_operations, openapi_document, route_operations
 from page_client import PageClient
+from tamper import altered_signature
 
 WRONG_READINGS = (WRONG_READING_ID, OTHER_WRONG_READING_CHOICE.id)
 # Every operation the app routes (31), as "METHOD /path".
@@ -233,7 +234,7 @@ def run_mode(
         elif forgery == "other-learner":
             headers[csrf.HEADER] = other.token
         elif forgery == "tampered-cookie":
-            cookie = cookie[:-1] + ("A" if cookie[-1] != "A" else "B")
+            cookie = altered_signature(cookie)
         elif forgery == "garbage-cookie":
             cookie = "".join(chance.choices(string.printable[:94], k=chance.randrange(60)))
         elif forgery == "foreign-origin":
