@@ -1,9 +1,11 @@
 """Parsing a typed answer, PrairieLearn style: the raw text and the parsed value are kept apart,
 and a format error costs the learner nothing.
 
-The value is exact: a decimal goes through `Decimal(text)` and a fraction through integer or
-decimal parts, never through a float, so "0.501" is exactly 501/1000 and lands within 0.001 of
-0.5 (inclusive), while "0.5011" does not.
+The value is exact and kept as two integers, never a float: a decimal is its digits over a
+power of ten ("0.501" is 501 / 10**3) and a fraction is its two decimals cross-multiplied, so
+"0.501" lands within 0.001 of 0.5 (inclusive) while "0.5011" does not. Grading (within_tolerance
+here, numeric/targets.py) compares such integers cross-multiplied: exactly the verdict of the
+same comparison in Fraction arithmetic, without a Fraction's gcd on every step.
 
 Guards against hostile input come before any arithmetic: the length limit first, then the
 exponent's size (a string like "1e999999999" would otherwise build a billion-digit integer).
@@ -11,11 +13,12 @@ exponent's size (a string like "1e999999999" would otherwise build a billion-dig
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from dataclasses import dataclass
-from decimal import Context, Decimal
 from fractions import Fraction
+from typing import NamedTuple, Protocol
 
 MAX_ANSWER_CHARS = 64
 # |exponent| beyond this is rejected before building a number: float64 spans about 1e-324 to
@@ -23,11 +26,10 @@ MAX_ANSWER_CHARS = 64
 MAX_ABS_EXPONENT = 400
 # Beyond float64's range the page could never show or compare the value sensibly.
 LARGEST_VALUE = Fraction(sys.float_info.max)
+# The same bound as an integer (float64's largest value is a whole number, 2**1024 - 2**971).
+_LARGEST_INTEGER = int(sys.float_info.max)
 # Canonical text is positional while the decimal exponent stays within this many decades.
 _CANONICAL_POSITIONAL_DECADES = 30
-# normalize() rounds to its context's precision (28 digits by default); an answer holds at most
-# MAX_ANSWER_CHARS digits, so this context keeps every one and the canonical text stays exact.
-_EXACT_CONTEXT = Context(prec=MAX_ANSWER_CHARS)
 
 UNICODE_MINUS = "\u2212"
 _DECIMAL = re.compile(
@@ -39,13 +41,34 @@ _EXAMPLES = "Write a number such as 0.667, -1.5, 2/3 or 1e-3."
 _FRACTION_HELP = "Write a fraction as one plain number over another, like 2/3 or -1.5/4."
 
 
+class Ratio(Protocol):
+    """An exact number as numerator / denominator, denominator > 0: a Fraction, an int, or a
+    ParsedAnswer (whose pair need not be in lowest terms)."""
+
+    @property
+    def numerator(self) -> int: ...
+
+    @property
+    def denominator(self) -> int: ...
+
+
 @dataclass(frozen=True)
 class ParsedAnswer:
-    """What the learner typed, and the exact value it stands for."""
+    """What the learner typed, and the exact value it stands for, numerator / denominator."""
 
     raw: str
-    value: Fraction  # exact value of what was typed ("2/3" -> Fraction(2, 3))
+    numerator: int  # "0.6667" -> 6667, "2/3" -> 2, "-1.5/4" -> -15, "1e2" -> 100
+    denominator: int  # > 0, not always in lowest terms: "0.6667" -> 10**4, "-1.5/4" -> 40
     canonical: str  # normalised text of the value: "0.6667", "2/3", "-1.5", "1E-40"
+
+    @property
+    def value(self) -> Fraction:
+        """The exact value in lowest terms ("2/3" -> Fraction(2, 3))."""
+        return Fraction(self.numerator, self.denominator)
+
+    def same_value(self, other: ParsedAnswer) -> bool:
+        """Whether both stand for the same number ("2.5", "2.50" and "5/2" do)."""
+        return self.numerator * other.denominator == other.numerator * self.denominator
 
 
 @dataclass(frozen=True)
@@ -62,7 +85,46 @@ class _Unparseable(Exception):
         self.message = message
 
 
-def _parse_decimal(text: str, *, in_fraction: bool = False) -> Decimal:
+class _Decimal(NamedTuple):
+    """One typed decimal as sign, digits and exponent: the value is (-1)**negative *
+    int(digits) * 10**exponent, and digits has neither leading nor trailing zeros ("" for
+    zero). A tuple, as it lives for one parse: a frozen dataclass costs more to build than the
+    parse itself."""
+
+    negative: bool
+    digits: str
+    exponent: int
+
+    def ratio(self) -> tuple[int, int]:
+        """(numerator, denominator > 0) of the value: the digits over a power of ten."""
+        numerator = int(self.digits or "0")
+        if self.negative:
+            numerator = -numerator
+        if self.exponent >= 0:
+            return numerator * 10**self.exponent, 1
+        return numerator, 10**-self.exponent
+
+    def canonical(self) -> str:
+        """The text Decimal(text).normalize() formats as: positional ("0.6667", "-1.5", "100")
+        while the leading digit's decade is within _CANONICAL_POSITIONAL_DECADES of the point,
+        scientific ("1E-40", "-1.234E+51") beyond; "0" for either zero."""
+        digits, exponent = self.digits, self.exponent
+        if not digits:
+            return "0"
+        sign = "-" if self.negative else ""
+        adjusted = exponent + len(digits) - 1  # the decade of the leading digit
+        if abs(adjusted) > _CANONICAL_POSITIONAL_DECADES:
+            fraction = f".{digits[1:]}" if len(digits) > 1 else ""
+            return f"{sign}{digits[0]}{fraction}E{adjusted:+d}"
+        if exponent >= 0:
+            return f"{sign}{digits}{'0' * exponent}"
+        point = len(digits) + exponent  # digits before the decimal point
+        if point > 0:
+            return f"{sign}{digits[:point]}.{digits[point:]}"
+        return f"{sign}0.{'0' * -point}{digits}"
+
+
+def _parse_decimal(text: str, *, in_fraction: bool = False) -> _Decimal:
     """One decimal number, exactly, or _Unparseable with a learner-facing message."""
     match = _DECIMAL.fullmatch(text)
     if match is None:
@@ -71,7 +133,7 @@ def _parse_decimal(text: str, *, in_fraction: bool = False) -> Decimal:
     if in_fraction and (exponent is not None or match.group("sign")):
         # Keeps the canonical "p/q" short and the sign in one place.
         raise _Unparseable(_FRACTION_HELP)
-    # Checked on the digits before int() and Decimal() run: this is the DoS guard.
+    # Checked on the digits before int() runs: this is the DoS guard.
     if exponent is not None:
         digits = exponent.lstrip("+-").lstrip("0")
         if len(digits) > len(str(MAX_ABS_EXPONENT)) or int(digits or "0") > MAX_ABS_EXPONENT:
@@ -79,11 +141,19 @@ def _parse_decimal(text: str, *, in_fraction: bool = False) -> Decimal:
                 f"That exponent is out of range: keep it between -{MAX_ABS_EXPONENT} and "
                 f"{MAX_ABS_EXPONENT}."
             )
-    return Decimal(text)
+    whole, _, decimals = match.group("mantissa").partition(".")
+    significant = (whole + decimals).lstrip("0")
+    trimmed = significant.rstrip("0")
+    return _Decimal(
+        negative=match.group("sign") == "-",
+        digits=trimmed,
+        exponent=int(exponent or "0") - len(decimals) + len(significant) - len(trimmed),
+    )
 
 
-def _parse_fraction(text: str) -> Fraction:
-    """ "2/3", "-1.5/4", "+2 / 3": plain decimals on both sides, one optional sign in front."""
+def _parse_fraction(text: str) -> tuple[int, int]:
+    """ "2/3", "-1.5/4", "+2 / 3": plain decimals on both sides, one optional sign in front.
+    Returns (numerator, denominator > 0), not in lowest terms."""
     top, _, bottom = text.partition("/")
     negative = top.startswith("-")
     top = top.removeprefix("-" if negative else "+").strip()
@@ -92,19 +162,20 @@ def _parse_fraction(text: str) -> Fraction:
         raise _Unparseable(_FRACTION_HELP)
     numerator = _parse_decimal(top, in_fraction=True)
     denominator = _parse_decimal(bottom, in_fraction=True)
-    if denominator == 0:
+    if not denominator.digits:
         raise _Unparseable("That divides by zero: the number under the / cannot be 0.")
-    value = Fraction(numerator) / Fraction(denominator)
-    return -value if negative else value
+    # (a / 10**i) / (b / 10**j) = (a * 10**j) / (b * 10**i); b > 0, as neither side has a sign.
+    top_numerator, top_denominator = numerator.ratio()
+    bottom_numerator, bottom_denominator = denominator.ratio()
+    value = top_numerator * bottom_denominator
+    return -value if negative else value, top_denominator * bottom_numerator
 
 
-def _canonical_decimal(number: Decimal) -> str:
-    if number == 0:
-        return "0"
-    normal = number.normalize(_EXACT_CONTEXT)
-    if abs(normal.adjusted()) <= _CANONICAL_POSITIONAL_DECADES:
-        return format(normal, "f")
-    return format(normal, "E")
+def _lowest_terms_text(numerator: int, denominator: int) -> str:
+    """str(Fraction(numerator, denominator)): "2/3", "-2/3", "2", "0"."""
+    common = math.gcd(numerator, denominator)
+    numerator, denominator = numerator // common, denominator // common
+    return str(numerator) if denominator == 1 else f"{numerator}/{denominator}"
 
 
 def parse_answer(raw: str) -> ParsedAnswer | FormatError:
@@ -128,19 +199,25 @@ def parse_answer(raw: str) -> ParsedAnswer | FormatError:
         )
     try:
         if "/" in text:
-            value = _parse_fraction(text)
-            canonical = str(value)  # lowest terms: "4/6" -> "2/3", "4/2" -> "2"
+            numerator, denominator = _parse_fraction(text)
+            # lowest terms: "4/6" -> "2/3", "4/2" -> "2"
+            canonical = _lowest_terms_text(numerator, denominator)
         else:
             number = _parse_decimal(text)
-            value = Fraction(number)
-            canonical = _canonical_decimal(number)
+            numerator, denominator = number.ratio()
+            canonical = number.canonical()
     except _Unparseable as problem:
         return FormatError(raw, problem.message)
-    if abs(value) > LARGEST_VALUE:
+    if abs(numerator) > _LARGEST_INTEGER * denominator:  # |value| > LARGEST_VALUE
         return FormatError(raw, f"That number is too large to work with here. {_EXAMPLES}")
-    return ParsedAnswer(raw=raw, value=value, canonical=canonical)
+    return ParsedAnswer(raw=raw, numerator=numerator, denominator=denominator, canonical=canonical)
 
 
-def within_tolerance(value: Fraction, exact: Fraction, tolerance: Fraction) -> bool:
-    """|value - exact| <= tolerance, inclusive, in exact rational arithmetic."""
-    return abs(value - exact) <= tolerance
+def within_tolerance(value: Ratio, exact: Ratio, tolerance: Ratio) -> bool:
+    """|value - exact| <= tolerance, inclusive, exactly. With value = a/b, exact = c/d and
+    tolerance = e/f (b, d, f > 0), multiplying through by b*d*f keeps the inequality:
+    |a*d*f - c*b*f| <= e*b*d, all in integers."""
+    a, b = value.numerator, value.denominator
+    c, d = exact.numerator, exact.denominator
+    e, f = tolerance.numerator, tolerance.denominator
+    return abs((a * d - c * b) * f) <= e * b * d

@@ -6,6 +6,13 @@ to a Fraction exactly; 50 digits leave an error near 1e-50, negligible against a
 1e-3, so the inclusive boundary test |typed - exact| <= tolerance is decided correctly for any
 typed text shorter than 45 significant digits (answers are capped at 64 characters).
 
+Grading a typed value compares integers, never Fractions: for each target p/q and the
+tolerance a/b, the products q*b, p*b and a*q are worked out once per process (_Window), and a
+typed n/d (a decimal's digits over its power of ten) is within tolerance exactly when
+|n*q*b - p*b*d| <= a*q*d, the inequality |n/d - p/q| <= a/b multiplied through by d*q*b > 0.
+That is the same verdict exact rational arithmetic gives, for every input, at a fraction of its
+cost: no gcd, no new Fraction per comparison (bench/grading.py).
+
 A slip is what a learner who made one classic mistake would type for a step: the sum left
 undivided, n-1 in place of n, the square root forgotten, a stray minus sign, and so on. A wrong
 answer is matched against the slips of its step in SLIPS order, and the first one within
@@ -23,7 +30,7 @@ from decimal import Context, Decimal
 from fractions import Fraction
 from typing import Literal
 
-from normdive.numeric.answers import within_tolerance
+from normdive.numeric.answers import Ratio, within_tolerance
 
 Step = Literal["mean", "variance", "denominator"]
 STEPS: tuple[Step, ...] = ("mean", "variance", "denominator")
@@ -151,27 +158,64 @@ def exact_value(row: Sequence[Exact], eps: Exact, step: Step) -> Fraction:
     raise ValueError(f"unknown step {step!r}; the steps are {', '.join(STEPS)}")
 
 
+@dataclass(frozen=True)
+class _Window:
+    """|n/d - p/q| <= a/b for a target p/q and a tolerance a/b (q, b > 0), multiplied through
+    by d*q*b so that each typed n/d (d > 0) costs three integer products and no division."""
+
+    scaled_denominator: int  # q*b
+    scaled_numerator: int  # p*b
+    scaled_tolerance: int  # a*q
+
+    @classmethod
+    def around(cls, target: Fraction, tolerance: Fraction) -> _Window:
+        return cls(
+            scaled_denominator=target.denominator * tolerance.denominator,
+            scaled_numerator=target.numerator * tolerance.denominator,
+            scaled_tolerance=tolerance.numerator * target.denominator,
+        )
+
+    def holds(self, value: Ratio) -> bool:
+        denominator = value.denominator
+        distance = value.numerator * self.scaled_denominator - self.scaled_numerator * denominator
+        return abs(distance) <= self.scaled_tolerance * denominator
+
+
+@dataclass(frozen=True)
+class _Targets:
+    """One step of one row at one eps and tolerance, ready to grade: the exact answer's window,
+    and the window of each slip that differs from the exact answer by more than the tolerance,
+    in SLIPS order (a slip within tolerance of the answer is never reported)."""
+
+    exact: _Window
+    slips: tuple[tuple[str, _Window], ...]
+
+
 @functools.lru_cache(maxsize=256)
-def _targets(
-    row: tuple[Exact, ...], eps: Exact, step: Step
-) -> tuple[Fraction, tuple[tuple[str, Fraction], ...]]:
-    """The exact answer and every slip's value for one step of one row. Exact square roots
-    cost a fraction of a millisecond each, and every check of the six numbers asks for the same
-    few rows of the lesson, so each is computed once per process (bench/RESULTS.md, "Load")."""
-    return exact_value(row, eps, step), tuple(slip_values(row, eps, step).items())
-
-
-def grade(value: Fraction, row: Sequence[Exact], eps: Exact, step: Step, tolerance: Exact) -> Grade:
-    """Right when |value - exact| <= tolerance; otherwise the first slip in SLIPS order that the
-    value matches within tolerance, among slips that differ from the exact answer by more."""
-    exact, slips = _targets(tuple(row), eps, step)
+def _targets(row: tuple[Exact, ...], eps: Exact, step: Step, tolerance: Exact) -> _Targets:
+    """Exact square roots cost a fraction of a millisecond each, and every check of the six
+    numbers asks for the same few rows of the lesson at one tolerance, so each step's targets
+    are computed once per process (bench/RESULTS.md, "Load")."""
+    exact = exact_value(row, eps, step)
     allowed = Fraction(tolerance)
     if allowed < 0:
         raise ValueError(f"tolerance must be >= 0, got {tolerance}")
-    if within_tolerance(value, exact, allowed):
+    slips = tuple(
+        (slip, _Window.around(value, allowed))
+        for slip, value in slip_values(row, eps, step).items()
+        if not within_tolerance(value, exact, allowed)
+    )
+    return _Targets(exact=_Window.around(exact, allowed), slips=slips)
+
+
+def grade(value: Ratio, row: Sequence[Exact], eps: Exact, step: Step, tolerance: Exact) -> Grade:
+    """Right when |value - exact| <= tolerance; otherwise the first slip in SLIPS order that the
+    value matches within tolerance, among slips that differ from the exact answer by more.
+    The value is any exact n/d: a Fraction, an int, or a ParsedAnswer as typed."""
+    targets = _targets(tuple(row), eps, step, tolerance)
+    if targets.exact.holds(value):
         return Grade(right=True, slip=None)
-    for slip, slip_value in slips:
-        distinct = not within_tolerance(slip_value, exact, allowed)
-        if distinct and within_tolerance(value, slip_value, allowed):
+    for slip, window in targets.slips:
+        if window.holds(value):
             return Grade(right=False, slip=slip)
     return Grade(right=False, slip=None)

@@ -143,19 +143,18 @@ def commit_prediction(state: LessonState, lesson: Lesson, choice: str) -> Action
     return EventKind.PREDICTION_COMMITTED, {"choice": chosen}
 
 
-def _unchanged(field_state: FieldState, raw: str) -> bool:
+def _unchanged(field_state: FieldState, raw: str, now: ParsedAnswer | FormatError) -> bool:
     """Whether `raw` says what the field's last graded answer said, so grading it again would
     only repeat the verdict the learner already has (a format error typed in between changes
     nothing: it was never graded). Two numbers are compared by their exact parsed value, not
     their text: "2.5", " 2.50" and "5/2" are the same answer, get the same verdict and the same
     slip, and charging an attempt for a respelling teaches nothing. Text that is not a number
     is compared with the field's last answer as typed (after strip), when that answer was a
-    format error too: its message would only be repeated."""
-    now = parse_answer(raw)
+    format error too: its message would only be repeated. `now` is parse_answer(raw)."""
     if isinstance(now, ParsedAnswer):
         graded = field_state.last_graded_raw
         before = parse_answer(graded) if graded is not None else None
-        return isinstance(before, ParsedAnswer) and before.value == now.value
+        return isinstance(before, ParsedAnswer) and before.same_value(now)
     last = field_state.last_raw
     return (
         field_state.last_verdict == "format_error"
@@ -183,7 +182,12 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
         for f in open_fields
         if not answers.get(f.id, "").strip() and state.fields[f.id].last_raw
     ]
-    changed = [(f, raw) for f, raw in typed if not _unchanged(state.fields[f.id], raw)]
+    parsed_by_field = {f.id: parse_answer(raw) for f, raw in typed}
+    changed = [
+        (f, raw)
+        for f, raw in typed
+        if not _unchanged(state.fields[f.id], raw, parsed_by_field[f.id])
+    ]
     if not changed and blanked:
         raise Conflict(NOTHING_CHANGED_BUT_BLANKED.format(labels=" and ".join(blanked)))
     if not typed:
@@ -202,7 +206,7 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
     entries: list[dict[str, Any]] = []
     for number_field, raw in changed:
         stored_raw = raw[:MAX_STORED_RAW_CHARS]
-        parsed = parse_answer(raw)
+        parsed = parsed_by_field[number_field.id]
         if isinstance(parsed, FormatError):
             entries.append(
                 {
@@ -216,7 +220,7 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
             )
             continue
         result = grade(
-            parsed.value,
+            parsed,
             lesson.hand_rows[number_field.row],
             lesson.eps,
             number_field.step,
