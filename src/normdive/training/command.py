@@ -31,9 +31,9 @@ from normdive.recording.sweep import (
     relative_cost,
 )
 from normdive.recording.sweep_reader import sweep_summary
-from normdive.training.lab_record import LabPlan, lab_summary, record_lab
-from normdive.training.runner import RecordError, partial_dir, plan, record
-from normdive.training.sweep import record_sweep
+from normdive.training.lab_record import CELL, LAB_DEVICE, LabPlan, lab_summary, record_lab
+from normdive.training.runner import ROW, RecordError, partial_dir, plan, record
+from normdive.training.sweep import RUN, record_sweep
 
 EXIT_INTERRUPTED = 130  # what a shell reports for a command ended by Ctrl-C
 EXIT_FAILED = 1
@@ -64,36 +64,48 @@ def resolve_device(device: str) -> str:
     return device
 
 
-# What a recording command writes: the recording, or the sweep.
+# What a recording command writes: the recording, the sweep or the lab grid.
 RecordedT = TypeVar("RecordedT")
 
 
-def _interruptible(
-    console: Console, out: Path, finished: str, name: str, work: Callable[[], RecordedT]
-) -> RecordedT | int:
+def job_count(jobs: int | None, units: int) -> int:
+    """The worker processes to start: `jobs`, or one per CPU, but no more than the units."""
+    return min(jobs or os.cpu_count() or 1, max(1, units))
+
+
+def _recorded(
+    console: Console,
+    out: Path,
+    noun: str,
+    name: str,
+    work: Callable[[], RecordedT],
+    summary: Callable[[RecordedT], list[str]],
+) -> int:
     """Run `work` (which writes `out` whole, or leaves it as it was), with SIGTERM as Ctrl-C;
-    then say what was written and how long it took. Returns what `work` returned, or the
-    exit status when it was interrupted or failed (its finished `finished` stay kept)."""
+    then say what was written, how long it took, and its `summary`. Returns the exit status:
+    0, or EXIT_INTERRUPTED or EXIT_FAILED (its finished `noun`s stay kept)."""
     previous = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     started = time.perf_counter()
     try:
         result = work()
     except KeyboardInterrupt:
         console.print(
-            f"Interrupted. Finished {finished} are kept in {partial_dir(out)}; run the same "
+            f"Interrupted. Finished {noun}s are kept in {partial_dir(out)}; run the same "
             f"command again to resume. {out} was not touched."
         )
         return EXIT_INTERRUPTED
     except RecordError as error:
         console.print(f"{name} failed: {error}")
-        console.print(f"Finished {finished} are kept in {partial_dir(out)}; {out} was not touched.")
+        console.print(f"Finished {noun}s are kept in {partial_dir(out)}; {out} was not touched.")
         return EXIT_FAILED
     finally:
         signal.signal(signal.SIGTERM, previous)
     wall = time.perf_counter() - started
     size = out.stat().st_size
     console.print(f"Wrote {out} ({size / 1024:.1f} KiB) in {wall:.1f} s ({wall / 60:.1f} min).")
-    return result
+    for line in summary(result):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    return 0
 
 
 def _interrupt_on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -115,37 +127,32 @@ def record_runs(
     before anything is trained."""
     device = resolve_device(device)
     tasks = plan(rows, seeds)
-    job_count = min(jobs or os.cpu_count() or 1, len(tasks))
+    processes = job_count(jobs, len(tasks))
     console = Console(soft_wrap=True)  # paths and table lines stay whole in logs
     console.print(
         f"Recording {len(tasks)} row(s) on {device}"
-        + (f" with {job_count} single-thread process(es)" if device == "cpu" else "")
+        + (f" with {processes} single-thread process(es)" if device == "cpu" else "")
         + f": depth {config.depth}, copy length {config.copy_length}, {config.steps} steps, "
         f"init {config.init}, seeds {', '.join(map(str, seeds))}."
     )
-    recording = _interruptible(
+    return _recorded(
         console,
         out,
-        "rows",
+        ROW,
         "record-runs",
         lambda: record(
             config,
             tasks,
             seeds=seeds,
             device=device,
-            jobs=job_count,
+            jobs=processes,
             out=out,
             command=command_line(),
             fresh=fresh,
             console=console,
         ),
+        lambda recording: [*summary_table(recording), ranking_note(recording)],
     )
-    if isinstance(recording, int):
-        return recording
-    for line in summary_table(recording):
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
-    console.print(ranking_note(recording), markup=False, highlight=False, soft_wrap=True)
-    return 0
 
 
 def record_sweep_runs(
@@ -175,7 +182,7 @@ def record_sweep_runs(
     )
     part = ShardPart(index=shard[0], count=shard[1]) if shard is not None else None
     runs = sweep_plan.runs() if part is None else sweep_plan.shard(part.index, part.count)
-    job_count = min(jobs or os.cpu_count() or 1, max(1, len(runs)))
+    processes = job_count(jobs, len(runs))
     console = Console(soft_wrap=True)
     depth_text = "; ".join(
         f"depth {entry.depth} seeds {', '.join(map(str, entry.seeds))}"
@@ -185,34 +192,30 @@ def record_sweep_runs(
         "Recording the depth sweep"
         + (f", shard {part.index} of {part.count}" if part else "")
         + f": {len(runs)} run(s) on {device}"
-        + (f" with {job_count} single-thread process(es)" if device == "cpu" else "")
+        + (f" with {processes} single-thread process(es)" if device == "cpu" else "")
         + f"; {depth_text}; inits {', '.join(sweep_plan.inits)}; copy length "
         f"{config.copy_length}, width {config.d_model}, {config.steps} steps. "
         f"Relative cost {sum(relative_cost(r.depth) for r in runs):.0f} (one run at depth 8: "
         f"{relative_cost(8):.1f}). Writing {out}."
     )
-    sweep = _interruptible(
+    return _recorded(
         console,
         out,
-        "runs",
+        RUN,
         "record-runs --sweep",
         lambda: record_sweep(
             config,
             sweep_plan,
             shard=part,
             device=device,
-            jobs=job_count,
+            jobs=processes,
             out=out,
             command=command_line(),
             fresh=fresh,
             console=console,
         ),
+        sweep_summary,
     )
-    if isinstance(sweep, int):
-        return sweep
-    for line in sweep_summary(sweep):
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
-    return 0
 
 
 def record_lab_runs(
@@ -234,33 +237,29 @@ def record_lab_runs(
         None if extra_eps_seeds is None else tuple(extra_eps_seeds),
     )
     cells = len(lab_plan.points())
-    job_count = min(jobs or os.cpu_count() or 1, max(1, cells))
+    processes = job_count(jobs, cells)
     console = Console(soft_wrap=True)
     console.print(
-        f"Recording the lab grid: {cells} cell(s) on cpu with {job_count} single-thread "
+        f"Recording the lab grid: {cells} cell(s) on {LAB_DEVICE} with {processes} single-thread "
         f"process(es); depths {', '.join(map(str, offered.depths))}; inits "
         f"{', '.join(offered.inits)}; eps {', '.join(f'{e:g}' for e in offered.eps)}; seeds "
         f"{', '.join(map(str, offered.seeds))}; width {base.d_model}, copy length "
         f"{base.copy_length}, batch {base.batch_size}, {base.steps} steps. Writing {out}."
         + (f" Trimmed: {lab_plan.trimmed()}" if lab_plan.trimmed() else "")
     )
-    grid = _interruptible(
+    return _recorded(
         console,
         out,
-        "cells",
+        CELL,
         "record-runs --lab",
         lambda: record_lab(
             base,
             lab_plan,
-            jobs=job_count,
+            jobs=processes,
             out=out,
             command=command_line(),
             fresh=fresh,
             console=console,
         ),
+        lab_summary,
     )
-    if isinstance(grid, int):
-        return grid
-    for line in lab_summary(grid):
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
-    return 0

@@ -7,7 +7,6 @@ step. Torch-free until a worker trains: the parent only plans, shows progress an
 from __future__ import annotations
 
 import signal
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,19 +25,15 @@ from normdive.lab.grid import (
     LabOffered,
     offered_points,
 )
-from normdive.recording.files import UnfaithfulWrite, write_validated
-from normdive.recording.format import ROW_SWITCHES, InitScheme, RowKey
+from normdive.recording.format import ROW_SWITCHES, InitScheme, Provenance, RowKey
 from normdive.training.progress import Planned, RunProgress
-from normdive.training.provenance import provenance
-from normdive.training.runner import (
-    THREADS_PER_JOB,
-    PartialRows,
-    RecordError,
-    run_processes,
-    serve_tasks,
-)
+from normdive.training.runner import PartialRows, record_kept, run_processes, serve_tasks
 
 LAB_KIND = "lab_grid"
+CELL = "cell"  # one job of the lab grid, on the console
+LAB_DEVICE = "cpu"  # the lab's cells are small: they train in worker processes on the CPU
+# Compact, as the sweep: the grid is read by the page, not by people.
+LAB_INDENT = None
 # A cell's cost relative to the others (for the estimate of the time left): its depth plus
 # the fixed part every step pays (embeddings, head, the optimiser, Python's overhead), which
 # at width 32 weighs about as much as two blocks.
@@ -192,51 +187,36 @@ def record_lab(
 ) -> LabGrid:
     """Train the plan's cells not kept yet (CPU worker processes), then write the grid to
     `out`. Raises KeyboardInterrupt (finished cells stay kept) or RecordError."""
-    started = time.perf_counter()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    every = lab_jobs(base, plan.points())
-    partial = PartialRows(out, lab_fingerprint(base, "cpu"), fresh=fresh)
-    kept = {job.name: cell for job in every if (cell := _load(partial, job)) is not None}
-    todo = [job for job in every if job.name not in kept]
-    if kept:
-        console.print(
-            f"Resuming: {len(kept)} finished cell(s) kept in {partial.dir}; {len(todo)} to train."
+
+    def train(todo: list[LabJob], partial: PartialRows, bars: RunProgress) -> None:
+        run_processes(todo, jobs, partial, bars, target=lab_worker)
+
+    def grid(found: dict[str, LabCell], made_by: Provenance) -> LabGrid:
+        return LabGrid(
+            format_version=LAB_FORMAT_VERSION,
+            base=base,
+            offered=plan.offered,
+            trimmed=plan.trimmed(),
+            cells=list(found.values()),
+            provenance=made_by,
         )
-    bars = RunProgress(console, [job.planned for job in every], base.steps)
-    for name, cell in kept.items():
-        bars.kept(name, cell.final.heldout_accuracy)
-    with bars:
-        if todo:
-            run_processes(todo, jobs, partial, bars, target=lab_worker)
-    cells = []
-    for job in every:
-        cell = kept.get(job.name) or _load(partial, job)
-        if cell is None:
-            raise RecordError(
-                f"cell {job.label} finished but its file in {partial.dir} is unreadable"
-            )
-        cells.append(cell)
-    grid = LabGrid(
-        format_version=LAB_FORMAT_VERSION,
-        base=base,
-        offered=plan.offered,
-        trimmed=plan.trimmed(),
-        cells=cells,
-        provenance=provenance(
-            command=command,
-            device="cpu",
-            jobs=jobs,
-            threads_per_job=THREADS_PER_JOB,
-            wall_s=time.perf_counter() - started,
-            rows_resumed=len(kept),
-        ),
+
+    return record_kept(
+        lab_jobs(base, plan.points()),
+        noun=CELL,
+        fingerprint=lab_fingerprint(base, LAB_DEVICE),
+        load=_load,
+        train=train,
+        steps=base.steps,
+        document=grid,
+        indent=LAB_INDENT,
+        device=LAB_DEVICE,
+        jobs=jobs,
+        out=out,
+        command=command,
+        fresh=fresh,
+        console=console,
     )
-    try:
-        write_validated(out, grid, indent=None)
-    except UnfaithfulWrite as error:
-        raise RecordError(str(error)) from None
-    partial.remove()
-    return grid
 
 
 def lab_summary(grid: LabGrid) -> list[str]:

@@ -26,13 +26,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 from rich.console import Console
 
 from normdive.recording.files import UnfaithfulWrite, write_atomically, write_validated
-from normdive.recording.format import FORMAT_VERSION, Recording, Row, RowKey, RunConfig
+from normdive.recording.format import (
+    FORMAT_VERSION,
+    Provenance,
+    Recording,
+    Row,
+    RowKey,
+    RunConfig,
+)
 from normdive.training.progress import Planned, RunProgress
 from normdive.training.provenance import provenance
 
@@ -40,6 +47,9 @@ LESSON = "8.5 The transformer block"
 THREADS_PER_JOB = 1  # see the module docstring and bench/RESULTS.md
 POLL_S = 0.2  # how often the parent checks on its workers while no event arrives
 JOIN_S = 5.0  # how long a stopped worker gets to exit before it is killed
+ROW = "row"  # one job of the ablation, on the console
+# The shipped recording is read in review: one-space indents keep its diffs readable.
+RECORDING_INDENT = 1
 
 
 class RecordError(Exception):
@@ -303,45 +313,101 @@ def run_here(todo: list[Job], device: str, partial: PartialRows, bars: RunProgre
         bars.done(job.name, row.final.heldout_accuracy, row.wall_s)
 
 
-def write_recording(out: Path, recording: Recording) -> int:
-    """Write the recording whole or not at all (write_validated). Returns its size in bytes."""
+def write_recording(
+    out: Path, document: BaseModel, *, indent: int | None = RECORDING_INDENT
+) -> int:
+    """Write a recording, sweep or lab grid whole or not at all (write_validated). Returns
+    its size in bytes."""
     try:
-        return write_validated(out, recording)
+        return write_validated(out, document, indent=indent)
     except UnfaithfulWrite as error:
         raise RecordError(str(error)) from None
 
 
-def train_missing(
-    todo: list[Job],
-    kept: dict[str, Row],
-    *,
-    device: str,
-    jobs: int,
-    partial: PartialRows,
-    console: Console,
-    steps: int,
-    every: Sequence[Job],
-) -> dict[str, Row]:
-    """Train `todo` (the jobs of `every` not kept yet), showing progress over all of them;
-    returns every job's row by name. Raises KeyboardInterrupt (finished rows stay kept) or
-    RecordError."""
-    bars = RunProgress(console, [job.planned for job in every], steps)
-    for name, kept_row in kept.items():
-        bars.kept(name, kept_row.final.heldout_accuracy)
-    with bars:
-        if not todo:
-            pass
-        elif device == "cpu":
+class PlannedJob(WorkerJob, Protocol):
+    """A job the recording skeleton plans: kept under `name`, shown as `label`."""
+
+    @property
+    def label(self) -> str: ...
+    @property
+    def planned(self) -> Planned: ...
+
+
+JobT = TypeVar("JobT", bound=PlannedJob)
+TrainedT = TypeVar("TrainedT", bound=Trained)
+DocumentT = TypeVar("DocumentT", bound=BaseModel)
+# Trains the jobs not kept yet (the first argument), each kept in the PartialRows as it ends.
+TrainJobs = Callable[[list[JobT], PartialRows, RunProgress], None]
+
+
+def train_rows(device: str, jobs: int) -> TrainJobs[Job]:
+    """How rows train: in `jobs` worker processes on the CPU, one after another here on CUDA."""
+
+    def train(todo: list[Job], partial: PartialRows, bars: RunProgress) -> None:
+        if device == "cpu":
             run_processes(todo, jobs, partial, bars)
         else:
             run_here(todo, device, partial, bars)
-    rows: dict[str, Row] = {}
+
+    return train
+
+
+def record_kept(
+    every: Sequence[JobT],
+    *,
+    noun: str,
+    fingerprint: dict[str, Any],
+    load: Callable[[PartialRows, JobT], TrainedT | None],
+    train: TrainJobs[JobT],
+    steps: int,
+    document: Callable[[dict[str, TrainedT], Provenance], DocumentT],
+    indent: int | None,
+    device: str,
+    jobs: int,
+    out: Path,
+    command: str,
+    fresh: bool,
+    console: Console,
+) -> DocumentT:
+    """What recording the ablation, the sweep and the lab grid share: keep what `load` finds
+    beside `out` under `fingerprint`, `train` the rest with progress over `every`, build the
+    `document` from every job's result (by name) and its provenance, write it whole to `out`
+    with `indent`, and drop the kept files. `noun` names one job on the console ("row").
+    Raises KeyboardInterrupt (finished jobs stay kept) or RecordError."""
+    started = time.perf_counter()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = PartialRows(out, fingerprint, fresh=fresh)
+    kept = {job.name: done for job in every if (done := load(partial, job)) is not None}
+    todo = [job for job in every if job.name not in kept]
+    if kept:
+        console.print(
+            f"Resuming: {len(kept)} finished {noun}(s) kept in {partial.dir}; {len(todo)} to train."
+        )
+    bars = RunProgress(console, [job.planned for job in every], steps)
+    for name, done in kept.items():
+        bars.kept(name, done.final.heldout_accuracy)
+    with bars:
+        if todo:
+            train(todo, partial, bars)
+    found: dict[str, TrainedT] = {}
     for job in every:
-        row = kept.get(job.name) or partial.load(job)
-        if row is None:
-            raise RecordError(f"row {job.label} finished but {partial.path(job)} is unreadable")
-        rows[job.name] = row
-    return rows
+        done = kept.get(job.name) or load(partial, job)
+        if done is None:
+            where = partial.dir / f"{job.name}.json"
+            raise RecordError(f"{noun} {job.label} finished but {where} is unreadable")
+        found[job.name] = done
+    made_by = provenance(
+        command=command,
+        device=device,
+        jobs=jobs,
+        threads_per_job=THREADS_PER_JOB,
+        wall_s=time.perf_counter() - started,
+        rows_resumed=len(kept),
+    )
+    whole = document(found, made_by)
+    write_recording(out, whole, indent=indent)
+    partial.remove()
+    return whole
 
 
 def record(
@@ -356,45 +422,33 @@ def record(
     fresh: bool,
     console: Console,
 ) -> Recording:
-    """Train what is not kept yet, then write the recording. Raises KeyboardInterrupt
+    """Train the rows not kept yet, then write the recording. Raises KeyboardInterrupt
     (finished rows stay kept) or RecordError."""
-    started = time.perf_counter()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = PartialRows(out, fingerprint(config, device), fresh=fresh)
-    kept = {t.name: row for t in tasks if (row := partial.load(t)) is not None}
-    todo = [t for t in tasks if t.name not in kept]
-    if kept:
-        console.print(
-            f"Resuming: {len(kept)} finished row(s) kept in {partial.dir}; {len(todo)} to train."
+
+    def recording(rows: dict[str, Row], made_by: Provenance) -> Recording:
+        return Recording(
+            format_version=FORMAT_VERSION,
+            lesson=LESSON,
+            provenance=made_by,
+            config=config,
+            seeds=list(seeds),
+            page_seed=seeds[0],
+            rows=[rows[task.name] for task in tasks],
         )
-    every = [task.job(config) for task in tasks]
-    found = train_missing(
-        [job for job in every if job.name not in kept],
-        kept,
+
+    return record_kept(
+        [task.job(config) for task in tasks],
+        noun=ROW,
+        fingerprint=fingerprint(config, device),
+        load=PartialRows.load,
+        train=train_rows(device, jobs),
+        steps=config.steps,
+        document=recording,
+        indent=RECORDING_INDENT,
         device=device,
         jobs=jobs,
-        partial=partial,
+        out=out,
+        command=command,
+        fresh=fresh,
         console=console,
-        steps=config.steps,
-        every=every,
     )
-    rows = [found[task.name] for task in tasks]
-    recording = Recording(
-        format_version=FORMAT_VERSION,
-        lesson=LESSON,
-        provenance=provenance(
-            command=command,
-            device=device,
-            jobs=jobs,
-            threads_per_job=THREADS_PER_JOB,
-            wall_s=time.perf_counter() - started,
-            rows_resumed=len(kept),
-        ),
-        config=config,
-        seeds=list(seeds),
-        page_seed=seeds[0],
-        rows=rows,
-    )
-    write_recording(out, recording)
-    partial.remove()
-    return recording

@@ -8,14 +8,12 @@ the plan; so a sweep run again with more depths or seeds trains only the new run
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from normdive.recording.files import UnfaithfulWrite, write_validated
-from normdive.recording.format import RunConfig
+from normdive.recording.format import Provenance, Row, RunConfig
 from normdive.recording.sweep import (
     SWEEP_FORMAT_VERSION,
     SWEEP_KIND,
@@ -28,15 +26,11 @@ from normdive.recording.sweep import (
     relative_cost,
     run_config,
 )
-from normdive.training.provenance import provenance
-from normdive.training.runner import (
-    LESSON,
-    THREADS_PER_JOB,
-    Job,
-    PartialRows,
-    RecordError,
-    train_missing,
-)
+from normdive.training.runner import LESSON, Job, PartialRows, record_kept, train_rows
+
+RUN = "run"  # one job of the sweep, on the console
+# Compact: the default sweep is about 0.7 MB so, against 0.9 MB with one-space indents.
+SWEEP_INDENT = None
 
 
 def sweep_fingerprint(config: RunConfig, device: str) -> dict[str, Any]:
@@ -77,52 +71,35 @@ def record_sweep(
 ) -> Sweep:
     """Train the runs of `plan` (or of its `shard`) not kept yet, then write the sweep to
     `out`. Raises KeyboardInterrupt (finished runs stay kept) or RecordError."""
-    started = time.perf_counter()
-    out.parent.mkdir(parents=True, exist_ok=True)
     runs = plan.runs() if shard is None else plan.shard(shard.index, shard.count)
-    every = sweep_jobs(config, runs)
-    partial = PartialRows(out, sweep_fingerprint(config, device), fresh=fresh)
-    kept = {job.name: row for job in every if (row := partial.load(job)) is not None}
-    todo = [job for job in every if job.name not in kept]
-    if kept:
-        console.print(
-            f"Resuming: {len(kept)} finished run(s) kept in {partial.dir}; {len(todo)} to train."
+
+    def sweep(found: dict[str, Row], made_by: Provenance) -> Sweep:
+        return Sweep(
+            format_version=SWEEP_FORMAT_VERSION,
+            kind="depth_sweep",
+            lesson=LESSON,
+            provenance=[made_by],
+            config=config,
+            plan=plan,
+            shard=shard,
+            runs=canonical_order(
+                SweepRun(depth=run.depth, init=run.init, row=found[run.name]) for run in runs
+            ),
         )
-    found = train_missing(
-        todo,
-        kept,
+
+    return record_kept(
+        sweep_jobs(config, runs),
+        noun=RUN,
+        fingerprint=sweep_fingerprint(config, device),
+        load=PartialRows.load,
+        train=train_rows(device, jobs),
+        steps=config.steps,
+        document=sweep,
+        indent=SWEEP_INDENT,
         device=device,
         jobs=jobs,
-        partial=partial,
+        out=out,
+        command=command,
+        fresh=fresh,
         console=console,
-        steps=config.steps,
-        every=every,
     )
-    sweep = Sweep(
-        format_version=SWEEP_FORMAT_VERSION,
-        kind="depth_sweep",
-        lesson=LESSON,
-        provenance=[
-            provenance(
-                command=command,
-                device=device,
-                jobs=jobs,
-                threads_per_job=THREADS_PER_JOB,
-                wall_s=time.perf_counter() - started,
-                rows_resumed=len(kept),
-            )
-        ],
-        config=config,
-        plan=plan,
-        shard=shard,
-        runs=canonical_order(
-            SweepRun(depth=run.depth, init=run.init, row=found[run.name]) for run in runs
-        ),
-    )
-    # Compact: the default sweep is about 0.7 MB so, against 0.9 MB with one-space indents.
-    try:
-        write_validated(out, sweep, indent=None)
-    except UnfaithfulWrite as error:
-        raise RecordError(str(error)) from None
-    partial.remove()
-    return sweep
