@@ -42,7 +42,7 @@ help:
 	@echo "make run       - set up and serve the lesson at http://$(HOST):$(PORT) (SQLite under $(VAR)/)"
 	@echo "make test      - set up and run every test (lint, types, unit, HTTP, browser)"
 	@echo "make unit      - the quick tests: no PostgreSQL, HTTP, browser, node or root"
-	@echo "make lint      - ruff check and ruff format --check"
+	@echo "make lint      - ruff check, ruff format --check, and tsc over the page's JavaScript"
 	@echo "make typecheck - mypy (strict)"
 	@echo "make pytest    - every pytest test (PostgreSQL, Chromium and node must be there)"
 	@echo "make browser   - the browser tests (Chromium, and PostgreSQL for one journey)"
@@ -123,9 +123,12 @@ pytest: $(VENV)/.installed-test
 
 # --- parts of `make test` ----------------------------------------------------------
 
-lint: $(VENV)/.installed-test
+# The browser's JavaScript (web/static) is type-checked from its JSDoc by TypeScript's tsc
+# (tsconfig.json; pinned in package.json): a second or two.
+lint: $(VENV)/.installed-test node_modules/.installed
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/ruff format --check src tests bench scripts
+	node_modules/.bin/tsc -p tsconfig.json
 
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy

@@ -1,5 +1,5 @@
 """What building the app (web.app.create_app) costs, with the process's compiled templates
-kept (web.rendering.COMPILED_TEMPLATES, as every app after the first finds them) and emptied
+kept (web.views.rendering.COMPILED_TEMPLATES, as every app after the first finds them) and emptied
 before each build (as the first app finds them), alternating:
 
     .venv/bin/python bench/app_start.py [--rounds 5]
@@ -30,8 +30,8 @@ def main() -> None:
     url = f"sqlite:///{folder / 'bench.sqlite3'}"
     os.environ.update(DATABASE_URL=url, NORMDIVE_SECRET_KEY=secrets.token_hex(32))
     from normdive.store.db import upgrade
-    from normdive.web import rendering
     from normdive.web.app import create_app
+    from normdive.web.views import rendering
 
     upgrade(url)
     create_app()  # imports and first-time work out of the way

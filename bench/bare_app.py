@@ -20,7 +20,10 @@ import os
 import sqlite3
 import threading
 
-from fastapi import FastAPI
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 # The variable servers.bare_server sets to the floor's SQLite file.
 DATABASE_PATH_VARIABLE = "BARE_DATABASE_PATH"
@@ -49,25 +52,24 @@ def _connect(path: str) -> sqlite3.Connection:
     return connection
 
 
-def create_app() -> FastAPI:
-    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+async def hello(request: Request) -> JSONResponse:
+    return JSONResponse({"ok": True})
 
-    @app.get("/")
-    async def hello() -> dict[str, bool]:
-        return {"ok": True}
 
+def create_app() -> Starlette:
+    """GET / that only answers; with DATABASE_PATH_VARIABLE set, POST /write too (the floor)."""
     path = os.environ.get(DATABASE_PATH_VARIABLE)
     if not path:
-        return app
+        return Starlette(routes=[Route("/", hello)])
     _connect(path).execute(SCHEMA).connection.close()
     local = threading.local()
 
-    @app.post("/write")
-    def write() -> dict[str, object]:
+    def write(request: Request) -> JSONResponse:
+        # A plain function: Starlette runs it in its thread pool, as the app's writes are.
         connection = getattr(local, "connection", None)
         if connection is None:
             connection = local.connection = _connect(path)
         row_id = connection.execute("INSERT INTO writes (payload) VALUES (?)", (PAYLOAD,)).lastrowid
-        return {"ok": True, "id": row_id}
+        return JSONResponse({"ok": True, "id": row_id})
 
-    return app
+    return Starlette(routes=[Route("/", hello), Route("/write", write, methods=["POST"])])

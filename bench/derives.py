@@ -7,8 +7,8 @@ names the old code on PYTHONPATH:
     PYTHONPATH=/tmp/before/src .venv/bin/python bench/derives.py
     .venv/bin/python bench/derives.py
 
-Derivations are counted by wrapping web.services.derive, the one the app calls. The CPU per
-request includes the test client's own work, the same for both runs: compare the two, not
+Derivations are counted by wrapping web.infrastructure.services.derive, the one the app calls. The
+CPU per request includes the test client's own work, the same for both runs: compare the two, not
 the figure with bench/load.py's server CPU.
 """
 
@@ -61,12 +61,12 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=PAGES)
     args = parser.parse_args()
     url = settle_on_a_fresh_sqlite_file("normdive-derives-")
-    from fastapi.testclient import TestClient
+    from starlette.testclient import TestClient
 
     import normdive
     from normdive.store.db import upgrade
-    from normdive.web import services
     from normdive.web.app import create_app
+    from normdive.web.infrastructure import services
 
     upgrade(url)
     calls = 0

@@ -1,5 +1,5 @@
 """The garbage collector's pauses in a worker of `normdive serve`, with start-up frozen
-(web.startup.served_app, gc.freeze) and not (web.app.create_app), side by side:
+(web.infrastructure.startup.served_app, gc.freeze) and not (web.app.create_app), side by side:
 
     .venv/bin/python bench/gc_pauses.py [--rounds 2] [--learners 40]
 
@@ -73,11 +73,11 @@ def measure(frozen: bool, learners: int, pages: int) -> str:
     """One process's row of the table: the app built as `normdive serve` builds it (frozen)
     or without the freeze, then worked."""
     url = settle_on_a_fresh_sqlite_file("normdive-gc-")
-    from fastapi.testclient import TestClient
+    from starlette.testclient import TestClient
 
     from normdive.store.db import upgrade
     from normdive.web.app import create_app
-    from normdive.web.startup import served_app
+    from normdive.web.infrastructure.startup import served_app
 
     upgrade(url)
     app = served_app() if frozen else create_app()

@@ -39,9 +39,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy import insert, select
+from starlette.testclient import TestClient
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
@@ -52,12 +52,12 @@ from normdive.progress.events import EventKind  # noqa: E402
 from normdive.store.db import make_engine  # noqa: E402
 from normdive.store.tables import Learner, LtiContextMember, LtiLearner  # noqa: E402
 from normdive.web.app import create_app  # noqa: E402
-from normdive.web.instructor_access import (  # noqa: E402
+from normdive.web.infrastructure.instructor_access import (  # noqa: E402
     INSTRUCTOR_COOKIE,
     Pool,
     cookie_value,
 )
-from normdive.web.instructor_report import (  # noqa: E402
+from normdive.web.views.instructor_report import (  # noqa: E402
     csv_chunks,
     learner_summaries,
     pool_recording,

@@ -1,5 +1,5 @@
 """Load benchmark: simulated learners against a real `normdive serve`, on SQLite and on
-PostgreSQL, beside a bare FastAPI endpoint and a write floor served the same way, in one run:
+PostgreSQL, beside a bare Starlette endpoint and a write floor served the same way, in one run:
 
     .venv/bin/python bench/load.py                      # closed loop, every server
     .venv/bin/python bench/load.py --open-loop 250 500 1000 --search   # open loop too
@@ -1148,12 +1148,13 @@ def seeded_identities(
     ids: list[str], secret: str, count: int, rng: random.Random
 ) -> list[tuple[str, str]]:
     """(Cookie header value, form token) of `count` of the learners `ids`, drawn at random,
-    signed as the server signs them (normdive.web.identity, normdive.web.security.csrf)."""
+    signed as the server signs them (normdive.web.infrastructure.identity,
+    normdive.web.security.csrf)."""
     from itsdangerous import Signer
     from pydantic import SecretStr
 
-    from normdive.web.identity import COOKIE_NAME as COOKIE
-    from normdive.web.identity import SIGNER_SALT, cookie_value
+    from normdive.web.infrastructure.identity import COOKIE_NAME as COOKIE
+    from normdive.web.infrastructure.identity import SIGNER_SALT, cookie_value
     from normdive.web.security.csrf import form_token
 
     signer, key = Signer(secret, salt=SIGNER_SALT), SecretStr(secret)

@@ -33,7 +33,7 @@ from lti_platform import unique_sub
 from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
 from normdive.store.event_store import Store
-from normdive.web.identity import COOKIE_NAME, SIGNER_SALT, cookie_value
+from normdive.web.infrastructure.identity import COOKIE_NAME, SIGNER_SALT, cookie_value
 
 FCP = "performance.getEntriesByName('first-contentful-paint')[0].startTime"
 PAINTED = "performance.getEntriesByName('first-contentful-paint').length > 0"

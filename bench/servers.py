@@ -1,5 +1,5 @@
 """Real servers for the web benchmarks (bench/load.py, bench/phone.py): `normdive serve` on a
-migrated database, and a bare FastAPI endpoint served by uvicorn the same way, each in its own
+migrated database, and a bare Starlette endpoint served by uvicorn the same way, each in its own
 process group on a free 127.0.0.1 port, stopped (SIGTERM, then SIGKILL) whatever happens.
 """
 
@@ -129,11 +129,12 @@ def normdive_server(
 def bare_server(
     workers: int = 1, database: Path | None = None
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """bench/bare_app.py through normdive.web.serving.run, the function `normdive serve` uses;
-    with `database`, a SQLite file, its POST /write route (the write floor) inserts into it."""
+    """bench/bare_app.py through normdive.web.infrastructure.serving.run, the function `normdive
+    serve` uses; with `database`, a SQLite file, its POST /write route (the write floor) inserts
+    into it."""
     port = free_port()
     code = (
-        "from normdive.web.serving import run; "
+        "from normdive.web.infrastructure.serving import run; "
         f"run({BARE_APP!r}, host='127.0.0.1', port={port}, workers={workers})"
     )
     # bare_app's folder first, then any PYTHONPATH given (a before-and-after run names the

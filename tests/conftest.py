@@ -35,11 +35,11 @@ from typing import TYPE_CHECKING, Any
 import hypothesis
 import pytest
 import uvicorn
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from joserfc.jwk import RSAKey
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.pool import NullPool
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from lti_platform import KeySetServer, key_set_server, new_key
 from normdive.config import Settings
@@ -393,12 +393,12 @@ def settings(make_settings: SettingsFactory) -> Settings:
 
 
 @pytest.fixture
-def app(settings: Settings) -> FastAPI:
+def app(settings: Settings) -> Starlette:
     return create_app(settings)
 
 
 @pytest.fixture
-def client(app: FastAPI) -> Iterator[TestClient]:
+def client(app: Starlette) -> Iterator[TestClient]:
     """A learner's browser: posts carry the form token as the page's do (page_client)."""
     with PageClient(app, follow_redirects=False) as test_client:
         yield test_client
@@ -406,7 +406,7 @@ def client(app: FastAPI) -> Iterator[TestClient]:
 
 @contextlib.contextmanager
 def client_factory(
-    app: FastAPI, client_class: type[TestClient] = PageClient
+    app: Starlette, client_class: type[TestClient] = PageClient
 ) -> Iterator[Callable[[], TestClient]]:
     """Makes learners on one app, each client with its own cookie jar; all closed at the end."""
     with contextlib.ExitStack() as stack:
@@ -414,7 +414,7 @@ def client_factory(
 
 
 @pytest.fixture
-def make_client(app: FastAPI) -> Iterator[Callable[[], TestClient]]:
+def make_client(app: Starlette) -> Iterator[Callable[[], TestClient]]:
     """More learners on the same app, posting with the form token as the page does."""
     with client_factory(app) as make:
         yield make
@@ -423,7 +423,7 @@ def make_client(app: FastAPI) -> Iterator[Callable[[], TestClient]]:
 class LiveServer:
     """uvicorn serving one app on 127.0.0.1 in a daemon thread."""
 
-    def __init__(self, app: FastAPI) -> None:
+    def __init__(self, app: Starlette) -> None:
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))  # the kernel picks a free port

@@ -20,11 +20,11 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from joserfc import jws, jwt
 from joserfc.jwk import RSAKey
 from sqlalchemy import Engine
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from normdive.lti.registrations import (
     PrerequisiteMode,
@@ -297,7 +297,7 @@ def unique_sub() -> str:
     return f"user-{uuid.uuid4().hex[:8]}"
 
 
-def browser(app: FastAPI) -> TestClient:
+def browser(app: Starlette) -> TestClient:
     """A browser on the tool's https origin (the cookies are Secure), following nothing."""
     return TestClient(app, base_url=TOOL_ORIGIN, follow_redirects=False)
 

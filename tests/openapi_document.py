@@ -2,9 +2,9 @@
 answers, for the schemathesis tests (tests/test_security_schemathesis.py) to generate their
 hostile cases from. The app serves no API documentation.
 
-The route list is the app's own: FastAPI's `get_openapi` describes `app.routes`, and this
-module fills in each operation. The routes read their forms and JSON by hand (one flow for
-every form, web.actions), so FastAPI alone would describe no bodies. Written out here: the
+The route list is the app's own (`app.routes`, web.app.ROUTES), and this module fills in each
+operation: the routes are plain Starlette and read their forms and JSON by hand (one flow for
+every form, web.routes.actions), so nothing else describes their bodies. Written out here: the
 form fields of every page form (with the lesson's own ids as enums where anything else is
 refused), the carried switch/row/player fields, the form token, the learner cookie, the host
 platform's JSON and bearer token, and every status a route gives with its body (a JSON answer
@@ -17,15 +17,16 @@ Reference: OpenAPI 3.1, https://spec.openapis.org/oas/v3.1.0
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
-from fastapi import FastAPI
-from fastapi.openapi.utils import get_openapi
-from starlette.routing import BaseRoute
+from starlette.applications import Starlette
+from starlette.routing import BaseRoute, Route
 
+from normdive import __version__
 from normdive.lesson.content import Lesson
-from normdive.web.identity import COOKIE_NAME
+from normdive.web.infrastructure.identity import COOKIE_NAME
 from normdive.web.security import csrf
 
 JSON = "application/json"
@@ -252,7 +253,7 @@ LAB_ANSWER: Schema = {
 
 
 def _lab_write(fields: dict[str, Schema], *refusals: int) -> Schema:
-    """A lab write (web.lab_pages): JSON with the panel drawn again, or (no JavaScript) a
+    """A lab write (web.routes.lab): JSON with the panel drawn again, or (no JavaScript) a
     redirect to /lab; refusals say why, as JSON or the lab's page."""
     return {
         "requestBody": {
@@ -616,41 +617,50 @@ def operations(lesson: Lesson) -> dict[str, dict[str, Schema]]:
     }
 
 
-def openapi_document(app: FastAPI) -> dict[str, Any]:
-    """FastAPI's document for the app's routes, each operation written out by `operations`
-    (an operation this module does not describe keeps what FastAPI says)."""
-    document = get_openapi(
-        title=app.title,
-        version=app.version,
-        description="The D9 deep dive's lesson page and its host platform API.",
-        routes=app.routes,
-    )
+def _route_methods(routes: Sequence[BaseRoute]) -> dict[str, dict[str, Route]]:
+    """path -> method -> route, for every route but the static files' mount; HEAD, which
+    Starlette adds to every GET route, is the GET operation and not described apart."""
+    paths: dict[str, dict[str, Route]] = {}
+    for route in routes:
+        if isinstance(route, Route):
+            for method in sorted((route.methods or set()) - {"HEAD"}):
+                paths.setdefault(route.path, {})[method.lower()] = route
+    return paths
+
+
+def openapi_document(app: Starlette) -> dict[str, Any]:
+    """The OpenAPI document of the app's own routes, each operation written out by
+    `operations` (with the route's docstring as its description)."""
     described = operations(app.state.services.lesson)
-    for path, methods in document["paths"].items():
-        for method, operation in methods.items():
-            written = described.get(path, {}).get(method)
-            if written is None:
-                continue
-            kept = {
-                key: operation[key]
-                for key in ("summary", "description", "operationId")
-                if key in operation
+    paths: dict[str, dict[str, Schema]] = {}
+    for path, methods in _route_methods(app.routes).items():
+        for method, route in methods.items():
+            written = described.get(path, {}).get(method, {"responses": {}})
+            summary = route.name.replace("_", " ").capitalize()
+            doc = inspect.getdoc(route.endpoint) or summary
+            paths.setdefault(path, {})[method] = {
+                "summary": summary,
+                "description": doc,
+                "operationId": f"{route.name}_{method}",
+                **written,
             }
-            methods[method] = {**kept, **written}
-    components = document.setdefault("components", {})
-    components["securitySchemes"] = SECURITY_SCHEMES
-    # FastAPI's own validation-error schemas describe nothing these routes answer.
-    components.pop("schemas", None)
-    return document
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "normdive",
+            "version": __version__,
+            "description": "The D9 deep dive's lesson page and its host platform API.",
+        },
+        "paths": paths,
+        "components": {"securitySchemes": SECURITY_SCHEMES},
+    }
 
 
 def route_operations(routes: Sequence[BaseRoute]) -> list[str]:
-    """Every operation of these routes, as "METHOD /path", as FastAPI describes them (the
-    static files' mount aside)."""
-    document = get_openapi(title="routes", version="0", routes=routes)
+    """Every operation of these routes, as "METHOD /path" (the static files' mount aside)."""
     return [
         f"{method.upper()} {path}"
-        for path, methods in document["paths"].items()
+        for path, methods in _route_methods(routes).items()
         for method in methods
     ]
 

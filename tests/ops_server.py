@@ -25,7 +25,7 @@ from itsdangerous import Signer
 from pydantic import SecretStr
 
 from conftest import HOST_TOKEN, SECRET_KEY, UNREACHED_LIMIT
-from normdive.web.identity import COOKIE_NAME, SIGNER_SALT, cookie_value
+from normdive.web.infrastructure.identity import COOKIE_NAME, SIGNER_SALT, cookie_value
 from normdive.web.security.csrf import form_token
 
 # The console script installed beside this interpreter.

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi.testclient import TestClient
-from starlette.testclient import httpx  # the HTTP client the TestClient is built on
+from starlette.testclient import (
+    TestClient,
+    httpx,  # the HTTP client the TestClient is built on
+)
 
-from normdive.web.identity import COOKIE_NAME
+from normdive.web.infrastructure.identity import COOKIE_NAME
 from normdive.web.security.csrf import FIELD, HEADER
 
 # The one POST that does not take the form token.

@@ -79,3 +79,77 @@ def test_only_training_imports_torch(layer: str) -> None:
 def test_every_layer_is_in_the_table() -> None:
     layers = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
     assert layers - {"content"} == set(ALLOWED)
+
+
+WEB = PACKAGE / "web"
+ROUTES = WEB / "routes"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def web_import_graph() -> dict[str, set[str]]:
+    """normdive.web module -> the normdive.web modules it imports (top-level or in a body)."""
+    modules = {_module_name(path): path for path in WEB.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        imported = set()
+        for target in imports_of(path):
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name and target.startswith("normdive.web."):
+                imported.add(target)
+        graph[name] = imported
+    return graph
+
+
+def test_no_route_module_imports_another() -> None:
+    # A route module parses a request, makes one service call and answers: what two of them
+    # share belongs below them (views, infrastructure, security).
+    graph = web_import_graph()
+    routes = {name for name in graph if name.startswith("normdive.web.routes.")}
+    assert {name: sorted(graph[name] & routes) for name in routes if graph[name] & routes} == {}
+
+
+def test_only_the_app_imports_the_routes() -> None:
+    graph = web_import_graph()
+    importers = {
+        name
+        for name, imported in graph.items()
+        if not name.startswith("normdive.web.routes")
+        and any(target.startswith("normdive.web.routes") for target in imported)
+    }
+    assert importers == {"normdive.web.app"}
+
+
+def test_the_web_modules_import_no_cycle() -> None:
+    graph = web_import_graph()
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for target in sorted(graph[name]):
+            if state.get(target) == 1:
+                cycles.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target, [*path, target])
+        state[name] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    assert cycles == []
+
+
+def test_the_app_is_starlette_not_fastapi() -> None:
+    # The app is written in Starlette (README, "Layout"); FastAPI is only measured beside it
+    # (bench/framework.py).
+    users = [
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if any(name.split(".")[0] == "fastapi" for name in imports_of(path))
+    ]
+    assert users == []

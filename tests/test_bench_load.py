@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from fastapi.testclient import TestClient
+from starlette.testclient import TestClient
 
 from fresh_loop import run_in_fresh_loop
 from normdive.lesson.content import load_lesson

@@ -12,12 +12,12 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 from bs4 import BeautifulSoup
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 from joserfc.jwk import RSAKey
 from pydantic import SecretStr
 from sqlalchemy import Engine
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from conftest import SECRET_KEY, SettingsFactory
@@ -38,8 +38,8 @@ from normdive.config import Settings
 from normdive.lti.learners import latest_course
 from normdive.progress.events import EventKind
 from normdive.store.event_store import Store
-from normdive.web.identity import COOKIE_NAME
-from normdive.web.instructor_access import (
+from normdive.web.infrastructure.identity import COOKIE_NAME
+from normdive.web.infrastructure.instructor_access import (
     COOKIE_SALT,
     INSTRUCTOR_COOKIE,
     LINK_EXPIRED,
@@ -69,7 +69,7 @@ def jwks(platform_key: RSAKey, engine: Engine) -> Iterator[KeySetServer]:
 
 
 @pytest.fixture
-def make_browser(app: FastAPI) -> Iterator[Callable[[], TestClient]]:
+def make_browser(app: Starlette) -> Iterator[Callable[[], TestClient]]:
     clients: list[TestClient] = []
 
     def make() -> TestClient:

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy import Engine, insert
+from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from conftest import SECRET_KEY, SettingsFactory, ablation_recording, write_recording
@@ -25,8 +25,8 @@ from normdive.progress.report import summarise
 from normdive.progress.report_export import columns
 from normdive.store.event_store import Store
 from normdive.store.tables import EventRecord, LtiContextMember, LtiLearner
-from normdive.web.instructor_access import INSTRUCTOR_COOKIE, Pool, cookie_value
-from normdive.web.instructor_report import csv_chunks
+from normdive.web.infrastructure.instructor_access import INSTRUCTOR_COOKIE, Pool, cookie_value
+from normdive.web.views.instructor_report import csv_chunks
 
 COURSE = "e" * 64
 ADA, BOB, CY = "a" * 32, "b" * 32, "c" * 32

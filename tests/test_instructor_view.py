@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup
-from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy import Engine, delete, insert, text
+from starlette.testclient import TestClient
 
 from conftest import SECRET_KEY
 from lesson_answers import LESSON
@@ -24,10 +24,10 @@ from normdive.progress.report import PoolReportBuilder, summary_from_record
 from normdive.store.event_store import Store
 from normdive.store.snapshots import Snapshots
 from normdive.store.tables import EventRecord, Learner, LtiContextMember, LtiLearner
-from normdive.web.instructor_access import INSTRUCTOR_COOKIE, Pool, cookie_value
-from normdive.web.instructor_pages import TAKEAWAYS_SHOWN
-from normdive.web.instructor_report import learner_summaries
-from normdive.web.pool_reports import PoolReports
+from normdive.web.infrastructure.instructor_access import INSTRUCTOR_COOKIE, Pool, cookie_value
+from normdive.web.routes.instructor import TAKEAWAYS_SHOWN
+from normdive.web.views.instructor_report import learner_summaries
+from normdive.web.views.pool_reports import PoolReports
 
 COURSE = "c" * 64
 ROWS = [row.key for row in LESSON.rows]

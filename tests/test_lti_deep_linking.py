@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 from sqlalchemy import Engine
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from conftest import SettingsFactory
 from lti_platform import (
@@ -49,7 +49,7 @@ def settings(make_settings: SettingsFactory) -> Settings:
 
 
 @pytest.fixture
-def client(app: FastAPI, engine: Engine, jwks: KeySetServer) -> Iterator[TestClient]:
+def client(app: Starlette, engine: Engine, jwks: KeySetServer) -> Iterator[TestClient]:
     register_platform(engine, jwks.url)
     with browser(app) as test_client:
         yield test_client
@@ -185,7 +185,7 @@ def test_a_deep_linking_request_it_cannot_answer_is_refused(
     assert any(code in record.getMessage() for record in caplog.records)
 
 
-def test_the_canvas_configuration_names_the_tools_urls(app: FastAPI) -> None:
+def test_the_canvas_configuration_names_the_tools_urls(app: Starlette) -> None:
     with browser(app) as client:
         answer = client.get("/lti/canvas.json")
     assert answer.status_code == 200

@@ -18,9 +18,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from bs4 import BeautifulSoup
-from fastapi import FastAPI
 from pydantic import SecretStr
 from sqlalchemy import Engine, select
+from starlette.applications import Starlette
 from typer.testing import CliRunner
 
 from conftest import SECRET_KEY, SettingsFactory
@@ -160,7 +160,7 @@ def invite() -> str:
     return url
 
 
-def open_as_platform(app: FastAPI, url: str, platform: RegisteringPlatform) -> Any:
+def open_as_platform(app: Starlette, url: str, platform: RegisteringPlatform) -> Any:
     query = {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
     query.update(openid_configuration=platform.configuration_url, registration_token="reg-tok")
     with browser(app) as client:
@@ -168,7 +168,7 @@ def open_as_platform(app: FastAPI, url: str, platform: RegisteringPlatform) -> A
 
 
 def test_the_pasted_url_registers_the_platform(
-    app: FastAPI, engine: Engine, platform: RegisteringPlatform
+    app: Starlette, engine: Engine, platform: RegisteringPlatform
 ) -> None:
     response = open_as_platform(app, invite(), platform)
     assert response.status_code == 200, response.text
@@ -204,7 +204,7 @@ def test_the_pasted_url_registers_the_platform(
     ],
 )
 def test_a_registration_that_cannot_be_trusted_stores_nothing(
-    app: FastAPI, engine: Engine, platform: RegisteringPlatform, case: str, code: str
+    app: Starlette, engine: Engine, platform: RegisteringPlatform, case: str, code: str
 ) -> None:
     url = invite()
     if case == "no invite":
@@ -275,7 +275,7 @@ HOSTILE_ANSWERS = [
     ids=[case[0] for case in HOSTILE_ANSWERS],
 )
 def test_a_platform_answering_json_nested_too_deep_is_refused_readably(
-    app: FastAPI,
+    app: Starlette,
     engine: Engine,
     platform: RegisteringPlatform,
     case: str,
@@ -297,7 +297,7 @@ def test_a_platform_answering_json_nested_too_deep_is_refused_readably(
 
 
 def test_an_invitation_registers_one_platform(
-    app: FastAPI, engine: Engine, platform: RegisteringPlatform, clock: MovableClock
+    app: Starlette, engine: Engine, platform: RegisteringPlatform, clock: MovableClock
 ) -> None:
     url = invite()
     # A platform that fails (it refuses the tool's registration) does not use it up...
@@ -351,7 +351,7 @@ def test_an_invitation_raced_by_several_registrations_registers_one(engine: Engi
 
 
 def test_a_configuration_over_the_limit_is_refused(
-    app: FastAPI, engine: Engine, platform: RegisteringPlatform
+    app: Starlette, engine: Engine, platform: RegisteringPlatform
 ) -> None:
     platform.raw_configuration = b" " * (4 * MAX_ANSWER_BYTES)
     response = open_as_platform(app, invite(), platform)
@@ -396,7 +396,7 @@ GUARD_S = 60.0
 
 
 def test_every_fetch_shares_one_deadline_however_the_bytes_are_paced(
-    app: FastAPI, monkeypatch: pytest.MonkeyPatch
+    app: Starlette, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Each answer takes about 60 % of the deadline, a byte at a time, every byte far inside
     # any per-read timeout: the configuration arrives whole, the key set (its second fetch)
@@ -423,7 +423,7 @@ def test_every_fetch_shares_one_deadline_however_the_bytes_are_paced(
 
 
 def test_registrations_against_a_trickling_platform_leave_the_learners_threads(
-    app: FastAPI, engine: Engine
+    app: Starlette, engine: Engine
 ) -> None:
     # More registrations at once than the server has threads for requests (anyio's 40), to a
     # platform that sends a byte every 0.2 s for as long as it is let.
@@ -495,7 +495,7 @@ def refusal_text(response: Any, url: str) -> str:
 
 
 def test_a_refusal_reads_the_same_whatever_answers_at_the_address(
-    app: FastAPI, platform: RegisteringPlatform, monkeypatch: pytest.MonkeyPatch
+    app: Starlette, platform: RegisteringPlatform, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Where the tool fetches (this machine allowed here, as in development): a 404, a port
     # nobody listens on, a port that never answers, a page that is no platform.
@@ -573,7 +573,7 @@ def test_which_hosts_a_registrant_may_name(url: str, allowed: bool, problem: str
 
 
 def test_an_invitation_that_failed_waits_before_it_is_tried_again(
-    app: FastAPI, engine: Engine, platform: RegisteringPlatform, clock: MovableClock
+    app: Starlette, engine: Engine, platform: RegisteringPlatform, clock: MovableClock
 ) -> None:
     url = invite()
     platform.registration_status = 400

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from joserfc.jwk import RSAKey
 from sqlalchemy import Engine
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from conftest import SettingsFactory
 from lti_platform import (
@@ -26,9 +26,9 @@ from lti_platform import (
 )
 from normdive.config import Settings
 from normdive.lti.registrations import register, validated
-from normdive.web.app import CONTENT_SECURITY_POLICY
-from normdive.web.identity import COOKIE_NAME
+from normdive.web.infrastructure.identity import COOKIE_NAME
 from normdive.web.security.framing import FRAME_COOKIE
+from normdive.web.security.headers import CONTENT_SECURITY_POLICY
 
 COURSE_PAGES = "https://school.platform.example"
 FRAMED_ATTRIBUTES = ("samesite=none", "secure", "partitioned", "httponly")
@@ -49,7 +49,7 @@ def settings(make_settings: SettingsFactory) -> Settings:
 
 @pytest.fixture
 def framed(
-    app: FastAPI, engine: Engine, jwks: KeySetServer, platform_key: RSAKey
+    app: Starlette, engine: Engine, jwks: KeySetServer, platform_key: RSAKey
 ) -> Iterator[TestClient]:
     """A browser launched into the lesson by a platform whose course pages are elsewhere."""
     register(
@@ -120,7 +120,7 @@ def test_the_form_token_keeps_working_framed(framed: TestClient) -> None:
     assert framed.get("/api/state").json()["state"]["prediction"] == "residual"
 
 
-def test_outside_a_launch_nobody_may_frame_the_lesson(app: FastAPI) -> None:
+def test_outside_a_launch_nobody_may_frame_the_lesson(app: Starlette) -> None:
     with browser(app) as client:
         response = client.get("/")
         assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
@@ -132,7 +132,7 @@ def test_outside_a_launch_nobody_may_frame_the_lesson(app: FastAPI) -> None:
         assert "partitioned" not in plain.lower()
 
 
-def test_a_forged_framing_cookie_frames_nothing(app: FastAPI) -> None:
+def test_a_forged_framing_cookie_frames_nothing(app: Starlette) -> None:
     with browser(app) as client:
         client.cookies.set(FRAME_COOKIE, "https://evil.example.abcdef")
         response = client.get("/")
@@ -156,7 +156,7 @@ def test_a_frame_origin_must_be_an_origin() -> None:
             )
 
 
-def test_a_refusal_can_be_read_in_any_https_platforms_frame(app: FastAPI) -> None:
+def test_a_refusal_can_be_read_in_any_https_platforms_frame(app: Starlette) -> None:
     with browser(app) as client:
         response = client.get("/lti/login", params={"iss": "https://unregistered.example"})
     assert response.status_code == 400

@@ -13,10 +13,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from bs4 import BeautifulSoup
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from joserfc.jwk import RSAKey
 from sqlalchemy import Engine
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from conftest import SettingsFactory
@@ -40,8 +40,8 @@ from normdive.lti.learners import latest_course
 from normdive.lti.passback import Sender
 from normdive.progress.events import EventKind
 from normdive.store.event_store import Store
-from normdive.web.identity import COOKIE_NAME
-from normdive.web.instructor_pages import RESEND_PATH
+from normdive.web.infrastructure.identity import COOKIE_NAME
+from normdive.web.routes.instructor import RESEND_PATH
 
 LESSON = load_lesson()
 AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
@@ -53,7 +53,7 @@ def settings(make_settings: SettingsFactory) -> Settings:
 
 
 @pytest.fixture
-def book(app: FastAPI, engine: Engine, jwks: KeySetServer) -> Iterator[GradeBook]:
+def book(app: Starlette, engine: Engine, jwks: KeySetServer) -> Iterator[GradeBook]:
     with grade_book_server(GradeBook()) as served, browser(app) as client:
         register_platform(engine, jwks.url, token_url=served.token_url)
         served.tool_key_set = client.get("/lti/jwks").json()
@@ -78,7 +78,7 @@ LaunchAs = Callable[..., Launched]
 
 
 @pytest.fixture
-def launch_as(app: FastAPI, book: GradeBook, platform_key: RSAKey) -> Iterator[LaunchAs]:
+def launch_as(app: Starlette, book: GradeBook, platform_key: RSAKey) -> Iterator[LaunchAs]:
     clients: list[TestClient] = []
 
     def launched(sub: str, *, staff: bool = False) -> Launched:

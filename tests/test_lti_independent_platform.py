@@ -4,7 +4,7 @@ thumbprint), key set, OAuth 2 token endpoint (which verifies the tool's RFC 7523
 assertion) and deep linking response check. Its key set and token endpoint are served over
 real HTTP on 127.0.0.1; the tool runs in-process on its https origin.
 
-The library's own FastAPI adapter cannot be imported here (its templates module imports
+The library's own Starlette adapter cannot be imported here (its templates module imports
 pkg_resources, which setuptools 81 removed), so the two methods an adapter supplies (read
 the preflight's parameters, hand back the launch form's data) are written below; everything
 LTI is the library's. Dynamic registration is not in the library."""
@@ -22,13 +22,13 @@ import pytest
 from bs4 import BeautifulSoup
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from lti1p3platform.ltiplatform import LTI1P3PlatformConfAbstract
 from lti1p3platform.message_launch import LTIAdvantageMessageLaunchAbstract
 from lti1p3platform.oidc_login import OIDCLoginAbstract
 from lti1p3platform.registration import Registration as PlatformRegistration
 from sqlalchemy import Engine
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from conftest import SettingsFactory
 from lti_platform import (
@@ -48,7 +48,7 @@ from normdive.lesson.content import load_lesson
 from normdive.lti.passback import SCORE_SCOPE, Sender
 from normdive.progress.events import EventKind
 from normdive.store.event_store import Store
-from normdive.web.identity import COOKIE_NAME
+from normdive.web.infrastructure.identity import COOKIE_NAME
 
 LESSON = load_lesson()
 
@@ -106,7 +106,7 @@ def settings(make_settings: SettingsFactory) -> Settings:
 
 
 @pytest.fixture
-def platform(app: FastAPI, engine: Engine) -> Iterator[Platform]:
+def platform(app: Starlette, engine: Engine) -> Iterator[Platform]:
     private, public = _pem_pair()
     registration = (
         PlatformRegistration()
@@ -195,7 +195,7 @@ def _launch(
 
 
 def test_launch_and_score_with_an_independent_platform(
-    app: FastAPI, platform: Platform, engine: Engine, store: Store, settings: Settings
+    app: Starlette, platform: Platform, engine: Engine, store: Store, settings: Settings
 ) -> None:
     with browser(app) as client:
         response = _launch(client, platform, "learner-7", [LEARNER_ROLE], deep_linking=False)
@@ -212,7 +212,7 @@ def test_launch_and_score_with_an_independent_platform(
     assert score["scoreMaximum"] == 12
 
 
-def test_deep_linking_with_an_independent_platform(app: FastAPI, platform: Platform) -> None:
+def test_deep_linking_with_an_independent_platform(app: Starlette, platform: Platform) -> None:
     with browser(app) as client:
         response = _launch(client, platform, "teacher-1", [INSTRUCTOR_ROLE], deep_linking=True)
     assert response.status_code == 200, response.text
@@ -227,7 +227,7 @@ def test_deep_linking_with_an_independent_platform(app: FastAPI, platform: Platf
 
 
 def test_submission_review_with_an_independent_platform(
-    app: FastAPI, platform: Platform, store: Store
+    app: Starlette, platform: Platform, store: Store
 ) -> None:
     """lti1p3platform has no submission review message of its own: its login, id_token
     (signed with its key, from its key set) carry the message type and for_user claims as extra

@@ -25,10 +25,10 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from joserfc.jwk import RSAKey
 from sqlalchemy import Engine, func, select
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from conftest import SettingsFactory
 from lti_platform import (
@@ -69,9 +69,9 @@ from normdive.store.tables import (
     LtiState,
 )
 from normdive.web.app import create_app
-from normdive.web.identity import COOKIE_NAME
+from normdive.web.infrastructure.identity import COOKIE_NAME
 
-ROUTES_LOGGER = "normdive.web.lti_routes"
+ROUTES_LOGGER = "normdive.web.routes.lti"
 # What a launch may store; a refused one changes none of them.
 LAUNCH_TABLES = (
     Learner,
@@ -105,7 +105,7 @@ def registration(engine: Engine, jwks: KeySetServer) -> Registration:
 
 
 @pytest.fixture
-def make_browser(app: FastAPI) -> Iterator[Callable[[], TestClient]]:
+def make_browser(app: Starlette) -> Iterator[Callable[[], TestClient]]:
     clients: list[TestClient] = []
 
     def make() -> TestClient:

@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import pytest
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from joserfc.jwk import RSAKey
 from sqlalchemy import Engine, insert
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from conftest import HOST_TOKEN, SettingsFactory
 from lti_platform import (
@@ -31,7 +31,7 @@ from normdive.lti.registrations import PrerequisiteMode
 from normdive.progress.events import EventKind
 from normdive.store.event_store import Store
 from normdive.store.tables import LtiContextMember, LtiLearner
-from normdive.web.identity import COOKIE_NAME
+from normdive.web.infrastructure.identity import COOKIE_NAME
 
 LOCKED = 'id="locked-title"'
 
@@ -42,7 +42,7 @@ def settings(make_settings: SettingsFactory) -> Settings:
 
 
 @pytest.fixture
-def make_browser(app: FastAPI) -> Iterator[Callable[[], TestClient]]:
+def make_browser(app: Starlette) -> Iterator[Callable[[], TestClient]]:
     clients: list[TestClient] = []
 
     def make() -> TestClient:
@@ -247,7 +247,7 @@ def test_a_course_counts_its_own_learners_and_the_anonymous_pool_its_own(
 
 
 def test_the_page_shows_a_launched_learner_their_courses_predictions(
-    app: FastAPI, store: Store, engine: Engine
+    app: Starlette, store: Store, engine: Engine
 ) -> None:
     services = app.state.services
     anonymous = [_predicting(store, "layer_norm") for _ in range(5)]

@@ -11,11 +11,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from bs4 import BeautifulSoup
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from joserfc.jwk import RSAKey
 from pydantic import SecretStr
 from sqlalchemy import Engine, func, select, update
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from conftest import SECRET_KEY, SettingsFactory
 from lti_platform import (
@@ -68,7 +68,7 @@ def fill_up(client: TestClient) -> None:
 
 @pytest.mark.both_databases
 def test_logins_beyond_the_limit_are_a_readable_429_that_stores_nothing(
-    app: FastAPI, engine: Engine, registration: Registration
+    app: Starlette, engine: Engine, registration: Registration
 ) -> None:
     with browser(app) as client:
         fill_up(client)
@@ -99,7 +99,7 @@ def test_logins_beyond_the_limit_are_a_readable_429_that_stores_nothing(
 
 @pytest.mark.both_databases
 def test_retry_after_is_when_a_place_opens(
-    app: FastAPI, engine: Engine, registration: Registration, make_settings: SettingsFactory
+    app: Starlette, engine: Engine, registration: Registration, make_settings: SettingsFactory
 ) -> None:
     with browser(app) as client:
         fill_up(client)
@@ -128,7 +128,7 @@ def test_retry_after_is_when_a_place_opens(
 
 @pytest.mark.both_databases
 def test_a_finished_launch_frees_its_place(
-    app: FastAPI, engine: Engine, registration: Registration, platform_key: RSAKey
+    app: Starlette, engine: Engine, registration: Registration, platform_key: RSAKey
 ) -> None:
     with browser(app) as client:
         asked = [login(client) for _ in range(LIMIT)]
@@ -142,7 +142,7 @@ def test_a_finished_launch_frees_its_place(
 
 @pytest.mark.both_databases
 def test_expired_logins_count_for_nothing_and_are_cleared(
-    app: FastAPI, engine: Engine, registration: Registration
+    app: Starlette, engine: Engine, registration: Registration
 ) -> None:
     with browser(app) as client:
         fill_up(client)
@@ -155,7 +155,7 @@ def test_expired_logins_count_for_nothing_and_are_cleared(
 
 
 def test_what_is_stored_is_a_keyed_hash_of_the_address(
-    app: FastAPI, engine: Engine, registration: Registration
+    app: Starlette, engine: Engine, registration: Registration
 ) -> None:
     with browser(app) as client:
         login(client)

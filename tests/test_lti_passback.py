@@ -22,10 +22,10 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from joserfc.jwk import RSAKey
 from sqlalchemy import Engine, func, insert, select
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from conftest import SettingsFactory
@@ -54,7 +54,7 @@ from normdive.lti.registrations import PrerequisiteMode, Registration, register,
 from normdive.progress.events import EventKind
 from normdive.store.event_store import Store
 from normdive.store.tables import LTI_URL_LENGTH, LtiGradeTarget, LtiScoreOutbox
-from normdive.web.identity import COOKIE_NAME
+from normdive.web.infrastructure.identity import COOKIE_NAME
 
 LESSON = load_lesson()
 PARTS = passback.parts_total(LESSON)
@@ -66,7 +66,7 @@ def settings(make_settings: SettingsFactory) -> Settings:
 
 
 @pytest.fixture
-def book(app: FastAPI, engine: Engine, jwks: KeySetServer) -> Iterator[GradeBook]:
+def book(app: Starlette, engine: Engine, jwks: KeySetServer) -> Iterator[GradeBook]:
     with grade_book_server(GradeBook()) as served, browser(app) as client:
         register_platform(engine, jwks.url, token_url=served.token_url)
         served.tool_key_set = client.get("/lti/jwks").json()
@@ -101,7 +101,7 @@ LaunchAs = Callable[..., str]
 
 
 @pytest.fixture
-def launch_as(app: FastAPI, book: GradeBook, platform_key: RSAKey) -> Iterator[LaunchAs]:
+def launch_as(app: Starlette, book: GradeBook, platform_key: RSAKey) -> Iterator[LaunchAs]:
     clients: list[TestClient] = []
 
     def launched(
@@ -353,7 +353,7 @@ def test_a_hostile_answer_is_a_failed_send_that_waits(
 
 
 def test_a_launch_without_the_score_scope_sends_nothing(
-    app: FastAPI, book: GradeBook, platform_key: RSAKey, engine: Engine
+    app: Starlette, book: GradeBook, platform_key: RSAKey, engine: Engine
 ) -> None:
     with browser(app) as client:
         asked = login(client)
@@ -402,7 +402,7 @@ def test_the_outbox_command_shows_the_queue(
 
 
 def test_rotate_key_publishes_the_new_key_and_the_previous_one(
-    app: FastAPI, database_url: str, book: GradeBook, launch_as: LaunchAs, sender: Sender
+    app: Starlette, database_url: str, book: GradeBook, launch_as: LaunchAs, sender: Sender
 ) -> None:
     def kids() -> list[str]:
         with browser(app) as client:
@@ -425,7 +425,7 @@ def test_rotate_key_publishes_the_new_key_and_the_previous_one(
     assert book.refused == []
 
 
-def _key_set(app: FastAPI) -> dict[str, list[dict[str, str]]]:
+def _key_set(app: Starlette) -> dict[str, list[dict[str, str]]]:
     with browser(app) as client:
         answer = client.get("/lti/jwks")
         assert answer.headers["cache-control"] == "public, max-age=300"

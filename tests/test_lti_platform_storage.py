@@ -10,10 +10,10 @@ import logging
 
 import pytest
 from bs4 import BeautifulSoup
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from joserfc.jwk import RSAKey
 from sqlalchemy import Engine
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from conftest import SettingsFactory
 from lti_platform import (
@@ -27,7 +27,7 @@ from lti_platform import (
     signed,
 )
 from normdive.config import Settings
-from normdive.web.identity import COOKIE_NAME
+from normdive.web.infrastructure.identity import COOKIE_NAME
 
 STORAGE_TARGET = "lti_storage_frame"
 
@@ -54,7 +54,7 @@ def storage_login(client: TestClient) -> dict[str, str]:
 
 
 def test_the_login_page_puts_a_secret_in_the_platforms_storage(
-    app: FastAPI, registered: None
+    app: Starlette, registered: None
 ) -> None:
     with browser(app) as client:
         page = storage_login(client)
@@ -72,7 +72,7 @@ def _nonce(next_url: str) -> str:
 
 
 def test_without_the_cookie_the_launch_reads_the_storage_and_posts_again(
-    app: FastAPI, registered: None, platform_key: RSAKey, engine: Engine
+    app: Starlette, registered: None, platform_key: RSAKey, engine: Engine
 ) -> None:
     with browser(app) as framed:
         page = storage_login(framed)
@@ -107,7 +107,7 @@ def test_without_the_cookie_the_launch_reads_the_storage_and_posts_again(
     ],
 )
 def test_the_storage_secret_counts_only_right_and_from_the_tools_own_page(
-    app: FastAPI,
+    app: Starlette,
     registered: None,
     platform_key: RSAKey,
     caplog: pytest.LogCaptureFixture,
@@ -132,7 +132,7 @@ def test_the_storage_secret_counts_only_right_and_from_the_tools_own_page(
 
 
 def test_with_neither_cookie_nor_storage_the_refusal_offers_a_window_of_its_own(
-    app: FastAPI, registered: None, platform_key: RSAKey
+    app: Starlette, registered: None, platform_key: RSAKey
 ) -> None:
     with browser(app) as framed:
         response = framed.get("/lti/login", params=login_params())

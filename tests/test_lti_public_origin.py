@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from pydantic import ValidationError
 from sqlalchemy import Engine
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from conftest import SECRET_KEY, SettingsFactory
@@ -24,12 +24,12 @@ from normdive.web.app import create_app
 MADE_UP_HOST = "https://evil.example"
 
 
-def client_at(app: FastAPI, origin: str) -> TestClient:
+def client_at(app: Starlette, origin: str) -> TestClient:
     return TestClient(app, base_url=origin, follow_redirects=False)
 
 
 @pytest.fixture
-def configured(make_settings: SettingsFactory) -> FastAPI:
+def configured(make_settings: SettingsFactory) -> Starlette:
     return create_app(make_settings(public_origin=TOOL_ORIGIN, dev_prerequisite_done=False))
 
 
@@ -39,7 +39,7 @@ def registered(engine: Engine, jwks: KeySetServer) -> Iterator[None]:
     yield
 
 
-def test_the_canvas_configuration_names_the_configured_origin(configured: FastAPI) -> None:
+def test_the_canvas_configuration_names_the_configured_origin(configured: Starlette) -> None:
     with client_at(configured, MADE_UP_HOST) as client:
         config = client.get("/lti/canvas.json").json()
     assert config["oidc_initiation_url"] == f"{TOOL_ORIGIN}/lti/login"
@@ -57,7 +57,7 @@ def test_unset_the_urls_follow_the_request(make_settings: SettingsFactory) -> No
 
 
 def test_the_login_redirects_to_the_configured_launch_url(
-    configured: FastAPI, registered: None
+    configured: Starlette, registered: None
 ) -> None:
     with client_at(configured, MADE_UP_HOST) as client:
         asked = login(client)

@@ -23,8 +23,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from bs4 import BeautifulSoup
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from joserfc.jwk import RSAKey
 from lti1p3platform.membership import Context
 from lti1p3platform.registration import Registration as PlatformRegistration
@@ -32,6 +30,8 @@ from lti1p3platform.request import Request as PlatformRequest
 from lti1p3platform.response import generate_next_link
 from lti1p3platform.service_connector import NamesRoleProvisioningService
 from sqlalchemy import Engine, select
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from conftest import SettingsFactory
@@ -61,8 +61,8 @@ from normdive.lti import roster
 from normdive.lti.launch import NRPS_CLAIM
 from normdive.lti.roster import Bounds
 from normdive.store.tables import LtiRosterMember, LtiRosterService
-from normdive.web.identity import COOKIE_NAME
-from normdive.web.instructor_report import ROSTER_COLUMNS
+from normdive.web.infrastructure.identity import COOKIE_NAME
+from normdive.web.views.instructor_report import ROSTER_COLUMNS
 from test_lti_independent_platform import Login, MessageLaunch, PlatformConfig, _pem_pair
 
 # Five learners (one inactive) and an instructor, the first two with names and emails.
@@ -88,7 +88,7 @@ def settings(make_settings: SettingsFactory) -> Settings:
 
 
 @pytest.fixture
-def book(app: FastAPI, engine: Engine, jwks: KeySetServer) -> Iterator[RosterBook]:
+def book(app: Starlette, engine: Engine, jwks: KeySetServer) -> Iterator[RosterBook]:
     with roster_server(RosterBook(members=[dict(m) for m in MEMBERS])) as served:
         with browser(app) as client:
             register_platform(engine, jwks.url, token_url=served.token_url)
@@ -100,7 +100,7 @@ LaunchAs = Callable[..., TestClient]
 
 
 @pytest.fixture
-def launch_as(app: FastAPI, book: RosterBook, platform_key: RSAKey) -> Iterator[LaunchAs]:
+def launch_as(app: Starlette, book: RosterBook, platform_key: RSAKey) -> Iterator[LaunchAs]:
     clients: list[TestClient] = []
 
     def launched(sub: str, role: str = LEARNER_ROLE, **claims: object) -> TestClient:
@@ -414,7 +414,7 @@ class IndependentPlatform:
 
 
 @pytest.fixture
-def independent(app: FastAPI, engine: Engine) -> Iterator[IndependentPlatform]:
+def independent(app: Starlette, engine: Engine) -> Iterator[IndependentPlatform]:
     private, public = _pem_pair()
     registration = (
         PlatformRegistration()
@@ -477,7 +477,7 @@ def independent(app: FastAPI, engine: Engine) -> Iterator[IndependentPlatform]:
 
 
 def test_the_roster_from_an_independent_platform(
-    app: FastAPI, engine: Engine, independent: IndependentPlatform
+    app: Starlette, engine: Engine, independent: IndependentPlatform
 ) -> None:
     with browser(app) as client:
         login = Login(None, independent.config)

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from joserfc.jwk import RSAKey
 from pydantic import SecretStr
 from sqlalchemy import Engine
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from conftest import SettingsFactory
 from lesson_answers import RIGHT_READING_ID
@@ -35,7 +35,7 @@ from normdive.lti import submission_review
 from normdive.lti.submission_review import Review, grant_token
 from normdive.progress.events import EventKind
 from normdive.store.event_store import Store
-from normdive.web.identity import COOKIE_NAME
+from normdive.web.infrastructure.identity import COOKIE_NAME
 from tamper import altered_signature
 
 LESSON = load_lesson()
@@ -55,7 +55,7 @@ def platform(engine: Engine, jwks: KeySetServer) -> None:
 
 
 @pytest.fixture
-def clients(app: FastAPI, platform: None) -> Iterator[list[TestClient]]:
+def clients(app: Starlette, platform: None) -> Iterator[list[TestClient]]:
     opened: list[TestClient] = []
     yield opened
     for client in opened:
@@ -63,7 +63,7 @@ def clients(app: FastAPI, platform: None) -> Iterator[list[TestClient]]:
 
 
 def _send(
-    app: FastAPI, clients: list[TestClient], key: RSAKey, **claims: Any
+    app: Starlette, clients: list[TestClient], key: RSAKey, **claims: Any
 ) -> tuple[TestClient, Any]:
     client = browser(app).__enter__()
     clients.append(client)
@@ -72,14 +72,14 @@ def _send(
     return client, launch(client, token, asked.state)
 
 
-def _learner(app: FastAPI, clients: list[TestClient], key: RSAKey, sub: str) -> str:
+def _learner(app: Starlette, clients: list[TestClient], key: RSAKey, sub: str) -> str:
     client, answer = _send(app, clients, key, sub=sub)
     assert answer.status_code == 303, answer.text
     return str(client.cookies.get(COOKIE_NAME)).split(".")[0]
 
 
 def _review(
-    app: FastAPI,
+    app: Starlette,
     clients: list[TestClient],
     key: RSAKey,
     *,
@@ -119,7 +119,7 @@ def _alert(response: Any) -> str:
 
 
 def test_a_staff_request_opens_that_learners_d9_read_only(
-    app: FastAPI, clients: list[TestClient], platform_key: RSAKey, store: Store
+    app: Starlette, clients: list[TestClient], platform_key: RSAKey, store: Store
 ) -> None:
     ada = _learner(app, clients, platform_key, "ada")
     bob = _learner(app, clients, platform_key, "bob")
@@ -162,7 +162,7 @@ def test_a_staff_request_opens_that_learners_d9_read_only(
 
 
 def test_a_learner_may_review_only_their_own_work(
-    app: FastAPI, clients: list[TestClient], platform_key: RSAKey, store: Store
+    app: Starlette, clients: list[TestClient], platform_key: RSAKey, store: Store
 ) -> None:
     ada = _learner(app, clients, platform_key, "ada")
     _learner(app, clients, platform_key, "eve")
@@ -182,7 +182,7 @@ def test_a_learner_may_review_only_their_own_work(
 
 
 def test_an_unknown_user_gets_a_readable_page(
-    app: FastAPI, clients: list[TestClient], platform_key: RSAKey
+    app: Starlette, clients: list[TestClient], platform_key: RSAKey
 ) -> None:
     _learner(app, clients, platform_key, "ada")
     _, answer = _review(app, clients, platform_key, for_user={"user_id": "nobody"})
@@ -208,7 +208,7 @@ def test_an_unknown_user_gets_a_readable_page(
     ],
 )
 def test_a_review_request_without_what_the_spec_requires_is_refused(
-    app: FastAPI,
+    app: Starlette,
     clients: list[TestClient],
     platform_key: RSAKey,
     claims: dict[str, Any],
@@ -222,7 +222,7 @@ def test_a_review_request_without_what_the_spec_requires_is_refused(
 
 
 def test_a_grant_opens_only_its_learner_and_only_while_it_holds(
-    app: FastAPI,
+    app: Starlette,
     clients: list[TestClient],
     platform_key: RSAKey,
     settings: Settings,
@@ -258,7 +258,7 @@ def test_a_grant_opens_only_its_learner_and_only_while_it_holds(
 
 
 def test_the_review_writes_nothing(
-    app: FastAPI, clients: list[TestClient], platform_key: RSAKey, store: Store
+    app: Starlette, clients: list[TestClient], platform_key: RSAKey, store: Store
 ) -> None:
     ada = _learner(app, clients, platform_key, "ada")
     _work(store, ada)

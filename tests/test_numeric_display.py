@@ -17,7 +17,7 @@ from normdive.numeric.display import (
 )
 from normdive.numeric.layernorm import Root
 from normdive.progress import figures
-from normdive.web.player import norm_text
+from normdive.web.views.player import norm_text
 
 
 @pytest.mark.parametrize(

@@ -42,13 +42,13 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy import Connection, create_engine, func, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import NullPool
 from starlette.responses import StreamingResponse
+from starlette.testclient import TestClient
 
 from conftest import HOST_TOKEN, SECRET_KEY, SettingsFactory
 from normdive.progress.events import EventKind
@@ -57,7 +57,7 @@ from normdive.store.event_store import EventList, Store, new_learner_id
 from normdive.store.tables import Learner as LearnerRow
 from normdive.store.tables import PredictionTally
 from normdive.web.app import create_app
-from normdive.web.instructor_access import Pool, instructor_link
+from normdive.web.infrastructure.instructor_access import Pool, instructor_link
 from ops_server import JSON, TOKEN_HEADER, TOKEN_KEY, Learner, ServerProcess
 
 pytestmark = pytest.mark.slow

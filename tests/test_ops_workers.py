@@ -20,7 +20,7 @@ from conftest import migrated_sqlite_url
 from lesson_answers import RIGHT_NUMBERS
 from lesson_answers import RIGHT_READING_ID as RIGHT_READING
 from lesson_answers import WRONG_READING_ID as WRONG_READING
-from normdive.web.serving import WORKER_HEALTHCHECK_TIMEOUT_S
+from normdive.web.infrastructure.serving import WORKER_HEALTHCHECK_TIMEOUT_S
 from ops_server import Learner, ServerProcess
 
 TAKEAWAY = "Epsilon keeps the constant row finite; written on one server, read on the other."

@@ -254,7 +254,7 @@ def test_the_state_after_an_event_does_not_depend_on_its_id_or_time(
 ) -> None:
     # The server decides a write on the state after the event as it would be appended (no id,
     # its own clock), answers with that state and keeps it with the History the stored event
-    # made (web.services.Histories): the two must derive alike.
+    # made (web.infrastructure.services.Histories): the two must derive alike.
     events = as_events(drawn)
     before = History.of(events, LESSON)
     kind, payload = last

@@ -18,7 +18,7 @@ from normdive.recording.format import (
     as_float,
     non_finite_marker,
 )
-from normdive.web.pages import json_safe
+from normdive.web.routes.pages import json_safe
 from sample_recordings import sample_recording
 
 

@@ -9,13 +9,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
+from starlette.applications import Starlette
 from starlette.requests import Request
+from starlette.testclient import TestClient
 
 from conftest import HOST_TOKEN, SettingsFactory, ablation_recording, write_recording
 from normdive.progress.actions import NO_TAKEAWAY_TEXT
-from normdive.web.app import CONTENT_SECURITY_POLICY, create_app
+from normdive.web.app import create_app
+from normdive.web.security.headers import CONTENT_SECURITY_POLICY
 
 JSON = {"Accept": "application/json"}
 AUTH = {"Authorization": f"Bearer {HOST_TOKEN}"}
@@ -33,7 +34,7 @@ PATHS = [path for path, _ in FORM_POSTS]
 
 
 @pytest.fixture
-def app(make_settings: SettingsFactory, tmp_path: Path) -> FastAPI:
+def app(make_settings: SettingsFactory, tmp_path: Path) -> Starlette:
     recording = write_recording(tmp_path, ablation_recording())
     return create_app(make_settings(recording_path=recording))
 
@@ -92,11 +93,11 @@ def test_a_number_of_more_digits_than_python_converts_is_a_readable_422(
     assert client.get("/api/state").json()["learner_id"] == learner_id
 
 
-def test_an_unexpected_error_s_500_carries_the_security_headers(app: FastAPI) -> None:
+def test_an_unexpected_error_s_500_carries_the_security_headers(app: Starlette) -> None:
     async def broken(_request: Request) -> None:
         raise RuntimeError("a bug")
 
-    app.add_api_route("/broken-for-this-test", broken)
+    app.add_route("/broken-for-this-test", broken)
     with TestClient(app, raise_server_exceptions=False) as client:
         for headers in ({}, JSON):
             response = client.get("/broken-for-this-test", headers=headers)

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
-from fastapi import FastAPI
+from starlette.applications import Starlette
 
 from conftest import HOST_TOKEN, SettingsFactory, ablation_recording, write_recording
-from normdive.web.app import MAX_BODY_BYTES, TOO_LARGE, create_app
+from normdive.web.app import create_app
+from normdive.web.security.limits import MAX_BODY_BYTES, TOO_LARGE
 from page_client import PageClient
 
 JSON = {"Accept": "application/json"}
@@ -30,12 +31,12 @@ POSTS = [
 
 
 @pytest.fixture
-def app(make_settings: SettingsFactory, tmp_path: Path) -> FastAPI:
+def app(make_settings: SettingsFactory, tmp_path: Path) -> Starlette:
     return create_app(make_settings(recording_path=write_recording(tmp_path, ablation_recording())))
 
 
 @pytest.fixture
-def learner(app: FastAPI) -> Iterator[PageClient]:
+def learner(app: Starlette) -> Iterator[PageClient]:
     with PageClient(app, follow_redirects=False) as client:
         assert client.post("/predict", data={"choice": "residual"}).status_code == 303
         yield client

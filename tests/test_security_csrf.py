@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from pydantic import SecretStr
+from starlette.applications import Starlette
 from starlette.requests import Request
+from starlette.testclient import TestClient
 
 from conftest import (
     HOST_TOKEN,
@@ -31,7 +31,7 @@ from conftest import (
     write_recording,
 )
 from normdive.web.app import create_app
-from normdive.web.identity import COOKIE_NAME
+from normdive.web.infrastructure.identity import COOKIE_NAME
 from normdive.web.security import csrf
 from normdive.web.security.proxy import PEER_TRUSTED
 
@@ -66,14 +66,14 @@ def database(folder: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def app(folder: Path, database: str) -> FastAPI:
+def app(folder: Path, database: str) -> Starlette:
     """With a recording, so the ablation's routes are real too."""
     recording = write_recording(folder, ablation_recording())
     return create_app(build_settings(database, folder, recording_path=recording))
 
 
 @pytest.fixture
-def make_browser(app: FastAPI) -> Iterator[Callable[[], TestClient]]:
+def make_browser(app: Starlette) -> Iterator[Callable[[], TestClient]]:
     """Learners as bare clients: nothing adds a token for them."""
     with client_factory(app, TestClient) as make:
         yield make

@@ -7,18 +7,20 @@ from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from conftest import SettingsFactory, ablation_recording, write_recording
-from normdive.web.app import CONTENT_SECURITY_POLICY, MAX_BODY_BYTES, create_app
+from normdive.web.app import create_app
+from normdive.web.security.headers import CONTENT_SECURITY_POLICY
+from normdive.web.security.limits import MAX_BODY_BYTES
 from page_client import PageClient
 
 JSON = {"Accept": "application/json"}
 
 
 @pytest.fixture
-def app(make_settings: SettingsFactory, tmp_path: Path) -> FastAPI:
+def app(make_settings: SettingsFactory, tmp_path: Path) -> Starlette:
     recording = write_recording(tmp_path, ablation_recording())
     return create_app(make_settings(recording_path=recording, attempts_per_minute=1))
 
@@ -62,7 +64,7 @@ def every_kind_of_answer(client: PageClient) -> dict[str, object]:
     return answers
 
 
-def test_every_answer_carries_the_security_headers(app: FastAPI) -> None:
+def test_every_answer_carries_the_security_headers(app: Starlette) -> None:
     with PageClient(app, follow_redirects=False) as client:
         answers = every_kind_of_answer(client)
     statuses = {name: answer.status_code for name, answer in answers.items()}  # type: ignore[attr-defined]
@@ -88,7 +90,7 @@ def test_every_answer_carries_the_security_headers(app: FastAPI) -> None:
         assert headers["x-frame-options"] == "DENY", name
 
 
-def test_the_page_needs_nothing_the_policy_forbids(app: FastAPI) -> None:
+def test_the_page_needs_nothing_the_policy_forbids(app: Starlette) -> None:
     with PageClient(app, follow_redirects=False) as client:
         client.post("/predict", data={"choice": "residual"})
         client.post("/rows/both/predict", data={"outcome": "learns"})

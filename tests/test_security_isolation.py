@@ -7,13 +7,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from itsdangerous import Signer
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from conftest import SECRET_KEY, SettingsFactory, ablation_recording, write_recording
 from normdive.web.app import create_app
-from normdive.web.identity import COOKIE_NAME, SIGNER_SALT, cookie_value, make_signer
+from normdive.web.infrastructure.identity import COOKIE_NAME, SIGNER_SALT, cookie_value, make_signer
 from normdive.web.security import csrf
 from page_client import PageClient
 from tamper import altered_signature
@@ -24,12 +24,12 @@ PREDICTIONS = {"both": "learns", "residual_only": "partial", "layernorm_only": "
 
 
 @pytest.fixture
-def app(make_settings: SettingsFactory, tmp_path: Path) -> FastAPI:
+def app(make_settings: SettingsFactory, tmp_path: Path) -> Starlette:
     return create_app(make_settings(recording_path=write_recording(tmp_path, ablation_recording())))
 
 
 @pytest.fixture
-def make_client(app: FastAPI) -> Iterator[Callable[..., TestClient]]:
+def make_client(app: Starlette) -> Iterator[Callable[..., TestClient]]:
     clients: list[TestClient] = []
 
     def make(kind: type[TestClient] = TestClient) -> TestClient:

@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy import func, select, update
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from conftest import SECRET_KEY, SettingsFactory, client_factory
 from normdive.config import DEFAULT_NEW_LEARNERS_PER_HOUR, Settings
@@ -66,7 +66,7 @@ def first_write(client: TestClient, headers: dict[str, str] | None = None) -> in
 
 
 @pytest.mark.slow
-def test_a_thousand_cookieless_reads_store_no_learner(app: FastAPI, settings: Settings) -> None:
+def test_a_thousand_cookieless_reads_store_no_learner(app: Starlette, settings: Settings) -> None:
     with TestClient(app) as crawler:
         for _ in range(COOKIELESS_READS):
             crawler.cookies.clear()

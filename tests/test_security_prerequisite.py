@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fastapi.testclient import TestClient
+from starlette.testclient import TestClient
 
 from conftest import HOST_TOKEN, SECRET_KEY, SettingsFactory
 from normdive.web.app import create_app

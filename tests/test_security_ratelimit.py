@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from pydantic import ValidationError
 from sqlalchemy import Engine, func, insert, select
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from conftest import SECRET_KEY, SettingsFactory, ablation_recording, write_recording
 from normdive.config import DEFAULT_ATTEMPTS_PER_MINUTE, Settings
@@ -45,16 +45,16 @@ def format_error(n: int) -> dict[str, str]:
 
 
 @pytest.fixture
-def app(make_settings: SettingsFactory, tmp_path: Path) -> FastAPI:
+def app(make_settings: SettingsFactory, tmp_path: Path) -> Starlette:
     recording = write_recording(tmp_path, ablation_recording())
     return create_app(make_settings(attempts_per_minute=LIMIT, recording_path=recording))
 
 
 @pytest.fixture
-def make_learner(app: FastAPI) -> Iterator[Callable[..., PageClient]]:
+def make_learner(app: Starlette) -> Iterator[Callable[..., PageClient]]:
     clients: list[PageClient] = []
 
-    def make(on: FastAPI = app) -> PageClient:
+    def make(on: Starlette = app) -> PageClient:
         client = PageClient(on, follow_redirects=False)
         client.__enter__()
         clients.append(client)

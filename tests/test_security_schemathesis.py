@@ -27,8 +27,6 @@ from typing import Any
 
 import pytest
 import schemathesis
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
@@ -39,6 +37,8 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from conftest import (
     HOST_TOKEN,
@@ -49,9 +49,8 @@ from conftest import (
 )
 from lesson_answers import OTHER_WRONG_READING_CHOICE, WRONG_READING_ID
 from normdive.lesson.content import load_lesson
-from normdive.web import actions, instructor_pages, lab_pages, lti_routes, pages, sweep_pages
-from normdive.web.app import create_app
-from normdive.web.identity import COOKIE_NAME
+from normdive.web.app import ROUTES, create_app
+from normdive.web.infrastructure.identity import COOKIE_NAME
 from normdive.web.security import csrf
 from openapi_document import described_operations, openapi_document, route_operations
 from page_client import PageClient
@@ -59,16 +58,7 @@ from tamper import altered_signature
 
 WRONG_READINGS = (WRONG_READING_ID, OTHER_WRONG_READING_CHOICE.id)
 # Every operation the app routes (31), as "METHOD /path".
-OPERATIONS = route_operations(
-    [
-        *pages.router.routes,
-        *actions.router.routes,
-        *sweep_pages.router.routes,
-        *lab_pages.router.routes,
-        *lti_routes.router.routes,
-        *instructor_pages.router.routes,
-    ]
-)
+OPERATIONS = route_operations(ROUTES)
 # Cases per operation and mode. Where Hypothesis runs out of distinct cases sooner, fewer are
 # sent: GET /healthz and GET /api/state take no parameter and no body (one case each: what
 # varies is the credentials, set below), no query of GET / is invalid (every value is text,
@@ -138,7 +128,7 @@ class Learner:
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FastAPI]:
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Starlette]:
     folder = tmp_path_factory.mktemp("schemathesis")
     yield create_app(
         build_settings(
@@ -152,7 +142,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FastAPI]:
 
 
 @pytest.fixture(scope="module")
-def schema(app: FastAPI) -> schemathesis.BaseSchema:
+def schema(app: Starlette) -> schemathesis.BaseSchema:
     loaded = schemathesis.openapi.from_dict(openapi_document(app))
     loaded.app = app  # cases go to the app in-process (ASGI)
     # The cookie, form token and host token are set per case below, from real learners.
@@ -161,7 +151,7 @@ def schema(app: FastAPI) -> schemathesis.BaseSchema:
 
 
 @pytest.fixture(scope="module")
-def make_learners(app: FastAPI) -> Iterator[Callable[[], list[Learner]]]:
+def make_learners(app: Starlette) -> Iterator[Callable[[], list[Learner]]]:
     """Three learners for one operation: one who has done nothing yet, one who committed
     the opening prediction, one who also predicted every row and has five runs."""
     clients: list[PageClient] = []
@@ -267,7 +257,7 @@ def test_the_floors_add_up_to_the_total() -> None:
 
 
 def test_the_document_writes_out_every_route_of_the_app(
-    app: FastAPI, schema: schemathesis.BaseSchema
+    app: Starlette, schema: schemathesis.BaseSchema
 ) -> None:
     in_document = {
         f"{result.ok().method.upper()} {result.ok().path}" for result in schema.get_all_operations()

@@ -5,12 +5,14 @@ would have the browser post its form again, there)."""
 from __future__ import annotations
 
 import pytest
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 
 @pytest.mark.parametrize(("method", "path"), [("POST", "/predict/"), ("GET", "/healthz/")])
-def test_a_trailing_slash_is_a_404_without_a_redirect(app: FastAPI, method: str, path: str) -> None:
+def test_a_trailing_slash_is_a_404_without_a_redirect(
+    app: Starlette, method: str, path: str
+) -> None:
     with TestClient(app, follow_redirects=False) as client:
         answer = client.request(method, path, headers={"Host": "evil.example"})
     assert answer.status_code == 404

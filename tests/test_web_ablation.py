@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup, Tag
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from conftest import NON_FINITE_ROW, SettingsFactory, ablation_recording, write_recording
 from lesson_answers import LESSON, OTHER_WRONG_READING_CHOICE, RIGHT_NUMBERS
@@ -82,18 +82,18 @@ def predict_all(client: TestClient, predictions: dict[str, str] = PREDICTIONS) -
         assert response.status_code == 303, response.text
 
 
-def app_with(make_settings: SettingsFactory, path: Path, **overrides: object) -> FastAPI:
+def app_with(make_settings: SettingsFactory, path: Path, **overrides: object) -> Starlette:
     return create_app(make_settings(recording_path=path, **overrides))
 
 
 @pytest.fixture
-def app(make_settings: SettingsFactory, tmp_path: Path) -> FastAPI:
+def app(make_settings: SettingsFactory, tmp_path: Path) -> Starlette:
     """The app reading a sample recording (best row: both) from a tmp file."""
     return app_with(make_settings, write_recording(tmp_path, ablation_recording()))
 
 
 @pytest.fixture
-def learner(app: FastAPI) -> Iterator[Learner]:
+def learner(app: Starlette) -> Iterator[Learner]:
     """learner() -> a new learner (own cookie jar) on the same app."""
     clients: list[TestClient] = []
 
@@ -620,7 +620,7 @@ def test_nothing_a_client_sends_closes_the_gate(client: TestClient) -> None:
 
 
 def test_a_play_before_the_fourth_prediction_fails_the_order_rule_for_good(
-    app: FastAPI, client: TestClient
+    app: Starlette, client: TestClient
 ) -> None:
     # The server refuses such a play; a race (or an older version) could still record one.
     commit(client)
@@ -728,7 +728,7 @@ def test_a_recording_that_cannot_be_used_is_said_in_lesson_words(
         write_recording(tmp_path, content)
     sentence = words(LESSON.recording_problems.sentence(reason))
     with (
-        caplog.at_level(logging.WARNING, logger="normdive.web.services"),
+        caplog.at_level(logging.WARNING, logger="normdive.web.infrastructure.services"),
         PageClient(app_with(make_settings, path), follow_redirects=False) as client,
     ):
         commit(client)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 from bs4 import BeautifulSoup, Tag
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from conftest import SettingsFactory
 from lesson_answers import LESSON, OTHER_WRONG_READING_CHOICE
@@ -16,8 +16,8 @@ from lesson_answers import RIGHT_READING_ID as RIGHT_READING
 from lesson_answers import WRONG_READING_ID as WRONG_READING
 from normdive.progress.actions import SAME_READING_AGAIN
 from normdive.web.app import create_app
-from normdive.web.flash import FLASH_COOKIE, flash_value
-from normdive.web.view import Refusal
+from normdive.web.infrastructure.flash import FLASH_COOKIE, flash_value
+from normdive.web.views.page import Refusal
 from page_client import PageClient
 from tamper import altered_signature
 
@@ -202,7 +202,7 @@ def test_a_refusal_too_large_for_a_cookie_is_answered_in_place(client: TestClien
 
 
 def test_a_flash_is_read_only_by_its_own_learner_and_only_when_signed(
-    client: TestClient, app: FastAPI
+    client: TestClient, app: Starlette
 ) -> None:
     refused = client.post("/predict", data={}, headers=NAVIGATE)
     flash = refused.cookies[FLASH_COOKIE]

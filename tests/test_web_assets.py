@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
-from fastapi.testclient import TestClient
+from starlette.testclient import TestClient
 
-from normdive.web.assets import (
+from normdive.web.infrastructure.assets import (
     IMMUTABLE,
     REVALIDATE,
     StaticAssets,
@@ -19,7 +19,7 @@ from normdive.web.assets import (
     etag_matches,
     load_asset,
 )
-from normdive.web.rendering import STATIC_DIR, static_url, static_version
+from normdive.web.views.rendering import STATIC_DIR, static_url, static_version
 
 GZIP = {"Accept-Encoding": "gzip"}
 PLAIN = {"Accept-Encoding": "identity"}
@@ -36,7 +36,7 @@ def test_the_page_links_every_asset_under_this_releases_version(client: TestClie
     version = static_version()
     urls = page_asset_urls(client)
     assert sorted(urls) == sorted(
-        static_url(name, version) for name in ("page.css", "page.js", "layernorm.js")
+        static_url(name, version) for name in ("page.css", "page.js", "page/takeaway-saved.js")
     )
 
 
@@ -49,15 +49,17 @@ def test_versioned_assets_are_kept_for_good_and_compressed(client: TestClient) -
         assert "accept-encoding" in response.headers["vary"].lower()
         assert response.headers["etag"].startswith('W/"')
         # httpx decodes the body: it is the file itself.
-        name = url.rsplit("/", 1)[1]
+        name = url.removeprefix(static_url("", static_version()))
         assert response.content == (STATIC_DIR / name).read_bytes()
         assert int(response.headers["content-length"]) < len(response.content)
 
 
 def test_modules_imported_by_relative_url_share_the_version(client: TestClient) -> None:
-    # page.js imports ./player.js, which loads ./vendor/uplot/...: same versioned folder.
+    # page.js imports ./page/numbers.js, which imports ../layernorm.js; page/played-row.js
+    # imports ../player.js, which loads ./vendor/uplot/...: same versioned folder.
     base = static_url("", static_version())
-    for name in ("player.js", "vendor/uplot/uPlot.esm.js", "vendor/uplot/uPlot.min.css"):
+    names = ("page/numbers.js", "layernorm.js", "player.js", "vendor/uplot/uPlot.esm.js")
+    for name in (*names, "vendor/uplot/uPlot.min.css"):
         response = client.get(base + name, headers=GZIP)
         assert response.status_code == 200, name
         assert response.headers["cache-control"] == IMMUTABLE

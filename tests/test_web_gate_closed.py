@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup, Tag
-from fastapi.testclient import TestClient
+from starlette.testclient import TestClient
 
 from conftest import SettingsFactory, ablation_recording, write_recording
 from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID
@@ -21,7 +21,7 @@ from normdive.recording.format import ROW_KEYS
 from normdive.store.db import make_engine
 from normdive.store.event_store import Store
 from normdive.web.app import create_app
-from normdive.web.identity import COOKIE_NAME, cookie_value, make_signer
+from normdive.web.infrastructure.identity import COOKIE_NAME, cookie_value, make_signer
 from page_client import PageClient
 
 pytestmark = pytest.mark.both_databases

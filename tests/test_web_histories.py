@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.encoders import jsonable_encoder
 from sqlalchemy import select
 
 from conftest import SettingsFactory, ablation_recording, write_recording
@@ -27,9 +26,9 @@ from normdive.progress.history import History
 from normdive.store.snapshots import SNAPSHOT_EVERY_EVENTS
 from normdive.store.tables import LearnerSnapshot
 from normdive.web.app import create_app
-from normdive.web.identity import COOKIE_NAME
-from normdive.web.pages import json_safe
-from normdive.web.services import Histories, Services
+from normdive.web.infrastructure.identity import COOKIE_NAME
+from normdive.web.infrastructure.services import Histories, Services
+from normdive.web.routes.pages import json_safe
 from page_client import PageClient
 
 pytestmark = pytest.mark.both_databases
@@ -67,7 +66,7 @@ def state_from_scratch(svc: Services, learner_id: str) -> Any:
     """The learner's state derived from every event in the store, by a fresh fold."""
     events = svc.store.events_for(learner_id)
     state = svc.state_from(History.of(events, svc.lesson))
-    return json_safe(jsonable_encoder(dataclasses.asdict(state)))
+    return json_safe(dataclasses.asdict(state))
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from http.cookies import SimpleCookie
 
 import pytest
-from fastapi.testclient import TestClient
 from sqlalchemy import func, select
+from starlette.testclient import TestClient
 
 from conftest import SettingsFactory
 from normdive.config import Settings
@@ -16,7 +16,7 @@ from normdive.store.db import make_engine
 from normdive.store.event_store import Store
 from normdive.store.tables import Learner
 from normdive.web.app import create_app
-from normdive.web.identity import (
+from normdive.web.infrastructure.identity import (
     COOKIE_MAX_AGE_S,
     COOKIE_NAME,
     cookie_value,

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup, Tag
-from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy import Engine, insert
+from starlette.testclient import TestClient
 
 from conftest import SECRET_KEY, SettingsFactory, ablation_recording, write_recording
 from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID
@@ -25,7 +25,7 @@ from normdive.recording.format import ROW_KEYS
 from normdive.store.event_store import Store
 from normdive.store.tables import LtiContextMember, LtiLearner
 from normdive.web.app import create_app
-from normdive.web.instructor_access import INSTRUCTOR_COOKIE, Pool, cookie_value
+from normdive.web.infrastructure.instructor_access import INSTRUCTOR_COOKIE, Pool, cookie_value
 from page_client import PageClient
 from sample_lab import TINY_BASE, TRIMMED, sample_lab_grid, write_lab_grid
 

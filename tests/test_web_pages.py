@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup, Tag
-from fastapi.testclient import TestClient
+from starlette.testclient import TestClient
 
 from conftest import SettingsFactory
 from normdive.lesson.content import load_lesson

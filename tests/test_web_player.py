@@ -1,4 +1,4 @@
-"""The recording as the page shows it (normdive.web.player), and the vendored uPlot."""
+"""The recording as the page shows it (normdive.web.views.player), and the vendored uPlot."""
 
 from __future__ import annotations
 
@@ -16,8 +16,13 @@ from bs4 import BeautifulSoup, Tag
 from conftest import NON_FINITE_ROW, ablation_recording
 from normdive.lesson.content import load_lesson
 from normdive.recording.format import ROW_KEYS, Recording
-from normdive.web.charts import GRADIENT_PLOT_HEIGHT, MARKER_CLEARANCE, MAX_DECADES, CurveChart
-from normdive.web.player import (
+from normdive.web.views.charts import (
+    GRADIENT_PLOT_HEIGHT,
+    MARKER_CLEARANCE,
+    MAX_DECADES,
+    CurveChart,
+)
+from normdive.web.views.player import (
     PlayerView,
     gradients_view,
     norm_text,
@@ -26,7 +31,7 @@ from normdive.web.player import (
     row_key,
     row_payload,
 )
-from normdive.web.rendering import STATIC_DIR, Renderer
+from normdive.web.views.rendering import STATIC_DIR, Renderer
 from sample_recordings import sample_recording
 
 LESSON = load_lesson()

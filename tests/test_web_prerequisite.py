@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fastapi.testclient import TestClient
+from starlette.testclient import TestClient
 
 from conftest import HOST_TOKEN, SettingsFactory
 from normdive.web.app import create_app

@@ -1,4 +1,4 @@
-"""web.rendering's compiled templates: every Environment make_environment builds shares the
+"""web.views.rendering's compiled templates: every Environment make_environment builds shares the
 code compiled once in the process, renders exactly as a freshly compiled one, and compiles a
 template again once its source has changed; and the filter that lets a setting's long name
 break at its underscores."""
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from jinja2 import Environment
 
-from normdive.web.rendering import COMPILED_TEMPLATES, Renderer, breakable, make_environment
+from normdive.web.views.rendering import COMPILED_TEMPLATES, Renderer, breakable, make_environment
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
-"""What `normdive serve` writes to its log (web.logging_setup): the access log without the
-values of secret query parameters and with very long paths cut, and normdive's own INFO and
-WARNING lines with a timestamp, level and logger name. One real server in a subprocess, its
+"""What `normdive serve` writes to its log (web.infrastructure.logging_setup): the access log
+without the values of secret query parameters and with very long paths cut, and normdive's own INFO
+and WARNING lines with a timestamp, level and logger name. One real server in a subprocess, its
 stdout and stderr read from a file; the unit tests of the path rewriting need no server."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pytest
 from pydantic import SecretStr
 
 from conftest import SECRET_KEY, migrated_sqlite_url
-from normdive.web.instructor_access import Pool, instructor_link
-from normdive.web.logging_setup import (
+from normdive.web.infrastructure.instructor_access import Pool, instructor_link
+from normdive.web.infrastructure.logging_setup import (
     CUT_MARKER,
     MAX_LOGGED_PATH_CHARS,
     REDACTED,
@@ -108,7 +108,7 @@ def test_a_registrations_invite_and_token_stay_out_and_its_refusal_is_a_formatte
     ) in line
     log = server.log_path.read_text(errors="replace")
     assert "not-an-invite-0123" not in log and "tok-4567" not in log
-    warning = "WARNING normdive.web.lti_routes: LTI registration refused (no_invite)"
+    warning = "WARNING normdive.web.routes.lti: LTI registration refused (no_invite)"
     wait_for_log(server, TIMESTAMP + re.escape(warning))
 
 
@@ -133,5 +133,8 @@ def test_normdives_info_lines_are_logged_with_time_level_and_logger(
             b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\n"
             b"text=half"
         )
-    info = "INFO normdive.web.errors: client left before its request arrived whole: POST /takeaway"
+    info = (
+        "INFO normdive.web.infrastructure.errors: "
+        "client left before its request arrived whole: POST /takeaway"
+    )
     wait_for_log(server, TIMESTAMP + re.escape(info))

@@ -12,13 +12,13 @@ from collections.abc import Iterator
 import anyio.to_thread
 import pytest
 import uvicorn
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 from uvicorn.server import ServerState
 
 from fresh_loop import run_in_fresh_loop
 from normdive.web.app import REQUEST_THREADS
-from normdive.web.serving import NoDelayH11Protocol
+from normdive.web.infrastructure.serving import NoDelayH11Protocol
 
 
 async def _empty_app(_scope: object, _receive: object, _send: object) -> None:
@@ -82,7 +82,7 @@ def test_the_servers_protocol_turns_nagle_off(
     assert run_in_fresh_loop(serve_one) is True
 
 
-def test_requests_run_on_a_few_threads_per_worker(app: FastAPI) -> None:
+def test_requests_run_on_a_few_threads_per_worker(app: Starlette) -> None:
     def tokens() -> float:
         return anyio.to_thread.current_default_thread_limiter().total_tokens
 

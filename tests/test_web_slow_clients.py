@@ -1,10 +1,11 @@
 """Clients that are slow or leave: a request head that does not arrive in time closes the
-connection (web.serving), a head over the limit is refused (h11 while it arrives, then
-web.app.HeadLimit), a body that does not arrive in time is a 408 (web.app.BodyLimit), an answer
-sent before the body has all arrived closes the connection (web.app.BodyLimit), and a client
-that leaves mid-body is one INFO line in the log, not an ERROR with a traceback.
-A real uvicorn server on 127.0.0.1 and raw sockets; short deadlines, so the tests wait little,
-and nothing here measures time: each waits for the server to act, with a generous bound."""
+connection (web.infrastructure.serving), a head over the limit is refused (h11 while it arrives,
+then web.security.limits.HeadLimit), a body that does not arrive in time is a 408
+(web.security.limits.BodyLimit), an answer sent before the body has all arrived closes the
+connection (web.security.limits.BodyLimit), and a client that leaves mid-body is one INFO line in
+the log, not an ERROR with a traceback. A real uvicorn server on 127.0.0.1 and raw sockets; short
+deadlines, so the tests wait little, and nothing here measures time: each waits for the server to
+act, with a generous bound."""
 
 from __future__ import annotations
 
@@ -22,8 +23,13 @@ import pytest
 import uvicorn
 
 from conftest import SERVER_START_TIMEOUT_S, SettingsFactory
-from normdive.web.app import HEAD_TOO_LARGE, MAX_HEAD_BYTES, TWO_LENGTHS, create_app
-from normdive.web.serving import KEEP_ALIVE_TIMEOUT_S, NoDelayH11Protocol, connection_options
+from normdive.web.app import create_app
+from normdive.web.infrastructure.serving import (
+    KEEP_ALIVE_TIMEOUT_S,
+    NoDelayH11Protocol,
+    connection_options,
+)
+from normdive.web.security.limits import HEAD_TOO_LARGE, MAX_HEAD_BYTES, TWO_LENGTHS
 
 # Deadlines short enough to wait for in a test.
 SHORT_S = 0.5

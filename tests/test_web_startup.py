@@ -1,6 +1,6 @@
-"""web.startup's app factory: each worker of `normdive serve` builds its app, collects what
-start-up left as garbage, then freezes what is left (gc.freeze), in that order. The freeze
-itself is replaced here: a frozen cycle is never reclaimed, and this process builds many
+"""web.infrastructure.startup's app factory: each worker of `normdive serve` builds its app,
+collects what start-up left as garbage, then freezes what is left (gc.freeze), in that order. The
+freeze itself is replaced here: a frozen cycle is never reclaimed, and this process builds many
 apps. `normdive serve` runs the real one (tests/test_web_cli.py serves a page through it)."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from __future__ import annotations
 import gc
 
 import pytest
-from fastapi import FastAPI
+from starlette.applications import Starlette
 from uvicorn.importer import import_from_string
 
 import normdive.web.app
-from normdive.web.startup import APP_FACTORY, served_app
+from normdive.web.infrastructure.startup import APP_FACTORY, served_app
 
 
 def test_serve_names_the_factory_that_freezes() -> None:
@@ -20,11 +20,11 @@ def test_serve_names_the_factory_that_freezes() -> None:
 
 
 def test_the_app_is_built_then_collected_then_frozen(
-    app: FastAPI, monkeypatch: pytest.MonkeyPatch
+    app: Starlette, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     steps: list[str] = []
 
-    def build() -> FastAPI:
+    def build() -> Starlette:
         steps.append("build")
         return app
 

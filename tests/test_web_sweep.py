@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup, Tag
-from fastapi.testclient import TestClient
+from starlette.testclient import TestClient
 
 from conftest import SettingsFactory, ablation_recording, write_recording
 from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID
@@ -18,7 +18,7 @@ from normdive.recording.format import ROW_KEYS
 from normdive.recording.sweep import Sweep, sweep_path_for
 from normdive.recording.sweep_reader import Cell
 from normdive.web.app import create_app
-from normdive.web.sweep_view import cell_view, unbroken
+from normdive.web.views.sweep import cell_view, unbroken
 from page_client import PageClient
 from sample_sweeps import FLIP_AT_4, FLIP_AT_8, sample_sweep
 

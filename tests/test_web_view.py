@@ -1,4 +1,4 @@
-"""What one render of the page gathers (normdive.web.view): what the URL carries through a
+"""What one render of the page gathers (normdive.web.views.page): what the URL carries through a
 POST, and which of the recording's views a learner's state lets the page show."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from normdive.progress.aggregate import PredictionCounts
 from normdive.progress.events import Event, EventKind
 from normdive.progress.facts import recording_facts
 from normdive.progress.state import LessonState, derive
-from normdive.web.view import Carry, build_page_view, carry_from
+from normdive.web.views.page import Carry, build_page_view, carry_from
 
 LESSON = load_lesson()
 RECORDING = ablation_recording()

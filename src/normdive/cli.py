@@ -77,8 +77,8 @@ def serve(
     from pydantic import ValidationError
 
     from normdive.config import Settings, settings_problems
-    from normdive.web.serving import run
-    from normdive.web.startup import APP_FACTORY, readiness_problems
+    from normdive.web.infrastructure.serving import run
+    from normdive.web.infrastructure.startup import APP_FACTORY, readiness_problems
 
     try:
         settings = Settings()  # secret_key comes from the environment
@@ -386,7 +386,7 @@ def instructor_link(
         ),
     ] = None,
 ) -> None:
-    from normdive.web.instructor_access import Pool, instructor_link, is_context_key
+    from normdive.web.infrastructure.instructor_access import Pool, instructor_link, is_context_key
 
     key = context.strip().lower() if context is not None else None
     if key is not None and not is_context_key(key):
@@ -435,8 +435,8 @@ def report(
     from normdive.progress.report_export import aggregate, record
     from normdive.store.db import make_engine
     from normdive.store.snapshots import Snapshots
-    from normdive.web.instructor_access import is_context_key
-    from normdive.web.instructor_report import csv_chunks, learner_summaries
+    from normdive.web.infrastructure.instructor_access import is_context_key
+    from normdive.web.views.instructor_report import csv_chunks, learner_summaries
 
     if output_format not in ("csv", "json"):
         raise _fail(f"--format {output_format!r}: give csv or json.")
@@ -609,7 +609,7 @@ def lti_resend(
     from normdive.lesson.content import load_lesson
     from normdive.lti.passback import resend_changed
     from normdive.store.db import make_engine
-    from normdive.web.instructor_access import is_context_key
+    from normdive.web.infrastructure.instructor_access import is_context_key
 
     key = context.strip().lower()
     if not is_context_key(key):
@@ -689,7 +689,7 @@ def lti_roster(
     from normdive.config import settings_problems
     from normdive.lti.roster import refresh
     from normdive.store.db import make_engine
-    from normdive.web.instructor_access import is_context_key
+    from normdive.web.infrastructure.instructor_access import is_context_key
 
     key = context.strip().lower()
     if not is_context_key(key):

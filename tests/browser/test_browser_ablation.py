@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from fastapi import FastAPI
 from playwright.sync_api import Page, expect
+from starlette.applications import Starlette
 
 from conftest import (
     HOST_TOKEN,
@@ -59,7 +59,7 @@ AXE = "node_modules/axe-core/axe.min.js"
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, FastAPI]]:
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, Starlette]]:
     folder = tmp_path_factory.mktemp("ablation-live")
     settings = build_settings(
         migrated_sqlite_url(folder),
@@ -75,7 +75,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServe
 
 
 @pytest.fixture(scope="module")
-def live_server(served: tuple[LiveServer, FastAPI]) -> LiveServer:
+def live_server(served: tuple[LiveServer, Starlette]) -> LiveServer:
     """This module's server (overrides the session's, which has no recording)."""
     return served[0]
 
@@ -282,7 +282,7 @@ def test_a_learner_walks_from_the_locked_page_to_a_closed_gate(new_page: NewPage
 
 
 def test_a_second_learner_sees_none_of_the_first_but_the_aggregate(
-    new_page: NewPage, served: tuple[LiveServer, FastAPI]
+    new_page: NewPage, served: tuple[LiveServer, Starlette]
 ) -> None:
     first = new_page()
     first_id = unlock(first)

@@ -39,7 +39,7 @@ from normdive.store.tables import (
     LtiRosterService,
 )
 from normdive.web.app import create_app
-from normdive.web.instructor_access import Pool, instructor_link
+from normdive.web.infrastructure.instructor_access import Pool, instructor_link
 
 pytestmark = pytest.mark.browser
 

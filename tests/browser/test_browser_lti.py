@@ -45,7 +45,7 @@ from normdive.lti.passback import Sender
 from normdive.lti.tool_config import LAUNCH_PATH, LOGIN_PATH
 from normdive.store.db import make_engine
 from normdive.store.tables import LtiRegistration
-from normdive.web.lti_routes import STATE_COOKIE_PREFIX
+from normdive.web.routes.lti import STATE_COOKIE_PREFIX
 
 pytestmark = pytest.mark.browser
 

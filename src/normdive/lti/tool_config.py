@@ -12,7 +12,7 @@ from normdive.lesson.content import Lesson
 from normdive.lti.passback import LINEITEM_SCOPE, SCORE_SCOPE
 from normdive.lti.roster import MEMBERSHIPS_SCOPE
 
-# The tool's paths (served by normdive.web.lti_routes).
+# The tool's paths (served by normdive.web.routes.lti).
 LOGIN_PATH = "/lti/login"
 LAUNCH_PATH = "/lti/launch"
 JWKS_PATH = "/lti/jwks"

@@ -28,7 +28,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from normdive.web.rendering import STATIC_MOUNT
+from normdive.web.views.rendering import STATIC_MOUNT
 
 # A year, the longest that HTTP caches are expected to honour (RFC 9111 5.2.2.1 gives no
 # maximum; a year is the customary one).

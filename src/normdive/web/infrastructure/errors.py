@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import logging
 
-from fastapi import FastAPI
-from fastapi.exceptions import RequestValidationError
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from normdive.store.db import DATABASE_ERRORS, failure_reason, is_database_failure
-from normdive.web.rendering import Renderer
+from normdive.web.views.rendering import Renderer
 
 logger = logging.getLogger(__name__)
 
@@ -79,14 +78,6 @@ async def _on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     headers = dict(exc.headers) if exc.headers else None
     return error_response(request, exc.status_code, _http_message(request, exc), headers)
-
-
-async def _on_validation_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, RequestValidationError)
-    fields = ", ".join(
-        ".".join(str(part) for part in error.get("loc", ())) for error in exc.errors()
-    )
-    return error_response(request, 422, f"Some of what was sent could not be read ({fields}).")
 
 
 DATABASE_UNAVAILABLE = "The progress store is not reachable right now. Try again in a moment."
@@ -195,9 +186,8 @@ async def _on_unexpected(request: Request, exc: Exception) -> Response:
     )
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(app: Starlette) -> None:
     app.add_exception_handler(HTTPException, _on_http_error)
-    app.add_exception_handler(RequestValidationError, _on_validation_error)
     for database_error in DATABASE_ERRORS:
         app.add_exception_handler(database_error, _on_database_error)
     app.add_exception_handler(ClientDisconnect, _on_client_disconnect)

@@ -29,9 +29,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from normdive.config import Settings
-from normdive.web.identity import Learner
+from normdive.web.infrastructure.identity import Learner
 from normdive.web.security.framing import set_framed_cookie
-from normdive.web.view import FORMS, Refusal
+from normdive.web.views.page import FORMS, Refusal
 
 FLASH_COOKIE = "normdive_refusal"
 # Distinguishes this signature from any other use of the same secret key.

@@ -7,7 +7,7 @@ anyone else's events.
 
 Reading stores nothing. A visitor without a valid cookie gets a freshly minted id, signed into
 the cookie, without the database being touched: a crawler or a health check that forgets its
-cookie costs no row. The learner is stored by their first write (web.actions), so a validly
+cookie costs no row. The learner is stored by their first write (web.routes.actions), so a validly
 signed cookie may name an id the store does not hold yet; only this server can sign one, and
 such a learner simply has no events.
 """

@@ -23,8 +23,11 @@ from typing import Any
 
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from pydantic import SecretStr
+from starlette.responses import Response
 
+from normdive.config import Settings
 from normdive.store.tables import LTI_DIGEST_LENGTH
+from normdive.web.security.framing import set_framed_cookie
 
 INSTRUCTOR_PATH = "/instructor"
 INSTRUCTOR_COOKIE = "normdive_instructor"
@@ -119,3 +122,22 @@ def pool_from_cookie(value: str | None, secret_key: SecretStr, max_age_s: int) -
     except BadSignature:  # SignatureExpired is one
         return None
     return _pool(payload)
+
+
+def set_instructor_cookie(response: Response, settings: Settings, pool: Pool, framed: bool) -> None:
+    """The cookie that opens the view for `pool`, on the view's paths only. Inside a
+    platform's iframe it must be SameSite=None, Secure and Partitioned (as the launch's)."""
+    value = cookie_value(pool, settings.secret_key)
+    max_age = settings.instructor_access_ttl_s
+    if framed:
+        set_framed_cookie(response, INSTRUCTOR_COOKIE, value, max_age=max_age, path=INSTRUCTOR_PATH)
+        return
+    response.set_cookie(
+        INSTRUCTOR_COOKIE,
+        value,
+        max_age=max_age,
+        path=INSTRUCTOR_PATH,
+        secure=settings.cookie_secure,
+        httponly=True,
+        samesite="lax",
+    )

@@ -1,5 +1,5 @@
-"""How `normdive serve` logs (web.serving.run hands `logging_config()` to uvicorn, which applies
-it in every process it serves from, the workers of --workers and --reload included).
+"""How `normdive serve` logs (web.infrastructure.serving.run hands `logging_config()` to uvicorn,
+which applies it in every process it serves from, the workers of --workers and --reload included).
 
 - uvicorn's own lines stay as uvicorn writes them (stderr), and so does its access log
   (stdout), except that RedactAccessLog, a filter on the "uvicorn.access" logger, replaces the
@@ -21,7 +21,7 @@ from urllib.parse import unquote_plus
 from uvicorn.config import LOGGING_CONFIG
 
 from normdive.lti.dynamic_registration import INVITE_PARAMETER
-from normdive.web.instructor_access import ACCESS_PARAMETER
+from normdive.web.infrastructure.instructor_access import ACCESS_PARAMETER
 
 ACCESS_LOGGER = "uvicorn.access"
 # Query parameters whose value is a credential: an instructor link's token (good for the

@@ -35,10 +35,10 @@ from normdive.recording.sweep import sweep_path_for
 from normdive.recording.sweep_reader import sweep_status
 from normdive.store.event_store import EventList, Store
 from normdive.store.snapshots import Snapshots, due
-from normdive.web.pool_reports import PoolReports
-from normdive.web.rendering import Renderer
 from normdive.web.security.csrf import form_token
-from normdive.web.view import PageView, Refusal, build_page_view
+from normdive.web.views.page import PageView, Refusal, build_page_view
+from normdive.web.views.pool_reports import PoolReports
+from normdive.web.views.rendering import Renderer
 
 logger = logging.getLogger(__name__)
 

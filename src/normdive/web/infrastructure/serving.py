@@ -13,15 +13,15 @@ Slow clients. uvicorn closes a kept-alive connection idle for `timeout_keep_aliv
 but has no deadline for a request's head: a client sending its headers a byte at a time held a
 connection for as long as it liked. The protocol here closes a connection whose request head
 has not arrived whole HEADER_TIMEOUT_S seconds after the connection opened or the previous
-answer ended. h11 refuses with a 400 a head still incomplete past web.app.MAX_HEAD_BYTES (its
-max_incomplete_event_size, which bounds only what it buffers: a larger head arriving whole in
-one read passes it, and the app refuses that one with a 431, web.app.HeadLimit). The body has
-its own deadline in the app (Settings.body_timeout_s, web.app.BodyLimit), so it holds under any
-server. A proxy in front should still set its own (README, "Deploying it"): it can refuse slow
-clients before they cost this process a connection.
+answer ended. h11 refuses with a 400 a head still incomplete past web.security.limits.MAX_HEAD_BYTES
+(its max_incomplete_event_size, which bounds only what it buffers: a larger head arriving whole in
+one read passes it, and the app refuses that one with a 431, web.security.limits.HeadLimit). The
+body has its own deadline in the app (Settings.body_timeout_s, web.security.limits.BodyLimit), so it
+holds under any server. A proxy in front should still set its own (README, "Deploying it"): it can
+refuse slow clients before they cost this process a connection.
 
-Logging is web.logging_setup's: uvicorn's lines, the access log with secrets and long paths
-cut, and normdive's own lines with a timestamp, level and logger name.
+Logging is web.infrastructure.logging_setup's: uvicorn's lines, the access log with secrets and long
+paths cut, and normdive's own lines with a timestamp, level and logger name.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from normdive.web.app import MAX_HEAD_BYTES
-from normdive.web.logging_setup import logging_config
+from normdive.web.infrastructure.logging_setup import logging_config
+from normdive.web.security.limits import MAX_HEAD_BYTES
 
 # The app applies FORWARDED_ALLOW_IPS to the forwarded headers itself (web.security.proxy), with
 # uvicorn's own middleware; uvicorn's copy would rewrite the client before the app could see

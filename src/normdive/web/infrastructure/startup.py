@@ -15,10 +15,10 @@ from normdive.store.db import failure_reason, make_engine
 from normdive.store.tables import Base
 
 if TYPE_CHECKING:
-    from fastapi import FastAPI
+    from starlette.applications import Starlette
 
 # The ASGI app factory uvicorn imports in each worker ("module:function").
-APP_FACTORY = "normdive.web.startup:served_app"
+APP_FACTORY = "normdive.web.infrastructure.startup:served_app"
 # The progress store's tables, as the models declare them; `normdive db upgrade` creates them.
 REQUIRED_TABLES = frozenset(Base.metadata.tables)
 
@@ -47,7 +47,7 @@ def readiness_problems(settings: Settings) -> list[str]:
     return problems
 
 
-def served_app() -> FastAPI:
+def served_app() -> Starlette:
     """The app one worker of `normdive serve` serves, with what it holds from start-up moved out
     of the cycle collector's sight (gc.freeze).
 

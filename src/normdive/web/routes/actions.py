@@ -8,8 +8,8 @@ the event to append, or raising Conflict / Invalid); this module only translates
   switch, the learner's own row, the row in the player: view.Carry, carried by every form),
   and a refusal the browser itself submitted (Fetch Metadata says `navigate`) is a 303 to the
   page too, the refusal carried in a signed, short-lived cookie and drawn there once
-  (web.flash: the message beside the form and what the learner typed), so that Back and
-  reload never post again; any other client gets the page re-rendered with the refusal's own
+  (web.infrastructure.flash: the message beside the form and what the learner typed), so that Back
+  and reload never post again; any other client gets the page re-rendered with the refusal's own
   status (409 / 422), as does a refusal too large for the cookie;
 - with JavaScript (`Accept: application/json`), the same statuses with
   {"ok", "message", "fragments"}: the page's regions re-rendered by the same macros.
@@ -32,11 +32,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
 
 from normdive.lesson.content import Lesson
 from normdive.lti.platform_json import NotPlatformJson, parsed
@@ -62,23 +61,22 @@ from normdive.progress.state import LessonState
 from normdive.recording.reader import RecordingSnapshot
 from normdive.store.event_store import storable
 from normdive.store.prerequisite import PrerequisiteSource, record_prerequisite_done
-from normdive.web.errors import error_response, wants_json
-from normdive.web.flash import flash_value, is_navigation, set_flash
-from normdive.web.identity import (
+from normdive.web.infrastructure.admission import admit_learner
+from normdive.web.infrastructure.errors import error_response, wants_json
+from normdive.web.infrastructure.flash import flash_value, is_navigation, set_flash
+from normdive.web.infrastructure.forms import NOT_A_FORM, form_fields
+from normdive.web.infrastructure.identity import (
     COOKIE_NAME,
     attach_cookie,
     is_learner_id,
     learner_from_cookie,
     resolve_learner,
 )
-from normdive.web.rendering import AGGREGATE_FRAGMENT
+from normdive.web.infrastructure.services import Services, services
 from normdive.web.security import csrf
-from normdive.web.security.proxy import client_address
-from normdive.web.security.ratelimit import address_key, throttled, too_many_learners
-from normdive.web.services import Services, services
-from normdive.web.view import Refusal, carry_from
-
-router = APIRouter()
+from normdive.web.security.ratelimit import throttled
+from normdive.web.views.page import Refusal, carry_from
+from normdive.web.views.rendering import AGGREGATE_FRAGMENT
 
 # The event to append; None: nothing to append, and the action still succeeded (a hint that
 # is already open).
@@ -86,16 +84,10 @@ Outcome = Action | None
 # The form value naming the row or rung a per-row form's URL names (set by the route, never
 # read from the body).
 TARGET = "target"
-# What a form posts as: a plain form, or multipart (the page script's FormData).
-FORM_MEDIA_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 # The refusals of what the learner sent, which a browser without JavaScript is redirected
-# past (web.flash), landing at the page's summary of what was refused (page.html).
+# past (web.infrastructure.flash), landing at the page's summary of what was refused (page.html).
 REDIRECTED_REFUSALS = (409, 422)
 SUMMARY_ANCHOR = "error-summary"
-NOT_A_FORM = (
-    "This address takes a form (application/x-www-form-urlencoded or multipart/form-data), "
-    "and that request sent something else, so nothing was saved."
-)
 
 
 @dataclass(frozen=True)
@@ -110,16 +102,6 @@ class FormAction:
     plays: bool = False  # the target row goes into the player
     # Where the form itself is, when a success lands elsewhere (a refusal links back to it).
     form_anchor: str | None = None
-
-
-def _field_values(form: FormData) -> dict[str, str]:
-    """Each text field's value, whole: BodyLimit bounds them all, and a refusal that counts
-    what was sent (the takeaway's length) counts all of it. Files are not form values here."""
-    values: dict[str, str] = {}
-    for key, value in form.multi_items():
-        if isinstance(value, str):
-            values[key] = value
-    return values
 
 
 def _predict_announcement(state: LessonState, lesson: Lesson, _: Mapping[str, Any]) -> str:
@@ -331,7 +313,7 @@ def _perform(
         except ActionRefused as exc:
             first_refused = exc
         else:
-            refused = _admit_learner(svc, request, learner_id)
+            refused = admit_learner(svc, request, learner_id)
             if refused is not None:
                 return refused
     learner = resolve_learner(request, svc.signer)
@@ -384,8 +366,8 @@ def _perform(
 
     response: Response
     # A browser's own refused submission lands on a page Back and reload can return to: the
-    # refusal rides to it in a flash cookie (web.flash). A refusal of the request itself
-    # (429) keeps its status and Retry-After.
+    # refusal rides to it in a flash cookie (web.infrastructure.flash). A refusal of the request
+    # itself (429) keeps its status and Retry-After.
     flash = (
         flash_value(refusal, learner.id, svc.settings.secret_key)
         if refusal is not None
@@ -427,34 +409,9 @@ def _perform(
     return response
 
 
-async def _form_fields(request: Request) -> dict[str, str] | None:
-    """The form's fields, or None when the body is not a form (415). A body with no
-    Content-Type at all is a form only when it is empty (a form with no fields)."""
-    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
-    if media_type in FORM_MEDIA_TYPES:
-        return _field_values(await request.form())
-    if not media_type and not await request.body():
-        return {}
-    return None
-
-
-def _admit_learner(svc: Services, request: Request, learner_id: str) -> Response | None:
-    """Store the learner on their first write, unless their address started too many
-    learners lately (429, web.security.ratelimit); None when the write may go on."""
-    if svc.store.learner_exists(learner_id):
-        return None
-    created_by = address_key(svc.settings.secret_key, client_address(request))
-    limited = too_many_learners(svc.engine, created_by, svc.settings.new_learners_per_hour)
-    if limited is not None:
-        retry = {"Retry-After": str(limited.retry_after_s)}
-        return error_response(request, 429, limited.message, retry)
-    svc.store.ensure_learner(learner_id, created_by)
-    return None
-
-
 async def _run(request: Request, action: FormAction, target: str | None = None) -> Response:
     svc = services(request)
-    form = await _form_fields(request)
+    form = await form_fields(request)
     if form is None:
         return error_response(request, 415, NOT_A_FORM)
     vouched = learner_from_cookie(request.cookies.get(COOKIE_NAME), svc.signer)
@@ -474,45 +431,41 @@ def _unknown_row(request: Request, key: str) -> Response | None:
     return error_response(request, 404, unknown_row_message(key))
 
 
-@router.post("/predict")
 async def predict(request: Request) -> Response:
     """Commit the opening prediction (once; it never changes)."""
     return await _run(request, PREDICT)
 
 
-@router.post("/numbers")
 async def numbers(request: Request) -> Response:
     """Check the six numbers (fields named by the lesson's field ids)."""
     return await _run(request, NUMBERS)
 
 
-@router.post("/reading")
 async def reading(request: Request) -> Response:
     """Lock a reading of the epsilon."""
     return await _run(request, READING)
 
 
-@router.post("/takeaway")
 async def takeaway(request: Request) -> Response:
     """Save the takeaway (button or autosave)."""
     return await _run(request, TAKEAWAY)
 
 
-@router.post("/rows/{key}/predict")
-async def row_predict(request: Request, key: str) -> Response:
+async def row_predict(request: Request) -> Response:
     """Commit one row's predicted outcome (form field `outcome`); once, never changed."""
+    key = request.path_params["key"]
     return _unknown_row(request, key) or await _run(request, ROW_PREDICT, key)
 
 
-@router.post("/rows/{key}/play")
-async def row_play(request: Request, key: str) -> Response:
+async def row_play(request: Request) -> Response:
     """Play (or replay) a row, once every row has its prediction. Each play is recorded."""
+    key = request.path_params["key"]
     return _unknown_row(request, key) or await _run(request, ROW_PLAY, key)
 
 
-@router.post("/hints/{rung}")
-async def hint(request: Request, rung: str) -> Response:
+async def hint(request: Request) -> Response:
     """Open a hint rung (in order, once the evaluated runs reach its threshold)."""
+    rung = request.path_params["rung"]
     try:
         number = rung_number(rung, len(services(request).lesson.hints.rungs))
     except Invalid as unknown:
@@ -545,7 +498,6 @@ def _record_prerequisite(svc: Services, learner_id: str) -> JSONResponse:
     return _json_message(True, message, 200, already_done=False)
 
 
-@router.post("/api/prerequisite")
 async def prerequisite_done(request: Request) -> Response:
     """The host platform says a learner finished 8.5: JSON {"learner_id": "..."} with
     `Authorization: Bearer <host token>`."""
@@ -575,3 +527,15 @@ async def prerequisite_done(request: Request) -> Response:
             422,
         )
     return await run_in_threadpool(_record_prerequisite, svc, learner_id)
+
+
+routes = [
+    Route("/predict", predict, methods=["POST"]),
+    Route("/numbers", numbers, methods=["POST"]),
+    Route("/reading", reading, methods=["POST"]),
+    Route("/takeaway", takeaway, methods=["POST"]),
+    Route("/rows/{key}/predict", row_predict, methods=["POST"]),
+    Route("/rows/{key}/play", row_play, methods=["POST"]),
+    Route("/hints/{rung}", hint, methods=["POST"]),
+    Route("/api/prerequisite", prerequisite_done, methods=["POST"]),
+]

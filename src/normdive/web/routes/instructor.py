@@ -1,15 +1,14 @@
 """The instructor view's routes: GET /instructor (the page, server-rendered, no script needed).
 
-Access is web.instructor_access's: the instructor cookie names the pool shown; a link's token
-(?access=) is exchanged for that cookie and a redirect to the bare path. Anything else gets a
-readable 403. The page is the instructor's own: Cache-Control no-store.
+Access is web.infrastructure.instructor_access's: the instructor cookie names the pool shown; a
+link's token (?access=) is exchanged for that cookie and a redirect to the bare path. Anything else
+gets a readable 403. The page is the instructor's own: Cache-Control no-store.
 """
 
 from __future__ import annotations
 
 import hmac
 
-from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import (
@@ -19,36 +18,35 @@ from starlette.responses import (
     Response,
     StreamingResponse,
 )
+from starlette.routing import Route
 
 from normdive.lti import grade_doctor, passback
 from normdive.lti.roster import roster_of
 from normdive.progress.report_export import aggregate
-from normdive.web.errors import error_response
-from normdive.web.identity import CACHE_CONTROL
-from normdive.web.instructor_access import (
+from normdive.web.infrastructure.errors import error_response
+from normdive.web.infrastructure.identity import CACHE_CONTROL
+from normdive.web.infrastructure.instructor_access import (
     ACCESS_PARAMETER,
     INSTRUCTOR_COOKIE,
     INSTRUCTOR_PATH,
     NO_ACCESS,
     AccessRefused,
     Pool,
-    cookie_value,
     pool_from_cookie,
     pool_from_link,
+    set_instructor_cookie,
 )
-from normdive.web.instructor_lab import lab_report
-from normdive.web.instructor_report import (
+from normdive.web.infrastructure.services import Services, services
+from normdive.web.security import csrf
+from normdive.web.security.framing import FRAME_COOKIE
+from normdive.web.views.instructor_lab import lab_report
+from normdive.web.views.instructor_report import (
     csv_chunks,
     instructor_charts,
     learner_summaries,
     pool_recording,
     pool_report,
 )
-from normdive.web.security import csrf
-from normdive.web.security.framing import FRAME_COOKIE, set_framed_cookie
-from normdive.web.services import Services, services
-
-router = APIRouter()
 
 INSTRUCTOR_TEMPLATE = "instructor.html"
 EXPORT_FILENAME = "normdive-learners.csv"
@@ -57,25 +55,6 @@ EXPORT_FILENAME = "normdive-learners.csv"
 TAKEAWAYS_SHOWN = 100
 # Roster members who have not opened D9 that the page names, by name; the CSV has them all.
 NOT_OPENED_SHOWN = 200
-
-
-def set_instructor_cookie(response: Response, svc: Services, pool: Pool, framed: bool) -> None:
-    """The cookie that opens the view for `pool`, on the view's paths only. Inside a
-    platform's iframe it must be SameSite=None, Secure and Partitioned (as the launch's)."""
-    value = cookie_value(pool, svc.settings.secret_key)
-    max_age = svc.settings.instructor_access_ttl_s
-    if framed:
-        set_framed_cookie(response, INSTRUCTOR_COOKIE, value, max_age=max_age, path=INSTRUCTOR_PATH)
-        return
-    response.set_cookie(
-        INSTRUCTOR_COOKIE,
-        value,
-        max_age=max_age,
-        path=INSTRUCTOR_PATH,
-        secure=svc.settings.cookie_secure,
-        httponly=True,
-        samesite="lax",
-    )
 
 
 def instructor_pool(svc: Services, request: Request) -> Pool | None:
@@ -102,7 +81,9 @@ def _instructor_page(svc: Services, request: Request) -> Response:
         except AccessRefused as refusal:
             return _refused(request, refusal.message)
         redirect = RedirectResponse(INSTRUCTOR_PATH, status_code=303)
-        set_instructor_cookie(redirect, svc, linked, framed=FRAME_COOKIE in request.cookies)
+        set_instructor_cookie(
+            redirect, svc.settings, linked, framed=FRAME_COOKIE in request.cookies
+        )
         redirect.headers["Cache-Control"] = CACHE_CONTROL
         return redirect
     pool = instructor_pool(svc, request)
@@ -222,7 +203,6 @@ def _resend(svc: Services, request: Request, form: dict[str, str]) -> Response:
     return redirect
 
 
-@router.post(RESEND_PATH)
 async def resend(request: Request) -> Response:
     """Resend changed grades (the instructor view's button), for the instructor's course."""
     async with request.form(max_files=0, max_fields=RESEND_FORM_FIELDS) as form:
@@ -230,19 +210,24 @@ async def resend(request: Request) -> Response:
     return await run_in_threadpool(_resend, services(request), request, fields)
 
 
-@router.get(INSTRUCTOR_PATH + "/export.csv")
 async def export_csv(request: Request) -> Response:
     """One row per learner of the pool (columns: docs/instructor.md), streamed."""
     return await run_in_threadpool(_export, services(request), request)
 
 
-@router.get(INSTRUCTOR_PATH + "/aggregate.json")
 async def aggregate_json(request: Request) -> Response:
     """The pool's figures, as the page shows them, in JSON."""
     return await run_in_threadpool(_aggregate, services(request), request)
 
 
-@router.get(INSTRUCTOR_PATH, response_class=HTMLResponse)
 async def instructor_page(request: Request) -> Response:
     """Where one course's learners (or the anonymous pool's) stumble in the lesson."""
     return await run_in_threadpool(_instructor_page, services(request), request)
+
+
+routes = [
+    Route(RESEND_PATH, resend, methods=["POST"]),
+    Route(INSTRUCTOR_PATH + "/export.csv", export_csv, methods=["GET"]),
+    Route(INSTRUCTOR_PATH + "/aggregate.json", aggregate_json, methods=["GET"]),
+    Route(INSTRUCTOR_PATH, instructor_page, methods=["GET"]),
+]

@@ -20,11 +20,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import APIRouter
 from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
 
 from normdive.lab.grid import lab_path_for
 from normdive.lesson.content import Lesson
@@ -44,16 +44,20 @@ from normdive.progress.lab import (
 )
 from normdive.progress.sweep import seed_words
 from normdive.store.event_store import EventList
-from normdive.web.actions import NOT_A_FORM, _admit_learner, _form_fields
-from normdive.web.assets import IMMUTABLE, etag_matches
-from normdive.web.errors import error_response, wants_json
-from normdive.web.identity import COOKIE_NAME, attach_cookie, learner_from_cookie, resolve_learner
-from normdive.web.lab_grid import LabGridView, lab_grid
+from normdive.web.infrastructure.admission import admit_learner
+from normdive.web.infrastructure.assets import IMMUTABLE, etag_matches
+from normdive.web.infrastructure.errors import error_response, wants_json
+from normdive.web.infrastructure.forms import NOT_A_FORM, form_fields
+from normdive.web.infrastructure.identity import (
+    COOKIE_NAME,
+    attach_cookie,
+    learner_from_cookie,
+    resolve_learner,
+)
+from normdive.web.infrastructure.services import Services, services
 from normdive.web.security import csrf
 from normdive.web.security.ratelimit import throttled
-from normdive.web.services import Services, services
-
-router = APIRouter()
+from normdive.web.views.lab_grid import LabGridView, lab_grid
 
 PANEL_TEMPLATE = "lab_fragments.html"
 # The form field a finished run's figures arrive in (JSON {"final", "curve"}).
@@ -272,13 +276,11 @@ def _lab_page(svc: Services, request: Request, fragment: bool) -> Response:
     return response
 
 
-@router.get("/lab", response_class=HTMLResponse)
 async def lab_page(request: Request) -> Response:
     """The lab as a page of its own: the learner's runs and the recorded grid as a table."""
     return await run_in_threadpool(_lab_page, services(request), request, False)
 
 
-@router.get("/lab/panel", response_class=HTMLResponse)
 async def lab_panel(request: Request) -> Response:
     """The panel's controls, runs and grid, as the lesson page swaps them in."""
     return await run_in_threadpool(_lab_page, services(request), request, True)
@@ -300,10 +302,10 @@ def _grid_document(svc: Services, request: Request, digest: str) -> Response:
     return Response(grid.document, media_type="application/json", headers=headers)
 
 
-@router.get("/lab/grid/{digest}.json")
-async def grid_document(request: Request, digest: str) -> Response:
+async def grid_document(request: Request) -> Response:
     """The recorded lab grid for the chart, under its digest: kept for good by the browser.
     Not behind the gate: it is the course's recording, the same for every learner."""
+    digest = request.path_params["digest"]
     return await run_in_threadpool(_grid_document, services(request), request, digest)
 
 
@@ -331,7 +333,7 @@ def _write(svc: Services, request: Request, learner_id: str, decide_one: Any) ->
                 return [decide_one(lab_runs(events.events), grid)]
 
             try:
-                refused = _admit_learner(svc, request, learner_id)
+                refused = admit_learner(svc, request, learner_id)
                 if refused is not None:
                     return refused
                 svc.store.append_decided(learner_id, decide, EventList())
@@ -367,7 +369,7 @@ def _said(svc: Services, view: LabView) -> str:
 
 async def _lab_write(request: Request, decide_one: Any) -> Response:
     svc = services(request)
-    form = await _form_fields(request)
+    form = await form_fields(request)
     if form is None:
         return error_response(request, 415, NOT_A_FORM)
     vouched = learner_from_cookie(request.cookies.get(COOKIE_NAME), svc.signer)
@@ -380,7 +382,6 @@ async def _lab_write(request: Request, decide_one: Any) -> Response:
     )
 
 
-@router.post("/lab/runs")
 async def commit_run(request: Request) -> Response:
     """Commit a prediction for an offered configuration (fields depth, row, eps, init, seed,
     outcome); once, before it trains, never changed."""
@@ -388,9 +389,9 @@ async def commit_run(request: Request) -> Response:
     return await _lab_write(request, lambda runs, _grid, form: commit_lab_run(runs, lesson, form))
 
 
-@router.post("/lab/runs/{number}/result")
-async def finish_run(request: Request, number: str) -> Response:
+async def finish_run(request: Request) -> Response:
     """Keep run `number`'s figures (field `result`: JSON {"final", "curve"}); once."""
+    number = request.path_params["number"]
     lesson = services(request).lesson
     if not (number.isascii() and number.isdigit() and len(number) <= 6):
         return error_response(request, 404, f"There is no lab run {number[:20]!r}.")
@@ -401,3 +402,12 @@ async def finish_run(request: Request, number: str) -> Response:
         )
 
     return await _lab_write(request, decide)
+
+
+routes = [
+    Route("/lab", lab_page, methods=["GET"]),
+    Route("/lab/panel", lab_panel, methods=["GET"]),
+    Route("/lab/grid/{digest}.json", grid_document, methods=["GET"]),
+    Route("/lab/runs", commit_run, methods=["POST"]),
+    Route("/lab/runs/{number}/result", finish_run, methods=["POST"]),
+]

@@ -33,12 +33,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from fastapi import APIRouter
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
 
 from normdive.config import origin_of
 from normdive.lti import (
@@ -63,14 +63,19 @@ from normdive.lti.login import LOGIN_TTL, begin_login, storage_key_name
 from normdive.lti.refusal import Refusal
 from normdive.lti.registrations import Registration, all_registrations, by_id
 from normdive.lti.tool_config import JWKS_PATH, LAUNCH_PATH, LOGIN_PATH, canvas_configuration
-from normdive.web.identity import (
+from normdive.web.infrastructure.identity import (
     CACHE_CONTROL,
     COOKIE_MAX_AGE_S,
     COOKIE_NAME,
     cookie_value,
 )
-from normdive.web.instructor_access import INSTRUCTOR_COOKIE, INSTRUCTOR_PATH, Pool
-from normdive.web.instructor_pages import set_instructor_cookie
+from normdive.web.infrastructure.instructor_access import (
+    INSTRUCTOR_COOKIE,
+    INSTRUCTOR_PATH,
+    Pool,
+    set_instructor_cookie,
+)
+from normdive.web.infrastructure.services import Services, services
 from normdive.web.security.csrf import from_this_site
 from normdive.web.security.framing import (
     FRAME_COOKIE,
@@ -82,11 +87,9 @@ from normdive.web.security.framing import (
 )
 from normdive.web.security.proxy import client_address
 from normdive.web.security.ratelimit import address_key
-from normdive.web.services import Services, services
 
 logger = logging.getLogger(__name__)
 
-router = APIRouter()
 
 CANVAS_CONFIG_PATH = "/lti/canvas.json"
 # Platforms may keep the tool's key set a few minutes (they fetch it again for a key id they
@@ -199,14 +202,12 @@ def _text_fields(form: FormData) -> dict[str, str]:
     return {key: value for key, value in form.items() if isinstance(value, str)}
 
 
-@router.get(LOGIN_PATH)
 async def login_get(request: Request) -> Response:
     """OIDC third-party login initiation, as a GET."""
     params = dict(request.query_params)
     return await run_in_threadpool(_login, services(request), request, params)
 
 
-@router.post(LOGIN_PATH)
 async def login_post(request: Request) -> Response:
     """OIDC third-party login initiation, as a form POST."""
     async with request.form(max_files=0, max_fields=MAX_FORM_FIELDS) as form:
@@ -270,7 +271,7 @@ def _launch(svc: Services, request: Request, fields: dict[str, str]) -> Response
     teaching = signed_in.staff and signed_in.context_key is not None
     response = _framable(svc, RedirectResponse(INSTRUCTOR_PATH if teaching else "/", 303))
     if teaching:
-        set_instructor_cookie(response, svc, Pool(signed_in.context_key), framed=True)
+        set_instructor_cookie(response, svc.settings, Pool(signed_in.context_key), framed=True)
     else:
         set_framed_cookie(response, INSTRUCTOR_COOKIE, "", max_age=0, path=INSTRUCTOR_PATH)
     set_framed_cookie(
@@ -384,13 +385,12 @@ def _review_page(svc: Services, request: Request, learner_id: str) -> Response:
     )
 
 
-@router.get(submission_review.REVIEW_PATH + "/{learner_id}")
-async def review_page(request: Request, learner_id: str) -> Response:
+async def review_page(request: Request) -> Response:
     """A submission review: the learner's work as they left it (lti.submission_review)."""
+    learner_id = request.path_params["learner_id"]
     return await run_in_threadpool(_review_page, services(request), request, learner_id)
 
 
-@router.get(JWKS_PATH)
 async def tool_key_set(request: Request) -> Response:
     """The tool's public keys (JWKS), which a platform registers to verify the tool's signed
     client assertions (grade passback)."""
@@ -413,7 +413,6 @@ def _registered(svc: Services, registration: Registration) -> Response:
     )
 
 
-@router.get(dynamic_registration.REGISTER_PATH)
 async def dynamic_register(request: Request) -> Response:
     """LTI Dynamic Registration: the platform opens this URL (the operator's invitation) with
     its OpenID configuration's URL and a registration token. The exchange with the platform
@@ -442,16 +441,25 @@ async def dynamic_register(request: Request) -> Response:
     return await run_in_threadpool(_registered, svc, registration)
 
 
-@router.get(CANVAS_CONFIG_PATH)
 async def canvas_config(request: Request) -> Response:
     """The JSON configuration a Canvas administrator pastes (or points) a developer key at."""
     svc = services(request)
     return JSONResponse(canvas_configuration(own_origin(svc, request), svc.lesson))
 
 
-@router.post(LAUNCH_PATH)
 async def launch(request: Request) -> Response:
     """The resource link launch: the id_token (and state) the platform posts back."""
     async with request.form(max_files=0, max_fields=MAX_FORM_FIELDS) as form:
         fields = _text_fields(form)
     return await run_in_threadpool(_launch, services(request), request, fields)
+
+
+routes = [
+    Route(LOGIN_PATH, login_get, methods=["GET"]),
+    Route(LOGIN_PATH, login_post, methods=["POST"]),
+    Route(submission_review.REVIEW_PATH + "/{learner_id}", review_page, methods=["GET"]),
+    Route(JWKS_PATH, tool_key_set, methods=["GET"]),
+    Route(dynamic_registration.REGISTER_PATH, dynamic_register, methods=["GET"]),
+    Route(CANVAS_CONFIG_PATH, canvas_config, methods=["GET"]),
+    Route(LAUNCH_PATH, launch, methods=["POST"]),
+]

@@ -5,26 +5,25 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from datetime import date, datetime
+from enum import Enum
 from typing import Any
 
-from fastapi import APIRouter
-from fastapi.encoders import jsonable_encoder
 from sqlalchemy import text
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
 
 from normdive.progress.actions import unknown_row_message
 from normdive.progress.state import LessonState
 from normdive.recording.format import Recording, non_finite_marker
-from normdive.web.flash import FLASH_COOKIE, clear_flash, refusal_from
-from normdive.web.identity import attach_cookie, resolve_learner
-from normdive.web.player import row_payload
+from normdive.web.infrastructure.flash import FLASH_COOKIE, clear_flash, refusal_from
+from normdive.web.infrastructure.identity import attach_cookie, resolve_learner
+from normdive.web.infrastructure.services import Services, services
 from normdive.web.security.csrf import form_token
-from normdive.web.services import Services, services
-from normdive.web.view import PLAY_PARAM, eps_is_on
-
-router = APIRouter()
+from normdive.web.views.page import PLAY_PARAM, eps_is_on
+from normdive.web.views.player import row_payload
 
 
 def _player_row(state: LessonState, asked: str | None) -> str | None:
@@ -44,7 +43,8 @@ def _lesson_page(svc: Services, request: Request) -> Response:
     recording_status = snapshot.status
     state = svc.record_closing(learner.id, svc.state_of(learner.id, recording_status), snapshot)
     flashed = request.cookies.get(FLASH_COOKIE)
-    # A form refused without JavaScript, redirected here (web.flash): shown this once.
+    # A form refused without JavaScript, redirected here (web.infrastructure.flash): shown this
+    # once.
     refusal = refusal_from(flashed, learner.id, svc.settings.secret_key)
     view = svc.page_view(
         learner.id,
@@ -66,34 +66,38 @@ def _lesson_page(svc: Services, request: Request) -> Response:
     return response
 
 
-@router.get("/", response_class=HTMLResponse)
 async def lesson_page(request: Request) -> Response:
     """The lesson, or while 8.5 is not done, a page saying what it waits for."""
     return await run_in_threadpool(_lesson_page, services(request), request)
 
 
 def json_safe(value: Any) -> Any:
-    """`value` with every non-finite float spelled as JSON can hold it ("nan", "inf", "-inf"),
-    as the recording format does: a diverged row's figures must not break the API."""
+    """`value` (plain data: dataclasses.asdict's output) as JSON can hold it: every
+    non-finite float spelled as the recording format does ("nan", "inf", "-inf"), so that a
+    diverged row's figures cannot break the API; tuples and sets as lists, enums as their
+    values, times in ISO 8601, keys as strings."""
     if isinstance(value, float) and not math.isfinite(value):
         return non_finite_marker(value)
+    if isinstance(value, Enum):
+        return json_safe(value.value)
     if isinstance(value, dict):
-        return {key: json_safe(item) for key, item in value.items()}
-    if isinstance(value, list):
+        return {str(json_safe(key)): json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
         return [json_safe(item) for item in value]
+    if isinstance(value, datetime | date):
+        return value.isoformat()
     return value
 
 
 def _state_json(svc: Services, request: Request) -> Response:
     learner = resolve_learner(request, svc.signer)
-    state = json_safe(jsonable_encoder(dataclasses.asdict(svc.state_of(learner.id))))
+    state = json_safe(dataclasses.asdict(svc.state_of(learner.id)))
     token = form_token(svc.settings.secret_key, learner.id)
     response = JSONResponse({"learner_id": learner.id, "state": state, "csrf_token": token})
     attach_cookie(response, learner, svc.signer, svc.settings)
     return response
 
 
-@router.get("/api/state")
 async def state_json(request: Request) -> Response:
     """The learner's derived state, exactly what the page is drawn from, and their form token
     (a script of the page's own origin sends it as X-CSRF-Token)."""
@@ -131,9 +135,9 @@ def _row_data(svc: Services, request: Request, key: str) -> Response:
     return response
 
 
-@router.get("/recording/rows/{key}.json")
-async def row_data(request: Request, key: str) -> Response:
+async def row_data(request: Request) -> Response:
     """One row's recorded curves (every seed), for the chart; once the learner played it."""
+    key = request.path_params["key"]
     return await run_in_threadpool(_row_data, services(request), request, key)
 
 
@@ -143,8 +147,15 @@ def _health(svc: Services) -> tuple[int, dict[str, Any]]:
     return 200, {"ok": True, "database": "ok"}
 
 
-@router.get("/healthz")
 async def health(request: Request) -> Response:
     """For load balancers: 200 when the progress store answers."""
     http_status, body = await run_in_threadpool(_health, services(request))
     return JSONResponse(body, http_status)
+
+
+routes = [
+    Route("/", lesson_page, methods=["GET"]),
+    Route("/api/state", state_json, methods=["GET"]),
+    Route("/recording/rows/{key}.json", row_data, methods=["GET"]),
+    Route("/healthz", health, methods=["GET"]),
+]

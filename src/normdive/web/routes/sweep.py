@@ -9,21 +9,19 @@ the lesson page itself never reads it for the panel.
 
 from __future__ import annotations
 
-from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
 
 from normdive.progress.actions import MAX_ECHOED_CHARS
 from normdive.recording.format import Recording
 from normdive.recording.reader import RecordingProblem
 from normdive.recording.sweep import sweep_path_for
 from normdive.recording.sweep_reader import sweep_status
-from normdive.web.identity import attach_cookie, resolve_learner
-from normdive.web.services import Services, log_recording_problem, services
-from normdive.web.sweep_view import CELL_PARAM, SweepPanelView, cell_payload, sweep_panel_view
-
-router = APIRouter()
+from normdive.web.infrastructure.identity import attach_cookie, resolve_learner
+from normdive.web.infrastructure.services import Services, log_recording_problem, services
+from normdive.web.views.sweep import CELL_PARAM, SweepPanelView, cell_payload, sweep_panel_view
 
 
 def panel_for(svc: Services, picked: str | None) -> SweepPanelView:
@@ -61,13 +59,11 @@ def _sweep_page(svc: Services, request: Request, fragment: bool) -> Response:
     return response
 
 
-@router.get("/depths", response_class=HTMLResponse)
 async def sweep_page(request: Request) -> Response:
     """The runs at other depths as a page of its own, a picked cell (?cell=) in the player."""
     return await run_in_threadpool(_sweep_page, services(request), request, False)
 
 
-@router.get("/depths/panel", response_class=HTMLResponse)
 async def sweep_panel(request: Request) -> Response:
     """The same figures as the fragment the lesson page swaps into its panel."""
     return await run_in_threadpool(_sweep_page, services(request), request, True)
@@ -94,7 +90,14 @@ def _cell_data(svc: Services, request: Request, cell: str) -> Response:
     return response
 
 
-@router.get("/depths/cells/{cell}.json")
-async def cell_data(request: Request, cell: str) -> Response:
+async def cell_data(request: Request) -> Response:
     """One cell's recorded curves (every seed), for the chart; once the gate has closed."""
+    cell = request.path_params["cell"]
     return await run_in_threadpool(_cell_data, services(request), request, cell)
+
+
+routes = [
+    Route("/depths", sweep_page, methods=["GET"]),
+    Route("/depths/panel", sweep_panel, methods=["GET"]),
+    Route("/depths/cells/{cell}.json", cell_data, methods=["GET"]),
+]

@@ -8,7 +8,7 @@ is partitioned (CHIPS): it exists only under the platform's top-level site, so t
 browser opening the lesson directly still gets 'none'. Requests carrying it get
 `frame-ancestors` with those origins and no X-Frame-Options (whose ALLOW-FROM is dead).
 The learner cookie of such a session keeps the attributes a framed cookie needs
-(web.identity.attach_cookie).
+(web.infrastructure.identity.attach_cookie).
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ host its forged Origin points at (and pass the Origin check).
 
 The app applies the rule itself, with uvicorn's own ProxyHeadersMiddleware, so it holds under
 any ASGI server and in the in-process test client; `normdive serve` turns uvicorn's copy off
-(web.serving). The middleware rewrites the request's client and scheme from a trusted peer's
-X-Forwarded-For and -Proto; before that, TrustedProxy notes in the scope whether the peer was
+(web.infrastructure.serving). The middleware rewrites the request's client and scheme from a trusted
+peer's X-Forwarded-For and -Proto; before that, TrustedProxy notes in the scope whether the peer was
 trusted, which decides whether X-Forwarded-Host counts (web.security.csrf).
 """
 

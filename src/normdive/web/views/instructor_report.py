@@ -22,8 +22,8 @@ from normdive.progress.report import (
 )
 from normdive.progress.report_export import columns, record, spreadsheet_safe
 from normdive.store.snapshots import Snapshots
-from normdive.web.instructor_access import Pool
-from normdive.web.services import Services
+from normdive.web.infrastructure.instructor_access import Pool
+from normdive.web.infrastructure.services import Services
 
 # Learners per chunk of the streamed CSV: a chunk is about 300 bytes a learner.
 CSV_ROWS_PER_CHUNK = 500

@@ -32,7 +32,7 @@ from normdive.numeric.rows import MAX_ROW_CHARS, RowError, parse_row_exact
 from normdive.progress.aggregate import AggregateView, PredictionCounts, aggregate
 from normdive.progress.state import LessonState
 from normdive.recording.format import Recording
-from normdive.web.player import (
+from normdive.web.views.player import (
     GradientsView,
     PlayerView,
     ProvenanceView,
@@ -40,7 +40,7 @@ from normdive.web.player import (
     player_view,
     provenance_view,
 )
-from normdive.web.sweep_view import played_intro
+from normdive.web.views.sweep import played_intro
 
 # The switch's two states in the query string of GET / (the no-JavaScript switch).
 EPS_ON = "on"
@@ -137,7 +137,7 @@ class PageView:
     sweep_line: str | None = None
     # The sweep panel's sentence on what the learner played (sweep_view.played_intro).
     sweep_intro: str = ""
-    # The learner's kept lab runs in words (web.lab_pages), once the gate has closed.
+    # The learner's kept lab runs in words (web.routes.lab), once the gate has closed.
     lab_lines: tuple[str, ...] = ()
     # The learner's form token (security.csrf), in every form and the page's meta tag.
     csrf_token: str = ""

@@ -3,7 +3,7 @@ curve as a table and its final figures), every played row's curve on one chart, 
 provenance card, the per-block gradient norms as dot plots, and the JSON the chart fetches.
 Pure functions of the Recording and the Lesson (no I/O, no learner state).
 
-The server draws every chart (web.charts) so that a page without JavaScript shows what each
+The server draws every chart (web.views.charts) so that a page without JavaScript shows what each
 row did. With JavaScript, page.js fetches `row_payload` from GET /recording/rows/{key}.json
 when a row is played or shown again and player.js draws the played row's curves with uPlot
 in place of the server's drawing (which sits in <noscript>, so the curves still grow when
@@ -28,7 +28,7 @@ from normdive.numeric.display import non_finite_words
 from normdive.progress import figures
 from normdive.progress.sweep import listed
 from normdive.recording.format import ROW_KEYS, BlockGradNorms, Recording, Row, RowKey, as_float
-from normdive.web.charts import (
+from normdive.web.views.charts import (
     CurveChart,
     CurveSeries,
     DotPlotFrame,

@@ -23,13 +23,13 @@ from normdive import __version__
 from normdive.lesson.content import Lesson
 from normdive.numeric.display import format_number, format_row
 from normdive.recording.format import ROW_KEYS
-from normdive.web.sweep_view import SweepPanelView
-from normdive.web.view import PageView
+from normdive.web.views.page import PageView
+from normdive.web.views.sweep import SweepPanelView
 
 TEMPLATES_DIR = Path(str(resources.files("normdive.web").joinpath("templates")))
 STATIC_DIR = Path(str(resources.files("normdive.web").joinpath("static")))
 FRAGMENTS_TEMPLATE = "fragments.html"
-# Where the static files are served (web.assets), each under the release's version.
+# Where the static files are served (web.infrastructure.assets), each under the release's version.
 STATIC_MOUNT = "/static"
 
 # Regions of the page that actions re-render, by the id of their outermost element. Each is
@@ -66,7 +66,7 @@ def static_version(static_dir: Path = STATIC_DIR) -> str:
 
 def static_url(name: str, version: str) -> str:
     """The URL of one static file in this release: a new release gives every file a new URL,
-    so browsers may keep each one for good (web.assets)."""
+    so browsers may keep each one for good (web.infrastructure.assets)."""
     return f"{STATIC_MOUNT}/{version}/{name}"
 
 

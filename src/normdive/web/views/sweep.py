@@ -22,7 +22,7 @@ from normdive.progress.sweep import init_label, listed, seed_words, sweep_senten
 from normdive.recording.format import InitScheme, Recording, RowKey, as_float
 from normdive.recording.sweep import SWEEP_INITS, Sweep, SweepRun
 from normdive.recording.sweep_reader import Cell, cells
-from normdive.web.player import PlayerView, curve_charts, curve_points, row_key
+from normdive.web.views.player import PlayerView, curve_charts, curve_points, row_key
 
 # Where the standalone page, the panel's fragment and a cell's curves are served.
 SWEEP_PAGE_URL = "/depths"
@@ -281,7 +281,7 @@ def sweep_panel_view(
 
 def cell_payload(sweep: Sweep, lesson: Lesson, picked: str) -> dict[str, Any] | None:
     """What the player draws for one cell, in the shape of a recording row's payload
-    (web.player.row_payload): every seed's held-out accuracy and loss by step, the first seed
+    (web.views.player.row_payload): every seed's held-out accuracy and loss by step, the first seed
     first. None when the sweep has no such cell."""
     parsed = parse_cell(picked)
     if parsed is None:
