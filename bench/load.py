@@ -57,6 +57,17 @@ Page CPU (--page-cpu): closed-loop cells of GET / alone, by a returning learner 
 prediction committed) and by a new one (no cookie on any request), each with its server CPU per
 request.
 
+Burst (--burst [N] --burst-seconds S; N defaults to BURST_LEARNERS, S to BURST_S): a lecture
+hall pressing "Check" at once. N new learners are prepared first (cookie, form token, opening
+prediction committed; not timed, PREPARE_AT_ONCE at a time), then each posts one POST /numbers
+(the six wrong answers) at a uniformly random moment within S seconds, each on a connection of
+its own opened for it (a phone back from a pause: the prepared connections are closed, so the
+timed post includes its TCP connect). Latency runs from the scheduled moment, as in the open
+loop; a post unanswered BURST_TIMEOUT_S after its moment counts as unfinished. Printed per
+database: p50/p99/max latency, answers by status, and "nothing lost": the learners'
+numbers_checked events counted in the database after the run against the 2xx answers (every
+acknowledged check stored once, none stored twice).
+
 PostgreSQL comes from scripts/pg_cluster.py (a throwaway cluster); `--no-postgres` skips it.
 """
 
@@ -136,6 +147,13 @@ SEARCH_MAX_RATE = 8000.0
 SEARCH_MIN_RATE = 10.0
 WRITE_INTERVAL_S = 15.0
 WRITE_SHARE = CHECKS_PER_PAGE / (CHECKS_PER_PAGE + 1)
+
+# Burst.
+BURST_LEARNERS = 500
+BURST_S = 2.0
+BURST_LEAD_S = 0.5  # from the last learner prepared to the burst's first possible moment
+BURST_TIMEOUT_S = 60.0
+GOAL_BURST_P99_MS = 500.0
 
 # Seeded.
 SEEDED_ACTIVE = 1000
@@ -308,15 +326,20 @@ def form_headers(connection: Connection, token: str) -> dict[str, str]:
 async def prepare_learner(connection: Connection) -> dict[str, str]:
     """A new learner on `connection`: cookie and form token taken, the opening prediction
     committed. Returns the headers of their form posts."""
+    return (await prepared_learner(connection))[1]
+
+
+async def prepared_learner(connection: Connection) -> tuple[str, dict[str, str]]:
+    """prepare_learner's learner: (their id, the headers of their form posts)."""
     state = (await connection.request("GET", "/api/state")).json()
-    token = str(state.get("csrf_token", "")) if isinstance(state, dict) else ""
-    headers = form_headers(connection, token)
+    fields = state if isinstance(state, dict) else {}
+    headers = form_headers(connection, str(fields.get("csrf_token", "")))
     predicted = await connection.request(
         "POST", "/predict", headers=headers, body=urlencode({"choice": PREDICTION}).encode()
     )
     if predicted.status != 200:
         raise HttpError(f"POST /predict answered {predicted.status}: {predicted.body[:200]!r}")
-    return headers
+    return str(fields.get("learner_id", "")), headers
 
 
 async def work_page(
@@ -523,6 +546,190 @@ async def run_cell(
         machine_busy=share,
         reconnects=sum(max(0, c.reconnects) for c in pool),
     )
+
+
+# --- burst -----------------------------------------------------------------------------------
+
+
+@dataclass
+class BurstLearner:
+    """One learner of a burst: prepared, then their one check's answer."""
+
+    learner_id: str
+    cookie: str
+    headers: dict[str, str]
+    status: int = 0  # 0: no answer (the connection failed, or none within BURST_TIMEOUT_S)
+    latency: float = math.inf  # seconds from the scheduled moment to the answer
+
+
+async def prepare_burst(url: str, count: int) -> list[BurstLearner]:
+    """`count` new learners, prepared PREPARE_AT_ONCE at a time; their connections closed."""
+    parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
+    gate = asyncio.Semaphore(PREPARE_AT_ONCE)
+
+    async def one() -> BurstLearner:
+        async with gate:
+            connection = Connection(host, port)
+            try:
+                learner_id, headers = await prepared_learner(connection)
+            finally:
+                await connection.close()
+            return BurstLearner(learner_id, connection.cookie, headers)
+
+    return list(await asyncio.gather(*(one() for _ in range(count))))
+
+
+async def _burst_post(learner: BurstLearner, host: str, port: int, moment: float) -> None:
+    """The learner's one check, sent at `moment` (the loop's clock) on a new connection."""
+    loop = asyncio.get_running_loop()
+    await asyncio.sleep(max(0.0, moment - loop.time()))
+    connection = Connection(host, port)
+    connection.cookie = learner.cookie
+    body = urlencode(wrong_numbers(1)).encode()
+    posting = connection.request("POST", "/numbers", headers=learner.headers, body=body)
+    try:
+        reply = await asyncio.wait_for(posting, moment + BURST_TIMEOUT_S - loop.time())
+    except (TimeoutError, HttpError, OSError, asyncio.IncompleteReadError):
+        learner.status = 0
+    else:
+        learner.status, learner.latency = reply.status, loop.time() - moment
+    finally:
+        await connection.close()
+
+
+async def run_burst(url: str, learners: list[BurstLearner], seconds: float, seed: int) -> None:
+    """Each of `learners` posts their check at a uniformly random moment within `seconds`."""
+    parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
+    rng = random.Random(seed)
+    t0 = asyncio.get_running_loop().time() + BURST_LEAD_S
+    await asyncio.gather(
+        *(_burst_post(one, host, port, t0 + rng.uniform(0.0, seconds)) for one in learners)
+    )
+
+
+def stored_checks(database_url: str, learner_ids: list[str]) -> dict[str, int]:
+    """How many numbers_checked events the database holds for each of `learner_ids`."""
+    from sqlalchemy import func, select
+
+    from normdive.progress.events import EventKind
+    from normdive.store.db import make_engine
+    from normdive.store.tables import EventRecord
+
+    engine = make_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(
+                select(EventRecord.learner_id, func.count())
+                .where(
+                    EventRecord.kind == EventKind.NUMBERS_CHECKED.value,
+                    EventRecord.learner_id.in_(learner_ids),
+                )
+                .group_by(EventRecord.learner_id)
+            ).all()
+    finally:
+        engine.dispose()
+    return {learner_id: int(count) for learner_id, count in rows}
+
+
+@dataclass(frozen=True)
+class BurstCount:
+    """A burst's answers against what the database holds, per learner."""
+
+    acknowledged: int  # learners answered 2xx
+    stored: int  # learners whose check is stored (once or more)
+    lost: int  # answered 2xx, nothing stored
+    duplicated: int  # stored more than once
+    stored_unacknowledged: int  # stored, but answered otherwise or not at all (not a loss)
+
+    @property
+    def nothing_lost(self) -> bool:
+        return self.lost == 0 and self.duplicated == 0
+
+
+def count_burst(statuses: dict[str, int], stored: dict[str, int]) -> BurstCount:
+    """`statuses`: each learner's answer (0: none); `stored`: their stored checks."""
+    acknowledged = {who for who, status in statuses.items() if 200 <= status < 300}
+    held = {who for who in statuses if stored.get(who, 0) > 0}
+    return BurstCount(
+        acknowledged=len(acknowledged),
+        stored=len(held),
+        lost=len(acknowledged - held),
+        duplicated=sum(1 for who in statuses if stored.get(who, 0) > 1),
+        stored_unacknowledged=len(held - acknowledged),
+    )
+
+
+@dataclass
+class BurstCell:
+    server: str
+    learners: list[BurstLearner]
+    count: BurstCount
+    server_cpu_s: float
+    machine_busy: float
+    load_average: float  # the machine's 1-minute load average as the burst began
+
+    def latencies(self) -> list[float]:
+        return [one.latency for one in self.learners]
+
+    def statuses(self) -> dict[int, int]:
+        counted: dict[int, int] = {}
+        for one in self.learners:
+            counted[one.status] = counted.get(one.status, 0) + 1
+        return dict(sorted(counted.items()))
+
+    def meets_goal(self) -> bool:
+        return percentile_ms(self.latencies(), 0.99) <= GOAL_BURST_P99_MS and (
+            self.count.nothing_lost and self.count.acknowledged == len(self.learners)
+        )
+
+
+def burst_cell(server: Server, count: int, seconds: float) -> BurstCell:
+    learners = asyncio.run(prepare_burst(server.url, count))
+    wait_until_idle(server.group)
+    load = os.getloadavg()[0]
+    cpu, busy = group_cpu_s(server.group), machine_busy()
+    asyncio.run(run_burst(server.url, learners, seconds, random.randrange(2**32)))
+    server_cpu, busy_after = group_cpu_s(server.group) - cpu, machine_busy()
+    stored = stored_checks(server.database, [one.learner_id for one in learners])
+    counted = count_burst({one.learner_id: one.status for one in learners}, stored)
+    share = (busy_after[0] - busy[0]) / max(1, busy_after[1] - busy[1])
+    return BurstCell(server.name, learners, counted, server_cpu, share, load)
+
+
+def report_burst(cells: list[BurstCell], seconds: float) -> None:
+    print(
+        f"burst: each learner posts one POST /numbers at a uniformly random moment within "
+        f"{seconds:g} s, on a connection of its own; latency from that moment"
+    )
+    print(
+        "| database | learners | p50 ms | p99 ms | max ms | answers by status "
+        "| acknowledged | stored | lost | stored twice | stored, not acknowledged "
+        "| server CPU per post | machine busy | load average "
+        f"| p99 <= {GOAL_BURST_P99_MS:.0f} ms, nothing lost |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for cell in cells:
+        values = cell.latencies()
+        answers = ", ".join(f"{status or 'none'}: {n}" for status, n in cell.statuses().items())
+        count = cell.count
+        print(
+            f"| {cell.server} | {len(cell.learners)} | {percentile_ms(values, 0.5):.1f} "
+            f"| {percentile_ms(values, 0.99):.1f} | {1000 * max(values):.1f} | {answers} "
+            f"| {count.acknowledged} | {count.stored} | {count.lost} | {count.duplicated} "
+            f"| {count.stored_unacknowledged} "
+            f"| {1000 * cell.server_cpu_s / max(1, len(cell.learners)):.2f} ms "
+            f"| {100 * cell.machine_busy:.0f} % | {cell.load_average:.2f} "
+            f"| {_met(cell.meets_goal())} |"
+        )
+    for cell in cells:
+        print(
+            f"nothing lost, {cell.server}: {cell.count.acknowledged} acknowledged, "
+            f"{cell.count.stored} stored, {cell.count.lost} lost, "
+            f"{cell.count.duplicated} stored twice: "
+            f"{'yes' if cell.count.nothing_lost else 'NO'}"
+        )
 
 
 # --- open loop -------------------------------------------------------------------------------
@@ -1094,6 +1301,7 @@ class Server:
     name: str
     url: str
     group: int  # process group, for its CPU
+    database: str = ""  # the lesson's database URL ("" for the ceilings)
 
 
 async def closed_cells(
@@ -1258,6 +1466,15 @@ def main() -> None:
         "--seed-dir", type=Path, help="keep seeded SQLite files here and reuse them (copied)"
     )
     parser.add_argument("--page-cpu", action="store_true", help="GET / alone, returning, new")
+    parser.add_argument(
+        "--burst",
+        type=int,
+        nargs="?",
+        const=BURST_LEARNERS,
+        metavar="N",
+        help=f"N learners each posting one check within --burst-seconds ({BURST_LEARNERS})",
+    )
+    parser.add_argument("--burst-seconds", type=float, default=BURST_S, metavar="S")
     args = parser.parse_args()
     if bool(args.learners) != bool(args.events):
         parser.error("--learners and --events go together")
@@ -1278,13 +1495,12 @@ def main() -> None:
         bare_url, bare = stack.enter_context(bare_server(args.workers, folder / "floor.sqlite3"))
         ceilings = [Server("bare", bare_url, bare.pid), Server("floor", bare_url, bare.pid)]
         lessons: list[Server] = []
-        url, process = stack.enter_context(
-            normdive_server(f"sqlite:///{folder / 'load.sqlite3'}", args.workers, **env)
-        )
-        lessons.append(Server("sqlite", url, process.pid))
+        sqlite_url = f"sqlite:///{folder / 'load.sqlite3'}"
+        url, process = stack.enter_context(normdive_server(sqlite_url, args.workers, **env))
+        lessons.append(Server("sqlite", url, process.pid, sqlite_url))
         if cluster is not None:
             url, process = stack.enter_context(normdive_server(cluster.url, args.workers, **env))
-            lessons.append(Server("postgresql", url, process.pid))
+            lessons.append(Server("postgresql", url, process.pid, cluster.url))
         for server in [ceilings[0], *lessons]:
             wait_until_idle(server.group)
         if not args.skip_closed:
@@ -1297,6 +1513,12 @@ def main() -> None:
                 (s, loop) for s in lessons for loop in (returning_page_learner, new_page_learner)
             ]
             report_page(asyncio.run(closed_cells(page, args.connections[:1], args.seconds)))
+        if args.burst:
+            bursts = []
+            for server in lessons:
+                bursts.append(burst_cell(server, args.burst, args.burst_seconds))
+                print(f"  {server.name} burst of {args.burst}", file=sys.stderr)
+            report_burst(bursts, args.burst_seconds)
         if args.open_loop or args.search:
             cells: list[OpenCell] = []
             found: dict[str, float | None] = {}

@@ -2,7 +2,7 @@
 page's own actions decide and keep the second row open; the seed writes them through the Store;
 the write floor stores each row; the simulated learners' answers are graded wrong; the open
 loop answers every arrival it schedules and counts it; the learners arithmetic is the stated
-one."""
+one; a burst counts every acknowledged check against what the database stored."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from normdive.progress.events import Event, EventKind
 from normdive.progress.facts import recording_facts_at
 from normdive.progress.state import derive
 from normdive.store.db import make_engine
-from normdive.store.event_store import Store
+from normdive.store.event_store import Store, is_learner_id
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 SHIPPED = Path(__file__).resolve().parents[1] / "recordings" / "the-transformer-block.json"
@@ -169,3 +169,36 @@ def test_the_open_loop_answers_and_counts_every_arrival(monkeypatch: pytest.Monk
     assert answered == share.sent > 0
     assert share.unfinished == 0 and not share.unexpected
     assert set(share.latencies) <= {"GET /", "POST /write"}
+
+
+def test_a_burst_counts_each_acknowledged_check_against_what_is_stored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    load = bench_module("load", monkeypatch)
+    statuses = {"kept": 200, "lost": 200, "twice": 200, "refused": 503, "stored anyway": 0}
+    stored = {"kept": 1, "twice": 2, "stored anyway": 1}
+    count = load.count_burst(statuses, stored)
+    assert (count.acknowledged, count.stored, count.lost) == (3, 3, 1)
+    assert (count.duplicated, count.stored_unacknowledged) == (1, 1)
+    assert not count.nothing_lost
+    assert load.count_burst({"a": 200, "b": 503}, {"a": 1}).nothing_lost
+
+
+@pytest.mark.both_databases
+def test_a_tiny_burst_stores_every_acknowledged_check_once(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load = bench_module("load", monkeypatch)
+    servers = bench_module("servers", monkeypatch)
+    env = {"NORMDIVE_ATTEMPTS_PER_MINUTE": load.ATTEMPTS_PER_MINUTE}
+    with servers.normdive_server(database_url, **env) as (url, _process):
+        learners = run_in_fresh_loop(lambda: load.prepare_burst(url, 4))
+        run_in_fresh_loop(lambda: load.run_burst(url, learners, 0.2, seed=1))
+    ids = [learner.learner_id for learner in learners]
+    assert len(set(ids)) == 4 and all(map(is_learner_id, ids))
+    stored = load.stored_checks(database_url, ids)
+    count = load.count_burst({learner.learner_id: learner.status for learner in learners}, stored)
+    assert [learner.status for learner in learners] == [200] * 4
+    assert stored == dict.fromkeys(ids, 1)
+    assert (count.acknowledged, count.stored, count.lost, count.duplicated) == (4, 4, 0, 0)
+    assert count.nothing_lost
