@@ -1,0 +1,131 @@
+// The live numbers: the epsilon switch repaints every computed number at once, in this browser
+// (layernorm.js is the twin of the server's numeric code, so the numbers are the same ones the
+// server shows). Every element that shows a row's steps carries the row as data-row (JSON) and
+// its numbers in slots marked data-ln="mean" (variance, denominator, normalised, eps).
+//
+// The switch must repaint within a frame on a slow phone (bench/phone.py), so the work per
+// flip is kept to writing what differs:
+// - each row's texts are computed once per eps (rowTexts), and the other eps's are computed
+//   while the page is idle after loading, before the learner can reach the switch;
+// - the elements to write are found once (paintTargets) and again only after a region of the
+//   page was replaced (forgetTargets);
+// - a text is written only when it changes: most read the same with eps on and off (the mean
+//   and the variance always do), and every write costs a layout of its line.
+
+import { formatNumber, formatRow, layerNormSteps, varianceTooSmallToShow } from "../layernorm.js";
+import { rememberInUrl } from "./address.js";
+import { announce } from "./announce.js";
+
+/** @typedef {{ on: boolean, value: number, text: string }} Eps */
+/** @typedef {{ mean: string, variance: string, denominator: string, normalised: string,
+ *   eps: string, varianceHidden: boolean }} RowTexts */
+
+const MAX_CACHED_TEXTS = 200; // rows typed by the learner come and go; the page's stay few
+/** @type {Map<string, RowTexts>} "eps text|row JSON" -> the row's texts */
+const textsByRow = new Map();
+/** @type {{ eps: HTMLElement[], rows: { element: HTMLElement, slots: HTMLElement[] }[],
+ *   sentences: HTMLElement[], fields: HTMLInputElement[] } | null} */
+let targets = null;
+
+// The lesson's epsilon, as the server writes it on <main data-eps> (content/d9.toml).
+function lessonEps() {
+  return /** @type {HTMLElement} */ (document.getElementById("main")).dataset.eps ?? "";
+}
+
+/** The epsilon the switch says now; without a switch, the lesson's.
+ * @returns {Eps} */
+export function epsState() {
+  const control = /** @type {HTMLInputElement | null} */ (document.getElementById("eps-switch"));
+  const on = control ? control.checked : true;
+  const onText = lessonEps();
+  return { on, value: on ? Number(onText) : 0, text: on ? onText : "0" };
+}
+
+/** @param {Eps} eps @returns {Eps} */
+function otherEps(eps) {
+  const onText = lessonEps();
+  return eps.on ? { on: false, value: 0, text: "0" } : { on: true, value: Number(onText), text: onText };
+}
+
+/** A row's texts at an epsilon, computed once.
+ * @param {string} rowData the row as JSON (data-row) @param {Eps} eps @returns {RowTexts} */
+export function rowTexts(rowData, eps) {
+  const key = `${eps.text}|${rowData}`;
+  let texts = textsByRow.get(key);
+  if (texts === undefined) {
+    if (textsByRow.size >= MAX_CACHED_TEXTS) textsByRow.clear();
+    const steps = layerNormSteps(JSON.parse(rowData), eps.text); // exact: the decimals' text
+    texts = {
+      mean: formatNumber(steps.mean),
+      variance: formatNumber(steps.variance),
+      denominator: formatNumber(steps.denominator),
+      normalised: formatRow(steps.normalised),
+      eps: eps.text,
+      varianceHidden: varianceTooSmallToShow(steps), // no slot: the note under the steps
+    };
+    textsByRow.set(key, texts);
+  }
+  return texts;
+}
+
+/** @param {Node} node @param {string} text */
+function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
+}
+
+function paintTargets() {
+  if (targets === null) {
+    const rows = /** @type {HTMLElement[]} */ ([...document.querySelectorAll("[data-row]")]);
+    targets = {
+      eps: /** @type {HTMLElement[]} */ ([...document.querySelectorAll('[data-ln="eps"]')]),
+      rows: rows
+        .filter((element) => !element.closest("template"))
+        .map((element) => ({ element, slots: /** @type {HTMLElement[]} */ ([...element.querySelectorAll("[data-ln]")]) })),
+      sentences: /** @type {HTMLElement[]} */ ([...document.querySelectorAll("[data-eps-sentence]")]),
+      fields: /** @type {HTMLInputElement[]} */ ([...document.querySelectorAll("[data-eps-field]")]),
+    };
+  }
+  return targets;
+}
+
+/** The page's regions were replaced: the elements to paint are found again. */
+export function forgetTargets() {
+  targets = null;
+}
+
+/** Writes a row's texts at `eps` into its slots.
+ * @param {HTMLElement} element carries data-row @param {Eps} eps
+ * @param {Iterable<HTMLElement>} slots */
+export function paintRow(element, eps, slots = element.querySelectorAll("[data-ln]")) {
+  const texts = rowTexts(element.dataset.row ?? "", eps);
+  for (const slot of slots) {
+    const text = texts[/** @type {keyof RowTexts} */ (slot.dataset.ln)];
+    if (typeof text === "string") setText(slot, text);
+  }
+}
+
+/** Every number, sentence and hidden field that depends on the switch, as it says now. */
+export function repaint() {
+  const eps = epsState();
+  const found = paintTargets();
+  for (const slot of found.eps) setText(slot, eps.text);
+  for (const { element, slots } of found.rows) paintRow(element, eps, slots);
+  for (const sentence of found.sentences) {
+    setText(sentence, (eps.on ? sentence.dataset.on : sentence.dataset.off) ?? "");
+  }
+  for (const field of found.fields) field.value = eps.on ? "on" : "off";
+}
+
+/** The texts of the epsilon the switch does not say, ready before the learner flips it. */
+export function prepareOtherEps() {
+  const other = otherEps(epsState());
+  for (const { element } of paintTargets().rows) rowTexts(element.dataset.row ?? "", other);
+}
+
+/** The learner flipped the switch: every number follows, the URL too, and what the flip did to
+ * the constant row is said as well as shown ("... not a number ..."). */
+export function switchFlipped() {
+  repaint(); // the learner's own row too: its steps carry data-row like the others
+  rememberInUrl("eps", epsState().on ? null : "off");
+  announce(document.getElementById("edge-now")?.textContent?.replace(/\s+/g, " ").trim());
+}

@@ -1,0 +1,111 @@
+// The takeaway saves itself a moment after typing stops, and says whether it is saved.
+//
+// What was typed and not saved yet is kept for the tab (sessionStorage, as the numbers' drafts
+// are), with the saved text it was typed over: a reload or a phone's discarded tab within the
+// autosave's moment brings it back, unless the takeaway was saved since (in another tab), when
+// the draft is no longer the latest word.
+
+import { NETWORK_PROBLEM, announce } from "./announce.js";
+import { TAKEAWAY_DRAFT, draftStore } from "./drafts.js";
+import { post } from "./forms.js";
+import { swapFragments } from "./regions.js";
+import { rememberSaved, savedText, takeawayDirty, takeawayParts } from "./takeaway-saved.js";
+
+/** @typedef {import("./takeaway-saved.js").TakeawayParts} TakeawayParts */
+
+const AUTOSAVE_DELAY_MS = 1500; // "a moment after typing stops"
+
+let timer = 0;
+// A form whose save travels: one save at a time (the next waits for it).
+/** @type {WeakSet<HTMLFormElement>} */
+const busy = new WeakSet();
+
+/** @param {string} text @param {boolean} isAlert */
+function setTakeawayStatus(text, isAlert) {
+  const status = takeawayParts()?.status();
+  if (!status) return;
+  status.textContent = text;
+  status.classList.toggle("alert", Boolean(isAlert));
+  if (isAlert) status.setAttribute("role", "alert");
+  else status.removeAttribute("role");
+}
+
+/** The server's message for a text over the limit; null within it.
+ * @param {TakeawayParts} parts @returns {string | null} */
+function tooLong(parts) {
+  const max = Number(parts.text.dataset.maxChars);
+  const length = Array.from(parts.text.value).length;
+  // Counts written as the server's message writes them (progress.actions.too_long_message).
+  const count = (/** @type {number} */ n) => n.toLocaleString("en-US");
+  const message = parts.form.dataset.textTooLong ?? "";
+  return length > max ? message.replace("{max}", count(max)).replace("{length}", count(length)) : null;
+}
+
+/** Types back a draft kept in this tab, over the text it was typed over. */
+export function restoreTakeawayDraft() {
+  const parts = takeawayParts();
+  const store = draftStore();
+  const kept = store?.getItem(TAKEAWAY_DRAFT);
+  if (!parts || !store || kept === null || kept === undefined) return;
+  store.removeItem(TAKEAWAY_DRAFT);
+  let draft;
+  try {
+    draft = JSON.parse(kept);
+  } catch {
+    return;
+  }
+  if (draft?.over !== parts.text.value || typeof draft.text !== "string" || draft.text === parts.text.value) return;
+  parts.text.value = draft.text;
+  onTakeawayInput(); // not saved yet: says so, keeps the draft, and saves it a moment later
+}
+
+export function onTakeawayInput() {
+  const parts = takeawayParts();
+  if (!parts) return;
+  if (takeawayDirty()) {
+    draftStore()?.setItem(TAKEAWAY_DRAFT, JSON.stringify({ over: savedText(), text: parts.text.value }));
+  } else draftStore()?.removeItem(TAKEAWAY_DRAFT);
+  const length = Array.from(parts.text.value).length;
+  parts.count.textContent = String(length);
+  window.clearTimeout(timer);
+  if (!takeawayDirty()) return;
+  const problem = tooLong(parts);
+  if (problem) {
+    setTakeawayStatus(problem, true);
+    return;
+  }
+  setTakeawayStatus(parts.form.dataset.textUnsaved ?? "", false);
+  timer = window.setTimeout(() => saveTakeaway(false), AUTOSAVE_DELAY_MS);
+}
+
+/** @param {boolean} byButton the learner pressed Save (the outcome is said, not only shown) */
+export async function saveTakeaway(byButton) {
+  const parts = takeawayParts();
+  window.clearTimeout(timer);
+  if (!parts) return;
+  if (busy.has(parts.form)) {
+    timer = window.setTimeout(() => saveTakeaway(byButton), AUTOSAVE_DELAY_MS);
+    return;
+  }
+  const sent = parts.text.value;
+  busy.add(parts.form);
+  setTakeawayStatus(parts.form.dataset.textSaving ?? "", false);
+  try {
+    const { answer } = await post(parts.form);
+    if (answer.ok) rememberSaved(sent);
+    if (answer.ok && parts.text.value === sent) draftStore()?.removeItem(TAKEAWAY_DRAFT);
+    if (answer.ok && parts.text.value !== sent) {
+      // More was typed while this save travelled: that text still needs its own save.
+      setTakeawayStatus(parts.form.dataset.textUnsaved ?? "", false);
+      timer = window.setTimeout(() => saveTakeaway(false), AUTOSAVE_DELAY_MS);
+    } else {
+      swapFragments(answer.fragments || {}, null);
+    }
+    if (!answer.ok && !answer.fragments) setTakeawayStatus(answer.message, true);
+    if (byButton && answer.ok) announce(answer.message);
+  } catch {
+    setTakeawayStatus(NETWORK_PROBLEM, true);
+  } finally {
+    busy.delete(parts.form);
+  }
+}
