@@ -18,15 +18,20 @@ const STYLESHEET = new URL("./lab.css", import.meta.url).href;
 const MILESTONES = [25, 50, 75];
 const CHART_HEIGHT_PX = 220;
 const MIN_CHART_WIDTH_PX = 240;
-// Relative difference under which two eps values name the same recorded cell (web.lab_grid).
+// Relative difference under which two eps values name the same recorded cell (web.views.lab_grid).
 const EPS_MATCH = 1e-9;
 const COLOURS = { recorded: "#8a8f98", live: "#0b5cad", ink: "#1f2328", grid: "#d0d7de" };
 
+// Named by a variable, so that the type check (tsconfig.json) takes uPlot's types from the
+// pinned package instead of checking the vendored build itself.
+const UPLOT_MODULE = "./vendor/uplot/uPlot.esm.js";
+/** @type {Promise<typeof import("uplot")> | null} */
 let uplotLoading = null;
 let gridLoading = null;
 
 function loadStyles() {
-  if ([...document.querySelectorAll('link[rel="stylesheet"]')].some((l) => l.href.endsWith("/lab.css"))) {
+  const links = /** @type {NodeListOf<HTMLLinkElement>} */ (document.querySelectorAll('link[rel="stylesheet"]'));
+  if ([...links].some((l) => l.href.endsWith("/lab.css"))) {
     return Promise.resolve();
   }
   const link = document.createElement("link");
@@ -46,7 +51,7 @@ function loadUPlot() {
     link.rel = "stylesheet";
     link.href = new URL("./vendor/uplot/uPlot.min.css", import.meta.url).href;
     document.head.append(link);
-    uplotLoading = import("./vendor/uplot/uPlot.esm.js").then((module) => module.default);
+    uplotLoading = import(UPLOT_MODULE).then((module) => module.default);
   }
   return uplotLoading;
 }
@@ -108,7 +113,7 @@ function duration(seconds) {
 }
 
 function csrfToken() {
-  return document.querySelector('meta[name="csrf-token"]')?.content ?? "";
+  return /** @type {HTMLMetaElement | null} */ (document.querySelector('meta[name="csrf-token"]'))?.content ?? "";
 }
 
 async function post(url, data) {
@@ -224,7 +229,8 @@ async function recordedCurve(url, [depth, layernorm, residual, eps, init, seed])
   return cell ? cell.curve : null;
 }
 
-function chartData(steps, recorded, live) {
+/** @returns {import("uplot").AlignedData} */
+function chartData(recorded, live) {
   const xs = [...new Set([...recorded.map((p) => p.step), ...live.map((p) => p.step)])].sort((a, b) => a - b);
   const at = (points) => {
     const byStep = new Map(points.map((p) => [p.step, measure(p.heldout_accuracy)]));
@@ -236,7 +242,8 @@ function chartData(steps, recorded, live) {
 async function makeChart(element, steps, recorded) {
   const UPlot = await loadUPlot();
   const axis = { stroke: COLOURS.ink, grid: { stroke: COLOURS.grid, width: 1 }, ticks: { stroke: COLOURS.grid } };
-  const percent = (u, ticks) => ticks.map((v) => `${Math.round(v * 100)} %`);
+  const percent = (/** @type {unknown} */ _chart, /** @type {number[]} */ ticks) => ticks.map((v) => `${Math.round(v * 100)} %`);
+  /** @type {import("uplot").Options} */
   const options = {
     width: Math.max(MIN_CHART_WIDTH_PX, element.clientWidth),
     height: CHART_HEIGHT_PX,
@@ -254,7 +261,7 @@ async function makeChart(element, steps, recorded) {
     ],
   };
   element.replaceChildren();
-  const plot = new UPlot(options, chartData(steps, recorded || [], []), element);
+  const plot = new UPlot(options, chartData(recorded || [], []), element);
   window.addEventListener("resize", () => {
     plot.setSize({ width: Math.max(MIN_CHART_WIDTH_PX, element.clientWidth), height: CHART_HEIGHT_PX });
   });
@@ -279,7 +286,7 @@ function wireTrainer(body, train) {
   let mode = "idle"; // idle | running | stopped (by the learner) | hidden | done
   let lastStep = 0;
 
-  const redraw = () => plot?.setData(chartData(steps, recorded, live));
+  const redraw = () => plot?.setData(chartData(recorded, live));
   const setMode = (next) => {
     mode = next;
     stop.disabled = mode !== "running";

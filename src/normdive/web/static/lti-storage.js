@@ -90,13 +90,13 @@ async function putThenContinue(main) {
 
 async function getThenLaunch(main) {
   const { storageTarget, storageOrigin, storageKey } = main.dataset;
-  const form = document.getElementById("lti-storage-launch");
+  const form = /** @type {HTMLFormElement} */ (document.getElementById("lti-storage-launch"));
   try {
     const answer = await ask(storageTarget, storageOrigin, { subject: "lti.get_data", key: storageKey });
     if (typeof answer.value !== "string" || !answer.value) {
       throw new Error("nothing kept under the login's key");
     }
-    form.elements.namedItem("storage_secret").value = answer.value;
+    /** @type {HTMLInputElement} */ (form.elements.namedItem("storage_secret")).value = answer.value;
     form.submit();
   } catch {
     status("This launch could not be confirmed in this frame.");
@@ -104,7 +104,7 @@ async function getThenLaunch(main) {
   }
 }
 
-const main = document.querySelector("[data-lti-storage]");
+const main = /** @type {HTMLElement | null} */ (document.querySelector("[data-lti-storage]"));
 if (main && main.dataset.ltiStorage === "put") {
   putThenContinue(main);
 } else if (main && main.dataset.ltiStorage === "get") {

@@ -23,6 +23,10 @@ const COLOURS = {
 };
 const CROSS_PX = 5;
 
+// Named by a variable, so that the type check (tsconfig.json) takes uPlot's types from the
+// pinned package instead of checking the vendored build itself.
+const UPLOT_MODULE = "./vendor/uplot/uPlot.esm.js";
+/** @type {Promise<typeof import("uplot")> | null} */
 let uplotLoading = null;
 const rowData = new Map(); // url -> Promise of the row's curves
 let current = { token: 0, charts: [] };
@@ -33,7 +37,7 @@ function loadUPlot() {
     link.rel = "stylesheet";
     link.href = new URL("./vendor/uplot/uPlot.min.css", import.meta.url).href;
     document.head.append(link);
-    uplotLoading = import("./vendor/uplot/uPlot.esm.js").then((module) => module.default);
+    uplotLoading = import(UPLOT_MODULE).then((module) => module.default);
   }
   return uplotLoading;
 }
@@ -155,7 +159,7 @@ function makeChart(UPlot, element, data, name) {
     edges: name === "accuracy" ? [data.learns_min, data.chance_max] : [],
     plot: null,
   };
-  const percent = (u, ticks) => ticks.map((v) => `${Math.round(v * 100)} %`);
+  const percent = (/** @type {unknown} */ _chart, /** @type {number[]} */ ticks) => ticks.map((v) => `${Math.round(v * 100)} %`);
   const axis = { stroke: COLOURS.ink, grid: { stroke: COLOURS.grid, width: 1 }, ticks: { stroke: COLOURS.grid } };
   const faint = { stroke: COLOURS.others, width: 1, points: { show: false }, spanGaps: true };
   const hidden = { stroke: "transparent", width: 0, points: { show: false }, spanGaps: true };

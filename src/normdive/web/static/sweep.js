@@ -13,7 +13,8 @@ const STYLESHEET = new URL("./sweep.css", import.meta.url).href;
 
 // The figures' styles, once (the page of its own links them already): resolves when loaded.
 function loadStyles() {
-  const present = [...document.querySelectorAll('link[rel="stylesheet"]')].some((link) =>
+  const links = /** @type {NodeListOf<HTMLLinkElement>} */ (document.querySelectorAll('link[rel="stylesheet"]'));
+  const present = [...links].some((link) =>
     link.href.endsWith("/sweep.css"),
   );
   if (present) return Promise.resolve();
@@ -136,7 +137,7 @@ document.addEventListener("click", (event) => {
   const link = event.target instanceof Element ? event.target.closest("a[data-sweep-cell]") : null;
   if (!link || event.defaultPrevented || event.button !== 0) return;
   if (event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return; // a new tab
-  const body = link.closest("#sweep-body");
+  const body = /** @type {HTMLElement | null} */ (link.closest("#sweep-body"));
   if (!body || !body.dataset.src) return;
   event.preventDefault();
   pick(link, body);

@@ -320,7 +320,15 @@ export class LabModel {
     const R = config.mlp_ratio * D;
     const V1 = config.vocab_size + 1;
     const H = config.n_heads;
-    Object.assign(this, { D, L, T, R, V1, H, E: D / H, depth: config.depth, maxBatch });
+    this.D = D;
+    this.L = L;
+    this.T = T;
+    this.R = R;
+    this.V1 = V1;
+    this.H = H;
+    this.E = D / H;
+    this.depth = config.depth;
+    this.maxBatch = maxBatch;
     this.layernorm = Boolean(config.layernorm);
     this.residual = Boolean(config.residual);
     this.eps = this.layernorm ? Number(config.eps) : 0;
@@ -439,7 +447,7 @@ export class LabModel {
   // of copied tokens whose argmax (first maximum on ties) is the target.
   forward(inputs, targets, batch) {
     if (batch > this.maxBatch) throw new RangeError(`batch ${batch} > ${this.maxBatch}`);
-    const { D, T, L, R, V1, H, E } = this;
+    const { D, T, L, R, V1, E } = this;
     const N = batch * T;
     const P = this.params;
     const o = this.offsets;
