@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from playwright.sync_api import Browser, expect, sync_playwright
 
-from conftest import CHROMIUM, CHROMIUM_ARGS, SECRET_KEY
+from chromium import CHROMIUM, CHROMIUM_ARGS
+from helpers import SECRET_KEY
 from lti_browser_sites import SITES_ARGS, Sites, serve_sites
 from lti_platform import unique_sub
 from normdive.progress.events import EventKind

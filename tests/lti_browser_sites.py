@@ -33,7 +33,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route as Path_
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from conftest import ablation_recording, build_settings, migrated_sqlite_url, write_recording
+from helpers import ablation_recording, build_settings, migrated_sqlite_url, write_recording
 from lti_platform import CLIENT_ID, DEPLOYMENT_ID, key_set_server, launch_claims, new_key, signed
 from normdive.lti.registrations import register, validated
 from normdive.lti.tool_config import LOGIN_PATH

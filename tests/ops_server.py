@@ -24,7 +24,7 @@ import httpx
 from itsdangerous import Signer
 from pydantic import SecretStr
 
-from conftest import HOST_TOKEN, SECRET_KEY, UNREACHED_LIMIT
+from helpers import HOST_TOKEN, SECRET_KEY, UNREACHED_LIMIT
 from normdive.web.infrastructure.identity import COOKIE_NAME, SIGNER_SALT, cookie_value
 from normdive.web.security.csrf import form_token
 

@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
-from conftest import SECRET_KEY, SettingsFactory
+from helpers import SECRET_KEY, SettingsFactory
 from lti_platform import (
     INSTRUCTOR_ROLE,
     TOOL_ORIGIN,

@@ -17,7 +17,7 @@ from sqlalchemy import Engine, insert
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
-from conftest import SECRET_KEY, SettingsFactory, ablation_recording, write_recording
+from helpers import SECRET_KEY, SettingsFactory, ablation_recording, write_recording
 from normdive.cli import app as cli
 from normdive.config import Settings
 from normdive.lesson.content import load_lesson

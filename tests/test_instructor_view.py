@@ -15,7 +15,7 @@ from pydantic import SecretStr
 from sqlalchemy import Engine, delete, insert, text
 from starlette.testclient import TestClient
 
-from conftest import SECRET_KEY
+from helpers import SECRET_KEY
 from lesson_answers import LESSON
 from normdive.progress.events import EventKind
 from normdive.progress.facts import RecordingFacts

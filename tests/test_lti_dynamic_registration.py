@@ -23,7 +23,7 @@ from sqlalchemy import Engine, select
 from starlette.applications import Starlette
 from typer.testing import CliRunner
 
-from conftest import SECRET_KEY, SettingsFactory
+from helpers import SECRET_KEY, SettingsFactory
 from lti_platform import (
     TOOL_ORIGIN,
     MovableClock,

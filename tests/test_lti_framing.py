@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from conftest import SettingsFactory
+from helpers import SettingsFactory
 from lti_platform import (
     ISSUER,
     TOOL_ORIGIN,

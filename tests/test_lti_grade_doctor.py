@@ -19,7 +19,7 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
-from conftest import SettingsFactory
+from helpers import SettingsFactory
 from lti_platform import (
     INSTRUCTOR_ROLE,
     GradeBook,

@@ -30,7 +30,7 @@ from sqlalchemy import Engine, func, select
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from conftest import SettingsFactory
+from helpers import SettingsFactory
 from lti_platform import (
     CLIENT_ID,
     DEPLOYMENT_ID,

@@ -14,7 +14,7 @@ from sqlalchemy import Engine, insert
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from conftest import HOST_TOKEN, SettingsFactory
+from helpers import HOST_TOKEN, SettingsFactory
 from lti_platform import (
     INSTRUCTOR_ROLE,
     KeySetServer,

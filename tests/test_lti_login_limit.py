@@ -17,7 +17,7 @@ from sqlalchemy import Engine, func, select, update
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from conftest import SECRET_KEY, SettingsFactory
+from helpers import SECRET_KEY, SettingsFactory
 from lti_platform import (
     KeySetServer,
     browser,

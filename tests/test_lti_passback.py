@@ -28,7 +28,7 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
-from conftest import SettingsFactory
+from helpers import SettingsFactory
 from lesson_answers import RIGHT_READING_ID
 from lti_platform import (
     CLIENT_ID,

@@ -15,7 +15,7 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
-from conftest import SECRET_KEY, SettingsFactory
+from helpers import SECRET_KEY, SettingsFactory
 from lti_platform import TOOL_ORIGIN, KeySetServer, login, register_platform
 from normdive.cli import app as cli
 from normdive.config import Settings

@@ -34,7 +34,7 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
-from conftest import SettingsFactory
+from helpers import SettingsFactory
 from lti_platform import (
     CLIENT_ID,
     DEPLOYMENT_ID,

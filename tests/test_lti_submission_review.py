@@ -17,7 +17,7 @@ from sqlalchemy import Engine
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from conftest import SettingsFactory
+from helpers import SettingsFactory
 from lesson_answers import RIGHT_READING_ID
 from lti_platform import (
     INSTRUCTOR_ROLE,

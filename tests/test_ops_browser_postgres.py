@@ -15,7 +15,8 @@ from playwright.sync_api import Page
 from sqlalchemy import text
 
 from browser.test_browser_lesson import work_through_the_lesson
-from conftest import LiveServer, PostgresDatabases, build_settings
+from helpers import PostgresDatabases, build_settings
+from live_server import LiveServer
 from normdive.store.db import make_engine
 from normdive.web.app import create_app
 

@@ -50,7 +50,7 @@ from sqlalchemy.pool import NullPool
 from starlette.responses import StreamingResponse
 from starlette.testclient import TestClient
 
-from conftest import HOST_TOKEN, SECRET_KEY, SettingsFactory
+from helpers import HOST_TOKEN, SECRET_KEY, SettingsFactory
 from normdive.progress.events import EventKind
 from normdive.store.db import POSTGRESQL_LOCK_TIMEOUT_MS, SQLITE_BUSY_TIMEOUT_S, make_engine
 from normdive.store.event_store import EventList, Store, new_learner_id

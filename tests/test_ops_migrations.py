@@ -17,7 +17,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import insert, inspect, text
 from typer.testing import CliRunner
 
-from conftest import DATABASES, PostgresDatabases
+from helpers import DATABASES, PostgresDatabases
 from normdive.cli import app
 from normdive.progress.aggregate import PredictionCounts
 from normdive.progress.events import EventKind

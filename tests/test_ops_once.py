@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import ablation_recording, write_recording
 from fresh_loop import run_in_fresh_loop
+from helpers import ablation_recording, write_recording
 from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID, WRONG_READING_ID
 from normdive.progress.events import Event, EventKind
 from normdive.recording.format import ROW_KEYS

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import migrated_sqlite_url
+from helpers import migrated_sqlite_url
 from lesson_answers import RIGHT_NUMBERS
 from lesson_answers import RIGHT_READING_ID as RIGHT_READING
 from lesson_answers import WRONG_READING_ID as WRONG_READING

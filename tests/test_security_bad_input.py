@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.testclient import TestClient
 
-from conftest import HOST_TOKEN, SettingsFactory, ablation_recording, write_recording
+from helpers import HOST_TOKEN, SettingsFactory, ablation_recording, write_recording
 from normdive.progress.actions import NO_TAKEAWAY_TEXT
 from normdive.web.app import create_app
 from normdive.web.security.headers import CONTENT_SECURITY_POLICY

@@ -11,7 +11,7 @@ import pytest
 from bs4 import BeautifulSoup
 from starlette.applications import Starlette
 
-from conftest import HOST_TOKEN, SettingsFactory, ablation_recording, write_recording
+from helpers import HOST_TOKEN, SettingsFactory, ablation_recording, write_recording
 from normdive.web.app import create_app
 from normdive.web.security.limits import MAX_BODY_BYTES, TOO_LARGE
 from page_client import PageClient

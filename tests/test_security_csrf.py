@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.testclient import TestClient
 
-from conftest import (
+from helpers import (
     HOST_TOKEN,
     SECRET_KEY,
     SettingsFactory,

@@ -10,7 +10,7 @@ from bs4 import BeautifulSoup
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from conftest import SettingsFactory, ablation_recording, write_recording
+from helpers import SettingsFactory, ablation_recording, write_recording
 from normdive.web.app import create_app
 from normdive.web.security.headers import CONTENT_SECURITY_POLICY
 from normdive.web.security.limits import MAX_BODY_BYTES

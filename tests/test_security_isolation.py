@@ -11,7 +11,7 @@ from itsdangerous import Signer
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from conftest import SECRET_KEY, SettingsFactory, ablation_recording, write_recording
+from helpers import SECRET_KEY, SettingsFactory, ablation_recording, write_recording
 from normdive.web.app import create_app
 from normdive.web.infrastructure.identity import COOKIE_NAME, SIGNER_SALT, cookie_value, make_signer
 from normdive.web.security import csrf

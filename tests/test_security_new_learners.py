@@ -14,7 +14,7 @@ from sqlalchemy import func, select, update
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from conftest import SECRET_KEY, SettingsFactory, client_factory
+from helpers import SECRET_KEY, SettingsFactory, client_factory
 from normdive.config import DEFAULT_NEW_LEARNERS_PER_HOUR, Settings
 from normdive.store.db import make_engine
 from normdive.store.event_store import Store

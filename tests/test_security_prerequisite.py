@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from starlette.testclient import TestClient
 
-from conftest import HOST_TOKEN, SECRET_KEY, SettingsFactory
+from helpers import HOST_TOKEN, SECRET_KEY, SettingsFactory
 from normdive.web.app import create_app
 from normdive.web.security import csrf
 

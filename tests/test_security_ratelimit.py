@@ -16,7 +16,7 @@ from sqlalchemy import Engine, func, insert, select
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from conftest import SECRET_KEY, SettingsFactory, ablation_recording, write_recording
+from helpers import SECRET_KEY, SettingsFactory, ablation_recording, write_recording
 from normdive.config import DEFAULT_ATTEMPTS_PER_MINUTE, Settings
 from normdive.progress.events import EventKind
 from normdive.store.db import make_engine

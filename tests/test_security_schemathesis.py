@@ -40,7 +40,7 @@ from schemathesis.specs.openapi.checks import (
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from conftest import (
+from helpers import (
     HOST_TOKEN,
     ablation_recording,
     build_settings,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import migrated_sqlite_url
+from helpers import migrated_sqlite_url
 from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
 from normdive.store.event_store import Store, UnknownLearner

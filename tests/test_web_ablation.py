@@ -15,7 +15,7 @@ from bs4 import BeautifulSoup, Tag
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from conftest import NON_FINITE_ROW, SettingsFactory, ablation_recording, write_recording
+from helpers import NON_FINITE_ROW, SettingsFactory, ablation_recording, write_recording
 from lesson_answers import LESSON, OTHER_WRONG_READING_CHOICE, RIGHT_NUMBERS
 from lesson_answers import RIGHT_READING_ID as RIGHT_READING
 from lesson_answers import WRONG_READING_ID as WRONG_READING

@@ -9,7 +9,7 @@ from bs4 import BeautifulSoup, Tag
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from conftest import SettingsFactory
+from helpers import SettingsFactory
 from lesson_answers import LESSON, OTHER_WRONG_READING_CHOICE
 from lesson_answers import RIGHT_NUMBERS as RIGHT
 from lesson_answers import RIGHT_READING_ID as RIGHT_READING

@@ -13,7 +13,7 @@ from bs4 import BeautifulSoup
 from starlette.requests import Request
 from starlette.testclient import TestClient
 
-from conftest import SettingsFactory
+from helpers import SettingsFactory
 from normdive.web.app import create_app
 from normdive.web.routes.pages import json_safe
 from normdive.web.security.limits import MAX_BODY_BYTES
@@ -170,7 +170,7 @@ def test_serving_the_app_never_imports_torch(tmp_path: Path) -> None:
         import sys
         sys.path.insert(0, {str(REPO / "tests")!r})
         from pathlib import Path
-        from conftest import build_settings, migrated_sqlite_url
+        from helpers import build_settings, migrated_sqlite_url
         from page_client import PageClient
         import normdive.cli
         from normdive.web.app import create_app

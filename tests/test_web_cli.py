@@ -14,7 +14,7 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from conftest import SECRET_KEY, migrated_sqlite_url
+from helpers import SECRET_KEY, migrated_sqlite_url
 from normdive.cli import app
 from normdive.config import SECRET_KEY_HOW_TO, Settings, settings_problems
 

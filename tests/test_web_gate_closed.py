@@ -13,7 +13,7 @@ import pytest
 from bs4 import BeautifulSoup, Tag
 from starlette.testclient import TestClient
 
-from conftest import SettingsFactory, ablation_recording, write_recording
+from helpers import SettingsFactory, ablation_recording, write_recording
 from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID
 from normdive.progress.events import EventKind
 from normdive.progress.state import SHORT_DIGEST_CHARS

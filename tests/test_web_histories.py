@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from conftest import SettingsFactory, ablation_recording, write_recording
+from helpers import SettingsFactory, ablation_recording, write_recording
 from lesson_answers import LESSON, RIGHT_NUMBERS
 from normdive.progress.history import History
 from normdive.store.snapshots import SNAPSHOT_EVERY_EVENTS

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 from starlette.testclient import TestClient
 
-from conftest import SettingsFactory
+from helpers import SettingsFactory
 from normdive.config import Settings
 from normdive.store.db import make_engine
 from normdive.store.event_store import Store

@@ -17,7 +17,7 @@ from pydantic import SecretStr
 from sqlalchemy import Engine, insert
 from starlette.testclient import TestClient
 
-from conftest import SECRET_KEY, SettingsFactory, ablation_recording, write_recording
+from helpers import SECRET_KEY, SettingsFactory, ablation_recording, write_recording
 from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID
 from normdive.progress.events import EventKind
 from normdive.progress.lab import MAX_CURVE_POINTS

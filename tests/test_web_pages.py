@@ -9,7 +9,7 @@ import pytest
 from bs4 import BeautifulSoup, Tag
 from starlette.testclient import TestClient
 
-from conftest import SettingsFactory
+from helpers import SettingsFactory
 from normdive.lesson.content import load_lesson
 from normdive.progress.events import EventKind
 from normdive.web.app import create_app

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 from bs4 import BeautifulSoup, Tag
 
-from conftest import NON_FINITE_ROW, ablation_recording
+from helpers import NON_FINITE_ROW, ablation_recording
 from normdive.lesson.content import load_lesson
 from normdive.recording.format import ROW_KEYS, Recording
 from normdive.web.views.charts import (

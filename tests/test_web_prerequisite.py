@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from starlette.testclient import TestClient
 
-from conftest import HOST_TOKEN, SettingsFactory
+from helpers import HOST_TOKEN, SettingsFactory
 from normdive.web.app import create_app
 
 AUTH = {"Authorization": f"Bearer {HOST_TOKEN}"}

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from conftest import SECRET_KEY, migrated_sqlite_url
+from helpers import SECRET_KEY, migrated_sqlite_url
 from normdive.web.infrastructure.instructor_access import Pool, instructor_link
 from normdive.web.infrastructure.logging_setup import (
     CUT_MARKER,

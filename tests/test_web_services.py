@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ablation_recording, write_recording
+from helpers import ablation_recording, write_recording
 from normdive.lesson.content import load_lesson
 from normdive.recording import reader
 from normdive.web.infrastructure.services import learner_facts

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from conftest import SERVER_START_TIMEOUT_S, SettingsFactory
+from helpers import SettingsFactory
+from live_server import SERVER_START_TIMEOUT_S
 from normdive.web.app import create_app
 from normdive.web.infrastructure.serving import (
     KEEP_ALIVE_TIMEOUT_S,

@@ -11,7 +11,7 @@ import pytest
 from bs4 import BeautifulSoup, Tag
 from starlette.testclient import TestClient
 
-from conftest import SettingsFactory, ablation_recording, write_recording
+from helpers import SettingsFactory, ablation_recording, write_recording
 from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID
 from normdive.progress.sweep import sweep_sentences
 from normdive.recording.format import ROW_KEYS

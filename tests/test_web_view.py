@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from conftest import ablation_recording
+from helpers import ablation_recording
 from normdive.lesson.content import load_lesson
 from normdive.progress.aggregate import PredictionCounts
 from normdive.progress.events import Event, EventKind

@@ -19,9 +19,8 @@ import pytest
 from playwright.sync_api import Page, expect
 from starlette.applications import Starlette
 
-from conftest import (
+from helpers import (
     HOST_TOKEN,
-    LiveServer,
     ablation_recording,
     build_settings,
     migrated_sqlite_url,
@@ -30,6 +29,7 @@ from conftest import (
 from lesson_answers import LESSON
 from lesson_answers import RIGHT_READING_CHOICE as RIGHT_READING
 from lesson_answers import WRONG_READING_CHOICE as WRONG_READING
+from live_server import LiveServer
 from normdive.progress.events import EventKind
 from normdive.web.app import create_app
 

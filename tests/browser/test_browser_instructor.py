@@ -16,15 +16,15 @@ import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import Engine, insert, select
 
-from conftest import (
+from helpers import (
     SECRET_KEY,
-    LiveServer,
     ablation_recording,
     build_settings,
     migrated_sqlite_url,
     write_recording,
 )
 from lesson_answers import RIGHT_READING_ID
+from live_server import LiveServer
 from lti_platform import CLIENT_ID, DEPLOYMENT_ID, ISSUER, LEARNER_ROLE, register_platform
 from normdive.lti.learners import member_key
 from normdive.progress.events import EventKind

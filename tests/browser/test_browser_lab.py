@@ -15,14 +15,9 @@ import pytest
 from lab_page import close_the_gate
 from playwright.sync_api import Page, expect
 
-from conftest import (
-    LiveServer,
-    ablation_recording,
-    build_settings,
-    migrated_sqlite_url,
-    write_recording,
-)
+from helpers import ablation_recording, build_settings, migrated_sqlite_url, write_recording
 from lesson_answers import LESSON
+from live_server import LiveServer
 from normdive.web.app import create_app
 from sample_lab import write_lab_grid
 

@@ -29,7 +29,7 @@ import pytest
 from playwright.sync_api import FrameLocator, Page, Playwright, expect
 from sqlalchemy import update
 
-from conftest import (
+from chromium import (
     ACTION_TIMEOUT_MS,
     CHROMIUM_ARGS,
     chromium_pid,

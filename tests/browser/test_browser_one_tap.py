@@ -13,16 +13,11 @@ import pytest
 from lesson_page import check_numbers, field
 from playwright.sync_api import Page, Request, expect
 
-from conftest import (
-    LiveServer,
-    ablation_recording,
-    build_settings,
-    migrated_sqlite_url,
-    write_recording,
-)
+from helpers import ablation_recording, build_settings, migrated_sqlite_url, write_recording
 from lesson_answers import LESSON
 from lesson_answers import RIGHT_NUMBERS as RIGHT
 from lesson_answers import RIGHT_READING_CHOICE as RIGHT_READING
+from live_server import LiveServer
 from normdive.web.app import create_app
 
 pytestmark = pytest.mark.browser

@@ -17,14 +17,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from conftest import (
-    ACTION_TIMEOUT_MS,
-    LiveServer,
-    ablation_recording,
-    build_settings,
-    migrated_sqlite_url,
-    write_recording,
-)
+from chromium import ACTION_TIMEOUT_MS
+from helpers import ablation_recording, build_settings, migrated_sqlite_url, write_recording
+from live_server import LiveServer
 from normdive.lesson.content import load_lesson
 from normdive.web.app import create_app
 from normdive.web.security import csrf

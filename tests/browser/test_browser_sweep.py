@@ -12,14 +12,9 @@ from collections.abc import Callable, Iterator
 import pytest
 from playwright.sync_api import Page, Request, Route, expect
 
-from conftest import (
-    LiveServer,
-    ablation_recording,
-    build_settings,
-    migrated_sqlite_url,
-    write_recording,
-)
+from helpers import ablation_recording, build_settings, migrated_sqlite_url, write_recording
 from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID
+from live_server import LiveServer
 from normdive.recording.format import ROW_KEYS
 from normdive.recording.sweep import sweep_path_for
 from normdive.web.app import create_app
