@@ -18,7 +18,7 @@ import re
 import sys
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 MAX_ANSWER_CHARS = 64
 # |exponent| beyond this is rejected before building a number: float64 spans about 1e-324 to
@@ -85,43 +85,39 @@ class _Unparseable(Exception):
         self.message = message
 
 
-class _Decimal(NamedTuple):
-    """One typed decimal as sign, digits and exponent: the value is (-1)**negative *
-    int(digits) * 10**exponent, and digits has neither leading nor trailing zeros ("" for
-    zero). A tuple, as it lives for one parse: a frozen dataclass costs more to build than the
-    parse itself."""
+# One typed decimal as (negative, digits, exponent): the value is (-1)**negative * int(digits) *
+# 10**exponent, and digits has neither leading nor trailing zeros ("" for zero). A plain tuple:
+# it lives for one parse, and building a named one costs as much as the rest of the parse.
+_Decimal = tuple[bool, str, int]
 
-    negative: bool
-    digits: str
-    exponent: int
 
-    def ratio(self) -> tuple[int, int]:
-        """(numerator, denominator > 0) of the value: the digits over a power of ten."""
-        numerator = int(self.digits or "0")
-        if self.negative:
-            numerator = -numerator
-        if self.exponent >= 0:
-            return numerator * 10**self.exponent, 1
-        return numerator, 10**-self.exponent
+def _ratio(number: _Decimal) -> tuple[int, int]:
+    """(numerator, denominator > 0) of a decimal: its digits over a power of ten."""
+    negative, digits, exponent = number
+    numerator = -int(digits or "0") if negative else int(digits or "0")
+    if exponent >= 0:
+        return numerator * 10**exponent, 1
+    return numerator, 10**-exponent
 
-    def canonical(self) -> str:
-        """The text Decimal(text).normalize() formats as: positional ("0.6667", "-1.5", "100")
-        while the leading digit's decade is within _CANONICAL_POSITIONAL_DECADES of the point,
-        scientific ("1E-40", "-1.234E+51") beyond; "0" for either zero."""
-        digits, exponent = self.digits, self.exponent
-        if not digits:
-            return "0"
-        sign = "-" if self.negative else ""
-        adjusted = exponent + len(digits) - 1  # the decade of the leading digit
-        if abs(adjusted) > _CANONICAL_POSITIONAL_DECADES:
-            fraction = f".{digits[1:]}" if len(digits) > 1 else ""
-            return f"{sign}{digits[0]}{fraction}E{adjusted:+d}"
-        if exponent >= 0:
-            return f"{sign}{digits}{'0' * exponent}"
-        point = len(digits) + exponent  # digits before the decimal point
-        if point > 0:
-            return f"{sign}{digits[:point]}.{digits[point:]}"
-        return f"{sign}0.{'0' * -point}{digits}"
+
+def _canonical(number: _Decimal) -> str:
+    """The text Decimal(text).normalize() formats as: positional ("0.6667", "-1.5", "100") while
+    the leading digit's decade is within _CANONICAL_POSITIONAL_DECADES of the point, scientific
+    ("1E-40", "-1.234E+51") beyond; "0" for either zero."""
+    negative, digits, exponent = number
+    if not digits:
+        return "0"
+    sign = "-" if negative else ""
+    adjusted = exponent + len(digits) - 1  # the decade of the leading digit
+    if abs(adjusted) > _CANONICAL_POSITIONAL_DECADES:
+        fraction = f".{digits[1:]}" if len(digits) > 1 else ""
+        return f"{sign}{digits[0]}{fraction}E{adjusted:+d}"
+    if exponent >= 0:
+        return f"{sign}{digits}{'0' * exponent}"
+    point = len(digits) + exponent  # digits before the decimal point
+    if point > 0:
+        return f"{sign}{digits[:point]}.{digits[point:]}"
+    return f"{sign}0.{'0' * -point}{digits}"
 
 
 def _parse_decimal(text: str, *, in_fraction: bool = False) -> _Decimal:
@@ -129,8 +125,13 @@ def _parse_decimal(text: str, *, in_fraction: bool = False) -> _Decimal:
     match = _DECIMAL.fullmatch(text)
     if match is None:
         raise _Unparseable(f"That is not a number. {_EXAMPLES}")
-    exponent = match.group("exponent")
-    if in_fraction and (exponent is not None or match.group("sign")):
+    return _decimal_of(match, in_fraction=in_fraction)
+
+
+def _decimal_of(match: re.Match[str], *, in_fraction: bool = False) -> _Decimal:
+    """The decimal a full match of _DECIMAL stands for, or _Unparseable."""
+    sign, mantissa, exponent = match.group("sign", "mantissa", "exponent")
+    if in_fraction and (exponent is not None or sign):
         # Keeps the canonical "p/q" short and the sign in one place.
         raise _Unparseable(_FRACTION_HELP)
     # Checked on the digits before int() runs: this is the DoS guard.
@@ -141,14 +142,11 @@ def _parse_decimal(text: str, *, in_fraction: bool = False) -> _Decimal:
                 f"That exponent is out of range: keep it between -{MAX_ABS_EXPONENT} and "
                 f"{MAX_ABS_EXPONENT}."
             )
-    whole, _, decimals = match.group("mantissa").partition(".")
+    whole, _, decimals = mantissa.partition(".")
     significant = (whole + decimals).lstrip("0")
     trimmed = significant.rstrip("0")
-    return _Decimal(
-        negative=match.group("sign") == "-",
-        digits=trimmed,
-        exponent=int(exponent or "0") - len(decimals) + len(significant) - len(trimmed),
-    )
+    shift = len(significant) - len(trimmed) - len(decimals)  # trailing zeros less decimals
+    return sign == "-", trimmed, (int(exponent) if exponent else 0) + shift
 
 
 def _parse_fraction(text: str) -> tuple[int, int]:
@@ -162,11 +160,11 @@ def _parse_fraction(text: str) -> tuple[int, int]:
         raise _Unparseable(_FRACTION_HELP)
     numerator = _parse_decimal(top, in_fraction=True)
     denominator = _parse_decimal(bottom, in_fraction=True)
-    if not denominator.digits:
+    if not denominator[1]:
         raise _Unparseable("That divides by zero: the number under the / cannot be 0.")
     # (a / 10**i) / (b / 10**j) = (a * 10**j) / (b * 10**i); b > 0, as neither side has a sign.
-    top_numerator, top_denominator = numerator.ratio()
-    bottom_numerator, bottom_denominator = denominator.ratio()
+    top_numerator, top_denominator = _ratio(numerator)
+    bottom_numerator, bottom_denominator = _ratio(denominator)
     value = top_numerator * bottom_denominator
     return -value if negative else value, top_denominator * bottom_numerator
 
@@ -189,6 +187,14 @@ def parse_answer(raw: str) -> ParsedAnswer | FormatError:
     text = raw.strip().replace(UNICODE_MINUS, "-")
     if not text:
         return FormatError(raw, f"Type a number first. {_EXAMPLES}")
+    match = _DECIMAL.fullmatch(text)
+    if match is not None:  # the usual answer, one decimal: no other pattern can match it
+        try:
+            number = _decimal_of(match)
+        except _Unparseable as problem:
+            return FormatError(raw, problem.message)
+        numerator, denominator = _ratio(number)
+        return _within_range(raw, numerator, denominator, _canonical(number))
     if _NON_FINITE.fullmatch(text):
         lowered = text.lstrip("+-").lower()
         what = "not a number (NaN)" if lowered == "nan" else "infinite"
@@ -197,17 +203,19 @@ def parse_answer(raw: str) -> ParsedAnswer | FormatError:
         return FormatError(
             raw, f"Use a point for the decimals, not a comma: {text.replace(',', '.')}."
         )
+    if "/" not in text:
+        return FormatError(raw, f"That is not a number. {_EXAMPLES}")
     try:
-        if "/" in text:
-            numerator, denominator = _parse_fraction(text)
-            # lowest terms: "4/6" -> "2/3", "4/2" -> "2"
-            canonical = _lowest_terms_text(numerator, denominator)
-        else:
-            number = _parse_decimal(text)
-            numerator, denominator = number.ratio()
-            canonical = number.canonical()
+        numerator, denominator = _parse_fraction(text)
     except _Unparseable as problem:
         return FormatError(raw, problem.message)
+    # lowest terms: "4/6" -> "2/3", "4/2" -> "2"
+    return _within_range(raw, numerator, denominator, _lowest_terms_text(numerator, denominator))
+
+
+def _within_range(
+    raw: str, numerator: int, denominator: int, canonical: str
+) -> ParsedAnswer | FormatError:
     if abs(numerator) > _LARGEST_INTEGER * denominator:  # |value| > LARGEST_VALUE
         return FormatError(raw, f"That number is too large to work with here. {_EXAMPLES}")
     return ParsedAnswer(raw=raw, numerator=numerator, denominator=denominator, canonical=canonical)
