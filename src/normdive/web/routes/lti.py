@@ -37,6 +37,7 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.requests import Request
+from starlette.routing import Route
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
@@ -202,10 +203,9 @@ def _text_fields(form: FormData) -> dict[str, str]:
     return {key: value for key, value in form.items() if isinstance(value, str)}
 
 
-async def login_get(request: Request) -> Response:
+def login_get(request: Request) -> Response:
     """OIDC third-party login initiation, as a GET."""
-    params = dict(request.query_params)
-    return await run_in_threadpool(_login, services(request), request, params)
+    return _login(services(request), request, dict(request.query_params))
 
 
 async def login_post(request: Request) -> Response:
@@ -385,17 +385,15 @@ def _review_page(svc: Services, request: Request, learner_id: str) -> Response:
     )
 
 
-async def review_page(request: Request) -> Response:
+def review_page(request: Request) -> Response:
     """A submission review: the learner's work as they left it (lti.submission_review)."""
-    learner_id = request.path_params["learner_id"]
-    return await run_in_threadpool(_review_page, services(request), request, learner_id)
+    return _review_page(services(request), request, request.path_params["learner_id"])
 
 
-async def tool_key_set(request: Request) -> Response:
+def tool_key_set(request: Request) -> Response:
     """The tool's public keys (JWKS), which a platform registers to verify the tool's signed
     client assertions (grade passback)."""
-    svc = services(request)
-    key_set = await run_in_threadpool(tool_keys.public_key_set, svc.engine)
+    key_set = tool_keys.public_key_set(services(request).engine)
     return JSONResponse(dict(key_set), headers={"Cache-Control": JWKS_CACHE_CONTROL})
 
 
@@ -462,4 +460,8 @@ routes = [
     Route(dynamic_registration.REGISTER_PATH, dynamic_register, methods=["GET"]),
     Route(CANVAS_CONFIG_PATH, canvas_config, methods=["GET"]),
     Route(LAUNCH_PATH, launch, methods=["POST"]),
+]
+
+
+routes = [
 ]

@@ -9,8 +9,8 @@ the lesson page itself never reads it for the panel.
 
 from __future__ import annotations
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
+from starlette.routing import Route
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
@@ -59,14 +59,14 @@ def _sweep_page(svc: Services, request: Request, fragment: bool) -> Response:
     return response
 
 
-async def sweep_page(request: Request) -> Response:
+def sweep_page(request: Request) -> Response:
     """The runs at other depths as a page of its own, a picked cell (?cell=) in the player."""
-    return await run_in_threadpool(_sweep_page, services(request), request, False)
+    return _sweep_page(services(request), request, False)
 
 
-async def sweep_panel(request: Request) -> Response:
+def sweep_panel(request: Request) -> Response:
     """The same figures as the fragment the lesson page swaps into its panel."""
-    return await run_in_threadpool(_sweep_page, services(request), request, True)
+    return _sweep_page(services(request), request, True)
 
 
 def _cell_data(svc: Services, request: Request, cell: str) -> Response:
@@ -90,14 +90,17 @@ def _cell_data(svc: Services, request: Request, cell: str) -> Response:
     return response
 
 
-async def cell_data(request: Request) -> Response:
+def cell_data(request: Request) -> Response:
     """One cell's recorded curves (every seed), for the chart; once the gate has closed."""
-    cell = request.path_params["cell"]
-    return await run_in_threadpool(_cell_data, services(request), request, cell)
+    return _cell_data(services(request), request, request.path_params["cell"])
 
 
 routes = [
     Route("/depths", sweep_page, methods=["GET"]),
     Route("/depths/panel", sweep_panel, methods=["GET"]),
     Route("/depths/cells/{cell}.json", cell_data, methods=["GET"]),
+]
+
+
+routes = [
 ]
