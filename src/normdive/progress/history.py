@@ -10,9 +10,9 @@ lesson (six fields, four rows, two rungs), whatever the number of events, but fo
 locks before the right one, which it keeps in order. Extending a History
 by new events gives exactly the History of the longer list (a Hypothesis property in
 tests/test_progress_history.py), so a server may keep one per learner and read only the events
-appended since (web.services.Services.history). Nothing here depends on the recording: rows
-and plays are kept for every row the lesson names, and the recording's rows are picked out
-when deriving.
+appended since (web.infrastructure.services.Services.history). Nothing here depends on the
+recording: rows and plays are kept for every row the lesson names, and the recording's rows are
+picked out when deriving.
 
 What is kept, each rule as progress/state.py states it:
 - fields: per lesson field, graded tries until it landed, the latest counted entry and the
@@ -238,7 +238,7 @@ class History:
             if last_event_id <= self.last_event_id:
                 return self
             return dataclasses.replace(self, last_event_id=last_event_id)
-        fold = _Fold(self)
+        fold = _Fold.of(self)
         for event in events:
             fold.add(event)
         return fold.result(max(last_event_id, self.last_event_id))
@@ -256,61 +256,91 @@ def _text(payload: Mapping[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+@dataclass(slots=True)
 class _Fold:
-    """One extension's working copy: the mutable parts copied once, then frozen again."""
+    """One extension's working copy of a History: what the events change, copied once from
+    `start` (the mapping and set parts too), then frozen again by `result`."""
 
-    def __init__(self, start: History) -> None:
-        self.start = start
-        self.fields = dict(start.fields)
-        self.rows = dict(start.rows)
-        self.opened = set(start.opened_rungs)
-        self.state = {
-            name: getattr(start, name)
-            for name in (
-                "position",
-                "prerequisite_done",
-                "prediction_made",
-                "prediction",
-                "reading_right",
-                "reading_picks",
-                "takeaway",
-                "closed_on",
-                "evaluated_runs",
-                "first_play_at",
-                "learner_writes",
-                "runs_before_gate",
-                *_TIME_NAMES,
-            )
-        }
+    start: History
+    fields: dict[str, FieldTally]
+    rows: dict[str, RowTally]
+    opened: set[int]
+    position: int
+    prerequisite_done: bool
+    prediction_made: bool
+    prediction: str | None
+    reading_right: bool
+    reading_picks: tuple[str, ...]
+    takeaway: str | None
+    closed_on: ClosedOnRecord | None
+    evaluated_runs: int
+    first_play_at: int | None
+    learner_writes: int
+    runs_before_gate: int | None
+    first_event_at: datetime | None
+    predicted_time: datetime | None
+    numbers_landed_time: datetime | None
+    reading_right_time: datetime | None
+    rows_before_play_time: datetime | None
+    gate_closed_time: datetime | None
+    takeaway_time: datetime | None
+
+    @classmethod
+    def of(cls, start: History) -> _Fold:
+        return cls(
+            start=start,
+            fields=dict(start.fields),
+            rows=dict(start.rows),
+            opened=set(start.opened_rungs),
+            position=start.position,
+            prerequisite_done=start.prerequisite_done,
+            prediction_made=start.prediction_made,
+            prediction=start.prediction,
+            reading_right=start.reading_right,
+            reading_picks=start.reading_picks,
+            takeaway=start.takeaway,
+            closed_on=start.closed_on,
+            evaluated_runs=start.evaluated_runs,
+            first_play_at=start.first_play_at,
+            learner_writes=start.learner_writes,
+            runs_before_gate=start.runs_before_gate,
+            first_event_at=start.first_event_at,
+            predicted_time=start.predicted_time,
+            numbers_landed_time=start.numbers_landed_time,
+            reading_right_time=start.reading_right_time,
+            rows_before_play_time=start.rows_before_play_time,
+            gate_closed_time=start.gate_closed_time,
+            takeaway_time=start.takeaway_time,
+        )
 
     def add(self, event: Event) -> None:
-        state, kind, payload, at = self.state, event.kind, event.payload, event.created_at
-        state["position"] += 1
-        position = state["position"]
-        if state["first_event_at"] is None or at < state["first_event_at"]:
-            state["first_event_at"] = at
+        kind, payload, at = event.kind, event.payload, event.created_at
+        self.position += 1
+        position = self.position
+        if self.first_event_at is None or at < self.first_event_at:
+            self.first_event_at = at
         if kind not in NOT_LEARNER_WRITES:
-            state["learner_writes"] += 1
+            self.learner_writes += 1
         if kind is EventKind.PREREQUISITE_DONE:
-            state["prerequisite_done"] = True
+            self.prerequisite_done = True
         elif kind is EventKind.PREDICTION_COMMITTED:
-            if not state["prediction_made"]:
+            if not self.prediction_made:
                 choice = payload.get("choice")
-                state["prediction_made"] = True
-                state["prediction"] = str(choice) if choice is not None else None
-                state["predicted_time"] = at
+                self.prediction_made = True
+                self.prediction = str(choice) if choice is not None else None
+                self.predicted_time = at
         elif kind is EventKind.NUMBERS_CHECKED:
             self._numbers(payload, at)
         elif kind is EventKind.READING_LOCKED:
-            state["evaluated_runs"] += 1
-            if not state["reading_right"]:
-                state["reading_picks"] = (*state["reading_picks"], str(payload.get("choice")))
+            self.evaluated_runs += 1
+            if not self.reading_right:
+                self.reading_picks = (*self.reading_picks, str(payload.get("choice")))
                 if payload.get("right") is True:
-                    state["reading_right"] = True
-                    state["reading_right_time"] = at
+                    self.reading_right = True
+                    self.reading_right_time = at
         elif kind is EventKind.TAKEAWAY_SAVED:
-            state["takeaway"] = str(payload.get("text", ""))
-            state["takeaway_time"] = at
+            self.takeaway = str(payload.get("text", ""))
+            self.takeaway_time = at
         elif kind is EventKind.ROW_PREDICTED:
             row_key = _text(payload, "row")
             outcome = _text(payload, "outcome")
@@ -320,18 +350,18 @@ class _Fold:
                     row, prediction=outcome, predicted_at=position
                 )
                 every_row = all(tally.prediction is not None for tally in self.rows.values())
-                if every_row and state["first_play_at"] is None:
-                    state["rows_before_play_time"] = at
+                if every_row and self.first_play_at is None:
+                    self.rows_before_play_time = at
         elif kind is EventKind.ROW_PLAYED:
-            if state["first_play_at"] is None:
-                state["first_play_at"] = position
+            if self.first_play_at is None:
+                self.first_play_at = position
             row_key = _text(payload, "row")
             row = self.rows.get(row_key) if row_key is not None else None
             if row is not None:
                 # A row's first play is a run; playing it again to watch it is not effort
                 # that opens a hint.
                 if row.first_played_at is None:
-                    state["evaluated_runs"] += 1
+                    self.evaluated_runs += 1
                 first = row.first_played_at if row.first_played_at is not None else position
                 first_time = row.first_played_time if row.first_played_time is not None else at
                 self.rows[row_key] = dataclasses.replace(  # type: ignore[index]
@@ -341,13 +371,13 @@ class _Fold:
             rung = payload.get("rung")
             if type(rung) is int:
                 self.opened.add(rung)
-        elif kind is EventKind.GATE_CLOSED and state["closed_on"] is None:
-            state["closed_on"] = ClosedOnRecord(
+        elif kind is EventKind.GATE_CLOSED and self.closed_on is None:
+            self.closed_on = ClosedOnRecord(
                 recording_digest=str(payload.get("recording_digest", "")),
                 recording_file=str(payload.get("recording_file", "")),
             )
-            state["gate_closed_time"] = at
-            state["runs_before_gate"] = state["evaluated_runs"]
+            self.gate_closed_time = at
+            self.runs_before_gate = self.evaluated_runs
 
     def _numbers(self, payload: Mapping[str, Any], at: datetime) -> None:
         graded = False
@@ -374,11 +404,9 @@ class _Fold:
                 slips=slips,
                 format_errors=tally.format_errors + (not is_graded),
             )
-        self.state["evaluated_runs"] += graded
-        if self.state["numbers_landed_time"] is None and all(
-            tally.landed for tally in self.fields.values()
-        ):
-            self.state["numbers_landed_time"] = at
+        self.evaluated_runs += graded
+        if self.numbers_landed_time is None and all(tally.landed for tally in self.fields.values()):
+            self.numbers_landed_time = at
 
     def result(self, last_event_id: int) -> History:
         return dataclasses.replace(
@@ -387,7 +415,25 @@ class _Fold:
             fields=MappingProxyType(self.fields),
             rows=MappingProxyType(self.rows),
             opened_rungs=frozenset(self.opened),
-            **self.state,
+            position=self.position,
+            prerequisite_done=self.prerequisite_done,
+            prediction_made=self.prediction_made,
+            prediction=self.prediction,
+            reading_right=self.reading_right,
+            reading_picks=self.reading_picks,
+            takeaway=self.takeaway,
+            closed_on=self.closed_on,
+            evaluated_runs=self.evaluated_runs,
+            first_play_at=self.first_play_at,
+            learner_writes=self.learner_writes,
+            runs_before_gate=self.runs_before_gate,
+            first_event_at=self.first_event_at,
+            predicted_time=self.predicted_time,
+            numbers_landed_time=self.numbers_landed_time,
+            reading_right_time=self.reading_right_time,
+            rows_before_play_time=self.rows_before_play_time,
+            gate_closed_time=self.gate_closed_time,
+            takeaway_time=self.takeaway_time,
         )
 
 
