@@ -121,7 +121,9 @@ OPTIMISTIC_TRIES = 3
 # Characters PostgreSQL cannot keep in JSONB text: NUL and UTF-16 surrogates.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _REPLACEMENT = "\ufffd"
-_LEARNER_ID = re.compile(rf"^[0-9a-f]{{{LEARNER_ID_LENGTH}}}$")
+# What new_learner_id mints (for the cookie's learners and LTI's alike): lowercase hex only,
+# so an id is one string in one spelling, as CHAR(LEARNER_ID_LENGTH) keys compare it.
+_LEARNER_ID = re.compile(rf"[0-9a-f]{{{LEARNER_ID_LENGTH}}}")
 
 
 class UnknownLearner(LookupError):
@@ -133,8 +135,9 @@ class UnknownLearner(LookupError):
 
 
 def is_learner_id(text: str) -> bool:
-    """True when `text` has the shape of a learner id: 32 lowercase hex characters."""
-    return bool(_LEARNER_ID.fullmatch(text))
+    """True when `text` has the shape of a learner id: 32 lowercase hex characters, nothing
+    around them. The one check, for the store, the web app's cookie and the CLI."""
+    return _LEARNER_ID.fullmatch(text) is not None
 
 
 def new_learner_id() -> str:

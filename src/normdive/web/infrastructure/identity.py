@@ -14,7 +14,6 @@ such a learner simply has no events.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from itsdangerous import BadSignature, Signer
@@ -22,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from normdive.config import Settings
+from normdive.store.event_store import is_learner_id as is_learner_id  # the store's, re-exported
 from normdive.store.event_store import new_learner_id
 from normdive.web.security.framing import FRAME_COOKIE, set_framed_cookie
 
@@ -32,7 +32,6 @@ COOKIE_MAX_AGE_S = 365 * 24 * 60 * 60
 SIGNER_SALT = "normdive.learner-cookie"
 # What every response that names a learner says to caches (RFC 9111 5.2.2.5).
 CACHE_CONTROL = "no-store"
-LEARNER_ID_PATTERN = re.compile(r"[0-9a-f]{32}")
 
 
 @dataclass(frozen=True)
@@ -46,10 +45,6 @@ class Learner:
 
 def make_signer(settings: Settings) -> Signer:
     return Signer(settings.secret_key.get_secret_value(), salt=SIGNER_SALT)
-
-
-def is_learner_id(value: str) -> bool:
-    return LEARNER_ID_PATTERN.fullmatch(value) is not None
 
 
 def learner_from_cookie(value: str | None, signer: Signer) -> str | None:
