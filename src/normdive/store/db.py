@@ -9,8 +9,13 @@ another's lock, then fails (a 503 in the web app) instead of waiting for ever; t
 the psycopg 3 driver, the one normdive installs, and a connect timeout unless the URL sets
 one. Every PostgreSQL session waits at most as long for a lock as SQLite's writer does
 (lock_timeout), unless the server, the database, the role or the URL's `options` set one.
-Every pooled PostgreSQL connection is pinged before use, so after the server restarts (or
-comes back from an outage, during which requests get a 503) the next request is served again.
+A pooled PostgreSQL connection is checked before use without a round trip: an idle
+connection's server sends nothing unless it is ending the session (a shutdown, a restart, a
+terminated backend: a FATAL message, then the end of the stream), so one whose socket has
+anything to read, or that psycopg already knows is broken, is replaced by a new one. After the
+server restarts (or comes back from an outage, during which requests get a 503) the next
+request is served again. SQLAlchemy's pool_pre_ping did the same with a `SELECT 1` exchange
+on every checkout: one of the four round trips of each read (bench/RESULTS.md, "Load").
 
 Database failures. `DATABASE_ERRORS` are what a failing database raises: SQLAlchemy's errors
 and the drivers' own, which a raw cursor raises (store.event_store wraps its hot path's in
@@ -26,6 +31,7 @@ alembic.ini: the script location is this package's folder.
 from __future__ import annotations
 
 import os
+import select
 import sqlite3
 from importlib import resources
 from pathlib import Path
@@ -73,9 +79,10 @@ def make_engine(url: str) -> Engine:
     if parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
         parsed = parsed.update_query_dict({"connect_timeout": str(POSTGRESQL_CONNECT_TIMEOUT_S)})
     if parsed.get_backend_name() != "sqlite":
-        # pre_ping: a worker survives the database restarting under it.
-        engine = create_engine(parsed, pool_pre_ping=True)
+        engine = create_engine(parsed)
         event.listen(engine, "connect", _configure_postgresql)
+        # A worker survives the database restarting under it.
+        event.listen(engine, "checkout", _replace_when_ended)
         return engine
     # The URL's own timeout (pysqlite's parameter) stands; the dialect reads it from there.
     busy = {} if "timeout" in parsed.query else {"timeout": SQLITE_BUSY_TIMEOUT_S}
@@ -124,6 +131,20 @@ def _configure_postgresql(dbapi_connection: Any, _record: object) -> None:
             cursor.execute(f"SET lock_timeout = {POSTGRESQL_LOCK_TIMEOUT_MS}")
     # SET outlives the transaction it opened once that commits.
     dbapi_connection.commit()
+
+
+def _replace_when_ended(
+    dbapi_connection: Any, _record: ConnectionPoolEntry, _proxy: PoolProxiedConnection
+) -> None:
+    # Between requests nothing is owed by either side: anything the server sent since (its
+    # FATAL "terminating connection", or the end of the stream) means the session is over.
+    # (A LISTENing session's NOTIFY would read so too; nothing here LISTENs, and a needless
+    # replacement costs one connect.)
+    if dbapi_connection.closed:
+        raise DisconnectionError("the PostgreSQL connection is closed")
+    readable, _, _ = select.select([dbapi_connection.fileno()], [], [], 0)
+    if readable:
+        raise DisconnectionError("the PostgreSQL server ended the session")
 
 
 def is_read_only(error: BaseException) -> bool:

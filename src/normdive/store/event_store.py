@@ -78,6 +78,7 @@ __all__ = [
     "as_utc",
     "is_learner_id",
     "new_learner_id",
+    "reading_connection",
     "storable",
 ]
 
@@ -114,6 +115,20 @@ class EventList:
 
 
 FoldedT = TypeVar("FoldedT", bound=Folded)
+
+
+def reading_connection(engine: Engine) -> Connection:
+    """A connection for reads only. PostgreSQL's is in autocommit: each query is a
+    transaction of its own, as it is inside the one a plain connection opens (READ COMMITTED:
+    a snapshot per statement), without that transaction's BEGIN and ROLLBACK, two of the three
+    round trips of a one-query read (bench/RESULTS.md, "Load"). pysqlite begins no transaction
+    for a read, and switching a SQLite connection to autocommit and back costs a PRAGMA each
+    time, so SQLite's is a plain one."""
+    if engine.dialect.name == "sqlite":
+        return engine.connect()
+    return engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+
+
 # How many times a request re-reads and re-decides after another request of the same learner
 # appended first, before it takes the learner's lock for its read, decision and append.
 OPTIMISTIC_TRIES = 3
@@ -193,6 +208,9 @@ class Store:
             with self._engine.begin() as connection:
                 yield connection
 
+    def _reading(self) -> Connection:
+        return reading_connection(self._engine)
+
     def create_learner(self) -> str:
         """A new anonymous learner, stored; returns the id (128 random bits, 32 hex characters).
         For scripts that seed a store (the web app mints ids and stores them on first write)."""
@@ -224,7 +242,7 @@ class Store:
     def learner_exists(self, learner_id: str) -> bool:
         if not is_learner_id(learner_id):
             return False
-        with self._engine.connect() as connection:
+        with self._reading() as connection:
             query = select(exists().where(Learner.id == learner_id))
             return bool(connection.execute(query).scalar())
 
@@ -251,7 +269,7 @@ class Store:
         query that returns only those (none, when nothing was appended since)."""
         if not is_learner_id(learner_id):
             return start
-        with self._engine.connect() as connection:
+        with self._reading() as connection:
             return _extended(connection, learner_id, start)
 
     def append_decided(
@@ -285,7 +303,7 @@ class Store:
             # `just_read`: the caller read `start` a moment ago, so the first try decides on it
             # as it is; if anything was appended since, that append makes the try lose.
             if attempt > 0 or not just_read:
-                with self._engine.connect() as connection:
+                with self._reading() as connection:
                     history = _extended(connection, learner_id, history)
             planned = _storable_decision(decide(history))
             if not planned:
@@ -349,9 +367,18 @@ class Store:
                     created_at = _sqlite_time(cursor.fetchone()[0])
                 return [Event(event_id, learner_id, kind, payload, created_at)]
             with self._locked(learner_id) as connection:
-                if connection.execute(select(_last_event_id(learner_id))).scalar_one() != last_id:
+                if self._sqlite:
+                    last = connection.execute(select(_last_event_id(learner_id))).scalar_one()
+                    if last != last_id:
+                        return None
+                    return [self._insert(connection, learner_id, *entry) for entry in planned]
+                first = _postgresql_insert_if_last(connection, learner_id, *planned[0], last_id)
+                if first is None:
                     return None
-                return [self._insert(connection, learner_id, *entry) for entry in planned]
+                if first.kind in TALLIED_KINDS:
+                    self._tally(connection, learner_id, first.kind, first.payload, first.id)
+                rest = [self._insert(connection, learner_id, *entry) for entry in planned[1:]]
+                return [first, *rest]
         except IntegrityError:
             # The foreign key refused it: the learner does not exist.
             raise UnknownLearner(learner_id) from None
@@ -426,8 +453,9 @@ class Store:
         normdive.lti.learners) or, with None, the learners who came outside any LMS: the
         tallies kept on write (one small table, whatever the number of learners)."""
         if course is not None:
-            return _course_counts(self._engine, course)
-        with self._engine.connect() as connection:
+            with self._reading() as connection:
+                return _course_counts(connection, course)
+        with self._reading() as connection:
             tallies = connection.execute(_TALLIES_QUERY).all()
         committed = 0
         counts: dict[str, dict[str, int]] = {}
@@ -448,12 +476,11 @@ TALLIED_KINDS = frozenset({EventKind.PREDICTION_COMMITTED, EventKind.ROW_PREDICT
 _TALLIES_QUERY = select(PredictionTally.question, PredictionTally.answer, PredictionTally.learners)
 
 
-def _course_counts(engine: Engine, course: str) -> PredictionCounts:
+def _course_counts(connection: Connection, course: str) -> PredictionCounts:
     pool = {"course": course}
-    with engine.connect() as connection:
-        committed = connection.execute(_COURSE_COMMITTED_QUERY, pool).scalar_one()
-        opening = _first_answers(connection, EventKind.PREDICTION_COMMITTED, "choice", course)
-        rows = _first_answers(connection, EventKind.ROW_PREDICTED, "outcome", course, per="row")
+    committed = connection.execute(_COURSE_COMMITTED_QUERY, pool).scalar_one()
+    opening = _first_answers(connection, EventKind.PREDICTION_COMMITTED, "choice", course)
+    rows = _first_answers(connection, EventKind.ROW_PREDICTED, "outcome", course, per="row")
     return PredictionCounts(
         committed=int(committed),
         opening=rows_to_counts(opening).get("", {}),
@@ -531,6 +558,28 @@ def _last_event_id(learner_id: str) -> Any:
     return func.coalesce(last.scalar_subquery(), 0)
 
 
+def _postgresql_insert_if_last(
+    connection: Connection,
+    learner_id: str,
+    kind: EventKind,
+    payload: dict[str, Any],
+    last_id: int,
+) -> Event | None:
+    """Insert one event if the learner's last event id is still `last_id`, in the transaction
+    that holds the learner's advisory lock (Store._locked); None if another append came first.
+    The check and the insert are one statement, one round trip: READ COMMITTED takes the
+    statement's snapshot after the lock was granted, so it sees every append of this learner
+    committed before (each holds the same lock until it commits)."""
+    with _raw_cursor(connection) as cursor:
+        values = {"learner": learner_id, "kind": kind.value, "payload": json.dumps(payload)}
+        cursor.execute(_POSTGRESQL_APPEND_IF_LAST, {**values, "last": last_id})
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    event_id, created_at = row
+    return Event(event_id, learner_id, kind, payload, as_utc(created_at))
+
+
 def _extended(connection: Connection, learner_id: str, start: FoldedT) -> FoldedT:
     """`start` extended by the learner's events after its last_event_id, oldest first,
     skipping kinds this version does not know (their ids still move last_event_id on).
@@ -580,6 +629,12 @@ _SQLITE_APPEND_IF_LAST = (
     "WHERE (SELECT coalesce(max(id), 0) FROM events WHERE learner_id = ?1) = ?4"
 )
 _SQLITE_CREATED_AT = "SELECT created_at FROM events WHERE id = ?"
+_POSTGRESQL_APPEND_IF_LAST = (
+    "INSERT INTO events (learner_id, kind, payload) "
+    "SELECT %(learner)s, %(kind)s, %(payload)s::jsonb "
+    "WHERE (SELECT coalesce(max(id), 0) FROM events WHERE learner_id = %(learner)s) = %(last)s "
+    "RETURNING id, created_at"
+)
 
 
 @contextlib.contextmanager

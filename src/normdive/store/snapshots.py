@@ -31,7 +31,13 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from normdive.progress.events import Event, EventKind
 from normdive.progress.history import History
 from normdive.progress.report import summary_record
-from normdive.store.event_store import KNOWN_KINDS, POOL_BATCH_SIZE, Store, as_utc
+from normdive.store.event_store import (
+    KNOWN_KINDS,
+    POOL_BATCH_SIZE,
+    Store,
+    as_utc,
+    reading_connection,
+)
 from normdive.store.tables import PAYLOAD_TYPE
 
 logger = logging.getLogger(__name__)
@@ -184,7 +190,7 @@ class Snapshots:
     def _current(self, learner_id: str) -> tuple[History, bool]:
         """The learner's History now, and whether it differs from the one kept."""
         try:
-            with self._engine.connect() as connection:
+            with reading_connection(self._engine) as connection:
                 row = connection.execute(_READ, {"learner_id": learner_id}).first()
         except SQLAlchemyError as error:
             # Without the cache, the events alone (read next) still give the History.
