@@ -122,8 +122,17 @@ def _run(command: list[str], what: str) -> None:
 class PostgresCluster:
     """One throwaway PostgreSQL cluster. `start()` makes it; `stop()` removes every trace."""
 
-    def __init__(self, *, database: str = DATABASE, guard: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        database: str = DATABASE,
+        guard: bool = True,
+        settings: dict[str, str] | None = None,
+    ) -> None:
+        """`settings`: server settings over SERVER_SETTINGS (a benchmark's: fsync on, to
+        measure what a durable commit costs)."""
         self.database = database
+        self.settings = {**SERVER_SETTINGS, **(settings or {})}
         self._guard_wanted = guard
         self.bin = find_binaries()
         self.folder: Path | None = None
@@ -215,7 +224,7 @@ class PostgresCluster:
             f"-c port={self.port}",
             # The socket folder inside ours: Debian's default (/var/run/postgresql) may not exist.
             f"-c unix_socket_directories={self._folder()}",
-            *(f"-c {name}={value}" for name, value in SERVER_SETTINGS.items()),
+            *(f"-c {name}={value}" for name, value in self.settings.items()),
         ]
         _run(
             [
