@@ -1,5 +1,5 @@
-"""`normdive db upgrade` and `normdive prerequisite done`, run through the real CLI on a real
-SQLite file (Typer's in-process runner)."""
+"""`normdive db upgrade` and `normdive prerequisite done`, and how every command that opens the
+store fails, run through the real CLI on a real SQLite file (Typer's in-process runner)."""
 
 from __future__ import annotations
 
@@ -148,3 +148,57 @@ def test_both_commands_explain_themselves(url: str, args: tuple[str, ...], expec
     assert code == 0
     assert expected in output
     assert "DATABASE_URL" in output
+
+
+CONTEXT_KEY = "c" * 64
+SECRET = "a secret key for the cli tests, long enough and not guessable at all"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("prerequisite", "done", "--learner", "ab" * 16),
+        ("lti", "list"),
+        ("lti", "remove", "--issuer", "https://lms.example.edu", "--client-id", "c1"),
+        (
+            "lti",
+            "register",
+            *("--issuer", "https://lms.example.edu", "--client-id", "c1"),
+            *("--auth-login-url", "https://lms.example.edu/auth"),
+            *("--token-url", "https://lms.example.edu/token"),
+            *("--jwks-url", "https://lms.example.edu/jwks", "--deployment-id", "d1"),
+        ),
+        ("lti", "rotate-key"),
+        ("lti", "outbox"),
+        ("lti", "resend", "--context", CONTEXT_KEY),
+        ("lti", "roster", "--context", CONTEXT_KEY),
+        ("lti", "passback", "--once"),
+        ("report", "--output", "learners.csv"),
+    ],
+    ids=lambda args: " ".join(args[:2]),
+)
+def test_every_store_command_on_a_database_never_upgraded_says_what_to_run(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    folder = tmp_path / "var"
+    folder.mkdir()
+    url = f"sqlite:///{folder / 'progress.sqlite3'}"
+    result = runner.invoke(
+        app,
+        [arg if arg != "learners.csv" else str(tmp_path / arg) for arg in args],
+        env={"DATABASE_URL": url, "NORMDIVE_SECRET_KEY": SECRET},
+    )
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Could not use the store at sqlite:///" in result.output
+    assert "Has `normdive db upgrade` run on it?" in result.output
+
+
+def test_report_names_the_file_it_could_not_write(url: str, tmp_path: Path) -> None:
+    assert _invoke(url, "db", "upgrade")[0] == 0
+    output = tmp_path / "learners.json"
+    (tmp_path / "learners.aggregate.json").mkdir()  # where the aggregate goes: no file there
+    code, said = _invoke(url, "report", "--format", "json", "--output", str(output))
+    assert code == 1
+    assert f"Could not write {tmp_path / 'learners.aggregate.json'}: Is a directory." in said
+    assert output.read_text(encoding="utf-8") == "[\n]\n"  # the pool is empty

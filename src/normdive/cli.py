@@ -7,13 +7,14 @@ so `normdive --help` stays fast, and only `record-runs` imports normdive.trainin
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 if TYPE_CHECKING:
-    from normdive.progress.report import LearnerSummary
+    from sqlalchemy import Engine
 
 from normdive.config import (
     DEFAULT_HOST,
@@ -164,9 +165,7 @@ def prerequisite_done(
         ),
     ],
 ) -> None:
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from normdive.store.db import failure_reason, make_engine, shown_url
+    from normdive.store.db import shown_url
     from normdive.store.event_store import Store, UnknownLearner, is_learner_id
     from normdive.store.prerequisite import PrerequisiteSource, record_prerequisite_done
 
@@ -174,13 +173,31 @@ def prerequisite_done(
     if not is_learner_id(learner_id):
         raise _fail(f"{learner!r} is not a learner id: expected 32 hexadecimal characters.")
     url = _database_url()
+    with opened_store(url) as engine:
+        try:
+            already_done = record_prerequisite_done(
+                Store(engine), learner_id, PrerequisiteSource.OPERATOR
+            )
+        except UnknownLearner:
+            raise _fail(f"No learner with id {learner_id} in {shown_url(url)}.") from None
+    if already_done:
+        typer.echo(f"Lesson 8.5 was already recorded as done for {learner_id}.")
+    else:
+        typer.echo(f"Lesson 8.5 is now recorded as done for {learner_id}; D9 is open to them.")
+
+
+@contextmanager
+def opened_store(url: str) -> Iterator[Engine]:
+    """An engine on the database at `url` for one command's work, disposed when it ends. A
+    database error inside ends the command with one line saying where and why (the URL without
+    its password) and EXIT_FAILED, never a traceback."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from normdive.store.db import failure_reason, make_engine, shown_url
+
     engine = make_engine(url)
     try:
-        already_done = record_prerequisite_done(
-            Store(engine), learner_id, PrerequisiteSource.OPERATOR
-        )
-    except UnknownLearner:
-        raise _fail(f"No learner with id {learner_id} in {shown_url(url)}.") from None
+        yield engine
     except SQLAlchemyError as error:
         raise _fail(
             f"Could not use the store at {shown_url(url)}: {failure_reason(error)}. "
@@ -188,22 +205,6 @@ def prerequisite_done(
         ) from None
     finally:
         engine.dispose()
-    if already_done:
-        typer.echo(f"Lesson 8.5 was already recorded as done for {learner_id}.")
-    else:
-        typer.echo(f"Lesson 8.5 is now recorded as done for {learner_id}; D9 is open to them.")
-
-
-def _store_failure(url: str, error: Exception) -> typer.Exit:
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from normdive.store.db import failure_reason, shown_url
-
-    assert isinstance(error, SQLAlchemyError)
-    return _fail(
-        f"Could not use the store at {shown_url(url)}: {failure_reason(error)}. "
-        "Has `normdive db upgrade` run on it?"
-    )
 
 
 @lti_app.command(
@@ -242,10 +243,7 @@ def lti_register(
         ),
     ] = None,
 ) -> None:
-    from sqlalchemy.exc import SQLAlchemyError
-
     from normdive.lti.registrations import RegistrationProblem, describe, register, validated
-    from normdive.store.db import make_engine
 
     try:
         given = validated(
@@ -260,16 +258,11 @@ def lti_register(
         )
     except RegistrationProblem as problem:
         raise _fail(f"Not registered: {problem}") from None
-    url = _database_url()
-    engine = make_engine(url)
-    try:
-        registration = register(engine, given)
-    except RegistrationProblem as problem:
-        raise _fail(f"Not registered: {problem}") from None
-    except SQLAlchemyError as error:
-        raise _store_failure(url, error) from None
-    finally:
-        engine.dispose()
+    with opened_store(_database_url()) as engine:
+        try:
+            registration = register(engine, given)
+        except RegistrationProblem as problem:
+            raise _fail(f"Not registered: {problem}") from None
     typer.echo("Registered:")
     for line in describe(registration):
         typer.echo(f"  {line}")
@@ -277,19 +270,10 @@ def lti_register(
 
 @lti_app.command("list", help="List the registered platforms. Reads DATABASE_URL.")
 def lti_list() -> None:
-    from sqlalchemy.exc import SQLAlchemyError
-
     from normdive.lti.registrations import all_registrations, describe
-    from normdive.store.db import make_engine
 
-    url = _database_url()
-    engine = make_engine(url)
-    try:
+    with opened_store(_database_url()) as engine:
         registrations = all_registrations(engine)
-    except SQLAlchemyError as error:
-        raise _store_failure(url, error) from None
-    finally:
-        engine.dispose()
     if not registrations:
         typer.echo("No platform is registered.")
     for index, registration in enumerate(registrations):
@@ -308,21 +292,13 @@ def lti_remove(
     issuer: Annotated[str, typer.Option(help="The platform's issuer (iss).")],
     client_id: Annotated[str, typer.Option(help="The client id it gave this tool.")],
 ) -> None:
-    from sqlalchemy.exc import SQLAlchemyError
-
     from normdive.lti.registrations import UnknownRegistration, remove
-    from normdive.store.db import make_engine
 
-    url = _database_url()
-    engine = make_engine(url)
-    try:
-        remove(engine, issuer.strip(), client_id.strip())
-    except UnknownRegistration as missing:
-        raise _fail(f"Nothing removed: {missing}.") from None
-    except SQLAlchemyError as error:
-        raise _store_failure(url, error) from None
-    finally:
-        engine.dispose()
+    with opened_store(_database_url()) as engine:
+        try:
+            remove(engine, issuer.strip(), client_id.strip())
+        except UnknownRegistration as missing:
+            raise _fail(f"Nothing removed: {missing}.") from None
     typer.echo(f"Removed the registration of {issuer.strip()} with client id {client_id.strip()}.")
 
 
@@ -395,11 +371,6 @@ def instructor_link(
     typer.echo(instructor_link(origin, Pool(key), settings.secret_key))
 
 
-def aggregate_path_for(output: Path) -> Path:
-    """Where `normdive report` writes the pool's aggregate: beside the per-learner file."""
-    return output.with_name(f"{output.stem}.aggregate.json")
-
-
 @app.command(
     "report",
     help="Write the instructor view's figures for one course (--context) or for the learners "
@@ -423,17 +394,14 @@ def report(
         Path, typer.Option(help="The recording whose rows the outcomes are read from.")
     ] = DEFAULT_RECORDING_PATH,
 ) -> None:
-    import json
-
-    from sqlalchemy.exc import SQLAlchemyError
+    from functools import partial
 
     from normdive.lesson.content import load_lesson
     from normdive.lti.roster import roster_of
     from normdive.progress.facts import recording_facts_at
     from normdive.progress.history import History
     from normdive.progress.report import PoolReportBuilder
-    from normdive.progress.report_export import aggregate, record
-    from normdive.store.db import make_engine
+    from normdive.progress.report_export import Chunks, json_chunks, write_export
     from normdive.store.snapshots import Snapshots
     from normdive.web.infrastructure.instructor_access import is_context_key
     from normdive.web.views.instructor_report import csv_chunks, learner_summaries
@@ -446,38 +414,21 @@ def report(
     url = _database_url()
     lesson = load_lesson()
     facts = recording_facts_at(recording)
-    builder = PoolReportBuilder(lesson, facts)
-    engine = make_engine(url)
-
-    def counted() -> Iterator[LearnerSummary]:
-        snapshots = Snapshots(engine, History.start(lesson))
-        for summary in learner_summaries(snapshots, facts, key):
-            builder.add(summary)
-            yield summary
-
-    try:
-        with output.open("w", encoding="utf-8", newline="") as file:
-            if output_format == "csv":
-                for chunk in csv_chunks(counted(), lesson, roster=roster_of(engine, key)):
-                    file.write(chunk)
-            else:
-                file.write("[")
-                for index, summary in enumerate(counted()):
-                    file.write(",\n" if index else "\n")
-                    file.write(json.dumps(record(summary, lesson), ensure_ascii=False))
-                file.write("\n]\n")
-    except SQLAlchemyError as error:
-        raise _store_failure(url, error) from None
-    except OSError as error:
-        raise _fail(f"Could not write {output}: {error.strerror or error}.") from None
-    finally:
-        engine.dispose()
-    summary_path = aggregate_path_for(output)
-    figures = builder.report()
-    summary_path.write_text(
-        json.dumps(aggregate(figures), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    with opened_store(url) as engine:
+        summaries = learner_summaries(Snapshots(engine, History.start(lesson)), facts, key)
+        chunks: Chunks = (
+            partial(csv_chunks, lesson=lesson, roster=roster_of(engine, key))
+            if output_format == "csv"
+            else partial(json_chunks, lesson=lesson)
+        )
+        try:
+            done = write_export(output, summaries, chunks, PoolReportBuilder(lesson, facts))
+        except OSError as error:
+            failed = error.filename or output
+            raise _fail(f"Could not write {failed}: {error.strerror or error}.") from None
+    typer.echo(
+        f"{done.report.learners} learners: {output}; the pool's figures: {done.aggregate_path}"
     )
-    typer.echo(f"{figures.learners} learners: {output}; the pool's figures: {summary_path}")
 
 
 @lti_app.command(
@@ -486,19 +437,10 @@ def report(
     "previous key stays published at /lti/jwks; older ones are retired. Reads DATABASE_URL.",
 )
 def lti_rotate_key() -> None:
-    from sqlalchemy.exc import SQLAlchemyError
-
     from normdive.lti.tool_keys import rotate
-    from normdive.store.db import make_engine
 
-    url = _database_url()
-    engine = make_engine(url)
-    try:
+    with opened_store(_database_url()) as engine:
         kid = rotate(engine)
-    except SQLAlchemyError as error:
-        raise _store_failure(url, error) from None
-    finally:
-        engine.dispose()
     typer.echo(f"The tool now signs with key {kid}; /lti/jwks publishes it and the previous one.")
 
 
@@ -535,20 +477,11 @@ def lti_outbox(
 ) -> None:
     import json
 
-    from sqlalchemy.exc import SQLAlchemyError
-
     from normdive.lti.grade_doctor import TargetStatus, advice
     from normdive.lti.passback import targets
-    from normdive.store.db import make_engine
 
-    url = _database_url()
-    engine = make_engine(url)
-    try:
+    with opened_store(_database_url()) as engine:
         found = targets(engine)
-    except SQLAlchemyError as error:
-        raise _store_failure(url, error) from None
-    finally:
-        engine.dispose()
     if as_json:
         typer.echo(json.dumps([target.as_json() for target in found], indent=2))
         return
@@ -604,24 +537,15 @@ def lti_resend(
         Path, typer.Option(help="The recording the scores are read against (as the server's).")
     ] = DEFAULT_RECORDING_PATH,
 ) -> None:
-    from sqlalchemy.exc import SQLAlchemyError
-
     from normdive.lesson.content import load_lesson
     from normdive.lti.passback import resend_changed
-    from normdive.store.db import make_engine
     from normdive.web.infrastructure.instructor_access import is_context_key
 
     key = context.strip().lower()
     if not is_context_key(key):
         raise _fail(f"{context!r} is not a context key: 64 hex characters.")
-    url = _database_url()
-    engine = make_engine(url)
-    try:
+    with opened_store(_database_url()) as engine:
         done = resend_changed(engine, key, load_lesson(), recording)
-    except SQLAlchemyError as error:
-        raise _store_failure(url, error) from None
-    finally:
-        engine.dispose()
     typer.echo(
         f"{done.queued} grade(s) queued to be sent again; {done.up_to_date} up to date, not "
         f"sent; {done.unsendable} with nowhere to go (a deleted line item or an unregistered "
@@ -649,20 +573,17 @@ def lti_passback(
     from normdive.config import settings_problems
     from normdive.lesson.content import load_lesson
     from normdive.lti.passback import Sender, run
-    from normdive.store.db import make_engine
 
     try:
         settings = Settings()  # secret_key comes from the environment
     except ValidationError as error:
         raise _fail("\n".join(settings_problems(error))) from None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    engine = make_engine(settings.database_url)
-    try:
-        run(Sender(engine, load_lesson(), settings.recording_path), once=once)
-    except KeyboardInterrupt:
-        typer.echo("Stopped.")
-    finally:
-        engine.dispose()
+    with opened_store(settings.database_url) as engine:
+        try:
+            run(Sender(engine, load_lesson(), settings.recording_path), once=once)
+        except KeyboardInterrupt:
+            typer.echo("Stopped.")
 
 
 @lti_app.command(
@@ -684,11 +605,9 @@ def lti_roster(
     ] = False,
 ) -> None:
     from pydantic import ValidationError
-    from sqlalchemy.exc import SQLAlchemyError
 
     from normdive.config import settings_problems
     from normdive.lti.roster import refresh
-    from normdive.store.db import make_engine
     from normdive.web.infrastructure.instructor_access import is_context_key
 
     key = context.strip().lower()
@@ -698,8 +617,7 @@ def lti_roster(
         settings = Settings()  # secret_key comes from the environment
     except ValidationError as error:
         raise _fail("\n".join(settings_problems(error))) from None
-    engine = make_engine(settings.database_url)
-    try:
+    with opened_store(settings.database_url) as engine:
         done = refresh(
             engine,
             key,
@@ -707,10 +625,6 @@ def lti_roster(
             interval_s=settings.roster_refresh_s,
             force=force,
         )
-    except SQLAlchemyError as error:
-        raise _store_failure(settings.database_url, error) from None
-    finally:
-        engine.dispose()
     if done.members is None:
         raise _fail(f"The roster was not fetched: {done.problem}.")
     typer.echo(f"The roster lists {done.members} learner(s); the instructor view counts from it.")

@@ -1,6 +1,6 @@
 """The instructor view's figures as files: one row per learner (CSV or JSON) and the pool's
-aggregate as JSON. Pure: summaries in, rows and dicts out. The columns are documented in
-docs/instructor.md, in this order:
+aggregate as JSON. Pure (summaries in, rows and dicts out) but for write_export. The
+columns are documented in docs/instructor.md, in this order:
 
     learner                      normdive's pseudonymous learner id
     <step>_at                    for each of STEPS: when it was reached (ISO 8601, UTC), or ""
@@ -19,17 +19,25 @@ docs/instructor.md, in this order:
     hint_rungs                   rungs opened, ";"
     runs_before_gate             evaluated runs before the gate closed (all while it is open)
     gate_closed                  true / false
+
+`write_export` writes them as `normdive report` does: the per-learner file as the summaries
+stream in, and the aggregate beside it. The summaries come from the store, and a course's CSV
+carries its roster (lti); both sit above this layer, so the caller hands in the summaries and
+the text to write of them (the web app's csv_chunks, or json_chunks here).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from normdive.lesson.content import Lesson
-from normdive.progress.report import STEPS, LearnerSummary, PoolReport
+from normdive.progress.report import STEPS, LearnerSummary, PoolReport, PoolReportBuilder
 
 # A spreadsheet runs a cell that starts with one of these as a formula (CSV injection);
 # such a cell is written with a leading apostrophe.
@@ -105,3 +113,50 @@ def aggregate(report: PoolReport) -> dict[str, Any]:
     """The pool's figures as JSON can hold them (times as ISO 8601 UTC, keys as strings)."""
     plain: dict[str, Any] = _plain(dataclasses.asdict(report))
     return plain
+
+
+def json_chunks(summaries: Iterable[LearnerSummary], lesson: Lesson) -> Iterator[str]:
+    """The per-learner file as JSON: a list of records (record()), one learner a line."""
+    yield "["
+    for index, summary in enumerate(summaries):
+        yield ",\n" if index else "\n"
+        yield json.dumps(record(summary, lesson), ensure_ascii=False)
+    yield "\n]\n"
+
+
+def aggregate_path_for(output: Path) -> Path:
+    """Where the pool's aggregate goes: beside the per-learner file, as NAME.aggregate.json."""
+    return output.with_name(f"{output.stem}.aggregate.json")
+
+
+# The text of the per-learner file, chunk by chunk, from the summaries as they stream in.
+Chunks = Callable[[Iterable[LearnerSummary]], Iterable[str]]
+
+
+@dataclass(frozen=True)
+class Exported:
+    aggregate_path: Path
+    report: PoolReport
+
+
+def write_export(
+    output: Path, summaries: Iterable[LearnerSummary], chunks: Chunks, builder: PoolReportBuilder
+) -> Exported:
+    """Write `chunks` of the summaries to `output`, adding each summary to `builder` as it
+    passes, then the pool's figures to aggregate_path_for(output). Raises OSError (its
+    filename says which file), or what reading the summaries raises."""
+
+    def counted() -> Iterator[LearnerSummary]:
+        for summary in summaries:
+            builder.add(summary)
+            yield summary
+
+    with output.open("w", encoding="utf-8", newline="") as file:
+        for chunk in chunks(counted()):
+            file.write(chunk)
+    figures = builder.report()
+    summary_path = aggregate_path_for(output)
+    summary_path.write_text(
+        json.dumps(aggregate(figures), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    return Exported(summary_path, figures)
