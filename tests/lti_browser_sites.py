@@ -1,19 +1,16 @@
 """Two HTTPS sites on this machine for the LTI browser journeys and the launch benchmark:
 a throwaway certificate for tool.test and platform.test (Chromium maps both to 127.0.0.1),
-uvicorn serving an app over TLS in a thread, and a small platform (a course page that frames
-the tool's login and answers the platform storage's postMessages, and an authorization
-endpoint that posts a signed id_token back). In front of the tool, on its side of the network,
+each served over TLS (live_server.py), and a small platform (a course page that frames the
+tool's login and answers the platform storage's postMessages, and an authorization endpoint
+that posts a signed id_token back). In front of the tool, on its side of the network,
 a gate records the cookies each request brought and can strip the login's answer of its
 cookies (a browser that keeps no third-party cookie at all)."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import html
-import socket
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,7 +18,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-import uvicorn
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -34,6 +30,7 @@ from starlette.routing import Route as Path_
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from helpers import ablation_recording, build_settings, migrated_sqlite_url, write_recording
+from live_server import LiveServer
 from lti_platform import CLIENT_ID, DEPLOYMENT_ID, key_set_server, launch_claims, new_key, signed
 from normdive.lti.registrations import register, validated
 from normdive.lti.tool_config import LOGIN_PATH
@@ -43,8 +40,6 @@ from normdive.web.app import create_app
 AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
 TOOL_HOST = "tool.test"
 PLATFORM_HOST = "platform.test"
-# How long a TLS server may take to start.
-SERVER_START_TIMEOUT_S = 30.0
 
 
 def certificate(folder: Path) -> tuple[Path, Path]:
@@ -75,42 +70,6 @@ def certificate(folder: Path) -> tuple[Path, Path]:
         )
     )
     return cert_path, key_path
-
-
-class TlsServer:
-    """uvicorn serving one ASGI app over TLS on 127.0.0.1, in a daemon thread."""
-
-    def __init__(self, app: Any, cert: Path, key: Path) -> None:
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind(("127.0.0.1", 0))
-        self.port: int = self._sock.getsockname()[1]
-        config = uvicorn.Config(
-            app,
-            log_level="warning",
-            ws="none",
-            lifespan="on",
-            ssl_certfile=str(cert),
-            ssl_keyfile=str(key),
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=lambda: asyncio.run(self._server.serve(sockets=[self._sock])), daemon=True
-        )
-
-    def __enter__(self) -> TlsServer:
-        self._thread.start()
-        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the TLS test server did not start")
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=SERVER_START_TIMEOUT_S)
-        self._sock.close()
 
 
 @dataclass(frozen=True)
@@ -279,11 +238,11 @@ def serve_sites(folder: Path) -> Iterator[Sites]:
     tool_gate = ToolGate(create_app(settings))
     with (
         key_set_server([platform_key]) as keys,
-        TlsServer(tool_gate, cert, key) as tool_server,
+        LiveServer(tool_gate, tls=(cert, key)) as tool_server,
     ):
         tool = f"https://{TOOL_HOST}:{tool_server.port}"
         platform = Platform(origin="", tool_origin=tool, key=platform_key)
-        with TlsServer(platform.app(), cert, key) as platform_server:
+        with LiveServer(platform.app(), tls=(cert, key)) as platform_server:
             platform.origin = f"https://{PLATFORM_HOST}:{platform_server.port}"
             engine = make_engine(url)
             register(

@@ -9,21 +9,18 @@ act, with a generous bound."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import html
 import logging
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 
 from helpers import SettingsFactory
-from live_server import SERVER_START_TIMEOUT_S
+from live_server import LiveServer
 from normdive.web.app import create_app
 from normdive.web.infrastructure.serving import (
     KEEP_ALIVE_TIMEOUT_S,
@@ -46,28 +43,14 @@ class ShortHeadDeadline(NoDelayH11Protocol):
 def served(make_settings: SettingsFactory, tmp_path: Path) -> Iterator[int]:
     """The app served by uvicorn with the protocol `normdive serve` uses; yields the port."""
     app = create_app(make_settings(body_timeout_s=SHORT_S))
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
     # log_config=None: uvicorn's loggers propagate to the root, where caplog sees them.
-    config = uvicorn.Config(
+    with LiveServer(
         app,
         **{**connection_options(), "http": ShortHeadDeadline},
-        lifespan="on",
         log_config=None,
         log_level="info",
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])))
-    thread.start()
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    while not server.started and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    try:
-        yield sock.getsockname()[1]
-    finally:
-        server.should_exit = True
-        thread.join(timeout=SERVER_START_TIMEOUT_S)
-        sock.close()
+    ) as server:
+        yield server.port
 
 
 def connect(port: int) -> socket.socket:
