@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
-from helpers import SECRET_KEY, SettingsFactory
+from helpers import SECRET_KEY, SettingsFactory, client_factory
 from lti_platform import (
     INSTRUCTOR_ROLE,
     TOOL_ORIGIN,
@@ -70,16 +70,9 @@ def jwks(platform_key: RSAKey, engine: Engine) -> Iterator[KeySetServer]:
 
 @pytest.fixture
 def make_browser(app: Starlette) -> Iterator[Callable[[], TestClient]]:
-    clients: list[TestClient] = []
-
-    def make() -> TestClient:
-        client = browser(app).__enter__()
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.__exit__(None, None, None)
+    """Browsers on the tool's https origin (lti_platform.browser), each a learner of its own."""
+    with client_factory(app, TestClient, base_url=TOOL_ORIGIN) as make:
+        yield make
 
 
 def launched(client: TestClient, key: RSAKey, **claims: object) -> str:

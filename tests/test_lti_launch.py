@@ -30,7 +30,7 @@ from sqlalchemy import Engine, func, select
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from helpers import SettingsFactory
+from helpers import SettingsFactory, client_factory
 from lti_platform import (
     CLIENT_ID,
     DEPLOYMENT_ID,
@@ -106,16 +106,9 @@ def registration(engine: Engine, jwks: KeySetServer) -> Registration:
 
 @pytest.fixture
 def make_browser(app: Starlette) -> Iterator[Callable[[], TestClient]]:
-    clients: list[TestClient] = []
-
-    def make() -> TestClient:
-        client = browser(app)
-        clients.append(client.__enter__())
-        return client
-
-    yield make
-    for client in clients:
-        client.__exit__(None, None, None)
+    """Browsers on the tool's https origin (lti_platform.browser), each a learner of its own."""
+    with client_factory(app, TestClient, base_url=TOOL_ORIGIN) as make:
+        yield make
 
 
 def stored(engine: Engine) -> dict[str, int]:

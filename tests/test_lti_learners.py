@@ -14,11 +14,11 @@ from sqlalchemy import Engine, insert
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from helpers import HOST_TOKEN, SettingsFactory
+from helpers import HOST_TOKEN, SettingsFactory, client_factory
 from lti_platform import (
     INSTRUCTOR_ROLE,
+    TOOL_ORIGIN,
     KeySetServer,
-    browser,
     launch,
     launch_claims,
     login,
@@ -43,16 +43,9 @@ def settings(make_settings: SettingsFactory) -> Settings:
 
 @pytest.fixture
 def make_browser(app: Starlette) -> Iterator[Callable[[], TestClient]]:
-    clients: list[TestClient] = []
-
-    def make() -> TestClient:
-        client = browser(app).__enter__()
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.__exit__(None, None, None)
+    """Browsers on the tool's https origin (lti_platform.browser), each a learner of its own."""
+    with client_factory(app, TestClient, base_url=TOOL_ORIGIN) as make:
+        yield make
 
 
 def launched(client: TestClient, key: RSAKey, **claims: object) -> str:

@@ -11,7 +11,13 @@ from itsdangerous import Signer
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from helpers import SECRET_KEY, SettingsFactory, ablation_recording, write_recording
+from helpers import (
+    SECRET_KEY,
+    SettingsFactory,
+    ablation_recording,
+    client_factory,
+    write_recording,
+)
 from normdive.web.app import create_app
 from normdive.web.infrastructure.identity import COOKIE_NAME, SIGNER_SALT, cookie_value, make_signer
 from normdive.web.security import csrf
@@ -30,23 +36,16 @@ def app(make_settings: SettingsFactory, tmp_path: Path) -> Starlette:
 
 @pytest.fixture
 def make_client(app: Starlette) -> Iterator[Callable[..., TestClient]]:
-    clients: list[TestClient] = []
-
-    def make(kind: type[TestClient] = TestClient) -> TestClient:
-        client = kind(app, follow_redirects=False)
-        client.__enter__()
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.__exit__(None, None, None)
+    """Bare clients (nothing adds a form token for them); make_client(kind=PageClient) posts
+    with the token as the page does."""
+    with client_factory(app, TestClient) as make:
+        yield make
 
 
 @pytest.fixture
 def alice(make_client: Callable[..., TestClient]) -> TestClient:
     """A learner well into the lesson: a prediction, numbers, a reading, rows, a takeaway."""
-    client = make_client(PageClient)
+    client = make_client(kind=PageClient)
     for path, data in [
         ("/predict", {"choice": "residual"}),
         ("/numbers", {"row1_mean": "2", "row1_variance": "5"}),
@@ -184,7 +183,7 @@ def test_naming_alice_in_a_form_or_query_does_nothing(
 ) -> None:
     before = alice_snapshot(alice)
     alice_id = str(before["learner_id"])
-    mallory = make_client(PageClient)
+    mallory = make_client(kind=PageClient)
     for field in ("learner_id", "learner", COOKIE_NAME):
         answer = mallory.post(
             f"/takeaway?{field}={alice_id}", data={"text": "Mallory was here", field: alice_id}

@@ -16,7 +16,7 @@ from sqlalchemy import Engine, func, insert, select
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from helpers import SECRET_KEY, SettingsFactory, ablation_recording, write_recording
+from helpers import SECRET_KEY, MakeClient, SettingsFactory, ablation_recording, write_recording
 from normdive.config import DEFAULT_ATTEMPTS_PER_MINUTE, Settings
 from normdive.progress.events import EventKind
 from normdive.store.db import make_engine
@@ -51,18 +51,9 @@ def app(make_settings: SettingsFactory, tmp_path: Path) -> Starlette:
 
 
 @pytest.fixture
-def make_learner(app: Starlette) -> Iterator[Callable[..., PageClient]]:
-    clients: list[PageClient] = []
-
-    def make(on: Starlette = app) -> PageClient:
-        client = PageClient(on, follow_redirects=False)
-        client.__enter__()
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.__exit__(None, None, None)
+def make_learner(make_client: MakeClient) -> MakeClient:
+    """make_learner() -> a new learner on the app; make_learner(other) on another app."""
+    return make_client
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -93,19 +93,9 @@ def app(make_settings: SettingsFactory, tmp_path: Path) -> Starlette:
 
 
 @pytest.fixture
-def learner(app: Starlette) -> Iterator[Learner]:
+def learner(make_client: Learner) -> Learner:
     """learner() -> a new learner (own cookie jar) on the same app."""
-    clients: list[TestClient] = []
-
-    def make() -> TestClient:
-        client = PageClient(app, follow_redirects=False)
-        client.__enter__()
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.__exit__(None, None, None)
+    return make_client
 
 
 @pytest.fixture
