@@ -52,7 +52,7 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child before exec: Linux sends it SIGKILL if the test process dies first, so a
     killed test run leaves no server behind (prctl PR_SET_PDEATHSIG)."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -115,7 +115,7 @@ class ServerProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group, for kill()
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:

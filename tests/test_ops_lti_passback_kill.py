@@ -24,7 +24,7 @@ from normdive.lti import tool_keys
 from normdive.progress.events import EventKind
 from normdive.store.event_store import Store
 from normdive.store.tables import LtiGradeTarget, LtiScoreOutbox
-from ops_server import NORMDIVE, _die_with_parent, server_environment
+from ops_server import NORMDIVE, die_with_parent, server_environment
 
 pytestmark = [pytest.mark.both_databases, pytest.mark.slow]
 
@@ -40,7 +40,7 @@ def _worker(database_url: str, folder: Path) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
-        preexec_fn=_die_with_parent,
+        preexec_fn=die_with_parent,
     )
 
 
