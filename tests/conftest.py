@@ -269,7 +269,8 @@ def client(app: Starlette) -> Iterator[TestClient]:
 
 @pytest.fixture
 def make_client(app: Starlette) -> Iterator[MakeClient]:
-    """More learners on the same app, posting with the form token as the page does."""
+    """make_client() -> another learner on the app, posting with the form token as the page
+    does; make_client(other) -> one on another app (helpers.client_factory)."""
     with client_factory(app) as make:
         yield make
 
