@@ -9,7 +9,11 @@ After a warm-up (WARMUP_S), one worker, so one process holds every sample (uvico
 in the serving process). Only the thread holding the GIL is sampled (py-spy --gil): the
 Python work. What runs with the GIL let go is not in the profile: SQLite's own work and its
 wait for fsync, zlib's compression; bench/load.py measures the whole process's CPU. The
-learners are load.py's own (lesson_learner).
+learners are load.py's own: the lesson's mix (lesson_learner), or with --page GET / alone, by
+returning learners (returning_page_learner: cookie, opening prediction committed) or by new ones
+(new_page_learner: no cookie on any request), the cells of `bench/load.py --page-cpu`:
+
+    .venv/bin/python bench/profile_server.py --page returning
 """
 
 from __future__ import annotations
@@ -24,7 +28,15 @@ import time
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-from load import ATTEMPTS_PER_MINUTE, Connection, Tally, lesson_learner
+from load import (
+    ATTEMPTS_PER_MINUTE,
+    Connection,
+    LearnerLoop,
+    Tally,
+    lesson_learner,
+    new_page_learner,
+    returning_page_learner,
+)
 from servers import normdive_server
 
 SAMPLING_RATE = 250  # samples per second
@@ -34,14 +46,21 @@ DEFAULT_TOP = 40
 # Learners work this long before sampling starts: the first requests of a fresh server pay
 # for what is then kept (compiled templates, cached queries), which is not the steady state.
 WARMUP_S = 3.0
+# What the learners do: the lesson's mix, or GET / alone (--page WHO).
+LEARNERS: dict[str, LearnerLoop] = {
+    "mix": lesson_learner,
+    "returning": returning_page_learner,
+    "new": new_page_learner,
+}
+PAGE_LEARNERS = ("returning", "new")
 
 
-async def drive(url: str, connections: int, seconds: float) -> int:
+async def drive(url: str, connections: int, seconds: float, learner: LearnerLoop) -> int:
     host, port = url.removeprefix("http://").split(":")
     pool = [Connection(host, int(port)) for _ in range(connections)]
     ready = asyncio.Event()
     tally = Tally(start=float("inf"), end=float("inf"))
-    tasks = [asyncio.create_task(lesson_learner(c, tally, ready)) for c in pool]
+    tasks = [asyncio.create_task(learner(c, tally, ready)) for c in pool]
     while tally.prepared < connections:
         await asyncio.sleep(0.05)
     tally.start, tally.end = time.perf_counter(), time.perf_counter() + seconds
@@ -83,7 +102,11 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=DEFAULT_CONNECTIONS)
     parser.add_argument("--top", type=int, default=DEFAULT_TOP)
     parser.add_argument("--keep", type=Path, help="also write py-spy's raw stacks here")
+    parser.add_argument(
+        "--page", choices=PAGE_LEARNERS, help="GET / alone, by returning or by new learners"
+    )
     args = parser.parse_args()
+    learner = LEARNERS[args.page or "mix"]
     py_spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
     if py_spy is None:
         sys.exit("py-spy is not installed: .venv/bin/pip install py-spy")
@@ -92,7 +115,7 @@ def main() -> None:
         raw = Path(folder) / "stacks.txt"
         env = {"NORMDIVE_ATTEMPTS_PER_MINUTE": ATTEMPTS_PER_MINUTE}
         with normdive_server(url_db, 1, **env) as (url, process):
-            asyncio.run(drive(url, args.connections, WARMUP_S))
+            asyncio.run(drive(url, args.connections, WARMUP_S, learner))
             sampler = subprocess.Popen(
                 [
                     *(py_spy, "record", "--pid", str(process.pid), "--rate", str(SAMPLING_RATE)),
@@ -102,9 +125,10 @@ def main() -> None:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
-            requests = asyncio.run(drive(url, args.connections, args.seconds))
+            requests = asyncio.run(drive(url, args.connections, args.seconds, learner))
             sampler.wait()
-        print(f"{requests} requests in {args.seconds:g} s, {args.connections} learners")
+        who = f"{args.page} learners, GET / alone" if args.page else "learners, the lesson's mix"
+        print(f"{requests} requests in {args.seconds:g} s, {args.connections} {who}")
         if args.keep:
             shutil.copyfile(raw, args.keep)
         summarise(raw, args.top)

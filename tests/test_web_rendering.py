@@ -1,17 +1,28 @@
 """web.views.rendering's compiled templates: every Environment make_environment builds shares the
 code compiled once in the process, renders exactly as a freshly compiled one, and compiles a
-template again once its source has changed; and the filter that lets a setting's long name
-break at its underscores."""
+template again once its source has changed; the parts of the page drawn once and reused
+(kept regions), which draw every learner's page byte for byte as a page drawn afresh; and the
+filter that lets a setting's long name break at its underscores."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 from jinja2 import Environment
 
+from helpers import SettingsFactory, ablation_recording, write_recording
+from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID, WRONG_READING_ID
+from normdive.numeric.display import format_number
+from normdive.progress.facts import recording_facts
+from normdive.progress.state import derive
+from normdive.web.app import create_app
+from normdive.web.views import player, sweep
+from normdive.web.views.page import build_page_view
 from normdive.web.views.rendering import COMPILED_TEMPLATES, Renderer, breakable, make_environment
+from page_client import PageClient
 
 
 @pytest.fixture
@@ -86,3 +97,109 @@ def test_templates_of_the_same_name_in_two_folders_are_kept_apart(tmp_path: Path
 )
 def test_breakable_lets_long_names_break_after_their_underscores(text: str, expected: str) -> None:
     assert str(breakable(text)) == expected
+
+
+# --- kept regions -----------------------------------------------------------------------------
+
+JSON = {"Accept": "application/json"}
+COMMIT = [("/predict", {"choice": "residual"})]
+ROW_PREDICTIONS = [
+    ("/rows/both/predict", {"outcome": "learns"}),
+    ("/rows/residual_only/predict", {"outcome": "partial"}),
+    ("/rows/layernorm_only/predict", {"outcome": "chance"}),
+    ("/rows/neither/predict", {"outcome": "chance"}),
+]
+PLAY_ALL = [(f"/rows/{key}/play", {}) for key in ("residual_only", "layernorm_only", "neither")]
+# Learners at the lesson's stages: what each posted (as the page's script does).
+STAGES: dict[str, list[tuple[str, dict[str, str]]]] = {
+    "no event yet": [],
+    "committed": COMMIT,
+    "checked and read wrong": [
+        *COMMIT,
+        ("/numbers", {"row1_mean": "2.5", "row1_variance": "one", "row2_mean": "3"}),
+        ("/reading", {"choice": WRONG_READING_ID}),
+    ],
+    "one row played": [*COMMIT, *ROW_PREDICTIONS, ("/rows/both/play", {})],
+    "two rows played": [*COMMIT, *ROW_PREDICTIONS, ("/rows/both/play", {}), PLAY_ALL[-1]],
+    "gate closed": [
+        *COMMIT,
+        ("/numbers", RIGHT_NUMBERS),
+        ("/reading", {"choice": RIGHT_READING_ID}),
+        *ROW_PREDICTIONS,
+        ("/rows/both/play", {}),
+        *PLAY_ALL,
+        ("/takeaway", {"text": "Mine <b>&</b> nobody else's"}),
+    ],
+}
+# The switch, a learner's own row and the row in the player, as a page without JavaScript
+# carries them in its address.
+ADDRESSES = ("/", "/?eps=off", "/?row=1,%202,%203", "/?eps=off&row=7,7,7.5&play=neither")
+
+
+def forget_the_recordings_views() -> None:
+    for kept_view in (
+        player.player_view,
+        player.together_view,
+        player.gradients_view,
+        player.provenance_view,
+        sweep.played_intro,
+    ):
+        kept_view.cache_clear()  # type: ignore[attr-defined]
+
+
+def test_kept_regions_draw_every_page_as_a_fresh_renderer_does(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    """Every learner's page, at every stage and address, drawn by one server that has drawn
+    all the others (its regions kept) is byte for byte the page a new server draws (nothing
+    kept): a kept region keyed by less than it reads would show one learner's part to another."""
+    settings = make_settings(recording_path=write_recording(tmp_path, ablation_recording()))
+    warm = create_app(settings)
+    cookies = {}
+    with PageClient(warm, follow_redirects=False) as client:
+        for stage, posts in STAGES.items():
+            client.cookies.clear()
+            assert client.get("/").status_code == 200
+            for path, data in posts:
+                assert client.post(path, data=data, headers=JSON).status_code == 200, path
+            cookies[stage] = dict(client.cookies.items())
+    pages = [(stage, address) for stage in STAGES for address in ADDRESSES]
+
+    def drawn(app: Any, stage: str, address: str) -> str:
+        with PageClient(app, follow_redirects=False, cookies=cookies[stage]) as client:
+            answer = client.get(address)
+        assert answer.status_code == 200
+        return answer.text
+
+    for stage, address in pages:  # every region drawn once, in this order
+        drawn(warm, stage, address)
+    for stage, address in reversed(pages):
+        forget_the_recordings_views()
+        fresh = drawn(create_app(settings), stage, address)
+        assert drawn(warm, stage, address) == fresh, (stage, address)
+
+
+def test_a_second_learners_page_draws_the_hand_rows_no_more() -> None:
+    """The hand rows' steps, summary and table are the same on every page at one state of the
+    switch: the second learner's page formats none of their numbers again."""
+    formatted: list[Decimal] = []
+
+    def counted(value: Decimal) -> str:
+        formatted.append(value)
+        return format_number(value)
+
+    env = make_environment()
+    env.filters["num"] = counted
+    renderer = Renderer(env)
+    facts = recording_facts(ablation_recording())
+    state = derive([], LESSON, recording=facts, dev_prerequisite_done=True)
+    per_page = []
+    for learner_id, token in (("a" * 32, "1" * 64), ("b" * 32, "2" * 64)):
+        view = build_page_view(LESSON, state, learner_id, csrf_token=token)
+        page = renderer.page(view)
+        assert token in page
+        per_page.append(len(formatted))
+        formatted.clear()
+    first, second = per_page
+    assert first > 0
+    assert second == 0

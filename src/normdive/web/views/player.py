@@ -1,7 +1,9 @@
 """The recording as the page shows it: the row in the player (its curves drawn as SVG, its
 curve as a table and its final figures), every played row's curve on one chart, the
 provenance card, the per-block gradient norms as dot plots, and the JSON the chart fetches.
-Pure functions of the Recording and the Lesson (no I/O, no learner state).
+Pure functions of the Recording and the Lesson (no I/O, no learner state), so each view is
+computed once per recording and kept (web.views.kept): every learner who plays a row is shown
+the same objects, which the renderer keeps drawn in turn (web.views.rendering).
 
 The server draws every chart (web.views.charts) so that a page without JavaScript shows what each
 row did. With JavaScript, page.js fetches `row_payload` from GET /recording/rows/{key}.json
@@ -16,6 +18,7 @@ JavaScript chart can mark those points.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,12 +42,19 @@ from normdive.web.views.charts import (
     dot_series,
     series_style,
 )
+from normdive.web.views.kept import kept
 
 # Where the chart fetches one row's curves (every seed of it).
 ROW_DATA_URL = "/recording/rows/{key}.json"
 # Significant digits of a gradient norm: they span several orders of magnitude, so a fixed
 # number of decimals would show the vanishing ones as 0.000.
 NORM_DIGITS = 3
+# Views kept per recording (web.views.kept), a few recordings deep (a recording changes only
+# when its file does): a row's curves per row, the player per row and set of rows played
+# (four rows: sixteen sets), one provenance card and one set of gradient plots.
+ROWS_KEPT = 16
+PLAYERS_KEPT = 128
+RECORDING_VIEWS_KEPT = 4
 
 
 @dataclass(frozen=True)
@@ -172,11 +182,22 @@ def _non_finite(*values: float | str) -> bool:
     return any(not math.isfinite(as_float(value)) for value in values)
 
 
+@kept(PLAYERS_KEPT)
 def player_view(
     recording: Recording, lesson: Lesson, key: str, played: Sequence[str] = ()
 ) -> PlayerView | None:
     """The player's row at the page seed, or None when the recording has no such row.
     `played`: the rows the learner has played, drawn together once there are two."""
+    alone = _row_player(recording, lesson, key)
+    if alone is None:
+        return None
+    together = together_view(recording, lesson, played)
+    return alone if together is None else dataclasses.replace(alone, together=together)
+
+
+@kept(ROWS_KEPT)
+def _row_player(recording: Recording, lesson: Lesson, key: str) -> PlayerView | None:
+    """The player's row alone: every player of the row shares its curves and charts."""
     text, known = lesson.row(key), row_key(key)
     row = recording.row(known) if known is not None else None
     if text is None or row is None:
@@ -207,7 +228,6 @@ def player_view(
         chance_max=figures.exact_percent(chance_max),
         accuracy_chart=accuracy_chart,
         loss_chart=loss_chart,
-        together=together_view(recording, lesson, played),
     )
 
 
@@ -260,6 +280,7 @@ def legend_entry(label: str, index: int) -> LegendEntry:
     return LegendEntry(label=label, style=series_style(index))
 
 
+@kept(PLAYERS_KEPT)
 def together_view(
     recording: Recording, lesson: Lesson, played: Sequence[str]
 ) -> TogetherView | None:
@@ -317,6 +338,7 @@ def _date(created_at: str) -> str:
     return moment.strftime("%Y-%m-%d %H:%M") + (f" {zone}" if zone else "")
 
 
+@kept(RECORDING_VIEWS_KEPT)
 def provenance_view(recording: Recording, lesson: Lesson, file_name: str) -> ProvenanceView:
     made = recording.provenance
     config = recording.config
@@ -346,6 +368,7 @@ def _at(points: list[BlockGradNorms], step: int) -> BlockGradNorms:
     return max(earlier, key=lambda p: p.step) if earlier else min(points, key=lambda p: p.step)
 
 
+@kept(RECORDING_VIEWS_KEPT)
 def gradients_view(recording: Recording, lesson: Lesson) -> GradientsView | None:
     """Each row's per-block gradient norms at the first recorded update and at the last, as
     dot plots on one logarithmic scale that both moments share (so a fall from the first

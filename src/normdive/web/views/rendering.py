@@ -3,13 +3,20 @@ fragments the page's JavaScript swaps in, so a region always looks the same howe
 
 Templates give structure only; every sentence of the lesson comes from the Lesson. The few
 interface words that are not lesson content (counters, status lines) live in the templates.
+
+Most of the page is the same for every learner: the lesson's own text, the hand rows at either
+state of the switch, the recording's charts. The templates draw such a part with
+kept("macro", ...): the macro of fragments.html is drawn once per distinct arguments and the
+Markup reused (KEPT_REGIONS), so a page costs what differs between learners. A kept macro reads
+only its arguments (no view); the lesson, the rows and the recording's views are kept as one
+object each, so they are keyed by identity (web.views.kept), everything else by value.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib import resources
 from pathlib import Path
 from types import CodeType
@@ -23,6 +30,7 @@ from normdive import __version__
 from normdive.lesson.content import Lesson
 from normdive.numeric.display import format_number, format_row
 from normdive.recording.format import ROW_KEYS
+from normdive.web.views.kept import kept
 from normdive.web.views.page import PageView
 from normdive.web.views.sweep import SweepPanelView
 
@@ -52,6 +60,28 @@ FRAGMENT_IDS = (
 )
 # The region that shows how all learners predicted (view.PageView.aggregate).
 AGGREGATE_FRAGMENT = "compare-body"
+
+# The macros of fragments.html that templates draw with kept(), and how many drawings of each
+# are kept (the most recently used): what each is keyed by, and so how many there are.
+KEPT_REGIONS = {
+    # The lesson's own text: one each per lesson (and per section).
+    "masthead": 4,  # and whether a setting stands in for 8.5
+    "section_head": 16,
+    "hand_intro": 4,
+    "ablation_intro": 4,
+    # The hand rows at a state of the switch: two each; a learner's own row at either state.
+    "hand_panel_head": 8,
+    "hand_summary": 8,
+    "row_steps": 64,
+    # The fields every form of one page carries: the same for each form of a page drawn.
+    "carry": 64,
+    # The recording's views (web.views.player keeps one per recording, row and rows played).
+    "player_body": 128,
+    "provenance_card": 16,
+    "gradient_plots": 4,
+    # Once the gate has closed: per recording.
+    "sweep_panel": 8,
+}
 
 
 def static_version(static_dir: Path = STATIC_DIR) -> str:
@@ -136,11 +166,21 @@ class Renderer:
         self.env.globals["static_url"] = lambda name: static_url(name, self.version)
         # Until a recording is readable, the gate still says how many row predictions it wants.
         self.env.globals["ablation_row_count"] = len(ROW_KEYS)
+        self.env.globals["kept"] = self.kept
         # Compiled now, once: otherwise the first requests, arriving together on several
         # threads, would each compile the same templates (a fifth of a second apiece).
         for name in self.env.list_templates(extensions=["html"]):
             self.env.get_template(name)
-        self.env.get_template(FRAGMENTS_TEMPLATE).module  # noqa: B018  (builds the macros)
+        module: Any = self.env.get_template(FRAGMENTS_TEMPLATE).module  # builds the macros
+        # Per Renderer: a drawing holds this renderer's static URLs.
+        self._kept: dict[str, Callable[..., Markup]] = {
+            name: kept(size)(getattr(module, name)) for name, size in KEPT_REGIONS.items()
+        }
+
+    def kept(self, name: str, *args: Any) -> Markup:
+        """The macro `name` of fragments.html drawn with `args`: drawn the first time, then
+        the same Markup (KEPT_REGIONS)."""
+        return self._kept[name](*args)
 
     def page(self, view: PageView) -> str:
         return self.env.get_template("page.html").render(view=view)

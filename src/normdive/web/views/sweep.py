@@ -22,6 +22,7 @@ from normdive.progress.sweep import init_label, listed, seed_words, sweep_senten
 from normdive.recording.format import InitScheme, Recording, RowKey, as_float
 from normdive.recording.sweep import SWEEP_INITS, Sweep, SweepRun
 from normdive.recording.sweep_reader import Cell, cells
+from normdive.web.views.kept import kept
 from normdive.web.views.player import PlayerView, curve_charts, curve_points, row_key
 
 # Where the standalone page, the panel's fragment and a cell's curves are served.
@@ -32,6 +33,9 @@ SWEEP_CELL_URL = "/depths/cells/{cell}.json"
 CELL_PARAM = "cell"
 # The heatmap's classes: heat-0 (chance or below) .. heat-10 (every token right).
 HEAT_STEPS = 10
+# The sentence on what the learner played, kept per recording (every page once the gate has
+# closed says it); a few recordings deep.
+PLAYED_INTROS_KEPT = 4
 
 
 @dataclass(frozen=True)
@@ -225,6 +229,7 @@ def _player(sweep: Sweep, lesson: Lesson, picked: str) -> tuple[PlayerView, str,
     return view, heading, note
 
 
+@kept(PLAYED_INTROS_KEPT)
 def played_intro(lesson: Lesson, recording: Recording) -> str:
     """The sentence on what the learner played: the recording's depth, initialisation and
     seeds (the player draws every recorded seed)."""
