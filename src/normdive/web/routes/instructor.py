@@ -11,7 +11,6 @@ import hmac
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.routing import Route
 from starlette.responses import (
     HTMLResponse,
     JSONResponse,
@@ -231,8 +230,4 @@ routes = [
     Route(INSTRUCTOR_PATH + "/export.csv", export_csv, methods=["GET"]),
     Route(INSTRUCTOR_PATH + "/aggregate.json", aggregate_json, methods=["GET"]),
     Route(INSTRUCTOR_PATH, instructor_page, methods=["GET"]),
-]
-
-
-routes = [
 ]

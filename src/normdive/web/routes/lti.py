@@ -37,7 +37,6 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.requests import Request
-from starlette.routing import Route
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
@@ -460,8 +459,4 @@ routes = [
     Route(dynamic_registration.REGISTER_PATH, dynamic_register, methods=["GET"]),
     Route(CANVAS_CONFIG_PATH, canvas_config, methods=["GET"]),
     Route(LAUNCH_PATH, launch, methods=["POST"]),
-]
-
-
-routes = [
 ]

@@ -10,7 +10,6 @@ the lesson page itself never reads it for the panel.
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.routing import Route
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
@@ -99,8 +98,4 @@ routes = [
     Route("/depths", sweep_page, methods=["GET"]),
     Route("/depths/panel", sweep_panel, methods=["GET"]),
     Route("/depths/cells/{cell}.json", cell_data, methods=["GET"]),
-]
-
-
-routes = [
 ]
