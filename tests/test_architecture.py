@@ -153,3 +153,31 @@ def test_the_app_is_starlette_not_fastapi() -> None:
         if any(name.split(".")[0] == "fastapi" for name in imports_of(path))
     ]
     assert users == []
+
+
+# The request path's modules, whose functions each do one job (the routes parse, admit and
+# answer; web.infrastructure.learners reads and writes): none longer than this.
+SHORT_FUNCTION_MODULES = (
+    "web/routes/actions.py",
+    "web/infrastructure/services.py",
+    "web/infrastructure/learners.py",
+)
+MAX_FUNCTION_LINES = 40
+
+
+def long_functions(path: Path, limit: int) -> list[str]:
+    """Each function (or method, or nested function) of `path` longer than `limit` lines,
+    counted from its `def` to its last line, as "name: lines"."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        f"{node.name}: {node.end_lineno - node.lineno + 1}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > limit
+    ]
+
+
+@pytest.mark.parametrize("module", SHORT_FUNCTION_MODULES)
+def test_the_request_paths_functions_are_short(module: str) -> None:
+    assert long_functions(PACKAGE / module, MAX_FUNCTION_LINES) == []

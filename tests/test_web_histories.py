@@ -27,7 +27,8 @@ from normdive.store.snapshots import SNAPSHOT_EVERY_EVENTS
 from normdive.store.tables import LearnerSnapshot
 from normdive.web.app import create_app
 from normdive.web.infrastructure.identity import COOKIE_NAME
-from normdive.web.infrastructure.services import Histories, Services
+from normdive.web.infrastructure.learners import Histories
+from normdive.web.infrastructure.services import Services
 from normdive.web.routes.pages import json_safe
 from page_client import PageClient
 

@@ -1,4 +1,4 @@
-"""Reading the recording for a request (normdive.web.infrastructure.services): a learner reads the
+"""Reading the recording for a request (normdive.web.infrastructure.learners): a learner reads the
 lesson's sentence for the reader's reason code; the author's message, with its paths, goes to the
 log once per distinct problem."""
 
@@ -12,7 +12,7 @@ import pytest
 from helpers import ablation_recording, write_recording
 from normdive.lesson.content import load_lesson
 from normdive.recording import reader
-from normdive.web.infrastructure.services import learner_facts
+from normdive.web.infrastructure.learners import learner_facts
 from sample_recordings import sample_recording
 
 LESSON = load_lesson()
@@ -39,12 +39,12 @@ def test_a_problem_reads_as_the_lessons_sentence_and_is_logged_once(
     path = tmp_path / "the-transformer-block.json"
     if content is not None:
         path = write_recording(tmp_path, content)
-    with caplog.at_level(logging.WARNING, logger="normdive.web.infrastructure.services"):
+    with caplog.at_level(logging.WARNING, logger="normdive.web.infrastructure.learners"):
         for _ in range(3):
             facts = learner_facts(reader.recording_status(path), LESSON)
     assert facts.problem == LESSON.recording_problems.sentence(reason)
     assert str(tmp_path) not in facts.problem
-    services_logger = "normdive.web.infrastructure.services"
+    services_logger = "normdive.web.infrastructure.learners"
     logged = [r.getMessage() for r in caplog.records if r.name == services_logger]
     assert len(logged) == 1 and f"({reason})" in logged[0] and str(tmp_path) in logged[0]
 

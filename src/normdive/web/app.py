@@ -27,7 +27,8 @@ from normdive.web.infrastructure.assets import CompressResponses, StaticAssets
 from normdive.web.infrastructure.errors import DatabaseFailures, install_error_handlers
 from normdive.web.infrastructure.head_as_get import HeadAsGet
 from normdive.web.infrastructure.identity import make_signer
-from normdive.web.infrastructure.services import Histories, Services
+from normdive.web.infrastructure.learners import Histories
+from normdive.web.infrastructure.services import Services
 from normdive.web.routes import actions, instructor, lab, lti, pages, sweep
 from normdive.web.security.framing import frame_signer
 from normdive.web.security.headers import SecurityHeaders

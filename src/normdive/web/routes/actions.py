@@ -29,7 +29,6 @@ import dataclasses
 import hmac
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -41,11 +40,9 @@ from normdive.lesson.content import Lesson
 from normdive.lti.platform_json import NotPlatformJson, parsed
 from normdive.progress.actions import (
     Action,
-    ActionRefused,
     Conflict,
     Invalid,
     check_numbers,
-    close_gate,
     commit_prediction,
     lock_reading,
     open_hint,
@@ -55,39 +52,58 @@ from normdive.progress.actions import (
     save_takeaway,
     unknown_row_message,
 )
-from normdive.progress.events import Event, EventKind
-from normdive.progress.history import History
 from normdive.progress.state import LessonState
-from normdive.recording.reader import RecordingSnapshot
-from normdive.store.event_store import storable
 from normdive.store.prerequisite import PrerequisiteSource, record_prerequisite_done
-from normdive.web.infrastructure.admission import admit_learner
 from normdive.web.infrastructure.errors import error_response, wants_json
 from normdive.web.infrastructure.flash import flash_value, is_navigation, set_flash
 from normdive.web.infrastructure.forms import NOT_A_FORM, form_fields
 from normdive.web.infrastructure.identity import (
     COOKIE_NAME,
+    Learner,
     attach_cookie,
     is_learner_id,
     learner_from_cookie,
     resolve_learner,
 )
+from normdive.web.infrastructure.learners import Refused, Written
 from normdive.web.infrastructure.services import Services, services
 from normdive.web.security import csrf
-from normdive.web.security.ratelimit import throttled
-from normdive.web.views.page import Refusal, carry_from
+from normdive.web.security.proxy import client_address
+from normdive.web.security.ratelimit import Throttled, TooManyLearners
+from normdive.web.views.page import Carry, Refusal, carry_from
 from normdive.web.views.rendering import AGGREGATE_FRAGMENT
 
 # The event to append; None: nothing to append, and the action still succeeded (a hint that
 # is already open).
 Outcome = Action | None
-# The form value naming the row or rung a per-row form's URL names (set by the route, never
-# read from the body).
-TARGET = "target"
+# The value a refusal of a per-row or per-rung form carries naming its row or rung, beside what
+# the learner sent (PageView.row_refusal draws it by that row; the flash cookie carries it).
+# Only the URL names the row or rung: a body field of this name is dropped.
+TARGET_VALUE = "target"
+# The region that lists the lab's runs once the gate has closed: an answer that re-renders
+# none of it does not read them.
+LAB_FRAGMENT = "gate"
 # The refusals of what the learner sent, which a browser without JavaScript is redirected
 # past (web.infrastructure.flash), landing at the page's summary of what was refused (page.html).
 REDIRECTED_REFUSALS = (409, 422)
 SUMMARY_ANCHOR = "error-summary"
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a per-row or per-rung form's URL names (set by the route, never read from the
+    body): a row the lesson has, or a hint rung from 1; neither for the page's other forms."""
+
+    row: str = ""
+    rung: int = 0
+
+    @property
+    def anchor(self) -> str:
+        """The row key or rung number as the page's ids hold it ("row-{target}")."""
+        return self.row or (str(self.rung) if self.rung else "")
+
+
+NO_TARGET = Target()
 
 
 @dataclass(frozen=True)
@@ -97,14 +113,17 @@ class FormAction:
     name: str  # the form's name in PageView.refusal
     anchor: str  # where a no-JavaScript success lands ("{target}": the row or rung)
     fragments: tuple[str, ...]  # regions the page script swaps after this action
-    act: Callable[[LessonState, Lesson, dict[str, str]], Outcome]
-    announce: Callable[[LessonState, Lesson, Mapping[str, Any]], str]
+    act: Callable[[LessonState, Lesson, Mapping[str, str], Target], Outcome]
+    # What a success announces, from the state after it, the target and the event's payload.
+    announce: Callable[[LessonState, Lesson, Target, Mapping[str, Any]], str]
     plays: bool = False  # the target row goes into the player
     # Where the form itself is, when a success lands elsewhere (a refusal links back to it).
     form_anchor: str | None = None
 
 
-def _predict_announcement(state: LessonState, lesson: Lesson, _: Mapping[str, Any]) -> str:
+def _predict_announcement(
+    state: LessonState, lesson: Lesson, _t: Target, _p: Mapping[str, Any]
+) -> str:
     chosen = next((c.label for c in lesson.predict.choices if c.id == state.prediction), "")
     return f"{lesson.predict.committed_text} {chosen}"
 
@@ -116,7 +135,9 @@ def _as_sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?", ":")) else f"{text}."
 
 
-def _numbers_announcement(state: LessonState, lesson: Lesson, payload: Mapping[str, Any]) -> str:
+def _numbers_announcement(
+    state: LessonState, lesson: Lesson, _t: Target, payload: Mapping[str, Any]
+) -> str:
     parts = []
     for answer in payload.get("answers", []):
         number_field = lesson.field(str(answer.get("field")))
@@ -132,30 +153,40 @@ def _numbers_announcement(state: LessonState, lesson: Lesson, payload: Mapping[s
     return " ".join(parts)
 
 
-def _reading_announcement(state: LessonState, lesson: Lesson, _p: Mapping[str, Any]) -> str:
+def _reading_announcement(
+    state: LessonState, lesson: Lesson, _t: Target, _p: Mapping[str, Any]
+) -> str:
     feedback = state.reading.feedback or ""
     return feedback if state.reading.right else f"{lesson.reading.wrong_opening} {feedback}"
 
 
-def _takeaway_announcement(state: LessonState, lesson: Lesson, _p: Mapping[str, Any]) -> str:
+def _takeaway_announcement(
+    state: LessonState, lesson: Lesson, _t: Target, _p: Mapping[str, Any]
+) -> str:
     text = lesson.takeaway
     return text.cleared_text if state.takeaway == "" else text.saved_text
 
 
-def _row_predict_announcement(state: LessonState, lesson: Lesson, form: Mapping[str, Any]) -> str:
-    row = state.ablation.row(str(form.get(TARGET)))
+def _row_predict_announcement(
+    state: LessonState, lesson: Lesson, target: Target, _p: Mapping[str, Any]
+) -> str:
+    row = state.ablation.row(target.row)
     if row is None or row.prediction_label is None:
         return ""
     return f"{row.label}: {lesson.ablation.committed_text} {row.prediction_label}"
 
 
-def _row_play_announcement(state: LessonState, _lesson: Lesson, form: Mapping[str, Any]) -> str:
-    row = state.ablation.row(str(form.get(TARGET)))
+def _row_play_announcement(
+    state: LessonState, _lesson: Lesson, target: Target, _p: Mapping[str, Any]
+) -> str:
+    row = state.ablation.row(target.row)
     return f"Playing the {row.label} row." if row is not None else ""
 
 
-def _hint_announcement(state: LessonState, _lesson: Lesson, form: Mapping[str, Any]) -> str:
-    rung = state.hints.rung(int(str(form.get(TARGET))))
+def _hint_announcement(
+    state: LessonState, _lesson: Lesson, target: Target, _p: Mapping[str, Any]
+) -> str:
+    rung = state.hints.rung(target.rung)
     return f"{rung.label}: {rung.text}" if rung is not None and rung.text else ""
 
 
@@ -175,7 +206,7 @@ PREDICT = FormAction(
         "ablation-rows",
         "compare-body",
     ),
-    act=lambda state, lesson, form: commit_prediction(state, lesson, form.get("choice", "")),
+    act=lambda state, lesson, form, _: commit_prediction(state, lesson, form.get("choice", "")),
     announce=_predict_announcement,
 )
 NUMBERS = FormAction(
@@ -184,7 +215,7 @@ NUMBERS = FormAction(
     # The refusal sits beside the check button, under the six fields.
     form_anchor="numbers-alert",
     fragments=("numbers", "hints-body", "gate"),
-    act=lambda state, lesson, form: check_numbers(
+    act=lambda state, lesson, form, _: check_numbers(
         state, lesson, {k: v for k, v in form.items() if k in state.fields}
     ),
     announce=_numbers_announcement,
@@ -193,14 +224,14 @@ READING = FormAction(
     name="reading",
     anchor="reading-section",
     fragments=("reading", "hints-body", "gate", "compare-body"),
-    act=lambda state, lesson, form: lock_reading(state, lesson, form.get("choice", "")),
+    act=lambda state, lesson, form, _: lock_reading(state, lesson, form.get("choice", "")),
     announce=_reading_announcement,
 )
 TAKEAWAY = FormAction(
     name="takeaway",
     anchor="takeaway-section",
     fragments=("takeaway-status",),
-    act=lambda state, lesson, form: save_takeaway(state, lesson, form.get("text")),
+    act=lambda state, lesson, form, _: save_takeaway(state, lesson, form.get("text")),
     announce=_takeaway_announcement,
 )
 
@@ -209,8 +240,8 @@ ROW_PREDICT = FormAction(
     name="row-predict",
     anchor="row-{target}",
     fragments=("ablation-rows", "hints-body", "gate", "compare-body"),
-    act=lambda state, lesson, form: predict_row(
-        state, lesson, form[TARGET], form.get("outcome", "")
+    act=lambda state, lesson, form, target: predict_row(
+        state, lesson, target.row, form.get("outcome", "")
     ),
     announce=_row_predict_announcement,
 )
@@ -227,7 +258,7 @@ ROW_PLAY = FormAction(
         "compare-body",
         "takeaway-status",
     ),
-    act=lambda state, lesson, form: play_row(state, lesson, form[TARGET]),
+    act=lambda state, lesson, _form, target: play_row(state, lesson, target.row),
     announce=_row_play_announcement,
     plays=True,
 )
@@ -235,181 +266,155 @@ HINT = FormAction(
     name="hint",
     anchor="hint-{target}",
     fragments=("hints-body",),
-    act=lambda state, lesson, form: open_hint(state, lesson, form[TARGET]),
+    act=lambda state, lesson, _form, target: open_hint(state, lesson, target.rung),
     announce=_hint_announcement,
 )
 
 
-class _Decider:
-    """Decides one form's write from a learner's history, remembering the state before and
-    after its last decision (Store.append_decided may call it again after losing a race)."""
+@dataclass(frozen=True)
+class _Post:
+    """One form post: its fields (the form token taken out) and what its URL names."""
 
-    def __init__(
-        self,
-        svc: Services,
-        learner_id: str,
-        action: FormAction,
-        form: dict[str, str],
-        snapshot: RecordingSnapshot,
-    ) -> None:
-        self.svc, self.learner_id, self.action = svc, learner_id, action
-        self.form, self.snapshot = form, snapshot
-        self.state: LessonState | None = None
-        self.after: LessonState | None = None
-        self.outcome: Outcome = None
-
-    def __call__(self, history: History) -> list[Action]:
-        """The events to append: the action's, and gate_closed when this write closes the
-        gate. Raises Conflict / Invalid (nothing is appended)."""
-        svc, recording = self.svc, self.snapshot.status
-        self.outcome, self.after = None, None
-        self.state = svc.kept_state(self.learner_id, history, recording)
-        self.outcome = self.action.act(self.state, svc.lesson, self.form)
-        if self.outcome is None:
-            self.after = self.state
-        else:
-            provisional = history.extended([_provisional(self.outcome)], history.last_event_id)
-            self.after = svc.state_from(provisional, recording)
-        closing = close_gate(self.after, self.snapshot.digest, svc.settings.recording_path.name)
-        decided = [self.outcome] if self.outcome is not None else []
-        return [*decided, closing] if closing is not None else decided
-
-    def state_after(self, history: History, appended: list[Event]) -> LessonState:
-        """The state after the append: the one derived while deciding, unless a gate_closed
-        event went with it (then derived again, once per learner)."""
-        if self.after is not None and all(e.kind is not EventKind.GATE_CLOSED for e in appended):
-            return self.after
-        return self.svc.state_from(history, self.snapshot.status)
+    fields: dict[str, str]
+    target: Target
 
 
-def _closes_gate(before: LessonState | None, after: LessonState) -> bool:
-    """Whether this write met the gate's last condition (said with the write's own words)."""
-    return before is not None and not before.gate.closed and after.gate.closed
+def _status(refused: Refused) -> int:
+    """The HTTP status of a refused write."""
+    match refused:
+        case Throttled() | TooManyLearners():
+            return 429
+        case Invalid():
+            return 422
+        case Conflict():
+            return 409
+        case _:  # any other refusal is of the learner's progress, as Conflict's
+            return 409
 
 
-def _provisional(action: Action) -> Event:
-    """An event as it will be stored, to derive the state after it: its payload as the store
-    keeps it (event_store.storable), because the fold reads the kind, the payload and the
-    order, never the id or the time."""
-    kind, payload = action
-    return Event(0, "", kind, storable(payload), datetime.now(UTC))
+def _retry_headers(refused: Refused | None) -> dict[str, str]:
+    if isinstance(refused, Throttled | TooManyLearners):
+        return {"Retry-After": str(refused.retry_after_s)}
+    return {}
 
 
-def _perform(
-    svc: Services, request: Request, action: FormAction, form: dict[str, str], learner_id: str
+def _write(
+    svc: Services, request: Request, action: FormAction, post: _Post, learner_id: str
 ) -> Response:
-    """The whole write, in one worker thread: for a learner with no events yet, decide first
-    and admit them only if the write is accepted; then check the attempts limit, decide and
-    append, and render the answer."""
-    history = svc.history(learner_id)
-    snapshot = svc.recording_snapshot()
-    decider = _Decider(svc, learner_id, action, form, snapshot)
-    first_refused: ActionRefused | None = None
-    if history.last_event_id == 0:  # no event yet: maybe not stored yet either
-        # A write refused on an empty history stores nothing, not even the learner (nor takes
-        # one of their address's new-learner places): decided here first, then admitted.
-        try:
-            decider(history)
-        except ActionRefused as exc:
-            first_refused = exc
-        else:
-            refused = admit_learner(svc, request, learner_id)
-            if refused is not None:
-                return refused
-    learner = resolve_learner(request, svc.signer)
-    recording = snapshot.status
-    carry = carry_from(form, svc.lesson)
-    # Where a no-JavaScript success lands, and where the form is (a refusal links to it).
-    anchor = action.anchor.format(target=form.get(TARGET, ""))
-    form_anchor = (action.form_anchor or action.anchor).format(target=form.get(TARGET, ""))
-    refusal: Refusal | None = None
-    status = 200
-    outcome: Outcome = None
-    headers: dict[str, str] = {}
-    limit = svc.settings.attempts_per_minute
-    # Fewer writes than the limit in all, so fewer within any minute: no need to count.
-    limited = throttled(svc.engine, learner.id, limit) if history.learner_writes >= limit else None
-    if limited is not None:
-        state = svc.kept_state(learner.id, history, recording)
-        status, refusal = 429, Refusal(action.name, limited.message, form, form_anchor)
-        headers["Retry-After"] = str(limited.retry_after_s)
-    else:
-        # Read, decide and append as one compare-and-append (Store.append_decided): a
-        # once-only fact is stored once however many requests race, and the answer is
-        # derived from the history the winning append extended.
-        try:
-            if first_refused is not None:
-                raise first_refused
-            decided_on, appended = svc.store.append_decided(
-                learner.id, decider, history, just_read=True
-            )
-            history = decided_on.extended(appended, appended[-1].id if appended else 0)
-            if appended:
-                svc.appended(learner.id, decided_on, history)
-            else:
-                svc.histories.keep(learner.id, history)
-            state = decider.state_after(history, appended)
-            # Kept with the History it belongs to: the learner's next request on this worker
-            # derives nothing when nothing was appended in between.
-            svc.histories.remember(learner.id, history, recording, state)
-            outcome = decider.outcome
-        except Conflict as exc:
-            status, refusal = 409, Refusal(action.name, exc.message, form, form_anchor)
-        except Invalid as exc:
-            status, refusal = 422, Refusal(action.name, exc.message, form, form_anchor)
-        if refusal is not None:
-            assert decider.state is not None  # a refusal comes from deciding
-            state = decider.state
-    # What the announcement reads: the form (its target) and the event's payload (answers).
-    said: Mapping[str, Any] = {**form, **(outcome[1] if outcome is not None else {})}
-    player_row = form[TARGET] if action.plays and refusal is None else carry.play
-
-    response: Response
-    # A browser's own refused submission lands on a page Back and reload can return to: the
-    # refusal rides to it in a flash cookie (web.infrastructure.flash). A refusal of the request
-    # itself (429) keeps its status and Retry-After.
-    flash = (
-        flash_value(refusal, learner.id, svc.settings.secret_key)
-        if refusal is not None
-        and status in REDIRECTED_REFUSALS
-        and not wants_json(request)
-        and is_navigation(request)
-        else None
+    """The whole write, in one worker thread: one service call (Services.write: admitted,
+    throttled, decided and appended), then the answer."""
+    lesson = svc.lesson
+    written = svc.write(
+        learner_id,
+        lambda state: action.act(state, lesson, post.fields, post.target),
+        address=client_address(request),
     )
-    if refusal is None and not wants_json(request):
-        location = dataclasses.replace(carry, play=player_row).location(anchor)
-        response = RedirectResponse(location, status_code=303)
-    elif flash is not None:
-        response = RedirectResponse(carry.location(SUMMARY_ANCHOR), status_code=303)
-        set_flash(response, flash, learner, svc.settings)
-    else:
-        view = svc.page_view(
-            learner.id,
-            state,
-            recording,
-            eps_on=not carry.eps_off,
-            own_row_text=carry.row or None,
-            player_row=player_row,
-            refusal=refusal,
-            # JSON answers carry only the action's regions; one of them may show the aggregate.
-            aggregate=not wants_json(request) or AGGREGATE_FRAGMENT in action.fragments,
-        )
-        message = refusal.message if refusal else action.announce(state, svc.lesson, said)
-        if refusal is None and _closes_gate(decider.state, state):
-            message = f"{_as_sentence(message)} {svc.lesson.gate.met}".strip()
-        if wants_json(request):
-            fragments = svc.renderer.fragments(action.fragments, view)
-            body = {"ok": refusal is None, "message": message, "fragments": fragments}
-            response = JSONResponse(body, status, headers=headers)
-        elif state.prerequisite_done:
-            response = HTMLResponse(svc.renderer.page(view), status, headers=headers)
-        else:
-            response = HTMLResponse(svc.renderer.locked(view, message), status, headers=headers)
+    if isinstance(written.refused, TooManyLearners):
+        headers = _retry_headers(written.refused)
+        return error_response(request, 429, written.refused.message, headers)
+    learner = resolve_learner(request, svc.signer)
+    response = _answer(svc, request, action, post, learner, written)
     attach_cookie(response, learner, svc.signer, svc.settings)
     return response
 
 
-async def _run(request: Request, action: FormAction, target: str | None = None) -> Response:
+def _answer(
+    svc: Services,
+    request: Request,
+    action: FormAction,
+    post: _Post,
+    learner: Learner,
+    written: Written,
+) -> Response:
+    """Without JavaScript, a success is a 303 back to the section; a refusal the browser
+    itself submitted, a 303 to the page's summary with the refusal in a flash cookie. Any
+    other answer is rendered (_rendered)."""
+    carry = carry_from(post.fields, svc.lesson)
+    refusal = _refusal(action, post, written.refused)
+    if refusal is None and not wants_json(request):
+        anchor = action.anchor.format(target=post.target.anchor)
+        played = post.target.row if action.plays else carry.play
+        location = dataclasses.replace(carry, play=played).location(anchor)
+        return RedirectResponse(location, status_code=303)
+    # A browser's own refused submission lands on a page Back and reload can return to: the
+    # refusal rides to it in a flash cookie (web.infrastructure.flash). A refusal of the
+    # request itself (429) keeps its status and Retry-After.
+    flash = (
+        flash_value(refusal, learner.id, svc.settings.secret_key)
+        if refusal is not None
+        and written.refused is not None
+        and _status(written.refused) in REDIRECTED_REFUSALS
+        and not wants_json(request)
+        and is_navigation(request)
+        else None
+    )
+    if flash is None:
+        as_json = wants_json(request)
+        return _rendered(svc, learner.id, as_json, action, post, written, refusal, carry)
+    response = RedirectResponse(carry.location(SUMMARY_ANCHOR), status_code=303)
+    set_flash(response, flash, learner, svc.settings)
+    return response
+
+
+def _refusal(action: FormAction, post: _Post, refused: Refused | None) -> Refusal | None:
+    """The refusal as the page shows it beside the form, with what the learner sent."""
+    if refused is None:
+        return None
+    target = post.target.anchor
+    form_anchor = (action.form_anchor or action.anchor).format(target=target)
+    values = {**post.fields, TARGET_VALUE: target} if target else post.fields
+    return Refusal(action.name, refused.message, values, form_anchor)
+
+
+def _rendered(
+    svc: Services,
+    learner_id: str,
+    as_json: bool,
+    action: FormAction,
+    post: _Post,
+    written: Written,
+    refusal: Refusal | None,
+    carry: Carry,
+) -> Response:
+    """The answer drawn from the state after the write: the action's regions as JSON (the
+    page script), else the page (or, while 8.5 is not done, the page saying so)."""
+    state = written.state
+    view = svc.page_view(
+        learner_id,
+        state,
+        written.status,
+        eps_on=not carry.eps_off,
+        own_row_text=carry.row or None,
+        player_row=post.target.row if action.plays and refusal is None else carry.play,
+        refusal=refusal,
+        # JSON answers carry only the action's regions: what none of them shows is not read.
+        aggregate=not as_json or AGGREGATE_FRAGMENT in action.fragments,
+        lab=not as_json or LAB_FRAGMENT in action.fragments,
+    )
+    message = refusal.message if refusal is not None else _announced(svc, action, post, written)
+    status = _status(written.refused) if written.refused is not None else 200
+    headers = _retry_headers(written.refused)
+    if as_json:
+        fragments = svc.renderer.fragments(action.fragments, view)
+        body = {"ok": refusal is None, "message": message, "fragments": fragments}
+        return JSONResponse(body, status, headers=headers)
+    if state.prerequisite_done:
+        return HTMLResponse(svc.renderer.page(view), status, headers=headers)
+    return HTMLResponse(svc.renderer.locked(view, message), status, headers=headers)
+
+
+def _announced(svc: Services, action: FormAction, post: _Post, written: Written) -> str:
+    """What a success says: the action's announcement, and the gate's when it closed it."""
+    payload = written.outcome[1] if written.outcome is not None else {}
+    message = action.announce(written.state, svc.lesson, post.target, payload)
+    if written.closed_gate:
+        message = f"{_as_sentence(message)} {svc.lesson.gate.met}".strip()
+    return message
+
+
+async def _run(request: Request, action: FormAction, target: Target = NO_TARGET) -> Response:
+    """Every form's checks before its write: a form body (415), the origin and the form
+    token (403); then the write, in a worker thread."""
     svc = services(request)
     form = await form_fields(request)
     if form is None:
@@ -419,10 +424,8 @@ async def _run(request: Request, action: FormAction, target: str | None = None) 
     if forged is not None or vouched is None:
         return error_response(request, 403, forged or csrf.NO_LEARNER)
     form.pop(csrf.FIELD, None)
-    form.pop(TARGET, None)  # only the URL names the row or rung
-    if target is not None:
-        form[TARGET] = target
-    return await run_in_threadpool(_perform, svc, request, action, form, vouched)
+    form.pop(TARGET_VALUE, None)
+    return await run_in_threadpool(_write, svc, request, action, _Post(form, target), vouched)
 
 
 def _unknown_row(request: Request, key: str) -> Response | None:
@@ -454,13 +457,13 @@ async def takeaway(request: Request) -> Response:
 async def row_predict(request: Request) -> Response:
     """Commit one row's predicted outcome (form field `outcome`); once, never changed."""
     key = request.path_params["key"]
-    return _unknown_row(request, key) or await _run(request, ROW_PREDICT, key)
+    return _unknown_row(request, key) or await _run(request, ROW_PREDICT, Target(row=key))
 
 
 async def row_play(request: Request) -> Response:
     """Play (or replay) a row, once every row has its prediction. Each play is recorded."""
     key = request.path_params["key"]
-    return _unknown_row(request, key) or await _run(request, ROW_PLAY, key)
+    return _unknown_row(request, key) or await _run(request, ROW_PLAY, Target(row=key))
 
 
 async def hint(request: Request) -> Response:
@@ -470,7 +473,7 @@ async def hint(request: Request) -> Response:
         number = rung_number(rung, len(services(request).lesson.hints.rungs))
     except Invalid as unknown:
         return error_response(request, 404, unknown.message)
-    return await _run(request, HINT, str(number))
+    return await _run(request, HINT, Target(rung=number))
 
 
 # --- the host platform reports that lesson 8.5 is done ---------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,7 @@ from starlette.routing import Route
 
 from normdive.lab.grid import lab_path_for
 from normdive.lesson.content import Lesson
-from normdive.progress.actions import Action, Conflict, Invalid
+from normdive.progress.actions import Action, ActionRefused, Invalid
 from normdive.progress.lab import (
     ROW_SWITCHES,
     LabRun,
@@ -44,7 +45,6 @@ from normdive.progress.lab import (
 )
 from normdive.progress.sweep import seed_words
 from normdive.store.event_store import EventList
-from normdive.web.infrastructure.admission import admit_learner
 from normdive.web.infrastructure.assets import IMMUTABLE, etag_matches
 from normdive.web.infrastructure.errors import error_response, wants_json
 from normdive.web.infrastructure.forms import NOT_A_FORM, form_fields
@@ -54,15 +54,20 @@ from normdive.web.infrastructure.identity import (
     learner_from_cookie,
     resolve_learner,
 )
+from normdive.web.infrastructure.learners import Refused
 from normdive.web.infrastructure.services import Services, services
 from normdive.web.security import csrf
-from normdive.web.security.ratelimit import throttled
+from normdive.web.security.ratelimit import Throttled, TooManyLearners
 from normdive.web.views.lab_grid import LabGridView, lab_grid
 
 PANEL_TEMPLATE = "lab_fragments.html"
 # The form field a finished run's figures arrive in (JSON {"final", "curve"}).
 RESULT_FIELD = "result"
 GRID_GONE = "The lab's recorded runs changed on the server; reload the page."
+# A lab write's decision on the learner's runs and the grid (then with the form too): the
+# event to append. Raises Conflict / Invalid.
+LabDecideOne = Callable[[tuple[LabRun, ...], LabGridView], Action]
+LabDecideForm = Callable[[tuple[LabRun, ...], LabGridView, dict[str, str]], Action]
 
 
 @dataclass(frozen=True)
@@ -309,52 +314,52 @@ async def grid_document(request: Request) -> Response:
     return await run_in_threadpool(_grid_document, services(request), request, digest)
 
 
-def _write(svc: Services, request: Request, learner_id: str, decide_one: Any) -> Response:
-    """Decide one lab write on the learner's lab events and append it; answer with the panel
-    drawn again (JSON for the page script; a redirect to the lab page without it)."""
-    learner = resolve_learner(request, svc.signer)
-    history = svc.history(learner_id)
-    status, message, refusal = 200, "", False
-    headers: dict[str, str] = {}
-    limit = svc.settings.attempts_per_minute
-    limited = throttled(svc.engine, learner_id, limit) if history.learner_writes >= limit else None
-    if not svc.state_of(learner_id).gate.closed:
-        status, message, refusal = 409, svc.lesson.lab.locked, True
-    elif limited is not None:
-        status, message, refusal = 429, limited.message, True
-        headers["Retry-After"] = str(limited.retry_after_s)
-    else:
-        grid = grid_view(svc)
+class _NoGrid(ActionRefused):
+    """The recorded lab grid a write is decided against cannot be used (503)."""
+
+
+def _status(refused: Refused) -> int:
+    """The HTTP status of a refused lab write."""
+    match refused:
+        case Throttled() | TooManyLearners():
+            return 429
+        case _NoGrid():
+            return 503
+        case Invalid():
+            return 422
+        case _:  # Conflict, and any other refusal of the learner's progress
+            return 409
+
+
+def _write(svc: Services, request: Request, learner_id: str, decide_one: LabDecideOne) -> Response:
+    """Decide one lab write on the learner's lab runs and append it (Services.write_lab:
+    refused before the gate closes and past the attempts limit); answer with the panel drawn
+    again (JSON for the page script; a redirect to the lab page without it)."""
+
+    def decide(runs: tuple[LabRun, ...]) -> Action:
+        grid = grid_view(svc)  # read only once the gate and the limit let the write on
         if isinstance(grid, str):
-            status, message, refusal = 503, grid, True
-        else:
+            raise _NoGrid(grid)
+        return decide_one(runs, grid)
 
-            def decide(events: EventList) -> list[Action]:
-                return [decide_one(lab_runs(events.events), grid)]
-
-            try:
-                refused = admit_learner(svc, request, learner_id)
-                if refused is not None:
-                    return refused
-                svc.store.append_decided(learner_id, decide, EventList())
-            except Conflict as exc:
-                status, message, refusal = 409, exc.message, True
-            except Invalid as exc:
-                status, message, refusal = 422, exc.message, True
-    runs = _runs(svc, learner_id)
-    view = lab_view(svc, runs, message if refusal else None, refused=refusal)
-    if not refusal:
-        message = _said(svc, view)
+    written = svc.write_lab(learner_id, decide)
+    refused = written.refused
+    view = lab_view(
+        svc, written.runs, refused.message if refused else None, refused=refused is not None
+    )
+    message = refused.message if refused is not None else _said(svc, view)
+    status = _status(refused) if refused is not None else 200
+    headers = {"Retry-After": str(refused.retry_after_s)} if isinstance(refused, Throttled) else {}
     response: Response
     if wants_json(request):
-        body = {"ok": not refusal, "message": message, "html": _render(svc, "lab_body", view)}
+        body = {"ok": refused is None, "message": message, "html": _render(svc, "lab_body", view)}
         response = JSONResponse(body, status, headers=headers)
-    elif not refusal:
+    elif refused is None:
         response = RedirectResponse("/lab#lab", status_code=303)
     else:
         page = svc.renderer.env.get_template("lab.html").render(lesson=svc.lesson, view=view)
         response = HTMLResponse(page, status, headers=headers)
-    attach_cookie(response, learner, svc.signer, svc.settings)
+    attach_cookie(response, resolve_learner(request, svc.signer), svc.signer, svc.settings)
     return response
 
 
@@ -367,7 +372,7 @@ def _said(svc: Services, view: LabView) -> str:
     return ""
 
 
-async def _lab_write(request: Request, decide_one: Any) -> Response:
+async def _lab_write(request: Request, decide_one: LabDecideForm) -> Response:
     svc = services(request)
     form = await form_fields(request)
     if form is None:

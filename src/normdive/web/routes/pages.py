@@ -10,7 +10,6 @@ from enum import Enum
 from typing import Any
 
 from sqlalchemy import text
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
@@ -20,7 +19,7 @@ from normdive.progress.state import LessonState
 from normdive.recording.format import Recording, non_finite_marker
 from normdive.web.infrastructure.flash import FLASH_COOKIE, clear_flash, refusal_from
 from normdive.web.infrastructure.identity import attach_cookie, resolve_learner
-from normdive.web.infrastructure.services import Services, services
+from normdive.web.infrastructure.services import services
 from normdive.web.security.csrf import form_token
 from normdive.web.views.page import PLAY_PARAM, eps_is_on
 from normdive.web.views.player import row_payload
@@ -37,11 +36,13 @@ def _player_row(state: LessonState, asked: str | None) -> str | None:
     return played[-1] if played else None
 
 
-def _lesson_page(svc: Services, request: Request) -> Response:
+def lesson_page(request: Request) -> Response:
+    """The lesson, or while 8.5 is not done, a page saying what it waits for. A plain
+    function: Starlette runs it in its thread pool (it reads the store)."""
+    svc = services(request)
     learner = resolve_learner(request, svc.signer)
-    snapshot = svc.recording_snapshot()
-    recording_status = snapshot.status
-    state = svc.record_closing(learner.id, svc.state_of(learner.id, recording_status), snapshot)
+    read = svc.read(learner.id)
+    state = read.state
     flashed = request.cookies.get(FLASH_COOKIE)
     # A form refused without JavaScript, redirected here (web.infrastructure.flash): shown this
     # once.
@@ -49,7 +50,7 @@ def _lesson_page(svc: Services, request: Request) -> Response:
     view = svc.page_view(
         learner.id,
         state,
-        recording_status,
+        read.status,
         eps_on=eps_is_on(request.query_params.get("eps")),
         own_row_text=request.query_params.get("row"),
         player_row=_player_row(state, request.query_params.get(PLAY_PARAM)),
@@ -64,11 +65,6 @@ def _lesson_page(svc: Services, request: Request) -> Response:
     if flashed is not None:
         clear_flash(response, learner, svc.settings)
     return response
-
-
-async def lesson_page(request: Request) -> Response:
-    """The lesson, or while 8.5 is not done, a page saying what it waits for."""
-    return await run_in_threadpool(_lesson_page, services(request), request)
 
 
 def json_safe(value: Any) -> Any:
@@ -89,19 +85,16 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def _state_json(svc: Services, request: Request) -> Response:
+def state_json(request: Request) -> Response:
+    """The learner's derived state, exactly what the page is drawn from, and their form token
+    (a script of the page's own origin sends it as X-CSRF-Token)."""
+    svc = services(request)
     learner = resolve_learner(request, svc.signer)
     state = json_safe(dataclasses.asdict(svc.state_of(learner.id)))
     token = form_token(svc.settings.secret_key, learner.id)
     response = JSONResponse({"learner_id": learner.id, "state": state, "csrf_token": token})
     attach_cookie(response, learner, svc.signer, svc.settings)
     return response
-
-
-async def state_json(request: Request) -> Response:
-    """The learner's derived state, exactly what the page is drawn from, and their form token
-    (a script of the page's own origin sends it as X-CSRF-Token)."""
-    return await run_in_threadpool(_state_json, services(request), request)
 
 
 NOT_PLAYED = "Play the {label} row first; its curves open once it has played."
@@ -111,7 +104,9 @@ def _refused(http_status: int, message: str) -> JSONResponse:
     return JSONResponse({"ok": False, "message": message}, http_status)
 
 
-def _row_data(svc: Services, request: Request, key: str) -> Response:
+def row_data(request: Request) -> Response:
+    """One row's recorded curves (every seed), for the chart; once the learner played it."""
+    svc, key = services(request), request.path_params["key"]
     learner = resolve_learner(request, svc.signer)
     recording_status = svc.recording()
     state = svc.state_of(learner.id, recording_status)
@@ -135,22 +130,11 @@ def _row_data(svc: Services, request: Request, key: str) -> Response:
     return response
 
 
-async def row_data(request: Request) -> Response:
-    """One row's recorded curves (every seed), for the chart; once the learner played it."""
-    key = request.path_params["key"]
-    return await run_in_threadpool(_row_data, services(request), request, key)
-
-
-def _health(svc: Services) -> tuple[int, dict[str, Any]]:
-    with svc.engine.connect() as connection:
-        connection.execute(text("SELECT 1"))
-    return 200, {"ok": True, "database": "ok"}
-
-
-async def health(request: Request) -> Response:
+def health(request: Request) -> Response:
     """For load balancers: 200 when the progress store answers."""
-    http_status, body = await run_in_threadpool(_health, services(request))
-    return JSONResponse(body, http_status)
+    with services(request).engine.connect() as connection:
+        connection.execute(text("SELECT 1"))
+    return JSONResponse({"ok": True, "database": "ok"})
 
 
 routes = [

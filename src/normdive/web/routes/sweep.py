@@ -19,7 +19,8 @@ from normdive.recording.reader import RecordingProblem
 from normdive.recording.sweep import sweep_path_for
 from normdive.recording.sweep_reader import sweep_status
 from normdive.web.infrastructure.identity import attach_cookie, resolve_learner
-from normdive.web.infrastructure.services import Services, log_recording_problem, services
+from normdive.web.infrastructure.learners import log_recording_problem
+from normdive.web.infrastructure.services import Services, services
 from normdive.web.views.sweep import CELL_PARAM, SweepPanelView, cell_payload, sweep_panel_view
 
 
