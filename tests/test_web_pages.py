@@ -392,8 +392,9 @@ def test_the_page_states_the_lessons_epsilon_and_the_script_reads_it_from_there(
 ) -> None:
     assert one(page(client), "main")["data-eps"] == str(LESSON.eps)
     static = Path(__file__).resolve().parents[1] / "src" / "normdive" / "web" / "static"
-    for script in ("page.js", "player.js", "layernorm.js"):
-        assert str(LESSON.eps) not in (static / script).read_text(encoding="utf-8"), script
+    scripts = [static / name for name in ("page.js", "player.js", "layernorm.js")]
+    for script in scripts + sorted((static / "page").glob("*.js")):
+        assert str(LESSON.eps) not in script.read_text(encoding="utf-8"), script.name
 
 
 def test_the_committed_prediction_wears_a_neutral_mark_not_a_tick(client: TestClient) -> None:
