@@ -10,7 +10,7 @@ import pytest
 
 from helpers import ablation_recording
 from lesson_answers import LESSON
-from normdive.web.views.kept import kept
+from normdive.web.views.kept import ByValue, by_value, kept
 from normdive.web.views.player import gradients_view, player_view, provenance_view
 from normdive.web.views.sweep import played_intro
 
@@ -49,6 +49,27 @@ def test_plain_values_are_keys_by_value_and_objects_by_identity() -> None:
     seen(Pair(1, 2))
     assert len(calls) == 5
     assert first == twin
+
+
+def test_an_argument_by_value_is_one_key_for_equal_objects_of_one_type() -> None:
+    calls, seen = counting()
+    seen(by_value(Pair(1, 2)))
+    seen(by_value(Pair(1, 2)))  # built apart, equal
+    seen(by_value((1, 2)))  # equal as tuples, another type
+    seen(by_value({"a": 1}))
+    seen(by_value({"a": 1}))  # a dict by its items
+    assert len(calls) == 3
+    assert calls[0] == (Pair(1, 2),)  # the function is given the object itself
+
+
+def test_what_cannot_be_hashed_is_kept_by_identity() -> None:
+    calls, seen = counting()
+    holder = Pair([1], 2)  # type: ignore[arg-type]  (a list inside: no hash)
+    assert not isinstance(by_value(holder), ByValue)
+    seen(by_value(holder))
+    seen(by_value(holder))
+    seen(by_value(Pair([1], 2)))  # type: ignore[arg-type]
+    assert len(calls) == 2
 
 
 def test_keyword_arguments_are_refused() -> None:

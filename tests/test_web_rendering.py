@@ -6,7 +6,8 @@ filter that lets a setting's long name break at its underscores."""
 
 from __future__ import annotations
 
-from decimal import Decimal
+import functools
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from jinja2 import Environment
 
 from helpers import SettingsFactory, ablation_recording, write_recording
 from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID, WRONG_READING_ID
-from normdive.numeric.display import format_number
+from normdive.progress.events import Event, EventKind
 from normdive.progress.facts import recording_facts
 from normdive.progress.state import derive
 from normdive.web.app import create_app
@@ -179,27 +180,48 @@ def test_kept_regions_draw_every_page_as_a_fresh_renderer_does(
         assert drawn(warm, stage, address) == fresh, (stage, address)
 
 
-def test_a_second_learners_page_draws_the_hand_rows_no_more() -> None:
-    """The hand rows' steps, summary and table are the same on every page at one state of the
-    switch: the second learner's page formats none of their numbers again."""
-    formatted: list[Decimal] = []
-
-    def counted(value: Decimal) -> str:
-        formatted.append(value)
-        return format_number(value)
-
+def test_a_second_learner_at_the_same_stage_gets_every_part_drawn_for_the_first() -> None:
+    """The lesson's text, the hand rows, the charts and every region a learner's state draws
+    are the same for two learners at the same stage (their states derived apart, equal): the
+    second page runs no filter at all, yet carries its own form token in every form."""
+    calls: list[str] = []
     env = make_environment()
-    env.filters["num"] = counted
+    for name, function in list(env.filters.items()):
+        env.filters[name] = counted(name, function, calls)
     renderer = Renderer(env)
     facts = recording_facts(ablation_recording())
-    state = derive([], LESSON, recording=facts, dev_prerequisite_done=True)
     per_page = []
     for learner_id, token in (("a" * 32, "1" * 64), ("b" * 32, "2" * 64)):
-        view = build_page_view(LESSON, state, learner_id, csrf_token=token)
-        page = renderer.page(view)
-        assert token in page
-        per_page.append(len(formatted))
-        formatted.clear()
+        state = derive(
+            [event(EventKind.PREDICTION_COMMITTED, choice="residual")],
+            LESSON,
+            recording=facts,
+            dev_prerequisite_done=True,
+        )
+        page = renderer.page(build_page_view(LESSON, state, learner_id, csrf_token=token))
+        forms = page.count("<form")
+        assert page.count(f'name="csrf_token" value="{token}"') == forms - OWN_GET_FORMS
+        per_page.append(list(calls))
+        calls.clear()
     first, second = per_page
-    assert first > 0
-    assert second == 0
+    assert "num" in first
+    assert second == []
+
+
+# The switch and the learner's own row are GET forms: they carry no form token.
+OWN_GET_FORMS = 2
+
+
+def counted(name: str, function: Any, calls: list[str]) -> Any:
+    """`function`, a Jinja filter, noting its name in `calls` at each call."""
+
+    @functools.wraps(function)
+    def filter_counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(name)
+        return function(*args, **kwargs)
+
+    return filter_counted
+
+
+def event(kind: EventKind, **payload: object) -> Event:
+    return Event(0, "0" * 32, kind, dict(payload), datetime(2025, 1, 1, tzinfo=UTC))

@@ -5,11 +5,14 @@ Templates give structure only; every sentence of the lesson comes from the Lesso
 interface words that are not lesson content (counters, status lines) live in the templates.
 
 Most of the page is the same for every learner: the lesson's own text, the hand rows at either
-state of the switch, the recording's charts. The templates draw such a part with
-kept("macro", ...): the macro of fragments.html is drawn once per distinct arguments and the
-Markup reused (KEPT_REGIONS), so a page costs what differs between learners. A kept macro reads
-only its arguments (no view); the lesson, the rows and the recording's views are kept as one
-object each, so they are keyed by identity (web.views.kept), everything else by value.
+state of the switch, the recording's charts, and each region as it stands at each stage of the
+lesson. The templates draw such a part with kept("macro", ...): the macro of fragments.html is
+drawn once per distinct arguments and the Markup reused (KEPT_REGIONS), so a page costs what
+differs between learners. A kept macro reads only its arguments (never the view); the lesson,
+the rows and the recording's views are kept as one object each, so they are keyed by identity
+(web.views.kept), a learner's state as value(...) by its value, text and flags by value. The
+one thing on every form that differs between learners, the carried fields with their form
+token, is filled in after drawing (CARRIED).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from normdive import __version__
 from normdive.lesson.content import Lesson
 from normdive.numeric.display import format_number, format_row
 from normdive.recording.format import ROW_KEYS
-from normdive.web.views.kept import kept
+from normdive.web.views.kept import by_value, kept
 from normdive.web.views.page import PageView
 from normdive.web.views.sweep import SweepPanelView
 
@@ -61,6 +64,12 @@ FRAGMENT_IDS = (
 # The region that shows how all learners predicted (view.PageView.aggregate).
 AGGREGATE_FRAGMENT = "compare-body"
 
+# Where each form's carried fields go (fragments.html writes {{ carried }}): the renderer puts
+# the fields (the macro carry) in its place once a page or region is drawn, so a region holding
+# forms is the same for every learner and can be kept. Nothing else on a page can spell it:
+# every text reaches the page escaped (no "<" left), and no template writes "<!--" but this.
+CARRIED = Markup("<!--carried-->")
+
 # The macros of fragments.html that templates draw with kept(), and how many drawings of each
 # are kept (the most recently used): what each is keyed by, and so how many there are.
 KEPT_REGIONS = {
@@ -69,16 +78,27 @@ KEPT_REGIONS = {
     "section_head": 16,
     "hand_intro": 4,
     "ablation_intro": 4,
+    "bands": 8,  # and the recording's outcomes in words
     # The hand rows at a state of the switch: two each; a learner's own row at either state.
     "hand_panel_head": 8,
     "hand_summary": 8,
     "row_steps": 64,
-    # The fields every form of one page carries: the same for each form of a page drawn.
-    "carry": 64,
+    # The regions a learner's state draws, keyed by the state's part each shows: a few dozen
+    # states each at the lesson's common stages.
+    "predict_region": 32,
+    "numbers_form": 128,
+    "reading_form": 64,
+    "hints_region": 64,
+    "ablation_region": 128,
+    "compare_region": 128,
+    "gate_region": 64,
+    "takeaway_form": 64,
+    "takeaway_status_line": 64,
     # The recording's views (web.views.player keeps one per recording, row and rows played).
     "player_body": 128,
     "provenance_card": 16,
     "gradient_plots": 4,
+    "gradients_waiting": 32,  # and which rows have played
     # Once the gate has closed: per recording.
     "sweep_panel": 8,
 }
@@ -167,11 +187,14 @@ class Renderer:
         # Until a recording is readable, the gate still says how many row predictions it wants.
         self.env.globals["ablation_row_count"] = len(ROW_KEYS)
         self.env.globals["kept"] = self.kept
+        self.env.globals["value"] = by_value
+        self.env.globals["carried"] = CARRIED
         # Compiled now, once: otherwise the first requests, arriving together on several
         # threads, would each compile the same templates (a fifth of a second apiece).
         for name in self.env.list_templates(extensions=["html"]):
             self.env.get_template(name)
         module: Any = self.env.get_template(FRAGMENTS_TEMPLATE).module  # builds the macros
+        self._module = module
         # Per Renderer: a drawing holds this renderer's static URLs.
         self._kept: dict[str, Callable[..., Markup]] = {
             name: kept(size)(getattr(module, name)) for name, size in KEPT_REGIONS.items()
@@ -182,8 +205,13 @@ class Renderer:
         the same Markup (KEPT_REGIONS)."""
         return self._kept[name](*args)
 
+    def carried(self, view: PageView) -> str:
+        """The fields every form of `view`'s page carries (fragments.html: carry)."""
+        return str(self._module.carry(view.csrf_token, view.carry))
+
     def page(self, view: PageView) -> str:
-        return self.env.get_template("page.html").render(view=view)
+        drawn = self.env.get_template("page.html").render(view=view)
+        return drawn.replace(CARRIED, self.carried(view))
 
     def locked(self, view: PageView, message: str | None = None) -> str:
         return self.env.get_template("locked.html").render(view=view, message=message)
@@ -203,11 +231,16 @@ class Renderer:
         return str(Markup(module.sweep_body(lesson, panel)).strip())
 
     def fragment(self, fragment_id: str, view: PageView) -> str:
-        if fragment_id not in FRAGMENT_IDS:
-            raise KeyError(f"no fragment {fragment_id!r}; known: {FRAGMENT_IDS}")
-        module: Any = self.env.get_template(FRAGMENTS_TEMPLATE).module
-        macro = getattr(module, fragment_id.replace("-", "_"))
-        return str(Markup(macro(view)).strip())
+        return self.fragments([fragment_id], view)[fragment_id]
 
     def fragments(self, fragment_ids: Iterable[str], view: PageView) -> dict[str, str]:
-        return {fragment_id: self.fragment(fragment_id, view) for fragment_id in fragment_ids}
+        drawn = {}
+        for fragment_id in fragment_ids:
+            if fragment_id not in FRAGMENT_IDS:
+                raise KeyError(f"no fragment {fragment_id!r}; known: {FRAGMENT_IDS}")
+            macro = getattr(self._module, fragment_id.replace("-", "_"))
+            drawn[fragment_id] = str(Markup(macro(view)).strip())
+        if any(CARRIED in html for html in drawn.values()):
+            fields = self.carried(view)
+            drawn = {fragment: html.replace(CARRIED, fields) for fragment, html in drawn.items()}
+        return drawn
