@@ -10,9 +10,11 @@ preset). Each repeat is a first visit in a fresh browser context (empty cache, n
 
 - Largest Contentful Paint, from a PerformanceObserver registered before the page loads;
 - bytes transferred until interactive: every response's encodedDataLength (compressed body
-  plus headers, from Network.loadingFinished) until page.js has run (it marks <html> with
-  class "js") and the load event has fired; the URLs are listed, so that nothing else (uPlot,
-  player.js, the recording's rows) loads with the page;
+  plus headers, from Network.loadingFinished) of the requests sent before the load event
+  (page.js has run by then: it marks <html> with class "js"); the URLs are listed, so that
+  nothing else (uPlot, player.js, the recording's rows) loads with the page; also listed,
+  apart: what the page asked for after its load event and received within the next half
+  second (page.js fetches the modules that answer the learner's actions then, while idle);
 - a repeat visit in the same context (what the HTTP cache spares);
 - the epsilon switch to repaint, once the learner has committed the opening prediction: inside
   a requestAnimationFrame callback, mark, click the switch (its change handler recomputes and
@@ -24,7 +26,9 @@ preset). Each repeat is a first visit in a fresh browser context (empty cache, n
 
 Medians over the repeats (after one visit not counted, which starts Chromium's renderer); the
 switch's figure is the median of SWITCH_FLIPS flips per repeat, with the switch scrolled into
-the middle of the screen, as a learner's thumb finds it.
+the middle of the screen, as a learner's thumb finds it. Its goal is relative: at most
+GOAL_SWITCH_RATIO times the switch redrawn alone in the same run, since what a frame costs
+here depends on the machine (software rasterising, shared cores) more than on the page.
 """
 
 from __future__ import annotations
@@ -55,9 +59,11 @@ LATENCY_MS = 150
 DOWNLOAD_BYTES_PER_S = 1.6e6 / 8
 UPLOAD_BYTES_PER_S = 750e3 / 8
 # Goals (bench/RESULTS.md, "A fast page on a slow phone").
-GOAL_LCP_MS = 1000.0
-GOAL_BYTES = 60_000
-GOAL_SWITCH_MS = 5.0
+GOAL_LCP_MS = 800.0
+GOAL_BYTES = 25_000
+GOAL_SWITCH_RATIO = 1.5
+# After interactive: how long the page is left idle before LCP is read and the learner acts.
+SETTLE_MS = 500
 TIMEOUT_MS = 60_000
 # Resources that must not load with the page (they load when a row is played).
 LAZY_MARKERS = ("uPlot", "player.js", "/recording/")
@@ -106,6 +112,8 @@ class Visit:
     bytes_total: int
     by_type: dict[str, int]
     urls: list[str]
+    idle_bytes: int
+    idle_urls: list[str]
     repeat_bytes: int
     repeat_urls: list[str]
     switch_ms: float
@@ -115,13 +123,26 @@ class Visit:
 
 
 class Transfers:
-    """Bytes on the wire per request, from the DevTools protocol's Network events."""
+    """Bytes on the wire per request, from the DevTools protocol's Network events, and when
+    each request was sent and the page's load event fired (the protocol's monotonic clock), so
+    that what was asked for before the load event is told apart from what the page asked for
+    after it, however late this process reads them."""
 
     def __init__(self, cdp: CDPSession) -> None:
         self.kinds: dict[str, tuple[str, str]] = {}
         self.finished: dict[str, int] = {}
+        self.sent: dict[str, float] = {}
+        self.loaded_at = float("inf")
+        cdp.on("Network.requestWillBeSent", self._sent)
         cdp.on("Network.responseReceived", self._response)
         cdp.on("Network.loadingFinished", self._finished)
+        cdp.on("Page.loadEventFired", self._loaded)
+
+    def _sent(self, event: dict[str, Any]) -> None:
+        self.sent.setdefault(event["requestId"], float(event["timestamp"]))
+
+    def _loaded(self, event: dict[str, Any]) -> None:
+        self.loaded_at = float(event["timestamp"])
 
     def _response(self, event: dict[str, Any]) -> None:
         self.kinds[event["requestId"]] = (event.get("type", "Other"), event["response"]["url"])
@@ -132,11 +153,18 @@ class Transfers:
     def reset(self) -> None:
         self.kinds.clear()
         self.finished.clear()
+        self.sent.clear()
+        self.loaded_at = float("inf")
 
-    def summary(self) -> tuple[int, dict[str, int], list[str]]:
+    def summary(self, after_load: bool | None = None) -> tuple[int, dict[str, int], list[str]]:
+        """Bytes by type and the URLs: of every request finished (None), or of those sent
+        before the load event (False) or after it (True)."""
         by_type: dict[str, int] = {}
         urls = []
         for request_id, size in self.finished.items():
+            sent = self.sent.get(request_id, 0.0)
+            if after_load is not None and (sent > self.loaded_at) != after_load:
+                continue
             kind, url = self.kinds.get(request_id, ("Other", "?"))
             by_type[kind] = by_type.get(kind, 0) + size
             name = url.split("/", 3)[-1] or "/"
@@ -147,6 +175,7 @@ class Transfers:
 def emulate(page: Page) -> CDPSession:
     cdp = page.context.new_cdp_session(page)
     cdp.send("Network.enable")
+    cdp.send("Page.enable")
     cdp.send(
         "Network.emulateNetworkConditions",
         {
@@ -162,7 +191,9 @@ def emulate(page: Page) -> CDPSession:
 
 def until_interactive(page: Page) -> None:
     page.wait_for_load_state("load")
-    page.wait_for_function("document.documentElement.classList.contains('js')")
+    # A function, not an expression: Playwright evaluates an expression with eval, which the
+    # page's Content-Security-Policy refuses.
+    page.wait_for_function("() => document.documentElement.classList.contains('js')")
 
 
 def visit(browser: Browser, url: str) -> Visit:
@@ -181,9 +212,10 @@ def visit(browser: Browser, url: str) -> Visit:
         page.goto(url, wait_until="commit")
         until_interactive(page)
         # LCP is final once the page is loaded and idle; no input has happened yet.
-        page.wait_for_timeout(500)
+        page.wait_for_timeout(SETTLE_MS)
         lcp = float(page.evaluate("window.__lcp"))
-        total, by_type, urls = transfers.summary()
+        total, by_type, urls = transfers.summary(after_load=False)
+        idle_total, _, idle_urls = transfers.summary(after_load=True)
 
         # The learner commits the opening prediction, which unlocks the switch.
         page.check("#predict-residual")
@@ -208,6 +240,8 @@ def visit(browser: Browser, url: str) -> Visit:
             total,
             by_type,
             urls,
+            idle_total,
+            idle_urls,
             repeat_total,
             repeat_urls,
             switch_ms,
@@ -221,16 +255,17 @@ def visit(browser: Browser, url: str) -> Visit:
 
 def report(visits: list[Visit]) -> None:
     print(
-        "| repeat | LCP ms | bytes to interactive | by type | repeat visit bytes "
-        "| switch ms | of it handlers ms | switch redrawn alone ms | empty frame ms |"
+        "| repeat | LCP ms | bytes to interactive | by type | then while idle "
+        "| repeat visit bytes | switch ms | of it handlers ms | switch redrawn alone ms "
+        "| empty frame ms |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for number, one in enumerate(visits, start=1):
         types = ", ".join(f"{kind} {size:,}" for kind, size in sorted(one.by_type.items()))
         print(
             f"| {number} | {one.lcp_ms:.0f} | {one.bytes_total:,} | {types} "
-            f"| {one.repeat_bytes:,} | {one.switch_ms:.1f} | {one.handlers_ms:.1f} "
-            f"| {one.redraw_ms:.1f} | {one.empty_frame_ms:.1f} |"
+            f"| {one.idle_bytes:,} | {one.repeat_bytes:,} | {one.switch_ms:.1f} "
+            f"| {one.handlers_ms:.1f} | {one.redraw_ms:.1f} | {one.empty_frame_ms:.1f} |"
         )
     lcp = statistics.median(one.lcp_ms for one in visits)
     size = statistics.median(one.bytes_total for one in visits)
@@ -244,16 +279,22 @@ def report(visits: list[Visit]) -> None:
         f"changed): {redraw:.1f} ms; a frame with nothing changed: {empty:.1f} ms"
     )
     print(f"loaded until interactive: {'; '.join(visits[0].urls)}")
+    print(f"then while idle ({SETTLE_MS} ms): {'; '.join(visits[0].idle_urls) or 'nothing'}")
     print(f"repeat visit: {'; '.join(visits[0].repeat_urls)}")
     lazy = [url for one in visits for url in one.urls if any(m in url for m in LAZY_MARKERS)]
     print(f"uPlot, player.js or recording data before interactive: {lazy or 'none'}")
     for name, value, goal, unit in (
         ("LCP", lcp, GOAL_LCP_MS, "ms"),
         ("bytes to interactive", size, GOAL_BYTES, "B"),
-        ("switch to repaint", switch, GOAL_SWITCH_MS, "ms"),
     ):
         verdict = "met" if value <= goal else "NOT met"
         print(f"median {name}: {value:,.1f} {unit} (goal <= {goal:,.0f} {unit}): {verdict}")
+    ratio = switch / redraw
+    verdict = "met" if ratio <= GOAL_SWITCH_RATIO else "NOT met"
+    print(
+        f"median switch to repaint: {switch:.1f} ms = {ratio:.2f}x the switch redrawn alone "
+        f"(goal <= {GOAL_SWITCH_RATIO}x): {verdict}"
+    )
 
 
 def main() -> None:
