@@ -54,6 +54,7 @@ from normdive.progress.actions import (
 )
 from normdive.progress.state import LessonState
 from normdive.store.prerequisite import PrerequisiteSource, record_prerequisite_done
+from normdive.web.infrastructure.admission import vouched_learner
 from normdive.web.infrastructure.errors import error_response, wants_json
 from normdive.web.infrastructure.flash import flash_value, is_navigation, set_flash
 from normdive.web.infrastructure.forms import NOT_A_FORM, form_fields
@@ -63,7 +64,6 @@ from normdive.web.infrastructure.identity import (
     attach_cookie,
     is_learner_id,
     learner_from_cookie,
-    resolve_learner,
 )
 from normdive.web.infrastructure.learners import Refused, Written
 from normdive.web.infrastructure.services import Services, services
@@ -312,7 +312,7 @@ def _write(
     if isinstance(written.refused, TooManyLearners):
         headers = _retry_headers(written.refused)
         return error_response(request, 429, written.refused.message, headers)
-    learner = resolve_learner(request, svc.signer)
+    learner = vouched_learner(request, learner_id)
     response = _answer(svc, request, action, post, learner, written)
     attach_cookie(response, learner, svc.signer, svc.settings)
     return response

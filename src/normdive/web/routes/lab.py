@@ -45,6 +45,7 @@ from normdive.progress.lab import (
 )
 from normdive.progress.sweep import seed_words
 from normdive.store.event_store import EventList
+from normdive.web.infrastructure.admission import vouched_learner
 from normdive.web.infrastructure.assets import IMMUTABLE, etag_matches
 from normdive.web.infrastructure.errors import error_response, wants_json
 from normdive.web.infrastructure.forms import NOT_A_FORM, form_fields
@@ -359,7 +360,7 @@ def _write(svc: Services, request: Request, learner_id: str, decide_one: LabDeci
     else:
         page = svc.renderer.env.get_template("lab.html").render(lesson=svc.lesson, view=view)
         response = HTMLResponse(page, status, headers=headers)
-    attach_cookie(response, resolve_learner(request, svc.signer), svc.signer, svc.settings)
+    attach_cookie(response, vouched_learner(request, learner_id), svc.signer, svc.settings)
     return response
 
 
