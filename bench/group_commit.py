@@ -17,8 +17,8 @@ GIL, as a request's render does) before each write.
   IMMEDIATE ... COMMIT: one fsync for all), and only then answers each writer.
 - PostgreSQL, commit_delay 0 and more (COMMIT_DELAYS_US; commit_siblings COMMIT_SIBLINGS): the
   writers, each with its own connection, each write one autocommit INSERT, on a throwaway
-  cluster started with fsync on (scripts/pg_cluster.py; the bench's usual cluster has fsync
-  off: its data is thrown away). PostgreSQL already lets a commit's WAL flush cover the
+  cluster started with fsync on (load.POSTGRES_DURABLE, as bench/load.py's; pg_cluster's
+  default for tests has fsync off). PostgreSQL already lets a commit's WAL flush cover the
   commits queued behind it; commit_delay makes the flushing backend wait for more first.
 
 Printed per variant and writer count: writes/s, p50/p99 latency, the fsyncs each write cost
@@ -43,7 +43,8 @@ from tempfile import TemporaryDirectory
 from typing import Any
 
 from bare_app import SCHEMA, SQLITE_PRAGMAS
-from servers import REPO
+from load import POSTGRES_DURABLE
+from servers import REPO, tree_cpu_s
 
 sys.path.insert(0, str(REPO / "scripts"))
 
@@ -55,7 +56,6 @@ STATS_DELAY_S = 1.1  # backends send pg_stat_wal's counts as they go idle, at mo
 COMMIT_DELAYS_US = (0, 100, 1000)  # PostgreSQL's commit_delay (its maximum is 100,000)
 COMMIT_SIBLINGS = 2  # other open transactions needed before a commit waits commit_delay
 PAYLOAD = "x" * 64
-DURABLE = {"fsync": "on", "full_page_writes": "on", "synchronous_commit": "on"}
 INSERT = "INSERT INTO writes (payload) VALUES ({0})"
 
 
@@ -86,22 +86,6 @@ class Result:
 def own_cpu_s() -> float:
     times = os.times()
     return times.user + times.system
-
-
-def tree_cpu_s(root: int) -> float:
-    """User + system CPU seconds of `root` and its children (a PostgreSQL server and its
-    backends), from /proc."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            pid = int(stat.parent.name)
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, ValueError, IndexError):
-            continue
-        if pid == root or int(fields[1]) == root:
-            total += (int(fields[11]) + int(fields[12])) / ticks
-    return total
 
 
 def drive(
@@ -340,7 +324,7 @@ def main() -> None:
                 results.append(run_variant(variant, str(path), args, writers))
                 print(f"  {results[-1].variant} x{writers}", file=sys.stderr)
         if args.postgres:
-            with PostgresCluster(settings=DURABLE) as cluster:
+            with PostgresCluster(settings=POSTGRES_DURABLE) as cluster:
                 url = cluster.url.replace("+psycopg", "")
                 import psycopg
 

@@ -68,7 +68,8 @@ database: p50/p99/max latency, answers by status, and "nothing lost": the learne
 numbers_checked events counted in the database after the run against the 2xx answers (every
 acknowledged check stored once, none stored twice).
 
-PostgreSQL comes from scripts/pg_cluster.py (a throwaway cluster); `--no-postgres` skips it.
+PostgreSQL comes from scripts/pg_cluster.py (a throwaway cluster, started with fsync on:
+POSTGRES_DURABLE); `--no-postgres` skips it.
 """
 
 from __future__ import annotations
@@ -154,6 +155,10 @@ BURST_S = 2.0
 BURST_LEAD_S = 0.5  # from the last learner prepared to the burst's first possible moment
 BURST_TIMEOUT_S = 60.0
 GOAL_BURST_P99_MS = 500.0
+
+# PostgreSQL's server settings here: its data is thrown away, but its commits are measured as
+# durable ones, as SQLite's are (synchronous=FULL), not with pg_cluster's fsync off for tests.
+POSTGRES_DURABLE = {"fsync": "on", "full_page_writes": "on", "synchronous_commit": "on"}
 
 # Seeded.
 SEEDED_ACTIVE = 1000
@@ -1292,7 +1297,7 @@ def postgres_cluster(enabled: bool) -> Iterator[Any]:
         return
     from pg_cluster import PostgresCluster
 
-    with PostgresCluster() as cluster:
+    with PostgresCluster(settings=POSTGRES_DURABLE) as cluster:
         yield cluster
 
 

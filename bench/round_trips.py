@@ -11,8 +11,10 @@ round trip of psycopg's (it sends one statement per message exchange outside pip
 SQLite: the statements SQLite ran (sqlite3's trace callback on every pooled connection), BEGIN
 and COMMIT included; they cost no round trip (the database is in the process).
 
-Printed per request kind: statements per request by kind of statement, and the request's
-wall time p50 in the process (client and app together, one at a time: no queueing).
+Printed per request kind: statements per request by kind of statement (counted in a first
+pass), then, with the log and the trace off (a second pass, new connections), the request's
+wall time p50 in the process (client and app together, one at a time: no queueing) and its
+CPU: this process's (the app and the test client) and PostgreSQL's (the server's processes).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
@@ -35,7 +38,7 @@ from sqlalchemy.pool import Pool
 from starlette.testclient import TestClient
 
 from load import ATTEMPTS_PER_MINUTE, PREDICTION, wrong_numbers
-from servers import REPO, lesson_env, migrate
+from servers import REPO, lesson_env, migrate, tree_cpu_s
 
 sys.path.insert(0, str(REPO / "scripts"))
 
@@ -44,12 +47,14 @@ REQUESTS = 40
 # or the execute step of the extended protocol ("execute <unnamed>:", "execute _pg3_0:").
 LOGGED = re.compile(r"LOG:  (?:statement|execute [^:]*): (.*)$")
 ORIGIN = "http://testserver"
+# The pool's pre-ping as each driver's dialect sends it (psycopg's: an empty statement).
+PINGS = frozenset({";", "SELECT 1", "SELECT 1;"})
 
 
 def kind_of(sql: str) -> str:
     """A statement's kind as the table shows it."""
     text = " ".join(sql.split()).upper()
-    if text.startswith("SELECT 1") and len(text) <= len("SELECT 1;"):
+    if text in PINGS:
         return "ping"
     if text.startswith("SELECT PG_ADVISORY_XACT_LOCK"):
         return "lock"
@@ -61,10 +66,11 @@ class SqliteCounter:
 
     def __init__(self) -> None:
         self.kinds: Counter[str] = Counter()
+        self.enabled = True  # for connections made from now on
         event.listen(Pool, "connect", self._trace)
 
     def _trace(self, dbapi_connection: Any, _record: object) -> None:
-        if hasattr(dbapi_connection, "set_trace_callback"):
+        if self.enabled and hasattr(dbapi_connection, "set_trace_callback"):
             dbapi_connection.set_trace_callback(lambda sql: self.kinds.update([kind_of(sql)]))
 
     def take(self) -> Counter[str]:
@@ -100,11 +106,20 @@ def app_on(url: str) -> Iterator[TestClient]:
         yield client
 
 
+@dataclass
+class Measured:
+    """One request kind on one database, over `requests` of them."""
+
+    statements: Counter[str]  # counted with the statement log or trace on
+    wall_s: float  # p50, timed with it off
+    client_cpu_s: float  # this process (the app and the test client), per request
+    server_cpu_s: float  # PostgreSQL's processes, per request (0 for SQLite)
+
+
 def measure(
-    client: TestClient, take: Callable[[], Counter[str]], requests: int
-) -> dict[str, tuple[Counter[str], float]]:
-    """{request kind: (statements over `requests` of them, p50 wall seconds)}."""
-    found: dict[str, tuple[Counter[str], float]] = {}
+    client: TestClient, take: Callable[[], Counter[str]], server_cpu: Callable[[], float], n: int
+) -> dict[str, Measured]:
+    found: dict[str, Measured] = {}
     state = client.get("/api/state").json()
     headers = {"X-CSRF-Token": state["csrf_token"], "Origin": ORIGIN, "Accept": "application/json"}
     assert client.post("/predict", data={"choice": PREDICTION}, headers=headers).status_code == 200
@@ -116,45 +131,50 @@ def measure(
         ).status_code
 
     def new_page() -> int:
-        return client.get("/", cookies={}, headers={"Accept": "text/html"}).status_code
+        client.cookies.clear()
+        return client.get("/", headers={"Accept": "text/html"}).status_code
 
-    cookie = dict(client.cookies)
     for name, send in (
         ("GET / (returning)", lambda: client.get("/", headers={"Accept": "text/html"}).status_code),
         ("POST /numbers", numbers),
         ("GET /api/state", lambda: client.get("/api/state").status_code),
+        ("GET / (new learner)", new_page),
     ):
         send()  # the first of a kind compiles and caches what later ones reuse
         take()
         walls = []
-        for _ in range(requests):
+        cpu, server = own_cpu_s(), server_cpu()
+        for _ in range(n):
             began = time.perf_counter()
             status = send()
             walls.append(time.perf_counter() - began)
             assert status == 200, (name, status)
-        found[name] = (take(), statistics.median(walls))
-    client.cookies.clear()
-    walls = []
-    take()
-    for _ in range(requests):
-        client.cookies.clear()
-        began = time.perf_counter()
-        assert new_page() == 200
-        walls.append(time.perf_counter() - began)
-    found["GET / (new learner)"] = (take(), statistics.median(walls))
-    client.cookies.update(cookie)
+        cpu, server = own_cpu_s() - cpu, server_cpu() - server
+        found[name] = Measured(take(), statistics.median(walls), cpu / n, server / n)
     return found
 
 
-def report(results: dict[str, dict[str, tuple[Counter[str], float]]], requests: int) -> None:
-    kinds = sorted({k for rows in results.values() for c, _ in rows.values() for k in c})
-    print(f"| database | request | statements per request | {' | '.join(kinds)} | wall p50 ms |")
-    print("|---|---|---|" + "---|" * len(kinds) + "---|")
+def own_cpu_s() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def report(results: dict[str, dict[str, Measured]], requests: int) -> None:
+    kinds = sorted({k for rows in results.values() for m in rows.values() for k in m.statements})
+    print(
+        f"| database | request | statements per request | {' | '.join(kinds)} | wall p50 ms "
+        "| CPU per request: app + client | database server | together |"
+    )
+    print("|---|---|---|" + "---|" * len(kinds) + "---|---|---|---|")
     for backend, rows in results.items():
-        for name, (counted, wall) in rows.items():
-            per = " | ".join(f"{counted[k] / requests:.2f}" for k in kinds)
-            total = sum(counted.values()) / requests
-            print(f"| {backend} | {name} | {total:.2f} | {per} | {1000 * wall:.2f} |")
+        for name, m in rows.items():
+            per = " | ".join(f"{m.statements[k] / requests:.2f}" for k in kinds)
+            total = sum(m.statements.values()) / requests
+            print(
+                f"| {backend} | {name} | {total:.2f} | {per} | {1000 * m.wall_s:.2f} "
+                f"| {1000 * m.client_cpu_s:.2f} ms | {1000 * m.server_cpu_s:.2f} ms "
+                f"| {1000 * (m.client_cpu_s + m.server_cpu_s):.2f} ms |"
+            )
 
 
 def main() -> None:
@@ -164,21 +184,35 @@ def main() -> None:
     from pg_cluster import PostgresCluster
 
     print(f"load average {os.getloadavg()[0]:.2f}; {args.requests} requests of each kind")
-    results: dict[str, dict[str, tuple[Counter[str], float]]] = {}
+    results: dict[str, dict[str, Measured]] = {}
     with TemporaryDirectory(prefix="normdive-trips-") as folder, PostgresCluster() as cluster:
         sqlite_url = f"sqlite:///{Path(folder) / 'trips.sqlite3'}"
         for url in (sqlite_url, cluster.url):
             migrate(url)
         import psycopg
 
-        with psycopg.connect(cluster.url.replace("+psycopg", ""), autocommit=True) as admin:
-            admin.execute("ALTER DATABASE normdive SET log_statement = 'all'")
-        sqlite_counter = SqliteCounter()
-        with app_on(sqlite_url) as client:
-            results["sqlite"] = measure(client, sqlite_counter.take, args.requests)
+        postmaster = int((cluster.data / "postmaster.pid").read_text().split()[0])
+        counter = SqliteCounter()
         log = PostgresLog(cluster.log)
-        with app_on(cluster.url) as client:
-            results["postgresql"] = measure(client, log.take, args.requests)
+        for backend, url, take, server_cpu in (
+            ("sqlite", sqlite_url, counter.take, lambda: 0.0),
+            ("postgresql", cluster.url, log.take, lambda: tree_cpu_s(postmaster)),
+        ):
+            # Counted with the log (or trace) on, timed with it off: each costs CPU.
+            counted: dict[str, Measured] = {}
+            for logging in (True, False):
+                counter.enabled = logging
+                with psycopg.connect(cluster.url.replace("+psycopg", ""), autocommit=True) as db:
+                    setting = "all" if logging else "none"
+                    db.execute(f"ALTER DATABASE normdive SET log_statement = '{setting}'")
+                with app_on(url) as client:
+                    got = measure(client, take, server_cpu, args.requests)
+                if logging:
+                    counted = got
+                    continue
+                for name, timed in got.items():
+                    timed.statements = counted[name].statements
+                results[backend] = got
     report(results, args.requests)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 

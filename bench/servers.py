@@ -164,6 +164,19 @@ def group_cpu_s(group: int) -> float:
     return total
 
 
+def tree_cpu_s(root: int) -> float:
+    """User + system CPU seconds of process `root` and its children (a PostgreSQL server and
+    its backends, which run under their own account and process group), from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(stat.parent.name) == root or int(fields[1]) == root:
+                total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
 def wait_until_idle(group: int) -> None:
     """Wait until a server's process group, just started, has stopped using the CPU: its first
     worker answers while the others may still be importing, and that start-up would count as
