@@ -47,6 +47,7 @@ from sqlalchemy import Connection, create_engine, func, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import NullPool
+from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.testclient import TestClient
 
@@ -430,8 +431,8 @@ def _rows_then_a_bug() -> Iterator[bytes]:
     yield b""
 
 
-def _streaming(rows: Callable[[], Iterator[bytes]]) -> Callable[[], StreamingResponse]:
-    def route() -> StreamingResponse:
+def _streaming(rows: Callable[[], Iterator[bytes]]) -> Callable[[Request], StreamingResponse]:
+    def route(_request: Request) -> StreamingResponse:
         return StreamingResponse(rows())
 
     return route
@@ -448,7 +449,7 @@ def test_a_streamed_body_failing_on_the_database_is_a_503_or_cut_short(
         ("/gone", _rows_then_gone),
         ("/bug", _rows_then_a_bug),
     ):
-        app.add_api_route(path, _streaming(rows))
+        app.add_route(path, _streaming(rows))
     with TestClient(app, raise_server_exceptions=False) as client:
         locked = client.get("/locked", headers=JSON)
         gone = client.get("/gone")
