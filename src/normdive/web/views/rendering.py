@@ -195,6 +195,7 @@ class Renderer:
             self.env.get_template(name)
         module: Any = self.env.get_template(FRAGMENTS_TEMPLATE).module  # builds the macros
         self._module = module
+        self._page = self.env.get_template("page.html")
         # Per Renderer: a drawing holds this renderer's static URLs.
         self._kept: dict[str, Callable[..., Markup]] = {
             name: kept(size)(getattr(module, name)) for name, size in KEPT_REGIONS.items()
@@ -210,7 +211,7 @@ class Renderer:
         return str(self._module.carry(view.csrf_token, view.carry))
 
     def page(self, view: PageView) -> str:
-        drawn = self.env.get_template("page.html").render(view=view)
+        drawn = self._page.render(view=view)
         return drawn.replace(CARRIED, self.carried(view))
 
     def locked(self, view: PageView, message: str | None = None) -> str:
