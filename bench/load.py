@@ -98,7 +98,7 @@ from tempfile import TemporaryDirectory
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from servers import REPO, bare_server, group_cpu_s, normdive_server, wait_until_idle
+from servers import REPO, bare_server, group_cpu_s, normdive_server, tree_cpu_s, wait_until_idle
 
 sys.path.insert(0, str(REPO / "scripts"))
 
@@ -112,7 +112,8 @@ GOAL_RATIO = 0.5
 GOAL_P99_MS = 50.0
 # The goals of "one millisecond per request".
 GOAL_CPU_MS = 1.0  # server CPU per request in the mix, SQLite
-GOAL_POSTGRES_CPU_FACTOR = 1.5  # PostgreSQL's CPU per request within this factor of SQLite's
+# PostgreSQL's CPU per request (the app's and its server's) within this factor of SQLite's.
+GOAL_POSTGRES_CPU_FACTOR = 1.3
 GOAL_FLOOR_RATIO = 0.5  # requests/s against the write floor's
 GOAL_FLAT = 1.2  # CPU per request, most events (learners) over fewest
 GOAL_OPEN_RATE = 1000.0  # requests/s at p99 <= GOAL_P99_MS, open loop, SQLite
@@ -483,6 +484,7 @@ class Cell:
     client_cpu_s: float
     machine_busy: float  # share of all cores busy, 0..1
     reconnects: int
+    database_cpu_s: float = 0.0  # PostgreSQL's processes (0 for SQLite, in the server's)
 
     @property
     def rps(self) -> float:
@@ -492,6 +494,11 @@ class Cell:
     def cpu_ms(self) -> float:
         """Server CPU per request, milliseconds."""
         return 1000 * self.server_cpu_s / max(1, self.requests)
+
+    @property
+    def with_database_ms(self) -> float:
+        """Server and database CPU per request, milliseconds."""
+        return 1000 * (self.server_cpu_s + self.database_cpu_s) / max(1, self.requests)
 
     def all_latencies(self) -> list[float]:
         return [value for values in self.latencies.values() for value in values]
@@ -511,7 +518,10 @@ async def run_cell(
     connections: int,
     learner: LearnerLoop,
     measure_s: float,
+    database: int = 0,
 ) -> Cell:
+    """One closed-loop cell; `database`: the PostgreSQL server's process id (its CPU and its
+    backends' is counted apart), 0 for none."""
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
     pool = [Connection(host, port) for _ in range(connections)]
@@ -530,8 +540,10 @@ async def run_cell(
     ready.set()
     await asyncio.sleep(WARMUP_S)
     cpu_server, cpu_client, busy = group_cpu_s(server_group), process_cpu_s(), machine_busy()
+    cpu_database = tree_cpu_s(database) if database else 0.0
     await asyncio.sleep(measure_s)
     server_cpu = group_cpu_s(server_group) - cpu_server
+    database_cpu = tree_cpu_s(database) - cpu_database if database else 0.0
     client_cpu = process_cpu_s() - cpu_client
     busy_after = machine_busy()
     await asyncio.gather(*tasks)
@@ -550,6 +562,7 @@ async def run_cell(
         client_cpu_s=client_cpu,
         machine_busy=share,
         reconnects=sum(max(0, c.reconnects) for c in pool),
+        database_cpu_s=database_cpu,
     )
 
 
@@ -672,6 +685,7 @@ class BurstCell:
     learners: list[BurstLearner]
     count: BurstCount
     server_cpu_s: float
+    database_cpu_s: float  # PostgreSQL's processes (0 for SQLite)
     machine_busy: float
     load_average: float  # the machine's 1-minute load average as the burst began
 
@@ -695,12 +709,15 @@ def burst_cell(server: Server, count: int, seconds: float) -> BurstCell:
     wait_until_idle(server.group)
     load = os.getloadavg()[0]
     cpu, busy = group_cpu_s(server.group), machine_busy()
+    database = tree_cpu_s(server.postmaster) if server.postmaster else 0.0
     asyncio.run(run_burst(server.url, learners, seconds, random.randrange(2**32)))
     server_cpu, busy_after = group_cpu_s(server.group) - cpu, machine_busy()
+    if server.postmaster:
+        database = tree_cpu_s(server.postmaster) - database
     stored = stored_checks(server.database, [one.learner_id for one in learners])
     counted = count_burst({one.learner_id: one.status for one in learners}, stored)
     share = (busy_after[0] - busy[0]) / max(1, busy_after[1] - busy[1])
-    return BurstCell(server.name, learners, counted, server_cpu, share, load)
+    return BurstCell(server.name, learners, counted, server_cpu, database, share, load)
 
 
 def report_burst(cells: list[BurstCell], seconds: float) -> None:
@@ -711,10 +728,10 @@ def report_burst(cells: list[BurstCell], seconds: float) -> None:
     print(
         "| database | learners | p50 ms | p99 ms | max ms | answers by status "
         "| acknowledged | stored | lost | stored twice | stored, not acknowledged "
-        "| server CPU per post | machine busy | load average "
+        "| server CPU per post | database CPU per post | machine busy | load average "
         f"| p99 <= {GOAL_BURST_P99_MS:.0f} ms, nothing lost |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for cell in cells:
         values = cell.latencies()
         answers = ", ".join(f"{status or 'none'}: {n}" for status, n in cell.statuses().items())
@@ -725,6 +742,7 @@ def report_burst(cells: list[BurstCell], seconds: float) -> None:
             f"| {count.acknowledged} | {count.stored} | {count.lost} | {count.duplicated} "
             f"| {count.stored_unacknowledged} "
             f"| {1000 * cell.server_cpu_s / max(1, len(cell.learners)):.2f} ms "
+            f"| {1000 * cell.database_cpu_s / max(1, len(cell.learners)):.2f} ms "
             f"| {100 * cell.machine_busy:.0f} % | {cell.load_average:.2f} "
             f"| {_met(cell.meets_goal())} |"
         )
@@ -1035,10 +1053,10 @@ def _met(ok: bool) -> str:
 def report(cells: list[Cell]) -> None:
     print(
         "| server | conns | requests/s | p50 ms | p99 ms | x bare | x floor | GET / p50/p99 ms "
-        "| POST /numbers p50/p99 ms | server CPU | server CPU per request | client CPU "
-        "| machine busy |"
+        "| POST /numbers p50/p99 ms | server CPU | server CPU per request "
+        "| database CPU per request | client CPU | machine busy |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     bare = {cell.connections: cell.rps for cell in cells if cell.server == "bare"}
     floor = {cell.connections: cell.rps for cell in cells if cell.server == "floor"}
     for cell in cells:
@@ -1057,6 +1075,7 @@ def report(cells: list[Cell]) -> None:
             f"| {percentile_ms(values, 0.5):.1f} | {percentile_ms(values, 0.99):.1f} "
             f"| {ratio:.2f}x | {to_floor:.2f}x | {kind('GET /')} | {kind('POST /numbers')} "
             f"| {cell.server_cpu_s / cell.seconds:.2f} cores | {cell.cpu_ms:.2f} ms "
+            f"| {cell.with_database_ms - cell.cpu_ms:.2f} ms "
             f"| {cell.client_cpu_s / cell.seconds:.2f} cores | {100 * cell.machine_busy:.0f} % |"
         )
     for cell in cells:
@@ -1113,12 +1132,14 @@ def report(cells: list[Cell]) -> None:
     for cell in lesson:
         if cell.server != "postgresql" or cell.connections not in sqlite:
             continue
-        factor = cell.cpu_ms / sqlite[cell.connections].cpu_ms
+        theirs = sqlite[cell.connections].cpu_ms
+        factor = cell.with_database_ms / theirs
         print(
             f"goal x{cell.connections} (PostgreSQL's CPU per request within "
-            f"{GOAL_POSTGRES_CPU_FACTOR}x SQLite's): {cell.cpu_ms:.2f} / "
-            f"{sqlite[cell.connections].cpu_ms:.2f} ms = {factor:.2f}x: "
-            f"{_met(factor <= GOAL_POSTGRES_CPU_FACTOR)}"
+            f"{GOAL_POSTGRES_CPU_FACTOR}x SQLite's, its server's processes counted): "
+            f"({cell.cpu_ms:.2f} + {cell.with_database_ms - cell.cpu_ms:.2f}) / {theirs:.2f} ms "
+            f"= {factor:.2f}x: {_met(factor <= GOAL_POSTGRES_CPU_FACTOR)} "
+            f"(the app's alone: {cell.cpu_ms / theirs:.2f}x)"
         )
 
 
@@ -1307,6 +1328,7 @@ class Server:
     url: str
     group: int  # process group, for its CPU
     database: str = ""  # the lesson's database URL ("" for the ceilings)
+    postmaster: int = 0  # the PostgreSQL server's process id, for its CPU (0: none)
 
 
 async def closed_cells(
@@ -1315,7 +1337,9 @@ async def closed_cells(
     cells = []
     for count in connections:
         for server, learner in servers:
-            cell = await run_cell(server.name, server.url, server.group, count, learner, measure_s)
+            cell = await run_cell(
+                server.name, server.url, server.group, count, learner, measure_s, server.postmaster
+            )
             cells.append(cell)
             what = f"{server.name} x{count} ({learner.__name__})"
             print(f"  {what}: {cell.rps:,.0f} req/s", file=sys.stderr)
@@ -1505,7 +1529,8 @@ def main() -> None:
         lessons.append(Server("sqlite", url, process.pid, sqlite_url))
         if cluster is not None:
             url, process = stack.enter_context(normdive_server(cluster.url, args.workers, **env))
-            lessons.append(Server("postgresql", url, process.pid, cluster.url))
+            postmaster = int((cluster.data / "postmaster.pid").read_text().split()[0])
+            lessons.append(Server("postgresql", url, process.pid, cluster.url, postmaster))
         for server in [ceilings[0], *lessons]:
             wait_until_idle(server.group)
         if not args.skip_closed:

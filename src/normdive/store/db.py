@@ -14,8 +14,9 @@ connection's server sends nothing unless it is ending the session (a shutdown, a
 terminated backend: a FATAL message, then the end of the stream), so one whose socket has
 anything to read, or that psycopg already knows is broken, is replaced by a new one. After the
 server restarts (or comes back from an outage, during which requests get a 503) the next
-request is served again. SQLAlchemy's pool_pre_ping did the same with a `SELECT 1` exchange
-on every checkout: one of the four round trips of each read (bench/RESULTS.md, "Load").
+request is served again. SQLAlchemy's pool_pre_ping would do the same with a message exchange
+(psycopg's dialect sends an empty statement) at every checkout: a round trip more for every
+read (bench/RESULTS.md, "Load").
 
 Database failures. `DATABASE_ERRORS` are what a failing database raises: SQLAlchemy's errors
 and the drivers' own, which a raw cursor raises (store.event_store wraps its hot path's in
