@@ -40,7 +40,6 @@ from normdive.lesson.content import Lesson
 from normdive.lti.platform_json import NotPlatformJson, parsed
 from normdive.progress.actions import (
     Action,
-    Conflict,
     Invalid,
     check_numbers,
     commit_prediction,
@@ -286,9 +285,7 @@ def _status(refused: Refused) -> int:
             return 429
         case Invalid():
             return 422
-        case Conflict():
-            return 409
-        case _:  # any other refusal is of the learner's progress, as Conflict's
+        case _:  # Conflict, and any other refusal of the learner's progress
             return 409
 
 
