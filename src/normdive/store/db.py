@@ -143,8 +143,10 @@ def _replace_when_ended(
     # replacement costs one connect.)
     if dbapi_connection.closed:
         raise DisconnectionError("the PostgreSQL connection is closed")
-    readable, _, _ = select.select([dbapi_connection.fileno()], [], [], 0)
-    if readable:
+    # poll, not select: select cannot watch a descriptor numbered FD_SETSIZE (1024) or more.
+    waiting = select.poll()
+    waiting.register(dbapi_connection.fileno(), select.POLLIN)
+    if waiting.poll(0):
         raise DisconnectionError("the PostgreSQL server ended the session")
 
 
