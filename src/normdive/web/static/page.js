@@ -183,7 +183,7 @@ const shownRow = document.getElementById("player")?.dataset.playerRow;
 if (shownRow) playedRow.get().then(({ showPlayedRow }) => showPlayedRow(shownRow, false));
 
 function whenLoaded() {
-  paintNumbers();
+  whenIdle(paintNumbers);
   whenIdle(() => {
     for (const module of [forms, takeaway, ownRow, drafts]) module.get().catch(() => {});
   });
