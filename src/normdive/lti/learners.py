@@ -23,7 +23,7 @@ from normdive.lti import passback
 from normdive.lti.launch import Launch
 from normdive.lti.refusal import Refusal
 from normdive.lti.registrations import CUSTOM_PREREQUISITE_PARAMETER, PrerequisiteMode
-from normdive.store.event_store import Store, new_learner_id
+from normdive.store.event_store import Store, new_learner_id, reading_connection
 from normdive.store.prerequisite import PrerequisiteSource, record_prerequisite_done
 from normdive.store.tables import Learner, LtiContextMember, LtiLearner
 
@@ -128,8 +128,9 @@ def _remember_course(connection: Connection, key: str, learner_id: str) -> None:
 def latest_course(engine: Engine, learner_id: str) -> str | None:
     """The course (context key) the learner last launched from; None for a learner no LMS
     launched, or launched from outside any course. Its learners are the pool whose
-    predictions the learner's page shows (Store.prediction_counts)."""
-    with engine.connect() as connection:
+    predictions the learner's page shows (Store.prediction_counts). On every page view, so
+    read as the store's reads are: one round trip (store.event_store.reading_connection)."""
+    with reading_connection(engine) as connection:
         return connection.execute(
             select(LtiContextMember.context_key)
             .where(LtiContextMember.learner_id == learner_id)
