@@ -8,7 +8,9 @@ Emulated: a phone 375 px wide (3x pixels, touch, mobile viewport), the CPU slowe
 150 ms latency per request, 1.6 Mbit/s down, 750 kbit/s up: the figures of Lighthouse's mobile
 preset). Each repeat is a first visit in a fresh browser context (empty cache, new learner):
 
-- Largest Contentful Paint, from a PerformanceObserver registered before the page loads;
+- Largest Contentful Paint, from a PerformanceObserver registered before the page loads; and
+  the same first visit's LCP with JavaScript switched off, in a context of its own: the page's
+  HTML and CSS alone, the floor that no change to its scripts can go below;
 - bytes transferred until interactive: every response's encodedDataLength (compressed body
   plus headers, from Network.loadingFinished) of the requests sent before the load event
   (page.js has run by then: it marks <html> with class "js"); the URLs are listed, so that
@@ -120,6 +122,7 @@ class Visit:
     handlers_ms: float
     redraw_ms: float
     empty_frame_ms: float
+    no_script_lcp_ms: float
 
 
 class Transfers:
@@ -196,6 +199,36 @@ def until_interactive(page: Page) -> None:
     page.wait_for_function("() => document.documentElement.classList.contains('js')")
 
 
+def no_script_lcp(browser: Browser, url: str) -> float:
+    """LCP of the same first visit with JavaScript switched off: the page's HTML and CSS alone,
+    what no change to its scripts can go below."""
+    context = browser.new_context(
+        viewport=VIEWPORT,
+        device_scale_factor=DEVICE_SCALE_FACTOR,
+        is_mobile=True,
+        has_touch=True,
+        java_script_enabled=False,
+    )
+    try:
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        cdp = emulate(page)
+        # No observer can run in the page: the DevTools protocol reports the LCP candidates,
+        # their render time in seconds since the epoch.
+        render_times: list[float] = []
+        cdp.on(
+            "PerformanceTimeline.timelineEventAdded",
+            lambda added: render_times.append(float(added["event"]["lcpDetails"]["renderTime"])),
+        )
+        cdp.send("PerformanceTimeline.enable", {"eventTypes": ["largest-contentful-paint"]})
+        page.goto(url, wait_until="load")
+        page.wait_for_timeout(SETTLE_MS)
+        time_origin_ms = float(page.evaluate("performance.timeOrigin"))
+        return render_times[-1] * 1000 - time_origin_ms if render_times else float("nan")
+    finally:
+        context.close()
+
+
 def visit(browser: Browser, url: str) -> Visit:
     context = browser.new_context(
         viewport=VIEWPORT,
@@ -248,6 +281,7 @@ def visit(browser: Browser, url: str) -> Visit:
             handlers_ms,
             redraw_ms,
             empty_ms,
+            no_script_lcp(browser, url),
         )
     finally:
         context.close()
@@ -268,6 +302,7 @@ def report(visits: list[Visit]) -> None:
             f"| {one.handlers_ms:.1f} | {one.redraw_ms:.1f} | {one.empty_frame_ms:.1f} |"
         )
     lcp = statistics.median(one.lcp_ms for one in visits)
+    no_script_lcp = statistics.median(one.no_script_lcp_ms for one in visits)
     size = statistics.median(one.bytes_total for one in visits)
     switch = statistics.median(one.switch_ms for one in visits)
     handlers = statistics.median(one.handlers_ms for one in visits)
@@ -277,6 +312,10 @@ def report(visits: list[Visit]) -> None:
         f"switch to repaint: {switch:.1f} ms = handlers {handlers:.1f} ms + style, layout, paint "
         f"and commit {switch - handlers:.1f} ms; the switch redrawn alone (no handler, no number "
         f"changed): {redraw:.1f} ms; a frame with nothing changed: {empty:.1f} ms"
+    )
+    print(
+        f"LCP with JavaScript switched off (the HTML and CSS alone): {no_script_lcp:,.0f} ms "
+        f"(repeats: {', '.join(f'{one.no_script_lcp_ms:.0f}' for one in visits)})"
     )
     print(f"loaded until interactive: {'; '.join(visits[0].urls)}")
     print(f"then while idle ({SETTLE_MS} ms): {'; '.join(visits[0].idle_urls) or 'nothing'}")
