@@ -66,7 +66,7 @@ def random_action(rng: random.Random) -> tuple[str, dict[str, str]]:
 def state_from_scratch(svc: Services, learner_id: str) -> Any:
     """The learner's state derived from every event in the store, by a fresh fold."""
     events = svc.store.events_for(learner_id)
-    state = svc.state_from(History.of(events, svc.lesson))
+    state = svc.learners.state_from(History.of(events, svc.lesson), svc.recording())
     return json_safe(dataclasses.asdict(state))
 
 

@@ -2,8 +2,9 @@
 
     store/db.py:          make_engine(url) -> Engine (SQLite: WAL, foreign keys, busy timeout,
                           read-only connections replaced; PostgreSQL: psycopg 3, connect and
-                          lock timeouts, pre-ping); upgrade(url); DATABASE_ERRORS, what a
-                          failing database raises (the web app's 503)
+                          lock timeouts, an idle connection's socket checked at checkout);
+                          upgrade(url); DATABASE_ERRORS, what a failing database raises (the
+                          web app's 503)
     store/tables.py:      the typed declarative models (learners, events, and the lti_*
                           tables normdive.lti keeps); the migrations under migrations/ build
                           exactly these (0001 the tables, 0002 an index on events (kind,

@@ -77,6 +77,10 @@ def _http_message(request: Request, exc: HTTPException) -> str:
 async def _on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     headers = dict(exc.headers) if exc.headers else None
+    if headers and "Allow" in headers:
+        # Starlette builds Allow from a set (GET routes take HEAD too): one order, whatever
+        # the worker's hash seed.
+        headers["Allow"] = ", ".join(sorted(headers["Allow"].split(", ")))
     return error_response(request, exc.status_code, _http_message(request, exc), headers)
 
 
@@ -85,9 +89,9 @@ DATABASE_UNAVAILABLE = "The progress store is not reachable right now. Try again
 
 def database_unavailable(request: Request, exc: BaseException) -> Response:
     """The 503 for a failing database, and its one line in the log: the driver's reason, not
-    a trace (the failure is the database's, not the code's). The engine pings a pooled
-    connection before using it (store.db), so once the database is back the next request is
-    served: nothing here needs a restart."""
+    a trace (the failure is the database's, not the code's). The engine checks a pooled
+    connection's socket before using it (store.db), so once the database is back the next
+    request is served: nothing here needs a restart."""
     logger.error(
         "progress store failed; answered %s %s with 503: %s",
         request.method,

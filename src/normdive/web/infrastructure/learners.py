@@ -372,7 +372,7 @@ class Learners:
             closing = close_gate(state, digest, self.recording_file)
             return [closing] if closing is not None else []
 
-        _, history, _ = self._append(learner_id, decide, history, just_read=True)
+        _, history, _ = self._append(learner_id, decide, history)
         return Read(history, snapshot, self.state(learner_id, history, snapshot.status))
 
     def write(self, learner_id: str, act: Act, *, address: str) -> Written:
@@ -386,7 +386,7 @@ class Learners:
         if held is not None:
             return held
         try:
-            _, after, appended = self._append(learner_id, decider, history, just_read=True)
+            _, after, appended = self._append(learner_id, decider, history)
         except ActionRefused as refusal:
             return decider.refused(refusal)
         state = decider.state_after(after, appended)
@@ -428,15 +428,11 @@ class Learners:
         learner_id: str,
         decide: Callable[[History], list[Action]],
         start: History,
-        *,
-        just_read: bool = False,
     ) -> tuple[History, History, list[Event]]:
         """Store.append_decided from `start`, keeping what it read and wrote: this worker's
         History, and the database's snapshot when due (store.snapshots.due). Returns (the
         History decided on, the one after the append, the events appended)."""
-        decided_on, appended = self.store.append_decided(
-            learner_id, decide, start, just_read=just_read
-        )
+        decided_on, appended = self.store.append_decided(learner_id, decide, start, just_read=True)
         after = decided_on.extended(appended, appended[-1].id) if appended else decided_on
         self.histories.keep(learner_id, after)
         if due(decided_on, after):

@@ -16,7 +16,6 @@ from starlette.requests import Request
 from normdive.config import Settings
 from normdive.lesson.content import Lesson
 from normdive.lti.learners import latest_course
-from normdive.progress.history import History
 from normdive.progress.lab import lab_runs, run_line
 from normdive.progress.state import LessonState
 from normdive.progress.sweep import compare_line
@@ -83,10 +82,6 @@ class Services:
         recorded: Services.read records the gate's closing)."""
         status = status if status is not None else self.recording()
         return self.learners.state(learner_id, self.learners.history(learner_id), status)
-
-    def state_from(self, history: History, status: RecordingStatus | None = None) -> LessonState:
-        """The state a History derives to, with the recording as it is now (or `status`)."""
-        return self.learners.state_from(history, status if status is not None else self.recording())
 
     def page_view(
         self,

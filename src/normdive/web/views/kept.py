@@ -114,7 +114,7 @@ def kept(maxsize: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
     argument reaches the function as a tuple."""
 
     def decorate(function: Callable[P, R]) -> Callable[P, R]:
-        @functools.lru_cache(maxsize=maxsize)
+        @functools.lru_cache(maxsize=maxsize, typed=True)
         def by_key(*keys: Hashable) -> R:
             return function(*(_unkeyed(key) for key in keys))  # type: ignore[call-arg]
 

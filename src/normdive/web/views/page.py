@@ -135,7 +135,7 @@ class PageView:
     aggregate: AggregateView | None = None  # once the learner has committed
     # The compare section's line about other depths (progress.sweep.compare_line).
     sweep_line: str | None = None
-    # The sweep panel's sentence on what the learner played (sweep_view.played_intro).
+    # The sweep panel's sentence on what the learner played (web.views.sweep.played_intro).
     sweep_intro: str = ""
     # The learner's kept lab runs in words (web.routes.lab), once the gate has closed.
     lab_lines: tuple[str, ...] = ()
