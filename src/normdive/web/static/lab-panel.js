@@ -251,8 +251,8 @@ async function makeChart(element, steps, recorded) {
     cursor: { show: false },
     scales: { x: { time: false, range: [0, steps] }, y: { range: [0, 1] } },
     axes: [
-      { ...axis, label: "step" },
-      { ...axis, label: "held-out accuracy", size: 56, values: percent },
+      { ...axis, label: "Training step" },
+      { ...axis, label: "Held-out accuracy", size: 56, values: percent },
     ],
     series: [
       {},

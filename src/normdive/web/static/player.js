@@ -98,11 +98,22 @@ function columns(data, name) {
   };
 }
 
+// Multiples of a power of ten a loss axis may end on: the top of the axis is a round figure,
+// so it carries a tick label above the highest curve instead of ending unlabelled.
+const ROUND_TOPS = [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10];
+
+/** The smallest round figure (ROUND_TOPS times a power of ten) at or above `value` (> 0). */
+function roundUp(value) {
+  const power = 10 ** Math.floor(Math.log10(value));
+  const step = ROUND_TOPS.find((multiple) => multiple * power >= value * (1 - 1e-12)) ?? 10;
+  return step * power;
+}
+
 function yRange(name, cols) {
   if (name === "accuracy") return [0, 1];
   const finite = [...cols.played, ...cols.high, ...cols.others.flat()].filter((v) => v !== null);
   const top = finite.length ? Math.max(...finite) : 1;
-  return [0, top > 0 ? top * 1.05 : 1];
+  return [0, top > 0 && Number.isFinite(top) ? roundUp(top * 1.05) : 1];
 }
 
 function slice(cols, count) {
