@@ -412,6 +412,63 @@ def test_save_takeaway_refusals(specs: tuple[Spec, ...], text: str, message: str
     refused(exc, message, lambda: save_takeaway(state(*specs), LESSON, text))
 
 
+def saved(text: str) -> Spec:
+    return EventKind.TAKEAWAY_SAVED, {"text": text}
+
+
+STALE = LESSON.takeaway.stale
+
+
+@pytest.mark.parametrize(
+    ("specs", "text", "base"),
+    [
+        ((DONE,), "First.", ""),  # nothing saved: nothing to lose
+        ((DONE, saved("Old.")), "New.", "Old."),  # drawn from the latest
+        ((DONE, saved("Old."), saved("Newer.")), "Newer.", "Old."),  # the same text again
+        ((DONE, saved("Old.")), "Old.", "Old."),
+        ((DONE, saved("a\nb")), "c", "a\r\nb"),  # the browser's CR LF is the same text
+        ((DONE, saved("Old."), saved("Newer.")), "Mine.", None),  # no base: last save wins
+        ((DONE, saved("A."), saved("B."), saved("A.")), "C.", "A."),  # A again: nothing lost
+        ((DONE, saved("")), "Typed.", ""),  # cleared, and drawn cleared
+    ],
+)
+def test_save_takeaway_over_its_base(specs: tuple[Spec, ...], text: str, base: str | None) -> None:
+    assert save_takeaway(state(*specs), LESSON, text, base) == (
+        EventKind.TAKEAWAY_SAVED,
+        {"text": text},
+    )
+
+
+@pytest.mark.parametrize(
+    ("specs", "text", "base", "message"),
+    [
+        ((DONE, saved("Tab two's.")), "Tab one's.", "", STALE.format(saved="Tab two's.")),
+        (
+            (DONE, saved("Old."), saved("Tab two's.")),
+            "Tab one's.",
+            "Old.",
+            STALE.format(saved="Tab two's."),
+        ),
+        ((DONE, saved("Old."), saved("")), "Tab one's.", "Old.", LESSON.takeaway.stale_cleared),
+        # Emptying the box over a newer text would lose it as surely.
+        ((DONE, saved("Old."), saved("Tab two's.")), "", "Old.", STALE.format(saved="Tab two's.")),
+    ],
+)
+def test_save_takeaway_refuses_a_save_over_a_newer_one(
+    specs: tuple[Spec, ...], text: str, base: str, message: str
+) -> None:
+    refused(Conflict, message, lambda: save_takeaway(state(*specs), LESSON, text, base))
+
+
+def test_the_stale_message_shows_the_newer_text_and_what_to_do() -> None:
+    with pytest.raises(Conflict) as caught:
+        save_takeaway(state(DONE, saved("Tab two's words.")), LESSON, "Tab one's.", "")
+    message = caught.value.message
+    assert "Another tab or device saved a newer takeaway" in message
+    assert "nothing is lost" in message and "still in the box" in message
+    assert "\u201cTab two's words.\u201d" in message and "save again" in message
+
+
 # --- a whole session, through actions and derive only -------------------------------------
 
 

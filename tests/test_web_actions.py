@@ -9,7 +9,7 @@ from bs4 import BeautifulSoup, Tag
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from helpers import SettingsFactory
+from helpers import MakeClient, SettingsFactory
 from lesson_answers import LESSON, OTHER_WRONG_READING_CHOICE
 from lesson_answers import RIGHT_NUMBERS as RIGHT
 from lesson_answers import RIGHT_READING_ID as RIGHT_READING
@@ -513,8 +513,63 @@ def test_json_takeaway_returns_only_its_status_line(client: TestClient) -> None:
     assert body == {
         "ok": True,
         "message": "Saved",
-        "fragments": {"takeaway-status": '<p id="takeaway-status" class="status">Saved</p>'},
+        "fragments": {
+            "takeaway-status": (
+                '<p id="takeaway-status" class="status" data-base="Short and mine.">Saved</p>'
+            )
+        },
     }
+
+
+def base_of(page_html: str) -> str:
+    """The saved takeaway a page's takeaway form was drawn from (its hidden field)."""
+    return str(one(soup_of(page_html), "#takeaway input[name=base]")["value"])
+
+
+def test_an_old_tab_never_saves_over_a_newer_takeaway(
+    client: TestClient, make_client: MakeClient
+) -> None:
+    # Two tabs of one learner: the same cookie, each page drawn before either saved.
+    assert client.post("/takeaway", data={"text": "First words."}).status_code == 303
+    tab_two = make_client()
+    tab_two.cookies.update(client.cookies)
+    base_one = base_of(client.get("/").text)
+    base_two = base_of(tab_two.get("/").text)
+    assert base_one == base_two == "First words."
+
+    saved = tab_two.post("/takeaway", data={"text": "Tab two's.", "base": base_two}, headers=JSON)
+    assert saved.status_code == 200
+    assert (
+        one(soup_of(saved.json()["fragments"]["takeaway-status"]), "#takeaway-status")["data-base"]
+        == "Tab two's."
+    )
+
+    stale = LESSON.takeaway.stale.format(saved="Tab two's.")
+    late = client.post("/takeaway", data={"text": "Tab one's.", "base": base_one}, headers=JSON)
+    assert late.status_code == 409
+    body = late.json()
+    assert (body["ok"], body["message"]) == (False, stale)
+    status = one(soup_of(body["fragments"]["takeaway-status"]), "#takeaway-status")
+    assert (status["role"], status["data-base"]) == ("alert", "Tab two's.")
+    assert state(client)["takeaway"] == "Tab two's."
+
+    # Without JavaScript: the error summary says it, and the box keeps what tab one typed.
+    page = client.post("/takeaway", data={"text": "Tab one's.", "base": base_one}, headers=NAVIGATE)
+    assert page.status_code == 303
+    soup = soup_of(client.get(page.headers["location"]).text)
+    assert stale in text(soup, "#error-summary")
+    assert one(soup, "#takeaway-text").get_text() == "Tab one's."
+    assert base_of(str(soup)) == "Tab two's."
+    assert state(client)["takeaway"] == "Tab two's."
+
+    # Told, tab one saves over the newer text from the base it was shown; the same text twice
+    # is no conflict, and a post with no base (a script) is last-write-wins as before.
+    again = client.post("/takeaway", data={"text": "Both tabs'.", "base": "Tab two's."})
+    assert again.status_code == 303
+    repeat = tab_two.post("/takeaway", data={"text": "Both tabs'.", "base": base_two})
+    assert repeat.status_code == 303
+    assert client.post("/takeaway", data={"text": "A script's."}).status_code == 303
+    assert state(client)["takeaway"] == "A script's."
 
 
 def test_a_form_body_that_is_not_a_form_is_refused_as_such(client: TestClient) -> None:

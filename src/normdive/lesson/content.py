@@ -439,6 +439,10 @@ class Takeaway(_Model):
     # {length}, {max}: the one message for a takeaway over max_chars, filled by the server's
     # refusal and by page.js as the learner types.
     too_long: Text
+    # {saved}: the refusal of a save drawn from an older takeaway than the one saved since (in
+    # another tab or on another device); stale_cleared for a newer takeaway saved empty.
+    stale: Text
+    stale_cleared: Text
     # The pre-filled line once the learner has played both single-component rows: composed
     # from what the recording showed (ANSWER_FIELDS and RUN_FIELDS).
     composed_line: Text
@@ -458,6 +462,8 @@ class Takeaway(_Model):
             ("component",),
         )
         _named("composed_line_tie", self.composed_line_tie, ANSWER_FIELDS + RUN_FIELDS)
+        _named("stale", self.stale, ("saved",), ("saved",))
+        _named("stale_cleared", self.stale_cleared, ())
         _named("too_long", self.too_long, ("length", "max"), ("length", "max"))
         return self
 

@@ -263,15 +263,29 @@ def too_long_message(lesson: Lesson, length: int) -> str:
     )
 
 
-def save_takeaway(state: LessonState, lesson: Lesson, text: str | None) -> Action:
+def _line_breaks(text: str) -> str:
+    # Browsers send a textarea's line breaks (and a hidden field's) as CR LF; one form of line
+    # break is stored and compared.
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def save_takeaway(
+    state: LessonState, lesson: Lesson, text: str | None, base: str | None = None
+) -> Action:
     """Save the takeaway as typed (line breaks normalised); empty text clears it. A save that
     carries no text field at all (None) is refused: only a learner who emptied the box may
-    clear what they saved."""
+    clear what they saved.
+
+    `base` is the saved takeaway the form was drawn from ("" when nothing was saved): a save
+    from a tab drawn before another tab or device saved a different takeaway is refused
+    (Conflict, the newer text quoted), unless it saves that same text, so an old tab never
+    replaces a newer takeaway unseen. A text is its own version: a takeaway saved since and
+    then put back as the form saw it loses nothing when replaced. A form with no base (None:
+    a client that sends none) is not checked: the last save wins."""
     _require_prerequisite(state, lesson)
     if text is None:
         raise Invalid(NO_TAKEAWAY_TEXT)
-    # Browsers send a textarea's line breaks as CR LF; one form of line break is stored.
-    normalised = text.replace("\r\n", "\n").replace("\r", "\n")
+    normalised = _line_breaks(text)
     limit = lesson.takeaway.max_chars
     if len(normalised) > limit:
         raise Invalid(too_long_message(lesson, len(normalised)))
@@ -280,6 +294,16 @@ def save_takeaway(state: LessonState, lesson: Lesson, text: str | None) -> Actio
         for character in normalised
     ):
         raise Invalid(CONTROL_CHARACTER)
+    saved = state.takeaway
+    if (
+        base is not None
+        and saved is not None
+        and saved != _line_breaks(base)
+        and saved != normalised
+    ):
+        raise Conflict(
+            lesson.takeaway.stale.format(saved=saved) if saved else lesson.takeaway.stale_cleared
+        )
     return EventKind.TAKEAWAY_SAVED, {"text": normalised}
 
 

@@ -230,7 +230,9 @@ TAKEAWAY = FormAction(
     name="takeaway",
     anchor="takeaway-section",
     fragments=("takeaway-status",),
-    act=lambda state, lesson, form, _: save_takeaway(state, lesson, form.get("text")),
+    act=lambda state, lesson, form, _: save_takeaway(
+        state, lesson, form.get("text"), form.get("base")
+    ),
     announce=_takeaway_announcement,
 )
 

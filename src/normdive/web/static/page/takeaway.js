@@ -41,6 +41,20 @@ function tooLong(parts) {
   return length > max ? message.replace("{max}", count(max)).replace("{length}", count(length)) : null;
 }
 
+/** The next save's base: the saved takeaway as the answer's status line draws it (data-base),
+ * so this tab's saves build on its own last save, and after a refusal on the newer text it
+ * was shown. The form's own field changes only here: a status line drawn again by another
+ * action (a row played) does not move it past text this box never showed.
+ * @param {HTMLFormElement} form @param {unknown} html the answer's takeaway-status fragment */
+function takeBase(form, html) {
+  if (typeof html !== "string") return;
+  const holder = document.createElement("template");
+  holder.innerHTML = html;
+  const base = holder.content.firstElementChild?.getAttribute("data-base");
+  const field = form.elements.namedItem("base");
+  if (typeof base === "string" && field instanceof HTMLInputElement) field.value = base;
+}
+
 /** Types back a draft kept in this tab, over the text it was typed over. */
 export function restoreTakeawayDraft() {
   const parts = takeawayParts();
@@ -92,6 +106,7 @@ export async function saveTakeaway(byButton) {
   setTakeawayStatus(parts.form.dataset.textSaving ?? "", false);
   try {
     const { answer } = await post(parts.form);
+    takeBase(parts.form, answer.fragments?.["takeaway-status"]);
     if (answer.ok) rememberSaved(sent);
     if (answer.ok && parts.text.value === sent) draftStore()?.removeItem(TAKEAWAY_DRAFT);
     if (answer.ok && parts.text.value !== sent) {
