@@ -13,7 +13,8 @@
                              commit_prediction(state, lesson, choice)
                              check_numbers(state, lesson, answers: Mapping[str, str])
                              lock_reading(state, lesson, choice)
-                             save_takeaway(state, lesson, text)
+                             save_takeaway(state, lesson, text, base) (base: the saved text
+                                 the form was drawn from; a newer one is not saved over)
                              predict_row(state, lesson, row, outcome)
                              play_row(state, lesson, row)
                              open_hint(state, lesson, rung) -> Action | None (None: already
