@@ -36,7 +36,8 @@ def test_the_page_links_every_asset_under_this_releases_version(client: TestClie
     version = static_version()
     urls = page_asset_urls(client)
     assert sorted(urls) == sorted(
-        static_url(name, version) for name in ("page.css", "page.js", "page/takeaway-saved.js")
+        static_url(name, version)
+        for name in ("page.css", "page.js", "page/takeaway-saved.js", "page/kept.js")
     )
 
 

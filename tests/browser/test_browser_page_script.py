@@ -19,7 +19,7 @@ pytestmark = pytest.mark.browser
 NewPage = Callable[..., Page]
 STATIC = re.compile(r"^/static/[0-9a-f]+/")
 # What the page loads with it, each under the release's static folder.
-WITH_THE_PAGE = ["page.js", "page/takeaway-saved.js"]
+WITH_THE_PAGE = ["page.js", "page/takeaway-saved.js", "page/kept.js"]
 # Loaded once the page has (while it is idle): what the switch, a form's post, the takeaway
 # and the own row need.
 ONCE_LOADED = ["layernorm.js", "page/numbers.js", "page/forms.js", "page/takeaway.js"]
@@ -106,3 +106,33 @@ def test_a_check_before_the_forms_module_has_arrived_is_sent_once_it_does(
     for route in held:
         route.continue_()
     expect(page.locator("#committed-prediction")).to_have_text("Residual connections")
+
+
+def test_what_is_typed_before_its_modules_have_arrived_survives_a_reload(
+    new_page: NewPage,
+) -> None:
+    # Typing is kept within the input event (page/kept.js), not once takeaway.js or drafts.js
+    # has arrived: a reload a moment after typing, on a slow phone, loses nothing.
+    page = new_page()
+    page.goto("/")
+    commit(page)
+    held: list[Route] = []
+    late_modules = re.compile(r"/page/(takeaway|drafts)\.js$")
+    page.route(late_modules, lambda route: held.append(route))
+    page.reload()
+    expect(page.locator("html")).to_have_class(re.compile(r"\bjs\b"))
+    takeaway = page.get_by_label(LESSON.takeaway.label, exact=True)
+    takeaway.fill("Typed while its module was on its way.")
+    page.get_by_label(LESSON.number_fields[0].label, exact=True).fill("1.23")
+    # Leaving the page while they are held: they never arrive in it, so what was typed must be
+    # kept already. Coming back in the same tab loads them as usual.
+    page.goto("about:blank")
+    assert sorted(urlsplit(route.request.url).path.rsplit("/", 1)[1] for route in held) == [
+        "drafts.js",
+        "takeaway.js",
+    ]
+    assert page.url == "about:blank"
+    page.unroute(late_modules)
+    page.goto("/")  # not Back, whose form restoring would type the box back itself
+    expect(takeaway).to_have_value("Typed while its module was on its way.")
+    expect(page.get_by_label(LESSON.number_fields[0].label, exact=True)).to_have_value("1.23")

@@ -19,8 +19,8 @@
 // - Hidden inputs carry the switch, the learner's own row and the row in the player in every
 //   form, as the URL does, so a page without JavaScript keeps them across a POST.
 //
-// Loaded with the page: this module and the takeaway's saved text (page/takeaway-saved.js),
-// which the warning before leaving needs at once. Everything else loads once the page has
+// Loaded with the page: this module, the takeaway's saved text (page/takeaway-saved.js), which
+// the warning before leaving needs at once, and what the tab keeps as it is typed (page/kept.js). Everything else loads once the page has
 // loaded, while it is idle, so that the page's text and styles arrive first on a slow network
 // and the first use waits for no download (bench/phone.py); or at once where the page needs it
 // sooner (a switch the browser restored in the other position, drafts kept in this tab, a row
@@ -28,6 +28,7 @@
 //
 // Elements are found through event delegation, so regions swapped in need no re-binding.
 
+import { keepDraft, keepTakeawayDraft, keptInThisTab, takeawayDraftKept } from "./page/kept.js";
 import { rememberSaved, takeawayDirty, takeawayParts } from "./page/takeaway-saved.js";
 
 // requestIdleCallback is missing from some browsers (Safari); a timer does the same there.
@@ -93,12 +94,12 @@ function clearRefusals(form) {
 document.addEventListener("input", (event) => {
   const target = /** @type {HTMLElement} */ (event.target);
   if (target.id === "own-row-input") ownRow.get().then(({ showOwnRow }) => showOwnRow());
-  else if (target.id === "takeaway-text") takeaway.get().then(({ onTakeawayInput }) => onTakeawayInput());
-  else if (isInput(target) && target.closest?.("#numbers") && target.type === "text") {
-    drafts.get().then(({ keepDraft, showVerdictIfItApplies }) => {
-      keepDraft(target);
-      showVerdictIfItApplies(target);
-    });
+  else if (target.id === "takeaway-text") {
+    keepTakeawayDraft(); // now, not once takeaway.js has arrived: a reload may come first
+    takeaway.get().then(({ onTakeawayInput }) => onTakeawayInput());
+  } else if (isInput(target) && target.closest?.("#numbers") && target.type === "text") {
+    keepDraft(target);
+    drafts.get().then(({ showVerdictIfItApplies }) => showVerdictIfItApplies(target));
   }
   const form = /** @type {HTMLFormElement | null} */ (target.closest?.("form[data-enhance]"));
   if (form) clearRefusals(form);
@@ -146,16 +147,6 @@ document.addEventListener(
 
 // ---- once the page is here -------------------------------------------------------------------
 
-// Whether this tab keeps anything for this site: the numbers' and the takeaway's drafts
-// (page/drafts.js) are all it keeps.
-function keptInThisTab() {
-  try {
-    return window.sessionStorage.length > 0;
-  } catch {
-    return false; // storage switched off: nothing was kept
-  }
-}
-
 // The numbers as the switch says (a reload may restore it in the other position than the
 // server drew), and the other epsilon's computed before the learner flips it.
 function paintNumbers() {
@@ -172,7 +163,7 @@ for (const element of /** @type {NodeListOf<HTMLElement>} */ (document.querySele
 }
 rememberSaved(takeawayParts()?.text.value ?? null);
 if (keptInThisTab()) {
-  drafts.get().then(({ restoreDrafts, takeawayDraftKept }) => {
+  drafts.get().then(({ restoreDrafts }) => {
     restoreDrafts();
     if (takeawayDraftKept()) takeaway.get().then(({ restoreTakeawayDraft }) => restoreTakeawayDraft());
   });

@@ -1,32 +1,10 @@
-// Numbers typed and not checked yet are kept in this tab (sessionStorage) and typed back in
-// after a reload, until a check or a landing makes them the server's. The takeaway's draft is
-// kept in the same storage (takeaway.js).
+// Numbers typed and not checked yet, kept in this tab as they are typed (kept.js), are typed
+// back in after a reload, until a check or a landing makes them the server's.
 
-const DRAFT_PREFIX = "normdive:draft:";
-export const TAKEAWAY_DRAFT = "normdive:takeaway-draft";
-
-/** This tab's storage; null where storage is switched off.
- * @returns {Storage | null} */
-export function draftStore() {
-  try {
-    return window.sessionStorage;
-  } catch {
-    return null; // storage switched off: a reload loses what was typed, as without JavaScript
-  }
-}
-
-/** Whether a takeaway typed and not saved yet is kept in this tab. */
-export function takeawayDraftKept() {
-  return draftStore()?.getItem(TAKEAWAY_DRAFT) != null;
-}
+import { DRAFT_PREFIX, draftStore } from "./kept.js";
 
 function numberInputs() {
   return /** @type {HTMLInputElement[]} */ ([...document.querySelectorAll("#numbers input[type=text]")]);
-}
-
-/** @param {HTMLInputElement} input one of the six numbers, as typed */
-export function keepDraft(input) {
-  draftStore()?.setItem(DRAFT_PREFIX + input.name, input.value);
 }
 
 // A draft its field can no longer take (landed, or locked) is no longer the learner's: forget

@@ -6,10 +6,10 @@
 // the draft is no longer the latest word.
 
 import { NETWORK_PROBLEM, announce } from "./announce.js";
-import { TAKEAWAY_DRAFT, draftStore } from "./drafts.js";
+import { TAKEAWAY_DRAFT, draftStore, keepTakeawayDraft } from "./kept.js";
 import { post } from "./forms.js";
 import { swapFragments } from "./regions.js";
-import { rememberSaved, savedText, takeawayDirty, takeawayParts } from "./takeaway-saved.js";
+import { rememberSaved, takeawayDirty, takeawayParts } from "./takeaway-saved.js";
 
 /** @typedef {import("./takeaway-saved.js").TakeawayParts} TakeawayParts */
 
@@ -76,9 +76,7 @@ export function restoreTakeawayDraft() {
 export function onTakeawayInput() {
   const parts = takeawayParts();
   if (!parts) return;
-  if (takeawayDirty()) {
-    draftStore()?.setItem(TAKEAWAY_DRAFT, JSON.stringify({ over: savedText(), text: parts.text.value }));
-  } else draftStore()?.removeItem(TAKEAWAY_DRAFT);
+  keepTakeawayDraft();
   const length = Array.from(parts.text.value).length;
   parts.count.textContent = String(length);
   window.clearTimeout(timer);
