@@ -7,10 +7,11 @@ from pathlib import Path
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import inspect, text
+from sqlalchemy import inspect, make_url, text
 
 from normdive.store.db import (
     POSTGRESQL_CONNECT_TIMEOUT_S,
+    POSTGRESQL_ISOLATION,
     SQLITE_BUSY_TIMEOUT_S,
     alembic_config,
     make_engine,
@@ -110,3 +111,22 @@ def test_migration_0002_indexes_events_by_kind_for_the_aggregate(tmp_path: Path)
         version = connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
     assert version == ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
     engine.dispose()
+
+
+def test_postgresql_transactions_are_read_committed_whatever_the_server_default(
+    postgres_url: str,
+) -> None:
+    # The compare-and-append sees a concurrent append only under READ COMMITTED: a server (or
+    # role, or database) whose default is stricter must not change the store's isolation.
+    strict = (
+        make_url(postgres_url)
+        .update_query_dict({"options": "-c default_transaction_isolation=serializable"})
+        .render_as_string(hide_password=False)
+    )
+    engine = make_engine(strict)
+    try:
+        with engine.begin() as connection:
+            level = connection.execute(text("SHOW transaction_isolation")).scalar_one()
+        assert level == POSTGRESQL_ISOLATION
+    finally:
+        engine.dispose()

@@ -58,6 +58,8 @@ SQLITE_BUSY_TIMEOUT_S = 10.0
 POSTGRESQL_LOCK_TIMEOUT_MS = int(SQLITE_BUSY_TIMEOUT_S * 1000)
 # PostgreSQL's "no limit" for lock_timeout, as SHOW prints it.
 POSTGRESQL_NO_TIMEOUT = "0"
+# The isolation every PostgreSQL transaction of the store runs at (_configure_postgresql).
+POSTGRESQL_ISOLATION = "read committed"
 # SQLite's primary result code for a write refused on a read-only database; the extended
 # codes (SQLITE_READONLY_DBMOVED, ...) carry it in their low byte.
 SQLITE_READONLY = 8
@@ -130,6 +132,10 @@ def _configure_postgresql(dbapi_connection: Any, _record: object) -> None:
         cursor.execute("SHOW lock_timeout")
         if cursor.fetchone()[0] == POSTGRESQL_NO_TIMEOUT:
             cursor.execute(f"SET lock_timeout = {POSTGRESQL_LOCK_TIMEOUT_MS}")
+        # The compare-and-append (event_store) sees a row a concurrent append committed while
+        # it waited for the learner's lock only under READ COMMITTED, PostgreSQL's default: a
+        # server or role set to a stricter default would refuse or miss it. Once per connection.
+        cursor.execute(f"SET default_transaction_isolation = '{POSTGRESQL_ISOLATION}'")
     # SET outlives the transaction it opened once that commits.
     dbapi_connection.commit()
 
