@@ -4,7 +4,10 @@ under test); the readings come from the lesson data, so an edited d9.toml keeps 
 
 from __future__ import annotations
 
+from starlette.testclient import TestClient
+
 from normdive.lesson.content import load_lesson
+from normdive.recording.format import ROW_KEYS
 
 LESSON = load_lesson()
 
@@ -26,3 +29,35 @@ OTHER_WRONG_READING_CHOICE = next(
 )
 RIGHT_READING_ID = RIGHT_READING_CHOICE.id
 WRONG_READING_ID = WRONG_READING_CHOICE.id
+
+# One prediction per ablation row (the shipped recording's shape: both learn, residuals only
+# partly, without residuals chance).
+ROW_PREDICTIONS = {
+    "both": "learns",
+    "residual_only": "partial",
+    "layernorm_only": "chance",
+    "neither": "chance",
+}
+# What the page's script asks for: the JSON answers.
+JSON = {"Accept": "application/json"}
+
+
+def steps_to_the_gate(
+    choice: str = "residual", played: tuple[str, ...] = ROW_KEYS
+) -> list[tuple[str, dict[str, str]]]:
+    """The posts (path, form) of a learner who gets everything right: the opening prediction,
+    the six numbers, the reading, a prediction per row, then a play of each row of `played`
+    in that order (all of them close the gate)."""
+    return [
+        ("/predict", {"choice": choice}),
+        ("/numbers", RIGHT_NUMBERS),
+        ("/reading", {"choice": RIGHT_READING_ID}),
+        *((f"/rows/{key}/predict", {"outcome": o}) for key, o in ROW_PREDICTIONS.items()),
+        *((f"/rows/{key}/play", {}) for key in played),
+    ]
+
+
+def post_each(client: TestClient, steps: list[tuple[str, dict[str, str]]]) -> None:
+    """Post every step as the page's script does, each answered 200."""
+    for path, data in steps:
+        assert client.post(path, data=data, headers=JSON).status_code == 200, path

@@ -14,7 +14,14 @@ from bs4 import BeautifulSoup, Tag
 from starlette.testclient import TestClient
 
 from helpers import SettingsFactory, ablation_recording, write_recording
-from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID
+from lesson_answers import (
+    JSON,
+    LESSON,
+    RIGHT_NUMBERS,
+    ROW_PREDICTIONS,
+    post_each,
+    steps_to_the_gate,
+)
 from normdive.progress.events import EventKind
 from normdive.progress.state import SHORT_DIGEST_CHARS
 from normdive.recording.format import ROW_KEYS
@@ -25,14 +32,6 @@ from normdive.web.infrastructure.identity import COOKIE_NAME, cookie_value, make
 from page_client import PageClient
 
 pytestmark = pytest.mark.both_databases
-
-JSON = {"Accept": "application/json"}
-PREDICTIONS = {
-    "both": "learns",
-    "residual_only": "partial",
-    "layernorm_only": "chance",
-    "neither": "chance",
-}
 
 
 def gate_of(client: TestClient) -> Tag:
@@ -50,15 +49,7 @@ def text(tag: Tag, selector: str) -> str:
 
 
 def close_the_gate(client: TestClient, best: str) -> None:
-    steps = [
-        ("/predict", {"choice": "residual"}),
-        ("/numbers", RIGHT_NUMBERS),
-        ("/reading", {"choice": RIGHT_READING_ID}),
-        *((f"/rows/{key}/predict", {"outcome": o}) for key, o in PREDICTIONS.items()),
-        *((f"/rows/{key}/play", {}) for key in ROW_KEYS if key != best),
-    ]
-    for path, data in steps:
-        assert client.post(path, data=data, headers=JSON).status_code == 200, path
+    post_each(client, steps_to_the_gate(played=tuple(key for key in ROW_KEYS if key != best)))
     assert client.get("/api/state").json()["state"]["gate"]["closed"] is False
     assert client.post(f"/rows/{best}/play", headers=JSON).status_code == 200
 
@@ -146,14 +137,7 @@ def test_the_checklist_of_a_gate_closed_on_an_earlier_recording_keeps_its_best_r
 ) -> None:
     path = write_recording(tmp_path, ablation_recording("both"))
     with PageClient(create_app(make_settings(recording_path=path)), follow_redirects=False) as c:
-        for path_, data in [
-            ("/predict", {"choice": "residual"}),
-            ("/numbers", RIGHT_NUMBERS),
-            ("/reading", {"choice": RIGHT_READING_ID}),
-            *((f"/rows/{key}/predict", {"outcome": o}) for key, o in PREDICTIONS.items()),
-            ("/rows/both/play", {}),  # the best row only: the gate closes
-        ]:
-            assert c.post(path_, data=data, headers=JSON).status_code == 200, path_
+        post_each(c, steps_to_the_gate(played=("both",)))  # the best row only: the gate closes
         replace_atomically(path, ablation_recording("neither").model_dump_json())
         gate = gate_of(c)
         assert text(gate, ".badge") == "met"
@@ -186,7 +170,7 @@ def test_a_recording_half_written_in_place_is_never_served(
         create_app(make_settings(recording_path=path)), follow_redirects=False
     ) as client:
         client.post("/predict", data={"choice": "residual"}, headers=JSON)
-        for key, outcome in PREDICTIONS.items():
+        for key, outcome in ROW_PREDICTIONS.items():
             client.post(f"/rows/{key}/predict", data={"outcome": outcome}, headers=JSON)
         path.write_bytes(whole[: len(whole) // 2])  # the rewrite is half way through
         played = client.post("/rows/both/play", headers=JSON)

@@ -18,10 +18,14 @@ from sqlalchemy import Engine, insert
 from starlette.testclient import TestClient
 
 from helpers import SECRET_KEY, SettingsFactory, ablation_recording, write_recording
-from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID
+from lesson_answers import (
+    JSON,
+    LESSON,
+    post_each,
+    steps_to_the_gate,
+)
 from normdive.progress.events import EventKind
 from normdive.progress.lab import MAX_CURVE_POINTS
-from normdive.recording.format import ROW_KEYS
 from normdive.store.event_store import Store
 from normdive.store.tables import LtiContextMember, LtiLearner
 from normdive.web.app import create_app
@@ -29,9 +33,6 @@ from normdive.web.infrastructure.instructor_access import INSTRUCTOR_COOKIE, Poo
 from page_client import PageClient
 from sample_lab import TINY_BASE, TRIMMED, sample_lab_grid, write_lab_grid
 
-JSON = {"Accept": "application/json"}
-PREDICTIONS = {"both": "learns", "residual_only": "partial"}
-PREDICTIONS |= {"layernorm_only": "chance", "neither": "chance"}
 BOTH = {"depth": "2", "row": "both", "eps": "0.00001", "init": "gpt2", "seed": "0"}
 TEXT = LESSON.lab
 LAB_COMMITTED, LAB_FINISHED = EventKind.LAB_COMMITTED, EventKind.LAB_FINISHED
@@ -54,15 +55,7 @@ def as_instructor(client: TestClient, pool: Pool) -> None:
 
 
 def close_the_gate(client: TestClient) -> None:
-    steps = [
-        ("/predict", {"choice": "residual"}),
-        ("/numbers", RIGHT_NUMBERS),
-        ("/reading", {"choice": RIGHT_READING_ID}),
-        *((f"/rows/{key}/predict", {"outcome": o}) for key, o in PREDICTIONS.items()),
-        *((f"/rows/{key}/play", {}) for key in ROW_KEYS),
-    ]
-    for path, data in steps:
-        assert client.post(path, data=data, headers=JSON).status_code == 200, path
+    post_each(client, steps_to_the_gate())
     assert gate(client)["closed"] is True
 
 

@@ -12,12 +12,15 @@ import pytest
 from sqlalchemy import event
 
 from helpers import SettingsFactory, ablation_recording, write_recording
-from lesson_answers import RIGHT_NUMBERS, RIGHT_READING_ID
+from lesson_answers import (
+    JSON,
+    post_each,
+    steps_to_the_gate,
+)
 from normdive.recording.format import ROW_KEYS
 from normdive.web.app import create_app
 from page_client import PageClient
 
-JSON = {"Accept": "application/json"}
 # How a statement that reads a learner's events begins (store.event_store: the History's
 # extension, or every event from the start for the lab's runs).
 EVENTS_READ = "SELECT id, kind, payload, created_at FROM events"
@@ -53,15 +56,7 @@ def client(make_settings: SettingsFactory, tmp_path: Path) -> Iterator[Traced]:
 
 
 def close_the_gate(client: Traced) -> None:
-    steps = [
-        ("/predict", {"choice": "residual"}),
-        ("/numbers", RIGHT_NUMBERS),
-        ("/reading", {"choice": RIGHT_READING_ID}),
-        *((f"/rows/{key}/predict", {"outcome": "learns"}) for key in ROW_KEYS),
-        *((f"/rows/{key}/play", {}) for key in ROW_KEYS),
-    ]
-    for path, data in steps:
-        assert client.post(path, data=data, headers=JSON).status_code == 200, path
+    post_each(client, steps_to_the_gate())
     assert client.get("/api/state").json()["state"]["gate"]["closed"] is True
 
 

@@ -12,7 +12,12 @@ from bs4 import BeautifulSoup, Tag
 from starlette.testclient import TestClient
 
 from helpers import SettingsFactory, ablation_recording, write_recording
-from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID
+from lesson_answers import (
+    JSON,
+    LESSON,
+    post_each,
+    steps_to_the_gate,
+)
 from normdive.progress.sweep import sweep_sentences
 from normdive.recording.format import ROW_KEYS
 from normdive.recording.sweep import Sweep, sweep_path_for
@@ -22,23 +27,11 @@ from normdive.web.views.sweep import cell_view, unbroken
 from page_client import PageClient
 from sample_sweeps import FLIP_AT_4, FLIP_AT_8, sample_sweep
 
-JSON = {"Accept": "application/json"}
-PREDICTIONS = {"both": "learns", "residual_only": "partial"}
-PREDICTIONS |= {"layernorm_only": "chance", "neither": "chance"}
-
 
 def close_the_gate(
     client: TestClient, choice: str = "residual", played: tuple[str, ...] = ROW_KEYS
 ) -> None:
-    steps = [
-        ("/predict", {"choice": choice}),
-        ("/numbers", RIGHT_NUMBERS),
-        ("/reading", {"choice": RIGHT_READING_ID}),
-        *((f"/rows/{key}/predict", {"outcome": o}) for key, o in PREDICTIONS.items()),
-        *((f"/rows/{key}/play", {}) for key in played),
-    ]
-    for path, data in steps:
-        assert client.post(path, data=data, headers=JSON).status_code == 200, path
+    post_each(client, steps_to_the_gate(choice, played))
     assert client.get("/api/state").json()["state"]["gate"]["closed"] is True
 
 
