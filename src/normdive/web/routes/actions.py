@@ -56,17 +56,14 @@ from normdive.store.prerequisite import PrerequisiteSource, record_prerequisite_
 from normdive.web.infrastructure.admission import vouched_learner
 from normdive.web.infrastructure.errors import error_response, wants_json
 from normdive.web.infrastructure.flash import flash_value, is_navigation, set_flash
-from normdive.web.infrastructure.forms import NOT_A_FORM, form_fields
+from normdive.web.infrastructure.forms import vouched_form
 from normdive.web.infrastructure.identity import (
-    COOKIE_NAME,
     Learner,
     attach_cookie,
     is_learner_id,
-    learner_from_cookie,
 )
 from normdive.web.infrastructure.learners import Refused, Written
 from normdive.web.infrastructure.services import Services, services
-from normdive.web.security import csrf
 from normdive.web.security.proxy import client_address
 from normdive.web.security.ratelimit import Throttled, TooManyLearners
 from normdive.web.views.page import Carry, Refusal, carry_from
@@ -415,16 +412,13 @@ async def _run(request: Request, action: FormAction, target: Target = NO_TARGET)
     """Every form's checks before its write: a form body (415), the origin and the form
     token (403); then the write, in a worker thread."""
     svc = services(request)
-    form = await form_fields(request)
-    if form is None:
-        return error_response(request, 415, NOT_A_FORM)
-    vouched = learner_from_cookie(request.cookies.get(COOKIE_NAME), svc.signer)
-    forged = csrf.refusal(request, form, vouched, svc.settings)
-    if forged is not None or vouched is None:
-        return error_response(request, 403, forged or csrf.NO_LEARNER)
-    form.pop(csrf.FIELD, None)
+    checked = await vouched_form(request, svc.signer, svc.settings)
+    if isinstance(checked, Response):
+        return checked
+    form = checked.fields
     form.pop(TARGET_VALUE, None)
-    return await run_in_threadpool(_write, svc, request, action, _Post(form, target), vouched)
+    post = _Post(form, target)
+    return await run_in_threadpool(_write, svc, request, action, post, checked.learner_id)
 
 
 def _unknown_row(request: Request, key: str) -> Response | None:

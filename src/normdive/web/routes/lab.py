@@ -48,16 +48,13 @@ from normdive.store.event_store import EventList
 from normdive.web.infrastructure.admission import vouched_learner
 from normdive.web.infrastructure.assets import IMMUTABLE, etag_matches
 from normdive.web.infrastructure.errors import error_response, wants_json
-from normdive.web.infrastructure.forms import NOT_A_FORM, form_fields
+from normdive.web.infrastructure.forms import vouched_form
 from normdive.web.infrastructure.identity import (
-    COOKIE_NAME,
     attach_cookie,
-    learner_from_cookie,
     resolve_learner,
 )
 from normdive.web.infrastructure.learners import Refused
 from normdive.web.infrastructure.services import Services, services
-from normdive.web.security import csrf
 from normdive.web.security.ratelimit import Throttled, TooManyLearners
 from normdive.web.views.lab_grid import LabGridView, lab_grid
 
@@ -375,16 +372,12 @@ def _said(svc: Services, view: LabView) -> str:
 
 async def _lab_write(request: Request, decide_one: LabDecideForm) -> Response:
     svc = services(request)
-    form = await form_fields(request)
-    if form is None:
-        return error_response(request, 415, NOT_A_FORM)
-    vouched = learner_from_cookie(request.cookies.get(COOKIE_NAME), svc.signer)
-    forged = csrf.refusal(request, form, vouched, svc.settings)
-    if forged is not None or vouched is None:
-        return error_response(request, 403, forged or csrf.NO_LEARNER)
-    form.pop(csrf.FIELD, None)
+    checked = await vouched_form(request, svc.signer, svc.settings)
+    if isinstance(checked, Response):
+        return checked
+    form = checked.fields
     return await run_in_threadpool(
-        _write, svc, request, vouched, lambda runs, grid: decide_one(runs, grid, form)
+        _write, svc, request, checked.learner_id, lambda runs, grid: decide_one(runs, grid, form)
     )
 
 
