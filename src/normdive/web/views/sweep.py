@@ -154,30 +154,38 @@ def cell_view(cell: Cell, lesson: Lesson, chance: float, picked: str | None) -> 
     )
 
 
-def _run_at_first_seed(sweep: Sweep, depth: int, init: str, key: str) -> SweepRun | None:
-    seeds = sweep.plan.seeds_at(depth) if depth in [e.depth for e in sweep.plan.depths] else []
-    for seed in seeds:
-        run = sweep.run(depth, init, key, seed)
-        if run is not None:
-            return run
-    return None
+@dataclass(frozen=True)
+class _PickedCell:
+    """A cell a learner picked, as the sweep recorded it."""
+
+    depth: int
+    init: str
+    key: str
+    label: str  # the row as the page names it
+    runs: tuple[SweepRun, ...]  # every seed's run, in the plan's seed order (never empty)
 
 
-def _player(sweep: Sweep, lesson: Lesson, picked: str) -> tuple[PlayerView, str, str] | None:
+def _picked_cell(sweep: Sweep, lesson: Lesson, picked: str) -> _PickedCell | None:
+    """The cell `picked` names with its runs; None when it names none the sweep has."""
     parsed = parse_cell(picked)
     if parsed is None:
         return None
     depth, init, key = parsed
-    run = _run_at_first_seed(sweep, depth, init, key)
     row_text = lesson.row(key)
-    if run is None or row_text is None:
+    seeds = sweep.plan.seeds_at(depth) if depth in [e.depth for e in sweep.plan.depths] else []
+    runs = tuple(run for seed in seeds if (run := sweep.run(depth, init, key, seed)) is not None)
+    if not runs or row_text is None:
         return None
-    row = run.row
-    other_runs = [
-        found
-        for seed in sweep.plan.seeds_at(depth)
-        if seed != row.seed and (found := sweep.run(depth, init, key, seed)) is not None
-    ]
+    return _PickedCell(depth, init, key, row_text.label, runs)
+
+
+def _player(sweep: Sweep, lesson: Lesson, picked: str) -> tuple[PlayerView, str, str] | None:
+    cell = _picked_cell(sweep, lesson, picked)
+    if cell is None:
+        return None
+    depth, init, key = cell.depth, cell.init, cell.key
+    row = cell.runs[0].row  # the page's run: the first seed's
+    other_runs = cell.runs[1:]
     others = tuple(found.row.seed for found in other_runs)
     chance_max = lesson.bands.chance_max_multiple / Decimal(sweep.config.vocab_size)
     accuracy_chart, loss_chart = curve_charts(
@@ -189,7 +197,7 @@ def _player(sweep: Sweep, lesson: Lesson, picked: str) -> tuple[PlayerView, str,
     )
     view = PlayerView(
         key=key,
-        label=row_text.label,
+        label=cell.label,
         seed=row.seed,
         other_seeds=others,
         steps=sweep.config.steps,
@@ -206,7 +214,7 @@ def _player(sweep: Sweep, lesson: Lesson, picked: str) -> tuple[PlayerView, str,
     )
     text = lesson.sweep
     heading = text.player_heading.format(
-        row=row_text.label, depth=depth, init=init_label(lesson, init), seed=row.seed
+        row=cell.label, depth=depth, init=init_label(lesson, init), seed=row.seed
     )
     note = (
         text.player_note.format(
@@ -288,33 +296,24 @@ def cell_payload(sweep: Sweep, lesson: Lesson, picked: str) -> dict[str, Any] | 
     """What the player draws for one cell, in the shape of a recording row's payload
     (web.views.player.row_payload): every seed's held-out accuracy and loss by step, the first seed
     first. None when the sweep has no such cell."""
-    parsed = parse_cell(picked)
-    if parsed is None:
+    cell = _picked_cell(sweep, lesson, picked)
+    if cell is None:
         return None
-    depth, init, key = parsed
-    first = _run_at_first_seed(sweep, depth, init, key)
-    row_text = lesson.row(key)
-    if first is None or row_text is None:
-        return None
-    series = []
-    for seed in sweep.plan.seeds_at(depth):
-        run = sweep.run(depth, init, key, seed)
-        if run is None:
-            continue
-        series.append(
-            {
-                "seed": seed,
-                "page": seed == first.row.seed,
-                "step": [point.step for point in run.row.curve],
-                "accuracy": [point.heldout_accuracy for point in run.row.curve],
-                "loss": [point.heldout_loss for point in run.row.curve],
-            }
-        )
-    series.sort(key=lambda item: not item["page"])
+    first = cell.runs[0]
+    series = [
+        {
+            "seed": run.row.seed,
+            "page": run is first,
+            "step": [point.step for point in run.row.curve],
+            "accuracy": [point.heldout_accuracy for point in run.row.curve],
+            "loss": [point.heldout_loss for point in run.row.curve],
+        }
+        for run in cell.runs
+    ]
     return {
         "ok": True,
-        "key": key,
-        "label": row_text.label,
+        "key": cell.key,
+        "label": cell.label,
         "seed": first.row.seed,
         "steps": sweep.config.steps,
         "chance_level": 1 / sweep.config.vocab_size,
