@@ -32,7 +32,7 @@ from sqlalchemy import Engine
 
 from normdive.config import Settings
 from normdive.lesson.content import Lesson
-from normdive.progress.actions import Action, ActionRefused, Conflict, close_gate
+from normdive.progress.actions import Action, ActionRefused, Conflict, Invalid, close_gate
 from normdive.progress.events import Event, EventKind
 from normdive.progress.facts import RecordingFacts, recording_facts
 from normdive.progress.history import History
@@ -189,6 +189,25 @@ LabDecide = Callable[[tuple[LabRun, ...]], Action]
 # be used (Invalid, 422), the learner is past the writes a minute allows (Throttled), or their
 # address started too many learners lately (TooManyLearners, a learner's first write only).
 Refused = ActionRefused | Throttled | TooManyLearners
+
+
+def refusal_status(refused: Refused) -> int:
+    """The HTTP status of a refused write: 429 for the limits, 422 for what cannot be used,
+    409 for what does not fit the learner's progress (Conflict, and any other refusal)."""
+    match refused:
+        case Throttled() | TooManyLearners():
+            return 429
+        case Invalid():
+            return 422
+        case _:
+            return 409
+
+
+def retry_headers(refused: Refused | None) -> dict[str, str]:
+    """Retry-After, for a refusal by one of the limits."""
+    if isinstance(refused, Throttled | TooManyLearners):
+        return {"Retry-After": str(refused.retry_after_s)}
+    return {}
 
 
 @dataclass(frozen=True)

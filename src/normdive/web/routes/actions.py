@@ -62,10 +62,10 @@ from normdive.web.infrastructure.identity import (
     attach_cookie,
     is_learner_id,
 )
-from normdive.web.infrastructure.learners import Refused, Written
+from normdive.web.infrastructure.learners import Refused, Written, refusal_status, retry_headers
 from normdive.web.infrastructure.services import Services, services
 from normdive.web.security.proxy import client_address
-from normdive.web.security.ratelimit import Throttled, TooManyLearners
+from normdive.web.security.ratelimit import TooManyLearners
 from normdive.web.views.page import Carry, Refusal, carry_from
 from normdive.web.views.rendering import AGGREGATE_FRAGMENT
 
@@ -277,23 +277,6 @@ class _Post:
     target: Target
 
 
-def _status(refused: Refused) -> int:
-    """The HTTP status of a refused write."""
-    match refused:
-        case Throttled() | TooManyLearners():
-            return 429
-        case Invalid():
-            return 422
-        case _:  # Conflict, and any other refusal of the learner's progress
-            return 409
-
-
-def _retry_headers(refused: Refused | None) -> dict[str, str]:
-    if isinstance(refused, Throttled | TooManyLearners):
-        return {"Retry-After": str(refused.retry_after_s)}
-    return {}
-
-
 def _write(
     svc: Services, request: Request, action: FormAction, post: _Post, learner_id: str
 ) -> Response:
@@ -306,7 +289,7 @@ def _write(
         address=client_address(request),
     )
     if isinstance(written.refused, TooManyLearners):
-        headers = _retry_headers(written.refused)
+        headers = retry_headers(written.refused)
         return error_response(request, 429, written.refused.message, headers)
     learner = vouched_learner(request, learner_id)
     response = _answer(svc, request, action, post, learner, written)
@@ -339,7 +322,7 @@ def _answer(
         flash_value(refusal, learner.id, svc.settings.secret_key)
         if refusal is not None
         and written.refused is not None
-        and _status(written.refused) in REDIRECTED_REFUSALS
+        and refusal_status(written.refused) in REDIRECTED_REFUSALS
         and not wants_json(request)
         and is_navigation(request)
         else None
@@ -388,8 +371,8 @@ def _rendered(
         lab=not as_json or LAB_FRAGMENT in action.fragments,
     )
     message = refusal.message if refusal is not None else _announced(svc, action, post, written)
-    status = _status(written.refused) if written.refused is not None else 200
-    headers = _retry_headers(written.refused)
+    status = refusal_status(written.refused) if written.refused is not None else 200
+    headers = retry_headers(written.refused)
     if as_json:
         fragments = svc.renderer.fragments(action.fragments, view)
         body = {"ok": refusal is None, "message": message, "fragments": fragments}

@@ -29,7 +29,7 @@ from starlette.routing import Route
 
 from normdive.lab.grid import lab_path_for
 from normdive.lesson.content import Lesson
-from normdive.progress.actions import Action, ActionRefused, Invalid
+from normdive.progress.actions import Action, ActionRefused
 from normdive.progress.lab import (
     ROW_SWITCHES,
     LabRun,
@@ -53,9 +53,8 @@ from normdive.web.infrastructure.identity import (
     attach_cookie,
     resolve_learner,
 )
-from normdive.web.infrastructure.learners import Refused
+from normdive.web.infrastructure.learners import Refused, refusal_status, retry_headers
 from normdive.web.infrastructure.services import Services, services
-from normdive.web.security.ratelimit import Throttled, TooManyLearners
 from normdive.web.views.lab_grid import LabGridView, lab_grid
 
 PANEL_TEMPLATE = "lab_fragments.html"
@@ -317,16 +316,9 @@ class _NoGrid(ActionRefused):
 
 
 def _status(refused: Refused) -> int:
-    """The HTTP status of a refused lab write."""
-    match refused:
-        case Throttled() | TooManyLearners():
-            return 429
-        case _NoGrid():
-            return 503
-        case Invalid():
-            return 422
-        case _:  # Conflict, and any other refusal of the learner's progress
-            return 409
+    """The HTTP status of a refused lab write: a grid that cannot be used is the server's
+    (503); anything else as for every write."""
+    return 503 if isinstance(refused, _NoGrid) else refusal_status(refused)
 
 
 def _write(svc: Services, request: Request, learner_id: str, decide_one: LabDecideOne) -> Response:
@@ -347,7 +339,7 @@ def _write(svc: Services, request: Request, learner_id: str, decide_one: LabDeci
     )
     message = refused.message if refused is not None else _said(svc, view)
     status = _status(refused) if refused is not None else 200
-    headers = {"Retry-After": str(refused.retry_after_s)} if isinstance(refused, Throttled) else {}
+    headers = retry_headers(refused)
     response: Response
     if wants_json(request):
         body = {"ok": refused is None, "message": message, "html": _render(svc, "lab_body", view)}
