@@ -70,13 +70,15 @@ export function restoreTakeawayDraft() {
   }
   if (draft?.over !== parts.text.value || typeof draft.text !== "string" || draft.text === parts.text.value) return;
   parts.text.value = draft.text;
-  onTakeawayInput(); // not saved yet: says so, keeps the draft, and saves it a moment later
+  keepTakeawayDraft(); // kept again until it is saved
+  onTakeawayInput(); // not saved yet: says so, and saves it a moment later
 }
 
+/** What typing in the box does once this module is here (the draft is kept already, within
+ * the input event: page.js). */
 export function onTakeawayInput() {
   const parts = takeawayParts();
   if (!parts) return;
-  keepTakeawayDraft();
   const length = Array.from(parts.text.value).length;
   parts.count.textContent = String(length);
   window.clearTimeout(timer);
