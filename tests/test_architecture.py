@@ -181,3 +181,46 @@ def long_functions(path: Path, limit: int) -> list[str]:
 @pytest.mark.parametrize("module", SHORT_FUNCTION_MODULES)
 def test_the_request_paths_functions_are_short(module: str) -> None:
     assert long_functions(PACKAGE / module, MAX_FUNCTION_LINES) == []
+
+
+TESTS = Path(__file__).resolve().parent
+# The folders pytest puts first on sys.path for a test file with no __init__.py beside it (its
+# "prepend" import mode): tests/ for tests/conftest.py and the files beside it, tests/browser
+# for the browser tests. A top-level name a module imports must be in one of the folders on
+# the path when only that module's own file is collected.
+TEST_FOLDERS = (TESTS, TESTS / "browser")
+
+
+def _top_level_modules(folder: Path) -> set[str]:
+    return {path.stem for path in folder.glob("*.py")}
+
+
+def _imported_from(path: Path, folder_of_import: Path) -> list[str]:
+    """What `path` imports that stands in `folder_of_import` (a module there, by name or
+    dotted as browser.NAME from tests/)."""
+    names = _top_level_modules(folder_of_import)
+    dotted = folder_of_import == TESTS / "browser"
+    return [
+        name
+        for name in imports_of(path)
+        if name.split(".")[0] in names or (dotted and name.startswith("browser."))
+    ]
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(TESTS.glob("test_*.py")) + sorted((TESTS / "browser").glob("test_*.py")),
+    ids=lambda path: str(path.relative_to(TESTS)),
+)
+def test_every_test_file_runs_on_its_own(path: Path) -> None:
+    """`pytest FILE` collects only FILE: so no test module imports another test module (whose
+    own imports may need its folder on sys.path), and a browser helper imported from tests/
+    (browser.NAME) imports nothing that only tests/browser on sys.path would find."""
+    for folder in TEST_FOLDERS:
+        for name in _imported_from(path, folder):
+            module = name.split(".")[-1] if name.startswith("browser.") else name.split(".")[0]
+            assert not module.startswith("test_"), f"{path.name} imports the test module {name}"
+            if name.startswith("browser.") and path.parent == TESTS:
+                helper = TESTS / "browser" / f"{module}.py"
+                only_there = set(_imported_from(helper, TESTS / "browser"))
+                assert not only_there, f"{name} imports {only_there}, found only beside it"

@@ -99,7 +99,12 @@ def test_an_instructor_gets_the_signed_response_with_the_lesson_and_its_line_ite
     assert item["type"] == "ltiResourceLink"
     assert item["url"] == f"{TOOL_ORIGIN}/lti/launch"
     assert item["title"] == f"D9 {LESSON.title}"
-    assert item["lineItem"] == {"label": f"D9 {LESSON.title}", "scoreMaximum": 12}
+    assert item["lineItem"] == {
+        "label": f"D9 {LESSON.title}",
+        "scoreMaximum": 12,
+        # Submission Review 1.0: the gradebook may open a learner's D9 from this column.
+        "submissionReview": {"reviewableStatus": ["InProgress", "Submitted", "Completed"]},
+    }
     # The login was used up: the same request again is refused.
     again = launch(client, signed(deep_linking_claims(asked.nonce), platform_key), asked.state)
     assert again.status_code == 400

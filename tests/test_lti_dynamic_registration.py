@@ -181,6 +181,15 @@ def test_the_pasted_url_registers_the_platform(
     assert sent["jwks_uri"] == f"{TOOL_ORIGIN}/lti/jwks"
     assert sent["token_endpoint_auth_method"] == "private_key_jwt"
     assert sent[TOOL_CONFIGURATION]["domain"] == "tool.test"
+    # Every message the tool takes, the gradebook's review among them, at the launch URL.
+    assert sent[TOOL_CONFIGURATION]["messages"] == [
+        {"type": message, "target_link_uri": f"{TOOL_ORIGIN}/lti/launch"}
+        for message in (
+            "LtiResourceLinkRequest",
+            "LtiDeepLinkingRequest",
+            "LtiSubmissionReviewRequest",
+        )
+    ]
     [registration] = all_registrations(engine)
     assert registration.issuer == platform.base
     assert registration.client_id == "dynamic-client-1"

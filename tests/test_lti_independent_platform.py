@@ -4,10 +4,9 @@ thumbprint), key set, OAuth 2 token endpoint (which verifies the tool's RFC 7523
 assertion) and deep linking response check. Its key set and token endpoint are served over
 real HTTP on 127.0.0.1; the tool runs in-process on its https origin.
 
-The library's own Starlette adapter cannot be imported here (its templates module imports
-pkg_resources, which setuptools 81 removed), so the two methods an adapter supplies (read
-the preflight's parameters, hand back the launch form's data) are written below; everything
-LTI is the library's. Dynamic registration is not in the library."""
+The adapter's two methods are in independent_platform. Dynamic registration is not in the
+library. The review from a gradebook, after deep linking or dynamic registration, is
+test_lti_review_from_gradebook's."""
 
 from __future__ import annotations
 
@@ -20,17 +19,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from bs4 import BeautifulSoup
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from lti1p3platform.ltiplatform import LTI1P3PlatformConfAbstract
-from lti1p3platform.message_launch import LTIAdvantageMessageLaunchAbstract
-from lti1p3platform.oidc_login import OIDCLoginAbstract
 from lti1p3platform.registration import Registration as PlatformRegistration
 from sqlalchemy import Engine
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from helpers import SettingsFactory
+from independent_platform import Login, MessageLaunch, PlatformConfig, pem_pair
 from lti_platform import (
     CLIENT_ID,
     DEPLOYMENT_ID,
@@ -53,51 +48,12 @@ from normdive.web.infrastructure.identity import COOKIE_NAME
 LESSON = load_lesson()
 
 
-class PlatformConfig(LTI1P3PlatformConfAbstract):
-    def init_platform_config(self, **kwargs: Any) -> None:
-        self._registration = kwargs["registration"]
-
-    def get_registration_by_params(self, **kwargs: Any) -> PlatformRegistration:
-        return self._registration  # type: ignore[return-value]
-
-
-class Login(OIDCLoginAbstract):
-    def set_lti_message_hint(self, **kwargs: Any) -> None:
-        self._lti_message_hint = kwargs["hint"]
-
-    def get_redirect(self, url: str) -> str:
-        return url
-
-
-class MessageLaunch(LTIAdvantageMessageLaunchAbstract):
-    def get_preflight_response(self) -> dict[str, Any]:
-        return dict(self._request)  # type: ignore[arg-type]
-
-    def render_launch_form(self, launch_data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        return launch_data
-
-
 @dataclass
 class Platform:
     config: PlatformConfig
     base: str = ""
     scores: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-
-
-def _pem_pair() -> tuple[str, str]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    ).decode()
-    public = (
-        key.public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        .decode()
-    )
-    return private, public
 
 
 @pytest.fixture
@@ -107,7 +63,7 @@ def settings(make_settings: SettingsFactory) -> Settings:
 
 @pytest.fixture
 def platform(app: Starlette, engine: Engine) -> Iterator[Platform]:
-    private, public = _pem_pair()
+    private, public = pem_pair()
     registration = (
         PlatformRegistration()
         .set_iss(ISSUER)

@@ -35,6 +35,7 @@ from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from helpers import SettingsFactory
+from independent_platform import Login, MessageLaunch, PlatformConfig, pem_pair
 from lti_platform import (
     CLIENT_ID,
     DEPLOYMENT_ID,
@@ -63,7 +64,6 @@ from normdive.lti.roster import Bounds
 from normdive.store.tables import LtiRosterMember, LtiRosterService
 from normdive.web.infrastructure.identity import COOKIE_NAME
 from normdive.web.views.instructor_report import ROSTER_COLUMNS
-from test_lti_independent_platform import Login, MessageLaunch, PlatformConfig, _pem_pair
 
 # Five learners (one inactive) and an instructor, the first two with names and emails.
 MEMBERS: list[dict[str, Any]] = [
@@ -415,7 +415,7 @@ class IndependentPlatform:
 
 @pytest.fixture
 def independent(app: Starlette, engine: Engine) -> Iterator[IndependentPlatform]:
-    private, public = _pem_pair()
+    private, public = pem_pair()
     registration = (
         PlatformRegistration()
         .set_iss(ISSUER)

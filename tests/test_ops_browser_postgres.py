@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Page
 from sqlalchemy import text
 
-from browser.test_browser_lesson import work_through_the_lesson
+from browser.lesson_page import work_through_the_lesson
 from helpers import PostgresDatabases, build_settings
 from live_server import LiveServer
 from normdive.store.db import make_engine

@@ -1,6 +1,9 @@
 """Deep Linking 2.0: an instructor picks the lesson in the platform's content picker, and the
 tool answers with a signed LtiDeepLinkingResponse holding one ltiResourceLink content item:
-the lesson, with a line item (label, scoreMaximum) so the platform makes its gradebook column.
+the lesson, with a line item so the platform makes its gradebook column: the label, the
+score maximum and submissionReview (passback.lineitem_declaration), which tells a platform
+that follows Submission Review 1.0 that its gradebook may open a learner's D9 (Moodle keeps
+it on the activity it makes from the response).
 
 The response JWT is signed with the tool's key (tool_keys); the platform verifies it with the
 tool's key set (/lti/jwks). The browser posts it to the request's deep_link_return_url.
@@ -20,7 +23,7 @@ from normdive.lesson.content import Lesson
 from normdive.lti import tool_keys
 from normdive.lti.launch import CLAIM, DEEP_LINKING_REQUEST, LTI_VERSION, RESOURCE_LINK_ITEM, Launch
 from normdive.lti.learners import is_staff
-from normdive.lti.passback import parts_total
+from normdive.lti.passback import lineitem_declaration
 from normdive.lti.refusal import Refusal
 
 DEEP_LINKING_RESPONSE = "LtiDeepLinkingResponse"
@@ -54,7 +57,7 @@ def respond(engine: Engine, launch: Launch, lesson: Lesson, launch_url: str) -> 
         "title": title,
         "text": lesson.summary,
         "url": launch_url,
-        "lineItem": {"label": title, "scoreMaximum": parts_total(lesson)},
+        "lineItem": lineitem_declaration(lesson),
     }
     registration = launch.registration
     now = int(time.time())

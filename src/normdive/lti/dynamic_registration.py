@@ -43,6 +43,7 @@ from sqlalchemy import Engine
 
 from normdive.config import origin_of
 from normdive.lesson.content import Lesson
+from normdive.lti.launch import MESSAGE_TYPES
 from normdive.lti.platform_http import AnswerTooLarge, fetch
 from normdive.lti.platform_json import NotPlatformJson, parsed
 from normdive.lti.platform_keys import key_set_of, store_key_set
@@ -236,7 +237,11 @@ def _json(body: bytes, what: str) -> dict[str, Any]:
 
 
 def client_registration(origin: str, lesson: Lesson) -> dict[str, Any]:
-    """The tool's OpenID client registration with its LTI tool configuration."""
+    """The tool's OpenID client registration with its LTI tool configuration. Its messages are
+    every message the tool takes (launch.MESSAGE_TYPES), each at the launch URL: declaring
+    LtiSubmissionReviewRequest there (Dynamic Registration 1.0, the tool configuration's
+    messages; Submission Review 1.0) tells a platform that its gradebook may open a learner's
+    D9, for line items the platform made itself too."""
     launch = origin + LAUNCH_PATH
     return {
         "application_type": "web",
@@ -253,10 +258,7 @@ def client_registration(origin: str, lesson: Lesson) -> dict[str, Any]:
             "target_link_uri": launch,
             "description": lesson.summary,
             "claims": ["iss", "sub"],
-            "messages": [
-                {"type": "LtiResourceLinkRequest"},
-                {"type": "LtiDeepLinkingRequest", "target_link_uri": launch},
-            ],
+            "messages": [{"type": message, "target_link_uri": launch} for message in MESSAGE_TYPES],
         },
     }
 

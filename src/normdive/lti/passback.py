@@ -14,6 +14,13 @@ sends at once make one), asks the container for a line item of the link (AGS 2.0
 filtered by resource_link_id), and creates one only when there is none (label, scoreMaximum,
 resourceLinkId, and submissionReview: Submission Review 1.0, lti.submission_review). A target
 whose link is being claimed by another send waits LINK_WAIT_S.
+A line item that a launch names is never changed, though the lineitem scope would let the
+tool PUT submissionReview on it: a PUT replaces the whole line item (AGS 2.0, 3.2), so the
+tool would write back the label, maximum and dates it read, over an instructor's edit made
+meanwhile in the gradebook; the platform that made the column chose what its gradebook
+offers; and the review is declared where Submission Review 1.0 lets a tool declare it for the
+line items of its links: the deep linking response's line item and the registration's
+messages (lti.submission_review).
 A bearer token goes only to a URL on one of the registration's origins (platform_origins: its
 issuer, its three endpoints and its --frame-origin hosts); a line item elsewhere is `foreign`
 and never sent to.
@@ -1091,15 +1098,22 @@ def _lineitem_id(answer: Answer) -> str:
     return created
 
 
-def lineitem_body(lesson: Lesson, resource_link_id: str) -> dict[str, Any]:
-    """The line item this tool creates for a resource link (AGS 2.0, 3.2; Submission Review
-    1.0, 3.1: the gradebook may open a learner's work in D9 in any of REVIEWABLE_STATUS)."""
+def lineitem_declaration(lesson: Lesson) -> dict[str, Any]:
+    """The line item the tool asks a platform for, wherever it asks: a label, the gate's parts
+    as scoreMaximum, and submissionReview (Submission Review 1.0, 3.1: the gradebook may open a
+    learner's work in D9 in any of REVIEWABLE_STATUS, at the resource link's own launch URL).
+    Deep linking's lineItem (lti.deep_linking) is this; the line item made through the line
+    items service (lineitem_body) is this with its resource link."""
     return {
-        "scoreMaximum": parts_total(lesson),
         "label": f"{lesson.id.upper()} {lesson.title}",
-        "resourceLinkId": resource_link_id,
+        "scoreMaximum": parts_total(lesson),
         "submissionReview": {"reviewableStatus": list(REVIEWABLE_STATUS)},
     }
+
+
+def lineitem_body(lesson: Lesson, resource_link_id: str) -> dict[str, Any]:
+    """The line item this tool creates for a resource link (AGS 2.0, 3.2)."""
+    return {**lineitem_declaration(lesson), "resourceLinkId": resource_link_id}
 
 
 def with_query(url: str, name: str, value: str) -> str:

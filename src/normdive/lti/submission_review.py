@@ -2,8 +2,10 @@
 
 A platform sends LtiSubmissionReviewRequest (validated by normdive.lti.launch: a resource
 link, the for_user claim with its user_id, and the line item under review) to the tool's
-launch URL, the resource link's target, which is the review URL: the line items this tool
-creates name no other (passback.lineitem_body).
+launch URL, the resource link's target, which is the review URL. The tool declares the review
+wherever a platform looks for it, naming no other URL: on every line item it asks for
+(passback.lineitem_declaration: the deep linking response's and those it creates through the
+line items service) and among the messages of its dynamic registration.
 
 Who may review whom:
 - staff of the course (learners.is_staff) any learner who launched D9 from that course;

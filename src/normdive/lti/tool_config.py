@@ -29,7 +29,9 @@ def title(lesson: Lesson) -> str:
 
 
 def canvas_configuration(origin: str, lesson: Lesson) -> dict[str, Any]:
-    """A Canvas developer key's JSON configuration for the tool at `origin`."""
+    """A Canvas developer key's JSON configuration for the tool at `origin`. It declares no
+    submission review: a Canvas placement's message_type is a resource link or a deep linking
+    request, and Canvas's gradebook sends no LtiSubmissionReviewRequest."""
     launch = origin + LAUNCH_PATH
     return {
         "title": title(lesson),
