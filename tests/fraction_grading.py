@@ -11,11 +11,12 @@ here: the format errors' texts are held by tests/test_numeric_answers.py.
 from __future__ import annotations
 
 import functools
+import unicodedata
 from collections.abc import Sequence
 from decimal import Context, Decimal
 from fractions import Fraction
 
-from normdive.numeric.answers import MAX_ANSWER_CHARS, UNICODE_MINUS
+from normdive.numeric.answers import MAX_ANSWER_CHARS
 from normdive.numeric.targets import Exact, Grade, Step, exact_value, slip_values
 
 # Decimal.normalize() rounds to its context's precision: this one keeps every typed digit.
@@ -36,7 +37,7 @@ def canonical_decimal(number: Decimal) -> str:
 def reference_parse(text: str) -> tuple[Fraction, str]:
     """(value, canonical text) of an answer that numeric.answers accepts; the caller checks
     that it is accepted (Decimal reads more than the lesson's answers allow)."""
-    cleaned = text.strip().replace(UNICODE_MINUS, "-")
+    cleaned = unicodedata.normalize("NFKC", text).strip().replace("\u2212", "-")
     if "/" not in cleaned:
         number = Decimal(cleaned)
         return Fraction(number), canonical_decimal(number)

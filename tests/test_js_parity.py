@@ -16,6 +16,7 @@ import struct
 import subprocess
 from collections.abc import Sequence
 from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -232,8 +233,41 @@ def _row_texts(rng: random.Random) -> list[str]:
         "😀" * MAX_ROW_CHARS,  # 400 characters, 800 UTF-16 units
         "😀" * (MAX_ROW_CHARS + 1),
         "0.1 0.2 0.30000000000000004 1.7976931348623157e308 5e-324 2.4703282292062328e-324",
+        # Fractions, by a typed answer's rules (numeric/numbers.py).
+        "1/3, 2/3, 1",
+        "[2 / 3 4/6]",
+        "-1.5/4 3/8",
+        "−2/3 +2/3",
+        "２／３　１／３",
+        "4/2, 1",
+        "-0/5 0/1",
+        "007.50/2.5",
+        "1/0",
+        "2/0.000",
+        "2/-3",
+        "1e2/3",
+        "1/2/3",
+        "2/",
+        "/3",
+        "--2/3",
+        "+-2/3",
+        "x/2",
+        "∞/2",
+        "2/3²",
+        "1,5/2 3",
+        "1" + "0" * 100 + "/1",
+        "1" + "0" * 101 + "/1",
+        "1/1" + "0" * 100,
+        "1/1" + "0" * 101,
+        "3/7 " * 16,
+        "∞",
+        "-Infinity",
+        "+∞",
     ]
-    pieces = ["1", "-2.5", "−3", "+4e2", ".5", "7.", "1E-3", "x", "1e999", "nan", "", "[", "]"]
+    pieces = [
+        "1", "-2.5", "−3", "+4e2", ".5", "7.", "1E-3", "x", "1e999", "nan", "", "[", "]",
+        "2/3", "-1/7", "1/0", "2 / 9", "1e1/2",
+    ]  # fmt: skip
     separators = [", ", ",", " ", "  ,  ", "\t", ",,", ";"]
     for _ in range(400):
         count = rng.randint(1, 20)
@@ -257,9 +291,14 @@ def _python_parse(text: str) -> dict[str, Any]:
     return {"values": [format_input_number(x) for x in result]}
 
 
+def _exact(text: str) -> Decimal | Fraction:
+    """A row's entry as the parsers write it: a fraction as "p/q", a decimal as its digits."""
+    return Fraction(text) if "/" in text else Decimal(text)
+
+
 def _python_shown(row: Sequence[str], eps: str) -> dict[str, Any]:
     """What the page writes for a row's steps, the server's way."""
-    steps = layer_norm_steps([Decimal(x) for x in row], Decimal(eps))
+    steps = layer_norm_steps([_exact(x) for x in row], Decimal(eps))
     return {
         "mean": format_number(steps.mean),
         "variance": format_number(steps.variance),
@@ -288,6 +327,7 @@ OWN_ROWS_EQUAL = [
     "３ ３",  # full-width digits
     "０．１　０．１　０．１",  # full-width points, ideographic spaces
     ", ".join(["0.3"] * MAX_ROW_LENGTH),
+    "1/3 1/3 2/6",  # equal fractions
 ]
 OWN_ROWS_MIXED = [
     "３ １",
@@ -304,6 +344,10 @@ OWN_ROWS_MIXED = [
     "1e-7 1e-7 3e-7",
     "0,5 1,5",
     "3²",
+    "1/3 2/3 1",  # fractions: denominators other than powers of ten
+    "2/3 0.1 -5/7 1e-3",
+    "1/7 " * 16,
+    "1" + "0" * 100 + "/3 1/1" + "0" * 100,
 ]
 
 
@@ -375,7 +419,7 @@ def test_a_typed_row_of_equal_entries_is_not_a_number_without_eps_in_both(
     checked = 0
     for case, javascript in zip(request["ownRows"], answer["ownRows"], strict=True):
         values = javascript.get("values")
-        if values is None or len(set(map(Decimal, values))) != 1:
+        if values is None or len(set(map(_exact, values))) != 1:
             assert case["text"] not in equal, case
             continue
         checked += 1

@@ -19,13 +19,12 @@ from fraction_grading import reference_grade, reference_parse
 from normdive.lesson.content import load_lesson
 from normdive.numeric.answers import (
     LARGEST_VALUE,
-    MAX_ABS_EXPONENT,
     MAX_ANSWER_CHARS,
-    UNICODE_MINUS,
     FormatError,
     ParsedAnswer,
     parse_answer,
 )
+from normdive.numeric.numbers import MAX_ABS_EXPONENT, UNICODE_MINUS
 from normdive.numeric.targets import STEPS, Grade, Step, exact_value, grade, slip_values
 
 PROPERTY = settings(derandomize=True, database=None, deadline=None)

@@ -6,16 +6,17 @@ import re
 import sys
 import unicodedata
 from decimal import Decimal
+from fractions import Fraction
 
 import pytest
 
-from normdive.numeric.display import format_input_row, format_row
+from normdive.numeric.answers import FormatError, parse_answer
+from normdive.numeric.display import format_input_row, format_number, format_row
 from normdive.numeric.layernorm import layer_norm_steps
+from normdive.numeric.numbers import NORMAL_FORM, RAISED_OR_LOWERED
 from normdive.numeric.rows import (
     MAX_ROW_CHARS,
     MAX_ROW_LENGTH,
-    NORMAL_FORM,
-    RAISED_OR_LOWERED,
     RowError,
     parse_row,
     parse_row_exact,
@@ -90,27 +91,27 @@ def test_the_exact_row_keeps_every_digit_typed(text: str, row: tuple[str, ...], 
         ("[", "Put square brackets on both ends of the row, or leave both out."),
         (
             "1, two, 3",
-            "“two” is not a number. Write numbers like 2, -1.5 or 1e-3, separated by commas "
+            "“two” is not a number. Write numbers like 2, -1.5, 2/3 or 1e-3, separated by commas "
             "or spaces.",
         ),
         (
             "1; 2",
-            "“1;” is not a number. Write numbers like 2, -1.5 or 1e-3, separated by commas "
+            "“1;” is not a number. Write numbers like 2, -1.5, 2/3 or 1e-3, separated by commas "
             "or spaces.",
         ),
         (
             "1_000",
-            "“1_000” is not a number. Write numbers like 2, -1.5 or 1e-3, separated by commas "
+            "“1_000” is not a number. Write numbers like 2, -1.5, 2/3 or 1e-3, separated by commas "
             "or spaces.",
         ),
         (
             "٣",  # an Arabic-Indic digit: Python's float() would take it, JavaScript would not
-            "“٣” is not a number. Write numbers like 2, -1.5 or 1e-3, separated by commas "
+            "“٣” is not a number. Write numbers like 2, -1.5, 2/3 or 1e-3, separated by commas "
             "or spaces.",
         ),
         (
             "abcdefghijklmnopqrstuvwxyz",
-            "“abcdefghijklmnopqrst…” is not a number. Write numbers like 2, -1.5 or 1e-3, "
+            "“abcdefghijklmnopqrst…” is not a number. Write numbers like 2, -1.5, 2/3 or 1e-3, "
             "separated by commas or spaces.",
         ),
         *(
@@ -215,3 +216,95 @@ def test_the_raised_and_lowered_characters_are_every_one_nfkc_reads_as_part_of_a
         normal = unicodedata.normalize(NORMAL_FORM, char)
         number_like = tag in {"<super>", "<sub>"} and any(c in "0123456789+-−eE." for c in normal)
         assert bool(listed.fullmatch(char)) == number_like, hex(code)
+
+
+# One set of rules for a typed answer and a row's entry (numeric/numbers.py): each text is a
+# number to both or to neither, and the same number.
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2/3",
+        "-1.5/4",
+        "+2/3",
+        "2 / 3",
+        "−2/3",  # U+2212
+        "２／３",  # full width
+        "4/6",
+        "-0/5",
+        "0.5",
+        "１．５",
+        ".5",
+        "3.",
+        "1e-3",
+        "+2",
+        "1/0",
+        "2/0.000",
+        "2/-3",
+        "1e2/3",
+        "1/2/3",
+        "2/",
+        "/3",
+        "nan",
+        "-Infinity",
+        "∞",
+        "3²",
+        "1_000",
+        "two",
+    ],
+)
+def test_a_row_entry_and_an_answer_follow_one_set_of_rules(text: str) -> None:
+    answer = parse_answer(text)
+    row = parse_row_exact(text)
+    if isinstance(answer, FormatError):
+        assert isinstance(row, RowError), (text, row)
+    else:
+        assert not isinstance(row, RowError), (text, row)
+        [entry] = row
+        assert Fraction(entry) == answer.value
+
+
+@pytest.mark.parametrize(
+    ("text", "label", "mean"),
+    [
+        ("1/3, 2/3, 1", "[1/3, 2/3, 1]", "0.666667"),
+        ("[2 / 3 4/6]", "[2/3, 2/3]", "0.666667"),
+        ("-1.5/4 3/8", "[-3/8, 3/8]", "0.000000"),
+        ("4/2, 1", "[2, 1]", "1.500000"),
+    ],
+)
+def test_a_row_takes_fractions(text: str, label: str, mean: str) -> None:
+    exact = parse_row_exact(text)
+    assert isinstance(exact, tuple)
+    assert format_input_row(exact) == label
+    assert format_number(layer_norm_steps(exact, 0).mean) == mean
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1, 1/0", "“1/0” divides by zero: the number under the / cannot be 0."),
+        (
+            "2/-3",
+            "“2/-3” is not a fraction to work with: write one plain number over another, like "
+            "2/3 or -1.5/4.",
+        ),
+        (
+            "1" + "0" * 101 + "/1",
+            "“10000000000000000000…” is too large: keep every entry between -1e100 and 1e100.",
+        ),
+        (
+            "1/1" + "0" * 101,
+            "“1/100000000000000000…” is too small: an entry other than 0 must "
+            "be at least 1e-100 in size.",
+        ),
+    ],
+)
+def test_a_fraction_out_of_place_says_why(text: str, message: str) -> None:
+    assert parse_row_exact(text) == RowError(message)
+
+
+def test_a_fraction_at_the_bounds_is_kept() -> None:
+    assert parse_row_exact("1" + "0" * 100 + "/1, 1/1" + "0" * 100) == (
+        Fraction(10**100),
+        Fraction(1, 10**100),
+    )

@@ -244,10 +244,19 @@ def test_your_own_row_is_computed_by_the_server_too(client: TestClient) -> None:
     assert one(soup, "#eps-control input[name=row]")["value"] == "3, 1, 4, 1, 5"
 
 
+def test_a_fraction_in_your_own_row_is_read_as_an_answer_reads_it(client: TestClient) -> None:
+    client.post("/predict", data={"choice": "residual"})
+    own = one(page(client, "/?row=1/3, 2 / 3, 1"), "#own-row")
+    assert text(own, "[data-ln=input]") == "[1/3, 2/3, 1]"
+    assert text(own, "[data-ln=mean]") == "0.666667"
+    assert text(own, "#own-row-message") == ""
+
+
 @pytest.mark.parametrize(
     ("row", "message"),
     [
         ("1, 2, banana", "“banana” is not a number."),
+        ("1, 2/0", "“2/0” divides by zero"),
         ("1," * 17 + "1", "at most 16 numbers"),
         ("x" * 401, "too long"),
         ("1, nan", "finite"),

@@ -62,6 +62,10 @@ def test_your_own_row_computes_as_you_type(new_page: NewPage) -> None:
     expect(steps.locator("[data-ln=input]")).to_have_text("[3, 1, 4, 1, 5]")
     expect(steps.locator("[data-ln=mean]")).to_have_text("2.800000")
     expect(steps.locator("[data-ln=variance]")).to_have_text("2.560000")
+    # A fraction reads as an answer reads it.
+    own.fill("1/3, 2 / 3, 1")
+    expect(steps.locator("[data-ln=input]")).to_have_text("[1/3, 2/3, 1]")
+    expect(steps.locator("[data-ln=mean]")).to_have_text("0.666667")
     own.fill("7, 7")
     page.get_by_role("switch", name=LESSON.hand.switch_label).click()
     expect(steps.locator("[data-ln=normalised]")).to_have_text("[not a number, not a number]")

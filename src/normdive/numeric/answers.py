@@ -20,10 +20,22 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Protocol
 
+from normdive.numeric.numbers import (
+    DECIMAL,
+    FRACTION_SLASH,
+    MAX_ABS_EXPONENT,
+    NotANumber,
+    Problem,
+    TypedDecimal,
+    decimal_of,
+    is_non_finite,
+    normalised,
+    parse_fraction,
+    raised_or_lowered,
+    ratio,
+)
+
 MAX_ANSWER_CHARS = 64
-# |exponent| beyond this is rejected before building a number: float64 spans about 1e-324 to
-# 1e308, and a 64-character mantissa moves the value by at most 64 more decades.
-MAX_ABS_EXPONENT = 400
 # Beyond float64's range the page could never show or compare the value sensibly.
 LARGEST_VALUE = Fraction(sys.float_info.max)
 # The same bound as an integer (float64's largest value is a whole number, 2**1024 - 2**971).
@@ -31,14 +43,19 @@ _LARGEST_INTEGER = int(sys.float_info.max)
 # Canonical text is positional while the decimal exponent stays within this many decades.
 _CANONICAL_POSITIONAL_DECADES = 30
 
-UNICODE_MINUS = "\u2212"
-_DECIMAL = re.compile(
-    r"(?P<sign>[+-]?)(?P<mantissa>[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE](?P<exponent>[+-]?[0-9]+))?"
-)
 _COMMA_DECIMAL = re.compile(r"[+-]?[0-9]*,[0-9]+")
-_NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity|∞)", re.IGNORECASE)
 _EXAMPLES = "Write a number such as 0.667, -1.5, 2/3 or 1e-3."
 _FRACTION_HELP = "Write a fraction as one plain number over another, like 2/3 or -1.5/4."
+# What each way a text is not a number says about an answer.
+_PROBLEM_WORDS = {
+    Problem.NOT_A_NUMBER: f"That is not a number. {_EXAMPLES}",
+    Problem.FRACTION_FORM: _FRACTION_HELP,
+    Problem.DIVIDES_BY_ZERO: "That divides by zero: the number under the / cannot be 0.",
+    Problem.EXPONENT_OUT_OF_RANGE: (
+        f"That exponent is out of range: keep it between -{MAX_ABS_EXPONENT} and "
+        f"{MAX_ABS_EXPONENT}."
+    ),
+}
 
 
 class Ratio(Protocol):
@@ -79,28 +96,7 @@ class FormatError:
     message: str  # what is wrong and how to write it, for a learner
 
 
-class _Unparseable(Exception):
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-# One typed decimal as (negative, digits, exponent): the value is (-1)**negative * int(digits) *
-# 10**exponent, and digits has neither leading nor trailing zeros ("" for zero). A plain tuple:
-# it lives for one parse, and building a named one costs as much as the rest of the parse.
-_Decimal = tuple[bool, str, int]
-
-
-def _ratio(number: _Decimal) -> tuple[int, int]:
-    """(numerator, denominator > 0) of a decimal: its digits over a power of ten."""
-    negative, digits, exponent = number
-    numerator = -int(digits or "0") if negative else int(digits or "0")
-    if exponent >= 0:
-        return numerator * 10**exponent, 1
-    return numerator, 10**-exponent
-
-
-def _canonical(number: _Decimal) -> str:
+def _canonical(number: TypedDecimal) -> str:
     """The text Decimal(text).normalize() formats as: positional ("0.6667", "-1.5", "100") while
     the leading digit's decade is within _CANONICAL_POSITIONAL_DECADES of the point, scientific
     ("1E-40", "-1.234E+51") beyond; "0" for either zero."""
@@ -120,55 +116,6 @@ def _canonical(number: _Decimal) -> str:
     return f"{sign}0.{'0' * -point}{digits}"
 
 
-def _parse_decimal(text: str, *, in_fraction: bool = False) -> _Decimal:
-    """One decimal number, exactly, or _Unparseable with a learner-facing message."""
-    match = _DECIMAL.fullmatch(text)
-    if match is None:
-        raise _Unparseable(f"That is not a number. {_EXAMPLES}")
-    return _decimal_of(match, in_fraction=in_fraction)
-
-
-def _decimal_of(match: re.Match[str], *, in_fraction: bool = False) -> _Decimal:
-    """The decimal a full match of _DECIMAL stands for, or _Unparseable."""
-    sign, mantissa, exponent = match.group("sign", "mantissa", "exponent")
-    if in_fraction and (exponent is not None or sign):
-        # Keeps the canonical "p/q" short and the sign in one place.
-        raise _Unparseable(_FRACTION_HELP)
-    # Checked on the digits before int() runs: this is the DoS guard.
-    if exponent is not None:
-        digits = exponent.lstrip("+-").lstrip("0")
-        if len(digits) > len(str(MAX_ABS_EXPONENT)) or int(digits or "0") > MAX_ABS_EXPONENT:
-            raise _Unparseable(
-                f"That exponent is out of range: keep it between -{MAX_ABS_EXPONENT} and "
-                f"{MAX_ABS_EXPONENT}."
-            )
-    whole, _, decimals = mantissa.partition(".")
-    significant = (whole + decimals).lstrip("0")
-    trimmed = significant.rstrip("0")
-    shift = len(significant) - len(trimmed) - len(decimals)  # trailing zeros less decimals
-    return sign == "-", trimmed, (int(exponent) if exponent else 0) + shift
-
-
-def _parse_fraction(text: str) -> tuple[int, int]:
-    """ "2/3", "-1.5/4", "+2 / 3": plain decimals on both sides, one optional sign in front.
-    Returns (numerator, denominator > 0), not in lowest terms."""
-    top, _, bottom = text.partition("/")
-    negative = top.startswith("-")
-    top = top.removeprefix("-" if negative else "+").strip()
-    bottom = bottom.strip()
-    if "/" in bottom:
-        raise _Unparseable(_FRACTION_HELP)
-    numerator = _parse_decimal(top, in_fraction=True)
-    denominator = _parse_decimal(bottom, in_fraction=True)
-    if not denominator[1]:
-        raise _Unparseable("That divides by zero: the number under the / cannot be 0.")
-    # (a / 10**i) / (b / 10**j) = (a * 10**j) / (b * 10**i); b > 0, as neither side has a sign.
-    top_numerator, top_denominator = _ratio(numerator)
-    bottom_numerator, bottom_denominator = _ratio(denominator)
-    value = top_numerator * bottom_denominator
-    return -value if negative else value, top_denominator * bottom_numerator
-
-
 def _lowest_terms_text(numerator: int, denominator: int) -> str:
     """str(Fraction(numerator, denominator)): "2/3", "-2/3", "2", "0"."""
     common = math.gcd(numerator, denominator)
@@ -177,38 +124,43 @@ def _lowest_terms_text(numerator: int, denominator: int) -> str:
 
 
 def parse_answer(raw: str) -> ParsedAnswer | FormatError:
-    """Parse " 2 ", "+2", "−1.5", "2/3", "6.67E-1" exactly; anything unusable -> FormatError."""
+    """Parse " 2 ", "+2", "−1.5", "2/3", "6.67E-1", "２／３" exactly (numbers.py's rules);
+    anything unusable -> FormatError."""
     if len(raw) > MAX_ANSWER_CHARS:
         return FormatError(
             raw,
             f"That is too long: an answer can be at most {MAX_ANSWER_CHARS} characters "
             f"(this one has {len(raw)}).",
         )
-    text = raw.strip().replace(UNICODE_MINUS, "-")
+    raised = raised_or_lowered(raw)
+    if raised is not None:
+        return FormatError(
+            raw,
+            f"“{raised}” is a raised or lowered character: write the number on the line, with "
+            "powers of ten as in 1e-3.",
+        )
+    text = normalised(raw).strip()
     if not text:
         return FormatError(raw, f"Type a number first. {_EXAMPLES}")
-    match = _DECIMAL.fullmatch(text)
-    if match is not None:  # the usual answer, one decimal: no other pattern can match it
-        try:
-            number = _decimal_of(match)
-        except _Unparseable as problem:
-            return FormatError(raw, problem.message)
-        numerator, denominator = _ratio(number)
-        return _within_range(raw, numerator, denominator, _canonical(number))
-    if _NON_FINITE.fullmatch(text):
-        lowered = text.lstrip("+-").lower()
-        what = "not a number (NaN)" if lowered == "nan" else "infinite"
-        return FormatError(raw, f"That is {what}; the answer is a finite number. {_EXAMPLES}")
-    if _COMMA_DECIMAL.fullmatch(text):
-        return FormatError(
-            raw, f"Use a point for the decimals, not a comma: {text.replace(',', '.')}."
-        )
-    if "/" not in text:
-        return FormatError(raw, f"That is not a number. {_EXAMPLES}")
     try:
-        numerator, denominator = _parse_fraction(text)
-    except _Unparseable as problem:
-        return FormatError(raw, problem.message)
+        match = DECIMAL.fullmatch(text)
+        if match is not None:  # the usual answer, one decimal: no other pattern can match it
+            number = decimal_of(match)
+            numerator, denominator = ratio(number)
+            return _within_range(raw, numerator, denominator, _canonical(number))
+        if is_non_finite(text):
+            lowered = text.lstrip("+-").lower()
+            what = "not a number (NaN)" if lowered == "nan" else "infinite"
+            return FormatError(raw, f"That is {what}; the answer is a finite number. {_EXAMPLES}")
+        if _COMMA_DECIMAL.fullmatch(text):
+            return FormatError(
+                raw, f"Use a point for the decimals, not a comma: {text.replace(',', '.')}."
+            )
+        if FRACTION_SLASH not in text:
+            return FormatError(raw, _PROBLEM_WORDS[Problem.NOT_A_NUMBER])
+        numerator, denominator = parse_fraction(text)
+    except NotANumber as refused:
+        return FormatError(raw, _PROBLEM_WORDS[refused.problem])
     # lowest terms: "4/6" -> "2/3", "4/2" -> "2"
     return _within_range(raw, numerator, denominator, _lowest_terms_text(numerator, denominator))
 

@@ -99,9 +99,12 @@ def variance_too_small_to_show(steps: LayerNormSteps) -> bool:
     return steps.variance != 0 and format_number(steps.variance) == ZERO
 
 
-def format_input_number(x: float | int | Decimal) -> str:
+def format_input_number(x: float | int | Decimal | Fraction) -> str:
     """A typed number as JavaScript's String(x) writes it: 3, 2.5, 0.001, 1e-7, 1.5e+300. A
-    Decimal keeps every digit it has, in the same layout: 0.10000000000000000001."""
+    Decimal keeps every digit it has, in the same layout: 0.10000000000000000001. A typed
+    fraction is written in lowest terms: 2/3, -3/8, 2 (static/layernorm.js writes the same)."""
+    if isinstance(x, Fraction):
+        return str(x)
     if isinstance(x, float) and not math.isfinite(x):
         return non_finite_words(x)
     if x == 0:
@@ -127,6 +130,6 @@ def format_input_number(x: float | int | Decimal) -> str:
     return ("-" if sign else "") + body
 
 
-def format_input_row(xs: Sequence[float | int | Decimal]) -> str:
+def format_input_row(xs: Sequence[float | int | Decimal | Fraction]) -> str:
     """ "[1, 2, 3]", "[2.5, -1, 1e-7]": the row as the learner would have typed it."""
     return "[" + ", ".join(format_input_number(x) for x in xs) + "]"

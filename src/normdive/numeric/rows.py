@@ -1,34 +1,44 @@
 """Parsing a row the learner types in "Try your own row".
 
-Rules (static/layernorm.js `parseRow` implements the same rules with the same messages):
+Each entry is a number by the same rules as a typed answer (numbers.py: the characters read,
+decimals and fractions, the words for what is not finite), so "2/3" is read in a row as in an
+answer. The row's own rules (static/layernorm.js `parseRow` implements the same rules with the
+same messages):
 - at most MAX_ROW_CHARS characters (checked first, so a pasted novel costs nothing);
-- no superscript or subscript characters: NFKC would read "3²" as 32 and "1e⁻³" as 1e−3, a
-  different number from the one meant, without a word;
-- the text is then normalised to Unicode's NFKC form (UAX #15), so full-width digits, signs,
-  points and commas ("３．５", "－１", "１，２") and the wide spaces of East Asian keyboards read
-  as their ASCII forms, as a learner typing them means;
 - optional square brackets around the whole row, both or neither;
 - numbers separated by commas and/or whitespace; a separator at either end is ignored, but two
-  commas with nothing between them are an error (a number was probably lost);
-- each number is plain decimal notation with an optional sign (the Unicode minus U+2212
-  counts as a minus) and an optional exponent: 2, -1.5, .5, 3., 1e-3, 6.02E23;
+  commas with nothing between them are an error (a number was probably lost); spaces around a
+  fraction's slash belong to the fraction ("2 / 3" is one entry);
+- groups written like "0,5 1,5" are decimal commas, named as such rather than read as more
+  entries;
 - 1 to MAX_ROW_LENGTH numbers, each 0 or between MIN_MAGNITUDE and MAX_MAGNITUDE in size,
-  decided on the typed decimal itself (never on a float, which turns 1e-999 into 0 and 1e400
-  into infinity). The steps are computed exactly from these decimals (layernorm.py); the
+  decided on the typed number itself (never on a float, which turns 1e-999 into 0 and 1e400
+  into infinity). The steps are computed exactly from these numbers (layernorm.py); the
   bounds keep every shown number to a readable length, and keep the floats the row is also
   read as (parse_row) ordinary: beyond them a square overflows or rounds to zero.
 
-Characters are matched from explicit ASCII sets rather than `\\d` / `\\s`, whose meaning
+A decimal entry is kept as a Decimal with every digit typed; a fraction as a Fraction in lowest
+terms. Characters are matched from explicit ASCII sets rather than `\\d` / `\\s`, whose meaning
 differs between Python (all of Unicode) and JavaScript, so both twins accept the same text.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Final, Literal
+from fractions import Fraction
+
+from normdive.numeric.numbers import (
+    FRACTION_SLASH,
+    UNICODE_MINUS,
+    NotANumber,
+    Problem,
+    is_non_finite,
+    nfkc,
+    parse_fraction,
+    raised_or_lowered,
+)
 
 MAX_ROW_LENGTH = 16
 MAX_ROW_CHARS = 400
@@ -42,26 +52,35 @@ MIN_MAGNITUDE_EXPONENT = -100
 # mantissa a row can hold, so it is never turned into an integer (whose size it would set).
 MAX_EXPONENT_DIGITS = 6
 
-NORMAL_FORM: Final[Literal["NFKC"]] = "NFKC"
-UNICODE_MINUS = "\u2212"
 # Space, tab, line feed, carriage return, no-break space, narrow no-break space (phones insert
 # the last two when pasting; NFKC makes both a plain space, and they stay listed for clarity).
 SPACES = " \t\n\r\u00a0\u202f"
-# The superscripts and subscripts that NFKC turns into a digit, a sign or an exponent's "e"
-# (Unicode 14: every character with a <super> or <sub> decomposition to one of those;
-# tests/test_numeric_rows.py checks the list against unicodedata).
-RAISED_OR_LOWERED = "\u00b2\u00b3\u00b9\u1d31\u1d49\u2070\u2074-\u207b\u2080-\u208b\u2091"
-_RAISED_OR_LOWERED = re.compile(f"[{RAISED_OR_LOWERED}]")
 _SEPARATOR = re.compile(f"[{SPACES},]+")
 _EMPTY_BETWEEN_COMMAS = re.compile(f",[{SPACES}]*,")
 _SPACES_ONLY = re.compile(f"[{SPACES}]+")
+# The spaces around a fraction's slash, dropped before the row is split into entries.
+_SPACED_SLASH = re.compile(f"[{SPACES}]*{FRACTION_SLASH}[{SPACES}]*")
 # A group written as a number with a decimal comma: digits, one comma, digits ("-0,5", "1,25").
 _DECIMAL_COMMA_GROUP = re.compile(r"[+\-\u2212]?[0-9]*[0-9],[0-9]+")
 _NUMBER = re.compile(
     r"(?P<sign>[+-]?)(?:(?P<whole>[0-9]+)\.?(?P<part>[0-9]*)|\.(?P<fraction>[0-9]+))"
     r"(?:[eE](?P<exponent>[+-]?[0-9]+))?"
 )
-_NON_FINITE_WORDS = frozenset({"nan", "inf", "infinity"})
+# The characters a fraction entry may have: anything else is not a number, before the answer's
+# fraction rules (whose spaces around the slash a row has already joined) read it.
+_FRACTION_ALPHABET = re.compile(r"[0-9+\-.eE/]+")
+_EXAMPLES = "Write numbers like 2, -1.5, 2/3 or 1e-3, separated by commas or spaces."
+_TOO_LARGE = "is too large: keep every entry between -1e100 and 1e100."
+_TOO_SMALL = "is too small: an entry other than 0 must be at least 1e-100 in size."
+# What each way an entry is not a number says, after the entry quoted.
+_PROBLEM_WORDS = {
+    Problem.NOT_A_NUMBER: f"is not a number. {_EXAMPLES}",
+    Problem.FRACTION_FORM: (
+        "is not a fraction to work with: write one plain number over another, like 2/3 or -1.5/4."
+    ),
+    Problem.DIVIDES_BY_ZERO: "divides by zero: the number under the / cannot be 0.",
+    Problem.EXPONENT_OUT_OF_RANGE: _TOO_LARGE,
+}
 
 
 @dataclass(frozen=True)
@@ -118,22 +137,44 @@ def _too_large(digits: str, exponent: int) -> bool:
     return exponent > top or (exponent == top and digits != "1")
 
 
-def parse_row_exact(text: str) -> tuple[Decimal, ...] | RowError:
-    """Parse "1, 2, 3", "[1 2 3]", "−0.5,2e3": a tuple of 1 to 16 decimals, exactly as typed
-    (Decimal("0.1") is one tenth, not the float nearest it), or a RowError."""
-    if len(text) > MAX_ROW_CHARS:
-        return RowError(
-            f"That is too long: a row can be at most {MAX_ROW_CHARS} characters "
-            f"(this one has {len(text)})."
-        )
-    raised = _RAISED_OR_LOWERED.search(text)
-    if raised is not None:
-        return RowError(
-            f"{_quote(raised.group())} is a raised or lowered character: write every entry on "
-            "the line, with powers of ten as in 1e-3."
-        )
-    text = unicodedata.normalize(NORMAL_FORM, text)
-    body = text.strip(SPACES)
+def _fraction_entry(token: str) -> Fraction | RowError:
+    """A fraction entry ("2/3", "-1.5/4") in lowest terms, within the row's bounds."""
+    if _FRACTION_ALPHABET.fullmatch(token) is None:
+        return RowError(f"{_quote(token)} {_PROBLEM_WORDS[Problem.NOT_A_NUMBER]}")
+    try:
+        numerator, denominator = parse_fraction(token)
+    except NotANumber as refused:
+        return RowError(f"{_quote(token)} {_PROBLEM_WORDS[refused.problem]}")
+    # |numerator / denominator| against 10**100 and 10**-100, in integers (denominator > 0).
+    bound = 10**MAX_MAGNITUDE_EXPONENT
+    if abs(numerator) > bound * denominator:
+        return RowError(f"{_quote(token)} {_TOO_LARGE}")
+    if numerator != 0 and abs(numerator) * bound < denominator:
+        return RowError(f"{_quote(token)} {_TOO_SMALL}")
+    return Fraction(numerator, denominator)
+
+
+def _decimal_entry(token: str) -> Decimal | RowError:
+    """A decimal entry with every digit typed, within the row's bounds."""
+    match = _NUMBER.fullmatch(token)
+    if match is None:
+        return RowError(f"{_quote(token)} {_PROBLEM_WORDS[Problem.NOT_A_NUMBER]}")
+    negative = match.group("sign") == "-"
+    size = _size(match)
+    if size is None:
+        return Decimal("-0" if negative else "0")
+    digits, exponent = size
+    if _too_large(digits, exponent):
+        return RowError(f"{_quote(token)} {_TOO_LARGE}")
+    if exponent <= MIN_MAGNITUDE_EXPONENT:
+        return RowError(f"{_quote(token)} {_TOO_SMALL}")
+    # In range, so the exponent is small: Decimal reads the digits exactly.
+    return Decimal(f"{'-' if negative else ''}0.{digits}e{exponent}")
+
+
+def _entries(body: str) -> list[str] | RowError:
+    """The row's entries, its brackets taken off (body: in NFKC, stripped; a decimal comma is
+    quoted with the minus typed)."""
     opens, closes = body.startswith("["), body.endswith("]")
     if opens != closes or (opens and len(body) == 1):
         return RowError("Put square brackets on both ends of the row, or leave both out.")
@@ -148,37 +189,38 @@ def parse_row_exact(text: str) -> tuple[Decimal, ...] | RowError:
     body = body.replace(UNICODE_MINUS, "-")
     if _EMPTY_BETWEEN_COMMAS.search(body):
         return RowError("There are two commas with no number between them.")
-    tokens = [token for token in _SEPARATOR.split(body) if token]
+    tokens = [token for token in _SEPARATOR.split(_SPACED_SLASH.sub(FRACTION_SLASH, body)) if token]
     if not tokens:
         return RowError("Type at least one number, for example 1, 2, 3.")
+    return tokens
 
-    values: list[Decimal] = []
+
+def parse_row_exact(text: str) -> tuple[Decimal | Fraction, ...] | RowError:
+    """Parse "1, 2, 3", "[1 2 3]", "−0.5,2e3", "1/3 2/3": a tuple of 1 to 16 exact numbers, a
+    decimal exactly as typed (Decimal("0.1") is one tenth, not the float nearest it) and a
+    fraction in lowest terms, or a RowError."""
+    if len(text) > MAX_ROW_CHARS:
+        return RowError(
+            f"That is too long: a row can be at most {MAX_ROW_CHARS} characters "
+            f"(this one has {len(text)})."
+        )
+    raised = raised_or_lowered(text)
+    if raised is not None:
+        return RowError(
+            f"{_quote(raised)} is a raised or lowered character: write every entry on "
+            "the line, with powers of ten as in 1e-3."
+        )
+    tokens = _entries(nfkc(text).strip(SPACES))
+    if isinstance(tokens, RowError):
+        return tokens
+    values: list[Decimal | Fraction] = []
     for token in tokens:
-        if token.lstrip("+-").lower() in _NON_FINITE_WORDS:
+        if is_non_finite(token):
             return RowError(f"{_quote(token)} is not allowed: every entry must be a finite number.")
-        match = _NUMBER.fullmatch(token)
-        if match is None:
-            return RowError(
-                f"{_quote(token)} is not a number. Write numbers like 2, -1.5 or 1e-3, "
-                "separated by commas or spaces."
-            )
-        negative = match.group("sign") == "-"
-        size = _size(match)
-        if size is None:
-            values.append(Decimal("-0" if negative else "0"))
-            continue
-        digits, exponent = size
-        if _too_large(digits, exponent):
-            return RowError(
-                f"{_quote(token)} is too large: keep every entry between -1e100 and 1e100."
-            )
-        if exponent <= MIN_MAGNITUDE_EXPONENT:
-            return RowError(
-                f"{_quote(token)} is too small: an entry other than 0 must be at least 1e-100 "
-                "in size."
-            )
-        # In range, so the exponent is small: Decimal reads the digits exactly.
-        values.append(Decimal(f"{'-' if negative else ''}0.{digits}e{exponent}"))
+        entry = _fraction_entry(token) if FRACTION_SLASH in token else _decimal_entry(token)
+        if isinstance(entry, RowError):
+            return entry
+        values.append(entry)
     if len(values) > MAX_ROW_LENGTH:
         return RowError(
             f"A row can hold at most {MAX_ROW_LENGTH} numbers; this one has {len(values)}."

@@ -1,6 +1,7 @@
 // Layer norm step by step, in the browser: the twin of normdive/numeric/{layernorm,display,rows}.py.
 //
-// Plain ES module, no framework, no build step. A row is decimals, so its steps are rationals,
+// Plain ES module, no framework, no build step. A row is decimals and fractions, so its steps
+// are rationals,
 // computed here exactly with BigInt (numeric/layernorm.py computes the same rationals with
 // Fraction): the mean, the variance, and each square root kept as its square (the denominator
 // as variance + eps, each output as d * d / (variance + eps) with d's sign). Nothing is rounded
@@ -29,15 +30,29 @@ const SCALE = 10n ** BigInt(DECIMALS);
 
 // A decimal as written: sign, digits before and after the point, exponent.
 const DECIMAL = /^([+-]?)(?:([0-9]+)\.?([0-9]*)|\.([0-9]+))(?:[eE]([+-]?[0-9]+))?$/;
+// A fraction in lowest terms as parseRow writes it (and numeric/display.py): "-3/8".
+const FRACTION_TEXT = /^(-?[0-9]+)\/([0-9]+)$/;
 
-// A decimal's text (or a number, read as String(x) writes it) as the exact rational
-// {num, den}: den a power of ten.
+function gcd(a, b) {
+  let [x, y] = [a < 0n ? -a : a, b];
+  while (y !== 0n) [x, y] = [y, x % y];
+  return x;
+}
+
+// A decimal's text (or a number, read as String(x) writes it), or a fraction's "p/q", as the
+// exact rational {num, den}, den > 0.
 function rational(x) {
   const text = String(x); // a number: its shortest round-trip digits
+  const fraction = FRACTION_TEXT.exec(text);
+  if (fraction !== null) {
+    const den = BigInt(fraction[2]);
+    if (den === 0n) throw new RangeError(`not a number: ${text}`);
+    return { num: BigInt(fraction[1]), den };
+  }
   const match = DECIMAL.exec(text);
   if (match === null) throw new RangeError(`not a decimal number: ${text}`);
-  const [, sign, whole = "", part = "", fraction = "", exponent = "0"] = match;
-  const after = part || fraction;
+  const [, sign, whole = "", part = "", fractionDigits = "", exponent = "0"] = match;
+  const after = part || fractionDigits;
   let num = BigInt(whole + after || "0");
   if (sign === "-") num = -num;
   if (num === 0n) return { num: 0n, den: 1n };
@@ -61,6 +76,7 @@ function isqrt(n) {
 /**
  * Normalise one row step by step, exactly.
  * @param {ArrayLike<string | number>} row  (n,) with n >= 1: decimals as text ("0.1", "1e-7")
+ *   or fractions in lowest terms ("2/3"), as parseRow gives them
  * @param {string | number} eps  (the lesson's epsilon as text with the switch on, "0" off)
  * @returns {{mean: {num: bigint, den: bigint}, variance: {num: bigint, den: bigint},
  *            denominator: {square: {num: bigint, den: bigint}, negative: boolean},
@@ -73,8 +89,8 @@ export function layerNormSteps(row, eps) {
   if (n === 0n) throw new RangeError("layer norm needs at least one number in the row");
   const e = rational(eps);
   if (e.num < 0n) throw new RangeError(`eps must be a finite number >= 0, got ${eps}`);
-  // Every den is a power of ten, so the largest is a common denominator D: x = X / D.
-  const D = values.reduce((largest, x) => (x.den > largest ? x.den : largest), 1n);
+  // A common denominator D, the least one (a power of ten for a row of decimals): x = X / D.
+  const D = values.reduce((common, x) => (common / gcd(common, x.den)) * x.den, 1n);
   const X = values.map((x) => x.num * (D / x.den));
   const S = X.reduce((total, x) => total + x, 0n);
   // mean = S / (n D); deviation d = (n X - S) / (n D) = Y / (n D).
@@ -191,11 +207,68 @@ const EDGE_SPACES = new RegExp(`^[${SPACES}]+|[${SPACES}]+$`, "g");
 const SEPARATOR = new RegExp(`[${SPACES},]+`);
 const EMPTY_BETWEEN_COMMAS = new RegExp(`,[${SPACES}]*,`);
 const SPACES_ONLY = new RegExp(`[${SPACES}]+`);
+// The spaces around a fraction's slash belong to the fraction ("2 / 3" is one entry).
+const SPACED_SLASH = new RegExp(`[${SPACES}]*/[${SPACES}]*`, "g");
 // The superscripts and subscripts NFKC turns into a digit, a sign or an exponent's "e"
-// (numeric/rows.py, RAISED_OR_LOWERED).
+// (numeric/numbers.py, RAISED_OR_LOWERED).
 const RAISED_OR_LOWERED = /[\u00b2\u00b3\u00b9\u1d31\u1d49\u2070\u2074-\u207b\u2080-\u208b\u2091]/;
 const DECIMAL_COMMA_GROUP = /^[+\-\u2212]?[0-9]*[0-9],[0-9]+$/;
-const NON_FINITE_WORDS = new Set(["nan", "inf", "infinity"]);
+const NON_FINITE_WORDS = new Set(["nan", "inf", "infinity", "\u221e"]);
+// A typed answer's decimal (numeric/numbers.py, DECIMAL): a fraction's two sides are read by it.
+const ANSWER_DECIMAL = /^([+-]?)([0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?$/;
+// The characters a fraction entry may have; anything else is not a number (numeric/rows.py).
+const FRACTION_ALPHABET = /^[0-9+\-.eE/]+$/;
+const BOUND = 10n ** BigInt(MAX_MAGNITUDE_EXPONENT);
+// What each way an entry is not a number says, after the entry quoted (numeric/rows.py).
+const EXAMPLES = "Write numbers like 2, -1.5, 2/3 or 1e-3, separated by commas or spaces.";
+const TOO_LARGE = "is too large: keep every entry between -1e100 and 1e100.";
+const TOO_SMALL = "is too small: an entry other than 0 must be at least 1e-100 in size.";
+const NOT_A_NUMBER_WORDS = `is not a number. ${EXAMPLES}`;
+const FRACTION_FORM_WORDS = "is not a fraction to work with: write one plain number over " +
+  "another, like 2/3 or -1.5/4.";
+const DIVIDES_BY_ZERO_WORDS = "divides by zero: the number under the / cannot be 0.";
+
+// nan, inf, infinity or ∞ in any case, with one sign or none (numeric/numbers.py).
+function isNonFinite(token) {
+  const body = token.startsWith("+") || token.startsWith("-") ? token.slice(1) : token;
+  return NON_FINITE_WORDS.has(body.toLowerCase());
+}
+
+// One side of a fraction: a plain decimal, no sign, no exponent, as {num, den}; or the words
+// of what is wrong with it (numeric/numbers.py, parse_decimal with in_fraction).
+function fractionSide(text) {
+  const match = ANSWER_DECIMAL.exec(text);
+  if (match === null) return NOT_A_NUMBER_WORDS;
+  const [, sign, mantissa, exponent] = match;
+  if (sign !== "" || exponent !== undefined) return FRACTION_FORM_WORDS;
+  const [whole, decimals = ""] = mantissa.split(".");
+  return { num: BigInt(whole + decimals || "0"), den: 10n ** BigInt(decimals.length) };
+}
+
+// A fraction entry ("2/3", "-1.5/4") as its text in lowest terms, or {message}
+// (numeric/rows.py, _fraction_entry).
+function fractionEntry(token) {
+  const refused = (words) => ({ message: `${quote(token)} ${words}` });
+  if (!FRACTION_ALPHABET.test(token)) return refused(NOT_A_NUMBER_WORDS);
+  const slash = token.indexOf("/");
+  let top = token.slice(0, slash);
+  const bottom = token.slice(slash + 1);
+  const negative = top.startsWith("-");
+  if (top.startsWith(negative ? "-" : "+")) top = top.slice(1);
+  if (bottom.includes("/")) return refused(FRACTION_FORM_WORDS);
+  const upper = fractionSide(top);
+  if (typeof upper === "string") return refused(upper);
+  const lower = fractionSide(bottom);
+  if (typeof lower === "string") return refused(lower);
+  if (lower.num === 0n) return refused(DIVIDES_BY_ZERO_WORDS);
+  const size = upper.num * lower.den;
+  const den = upper.den * lower.num;
+  if (size > BOUND * den) return refused(TOO_LARGE);
+  if (size !== 0n && size * BOUND < den) return refused(TOO_SMALL);
+  const common = gcd(size, den);
+  const num = (negative ? -size : size) / common;
+  return den / common === 1n ? `${num}` : `${num}/${den / common}`;
+}
 
 // The first group written like "0,5" when the row's groups are parted by spaces and every group
 // with a comma in it is such a number: decimal commas, not a list. Same rule as
@@ -247,9 +320,10 @@ function layout(digits, n) {
 }
 
 /**
- * Parse "1, 2, 3", "[1 2 3]", "−0.5,2e3": an array of 1 to 16 decimals as text, every digit
- * typed kept, in the layout String(x) uses ("0.1", "1e-7", "1e+100"), or {message}.
- * Same rules and messages as normdive/numeric/rows.py.
+ * Parse "1, 2, 3", "[1 2 3]", "−0.5,2e3", "1/3 2/3": an array of 1 to 16 numbers as text, a
+ * decimal with every digit typed kept, in the layout String(x) uses ("0.1", "1e-7", "1e+100"),
+ * a fraction in lowest terms ("2/3"), or {message}. Same rules and messages as
+ * normdive/numeric/rows.py, whose entries follow a typed answer's rules (numeric/numbers.py).
  */
 export function parseRow(text) {
   text = String(text);
@@ -285,22 +359,23 @@ export function parseRow(text) {
   if (EMPTY_BETWEEN_COMMAS.test(body)) {
     return { message: "There are two commas with no number between them." };
   }
-  const tokens = body.split(SEPARATOR).filter((token) => token !== "");
+  const tokens = body.replace(SPACED_SLASH, "/").split(SEPARATOR).filter((token) => token !== "");
   if (tokens.length === 0) {
     return { message: "Type at least one number, for example 1, 2, 3." };
   }
   const values = [];
   for (const token of tokens) {
-    if (NON_FINITE_WORDS.has(token.replace(/^[+-]+/, "").toLowerCase())) {
+    if (isNonFinite(token)) {
       return { message: `${quote(token)} is not allowed: every entry must be a finite number.` };
     }
-    const match = DECIMAL.exec(token);
-    if (match === null) {
-      return {
-        message: `${quote(token)} is not a number. Write numbers like 2, -1.5 or 1e-3, ` +
-          "separated by commas or spaces.",
-      };
+    if (token.includes("/")) {
+      const entry = fractionEntry(token);
+      if (typeof entry !== "string") return entry;
+      values.push(entry);
+      continue;
     }
+    const match = DECIMAL.exec(token);
+    if (match === null) return { message: `${quote(token)} ${NOT_A_NUMBER_WORDS}` };
     const found = size(match);
     if (found === null) {
       values.push("0"); // also -0, as String(-0) writes it
@@ -309,16 +384,9 @@ export function parseRow(text) {
     const { digits, exponent } = found;
     const top = MAX_MAGNITUDE_EXPONENT + 1;
     if (exponent > top || (exponent === top && digits !== "1")) {
-      return {
-        message: `${quote(token)} is too large: keep every entry between -1e100 and 1e100.`,
-      };
+      return { message: `${quote(token)} ${TOO_LARGE}` };
     }
-    if (exponent <= MIN_MAGNITUDE_EXPONENT) {
-      return {
-        message: `${quote(token)} is too small: an entry other than 0 must be at least 1e-100 ` +
-          "in size.",
-      };
-    }
+    if (exponent <= MIN_MAGNITUDE_EXPONENT) return { message: `${quote(token)} ${TOO_SMALL}` };
     values.push(`${match[1] === "-" ? "-" : ""}${layout(digits, exponent)}`);
   }
   if (values.length > MAX_ROW_LENGTH) {
