@@ -510,7 +510,8 @@ def operations(lesson: Lesson) -> dict[str, dict[str, Schema]]:
                 ],
                 "security": optional_learner,
                 "responses": {
-                    "200": {"description": "The lesson page.", "content": {HTML: {"schema": PAGE}}}
+                    "200": {"description": "The lesson page.", "content": {HTML: {"schema": PAGE}}},
+                    "303": {"description": "A parameter given twice: the address with it once."},
                 },
             }
         },

@@ -466,3 +466,26 @@ def test_a_lone_learner_is_told_once_why_no_totals_show(client: TestClient) -> N
     hidden = LESSON.aggregate.hidden.format(minimum=LESSON.aggregate.min_learners)
     assert notes == [hidden]
     assert LESSON.aggregate.hidden_again not in aggregate.get_text()
+
+
+@pytest.mark.parametrize(
+    ("query", "location"),
+    [
+        ("eps=off&eps=on", "/"),  # the switch's form ticked on without JavaScript
+        ("eps=off&eps=on&row=1,2", "/?row=1%2C2"),
+        ("eps=on&eps=off&play=both", "/?eps=off&play=both"),
+        ("row=1&row=2", "/?row=2"),
+        ("eps=off&eps=off&row=", "/?eps=off"),
+    ],
+)
+def test_a_parameter_given_twice_lands_on_the_address_with_it_once(
+    client: TestClient, query: str, location: str
+) -> None:
+    answer = client.get(f"/?{query}", follow_redirects=False)
+    assert answer.status_code == 303
+    assert answer.headers["location"] == location
+
+
+@pytest.mark.parametrize("query", ["", "eps=off", "eps=off&row=1,2&play=both", "other=1&other=2"])
+def test_an_address_with_each_parameter_once_is_the_page(client: TestClient, query: str) -> None:
+    assert client.get(f"/?{query}", follow_redirects=False).status_code == 200

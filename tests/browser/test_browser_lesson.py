@@ -13,6 +13,7 @@ import pytest
 from lesson_page import (
     NAN4,
     PHONE,
+    ZEROS4,
     attempts,
     check_numbers,
     commit_prediction,
@@ -283,6 +284,16 @@ def test_without_javascript_a_number_still_lands(new_page: NewPage) -> None:
     page.get_by_role("switch", name=LESSON.hand.switch_label).uncheck()
     page.get_by_role("button", name="Apply the switch").click()
     expect(page.locator("#edge-now")).to_have_text(f"{LESSON.hand.edge_now_off} {NAN4}.")
+    expect(page).to_have_url(re.compile(r"/\?eps=off#hand$"))
+    # Ticked on again, and off and on once more: the address says eps once at most.
+    for _ in range(2):
+        page.get_by_role("switch", name=LESSON.hand.switch_label).check()
+        page.get_by_role("button", name="Apply the switch").click()
+        expect(page.locator("#edge-now")).to_have_text(f"{LESSON.hand.edge_now_on} {ZEROS4}.")
+        expect(page).to_have_url(re.compile(r"/#hand$"))
+        page.get_by_role("switch", name=LESSON.hand.switch_label).uncheck()
+        page.get_by_role("button", name="Apply the switch").click()
+        expect(page).to_have_url(re.compile(r"/\?eps=off#hand$"))
 
     # A refusal re-renders the page with the message by the form, and again at the top of the
     # page, where the answer opens, with a link down to the form.

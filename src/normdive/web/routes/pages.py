@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import text
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from normdive.progress.actions import unknown_row_message
@@ -21,7 +21,7 @@ from normdive.web.infrastructure.flash import FLASH_COOKIE, clear_flash, refusal
 from normdive.web.infrastructure.identity import attach_cookie, resolve_learner
 from normdive.web.infrastructure.services import services
 from normdive.web.security.csrf import form_token
-from normdive.web.views.page import PLAY_PARAM, eps_is_on
+from normdive.web.views.page import CARRIED_PARAMS, PLAY_PARAM, carry_from, eps_is_on
 from normdive.web.views.player import row_payload
 
 
@@ -36,10 +36,25 @@ def _player_row(state: LessonState, asked: str | None) -> str | None:
     return played[-1] if played else None
 
 
+def _repeated_carry(request: Request) -> Response | None:
+    """A redirect to the page's address with each carried parameter once, when one came more
+    than once: the switch's form without JavaScript sends eps twice when it is ticked on (its
+    hidden "off" and the box's "on"; the last one counts, as the page reads it), and the
+    address would keep both, and a second one at every flip. The browser keeps the anchor."""
+    names = [name for name, _ in request.query_params.multi_items() if name in CARRIED_PARAMS]
+    if len(names) == len(set(names)):
+        return None
+    carry = carry_from(dict(request.query_params), services(request).lesson)
+    return RedirectResponse(carry.address(), status_code=303)
+
+
 def lesson_page(request: Request) -> Response:
     """The lesson, or while 8.5 is not done, a page saying what it waits for. A plain
     function: Starlette runs it in its thread pool (it reads the store)."""
     svc = services(request)
+    repeated = _repeated_carry(request)
+    if repeated is not None:
+        return repeated
     learner = resolve_learner(request, svc.signer)
     read = svc.read(learner.id)
     state = read.state

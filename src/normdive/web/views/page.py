@@ -53,6 +53,10 @@ FORMS = ("predict", "numbers", "reading", "takeaway", "row-predict", "row-play",
 PLAY_PARAM = "play"
 
 
+# The address's parameters a page without JavaScript carries through its forms (Carry).
+CARRIED_PARAMS = frozenset({"eps", "row", PLAY_PARAM})
+
+
 @dataclass(frozen=True)
 class Carry:
     """What the URL holds for a page without JavaScript, carried through every form."""
@@ -66,10 +70,14 @@ class Carry:
         params += [(name, value) for name, value in (("row", self.row), (PLAY_PARAM, self.play))]
         return urlencode([(name, value) for name, value in params if value])
 
+    def address(self) -> str:
+        """The page's address with these parameters."""
+        query = self.query()
+        return f"/{'?' + query if query else ''}"
+
     def location(self, anchor: str) -> str:
         """Where a no-JavaScript success lands: the page as it was, at `anchor`."""
-        query = self.query()
-        return f"/{'?' + query if query else ''}#{anchor}"
+        return f"{self.address()}#{anchor}"
 
 
 def carry_from(values: Mapping[str, str], lesson: Lesson) -> Carry:
