@@ -154,3 +154,13 @@ def test_without_javascript_the_panel_says_so_and_links_the_grid_as_a_table(
     expect(table).to_be_visible()
     expect(table.get_by_role("row")).to_have_count(1 + 8)  # a header and eight rows
     no_horizontal_scroll(page)
+
+
+def test_the_lab_opened_is_open_again_after_a_reload(new_page: NewPage) -> None:
+    page = new_page()
+    close_the_gate(page)
+    page.get_by_text(TEXT.open_label, exact=True).click()
+    expect(page.locator("#lab-commit")).to_be_visible()
+    page.reload()
+    expect(page.locator("#lab-panel")).to_have_attribute("open", "")
+    expect(page.locator("#lab-commit")).to_be_visible()

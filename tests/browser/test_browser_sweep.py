@@ -257,3 +257,26 @@ def test_at_320_px_no_figure_of_the_sweep_is_clipped(new_page: NewPage, javascri
         assert sizes[0] <= sizes[1] or sizes[2] == "auto", sizes
     width = page.evaluate("document.scrollingElement.scrollWidth")
     assert width <= 320, f"the page scrolls sideways: {width}px"
+
+
+def test_an_opened_panel_and_table_are_open_again_after_a_reload(new_page: NewPage) -> None:
+    page = new_page()
+    close_the_gate(page)
+    page.get_by_text(TEXT.open_label, exact=True).first.click()
+    gpt2 = page.get_by_role("table", name="Final held-out accuracy with GPT-2 initialisation")
+    expect(gpt2).to_be_visible()
+    table = page.locator("#hand-steps-table")
+    table.locator("summary").click()
+    expect(table).to_have_attribute("open", "")
+
+    page.reload()
+    expect(page.locator("#sweep-panel")).to_have_attribute("open", "")
+    expect(gpt2).to_be_visible()  # its body loaded again, as opening it by hand does
+    expect(table).to_have_attribute("open", "")
+
+    table.locator("summary").click()  # closed by the learner: it stays closed
+    expect(table).not_to_have_attribute("open", "")
+    page.reload()
+    expect(page.locator("#sweep-panel")).to_have_attribute("open", "")
+    expect(gpt2).to_be_visible()
+    expect(table).not_to_have_attribute("open", "")

@@ -28,7 +28,7 @@
 //
 // Elements are found through event delegation, so regions swapped in need no re-binding.
 
-import { keepDraft, keepTakeawayDraft, keptInThisTab, takeawayDraftKept } from "./page/kept.js";
+import { keepDraft, keepPanel, keepTakeawayDraft, keptInThisTab, reopenPanels, takeawayDraftKept } from "./page/kept.js";
 import { rememberSaved, takeawayDirty, takeawayParts } from "./page/takeaway-saved.js";
 
 // requestIdleCallback is missing from some browsers (Safari); a timer does the same there.
@@ -137,7 +137,9 @@ document.addEventListener(
   "toggle",
   (event) => {
     const panel = event.target;
-    if (!(panel instanceof HTMLDetailsElement) || !panel.open) return;
+    if (!(panel instanceof HTMLDetailsElement)) return;
+    keepPanel(panel);
+    if (!panel.open) return;
     if (panel.id === "sweep-panel") import("./sweep.js").then(({ openPanel }) => openPanel(panel));
     // "Train one yourself": its module, the trainer and the grid load only now.
     if (panel.id === "lab-panel") import("./lab-panel.js").then(({ openPanel }) => openPanel(panel));
@@ -168,6 +170,7 @@ if (keptInThisTab()) {
     if (takeawayDraftKept()) takeaway.get().then(({ restoreTakeawayDraft }) => restoreTakeawayDraft());
   });
 }
+reopenPanels();
 const control = document.getElementById("eps-switch");
 if (isInput(control) && control.checked !== control.defaultChecked) paintNumbers();
 const shownRow = document.getElementById("player")?.dataset.playerRow;
