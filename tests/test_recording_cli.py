@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from normdive.cli import app
@@ -63,7 +64,7 @@ def test_a_file_over_the_readers_cap_is_refused_with_the_limit_named(tmp_path: P
 
 def test_help() -> None:
     result = runner.invoke(app, ["check-recording", "--help"])
-    assert result.exit_code == 0 and "Validate a recording file" in result.output
+    assert result.exit_code == 0 and "Validate any file record-runs writes" in result.output
 
 
 # JSON nested far deeper than Python's recursion limit, which the json module parses by
@@ -95,3 +96,60 @@ def test_the_server_reports_the_same_problem_for_it(tmp_path: Path) -> None:
     assert isinstance(problem, RecordingProblem)
     assert problem.reason == "bad_json"
     assert "nests its JSON too deeply to read" in problem.message
+
+
+SHIPPED = Path(__file__).resolve().parents[1] / "recordings"
+
+
+def test_every_shipped_file_passes() -> None:
+    """The recording, its depth sweep and its lab grid, each recognised by its kind."""
+    files = sorted(SHIPPED.glob("*.json"))
+    assert [f.name for f in files] == [
+        "the-transformer-block-lab.json",
+        "the-transformer-block-sweep.json",
+        "the-transformer-block.json",
+    ]
+    for path in files:
+        result = runner.invoke(app, ["check-recording", str(path)])
+        assert result.exit_code == 0, result.output
+        assert result.output.splitlines()[-1].startswith("OK: "), result.output
+
+
+@pytest.mark.parametrize(
+    ("name", "command"),
+    [
+        ("the-transformer-block-lab.json", "`normdive record-runs --lab`"),
+        ("the-transformer-block-sweep.json", "`normdive record-runs --sweep`"),
+        ("the-transformer-block.json", "`normdive record-runs`"),
+    ],
+)
+def test_a_damaged_file_is_told_the_command_that_makes_its_kind(
+    tmp_path: Path, name: str, command: str
+) -> None:
+    shipped = (SHIPPED / name).read_bytes()
+    cases = [
+        (name, shipped[: len(shipped) // 2]),  # cut short: not JSON, its name tells its kind
+        (name, None),  # missing: its name tells its kind
+        # Valid JSON under another name, a field misspelt: its contents tell its kind.
+        ("renamed.json", shipped.replace(b'"provenance"', b'"provenancx"', 1)),
+    ]
+    for damaged_name, damaged in cases:
+        path = tmp_path / damaged_name
+        path.unlink(missing_ok=True)
+        if damaged is not None:
+            path.write_bytes(damaged)
+        result = runner.invoke(app, ["check-recording", str(path)])
+        assert result.exit_code == 1, (damaged_name, result.output)
+        assert f"Run {command} to make it again." in result.output, (damaged_name, result.output)
+        assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("content", ['{"kind": "playlist"}', "[1, 2, 3]", '"a string"'])
+def test_a_foreign_file_is_told_what_makes_each_kind(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "notes.json"
+    path.write_text(content, encoding="utf-8")
+    result = runner.invoke(app, ["check-recording", str(path)])
+    assert result.exit_code == 1
+    assert "is not a file record-runs writes" in result.output
+    for command in ("normdive record-runs`", "--sweep`", "--lab`"):
+        assert command in result.output

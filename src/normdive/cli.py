@@ -632,12 +632,15 @@ def lti_roster(
 
 @app.command("check-recording")
 def check_recording(
-    path: Annotated[Path, typer.Argument(help="The recording file to check.")],
+    path: Annotated[
+        Path, typer.Argument(help="The file to check: a recording, a depth sweep or a lab grid.")
+    ],
 ) -> None:
-    """Validate a recording file and print its summary (exit 1 when the page cannot use it)."""
-    from normdive.recording.summary import check_recording_file
+    """Validate any file record-runs writes (the recording, its depth sweep or its lab grid)
+    and print its summary (exit 1 when it cannot be used)."""
+    from normdive.recorded_files import check_file
 
-    found = check_recording_file(path)
+    found = check_file(path)
     for line in found.lines:
         typer.echo(line)
     if found.problem is not None:

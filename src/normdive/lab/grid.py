@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -20,6 +20,8 @@ from normdive.recording.format import InitScheme, Measure, Provenance, RunConfig
 from normdive.recording.reader import MAX_RECORDING_BYTES, validation_summary
 
 LAB_FORMAT_VERSION = 1
+# What a lab grid file says it is (its "kind"), beside a recording's and a sweep's.
+LAB_KIND: Final = "lab_grid"
 
 # --- the lab config: every default in one block (why each: docs/lab.md, "Why this config") ---
 LAB_COPY_LENGTH = 8
@@ -211,7 +213,7 @@ class LabGrid(_Model):
     """The recorded lab grid: the base config, what is offered, and one cell per run."""
 
     format_version: Literal[1]
-    kind: Literal["lab_grid"] = "lab_grid"
+    kind: Literal["lab_grid"] = LAB_KIND
     base: LabBase
     offered: LabOffered
     trimmed: str | None = Field(
@@ -263,6 +265,32 @@ def offered_points(
         for layernorm, residual in switches
         for eps in (offered.eps if layernorm else [None])
     ]
+
+
+def is_lab_grid_document(data: object) -> bool:
+    """Whether parsed JSON says it is a lab grid (its kind), valid or not."""
+    return isinstance(data, dict) and data.get("kind") == LAB_KIND
+
+
+def describe_lab_grid(grid: LabGrid, name: str) -> list[str]:
+    """The lines `normdive check-recording` prints for a lab grid that parses."""
+    source, base, offered = grid.provenance, grid.base, grid.offered
+    eps = ", ".join(f"{value:g}" for value in offered.eps)
+    lines = [
+        f"{name}: lab grid, format_version {grid.format_version}",
+        f"made by: {source.command}",
+        f"on {source.created_at} with {source.device}, torch {source.torch_version}, "
+        f"normdive {source.normdive_version}, commit {source.git_commit or 'unknown'}; "
+        f"wall time {source.wall_s:.0f} s",
+        f"base: d_model {base.d_model}, {base.n_heads} heads, copy length {base.copy_length}, "
+        f"{base.steps} steps at batch {base.batch_size}",
+        f"offered: depths {', '.join(map(str, offered.depths))}; eps {eps}; inits "
+        f"{', '.join(offered.inits)}; seeds {', '.join(map(str, offered.seeds))}",
+        f"{len(grid.cells)} cells recorded, {len(grid.missing())} offered and not recorded",
+    ]
+    if grid.trimmed:
+        lines.append(f"trimmed: {grid.trimmed}")
+    return lines
 
 
 LabProblemReason = Literal["missing", "unreadable", "too_large", "bad_json", "invalid"]

@@ -176,9 +176,10 @@ def require_ablation_rows(recording: Recording, name: str) -> Recording:
     return recording
 
 
-def read_capped(path: Path | str) -> bytes:
+def read_capped(path: Path | str, remedy: str = REMEDY) -> bytes:
     """The file's bytes, refusing a file larger than MAX_RECORDING_BYTES without reading more
-    than one byte past the cap. Raises RecordingProblem (missing, unreadable, too_large)."""
+    than one byte past the cap. Raises RecordingProblem (missing, unreadable, too_large), whose
+    message ends with `remedy`: the command that makes such a file again."""
     where = Path(path)
     try:
         with where.open("rb") as file:
@@ -188,7 +189,7 @@ def read_capped(path: Path | str) -> bytes:
             raw = b"" if too_large else file.read(MAX_RECORDING_BYTES + 1)
     except FileNotFoundError as error:
         raise RecordingProblem(
-            "missing", f"The recording {where} does not exist. {REMEDY}"
+            "missing", f"The recording {where} does not exist. {remedy}"
         ) from error
     except OSError as error:
         raise RecordingProblem(
@@ -198,7 +199,7 @@ def read_capped(path: Path | str) -> bytes:
         raise RecordingProblem(
             "too_large",
             f"The recording {where} is larger than {MAX_RECORDING_BYTES // (1024 * 1024)} MiB "
-            f"({MAX_RECORDING_BYTES:,} bytes), the most normdive reads. {REMEDY}",
+            f"({MAX_RECORDING_BYTES:,} bytes), the most normdive reads. {remedy}",
         )
     return raw
 

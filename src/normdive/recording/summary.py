@@ -6,10 +6,8 @@ docs/recording.md. Markdown, so the same text reads in a terminal and in the doc
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from normdive.recording.format import ROW_KEYS, Recording, as_float
 from normdive.recording.reader import (
@@ -17,11 +15,9 @@ from normdive.recording.reader import (
     best_row,
     parse_recording,
     ranking,
-    read_capped,
     require_ablation_rows,
 )
-from normdive.recording.sweep import Sweep
-from normdive.recording.sweep_reader import describe_sweep, is_sweep_document, sweep_from_data
+from normdive.recording.sweep_reader import describe_sweep, parse_sweep
 
 
 def _percent(value: float | str) -> str:
@@ -106,16 +102,6 @@ def describe(recording: Recording, name: str) -> list[str]:
     return lines
 
 
-def _as_sweep(raw: bytes, name: str) -> Sweep | None:
-    """The sweep in `raw` when it claims to be one (raising its problem if invalid), else
-    None: the bytes are left to the recording's own parser and its messages."""
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-    return sweep_from_data(data, name) if is_sweep_document(data) else None
-
-
 @dataclass(frozen=True)
 class RecordingCheck:
     """What checking a recording file found: `lines` describe it (none when it does not
@@ -125,27 +111,23 @@ class RecordingCheck:
     problem: RecordingProblem | None
 
 
-def check_recording_file(path: Path) -> RecordingCheck:
-    """Read, validate and describe the recording at `path`, as `normdive check-recording`
-    reports it; the last line of a playable file says which row is best. A depth sweep file
-    is recognised by its kind and checked as one (normdive.recording.sweep_reader)."""
+def check_recording_bytes(raw: bytes, name: str, *, sweep: bool) -> RecordingCheck:
+    """Validate and describe a recording's bytes (a depth sweep's when `sweep`), as
+    `normdive check-recording` reports it; the last line of a playable recording says which
+    row is best. (normdive.recorded_files recognises which kind a file is.)"""
     try:
-        raw = read_capped(path)
-        sweep = _as_sweep(raw, str(path))
-        if sweep is not None:
+        if sweep:
+            found = parse_sweep(raw, name)
             return RecordingCheck(
-                [
-                    *describe_sweep(sweep, str(path)),
-                    f"OK: a valid sweep of {len(sweep.runs)} runs.",
-                ],
+                [*describe_sweep(found, name), f"OK: a valid sweep of {len(found.runs)} runs."],
                 None,
             )
-        recording = parse_recording(raw, str(path))
+        recording = parse_recording(raw, name)
     except RecordingProblem as problem:
         return RecordingCheck([], problem)
-    lines = describe(recording, str(path))
+    lines = describe(recording, name)
     try:
-        require_ablation_rows(recording, str(path))
+        require_ablation_rows(recording, name)
     except RecordingProblem as problem:
         return RecordingCheck(lines, problem)
     best = best_row(recording)
