@@ -189,28 +189,7 @@ def lab_view(
     if isinstance(grid, str):
         return LabView(lesson, problem=grid, runs=lines, refused=refused)
     pending = open_run(runs)
-    pending_data = None
-    recorded = True
-    if pending is not None:
-        cell = grid.cell(pending.choice)
-        recorded = cell is not None
-        pending_data = json.dumps(
-            {
-                "run": pending.number,
-                "config": grid.config(pending.choice),
-                "seed": pending.choice.seed,
-                "recorded": cell is not None,
-                "cell": [
-                    pending.choice.depth,
-                    pending.choice.layernorm,
-                    pending.choice.residual,
-                    pending.choice.eps,
-                    pending.choice.init,
-                    pending.choice.seed,
-                ],
-                "name": config_name(lesson, pending.choice),
-            }
-        )
+    recorded = pending is None or grid.cell(pending.choice) is not None
     finished = [run for run in runs if run.final is not None]
     offered = lesson.lab.offered
     cells = [
@@ -229,7 +208,7 @@ def lab_view(
             if pending is not None
             else None
         ),
-        pending_data=pending_data,
+        pending_data=_pending_data(lesson, grid, pending) if pending is not None else None,
         pending_recorded=recorded,
         result=_result(lesson, grid, finished[-1]) if finished else None,
         grid_url=f"/lab/grid/{grid.digest}.json",
@@ -240,6 +219,29 @@ def lab_view(
         message=message,
         refused=refused,
         cells=json.dumps(cells),
+    )
+
+
+def _pending_data(lesson: Lesson, grid: LabGridView, pending: LabRun) -> str:
+    """What the trainer needs of the open run, as JSON: its number, config, seed, whether
+    its cell was recorded, the cell, and its name."""
+    choice = pending.choice
+    return json.dumps(
+        {
+            "run": pending.number,
+            "config": grid.config(choice),
+            "seed": choice.seed,
+            "recorded": grid.cell(choice) is not None,
+            "cell": [
+                choice.depth,
+                choice.layernorm,
+                choice.residual,
+                choice.eps,
+                choice.init,
+                choice.seed,
+            ],
+            "name": config_name(lesson, choice),
+        }
     )
 
 

@@ -205,6 +205,30 @@ class CurveChart:
     crosses: tuple[str, ...]  # paths of crosses where a drawn line is not a finite number
 
 
+def _traced(
+    item: CurveSeries, x_at: Callable[[float], float], y_at: Callable[[float], float]
+) -> tuple[str, tuple[float, float] | None, list[str]]:
+    """One series' path (broken at each value that is not a finite number), where it ends,
+    and the crosses marking those values on a non-faint line (at the top; minus infinity at
+    the bottom)."""
+    parts: list[str] = []
+    crosses: list[str] = []
+    pen_down = False
+    last: tuple[float, float] | None = None
+    for step, value in zip(item.steps, item.values, strict=True):
+        x = x_at(step)
+        if not math.isfinite(value):
+            pen_down = False
+            if item.css != "other":
+                edge = CURVE_BOTTOM - CROSS_SIZE if value == -math.inf else CURVE_TOP + CROSS_SIZE
+                crosses.append(marker_path("cross", x, edge, CROSS_SIZE))
+            continue
+        y = y_at(value)
+        parts.append(f"{'L' if pen_down else 'M'}{_n(x)} {_n(y)}")
+        pen_down, last = True, (_r(x), _r(y))
+    return "".join(parts), last, crosses
+
+
 def curve_chart(
     series: Sequence[CurveSeries],
     *,
@@ -238,25 +262,11 @@ def curve_chart(
     lines: list[CurveLine] = []
     crosses: list[str] = []
     for item in sorted(series, key=lambda s: s.css != "other"):
-        parts: list[str] = []
-        pen_down = False
-        last: tuple[float, float] | None = None
-        for step, value in zip(item.steps, item.values, strict=True):
-            x = x_at(step)
-            if not math.isfinite(value):
-                pen_down = False
-                if item.css != "other":
-                    edge = (
-                        CURVE_BOTTOM - CROSS_SIZE if value == -math.inf else CURVE_TOP + CROSS_SIZE
-                    )
-                    crosses.append(marker_path("cross", x, edge, CROSS_SIZE))
-                continue
-            y = y_at(value)
-            parts.append(f"{'L' if pen_down else 'M'}{_n(x)} {_n(y)}")
-            pen_down, last = True, (_r(x), _r(y))
+        path, last, item_crosses = _traced(item, x_at, y_at)
+        crosses += item_crosses
         marker = marker_path(item.marker) if item.marker and last else ""
         end = _clear_of([line.end for line in lines if line.end], last) if marker else None
-        lines.append(CurveLine(item.label, item.css, item.dash, "".join(parts), marker, end))
+        lines.append(CurveLine(item.label, item.css, item.dash, path, marker, end))
 
     return CurveChart(
         width=CHART_WIDTH,

@@ -200,6 +200,19 @@ def own_row_view(text: str | None, eps: Decimal) -> OwnRowView:
     return OwnRowView(text=text, row=row_view(parsed, eps), error=None)
 
 
+def _shown_player(
+    usable: Recording | None, lesson: Lesson, state: LessonState, player_row: str | None
+) -> PlayerView | None:
+    """The player at `player_row`, once that row has played and while the recording's rows can
+    be used (`usable`)."""
+    played = state.ablation.row(player_row or "")
+    if usable is None or played is None or played.plays == 0:
+        return None
+    return player_view(
+        usable, lesson, played.key, [row.key for row in state.ablation.rows if row.plays]
+    )
+
+
 def build_page_view(
     lesson: Lesson,
     state: LessonState,
@@ -223,14 +236,7 @@ def build_page_view(
         eps_on, own_row_text = True, None
     eps = lesson.eps if eps_on else Decimal(0)
     usable = recording if recording is not None and state.ablation.available else None
-    played = state.ablation.row(player_row or "")
-    player = (
-        player_view(
-            usable, lesson, played.key, [row.key for row in state.ablation.rows if row.plays]
-        )
-        if usable is not None and played is not None and played.plays > 0
-        else None
-    )
+    player = _shown_player(usable, lesson, state, player_row)
     carry = carry_from(
         {
             "eps": EPS_ON if eps_on else EPS_OFF,
@@ -254,11 +260,7 @@ def build_page_view(
         provenance=(
             provenance_view(usable, lesson, recording_file) if usable is not None else None
         ),
-        gradients=(
-            gradients_view(usable, lesson)
-            if usable is not None and state.ablation.all_played
-            else None
-        ),
+        gradients=gradients_view(usable, lesson) if usable and state.ablation.all_played else None,
         aggregate=(
             aggregate(counts, lesson)
             if counts is not None and state.prediction is not None
