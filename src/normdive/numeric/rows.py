@@ -30,6 +30,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from normdive.numeric.numbers import (
+    DECIMAL,
     FRACTION_SLASH,
     UNICODE_MINUS,
     NotANumber,
@@ -62,10 +63,6 @@ _SPACES_ONLY = re.compile(f"[{SPACES}]+")
 _SPACED_SLASH = re.compile(f"[{SPACES}]*{FRACTION_SLASH}[{SPACES}]*")
 # A group written as a number with a decimal comma: digits, one comma, digits ("-0,5", "1,25").
 _DECIMAL_COMMA_GROUP = re.compile(r"[+\-\u2212]?[0-9]*[0-9],[0-9]+")
-_NUMBER = re.compile(
-    r"(?P<sign>[+-]?)(?:(?P<whole>[0-9]+)\.?(?P<part>[0-9]*)|\.(?P<fraction>[0-9]+))"
-    r"(?:[eE](?P<exponent>[+-]?[0-9]+))?"
-)
 # The characters a fraction entry may have: anything else is not a number, before the answer's
 # fraction rules (whose spaces around the slash a row has already joined) read it.
 _FRACTION_ALPHABET = re.compile(r"[0-9+\-.eE/]+")
@@ -112,11 +109,11 @@ def _decimal_comma(body: str) -> str | None:
 
 
 def _size(match: re.Match[str]) -> tuple[str, int] | None:
-    """The significant digits of a matched number and its exponent (value = 0.digits x
-    10**exponent, so 1 <= |value| < 10 has exponent 1), or None for a zero. An exponent too
-    long to be in range comes back as +-(10 ** MAX_EXPONENT_DIGITS)."""
-    whole = match.group("whole") or ""
-    part = match.group("part") or match.group("fraction") or ""
+    """The significant digits of a number matched by DECIMAL (a typed answer's pattern) and
+    its exponent (value = 0.digits x 10**exponent, so 1 <= |value| < 10 has exponent 1), or
+    None for a zero. An exponent too long to be in range comes back as
+    +-(10 ** MAX_EXPONENT_DIGITS)."""
+    whole, _, part = match.group("mantissa").partition(".")
     digits = (whole + part).lstrip("0")
     if not digits:
         return None
@@ -156,7 +153,7 @@ def _fraction_entry(token: str) -> Fraction | RowError:
 
 def _decimal_entry(token: str) -> Decimal | RowError:
     """A decimal entry with every digit typed, within the row's bounds."""
-    match = _NUMBER.fullmatch(token)
+    match = DECIMAL.fullmatch(token)
     if match is None:
         return RowError(f"{_quote(token)} {_PROBLEM_WORDS[Problem.NOT_A_NUMBER]}")
     negative = match.group("sign") == "-"
