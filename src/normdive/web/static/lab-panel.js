@@ -142,6 +142,9 @@ export async function openPanel(details) {
     const [response] = await Promise.all([fetched, loadStyles()]);
     // Every answer, a refusal included, is a readable fragment drawn by the server.
     body.innerHTML = await response.text();
+    // The panel lists the learner's runs itself: the list the page drew beside the closed
+    // panel goes, so that the page has one #lab-runs.
+    if (body.querySelector("#lab-runs")) details.parentElement?.querySelector(":scope > #lab-runs")?.remove();
     wire(body);
   } catch {
     body.replaceChildren(paragraph("note", PROBLEM), ...fallback);
