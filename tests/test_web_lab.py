@@ -95,6 +95,11 @@ def result(accuracy: float = 1.0, steps: int = TINY_BASE.steps, **extra: Any) ->
     return json.dumps({"final": final, "curve": curve, **extra})
 
 
+def forged_final(token: str) -> str:
+    """A whole result whose final held-out accuracy is `token`, as JSON text."""
+    return result(1.0).replace('"heldout_accuracy": 1.0}', f'"heldout_accuracy": {token}}}')
+
+
 def test_the_lab_is_locked_until_the_gate_closes_and_costs_the_page_nothing_before(
     make_settings: SettingsFactory, recording_path: Path
 ) -> None:
@@ -215,7 +220,19 @@ def test_a_commit_outside_the_offer_is_refused_with_a_message(
         ("[" * 100_00 + "]" * 100_00, "is not JSON"),
         ("[]", "is not an object"),
         (json.dumps({"final": {}, "curve": []}), "has no curve"),
-        (result(1.5), "not between 0 and 1"),
+        (result(1.5), "not a share from 0 to 1"),
+        (result(-0.2), "not a share from 0 to 1"),
+        # JSON's overflow parses as infinity, and Python reads NaN: neither is a share.
+        (forged_final("1e999999"), "share"),
+        (forged_final("NaN"), "share"),
+        (
+            result(1.0).replace('"heldout_accuracy": 1.0}', '"heldout_accuracy": -Infinity}'),
+            "share",
+        ),
+        (forged_final('"inf"'), "share"),
+        (forged_final('"nan"'), "share"),
+        (forged_final("null"), "share"),
+        (result(1.0).replace('"heldout_accuracy": 0.25}', '"heldout_accuracy": NaN}', 1), "share"),
         (result(1.0).replace('"heldout_loss": 0.5', '"heldout_loss": "lots"', 1), "not a number"),
         (result(1.0, steps=TINY_BASE.steps + 10), "not a step from 0"),
         (
@@ -266,8 +283,9 @@ def test_a_diverged_run_keeps_its_markers(
         close_the_gate(client)
         form = {**BOTH, "eps": "0", "outcome": "chance"}
         assert client.post("/lab/runs", data=form, headers=JSON).status_code == 200
+        # Its losses not a number (eps 0, a constant row); its accuracy still a share.
         text = result(0.0).replace('"heldout_loss": 0.5', '"heldout_loss": "nan"')
-        text = text.replace('"heldout_accuracy": 0.0}', '"heldout_accuracy": "nan"}')
+        text = text.replace('"heldout_loss": 0.5}', '"heldout_loss": NaN}')
         answer = client.post("/lab/runs/1/result", data={"result": text}, headers=JSON)
         assert answer.status_code == 200, answer.text
         assert "it stayed at chance" in answer.json()["message"]

@@ -279,8 +279,11 @@ def _step(value: Any, name: str, steps: int) -> int:
 
 
 def _accuracy(value: float | str | None, name: str) -> None:
-    if isinstance(value, float) and not 0 <= value <= 1:
-        raise _BadResult(f"{name} is not between 0 and 1")
+    """A held-out accuracy is a share of held-out tokens: a finite number from 0 to 1, never
+    null or a marker (no trainer makes an infinite or not-a-number one, even when its loss is
+    not a number), so a run's band is only ever decided from a share."""
+    if not isinstance(value, float) or not 0 <= value <= 1:
+        raise _BadResult(f"{name} is not a share from 0 to 1")
 
 
 def _point(raw: Any, index: int, fields: Sequence[str], steps: int) -> dict[str, Any]:
