@@ -22,8 +22,11 @@ Database failures. `DATABASE_ERRORS` are what a failing database raises: SQLAlch
 and the drivers' own, which a raw cursor raises (store.event_store wraps its hot path's in
 SQLAlchemy's; store.snapshots handles its own). SQLite opens a file it may not write
 read-only, without a word, and such a connection refuses every write (SQLITE_READONLY) for
-as long as it lives: one that refuses a write is thrown away, and a pooled one is replaced
-as soon as the file can be written again, so the next request writes, without a restart.
+as long as it lives; a PostgreSQL session keeps the default_transaction_read_only it began
+with. So a connection the database failed (discards_connection) is thrown away, never handed
+out again, and one made while the database was read-only is replaced as soon as the file can
+be written again (SQLite) or after READ_ONLY_SESSION_S (PostgreSQL): the next request
+writes, without a restart.
 
 `upgrade(url)` runs the Alembic migrations packaged in store/migrations up to head, without an
 alembic.ini: the script location is this package's folder.
@@ -34,6 +37,7 @@ from __future__ import annotations
 import os
 import select
 import sqlite3
+import time
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -41,6 +45,7 @@ from typing import Any
 import psycopg
 from alembic import command
 from alembic.config import Config
+from psycopg.errors import ReadOnlySqlTransaction
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
@@ -66,6 +71,15 @@ SQLITE_READONLY = 8
 SQLITE_PRIMARY_CODE_MASK = 0xFF
 # Where a pooled SQLite connection's record keeps the path of the file it opened read-only.
 READ_ONLY_FILE = "normdive_read_only_file"
+# The files SQLite keeps beside a database in WAL mode.
+SQLITE_SIDE_FILES = ("-wal", "-shm")
+# Where a pooled PostgreSQL connection's record keeps when its session began read-only
+# (default_transaction_read_only on: the server, the database or the role set it).
+READ_ONLY_SINCE = "normdive_read_only_since"
+# How long a PostgreSQL session that began read-only is handed out, in seconds: a session
+# keeps the default it began with, so once the database takes writes again, sessions made
+# meanwhile are replaced within this.
+READ_ONLY_SESSION_S = 1.0
 # What a failing database raises: SQLAlchemy's errors, and the drivers' own from raw cursors.
 DATABASE_ERRORS: tuple[type[Exception], ...] = (SQLAlchemyError, sqlite3.Error, psycopg.Error)
 # How long opening a PostgreSQL connection may take, in seconds, unless the URL says otherwise
@@ -86,13 +100,15 @@ def make_engine(url: str) -> Engine:
         event.listen(engine, "connect", _configure_postgresql)
         # A worker survives the database restarting under it.
         event.listen(engine, "checkout", _replace_when_ended)
+        event.listen(engine, "handle_error", _discard_failed)
         return engine
     # The URL's own timeout (pysqlite's parameter) stands; the dialect reads it from there.
     busy = {} if "timeout" in parsed.query else {"timeout": SQLITE_BUSY_TIMEOUT_S}
     engine = create_engine(parsed, connect_args=busy)
     event.listen(engine, "connect", _configure_sqlite)
     event.listen(engine, "checkout", _reopen_when_writable)
-    event.listen(engine, "handle_error", _discard_read_only)
+    event.listen(engine, "checkin", _close_read_only)
+    event.listen(engine, "handle_error", _discard_failed)
     return engine
 
 
@@ -111,11 +127,17 @@ def _configure_sqlite(dbapi_connection: Any, record: ConnectionPoolEntry) -> Non
 
 
 def _writable(path: str) -> bool:
-    """Whether this process may open `path` for writing now, as SQLite tries first (file
-    modes, the immutable attribute, a read-only mount). access(2) opens nothing: closing a
-    descriptor of the database file would drop every lock SQLite holds on it in this
-    process (POSIX advisory locks belong to the process and the file, not the descriptor)."""
-    return os.access(path, os.W_OK)
+    """Whether this process may open `path`, and its -wal and -shm where they exist, for
+    writing now, as SQLite tries first (file modes, the immutable attribute, a read-only
+    mount): a connection that opened any of them read-only refuses writes for as long as it
+    lives. access(2) opens nothing: closing a descriptor of the database file would drop
+    every lock SQLite holds on it in this process (POSIX advisory locks belong to the process
+    and the file, not the descriptor)."""
+    return all(
+        os.access(name, os.W_OK)
+        for name in (path, *(path + suffix for suffix in SQLITE_SIDE_FILES))
+        if name == path or os.path.exists(name)
+    )
 
 
 def _reopen_when_writable(
@@ -127,11 +149,25 @@ def _reopen_when_writable(
         raise DisconnectionError(f"{path} can be written again")
 
 
-def _configure_postgresql(dbapi_connection: Any, _record: object) -> None:
+def _close_read_only(_dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+    # Connections of one process to one file share SQLite's view of its -shm (the WAL
+    # index): while any connection that opened it read-only stays open, a new connection to
+    # the file, writable again, takes that read-only view and refuses writes too. So one
+    # opened read-only is closed when it comes back, never kept in the pool.
+    if record.info.get(READ_ONLY_FILE) is not None:
+        record.invalidate()
+
+
+def _configure_postgresql(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
     with dbapi_connection.cursor() as cursor:
-        cursor.execute("SHOW lock_timeout")
-        if cursor.fetchone()[0] == POSTGRESQL_NO_TIMEOUT:
+        cursor.execute(
+            "SELECT current_setting('lock_timeout'), "
+            "current_setting('default_transaction_read_only')"
+        )
+        lock_timeout, read_only = cursor.fetchone()
+        if lock_timeout == POSTGRESQL_NO_TIMEOUT:
             cursor.execute(f"SET lock_timeout = {POSTGRESQL_LOCK_TIMEOUT_MS}")
+        record.info[READ_ONLY_SINCE] = time.monotonic() if read_only == "on" else None
         # The compare-and-append (event_store) sees a row a concurrent append committed while
         # it waited for the learner's lock only under READ COMMITTED, PostgreSQL's default: a
         # server or role set to a stricter default would refuse or miss it. Once per connection.
@@ -141,8 +177,11 @@ def _configure_postgresql(dbapi_connection: Any, _record: object) -> None:
 
 
 def _replace_when_ended(
-    dbapi_connection: Any, _record: ConnectionPoolEntry, _proxy: PoolProxiedConnection
+    dbapi_connection: Any, record: ConnectionPoolEntry, _proxy: PoolProxiedConnection
 ) -> None:
+    since = record.info.get(READ_ONLY_SINCE)
+    if since is not None and time.monotonic() - since > READ_ONLY_SESSION_S:
+        raise DisconnectionError("the PostgreSQL session began read-only")
     # Between requests nothing is owed by either side: anything the server sent since (its
     # FATAL "terminating connection", or the end of the stream) means the session is over.
     # (A LISTENing session's NOTIFY would read so too; nothing here LISTENs, and a needless
@@ -166,11 +205,38 @@ def is_read_only(error: BaseException) -> bool:
     )
 
 
-def _discard_read_only(context: ExceptionContext) -> None:
-    # A connection that opened the file read-only stays so; as a "disconnect", it and the
-    # pool's others are replaced by connections that open the file again.
-    if is_read_only(context.original_exception):
+def discards_connection(error: BaseException) -> bool:
+    """Whether a connection that raised the driver's `error` is thrown away rather than
+    handed out again: the database failed it (it refused a write as read-only, its lock wait
+    timed out, its session or file failed), not the statement. A fresh connection costs a
+    connect; a kept one may refuse every write for as long as it lives (SQLite's read-only
+    connections, PostgreSQL's read-only sessions)."""
+    return is_read_only(error) or isinstance(
+        error, sqlite3.OperationalError | psycopg.OperationalError | ReadOnlySqlTransaction
+    )
+
+
+def release_read_only_view(engine: Engine, error: BaseException) -> None:
+    """After SQLite refused a write as read-only on a file that can be written now: close the
+    pool's idle connections. Connections of one process to one file share SQLite's view of
+    its -shm (the WAL index), taken read-only while the file was; every new connection keeps
+    taking that view, and refusing writes, until no connection that holds it is open."""
+    path = engine.url.database
+    if is_read_only(error) and engine.dialect.name == "sqlite" and path and _writable(path):
+        engine.dispose()
+
+
+def _discard_failed(context: ExceptionContext) -> None:
+    # As a "disconnect", the connection is invalidated; after a refusal as read-only the
+    # pool's others, made before, are replaced too (they share the file or the server).
+    error = context.original_exception
+    if context.engine is not None:
+        release_read_only_view(context.engine, error)
+    if discards_connection(error):
         context.is_disconnect = True
+        context.invalidate_pool_on_disconnect = is_read_only(error) or isinstance(
+            error, ReadOnlySqlTransaction
+        )
 
 
 def alembic_config(engine: Engine) -> Config:

@@ -59,7 +59,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from normdive.progress.aggregate import PredictionCounts
 from normdive.progress.events import Event, EventKind
-from normdive.store.db import is_read_only
+from normdive.store.db import discards_connection, release_read_only_view
 from normdive.store.tables import (
     LEARNER_ID_LENGTH,
     EventRecord,
@@ -642,8 +642,9 @@ def _raw_cursor(connection: Connection) -> Iterator[Any]:
     """The pooled connection's own driver cursor, for the hot path's statements, raising what
     SQLAlchemy would have raised for them: the driver's error wrapped in its SQLAlchemy class
     (OperationalError, IntegrityError, ...), so that callers and the web app's 503 meet one
-    family of errors whichever path failed. A connection the driver reports lost, or one
-    that met a read-only SQLite file, is invalidated, as SQLAlchemy does on its own path."""
+    family of errors whichever path failed. A connection the driver reports lost, or one the
+    database failed (store.db.discards_connection), is invalidated, as SQLAlchemy does on its
+    own path."""
     dialect = connection.dialect
     dbapi_error = dialect.loaded_dbapi.Error
     raw = connection.connection.dbapi_connection
@@ -651,9 +652,10 @@ def _raw_cursor(connection: Connection) -> Iterator[Any]:
     try:
         yield cursor
     except dbapi_error as error:
-        lost = dialect.is_disconnect(error, raw, cursor) or is_read_only(error)
+        lost = dialect.is_disconnect(error, raw, cursor) or discards_connection(error)
         if lost:
             connection.invalidate(error)
+            release_read_only_view(connection.engine, error)
         raise DBAPIError.instance(
             None, None, error, dbapi_error, connection_invalidated=lost, dialect=dialect
         ) from error
