@@ -1,15 +1,27 @@
 """progress.lab's sentence holding a learner's run to the recorded cell: agreement within the
 lesson's tolerance at every step both evaluated, otherwise where the two are furthest apart,
-a diverged run counted as the whole scale apart, and no cell said plainly."""
+a diverged run counted as the whole scale apart, and no cell said plainly. A finished run's
+figures as posted: its held-out accuracy only ever a share from 0 to 1 (so its band is decided
+from one), its losses a number or a marker, JSON's non-finite spellings included."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import pytest
+
 from lesson_answers import LESSON
-from normdive.progress.lab import Figures, LabChoice, LabRun, comparison
+from normdive.progress.actions import Invalid
+from normdive.progress.events import EventKind
+from normdive.progress.lab import Figures, LabChoice, LabRun, comparison, finish_lab_run
 
 CHOICE = LabChoice(depth=2, layernorm=True, residual=True, eps=1e-5, init="gpt2", seed=0)
+STEPS, EVAL_EVERY = 40, 10
+CHANCE_LEVEL = 1 / 16  # bands: chance up to 12.5 %, learns from 90 %
+COMMITTED = (LabRun(1, CHOICE, "learns"),)
+# A whole number past a float's range: JSON has no bound on one.
+HUGE_WHOLE_NUMBER = "1" + "0" * 400
 
 
 def curve(*accuracies: float | str) -> list[dict[str, Any]]:
@@ -53,3 +65,115 @@ def test_no_recorded_cell_or_no_shared_step_is_said_plainly() -> None:
     assert comparison(LESSON, run(0.1, 1.0), None) == LESSON.lab.no_cell
     shifted = [{**point, "step": point["step"] + 5} for point in curve(0.1, 1.0)]
     assert comparison(LESSON, run(0.1, 1.0), shifted) == LESSON.lab.no_cell
+
+
+def posted(accuracy: str = "1.0", curve_accuracy: str = "0.5", loss: str = "0.5") -> str:
+    """A finished run's figures as a client posts them, each spelled as the JSON token given
+    (so NaN, Infinity and 1e999999 reach the parser as sent): `accuracy` the final one,
+    `curve_accuracy` the first point's, `loss` every loss but the first point's training loss."""
+    points = [
+        f'{{"step": {step}, "train_loss": {"null" if step == 0 else loss}, '
+        f'"heldout_loss": {loss}, "heldout_accuracy": {curve_accuracy if step == 0 else "0.5"}}}'
+        for step in range(0, STEPS + 1, EVAL_EVERY)
+    ]
+    final = f'{{"step": {STEPS}, "heldout_loss": {loss}, "heldout_accuracy": {accuracy}}}'
+    return f'{{"final": {final}, "curve": [{", ".join(points)}]}}'
+
+
+def finish(text: str) -> dict[str, Any]:
+    kind, payload = finish_lab_run(COMMITTED, LESSON, 1, text, CHANCE_LEVEL, STEPS)
+    assert kind is EventKind.LAB_FINISHED
+    return payload
+
+
+NOT_A_SHARE = [
+    ("1e999999", "is inf, not a share from 0 to 1"),  # JSON's overflow parses as infinity
+    ("-1e999999", "is -inf, not a share from 0 to 1"),
+    ("NaN", "is nan, not a share from 0 to 1"),
+    ("Infinity", "is inf, not a share from 0 to 1"),
+    ("-Infinity", "is -inf, not a share from 0 to 1"),
+    ('"nan"', "is nan, not a share from 0 to 1"),
+    ('"inf"', "is inf, not a share from 0 to 1"),
+    ('"-inf"', "is -inf, not a share from 0 to 1"),
+    ("null", "is missing, not a share from 0 to 1"),
+    ("1.5", "is 1.5, not a share from 0 to 1"),
+    ("-0.2", "is -0.2, not a share from 0 to 1"),
+    ("2", "is 2.0, not a share from 0 to 1"),
+    (HUGE_WHOLE_NUMBER, "is a whole number too large for a figure"),
+    ("true", "is not a number"),
+    ('"0.5"', "is '0.5', not a number"),
+]
+
+
+@pytest.mark.parametrize(("token", "said"), NOT_A_SHARE)
+def test_a_final_accuracy_that_is_not_a_share_is_refused(token: str, said: str) -> None:
+    with pytest.raises(Invalid) as refused:
+        finish(posted(accuracy=token))
+    assert f"(the final figures' heldout_accuracy {said})" in str(refused.value)
+    assert str(refused.value).endswith("so nothing was saved.")
+
+
+@pytest.mark.parametrize(("token", "said"), NOT_A_SHARE)
+def test_a_curve_accuracy_that_is_not_a_share_is_refused(token: str, said: str) -> None:
+    with pytest.raises(Invalid) as refused:
+        finish(posted(curve_accuracy=token))
+    assert f"(point 1's heldout_accuracy {said})" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("token", "said"),
+    [
+        (HUGE_WHOLE_NUMBER, "is a whole number too large for a figure"),
+        (f"-{HUGE_WHOLE_NUMBER}", "is a whole number too large for a figure"),
+        ('"lots"', "is 'lots', not a number"),
+        ("true", "is not a number"),
+        ("[]", "is not a number"),
+    ],
+)
+def test_a_loss_that_is_no_figure_is_refused(token: str, said: str) -> None:
+    with pytest.raises(Invalid) as refused:
+        finish(posted(loss=token))
+    assert f"(point 1's heldout_loss {said})" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("token", "kept"),
+    [
+        ('"nan"', "nan"),  # the browser's trainer at eps 0: its marker for NaN
+        ("NaN", "nan"),
+        ('"inf"', "inf"),
+        ("Infinity", "inf"),
+        ("1e999999", "inf"),
+        ('"-inf"', "-inf"),
+        ("0.5", 0.5),
+        ("0", 0.0),
+    ],
+)
+def test_a_loss_may_be_not_a_number_and_is_kept_as_its_marker(token: str, kept: Any) -> None:
+    payload = finish(posted(accuracy="0", loss=token))
+    assert payload["final"]["heldout_loss"] == kept
+    assert [p["heldout_loss"] for p in payload["curve"]] == [kept] * 5
+    assert [p["train_loss"] for p in payload["curve"]] == [None] + [kept] * 4
+    json.dumps(payload, allow_nan=False)  # markers, never a bare NaN or Infinity
+    assert payload["outcome"] == "chance"
+
+
+@pytest.mark.parametrize(
+    ("token", "accuracy", "band"),
+    [
+        ("1", 1.0, "learns"),  # JSON.stringify writes 1.0 as 1
+        ("0.9", 0.9, "learns"),
+        ("0.5", 0.5, "partial"),
+        ("0.125", 0.125, "chance"),
+        ("0", 0.0, "chance"),
+        ("-0.0", 0.0, "chance"),
+    ],
+)
+def test_a_share_is_kept_as_a_float_and_decides_the_band(
+    token: str, accuracy: float, band: str
+) -> None:
+    payload = finish(posted(accuracy=token, curve_accuracy=token))
+    kept = payload["final"]["heldout_accuracy"]
+    assert isinstance(kept, float) and kept == accuracy
+    assert payload["curve"][0]["heldout_accuracy"] == accuracy
+    assert payload["outcome"] == band

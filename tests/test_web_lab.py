@@ -26,7 +26,7 @@ from lesson_answers import (
 )
 from normdive.progress.events import EventKind
 from normdive.progress.lab import MAX_CURVE_POINTS
-from normdive.store.event_store import Store
+from normdive.store.event_store import EventList, Store
 from normdive.store.tables import LtiContextMember, LtiLearner
 from normdive.web.app import create_app
 from normdive.web.infrastructure.instructor_access import INSTRUCTOR_COOKIE, Pool, cookie_value
@@ -36,6 +36,8 @@ from sample_lab import TINY_BASE, TRIMMED, sample_lab_grid, write_lab_grid
 BOTH = {"depth": "2", "row": "both", "eps": "0.00001", "init": "gpt2", "seed": "0"}
 TEXT = LESSON.lab
 LAB_COMMITTED, LAB_FINISHED = EventKind.LAB_COMMITTED, EventKind.LAB_FINISHED
+# A whole number past a float's range: JSON has no bound on one.
+HUGE_WHOLE_NUMBER = "1" + "0" * 400
 
 
 def in_course(engine: Engine, learner: str, course: str) -> None:
@@ -98,6 +100,25 @@ def result(accuracy: float = 1.0, steps: int = TINY_BASE.steps, **extra: Any) ->
 def forged_final(token: str) -> str:
     """A whole result whose final held-out accuracy is `token`, as JSON text."""
     return result(1.0).replace('"heldout_accuracy": 1.0}', f'"heldout_accuracy": {token}}}')
+
+
+def as_the_browser_posts(loss: str, accuracy: str) -> str:
+    """A finished run as the lab's worker posts it (JSON.stringify writes 0 and 1 as whole
+    numbers), every loss but the first training loss the JSON token `loss`."""
+    points = [
+        f'{{"step": {step}, "train_loss": {"null" if step == 0 else loss}, '
+        f'"heldout_loss": {loss}, "heldout_accuracy": {accuracy}}}'
+        for step in range(0, TINY_BASE.steps + 1, TINY_BASE.eval_every)
+    ]
+    final = f'{{"step": {TINY_BASE.steps}, "heldout_loss": {loss}, "heldout_accuracy": {accuracy}}}'
+    return f'{{"final": {final}, "curve": [{", ".join(points)}]}}'
+
+
+def kept_results(store: Store, client: TestClient) -> list[dict[str, Any]]:
+    """The finished runs' payloads the store holds for the client's learner."""
+    learner_id = client.get("/api/state").json()["learner_id"]
+    events = store.read(learner_id, EventList()).events
+    return [dict(event.payload) for event in events if event.kind is LAB_FINISHED]
 
 
 def test_the_lab_is_locked_until_the_gate_closes_and_costs_the_page_nothing_before(
@@ -196,6 +217,10 @@ def test_a_run_that_differs_from_its_cell_says_where_and_one_without_a_cell_says
         ({**BOTH, "depth": "٢", "outcome": "learns"}, "does not offer depth"),
         ({**BOTH, "eps": "0.5", "outcome": "learns"}, "does not offer epsilon '0.5'"),
         ({**BOTH, "eps": "NaN", "outcome": "learns"}, "does not offer epsilon"),
+        # A signalling NaN compared with an offered value would raise: it is refused first.
+        ({**BOTH, "eps": "sNaN", "outcome": "learns"}, "does not offer epsilon 'sNaN'"),
+        ({**BOTH, "eps": "-Infinity", "outcome": "learns"}, "does not offer epsilon"),
+        ({**BOTH, "eps": "1e999999", "outcome": "learns"}, "does not offer epsilon"),
         ({**BOTH, "eps": "", "outcome": "learns"}, "Pick a epsilon"),
         ({**BOTH, "row": "<b>", "outcome": "learns"}, "does not offer row"),
         ({**BOTH, "init": "xavier", "outcome": "learns"}, "does not offer initialisation"),
@@ -223,16 +248,26 @@ def test_a_commit_outside_the_offer_is_refused_with_a_message(
         (result(1.5), "not a share from 0 to 1"),
         (result(-0.2), "not a share from 0 to 1"),
         # JSON's overflow parses as infinity, and Python reads NaN: neither is a share.
-        (forged_final("1e999999"), "share"),
-        (forged_final("NaN"), "share"),
+        (forged_final("1e999999"), "heldout_accuracy is inf, not a share"),
+        (forged_final("NaN"), "heldout_accuracy is nan, not a share"),
+        (forged_final("-Infinity"), "heldout_accuracy is -inf, not a share"),
+        (forged_final('"inf"'), "heldout_accuracy is inf, not a share"),
+        (forged_final('"nan"'), "heldout_accuracy is nan, not a share"),
+        (forged_final("null"), "heldout_accuracy is missing, not a share"),
         (
-            result(1.0).replace('"heldout_accuracy": 1.0}', '"heldout_accuracy": -Infinity}'),
-            "share",
+            result(1.0).replace('"heldout_accuracy": 0.25}', '"heldout_accuracy": NaN}', 1),
+            "point 1's heldout_accuracy is nan, not a share",
         ),
-        (forged_final('"inf"'), "share"),
-        (forged_final('"nan"'), "share"),
-        (forged_final("null"), "share"),
-        (result(1.0).replace('"heldout_accuracy": 0.25}', '"heldout_accuracy": NaN}', 1), "share"),
+        (
+            result(1.0).replace('"heldout_accuracy": 0.25}', '"heldout_accuracy": 1e999999}', 1),
+            "point 1's heldout_accuracy is inf, not a share",
+        ),
+        # JSON's whole numbers have no bound: one past a float's is no figure.
+        (forged_final(HUGE_WHOLE_NUMBER), "heldout_accuracy is a whole number too large"),
+        (
+            result(1.0).replace('"heldout_loss": 0.5', f'"heldout_loss": {HUGE_WHOLE_NUMBER}', 1),
+            "heldout_loss is a whole number too large",
+        ),
         (result(1.0).replace('"heldout_loss": 0.5', '"heldout_loss": "lots"', 1), "not a number"),
         (result(1.0, steps=TINY_BASE.steps + 10), "not a step from 0"),
         (
@@ -257,7 +292,7 @@ def test_a_commit_outside_the_offer_is_refused_with_a_message(
     ],
 )
 def test_a_result_that_cannot_be_read_is_refused_and_keeps_nothing(
-    make_settings: SettingsFactory, recording_path: Path, text: str, message: str
+    make_settings: SettingsFactory, recording_path: Path, store: Store, text: str, message: str
 ) -> None:
     with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
         close_the_gate(client)
@@ -266,6 +301,7 @@ def test_a_result_that_cannot_be_read_is_refused_and_keeps_nothing(
         assert answer.status_code == 422, answer.text
         assert message in answer.json()["message"]
         assert "not trained yet" in words(soup(client.get("/").text).select_one("#lab-runs"))
+        assert kept_results(store, client) == []
         assert (
             client.post("/lab/runs/2/result", data={"result": result()}, headers=JSON).status_code
             == 422
@@ -276,19 +312,35 @@ def test_a_result_that_cannot_be_read_is_refused_and_keeps_nothing(
         )
 
 
+@pytest.mark.parametrize(
+    ("loss", "marker"),
+    [
+        ('"nan"', "nan"),  # what the browser's trainer posts at eps 0, a constant row
+        ("NaN", "nan"),
+        ('"inf"', "inf"),
+        ("1e999999", "inf"),
+    ],
+)
 def test_a_diverged_run_keeps_its_markers(
-    make_settings: SettingsFactory, recording_path: Path
+    make_settings: SettingsFactory, recording_path: Path, store: Store, loss: str, marker: str
 ) -> None:
     with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
         close_the_gate(client)
         form = {**BOTH, "eps": "0", "outcome": "chance"}
         assert client.post("/lab/runs", data=form, headers=JSON).status_code == 200
-        # Its losses not a number (eps 0, a constant row); its accuracy still a share.
-        text = result(0.0).replace('"heldout_loss": 0.5', '"heldout_loss": "nan"')
-        text = text.replace('"heldout_loss": 0.5}', '"heldout_loss": NaN}')
+        # Its losses not a number; its accuracy still a share.
+        text = as_the_browser_posts(loss, accuracy="0")
         answer = client.post("/lab/runs/1/result", data={"result": text}, headers=JSON)
         assert answer.status_code == 200, answer.text
         assert "it stayed at chance" in answer.json()["message"]
+        [kept] = kept_results(store, client)
+        assert kept["final"] == {
+            "step": TINY_BASE.steps,
+            "heldout_loss": marker,
+            "heldout_accuracy": 0,
+        }
+        assert {point["heldout_loss"] for point in kept["curve"]} == {marker}
+        assert kept["outcome"] == "chance"
 
 
 def test_writes_need_the_form_token(make_settings: SettingsFactory, recording_path: Path) -> None:

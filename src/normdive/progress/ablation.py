@@ -123,7 +123,7 @@ def _is_number(x: float) -> bool:
 
 def row_band(accuracy: float, lesson: Lesson, chance_level: float) -> OutcomeId:
     """The outcome a final held-out per-token accuracy falls in (see the module's rules)."""
-    if not _is_number(accuracy):
+    if not math.isfinite(accuracy):
         return "chance"
     if accuracy >= float(lesson.bands.learns_min_accuracy) - BAND_EDGE_SLACK:
         return "learns"

@@ -15,7 +15,8 @@ figures are kept once. The lab never touches the gate: its events are no part of
 
 Figures (a curve point's and the final's) follow the recording format's convention: a
 number, or "nan" / "inf" / "-inf" for a run that diverged, or null for a figure not measured
-(the first point's training loss).
+(the first point's training loss). A held-out accuracy is the exception: always a share, a
+finite number from 0 to 1, so the band a run falls in is only decided from one.
 """
 
 from __future__ import annotations
@@ -268,7 +269,10 @@ def _stored_figure(value: Any, name: str) -> float | str | None:
         raise _BadResult(f"{name} is {value[:MAX_ECHOED_CHARS]!r}, not a number")
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _BadResult(f"{name} is not a number")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # JSON bounds no whole number; a float holds none past 1.8e308
+        raise _BadResult(f"{name} is a whole number too large for a figure") from None
     return number if math.isfinite(number) else non_finite_marker(number)
 
 
@@ -283,20 +287,22 @@ def _accuracy(value: float | str | None, name: str) -> None:
     null or a marker (no trainer makes an infinite or not-a-number one, even when its loss is
     not a number), so a run's band is only ever decided from a share."""
     if not isinstance(value, float) or not 0 <= value <= 1:
-        raise _BadResult(f"{name} is not a share from 0 to 1")
+        shown = "missing" if value is None else value
+        raise _BadResult(f"{name} is {shown}, not a share from 0 to 1")
 
 
 def _point(raw: Any, index: int, fields: Sequence[str], steps: int) -> dict[str, Any]:
     where = f"point {index + 1}" if index >= 0 else "the final figures"
+    whose = f"{where}'" if where.endswith("s") else f"{where}'s"
     if not isinstance(raw, dict):
         raise _BadResult(f"{where} is not an object")
     unknown = sorted(set(raw) - set(fields))
     if unknown:
         raise _BadResult(f"{where} has an unknown figure {unknown[0][:MAX_ECHOED_CHARS]!r}")
-    point: dict[str, Any] = {"step": _step(raw.get("step"), f"{where}'s step", steps)}
+    point: dict[str, Any] = {"step": _step(raw.get("step"), f"{whose} step", steps)}
     for name in fields[1:]:
-        point[name] = _stored_figure(raw.get(name), f"{where}'s {name}")
-    _accuracy(point["heldout_accuracy"], f"{where}'s heldout_accuracy")
+        point[name] = _stored_figure(raw.get(name), f"{whose} {name}")
+    _accuracy(point["heldout_accuracy"], f"{whose} heldout_accuracy")
     return point
 
 
