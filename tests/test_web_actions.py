@@ -259,6 +259,30 @@ def test_numbers_land_count_attempts_and_give_feedback(client: TestClient) -> No
     assert LESSON.hints.runs_text.replace("{runs}", "2") == text(soup, "#hints-run-count")
 
 
+@pytest.mark.parametrize(
+    ("typed", "said"),
+    [
+        ("NaN", "That is not a number (NaN); the answer is a finite number."),
+        ("inf", "That is infinite; the answer is a finite number."),
+        ("-Infinity", "That is infinite; the answer is a finite number."),
+        ("1e999999", "That exponent is out of range"),
+        ("1e400", "That number is too large to work with here."),
+        ("1/0", "That divides by zero"),
+    ],
+)
+def test_a_number_that_is_not_finite_is_a_format_error_and_costs_nothing(
+    client: TestClient, typed: str, said: str
+) -> None:
+    commit(client)
+    answer = client.post("/numbers", data={"row1_mean": typed}, headers=JSON)
+    assert answer.status_code == 200 and said in answer.json()["message"]
+    fields = state(client)["fields"]
+    assert isinstance(fields, dict)
+    field = fields["row1_mean"]
+    assert field["last_verdict"] == "format_error"
+    assert (field["attempts"], field["landed"]) == (0, False)
+
+
 @pytest.mark.parametrize("headers", [{}, JSON], ids=["no-js", "js"])
 def test_an_unchanged_wrong_answer_costs_nothing_on_both_paths(
     client: TestClient, headers: dict[str, str]
