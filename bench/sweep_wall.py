@@ -32,7 +32,8 @@ def report(sweep: Sweep) -> None:
         verdict = "met" if source.wall_s <= GOAL_S else "NOT met"
         print(
             f"wall time (recorded by the command): {source.wall_s:.0f} s = "
-            f"{source.wall_s / 60:.1f} min; goal <= {GOAL_S / 60:.0f} min: {verdict}"
+            f"{source.wall_s / 60:.1f} min = {source.wall_s / GOAL_S:.2f}x the goal "
+            f"(<= {GOAL_S / 60:.0f} min): {verdict}"
         )
     by_depth: dict[int, list[float]] = defaultdict(list)
     for run in sweep.runs:
