@@ -3,11 +3,8 @@
 # `make unit` is the inner loop: the venv only (no PostgreSQL, Chromium, node or root).
 
 SHELL := /bin/bash
-# Python writes the bytecode it compiles, and pytest its assertion-rewritten test modules, even
-# where the environment says not to (PYTHONDONTWRITEBYTECODE, set on our machines): without
-# them every test process rewrites 273 modules again and every server and command a test starts
-# compiles normdive from source (a one-file pytest run 5.8 s -> 3.3 s; bench/RESULTS.md,
-# "Set-up"). __pycache__ is ignored by git.
+# Python writes its bytecode, and pytest its rewritten test modules, even where the environment
+# says not to: else every test process and server compiles them again (bench/RESULTS.md, "Set-up").
 unexport PYTHONDONTWRITEBYTECODE
 PYTHON ?= python3
 VENV := .venv
@@ -18,16 +15,10 @@ DEV_SECRET := $(VAR)/secret-key
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-# Every pytest run uses two processes (xdist), each given a whole test file at a time, in the
-# order collected (tests/conftest.py puts the longest files first): a file's module fixtures
-# are set up once, and the run ends on short files. All tests: 332 s against 354-374 s for
-# xdist's default of handing out chunks of tests; `make unit`: 22 s against 25 s. Even for
-# `make unit`, importing and collecting take a quarter of a single process's run
-# (bench/RESULTS.md, "Set-up").
-# A worker that crashes is not replaced: the run stops there, naming the test it crashed on.
-# pytest-xdist 3.8 can deadlock at the end of a loadfile run after replacing a crashed worker
-# (it hands the new worker the old one's finished files as empty work: pytest-xdist issue
-# #1378), and CI would then wait out its 90 minutes saying nothing.
+# Two xdist workers, each given whole test files, the longest first (tests/conftest.py): module
+# fixtures are set up once and the run ends on short files (bench/RESULTS.md, "Set-up").
+# A crashed worker is not replaced, so the run stops naming the test: pytest-xdist 3.8 can
+# deadlock after replacing one in a loadfile run (its issue #1378), and CI would wait in silence.
 XDIST := -n 2 --dist loadfile --no-loadscope-reorder --max-worker-restart=0
 
 # The tests `make unit` runs: neither PostgreSQL (--no-postgresql: see tests/conftest.py), nor
@@ -62,12 +53,10 @@ $(BIN)/python:
 $(BIN)/uv: | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
-# Re-install only when pyproject.toml changes. Nothing is byte-compiled at install: the first
-# process to import a module compiles it and saves the bytecode (PYTHONDONTWRITEBYTECODE is
-# unexported above), so only what is imported is compiled: about a fifth of the 9,200 modules
-# installed, 8 s of CPU against 36 s for all of them (bench/RESULTS.md, "Set-up"). uv reads
-# neither pip's configuration nor its find-links, so a folder of wheels that pip is pointed at
-# (PIP_FIND_LINKS: on our machines, the CPU build of torch) is handed to it as well.
+# Re-install only when pyproject.toml changes. Nothing is byte-compiled at install: a module's
+# first importer compiles it, so only what is imported is (bench/RESULTS.md, "Set-up").
+# uv reads neither pip's configuration nor its find-links, so PIP_FIND_LINKS (on our machines,
+# the CPU build of torch) is handed to it as well.
 UV_INSTALL := $(BIN)/uv pip install --quiet --python $(BIN)/python \
   $(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS))
 
