@@ -11,6 +11,24 @@
 
 import { Lab32, WEIGHTS } from "./random.js";
 
+/** The model's part of a LabConfig (docs/lab.md), snake_case as the server sends it; eps is
+ * null exactly when layer norm is off.
+ * @typedef {{ depth: number, copy_length: number, vocab_size: number, d_model: number,
+ *   n_heads: number, mlp_ratio: number, init: string, layernorm: boolean, residual: boolean,
+ *   eps: number | null }} ModelConfig */
+/** @typedef {"embedding" | "weight" | "bias" | "gain" | "shift"} ParameterKind */
+/** @typedef {{ name: string, shape: number[], kind: ParameterKind }} ParameterSpec */
+/** A parameter with its place in the model's flat arrays: `size` entries from `offset`.
+ * @typedef {ParameterSpec & { size: number, offset: number }} ParameterShape */
+/** What one block's forward pass keeps for the backward pass. The norms' buffers (xhat, 1/std,
+ * output) are null without layer norm, and read only with it.
+ * @typedef {{ xhat1: Float64Array | null, rstd1: Float64Array | null, a1: Float64Array | null,
+ *   qkv: Float64Array, att: Float64Array, y: Float64Array, mid: Float64Array,
+ *   xhat2: Float64Array | null, rstd2: Float64Array | null, a2: Float64Array | null,
+ *   u: Float64Array, g: Float64Array, slope: Float64Array }} BlockBuffers */
+/** The transposed copies linearBackward multiplies.
+ * @typedef {{ wT: Float64Array, yT: Float64Array, xT: Float64Array }} Scratch */
+
 const GPT2_STD = 0.02; // GPT-2's initialiser range, as training/model.py
 const SQRT1_2 = Math.SQRT1_2;
 const INV_SQRT_2PI = 1 / Math.sqrt(2 * Math.PI);
@@ -32,6 +50,7 @@ const INV_ODD = Float64Array.from({ length: SERIES_TERMS }, (_, n) => 1 / (2 * n
 // (2x^2)^n x / (1 3 5 ... (2n+1)) (Abramowitz and Stegun 7.1.6), a series of positive terms,
 // so nothing cancels. Otherwise erfc(x) = exp(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/
 // (x + ...)))) (A&S 7.1.14), evaluated from the tail.
+/** @param {number} x @returns {number} */
 export function erf(x) {
   const a = Math.abs(x);
   if (a === 0) return x; // keeps the sign of zero
@@ -56,6 +75,7 @@ export function erf(x) {
 
 // The exact GELU, g = u Phi(u) with Phi(u) = (1 + erf(u / sqrt 2)) / 2, and its slope
 // Phi(u) + u phi(u), for n values of u. Both come from one exp(-u^2 / 2), shared with erf.
+/** @param {Float64Array} u @param {number} n @param {Float64Array} g @param {Float64Array} slope */
 function geluForward(u, n, g, slope) {
   for (let i = 0; i < n; i++) {
     const v = u[i];
@@ -85,23 +105,25 @@ function geluForward(u, n, g, slope) {
 // The parameters in the order of docs/lab.md ("Parameters, in order"): name, shape, kind.
 // kind: "embedding" | "weight" | "bias" | "gain" | "shift"; AdamW decays embeddings and
 // weights (two or more dimensions) only.
+/** @param {ModelConfig} config @returns {ParameterSpec[]} */
 export function parameterShapes(config) {
   const D = config.d_model;
   const R = config.mlp_ratio * D;
   const V1 = config.vocab_size + 1;
   const T = 2 * config.copy_length;
   const norms = config.layernorm;
+  /** @type {ParameterSpec[]} */
   const shapes = [
     { name: "token_embedding", shape: [V1, D], kind: "embedding" },
     { name: "position_embedding", shape: [T, D], kind: "embedding" },
   ];
-  const norm = (prefix) =>
-    norms
+  const norm = (/** @type {string} */ prefix) =>
+    /** @type {ParameterSpec[]} */ (norms
       ? [
           { name: `${prefix}.weight`, shape: [D], kind: "gain" },
           { name: `${prefix}.bias`, shape: [D], kind: "shift" },
         ]
-      : [];
+      : []);
   for (let l = 0; l < config.depth; l++) {
     const p = `blocks.${l}`;
     shapes.push(
@@ -127,8 +149,11 @@ export function parameterShapes(config) {
 
 const INITS = new Set(["gpt2", "pytorch"]);
 
+/** @param {ModelConfig} config */
 function checkConfig(config) {
-  for (const field of ["depth", "copy_length", "vocab_size", "d_model", "n_heads", "mlp_ratio"]) {
+  const fields = /** @type {const} */ (
+    ["depth", "copy_length", "vocab_size", "d_model", "n_heads", "mlp_ratio"]);
+  for (const field of fields) {
     if (!Number.isInteger(config[field]) || config[field] < 1) {
       throw new RangeError(`config.${field} must be a positive integer, not ${config[field]}`);
     }
@@ -137,7 +162,8 @@ function checkConfig(config) {
     throw new RangeError(`d_model ${config.d_model} is not divisible by n_heads ${config.n_heads}`);
   }
   if (!INITS.has(config.init)) throw new RangeError(`unknown init ${config.init}`);
-  if (config.layernorm && !(config.eps >= 0)) {
+  // A null eps compares as 0 here, as Number(null) reads it in the constructor.
+  if (config.layernorm && !(/** @type {number} */ (config.eps) >= 0)) {
     throw new RangeError(`layer norm needs an eps >= 0, not ${config.eps}`);
   }
 }
@@ -147,10 +173,14 @@ function checkConfig(config) {
 // C (rows, cols) = A (rows, K) B^T, B (cols, K), plus bias[col] (bias null: none) or plus C
 // itself (accumulate). Both operands are read along K, contiguously; each pass computes a 2 x 4
 // tile of C, so six loads feed eight multiply-adds and the tile stays in registers.
+/** @param {Float64Array} A @param {number} aOff @param {number} rows @param {number} K
+ * @param {Float64Array} B @param {number} bOff @param {number} cols
+ * @param {Float64Array} C @param {number} cOff
+ * @param {Float64Array | null} bias @param {number} biasOff @param {boolean} accumulate */
 function gemmNT(A, aOff, rows, K, B, bOff, cols, C, cOff, bias, biasOff, accumulate) {
   const rows2 = rows - (rows % 2);
   const cols4 = cols - (cols % 4);
-  const start = (r, c) =>
+  const start = (/** @type {number} */ r, /** @type {number} */ c) =>
     accumulate ? C[cOff + r * cols + c] : bias === null ? 0 : bias[biasOff + c];
   for (let r = 0; r < rows2; r += 2) {
     const a0 = aOff + r * K;
@@ -221,11 +251,15 @@ function gemmNT(A, aOff, rows, K, B, bOff, cols, C, cOff, bias, biasOff, accumul
 }
 
 // dst[dstOff .. dstOff + n) = src[srcOff .. srcOff + n), without a view object per call.
+/** @param {Float64Array} src @param {number} srcOff @param {Float64Array} dst
+ * @param {number} dstOff @param {number} n */
 function copy(src, srcOff, dst, dstOff, n) {
   for (let i = 0; i < n; i++) dst[dstOff + i] = src[srcOff + i];
 }
 
 // dst (cols, rows) = src (rows, cols)^T, src read from srcOff.
+/** @param {Float64Array} src @param {number} srcOff @param {number} rows @param {number} cols
+ * @param {Float64Array} dst */
 function transpose(src, srcOff, rows, cols, dst) {
   for (let r = 0; r < rows; r++) {
     const s = srcOff + r * cols;
@@ -234,6 +268,9 @@ function transpose(src, srcOff, rows, cols, dst) {
 }
 
 // Y (rows, O) = X (rows, I) W^T + bias, W (O, I): a torch.nn.Linear.
+/** @param {Float64Array} X @param {number} rows @param {number} I @param {Float64Array} W
+ * @param {number} wOff @param {Float64Array} bias @param {number} bOff @param {number} O
+ * @param {Float64Array} Y */
 function linear(X, rows, I, W, wOff, bias, bOff, O, Y) {
   gemmNT(X, 0, rows, I, W, wOff, O, Y, 0, bias, bOff, false);
 }
@@ -242,6 +279,10 @@ function linear(X, rows, I, W, wOff, bias, bOff, O, Y) {
 // dX is null), dW += dY^T X, dbias += column sums of dY. Both products run through gemmNT on
 // transposed copies (scratch.wT: I x O, scratch.yT: O x rows, scratch.xT: I x rows), so every
 // inner loop is a contiguous dot product.
+/** @param {Float64Array} dY @param {number} rows @param {number} O @param {Float64Array} X
+ * @param {number} I @param {Float64Array} W @param {number} wOff @param {Float64Array | null} dX
+ * @param {Float64Array} dW @param {Float64Array} dbias @param {number} bOff
+ * @param {Scratch} scratch */
 function linearBackward(dY, rows, O, X, I, W, wOff, dX, dW, dbias, bOff, scratch) {
   for (let n = 0; n < rows; n++) {
     const yr = n * O;
@@ -259,6 +300,9 @@ function linearBackward(dY, rows, O, X, I, W, wOff, dX, dW, dbias, bOff, scratch
 // Layer norm over rows of D: xhat = (x - mean) / sqrt(var + eps) (biased variance, as
 // torch.nn.LayerNorm), out = xhat * gain + shift. eps 0 and a constant row give NaN, as in
 // PyTorch.
+/** @param {Float64Array} X @param {number} rows @param {number} D @param {number} eps
+ * @param {Float64Array} P @param {number} gOff @param {number} bOff @param {Float64Array} xhat
+ * @param {Float64Array} rstd @param {Float64Array} out */
 function layerNorm(X, rows, D, eps, P, gOff, bOff, xhat, rstd, out) {
   for (let n = 0; n < rows; n++) {
     const r = n * D;
@@ -283,6 +327,9 @@ function layerNorm(X, rows, D, eps, P, gOff, bOff, xhat, rstd, out) {
 
 // The backward of `layerNorm`: dX = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)) with
 // dxhat = dOut gain; dgain += dOut xhat, dshift += dOut. dX is overwritten.
+/** @param {Float64Array} dOut @param {number} rows @param {number} D @param {Float64Array} P
+ * @param {number} gOff @param {Float64Array} xhat @param {Float64Array} rstd
+ * @param {Float64Array} dX @param {Float64Array} G @param {number} dgOff @param {number} dbOff */
 function layerNormBackward(dOut, rows, D, P, gOff, xhat, rstd, dX, G, dgOff, dbOff) {
   for (let n = 0; n < rows; n++) {
     const r = n * D;
@@ -311,6 +358,7 @@ function layerNormBackward(dOut, rows, D, P, gOff, xhat, rstd, dX, G, dgOff, dbO
 export class LabModel {
   // config: the LabConfig's snake_case fields (docs/lab.md); maxBatch: the most sequences one
   // forward pass takes.
+  /** @param {ModelConfig} config @param {number} maxBatch */
   constructor(config, maxBatch) {
     checkConfig(config);
     this.config = config;
@@ -335,7 +383,9 @@ export class LabModel {
 
     // One flat array for all parameters (and one for their gradients): AdamW and the
     // clipping are one loop each; `parameters` holds a named view of each tensor.
-    this.shapes = parameterShapes(config);
+    // Each shape's size and offset are filled in just below.
+    this.shapes = /** @type {ParameterShape[]} */ (parameterShapes(config));
+    /** @type {Record<string, number>} */
     this.offsets = {};
     let size = 0;
     for (const s of this.shapes) {
@@ -348,6 +398,7 @@ export class LabModel {
     // Each block's offsets by the name within the block ("attn.qkv.weight"), looked up once.
     this.blockOffsets = Array.from({ length: this.depth }, (_, l) => {
       const prefix = `blocks.${l}.`;
+      /** @type {Record<string, number>} */
       const within = {};
       for (const s of this.shapes) {
         if (s.name.startsWith(prefix)) within[s.name.slice(prefix.length)] = s.offset;
@@ -356,7 +407,9 @@ export class LabModel {
     });
     this.params = new Float64Array(size);
     this.grads = new Float64Array(size);
+    /** @type {Record<string, Float64Array>} */
     this.parameters = {};
+    /** @type {Record<string, Float64Array>} */
     this.gradients = {};
     for (const s of this.shapes) {
       this.parameters[s.name] = this.params.subarray(s.offset, s.offset + s.size);
@@ -365,11 +418,13 @@ export class LabModel {
 
     const N = maxBatch * T;
     const M = maxBatch * L;
+    /** @param {number} n @returns {Float64Array} */
     const f64 = (n) => new Float64Array(n);
     // Per block, what the backward pass reads: the block's input, the normed inputs of both
     // sublayers (and their xhat, 1/std), qkv, the attention weights, the heads' output, the
     // stream between the sublayers, the MLP's pre- and post-GELU activations.
     this.xs = Array.from({ length: this.depth + 1 }, () => f64(N * D));
+    /** @type {BlockBuffers[]} */
     this.blocks = Array.from({ length: this.depth }, () => ({
       xhat1: this.layernorm ? f64(N * D) : null,
       rstd1: this.layernorm ? f64(N) : null,
@@ -391,6 +446,7 @@ export class LabModel {
     this.fout = this.layernorm ? f64(M * D) : this.rows;
     this.logits = f64(M * V1);
     this.dlogits = f64(M * V1);
+    /** @type {Int32Array | null} */
     this.inputs = null; // the last forward()'s inputs, (batch, T)
     this.batch = 0;
     // Backward scratch, shared by the blocks (the pass visits one at a time).
@@ -408,6 +464,7 @@ export class LabModel {
   }
 
   // Fill the parameters from stream WEIGHTS of `seed` (docs/lab.md, "Initialisation").
+  /** @param {number} seed */
   initialise(seed) {
     const random = new Lab32(seed, WEIGHTS);
     const gpt2 = this.config.init === "gpt2";
@@ -437,14 +494,19 @@ export class LabModel {
     }
   }
 
+  /** @param {ParameterShape} biasShape @returns {number} */
   _fanIn(biasShape) {
-    const weight = this.shapes.find((s) => s.name === biasShape.name.replace(/bias$/, "weight"));
+    // Every bias follows its weight in parameterShapes.
+    const weight = /** @type {ParameterShape} */ (
+      this.shapes.find((s) => s.name === biasShape.name.replace(/bias$/, "weight")));
     return weight.shape[1];
   }
 
   // The mean cross-entropy over the copied half of `batch` sequences: inputs (batch, T) and
   // targets (batch, L), Int32Arrays. Keeps what backward() needs; `this.correct` is the number
   // of copied tokens whose argmax (first maximum on ties) is the target.
+  /** @param {Int32Array} inputs @param {Int32Array} targets @param {number} batch
+   * @returns {number} */
   forward(inputs, targets, batch) {
     if (batch > this.maxBatch) throw new RangeError(`batch ${batch} > ${this.maxBatch}`);
     const { D, T, L, R, V1, E } = this;
@@ -472,11 +534,13 @@ export class LabModel {
       const out = this.xs[l + 1];
       const k = this.blocks[l];
       const ob = this.blockOffsets[l];
+      // The norms' buffers: not null with layer norm on (BlockBuffers).
       let a1 = x;
       if (this.layernorm) {
         layerNorm(x, N, D, this.eps, P, ob["norm_attn.weight"], ob["norm_attn.bias"],
-          k.xhat1, k.rstd1, k.a1);
-        a1 = k.a1;
+          /** @type {Float64Array} */ (k.xhat1), /** @type {Float64Array} */ (k.rstd1),
+          /** @type {Float64Array} */ (k.a1));
+        a1 = /** @type {Float64Array} */ (k.a1);
       }
       linear(a1, N, D, P, ob["attn.qkv.weight"], P, ob["attn.qkv.bias"], 3 * D, k.qkv);
       this._attention(k.qkv, k.att, k.y, batch, scale);
@@ -486,8 +550,9 @@ export class LabModel {
       let a2 = k.mid;
       if (this.layernorm) {
         layerNorm(k.mid, N, D, this.eps, P, ob["norm_mlp.weight"], ob["norm_mlp.bias"],
-          k.xhat2, k.rstd2, k.a2);
-        a2 = k.a2;
+          /** @type {Float64Array} */ (k.xhat2), /** @type {Float64Array} */ (k.rstd2),
+          /** @type {Float64Array} */ (k.a2));
+        a2 = /** @type {Float64Array} */ (k.a2);
       }
       linear(a2, N, D, P, ob["mlp.up.weight"], P, ob["mlp.up.bias"], R, k.u);
       geluForward(k.u, N * R, k.g, k.slope);
@@ -503,7 +568,8 @@ export class LabModel {
     }
     if (this.layernorm) {
       layerNorm(this.rows, M, D, this.eps, P, o["final_norm.weight"], o["final_norm.bias"],
-        this.fxhat, this.frstd, this.fout);
+        /** @type {Float64Array} */ (this.fxhat), /** @type {Float64Array} */ (this.frstd),
+        this.fout);
     }
     linear(this.fout, M, D, P, o["head.weight"], P, o["head.bias"], V1, this.logits);
 
@@ -534,12 +600,15 @@ export class LabModel {
       for (let v = 0; v < V1; v++) dl[r + v] = dl[r + v] / sum / M;
       dl[r + target] -= 1 / M;
     }
+    /** @type {number} */
     this.correct = correct;
     return total / M;
   }
 
   // Causal multi-head attention over qkv (N, 3D) viewed as (B, T, 3, H, E); att (B, H, T, T)
   // keeps the softmax weights (row t: columns 0..t); y (N, D) the heads side by side.
+  /** @param {Float64Array} qkv @param {Float64Array} att @param {Float64Array} y
+   * @param {number} batch @param {number} scale */
   _attention(qkv, att, y, batch, scale) {
     const { D, T, H, E } = this;
     const D3 = 3 * D;
@@ -578,6 +647,8 @@ export class LabModel {
   }
 
   // dqkv (N, 3D) from dy (N, D): through y = softmax(q k^T scale) v.
+  /** @param {Float64Array} qkv @param {Float64Array} att @param {Float64Array} dy
+   * @param {Float64Array} dqkv @param {number} batch @param {number} scale */
   _attentionBackward(qkv, att, dy, dqkv, batch, scale) {
     const { D, T, H, E } = this;
     const D3 = 3 * D;
@@ -631,7 +702,8 @@ export class LabModel {
       G, o["head.bias"], this.scratch);
     let drows = this.dfout;
     if (this.layernorm) {
-      layerNormBackward(this.dfout, M, D, P, o["final_norm.weight"], this.fxhat, this.frstd,
+      layerNormBackward(this.dfout, M, D, P, o["final_norm.weight"],
+        /** @type {Float64Array} */ (this.fxhat), /** @type {Float64Array} */ (this.frstd),
         this.drows, G, o["final_norm.weight"], o["final_norm.bias"]);
       drows = this.drows;
     }
@@ -652,12 +724,13 @@ export class LabModel {
       const du = this.du;
       const slope = k.slope;
       for (let i = 0; i < N * R; i++) du[i] *= slope[i];
-      const a2 = this.layernorm ? k.a2 : k.mid;
+      const a2 = this.layernorm ? /** @type {Float64Array} */ (k.a2) : k.mid;
       const dmid = this.dmid;
       linearBackward(du, N, R, a2, D, P, ob["mlp.up.weight"], this.da, G, G,
         ob["mlp.up.bias"], this.scratch);
       if (this.layernorm) {
-        layerNormBackward(this.da, N, D, P, ob["norm_mlp.weight"], k.xhat2, k.rstd2, dmid, G,
+        layerNormBackward(this.da, N, D, P, ob["norm_mlp.weight"],
+          /** @type {Float64Array} */ (k.xhat2), /** @type {Float64Array} */ (k.rstd2), dmid, G,
           ob["norm_mlp.weight"], ob["norm_mlp.bias"]);
       } else {
         copy(this.da, 0, dmid, 0, N * D);
@@ -668,11 +741,12 @@ export class LabModel {
       linearBackward(dmid, N, D, k.y, D, P, ob["attn.out.weight"], this.dy, G, G,
         ob["attn.out.bias"], this.scratch);
       this._attentionBackward(k.qkv, k.att, this.dy, this.dqkv, batch, scale);
-      const a1 = this.layernorm ? k.a1 : x;
+      const a1 = this.layernorm ? /** @type {Float64Array} */ (k.a1) : x;
       linearBackward(this.dqkv, N, 3 * D, a1, D, P, ob["attn.qkv.weight"], this.da, G, G,
         ob["attn.qkv.bias"], this.scratch);
       if (this.layernorm) {
-        layerNormBackward(this.da, N, D, P, ob["norm_attn.weight"], k.xhat1, k.rstd1, dx, G,
+        layerNormBackward(this.da, N, D, P, ob["norm_attn.weight"],
+          /** @type {Float64Array} */ (k.xhat1), /** @type {Float64Array} */ (k.rstd1), dx, G,
           ob["norm_attn.weight"], ob["norm_attn.bias"]);
       } else {
         copy(this.da, 0, dx, 0, N * D);
@@ -683,7 +757,7 @@ export class LabModel {
     // Embeddings: every row's gradient goes to its token's row and its position's row.
     const tokOff = o.token_embedding;
     const posOff = o.position_embedding;
-    const inputs = this.inputs;
+    const inputs = /** @type {Int32Array} */ (this.inputs); // forward() set them
     for (let n = 0; n < N; n++) {
       const te = tokOff + inputs[n] * D;
       const pe = posOff + (n % T) * D;
@@ -697,6 +771,8 @@ export class LabModel {
   }
 
   // forward() then backward(); returns the loss.
+  /** @param {Int32Array} inputs @param {Int32Array} targets @param {number} batch
+   * @returns {number} */
   lossAndGradient(inputs, targets, batch) {
     const loss = this.forward(inputs, targets, batch);
     this.backward();

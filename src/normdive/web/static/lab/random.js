@@ -12,6 +12,7 @@ const TWO_53 = 2 ** 53;
 const MAX_BELOW = 2 ** 16;
 
 // The "lowbias32" finaliser (C. Wellons, 2018).
+/** @param {number} value @returns {number} */
 export function mix32(value) {
   let x = value >>> 0;
   x ^= x >>> 16;
@@ -24,6 +25,7 @@ export function mix32(value) {
 
 export class Lab32 {
   // seed: an integer in [0, 2^32); stream: one of WEIGHTS, BATCHES, HELDOUT.
+  /** @param {number} seed @param {number} stream */
   constructor(seed, stream) {
     if (!Number.isInteger(seed) || seed < 0 || seed >= 2 ** 32) {
       throw new RangeError(`lab32 seed ${seed} is not an integer in [0, 2^32)`);
@@ -51,6 +53,7 @@ export class Lab32 {
   }
 
   // An integer in [0, n), 1 <= n <= 2^16.
+  /** @param {number} n @returns {number} */
   below(n) {
     if (!Number.isInteger(n) || n < 1 || n > MAX_BELOW) {
       throw new RangeError(`lab32 below(${n}): n must be an integer in [1, 2^16]`);

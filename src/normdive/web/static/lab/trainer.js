@@ -6,6 +6,13 @@
 import { LabModel } from "./model.js";
 import { BATCHES, HELDOUT, Lab32 } from "./random.js";
 
+/** A whole LabConfig (docs/lab.md): the model's fields and the training's.
+ * @typedef {import("./model.js").ModelConfig & { steps: number, batch_size: number,
+ *   learning_rate: number, warmup_steps: number, min_lr_ratio: number, weight_decay: number,
+ *   grad_clip?: number | null, eval_every: number, heldout_size: number,
+ *   heldout_seed: number }} LabConfig */
+/** @typedef {{ heldout_loss: number, heldout_accuracy: number }} Evaluation */
+
 // torch.optim.AdamW's defaults, which the recorder keeps.
 const BETA1 = 0.9;
 const BETA2 = 0.999;
@@ -15,6 +22,7 @@ const CLIP_EPS = 1e-6;
 
 // Rate for update `step` (1-based): linear warm-up, then cosine decay to min_lr_ratio x peak
 // at the last update.
+/** @param {number} step @param {LabConfig} config @returns {number} */
 export function learningRate(step, config) {
   const peak = config.learning_rate;
   if (step <= config.warmup_steps) return (peak * step) / config.warmup_steps;
@@ -27,6 +35,8 @@ export function learningRate(step, config) {
 // `count` copy sequences from `random`, written into inputs (count, 2L) and targets
 // (count, L): for each, L symbols below(vocab_size); the input is the symbols, the separator
 // (vocab_size), then the symbols again without the last.
+/** @param {Lab32} random @param {number} count @param {number} copyLength
+ * @param {number} vocabSize @param {Int32Array} inputs @param {Int32Array} targets */
 export function drawSequences(random, count, copyLength, vocabSize, inputs, targets) {
   const T = 2 * copyLength;
   for (let b = 0; b < count; b++) {
@@ -41,6 +51,7 @@ export function drawSequences(random, count, copyLength, vocabSize, inputs, targ
   }
 }
 
+/** @param {LabConfig} config @param {number} seed */
 export function createTrainer(config, seed) {
   const B = config.batch_size;
   const L = config.copy_length;
@@ -80,6 +91,7 @@ export function createTrainer(config, seed) {
     if (!(coefficient >= 1)) for (let i = 0; i < grads.length; i++) grads[i] *= coefficient;
   }
 
+  /** @param {number} step */
   function adamw(step) {
     const lr = learningRate(step, config);
     const stepSize = lr / (1 - BETA1 ** step);
@@ -114,6 +126,7 @@ export function createTrainer(config, seed) {
       return loss;
     },
     // Held-out loss and per-token accuracy over the copied half, in chunks of batch_size.
+    /** @returns {Evaluation} */
     evaluate() {
       let lossSum = 0;
       let correct = 0;

@@ -16,10 +16,21 @@
 
 import { createTrainer } from "./trainer.js";
 
+/** @typedef {import("./trainer.js").LabConfig} LabConfig */
+/** A point of the curve (normdive.lab.grid.LabPoint).
+ * @typedef {{ step: number, train_loss: number | null, heldout_loss: number,
+ *   heldout_accuracy: number }} CurvePoint */
+/** The run in progress: windowSum / windowCount is the mean training loss since the last
+ * point; activeMs the time trained up to the last pause, resumedAt when it last went on.
+ * @typedef {{ trainer: ReturnType<typeof createTrainer>, config: LabConfig, curve: CurvePoint[],
+ *   windowSum: number, windowCount: number, paused: boolean, activeMs: number,
+ *   resumedAt: number, progressAt: number, queued: boolean }} Run */
+
 const SLICE_MS = 50;
 const PROGRESS_MS = 100;
 const ALREADY_TRAINING = "a run is already training: stop it first";
 
+/** @type {Run | null} */
 let run = null;
 // Yielding through a MessageChannel, not setTimeout: nested timeouts are clamped to 4 ms.
 const tick = new MessageChannel();
@@ -33,37 +44,45 @@ function schedule() {
   }
 }
 
+/** @param {Record<string, unknown>} message */
 function post(message) {
   self.postMessage(message);
 }
 
+/** @param {unknown} error */
 function fail(error) {
   run = null;
   post({ type: "error", message: error instanceof Error ? error.message : String(error) });
 }
 
+/** @param {number} step @param {number | null} trainLoss */
 function evaluateAt(step, trainLoss) {
-  const figures = run.trainer.evaluate();
+  const current = /** @type {Run} */ (run); // called only while a run is in progress
+  const figures = current.trainer.evaluate();
   const point = { step, train_loss: trainLoss, ...figures };
-  run.curve.push(point);
+  current.curve.push(point);
   post({ type: "eval", step, ...figures });
 }
 
 // A figure as the grid file keeps it: finite numbers as they are, the rest as markers.
+/** @param {number | null} x @returns {number | null | string} */
 function measure(x) {
   if (x === null || Number.isFinite(x)) return x;
   if (Number.isNaN(x)) return "nan";
   return x > 0 ? "inf" : "-inf";
 }
 
+/** @param {Record<string, number | null>} point */
 function measured(point) {
   const entries = Object.entries(point).map(([k, v]) => [k, k === "step" ? v : measure(v)]);
   return Object.fromEntries(entries);
 }
 
 function rate() {
-  const seconds = (run.activeMs + (run.paused ? 0 : performance.now() - run.resumedAt)) / 1000;
-  return seconds > 0 ? run.trainer.stepsDone / seconds : NaN;
+  const current = /** @type {Run} */ (run); // called only while a run is in progress
+  const seconds =
+    (current.activeMs + (current.paused ? 0 : performance.now() - current.resumedAt)) / 1000;
+  return seconds > 0 ? current.trainer.stepsDone / seconds : NaN;
 }
 
 function slice() {
@@ -119,6 +138,7 @@ function slice() {
   }
 }
 
+/** @param {LabConfig} config @param {number} seed */
 function start(config, seed) {
   if (!Number.isInteger(config?.steps) || config.steps < 1) {
     throw new RangeError(`config.steps must be a positive integer, not ${config?.steps}`);
