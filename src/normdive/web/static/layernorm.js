@@ -26,6 +26,14 @@ const MAX_QUOTED_CHARS = 20;
 const ZERO = "0.000000";
 const SCALE = 10n ** BigInt(DECIMALS);
 
+/** An exact rational num / den, den > 0. @typedef {{ num: bigint, den: bigint }} Rational */
+/** An exact square root, sqrt(square) with the sign `negative` says.
+ * @typedef {{ square: Rational, negative: boolean }} Root */
+/** @typedef {{ mean: Rational, variance: Rational, denominator: Root,
+ *   normalised: (Root | null)[] }} Steps */
+/** What formatNumber writes: a float, a rational, a root, or null for 0 / 0.
+ * @typedef {number | Rational | Root | null} Figure */
+
 // ---- exact numbers ---------------------------------------------------------------------------
 
 // A decimal as written: sign, digits before and after the point, exponent.
@@ -33,6 +41,7 @@ const DECIMAL = /^([+-]?)(?:([0-9]+)\.?([0-9]*)|\.([0-9]+))(?:[eE]([+-]?[0-9]+))
 // A fraction in lowest terms as parseRow writes it (and numeric/display.py): "-3/8".
 const FRACTION_TEXT = /^(-?[0-9]+)\/([0-9]+)$/;
 
+/** @param {bigint} a @param {bigint} b @returns {bigint} */
 function gcd(a, b) {
   let [x, y] = [a < 0n ? -a : a, b];
   while (y !== 0n) [x, y] = [y, x % y];
@@ -41,6 +50,7 @@ function gcd(a, b) {
 
 // A decimal's text (or a number, read as String(x) writes it), or a fraction's "p/q", as the
 // exact rational {num, den}, den > 0.
+/** @param {string | number} x @returns {Rational} */
 function rational(x) {
   const text = String(x); // a number: its shortest round-trip digits
   const fraction = FRACTION_TEXT.exec(text);
@@ -61,6 +71,7 @@ function rational(x) {
 }
 
 // floor(sqrt(n)) for a BigInt n >= 0, by Newton's iteration from above.
+/** @param {bigint} n @returns {bigint} */
 function isqrt(n) {
   if (n < 2n) return n;
   let x = 1n << BigInt(n.toString(16).length * 2 + 1); // 2 ** (bits / 2 + 1) > sqrt(n)
@@ -78,10 +89,7 @@ function isqrt(n) {
  * @param {ArrayLike<string | number>} row  (n,) with n >= 1: decimals as text ("0.1", "1e-7")
  *   or fractions in lowest terms ("2/3"), as parseRow gives them
  * @param {string | number} eps  (the lesson's epsilon as text with the switch on, "0" off)
- * @returns {{mean: {num: bigint, den: bigint}, variance: {num: bigint, den: bigint},
- *            denominator: {square: {num: bigint, den: bigint}, negative: boolean},
- *            normalised: ({square: {num: bigint, den: bigint}, negative: boolean} | null)[]}}
- *   null for an output that is 0 / 0.
+ * @returns {Steps} a normalised output is null where it is 0 / 0.
  */
 export function layerNormSteps(row, eps) {
   const values = Array.from(row, rational); // (n,)
@@ -113,12 +121,14 @@ export function layerNormSteps(row, eps) {
 
 // ---- display ---------------------------------------------------------------------------------
 
+/** @param {number} x */
 function nonFinite(x) {
   if (Number.isNaN(x)) return NOT_A_NUMBER;
   return x > 0 ? INFINITY : MINUS_INFINITY;
 }
 
 // |value| * 10 ** 6, rounded, as text: 1224736n -> "1.224736".
+/** @param {bigint} units @param {boolean} negative */
 function unitsText(units, negative) {
   if (units === 0n) return ZERO; // also -0 and tiny negatives: a zero has no sign on the page
   const digits = units.toString().padStart(DECIMALS + 1, "0");
@@ -126,6 +136,7 @@ function unitsText(units, negative) {
 }
 
 // round(|num / den| * 10 ** 6), ties to even (den > 0).
+/** @param {Rational} value @returns {bigint} */
 function rationalUnits({ num, den }) {
   const scaled = (num < 0n ? -num : num) * SCALE;
   let units = scaled / den;
@@ -136,6 +147,7 @@ function rationalUnits({ num, den }) {
 
 // round(sqrt(num / den) * 10 ** 6), ties to even: with a / b = square * 10 ** 12 and
 // k = floor(sqrt(a / b)), up when 4a > b (2k + 1) ** 2; equality is a tie (numeric/display.py).
+/** @param {Rational} square @returns {bigint} */
 function rootUnits({ num, den }) {
   const a = num * SCALE * SCALE;
   const k = isqrt(a / den);
@@ -148,6 +160,7 @@ function rootUnits({ num, den }) {
  * binary value, like Python's format(x, ".6f")), an exact rational {num, den}, an exact root
  * {square, negative}, or null for 0 / 0. Number.prototype.toFixed breaks ties away from zero
  * and switches to exponent notation from 1e21, so the digits are computed with BigInt.
+ * @param {Figure} x @returns {string}
  */
 export function formatNumber(x) {
   if (x === null) return NOT_A_NUMBER;
@@ -174,12 +187,13 @@ export function formatNumber(x) {
     : unitsText(rationalUnits({ num: mantissa, den: 1n << BigInt(-exponent) }), negative);
 }
 
-/** The variance is above 0 but shows as 0.000000 (numeric/display.py, same name). */
+/** The variance is above 0 but shows as 0.000000 (numeric/display.py, same name).
+ * @param {Steps} steps @returns {boolean} */
 export function varianceTooSmallToShow(steps) {
   return steps.variance.num !== 0n && formatNumber(steps.variance) === ZERO;
 }
 
-/** "[-1.224736, 0.000000, 1.224736]" */
+/** "[-1.224736, 0.000000, 1.224736]" @param {ArrayLike<Figure>} xs @returns {string} */
 export function formatRow(xs) {
   return `[${Array.from(xs, formatNumber).join(", ")}]`;
 }
@@ -187,6 +201,7 @@ export function formatRow(xs) {
 /**
  * A typed number as the learner meant it: 3, 2.5, 0.001, 1e-7 (String(x), -0 as 0). A row from
  * parseRow is already this text, every digit typed kept, and comes back as it is.
+ * @param {string | number} x @returns {string}
  */
 export function formatInputNumber(x) {
   if (typeof x === "string") return x;
@@ -194,7 +209,7 @@ export function formatInputNumber(x) {
   return String(x); // String(-0) is "0"
 }
 
-/** "[1, 2, 3]" */
+/** "[1, 2, 3]" @param {ArrayLike<string | number>} xs @returns {string} */
 export function formatInputRow(xs) {
   return `[${Array.from(xs, formatInputNumber).join(", ")}]`;
 }
@@ -229,6 +244,7 @@ const FRACTION_FORM_WORDS = "is not a fraction to work with: write one plain num
 const DIVIDES_BY_ZERO_WORDS = "divides by zero: the number under the / cannot be 0.";
 
 // nan, inf, infinity or ∞ in any case, with one sign or none (numeric/numbers.py).
+/** @param {string} token */
 function isNonFinite(token) {
   const body = token.startsWith("+") || token.startsWith("-") ? token.slice(1) : token;
   return NON_FINITE_WORDS.has(body.toLowerCase());
@@ -236,6 +252,7 @@ function isNonFinite(token) {
 
 // One side of a fraction: a plain decimal, no sign, no exponent, as {num, den}; or the words
 // of what is wrong with it (numeric/numbers.py, parse_decimal with in_fraction).
+/** @param {string} text @returns {Rational | string} */
 function fractionSide(text) {
   const match = ANSWER_DECIMAL.exec(text);
   if (match === null) return NOT_A_NUMBER_WORDS;
@@ -247,8 +264,9 @@ function fractionSide(text) {
 
 // A fraction entry ("2/3", "-1.5/4") as its text in lowest terms, or {message}
 // (numeric/rows.py, _fraction_entry).
+/** @param {string} token @returns {string | { message: string }} */
 function fractionEntry(token) {
-  const refused = (words) => ({ message: `${quote(token)} ${words}` });
+  const refused = (/** @type {string} */ words) => ({ message: `${quote(token)} ${words}` });
   if (!FRACTION_ALPHABET.test(token)) return refused(NOT_A_NUMBER_WORDS);
   const slash = token.indexOf("/");
   let top = token.slice(0, slash);
@@ -273,6 +291,7 @@ function fractionEntry(token) {
 // The first group written like "0,5" when the row's groups are parted by spaces and every group
 // with a comma in it is such a number: decimal commas, not a list. Same rule as
 // normdive/numeric/rows.py (_decimal_comma).
+/** @param {string} body @returns {string | null} */
 function decimalComma(body) {
   const groups = body.split(SPACES_ONLY).filter((group) => group !== "");
   const withCommas = groups.filter((group) => group.includes(","));
@@ -280,12 +299,14 @@ function decimalComma(body) {
   return withCommas.every((group) => DECIMAL_COMMA_GROUP.test(group)) ? withCommas[0] : null;
 }
 
+/** @param {string} text */
 function codePointLength(text) {
   let count = 0;
   for (const _ of text) count += 1; // iterates code points, as Python's len() counts
   return count;
 }
 
+/** @param {string} token */
 function quote(token) {
   const points = Array.from(token);
   const shown = points.length > MAX_QUOTED_CHARS
@@ -296,6 +317,7 @@ function quote(token) {
 
 // A matched number's significant digits and exponent (value = 0.digits x 10 ** exponent), or
 // null for a zero; an exponent too long to be in range comes back as +-10 ** 6 (rows.py, _size).
+/** @param {RegExpExecArray} match @returns {{ digits: string, exponent: number } | null} */
 function size(match) {
   const [, , whole = "", part = "", fraction = "", written = "0"] = match;
   const after = part || fraction;
@@ -310,6 +332,7 @@ function size(match) {
 }
 
 // ECMAScript's Number::toString layout of 0.digits x 10 ** n (numeric/display.py).
+/** @param {string} digits @param {number} n */
 function layout(digits, n) {
   const k = digits.length;
   if (k <= n && n <= 21) return digits + "0".repeat(n - k);
@@ -324,6 +347,7 @@ function layout(digits, n) {
  * decimal with every digit typed kept, in the layout String(x) uses ("0.1", "1e-7", "1e+100"),
  * a fraction in lowest terms ("2/3"), or {message}. Same rules and messages as
  * normdive/numeric/rows.py, whose entries follow a typed answer's rules (numeric/numbers.py).
+ * @param {string} text @returns {string[] | { message: string }}
  */
 export function parseRow(text) {
   text = String(text);
