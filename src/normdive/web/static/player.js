@@ -23,12 +23,32 @@ const COLOURS = {
 };
 const CROSS_PX = 5;
 
+/** A recorded figure: a number, or the recording's marker for one that is not finite ("nan",
+ * "inf", "-inf"). @typedef {number | string} Recorded */
+/** One seed's curves, the page seed's first: GET /recording/rows/{key}.json's `series`.
+ * @typedef {{ seed: number, page: boolean, step: number[], accuracy: Recorded[],
+ *   loss: Recorded[] }} RowSeries */
+/** @typedef {{ steps: number, learns_min: number, chance_max: number,
+ *   series: RowSeries[] }} RowData */
+/** A chart's curve, as its element's data-series names it.
+ * @typedef {"accuracy" | "loss"} Curve */
+/** One chart's columns: null where a line has no finite value; `marks` holds the played row's
+ * values that are not finite, null elsewhere.
+ * @typedef {{ steps: number[], low: (number | null)[], high: (number | null)[],
+ *   others: (number | null)[][], played: (number | null)[], marks: (number | null)[] }} Columns */
+/** A chart and the steps it shows (`shown`); `plot` is null only while makeChart draws it.
+ * @typedef {{ cols: Columns, shown: number, edges: number[],
+ *   plot: import("uplot") | null }} Chart */
+/** @typedef {Chart & { plot: import("uplot") }} DrawnChart */
+
 // Named by a variable, so that the type check (tsconfig.json) takes uPlot's types from the
 // pinned package instead of checking the vendored build itself.
 const UPLOT_MODULE = "./vendor/uplot/uPlot.esm.js";
 /** @type {Promise<typeof import("uplot")> | null} */
 let uplotLoading = null;
-const rowData = new Map(); // url -> Promise of the row's curves
+/** @type {Map<string, Promise<RowData>>} url -> Promise of the row's curves */
+const rowData = new Map();
+/** @type {{ token: number, charts: DrawnChart[] }} */
 let current = { token: 0, charts: [] };
 
 function loadUPlot() {
@@ -42,6 +62,7 @@ function loadUPlot() {
   return uplotLoading;
 }
 
+/** @param {string} url @returns {Promise<RowData>} */
 function fetchRow(url) {
   if (!rowData.has(url)) {
     const loading = fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
@@ -56,10 +77,11 @@ function fetchRow(url) {
       });
     rowData.set(url, loading);
   }
-  return rowData.get(url);
+  return /** @type {Promise<RowData>} */ (rowData.get(url)); // set just above
 }
 
 // A recorded value as a number: the file spells non-finite values "nan", "inf", "-inf".
+/** @param {Recorded} value */
 function measure(value) {
   if (typeof value === "number") return value;
   if (value === "inf") return Infinity;
@@ -69,6 +91,7 @@ function measure(value) {
 
 // One chart's columns: steps, the others' band (low, high), each other seed, the played row,
 // plus where the played row is not finite.
+/** @param {RowData} data @param {Curve} name @returns {Columns} */
 function columns(data, name) {
   const [played, ...others] = data.series;
   const steps = played.step;
@@ -77,7 +100,7 @@ function columns(data, name) {
     const byStep = new Map(series.step.map((step, i) => [step, measure(series[name][i])]));
     return steps.map((step) => {
       const value = byStep.get(step);
-      return Number.isFinite(value) ? value : null;
+      return Number.isFinite(value) ? /** @type {number} */ (value) : null;
     });
   });
   const low = steps.map((_, i) => {
@@ -102,13 +125,15 @@ function columns(data, name) {
 // so it carries a tick label above the highest curve instead of ending unlabelled.
 const ROUND_TOPS = [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10];
 
-/** The smallest round figure (ROUND_TOPS times a power of ten) at or above `value` (> 0). */
+/** The smallest round figure (ROUND_TOPS times a power of ten) at or above `value` (> 0).
+ * @param {number} value */
 function roundUp(value) {
   const power = 10 ** Math.floor(Math.log10(value));
   const step = ROUND_TOPS.find((multiple) => multiple * power >= value * (1 - 1e-12)) ?? 10;
   return step * power;
 }
 
+/** @param {Curve} name @param {Columns} cols @returns {[number, number]} */
 function yRange(name, cols) {
   if (name === "accuracy") return [0, 1];
   const finite = [...cols.played, ...cols.high, ...cols.others.flat()].filter((v) => v !== null);
@@ -116,6 +141,7 @@ function yRange(name, cols) {
   return [0, top > 0 && Number.isFinite(top) ? roundUp(top * 1.05) : 1];
 }
 
+/** @param {Columns} cols @param {number} count @returns {import("uplot").AlignedData} */
 function slice(cols, count) {
   return [
     cols.steps.slice(0, count),
@@ -126,6 +152,7 @@ function slice(cols, count) {
   ];
 }
 
+/** @param {import("uplot")} u @param {Chart} chart */
 function drawExtras(u, chart) {
   const ctx = u.ctx;
   const ratio = window.devicePixelRatio || 1;
@@ -162,8 +189,11 @@ function drawExtras(u, chart) {
   ctx.restore();
 }
 
+/** @param {typeof import("uplot")} UPlot @param {HTMLElement} element @param {RowData} data
+ * @param {Curve} name @returns {DrawnChart} */
 function makeChart(UPlot, element, data, name) {
   const cols = columns(data, name);
+  /** @type {Chart} */
   const chart = {
     cols,
     shown: cols.steps.length,
@@ -175,6 +205,7 @@ function makeChart(UPlot, element, data, name) {
   const faint = { stroke: COLOURS.others, width: 1, points: { show: false }, spanGaps: true };
   const hidden = { stroke: "transparent", width: 0, points: { show: false }, spanGaps: true };
   const otherCount = cols.others.length;
+  /** @type {import("uplot").Options} */
   const options = {
     width: Math.max(MIN_CHART_WIDTH_PX, element.clientWidth),
     height: CHART_HEIGHT_PX,
@@ -197,9 +228,10 @@ function makeChart(UPlot, element, data, name) {
   };
   element.replaceChildren();
   chart.plot = new UPlot(options, slice(cols, cols.steps.length), element);
-  return chart;
+  return /** @type {DrawnChart} */ (chart);
 }
 
+/** @param {DrawnChart} chart @param {number} count */
 function show(chart, count) {
   chart.shown = count;
   chart.plot.setData(slice(chart.cols, count));
@@ -211,7 +243,7 @@ function reducedMotion() {
 
 function resize() {
   for (const chart of current.charts) {
-    const element = chart.plot.root.parentElement;
+    const element = /** @type {HTMLElement} */ (chart.plot.root.parentElement); // the .chart
     chart.plot.setSize({ width: Math.max(MIN_CHART_WIDTH_PX, element.clientWidth), height: CHART_HEIGHT_PX });
   }
 }
@@ -221,17 +253,26 @@ window.addEventListener("resize", resize);
 // Draw the row in #player. With `animate`, the curves grow over ANIMATION_MS (at once under
 // prefers-reduced-motion) and the promise resolves when they are complete. `onCharts` is
 // called as soon as the charts and the sentences about them are on the page.
+/** @param {HTMLElement} player has data-src, the row's curves' address
+ * @param {{ animate: boolean, onCharts?: () => void }} how
+ * @returns {Promise<{ drawn: boolean }>} */
 export async function showPlayer(player, { animate, onCharts = () => {} }) {
   const token = current.token + 1;
   current = { token, charts: [] };
-  const [UPlot, data] = await Promise.all([loadUPlot(), fetchRow(player.dataset.src)]);
+  const [UPlot, data] = await Promise.all([
+    loadUPlot(),
+    fetchRow(/** @type {string} */ (player.dataset.src)), // callers pass a player with data-src
+  ]);
   if (current.token !== token || !player.isConnected) return { drawn: false };
-  const charts = [...player.querySelectorAll(".chart[data-series]")].map((element) =>
-    makeChart(UPlot, element, data, element.dataset.series),
+  const charts = [
+    .../** @type {NodeListOf<HTMLElement>} */ (player.querySelectorAll(".chart[data-series]")),
+  ].map((element) =>
+    makeChart(UPlot, element, data, /** @type {Curve} */ (element.dataset.series)),
   );
   current.charts = charts;
   // The sentences about what the charts show are hidden until there are charts to show it.
-  for (const note of player.querySelectorAll("[data-chart-note]")) note.hidden = false;
+  const notes = /** @type {NodeListOf<HTMLElement>} */ (player.querySelectorAll("[data-chart-note]"));
+  for (const note of notes) note.hidden = false;
   onCharts();
   if (!animate || reducedMotion() || !charts.length) return { drawn: true };
   const total = charts[0].cols.steps;
@@ -239,7 +280,7 @@ export async function showPlayer(player, { animate, onCharts = () => {} }) {
   for (const chart of charts) show(chart, 1);
   return new Promise((resolve) => {
     const start = performance.now();
-    const frame = (now) => {
+    const frame = (/** @type {number} */ now) => {
       if (current.token !== token || !player.isConnected) {
         resolve({ drawn: false });
         return;

@@ -29,6 +29,7 @@ function loadStyles() {
   return loaded;
 }
 
+/** @param {string} className @param {string} text */
 function paragraph(className, text) {
   const element = document.createElement("p");
   element.className = className;
@@ -38,6 +39,8 @@ function paragraph(className, text) {
 
 // Swap in the figures at `url` once they and `ready` (the stylesheet) have arrived, unless
 // `current()` says a later load has taken over meanwhile.
+/** @param {HTMLElement} body @param {string} url @param {Promise<unknown>} [ready]
+ * @param {() => boolean} [current] */
 async function load(body, url, ready = Promise.resolve(), current = () => true) {
   body.setAttribute("aria-busy", "true");
   try {
@@ -55,8 +58,9 @@ async function load(body, url, ready = Promise.resolve(), current = () => true) 
 
 // Draw the cell in the player; `then` runs once, as soon as its charts are drawn, or could
 // not be, or were not because another player was drawn meanwhile.
+/** @param {ParentNode} root @param {boolean} animate @param {() => void} [then] */
 function draw(root, animate, then = () => {}) {
-  const player = root.querySelector("#sweep-player[data-src]");
+  const player = /** @type {HTMLElement | null} */ (root.querySelector("#sweep-player[data-src]"));
   let done = false;
   const once = () => {
     if (!done) {
@@ -78,6 +82,7 @@ function draw(root, animate, then = () => {}) {
 
 // Say what now plays in a polite live region (the lesson page's, or the page of its own's):
 // the cell's heading and where it ended, in the words the server drew.
+/** @param {HTMLElement | null} player */
 function announcePlayed(player) {
   const region = document.getElementById("announcer");
   if (!region || !player) return;
@@ -96,21 +101,24 @@ function announcePlayed(player) {
 }
 
 // The panel has opened: load its figures, once.
+/** @param {HTMLElement} panel */
 export async function openPanel(panel) {
-  const body = panel.querySelector("#sweep-body");
+  const body = /** @type {HTMLElement | null} */ (panel.querySelector("#sweep-body"));
   if (!body || body.dataset.loaded) return;
   body.dataset.loaded = "true";
   body.replaceChildren(paragraph("placeholder", body.dataset.loading || ""));
-  await load(body, body.dataset.src, loadStyles());
+  // The server draws #sweep-body with data-src, the figures' address.
+  await load(body, /** @type {string} */ (body.dataset.src), loadStyles());
 }
 
 // The latest pick: an earlier one still loading neither draws nor takes the focus.
 let latestPick = 0;
 
+/** @param {HTMLAnchorElement} link has data-sweep-cell @param {HTMLElement} body has data-src */
 async function pick(link, body) {
   const mine = ++latestPick;
-  const url = new URL(body.dataset.src, window.location.href);
-  url.searchParams.set("cell", link.dataset.sweepCell);
+  const url = new URL(/** @type {string} */ (body.dataset.src), window.location.href);
+  url.searchParams.set("cell", /** @type {string} */ (link.dataset.sweepCell));
   // The link is swapped away with the figures: the focus waits in the panel meanwhile.
   body.focus({ preventScroll: true });
   const current = () => mine === latestPick;
@@ -125,7 +133,7 @@ async function pick(link, body) {
   }
   // Focus moves to the player once its charts and the sentences about them are shown, so a
   // screen reader reads the player whole.
-  const player = body.querySelector("#sweep-player");
+  const player = /** @type {HTMLElement | null} */ (body.querySelector("#sweep-player"));
   draw(body, true, () => {
     if (!current()) return;
     player?.focus();
@@ -134,7 +142,9 @@ async function pick(link, body) {
 }
 
 document.addEventListener("click", (event) => {
-  const link = event.target instanceof Element ? event.target.closest("a[data-sweep-cell]") : null;
+  const link = event.target instanceof Element
+    ? /** @type {HTMLAnchorElement | null} */ (event.target.closest("a[data-sweep-cell]"))
+    : null;
   if (!link || event.defaultPrevented || event.button !== 0) return;
   if (event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return; // a new tab
   const body = /** @type {HTMLElement | null} */ (link.closest("#sweep-body"));
