@@ -22,11 +22,48 @@ const MIN_CHART_WIDTH_PX = 240;
 const EPS_MATCH = 1e-9;
 const COLOURS = { recorded: "#8a8f98", live: "#0b5cad", ink: "#1f2328", grid: "#d0d7de" };
 
+/** @typedef {import("./lab/trainer.js").LabConfig} LabConfig */
+/** A figure as the grid spells it: a number, or "nan" / "inf" / "-inf".
+ * @typedef {number | string} Figure */
+/** A curve's point, as much of it as the chart reads.
+ * @typedef {{ step: number, heldout_accuracy: Figure }} Point */
+/** A recorded cell (GET /lab/grid/<digest>.json, normdive.lab.grid.LabCell), as much as is read.
+ * @typedef {{ depth: number, layernorm: boolean, residual: boolean, eps: number | null,
+ *   init: string, seed: number, curve: Point[] }} GridCell */
+/** @typedef {{ cells: GridCell[] }} LabGrid */
+/** A configuration as a recorded cell names it: depth, layer norm, residual, eps, init, seed.
+ * @typedef {[number, boolean, boolean, number | null, string, number]} CellKey */
+/** A recorded cell as the commit form lists it (data-cells): depth, row, eps, init, seed.
+ * @typedef {[number, string, number | null, string, number]} OfferedCell */
+/** The open run as the server draws it into data-run.
+ * @typedef {{ run: number, config: LabConfig, seed: number, recorded: boolean, cell: CellKey,
+ *   name: string }} PendingRun */
+/** A write's answer: the panel drawn again, and what to say.
+ * @typedef {{ ok: boolean, message?: string, html?: string }} Answer */
+/** #lab-train as the server draws it (templates/lab_fragments.html), with its data attributes.
+ * @typedef {HTMLElement & { dataset: { run: string, grid: string, progressText: string,
+ *   milestone: string, hiddenText: string, stoppedText: string } }} TrainElement */
+/** The commit form's choices of a configuration, each a <select>.
+ * @typedef {"depth" | "row" | "eps" | "init" | "seed"} Choice */
+/** #lab-commit as the server draws it.
+ * @typedef {HTMLFormElement & { dataset: { noCell: string },
+ *   elements: Record<Choice, HTMLSelectElement> }} CommitForm */
+/** The worker's "done": the finished run's curve and final figures (lab/worker.js).
+ * @typedef {{ type: "done", curve: object[], final: object,
+ *   steps_per_second: number }} DoneMessage */
+/** What the worker posts (lab/worker.js).
+ * @typedef {{ type: "progress", step: number, steps: number, train_loss: number,
+ *   steps_per_second: number }
+ *   | { type: "eval", step: number, heldout_loss: number, heldout_accuracy: number }
+ *   | DoneMessage | { type: "stopped", step: number }
+ *   | { type: "error", message: string }} WorkerMessage */
+
 // Named by a variable, so that the type check (tsconfig.json) takes uPlot's types from the
 // pinned package instead of checking the vendored build itself.
 const UPLOT_MODULE = "./vendor/uplot/uPlot.esm.js";
 /** @type {Promise<typeof import("uplot")> | null} */
 let uplotLoading = null;
+/** @type {Promise<LabGrid> | null} */
 let gridLoading = null;
 
 function loadStyles() {
@@ -56,6 +93,7 @@ function loadUPlot() {
   return uplotLoading;
 }
 
+/** @param {string} url @returns {Promise<LabGrid>} */
 function loadGrid(url) {
   if (!gridLoading) {
     gridLoading = fetch(url, { credentials: "same-origin" }).then((response) => {
@@ -69,6 +107,7 @@ function loadGrid(url) {
   return gridLoading;
 }
 
+/** @param {string | undefined} text */
 function announce(text) {
   const region = document.getElementById("announcer");
   if (!region || !text) return;
@@ -79,6 +118,7 @@ function announce(text) {
   }, 50);
 }
 
+/** @param {string} className @param {string} text */
 function paragraph(className, text) {
   const element = document.createElement("p");
   element.className = className;
@@ -86,11 +126,13 @@ function paragraph(className, text) {
   return element;
 }
 
+/** @param {string} template @param {Record<string, string | number>} values */
 function fill(template, values) {
   return template.replace(/\{(\w+)\}/g, (whole, name) => (name in values ? String(values[name]) : whole));
 }
 
 // A figure as the grid spells it: a number, or "nan" / "inf" / "-inf", or null.
+/** @param {Figure | null} value */
 function measure(value) {
   if (typeof value === "number") return value;
   if (value === "inf") return Infinity;
@@ -100,12 +142,14 @@ function measure(value) {
 
 // A figure as the server keeps it: JSON has no NaN or Infinity, so a diverged run's are
 // spelled as the recording format spells them.
+/** @param {string} _key @param {unknown} value */
 function marked(_key, value) {
   if (typeof value !== "number" || Number.isFinite(value)) return value;
   if (Number.isNaN(value)) return "nan";
   return value > 0 ? "inf" : "-inf";
 }
 
+/** @param {number} seconds */
 function duration(seconds) {
   if (!Number.isFinite(seconds)) return "–";
   const whole = Math.max(0, Math.round(seconds));
@@ -116,6 +160,7 @@ function csrfToken() {
   return /** @type {HTMLMetaElement | null} */ (document.querySelector('meta[name="csrf-token"]'))?.content ?? "";
 }
 
+/** @param {string} url @param {FormData} data @returns {Promise<Answer>} */
 async function post(url, data) {
   try {
     const response = await fetch(url, {
@@ -130,15 +175,20 @@ async function post(url, data) {
   }
 }
 
+/** @param {HTMLElement} details */
 export async function openPanel(details) {
-  const body = details.querySelector("#lab-body");
+  const body = /** @type {HTMLElement | null} */ (details.querySelector("#lab-body"));
   if (!body || body.dataset.loaded) return;
   body.dataset.loaded = "true";
   body.setAttribute("aria-busy", "true");
   const fallback = [...body.childNodes];
   body.replaceChildren(paragraph("note", body.dataset.loading || ""));
   try {
-    const fetched = fetch(body.dataset.src, { headers: { Accept: "text/html" }, credentials: "same-origin" });
+    // The server draws #lab-body with data-src, the panel's address.
+    const fetched = fetch(/** @type {string} */ (body.dataset.src), {
+      headers: { Accept: "text/html" },
+      credentials: "same-origin",
+    });
     const [response] = await Promise.all([fetched, loadStyles()]);
     // Every answer, a refusal included, is a readable fragment drawn by the server.
     body.innerHTML = await response.text();
@@ -156,20 +206,24 @@ export async function openPanel(details) {
 
 // Swap in the panel the server drew with a write's answer, and put the focus at `focusId`
 // (or the alert, or the panel).
+/** @param {HTMLElement} body @param {Answer} answer @param {string} focusId
+ * @param {Element | null} [keep] */
 function swap(body, answer, focusId, keep = null) {
   if (answer.html) body.innerHTML = answer.html;
   else body.prepend(paragraph("alert", answer.message || PROBLEM));
   if (keep) body.querySelector("#lab-result")?.after(keep);
   wire(body);
   announce(answer.message);
-  const target = (answer.ok && document.getElementById(focusId)) || body.querySelector("#lab-alert") || body;
+  const target = (answer.ok && document.getElementById(focusId)) ||
+    /** @type {HTMLElement | null} */ (body.querySelector("#lab-alert")) || body;
   target.focus();
 }
 
+/** @param {HTMLElement} body */
 function wire(body) {
-  const form = body.querySelector("#lab-commit");
+  const form = /** @type {CommitForm | null} */ (body.querySelector("#lab-commit"));
   if (form) wireForm(body, form);
-  const train = body.querySelector("#lab-train");
+  const train = /** @type {TrainElement | null} */ (body.querySelector("#lab-train"));
   if (train) wireTrainer(body, train);
 }
 
@@ -177,11 +231,12 @@ function wire(body) {
 
 const LAYER_NORM_ROWS = new Set(["both", "layernorm_only"]);
 
+/** @param {HTMLElement} body @param {CommitForm} form */
 function wireForm(body, form) {
-  const cells = JSON.parse(form.dataset.cells || "[]");
-  const note = form.querySelector("#lab-cell-note");
-  const eps = form.querySelector("#lab-eps");
-  const value = (name) => form.elements[name].value;
+  const cells = /** @type {OfferedCell[]} */ (JSON.parse(form.dataset.cells || "[]"));
+  const note = /** @type {HTMLElement} */ (form.querySelector("#lab-cell-note"));
+  const eps = /** @type {HTMLSelectElement} */ (form.querySelector("#lab-eps"));
+  const value = (/** @type {Choice} */ name) => form.elements[name].value;
   const update = () => {
     const layernorm = LAYER_NORM_ROWS.has(value("row"));
     eps.disabled = !layernorm; // not sent, and not asked, without layer norm
@@ -200,7 +255,7 @@ function wireForm(body, form) {
   update();
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const button = form.querySelector("#lab-commit-button");
+    const button = /** @type {HTMLButtonElement} */ (form.querySelector("#lab-commit-button"));
     if (button.disabled) return;
     button.disabled = true;
     button.setAttribute("aria-busy", "true");
@@ -213,11 +268,13 @@ function wireForm(body, form) {
 
 // ---- training --------------------------------------------------------------------------------
 
+/** @param {number | null} a @param {number | null} b */
 function sameEps(a, b) {
   if (a === null || b === null) return a === b;
   return Math.abs(a - b) <= EPS_MATCH * Math.max(Math.abs(a), Math.abs(b));
 }
 
+/** @param {string} url @param {CellKey} cell @returns {Promise<Point[] | null>} */
 async function recordedCurve(url, [depth, layernorm, residual, eps, init, seed]) {
   const grid = await loadGrid(url);
   const cell = grid.cells.find(
@@ -232,16 +289,17 @@ async function recordedCurve(url, [depth, layernorm, residual, eps, init, seed])
   return cell ? cell.curve : null;
 }
 
-/** @returns {import("uplot").AlignedData} */
+/** @param {Point[]} recorded @param {Point[]} live @returns {import("uplot").AlignedData} */
 function chartData(recorded, live) {
   const xs = [...new Set([...recorded.map((p) => p.step), ...live.map((p) => p.step)])].sort((a, b) => a - b);
-  const at = (points) => {
+  const at = (/** @type {Point[]} */ points) => {
     const byStep = new Map(points.map((p) => [p.step, measure(p.heldout_accuracy)]));
     return xs.map((x) => (byStep.has(x) && Number.isFinite(byStep.get(x)) ? byStep.get(x) : null));
   };
   return [xs, at(recorded), at(live)];
 }
 
+/** @param {HTMLElement} element @param {number} steps @param {Point[] | null} recorded */
 async function makeChart(element, steps, recorded) {
   const UPlot = await loadUPlot();
   const axis = { stroke: COLOURS.ink, grid: { stroke: COLOURS.grid, width: 1 }, ticks: { stroke: COLOURS.grid } };
@@ -271,26 +329,33 @@ async function makeChart(element, steps, recorded) {
   return plot;
 }
 
+/** @param {HTMLElement} body @param {TrainElement} train */
 function wireTrainer(body, train) {
-  const run = JSON.parse(train.dataset.run);
+  const run = /** @type {PendingRun} */ (JSON.parse(train.dataset.run));
   const steps = run.config.steps;
-  const start = train.querySelector("#lab-start");
-  const stop = train.querySelector("#lab-stop");
-  const resume = train.querySelector("#lab-resume");
-  const bar = train.querySelector("#lab-progress");
-  const status = train.querySelector("#lab-progress-text");
-  const chartElement = train.querySelector("#lab-chart");
-  const figure = train.querySelector("#lab-figure");
+  // The server draws all of these inside #lab-train.
+  const start = /** @type {HTMLButtonElement} */ (train.querySelector("#lab-start"));
+  const stop = /** @type {HTMLButtonElement} */ (train.querySelector("#lab-stop"));
+  const resume = /** @type {HTMLButtonElement} */ (train.querySelector("#lab-resume"));
+  const bar = /** @type {HTMLProgressElement} */ (train.querySelector("#lab-progress"));
+  const status = /** @type {HTMLElement} */ (train.querySelector("#lab-progress-text"));
+  const chartElement = /** @type {HTMLElement} */ (train.querySelector("#lab-chart"));
+  const figure = /** @type {HTMLElement} */ (train.querySelector("#lab-figure"));
+  /** @type {Point[]} */
   const live = [];
+  /** @type {Set<number>} */
   const said = new Set();
+  /** @type {Point[]} */
   let recorded = [];
+  /** @type {import("uplot") | null} */
   let plot = null;
+  /** @type {Worker | null} */
   let worker = null;
   let mode = "idle"; // idle | running | stopped (by the learner) | hidden | done
   let lastStep = 0;
 
   const redraw = () => plot?.setData(chartData(recorded, live));
-  const setMode = (next) => {
+  const setMode = (/** @type {string} */ next) => {
     mode = next;
     stop.disabled = mode !== "running";
     resume.disabled = mode !== "stopped";
@@ -309,10 +374,11 @@ function wireTrainer(body, train) {
   };
   document.addEventListener("visibilitychange", onVisibility);
 
+  /** @param {DoneMessage} message */
   const finish = async (message) => {
     setMode("done");
     document.removeEventListener("visibilitychange", onVisibility);
-    worker.terminate();
+    /** @type {Worker} */ (worker).terminate(); // it sent the message
     bar.value = 100;
     const data = new FormData();
     data.append("result", JSON.stringify({ final: message.final, curve: message.curve }, marked));
@@ -326,6 +392,7 @@ function wireTrainer(body, train) {
     swap(body, { ...answer, message: `${milestone} ${answer.message || ""}`.trim() }, "lab-result", kept);
   };
 
+  /** @param {WorkerMessage} message */
   const onMessage = (message) => {
     if (message.type === "progress") {
       lastStep = message.step;
@@ -393,7 +460,7 @@ function wireTrainer(body, train) {
   });
   stop.addEventListener("click", () => {
     if (mode !== "running") return;
-    worker.postMessage({ type: "pause" });
+    /** @type {Worker} */ (worker).postMessage({ type: "pause" });
     setMode("stopped");
     status.textContent = fill(train.dataset.stoppedText, { step: lastStep });
     announce(status.textContent);
@@ -401,7 +468,7 @@ function wireTrainer(body, train) {
   });
   resume.addEventListener("click", () => {
     if (mode !== "stopped") return;
-    worker.postMessage({ type: "resume" });
+    /** @type {Worker} */ (worker).postMessage({ type: "resume" });
     setMode("running");
     stop.focus();
   });
