@@ -14,6 +14,12 @@
 
 const ANSWER_TIMEOUT_MS = 3000;
 
+/** The data attributes of <main data-lti-storage> (templates/lti_storage.html): storageValue and
+ * next are there with "put" only, the one mode that reads them.
+ * @typedef {{ storageTarget: string, storageOrigin: string, storageKey: string,
+ *   storageValue: string, next: string }} StorageData */
+
+/** @param {string} target @returns {Window | null} */
 function storageWindow(target) {
   if (window.parent === window) {
     return null; // not framed: there is no platform page to ask
@@ -22,7 +28,9 @@ function storageWindow(target) {
     return window.parent;
   }
   try {
-    return window.parent.frames[target] || null;
+    // A frame by its name: the window's named properties, which its type does not list.
+    const frames = /** @type {Window & Record<string, Window | undefined>} */ (window.parent.frames);
+    return frames[target] || null;
   } catch {
     return null;
   }
@@ -36,6 +44,9 @@ function messageId() {
 }
 
 // Posts one message and resolves with the platform's answer (its data), or rejects with why not.
+/** @param {string} target @param {string} origin
+ * @param {{ subject: string, key?: string, value?: string }} message
+ * @returns {Promise<{ value?: unknown }>} */
 function ask(target, origin, message) {
   return new Promise((resolve, reject) => {
     const frame = storageWindow(target);
@@ -49,6 +60,7 @@ function ask(target, origin, message) {
       window.removeEventListener("message", listen);
       reject(new Error("the platform did not answer"));
     }, ANSWER_TIMEOUT_MS);
+    /** @param {MessageEvent} event */
     function listen(event) {
       const data = event.data;
       if (event.origin !== origin || !data || data.message_id !== id || data.subject !== expected) {
@@ -67,6 +79,7 @@ function ask(target, origin, message) {
   });
 }
 
+/** @param {string} text */
 function status(text) {
   const line = document.getElementById("lti-storage-status");
   if (line) {
@@ -74,8 +87,10 @@ function status(text) {
   }
 }
 
+/** @param {HTMLElement} main */
 async function putThenContinue(main) {
-  const { storageTarget, storageOrigin, storageKey, storageValue, next } = main.dataset;
+  const { storageTarget, storageOrigin, storageKey, storageValue, next } =
+    /** @type {StorageData} */ (main.dataset);
   try {
     await ask(storageTarget, storageOrigin, {
       subject: "lti.put_data",
@@ -88,8 +103,9 @@ async function putThenContinue(main) {
   window.location.replace(next);
 }
 
+/** @param {HTMLElement} main */
 async function getThenLaunch(main) {
-  const { storageTarget, storageOrigin, storageKey } = main.dataset;
+  const { storageTarget, storageOrigin, storageKey } = /** @type {StorageData} */ (main.dataset);
   const form = /** @type {HTMLFormElement} */ (document.getElementById("lti-storage-launch"));
   try {
     const answer = await ask(storageTarget, storageOrigin, { subject: "lti.get_data", key: storageKey });
@@ -100,7 +116,7 @@ async function getThenLaunch(main) {
     form.submit();
   } catch {
     status("This launch could not be confirmed in this frame.");
-    document.getElementById("lti-storage-failed").hidden = false;
+    /** @type {HTMLElement} */ (document.getElementById("lti-storage-failed")).hidden = false;
   }
 }
 

@@ -5,6 +5,7 @@
 
 const REGION = ".table-scroll";
 
+/** @param {Element} region */
 function fit(region) {
   if (region.scrollWidth > region.clientWidth) region.setAttribute("tabindex", "0");
   // A hidden region measures 0 wide: it keeps the server's tabindex until it is shown.
@@ -15,6 +16,7 @@ const resized = new ResizeObserver((entries) => {
   for (const entry of entries) fit(entry.target);
 });
 
+/** @param {Node} node @returns {Element[]} */
 function regionsIn(node) {
   if (!(node instanceof Element)) return [];
   return [...(node.matches(REGION) ? [node] : []), ...node.querySelectorAll(REGION)];
