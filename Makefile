@@ -143,3 +143,5 @@ record-lab: $(VENV)/.installed-test
 
 clean-venv:
 	rm -rf $(VENV) node_modules
+
+include mk/i18n.mk

@@ -19,16 +19,18 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "normdive"
 # layer -> the normdive layers it may import.
 ALLOWED: dict[str, set[str]] = {
     "numeric": set(),
+    # The learner's language: locales, their negotiation and the gettext catalogues.
+    "i18n": set(),
     "recording": set(),
     # The lab's generator and grid format: torch-free, read by the web app and by training.
     "lab": {"recording"},
-    "lesson": {"numeric", "recording"},
-    "progress": {"lesson", "numeric", "recording"},
+    "lesson": {"numeric", "recording", "i18n"},
+    "progress": {"lesson", "numeric", "recording", "i18n"},
     "store": {"progress", "config"},
     # LTI 1.3 (registrations, login, launch): over the store, under the web app.
-    "lti": {"store", "progress", "lesson", "config"},
+    "lti": {"store", "progress", "lesson", "config", "i18n"},
     "training": {"recording", "lab"},
-    "web": {"store", "progress", "lesson", "numeric", "recording", "config", "lti", "lab"},
+    "web": {"store", "progress", "lesson", "numeric", "recording", "config", "lti", "lab", "i18n"},
 }
 # Only training may import torch; the web app, the numeric core and the format never do.
 TORCH_ALLOWED = {"training"}

@@ -70,6 +70,7 @@ from normdive.store.tables import (
 )
 from normdive.web.app import create_app
 from normdive.web.infrastructure.identity import COOKIE_NAME
+from normdive.web.infrastructure.language import LAUNCH_COOKIE
 
 ROUTES_LOGGER = "normdive.web.routes.lti"
 # What a launch may store; a refused one changes none of them.
@@ -956,3 +957,43 @@ def test_control_characters_are_refused_readably_on_both_databases(
         response = client.get("/lti/login", params=login_params(**{where: value}))
     assert response.status_code == 400, response.text
     assert "This LTI launch was refused" in response.text
+
+
+# --- the launch's locale ------------------------------------------------------------------
+
+
+def test_a_launch_with_a_locale_opens_the_lesson_in_that_language(
+    make_browser: Callable[[], TestClient], registration: Registration, platform_key: RSAKey
+) -> None:
+    client = make_browser()
+    asked = login(client)
+    claims = launch_claims(asked.nonce, lti_launch_presentation={"locale": "de-DE"})
+    response = launch(client, signed(claims, platform_key), asked.state)
+    assert response.status_code == 303, response.text
+    kept = next(
+        c for c in response.headers.get_list("set-cookie") if c.startswith(LAUNCH_COOKIE + "=")
+    )
+    assert "Partitioned" in kept and "Secure" in kept
+    page = client.get("/", headers={"Accept-Language": "en"})
+    assert '<html lang="de" dir="ltr">' in page.text
+    assert "Zur Lektion springen" in page.text
+
+    # A later launch naming no locale forgets it.
+    asked = login(client)
+    claims = launch_claims(asked.nonce, lti_launch_presentation={"return_url": None})
+    launch(client, signed(claims, platform_key), asked.state)
+    assert '<html lang="en" dir="ltr">' in client.get("/").text
+
+
+@pytest.mark.parametrize("presentation", [{"locale": 7}, {"locale": "x" * 36}, "de", None])
+def test_a_malformed_launch_locale_is_ignored(
+    make_browser: Callable[[], TestClient],
+    registration: Registration,
+    platform_key: RSAKey,
+    presentation: Any,
+) -> None:
+    client = make_browser()
+    asked = login(client)
+    claims = launch_claims(asked.nonce, lti_launch_presentation=presentation)
+    assert launch(client, signed(claims, platform_key), asked.state).status_code == 303
+    assert '<html lang="en" dir="ltr">' in client.get("/").text

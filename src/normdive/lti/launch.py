@@ -89,6 +89,9 @@ CONTEXT_CLAIM = CLAIM + "context"
 CUSTOM_CLAIM = CLAIM + "custom"
 AGS_ENDPOINT_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
 NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
+LAUNCH_PRESENTATION_CLAIM = CLAIM + "launch_presentation"
+# A BCP 47 tag is short; a longer "locale" is not one.
+MAX_LOCALE_CHARS = 35
 # Submission Review 1.0: the user whose work is reviewed (user_id; names and roles optional).
 FOR_USER_CLAIM = CLAIM + "for_user"
 
@@ -159,6 +162,9 @@ class Launch:
     deep_linking: Mapping[str, Any] | None = None
     # A submission review request's for_user claim (its user_id checked); None otherwise.
     for_user: Mapping[str, Any] | None = None
+    # The user's language as the platform names it (launch_presentation.locale: a BCP 47
+    # tag such as "de-DE"), when it names one; the web app chooses the lesson's locale from it.
+    locale: str | None = None
 
 
 def _pending(engine: Engine, state: str) -> PendingLogin:
@@ -535,7 +541,18 @@ def validate(engine: Engine, *, id_token: str, state: str, proof: BrowserProof) 
         ags_endpoint=ags if isinstance(ags, Mapping) else None,
         names_roles=names_roles if isinstance(names_roles, Mapping) else None,
         for_user=claims[FOR_USER_CLAIM] if message_type == SUBMISSION_REVIEW_REQUEST else None,
+        locale=_presentation_locale(claims),
     )
+
+
+def _presentation_locale(claims: Mapping[str, Any]) -> str | None:
+    """launch_presentation.locale, when it is a short text (LTI 1.3, section 5.4.4); a
+    malformed one is ignored, as the claim is optional."""
+    presentation = claims.get(LAUNCH_PRESENTATION_CLAIM)
+    locale = presentation.get("locale") if isinstance(presentation, Mapping) else None
+    if isinstance(locale, str) and 0 < len(locale) <= MAX_LOCALE_CHARS:
+        return locale
+    return None
 
 
 def consume(connection: Connection, login: PendingLogin) -> None:

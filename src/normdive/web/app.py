@@ -27,6 +27,7 @@ from normdive.web.infrastructure.assets import CompressResponses, StaticAssets
 from normdive.web.infrastructure.errors import DatabaseFailures, install_error_handlers
 from normdive.web.infrastructure.head_as_get import HeadAsGet
 from normdive.web.infrastructure.identity import make_signer
+from normdive.web.infrastructure.language import Language
 from normdive.web.infrastructure.learners import Histories
 from normdive.web.infrastructure.services import Services
 from normdive.web.routes import actions, instructor, lab, lti, pages, sweep
@@ -96,6 +97,8 @@ def create_app(settings: Settings | None = None) -> NormdiveApp:
     )
     app.mount(STATIC_MOUNT, StaticAssets(STATIC_DIR, version), name="static")
     install_error_handlers(app)
+    # Innermost: the request's locale is set for everything that draws or composes its answer.
+    app.add_middleware(Language, settings=settings)
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES, timeout_s=settings.body_timeout_s)
     app.add_middleware(CompressResponses)
     # Outside the others added, so everything inside sees the client a trusted proxy names.

@@ -41,6 +41,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from normdive.config import origin_of
+from normdive.i18n.locales import supported
 from normdive.lti import (
     deep_linking,
     dynamic_registration,
@@ -75,6 +76,7 @@ from normdive.web.infrastructure.instructor_access import (
     Pool,
     set_instructor_cookie,
 )
+from normdive.web.infrastructure.language import LAUNCH_COOKIE, keep_locale
 from normdive.web.infrastructure.services import Services, services
 from normdive.web.security.csrf import from_this_site
 from normdive.web.security.framing import (
@@ -290,6 +292,9 @@ def _launch(svc: Services, request: Request, fields: dict[str, str]) -> Response
         path="/",
     )
     set_framed_cookie(response, STATE_COOKIE_PREFIX + state, "", max_age=0, path=LAUNCH_PATH)
+    # The platform's language for this user, below a choice made on the page (a launch
+    # without one forgets an earlier launch's).
+    keep_locale(response, LAUNCH_COOKIE, supported(launch.locale), svc.settings, framed=True)
     _refresh_roster_after(svc, response, launch, signed_in.staff)
     return response
 

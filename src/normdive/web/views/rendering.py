@@ -30,9 +30,12 @@ from jinja2.bccache import Bucket, BytecodeCache
 from markupsafe import Markup, escape
 
 from normdive import __version__
+from normdive.i18n.catalogues import current_locale, gettext, ngettext, pgettext
+from normdive.i18n.locales import LOCALES, direction
 from normdive.lesson.content import Lesson
 from normdive.numeric.display import format_number, format_row
 from normdive.recording.format import ROW_KEYS
+from normdive.web.infrastructure.language import language_switch
 from normdive.web.views.kept import by_value, kept
 from normdive.web.views.page import PageView
 from normdive.web.views.sweep import SweepPanelView
@@ -171,11 +174,29 @@ def make_environment(templates_dir: Path = TEMPLATES_DIR) -> Environment:
         # they are compiled once, not checked on disk at every render.
         auto_reload=False,
         bytecode_cache=COMPILED_TEMPLATES,
+        # {% trans %} and _(): the interface's words from the current locale's catalogue.
+        extensions=["jinja2.ext.i18n"],
     )
+    env.install_gettext_callables(  # type: ignore[attr-defined]
+        gettext, ngettext, newstyle=True, pgettext=pgettext
+    )
+    env.globals["page_locale"] = current_locale
+    env.globals["page_direction"] = lambda: direction(current_locale())
+    env.globals["language_switch"] = language_switch
     env.filters["num"] = format_number
     env.filters["numrow"] = format_row
     env.filters["breakable"] = breakable
     return env
+
+
+def _in_locale(macro: Callable[..., Markup]) -> Callable[..., Markup]:
+    """`macro` taking the locale it is drawn in as its first argument, so that kept() keys
+    each drawing by its locale too (the macro itself reads the locale from the context)."""
+
+    def drawn(locale: str, *args: Any) -> Markup:
+        return macro(*args)
+
+    return drawn
 
 
 class Renderer:
@@ -196,15 +217,17 @@ class Renderer:
         module: Any = self.env.get_template(FRAGMENTS_TEMPLATE).module  # builds the macros
         self._module = module
         self._page = self.env.get_template("page.html")
-        # Per Renderer: a drawing holds this renderer's static URLs.
+        # Per Renderer: a drawing holds this renderer's static URLs. Each locale's drawings
+        # are kept apart (the locale is the first part of the key), as many for each.
         self._kept: dict[str, Callable[..., Markup]] = {
-            name: kept(size)(getattr(module, name)) for name, size in KEPT_REGIONS.items()
+            name: kept(size * len(LOCALES))(_in_locale(getattr(module, name)))
+            for name, size in KEPT_REGIONS.items()
         }
 
     def kept(self, name: str, *args: Any) -> Markup:
-        """The macro `name` of fragments.html drawn with `args`: drawn the first time, then
-        the same Markup (KEPT_REGIONS)."""
-        return self._kept[name](*args)
+        """The macro `name` of fragments.html drawn with `args` in the current locale: drawn
+        the first time, then the same Markup (KEPT_REGIONS)."""
+        return self._kept[name](current_locale(), *args)
 
     def carried(self, view: PageView) -> str:
         """The fields every form of `view`'s page carries (fragments.html: carry)."""

@@ -1,0 +1,86 @@
+"""The language a page is drawn in, over HTTP: lang and dir on <html>, the switch as links
+(no JavaScript needed), the choice kept in a cookie and put before Accept-Language."""
+
+from __future__ import annotations
+
+import pytest
+from bs4 import BeautifulSoup
+from starlette.testclient import TestClient
+
+from normdive.web.infrastructure.language import CHOICE_COOKIE, LAUNCH_COOKIE, switch_address
+
+
+def html_of(client: TestClient, path: str = "/", **headers: str) -> BeautifulSoup:
+    response = client.get(path, headers=headers)
+    assert response.status_code == 200, response.text
+    return BeautifulSoup(response.text, "html.parser")
+
+
+def lang_and_dir(soup: BeautifulSoup) -> tuple[str, str]:
+    html = soup.find("html")
+    assert html is not None
+    return str(html.get("lang")), str(html.get("dir"))
+
+
+def test_english_by_default(client: TestClient) -> None:
+    soup = html_of(client)
+    assert lang_and_dir(soup) == ("en", "ltr")
+    assert soup.select_one(".skip-link") is not None
+    assert soup.select_one(".skip-link").get_text() == "Skip to the lesson"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [("de-DE,de;q=0.9,en;q=0.5", ("de", "ltr")), ("ar", ("ar", "rtl")), ("fr", ("en", "ltr"))],
+)
+def test_accept_language_picks_the_page_language(
+    client: TestClient, header: str, expected: tuple[str, str]
+) -> None:
+    assert lang_and_dir(html_of(client, **{"Accept-Language": header})) == expected
+
+
+def test_the_switch_is_links_that_keep_the_choice(client: TestClient) -> None:
+    soup = html_of(client, "/?eps=off")
+    links = {a["hreflang"]: a for a in soup.select("nav.language-switch a")}
+    assert set(links) == {"en", "de", "ar"}
+    assert links["en"].get("aria-current") == "true"
+    assert links["de"]["href"] == "?eps=off&lang=de"
+    assert links["ar"].get_text() == "العربية" and links["ar"]["lang"] == "ar"
+
+    answer = client.get("/?eps=off&lang=de", follow_redirects=False)
+    assert answer.status_code == 303
+    assert answer.headers["location"] == "/?eps=off"
+    kept = next(c for c in answer.headers.get_list("set-cookie") if c.startswith(CHOICE_COOKIE))
+    assert "HttpOnly" in kept and "SameSite=lax" in kept
+    # The choice comes before the browser's language.
+    soup = html_of(client, "/?eps=off", **{"Accept-Language": "ar"})
+    assert lang_and_dir(soup) == ("de", "ltr")
+    assert soup.select_one(".skip-link").get_text() == "Zur Lektion springen"  # type: ignore[union-attr]
+    assert soup.select_one('nav.language-switch a[aria-current="true"]')["hreflang"] == "de"  # type: ignore[index]
+
+
+def test_a_language_the_lesson_does_not_speak_changes_nothing(client: TestClient) -> None:
+    answer = client.get("/?lang=fr", follow_redirects=False)
+    assert answer.status_code == 303 and answer.headers["location"] == "/"
+    assert "set-cookie" not in answer.headers or CHOICE_COOKIE not in answer.headers["set-cookie"]
+    assert lang_and_dir(html_of(client)) == ("en", "ltr")
+
+
+def test_a_launch_locale_comes_after_the_choice_and_before_the_browser(
+    client: TestClient,
+) -> None:
+    client.cookies.set(LAUNCH_COOKIE, "de-DE")
+    assert lang_and_dir(html_of(client, **{"Accept-Language": "ar"})) == ("de", "ltr")
+    client.cookies.set(CHOICE_COOKIE, "ar")
+    assert lang_and_dir(html_of(client)) == ("ar", "rtl")
+
+
+def test_the_switch_never_sends_to_another_host() -> None:
+    assert switch_address("//evil.example/x", [("lang", "de")]) == "/evil.example/x"
+    assert switch_address("/", [("lang", "de"), ("eps", "on")]) == "/?eps=on"
+
+
+def test_error_pages_speak_the_language_too(client: TestClient) -> None:
+    response = client.get("/no-such-page", headers={"Accept-Language": "ar"})
+    assert response.status_code == 404
+    assert lang_and_dir(BeautifulSoup(response.text, "html.parser")) == ("ar", "rtl")
