@@ -145,3 +145,4 @@ clean-venv:
 	rm -rf $(VENV) node_modules
 
 include mk/i18n.mk
+include mk/wasm.mk

@@ -1,8 +1,9 @@
 """The lab's JavaScript trainer (static/lab/) against its contract (docs/lab.md) and its PyTorch
-twin (normdive.training.lab), on a tiny config.
+twin (normdive.training.lab), on a tiny config, on both kernel paths (static/lab/kernels.js:
+WebAssembly SIMD and plain JavaScript).
 
 Node runs tests/js/lab_check.mjs, which imports the very files the page's Worker loads, once
-for the whole module. Checked: the generator's test vectors; erf against the C library's; the
+per path. Checked: the generator's test vectors; erf against the C library's; the
 initial parameters of both inits; every parameter tensor's gradient against finite differences
 with layer norm on and off, residuals on and off, eps 0 and 1e-5; and the training loss of each
 of the first 50 updates against PyTorch's, for the four rows and both inits.
@@ -106,12 +107,17 @@ def _erf_points() -> list[float]:
     return points
 
 
-@pytest.fixture(scope="module")
-def answer() -> tuple[dict[str, Any], dict[str, Any]]:
-    """One Node run for the whole module: the request and Node's answer."""
+# The kernel paths (static/lab/kernels.js). Node 20 has WebAssembly SIMD, so both must run.
+PATHS = ("wasm", "js")
+
+
+@pytest.fixture(scope="module", params=PATHS)
+def answer(request: pytest.FixtureRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One Node run per kernel path: the request and Node's answer."""
     cases = json.loads(VECTORS.read_text(encoding="utf-8"))["cases"]
     count = max(len(case["next_u32"]) for case in cases)
-    request: dict[str, Any] = {
+    ask: dict[str, Any] = {
+        "path": request.param,
         "vectors": [
             {"seed": case["seed"], "stream": case["stream"], "count": count} for case in cases
         ],
@@ -127,7 +133,7 @@ def answer() -> tuple[dict[str, Any], dict[str, Any]]:
     }
     completed = subprocess.run(
         [NODE, str(CHECK_SCRIPT)],
-        input=json.dumps(request),
+        input=json.dumps(ask),
         capture_output=True,
         text=True,
         encoding="utf-8",
@@ -137,7 +143,15 @@ def answer() -> tuple[dict[str, Any], dict[str, Any]]:
     assert completed.returncode == 0, completed.stderr
     assert completed.stderr == "", completed.stderr  # no warnings either
     result: dict[str, Any] = json.loads(completed.stdout)
-    return request, result
+    return ask, result
+
+
+def test_the_models_ran_on_the_path_asked_for(
+    answer: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    ask, result = answer
+    assert result["paths"] == list(PATHS)  # Node validates the SIMD probe and compiles the module
+    assert result["path"] == ask["path"]
 
 
 def test_the_generator_gives_the_recorded_vectors(

@@ -1,12 +1,14 @@
 // Runs the lab's JavaScript (src/normdive/web/static/lab/) on what tests/test_lab_parity.py
 // sends on stdin and writes the answers on stdout, both as JSON.
 //
-// stdin:  {"vectors": [{"seed", "stream", "count"}], "erf": [x],
+// stdin:  {"path": "wasm" | "js" (the kernels every model here runs on),
+//          "vectors": [{"seed", "stream", "count"}], "erf": [x],
 //          "initial": [{"config", "seed"}], "gradients": [{"config", "seed", "per_tensor", "h"}],
 //          "losses": [{"config", "seed", "steps"}]}
 // stdout: {"vectors": [{"u32": [..], "uniform": [..], "normal": [..], "below": [..]}],
 //          "erf": [erf(x)], "initial": [{name: [values]}],
-//          "gradients": [[{"name", "index", "analytic", "numeric"}]], "losses": [[loss]]}
+//          "gradients": [[{"name", "index", "analytic", "numeric"}]], "losses": [[loss]],
+//          "path": the path the models ran on, "paths": the paths this engine runs}
 // A gradient check draws one batch from the run's stream BATCHES, takes the analytic gradient,
 // and compares, in every tensor, `per_tensor` entries spread over it and the entry of largest
 // analytic gradient with the five-point central difference
@@ -14,8 +16,9 @@
 
 import { importLab, readStdinJson } from "./lab_modules.mjs";
 
+const request = await readStdinJson();
 const { Lab32, BATCHES } = await importLab("random.js");
-const { erf } = await importLab("model.js");
+const { availablePaths, erf } = await importLab("kernels.js");
 const { createTrainer, drawSequences } = await importLab("trainer.js");
 
 const BELOW_N = [1, 2, 16, 17, 1000, 65536];
@@ -34,12 +37,12 @@ function vectors({ seed, stream, count }) {
 }
 
 function initial({ config, seed }) {
-  const { parameters } = createTrainer(config, seed);
+  const { parameters } = createTrainer(config, seed, request.path);
   return Object.fromEntries(Object.entries(parameters).map(([k, v]) => [k, Array.from(v)]));
 }
 
 function gradients({ config, seed, per_tensor: perTensor, h }) {
-  const trainer = createTrainer(config, seed);
+  const trainer = createTrainer(config, seed, request.path);
   const model = trainer.model;
   const B = config.batch_size;
   const L = config.copy_length;
@@ -77,12 +80,13 @@ function gradients({ config, seed, per_tensor: perTensor, h }) {
 }
 
 function losses({ config, seed, steps }) {
-  const trainer = createTrainer(config, seed);
+  const trainer = createTrainer(config, seed, request.path);
   return Array.from({ length: steps }, () => trainer.step());
 }
 
-const request = await readStdinJson();
 const answer = {
+  path: createTrainer(request.initial[0].config, 0, request.path).path,
+  paths: availablePaths(),
   vectors: (request.vectors ?? []).map(vectors),
   erf: (request.erf ?? []).map(erf),
   initial: (request.initial ?? []).map(initial),

@@ -1,14 +1,18 @@
 // The lab's model (docs/lab.md, "The model"): the block of training/model.py in double
-// precision, forward and backward written out by hand. No dependencies: a few dozen kilobytes
-// of plain loops over Float64Arrays run the same on every engine, and at this size (d_model
-// 32, a few blocks) a library's kernels would not pay for their bytes.
+// precision, forward and backward written out by hand. The heavy loops (matrix products,
+// attention, layer norm, GELU and their backward passes) are kernels.js's, in WebAssembly SIMD
+// or plain JavaScript (docs/lab.md, "The two paths"); this file orders them and keeps the
+// small parts (embeddings, the loss). At this size (d_model 32, a few blocks) a library's
+// kernels would not pay for their bytes.
 //
 // Shapes: B sequences, T = 2L positions, N = B x T rows, D d_model, H heads, E = D / H,
 // R = mlp_ratio x D, V1 = vocab_size + 1 (the separator is vocab_size), M = B x L copied rows.
-// Every buffer is allocated once per model for at most `maxBatch` sequences; an update
+// Every buffer is allocated once per model for at most `maxBatch` sequences, in the model's
+// heap (kernels.js: the WebAssembly instance's memory, or one Float64Array); an update
 // allocates no arrays. Matrices are row-major; a Linear weight is (out, in), as PyTorch
 // stores it.
 
+import { createHeap, heapSize } from "./kernels.js";
 import { Lab32, WEIGHTS } from "./random.js";
 
 /** The model's part of a LabConfig (docs/lab.md), snake_case as the server sends it; eps is
@@ -26,81 +30,12 @@ import { Lab32, WEIGHTS } from "./random.js";
  *   qkv: Float64Array, att: Float64Array, y: Float64Array, mid: Float64Array,
  *   xhat2: Float64Array | null, rstd2: Float64Array | null, a2: Float64Array | null,
  *   u: Float64Array, g: Float64Array, slope: Float64Array }} BlockBuffers */
-/** The transposed copies linearBackward multiplies.
- * @typedef {{ wT: Float64Array, yT: Float64Array, xT: Float64Array }} Scratch */
+/** @typedef {import("./kernels.js").Kernels} Kernels */
+/** @typedef {import("./kernels.js").KernelPath} KernelPath */
+
 
 const GPT2_STD = 0.02; // GPT-2's initialiser range, as training/model.py
-const SQRT1_2 = Math.SQRT1_2;
-const INV_SQRT_2PI = 1 / Math.sqrt(2 * Math.PI);
-const TWO_OVER_SQRT_PI = 2 / Math.sqrt(Math.PI);
-const INV_SQRT_PI = 1 / Math.sqrt(Math.PI);
-// erf: below this |x| the series, above it the continued fraction; beyond ERF_ONE erf is 1 in
-// double precision (erfc(6) is 2e-17).
-const ERF_SERIES_BELOW = 2;
-const ERF_FRACTION_TERMS = 50;
-const ERF_ONE = 6;
-const SERIES_TOLERANCE = 1e-17;
-// 1 / (2n + 1) for the series' terms: a multiply in the inner loop instead of a divide. Below
-// |x| = 2 the terms fall under SERIES_TOLERANCE relative to the sum within 32.
-const SERIES_TERMS = 64;
-const INV_ODD = Float64Array.from({ length: SERIES_TERMS }, (_, n) => 1 / (2 * n + 1));
 
-// erf(x) in double precision, within about 1e-15 relative (checked against the C library's
-// erf by tests/test_lab_parity.py). |x| < 2: erf(x) = 2/sqrt(pi) exp(-x^2) sum_n
-// (2x^2)^n x / (1 3 5 ... (2n+1)) (Abramowitz and Stegun 7.1.6), a series of positive terms,
-// so nothing cancels. Otherwise erfc(x) = exp(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/
-// (x + ...)))) (A&S 7.1.14), evaluated from the tail.
-/** @param {number} x @returns {number} */
-export function erf(x) {
-  const a = Math.abs(x);
-  if (a === 0) return x; // keeps the sign of zero
-  if (a < ERF_SERIES_BELOW) {
-    const twoA2 = 2 * a * a;
-    let term = a;
-    let sum = a;
-    for (let n = 1; term > sum * SERIES_TOLERANCE && n < SERIES_TERMS; n++) {
-      term *= twoA2 * INV_ODD[n];
-      sum += term;
-    }
-    const value = TWO_OVER_SQRT_PI * Math.exp(-a * a) * sum;
-    return x < 0 ? -value : value;
-  }
-  if (a !== a) return x; // NaN
-  if (a > ERF_ONE) return x > 0 ? 1 : -1;
-  let f = a;
-  for (let k = ERF_FRACTION_TERMS; k >= 1; k--) f = a + (k * 0.5) / f;
-  const erfc = (Math.exp(-a * a) * INV_SQRT_PI) / f;
-  return x > 0 ? 1 - erfc : erfc - 1;
-}
-
-// The exact GELU, g = u Phi(u) with Phi(u) = (1 + erf(u / sqrt 2)) / 2, and its slope
-// Phi(u) + u phi(u), for n values of u. Both come from one exp(-u^2 / 2), shared with erf.
-/** @param {Float64Array} u @param {number} n @param {Float64Array} g @param {Float64Array} slope */
-function geluForward(u, n, g, slope) {
-  for (let i = 0; i < n; i++) {
-    const v = u[i];
-    const a = Math.abs(v) * SQRT1_2;
-    let e;
-    let erfA;
-    if (a < ERF_SERIES_BELOW) {
-      const twoA2 = 2 * a * a;
-      let term = a;
-      let sum = a;
-      for (let k = 1; term > sum * SERIES_TOLERANCE && k < SERIES_TERMS; k++) {
-        term *= twoA2 * INV_ODD[k];
-        sum += term;
-      }
-      e = Math.exp(-a * a);
-      erfA = TWO_OVER_SQRT_PI * e * sum;
-    } else {
-      e = a > ERF_ONE ? 0 : Math.exp(-a * a);
-      erfA = erf(a);
-    }
-    const cdf = 0.5 * (1 + (v < 0 ? -erfA : erfA));
-    g[i] = v * cdf;
-    slope[i] = cdf + v * INV_SQRT_2PI * e;
-  }
-}
 
 // The parameters in the order of docs/lab.md ("Parameters, in order"): name, shape, kind.
 // kind: "embedding" | "weight" | "bias" | "gain" | "shift"; AdamW decays embeddings and
@@ -168,198 +103,43 @@ function checkConfig(config) {
   }
 }
 
-// ---- kernels -------------------------------------------------------------------------------
 
-// C (rows, cols) = A (rows, K) B^T, B (cols, K), plus bias[col] (bias null: none) or plus C
-// itself (accumulate). Both operands are read along K, contiguously; each pass computes a 2 x 4
-// tile of C, so six loads feed eight multiply-adds and the tile stays in registers.
-/** @param {Float64Array} A @param {number} aOff @param {number} rows @param {number} K
- * @param {Float64Array} B @param {number} bOff @param {number} cols
- * @param {Float64Array} C @param {number} cOff
- * @param {Float64Array | null} bias @param {number} biasOff @param {boolean} accumulate */
-function gemmNT(A, aOff, rows, K, B, bOff, cols, C, cOff, bias, biasOff, accumulate) {
-  const rows2 = rows - (rows % 2);
-  const cols4 = cols - (cols % 4);
-  const start = (/** @type {number} */ r, /** @type {number} */ c) =>
-    accumulate ? C[cOff + r * cols + c] : bias === null ? 0 : bias[biasOff + c];
-  for (let r = 0; r < rows2; r += 2) {
-    const a0 = aOff + r * K;
-    const a1 = a0 + K;
-    const c0 = cOff + r * cols;
-    const c1 = c0 + cols;
-    let c = 0;
-    for (; c < cols4; c += 4) {
-      const b0 = bOff + c * K;
-      const b1 = b0 + K;
-      const b2 = b1 + K;
-      const b3 = b2 + K;
-      let s00 = start(r, c);
-      let s01 = start(r, c + 1);
-      let s02 = start(r, c + 2);
-      let s03 = start(r, c + 3);
-      let s10 = start(r + 1, c);
-      let s11 = start(r + 1, c + 1);
-      let s12 = start(r + 1, c + 2);
-      let s13 = start(r + 1, c + 3);
-      for (let k = 0; k < K; k++) {
-        const x0 = A[a0 + k];
-        const x1 = A[a1 + k];
-        const w0 = B[b0 + k];
-        const w1 = B[b1 + k];
-        const w2 = B[b2 + k];
-        const w3 = B[b3 + k];
-        s00 += x0 * w0;
-        s01 += x0 * w1;
-        s02 += x0 * w2;
-        s03 += x0 * w3;
-        s10 += x1 * w0;
-        s11 += x1 * w1;
-        s12 += x1 * w2;
-        s13 += x1 * w3;
-      }
-      C[c0 + c] = s00;
-      C[c0 + c + 1] = s01;
-      C[c0 + c + 2] = s02;
-      C[c0 + c + 3] = s03;
-      C[c1 + c] = s10;
-      C[c1 + c + 1] = s11;
-      C[c1 + c + 2] = s12;
-      C[c1 + c + 3] = s13;
-    }
-    for (; c < cols; c++) {
-      const b0 = bOff + c * K;
-      let s0 = start(r, c);
-      let s1 = start(r + 1, c);
-      for (let k = 0; k < K; k++) {
-        const w = B[b0 + k];
-        s0 += A[a0 + k] * w;
-        s1 += A[a1 + k] * w;
-      }
-      C[c0 + c] = s0;
-      C[c1 + c] = s1;
-    }
-  }
-  for (let r = rows2; r < rows; r++) {
-    const a0 = aOff + r * K;
-    for (let c = 0; c < cols; c++) {
-      const b0 = bOff + c * K;
-      let s = start(r, c);
-      for (let k = 0; k < K; k++) s += A[a0 + k] * B[b0 + k];
-      C[cOff + r * cols + c] = s;
-    }
-  }
-}
+// ---- the model's uses of the kernels ----------------------------------------------------------
 
-// dst[dstOff .. dstOff + n) = src[srcOff .. srcOff + n), without a view object per call.
+// dst[dstOff .. dstOff + n) = src[srcOff .. srcOff + n), a memory copy.
 /** @param {Float64Array} src @param {number} srcOff @param {Float64Array} dst
  * @param {number} dstOff @param {number} n */
 function copy(src, srcOff, dst, dstOff, n) {
-  for (let i = 0; i < n; i++) dst[dstOff + i] = src[srcOff + i];
-}
-
-// dst (cols, rows) = src (rows, cols)^T, src read from srcOff.
-/** @param {Float64Array} src @param {number} srcOff @param {number} rows @param {number} cols
- * @param {Float64Array} dst */
-function transpose(src, srcOff, rows, cols, dst) {
-  for (let r = 0; r < rows; r++) {
-    const s = srcOff + r * cols;
-    for (let c = 0; c < cols; c++) dst[c * rows + r] = src[s + c];
-  }
+  dst.set(src.subarray(srcOff, srcOff + n), dstOff);
 }
 
 // Y (rows, O) = X (rows, I) W^T + bias, W (O, I): a torch.nn.Linear.
-/** @param {Float64Array} X @param {number} rows @param {number} I @param {Float64Array} W
- * @param {number} wOff @param {Float64Array} bias @param {number} bOff @param {number} O
- * @param {Float64Array} Y */
-function linear(X, rows, I, W, wOff, bias, bOff, O, Y) {
-  gemmNT(X, 0, rows, I, W, wOff, O, Y, 0, bias, bOff, false);
+/** @param {Kernels} k @param {Float64Array} X @param {number} rows @param {number} I
+ * @param {Float64Array} W @param {number} wOff @param {Float64Array} bias @param {number} bOff
+ * @param {number} O @param {Float64Array} Y */
+function linear(k, X, rows, I, W, wOff, bias, bOff, O, Y) {
+  k.gemmNT(X, 0, rows, I, W, wOff, O, Y, 0, bias, bOff, false);
 }
 
 // The backward of `linear` for dY (rows, O): dX (rows, I) = dY W (overwritten; skipped when
-// dX is null), dW += dY^T X, dbias += column sums of dY. Both products run through gemmNT on
-// transposed copies (scratch.wT: I x O, scratch.yT: O x rows, scratch.xT: I x rows), so every
-// inner loop is a contiguous dot product.
-/** @param {Float64Array} dY @param {number} rows @param {number} O @param {Float64Array} X
- * @param {number} I @param {Float64Array} W @param {number} wOff @param {Float64Array | null} dX
- * @param {Float64Array} dW @param {Float64Array} dbias @param {number} bOff
- * @param {Scratch} scratch */
-function linearBackward(dY, rows, O, X, I, W, wOff, dX, dW, dbias, bOff, scratch) {
-  for (let n = 0; n < rows; n++) {
-    const yr = n * O;
-    for (let o = 0; o < O; o++) dbias[bOff + o] += dY[yr + o];
-  }
-  if (dX !== null) {
-    transpose(W, wOff, O, I, scratch.wT);
-    gemmNT(dY, 0, rows, O, scratch.wT, 0, I, dX, 0, null, 0, false);
-  }
-  transpose(dY, 0, rows, O, scratch.yT);
-  transpose(X, 0, rows, I, scratch.xT);
-  gemmNT(scratch.yT, 0, O, rows, scratch.xT, 0, I, dW, wOff, null, 0, true);
-}
-
-// Layer norm over rows of D: xhat = (x - mean) / sqrt(var + eps) (biased variance, as
-// torch.nn.LayerNorm), out = xhat * gain + shift. eps 0 and a constant row give NaN, as in
-// PyTorch.
-/** @param {Float64Array} X @param {number} rows @param {number} D @param {number} eps
- * @param {Float64Array} P @param {number} gOff @param {number} bOff @param {Float64Array} xhat
- * @param {Float64Array} rstd @param {Float64Array} out */
-function layerNorm(X, rows, D, eps, P, gOff, bOff, xhat, rstd, out) {
-  for (let n = 0; n < rows; n++) {
-    const r = n * D;
-    let mean = 0;
-    for (let d = 0; d < D; d++) mean += X[r + d];
-    mean /= D;
-    let variance = 0;
-    for (let d = 0; d < D; d++) {
-      const c = X[r + d] - mean;
-      variance += c * c;
-    }
-    variance /= D;
-    const rs = 1 / Math.sqrt(variance + eps);
-    rstd[n] = rs;
-    for (let d = 0; d < D; d++) {
-      const h = (X[r + d] - mean) * rs;
-      xhat[r + d] = h;
-      out[r + d] = h * P[gOff + d] + P[bOff + d];
-    }
-  }
-}
-
-// The backward of `layerNorm`: dX = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)) with
-// dxhat = dOut gain; dgain += dOut xhat, dshift += dOut. dX is overwritten.
-/** @param {Float64Array} dOut @param {number} rows @param {number} D @param {Float64Array} P
- * @param {number} gOff @param {Float64Array} xhat @param {Float64Array} rstd
- * @param {Float64Array} dX @param {Float64Array} G @param {number} dgOff @param {number} dbOff */
-function layerNormBackward(dOut, rows, D, P, gOff, xhat, rstd, dX, G, dgOff, dbOff) {
-  for (let n = 0; n < rows; n++) {
-    const r = n * D;
-    let sum = 0;
-    let dot = 0;
-    for (let d = 0; d < D; d++) {
-      const g = dOut[r + d];
-      const h = xhat[r + d];
-      G[dgOff + d] += g * h;
-      G[dbOff + d] += g;
-      const dh = g * P[gOff + d];
-      sum += dh;
-      dot += dh * h;
-    }
-    sum /= D;
-    dot /= D;
-    const rs = rstd[n];
-    for (let d = 0; d < D; d++) {
-      dX[r + d] = rs * (dOut[r + d] * P[gOff + d] - sum - xhat[r + d] * dot);
-    }
-  }
+// dX is null), dW += dY^T X (dY read transposed in place), dbias += column sums of dY.
+/** @param {Kernels} k @param {Float64Array} dY @param {number} rows @param {number} O
+ * @param {Float64Array} X @param {number} I @param {Float64Array} W @param {number} wOff
+ * @param {Float64Array | null} dX @param {Float64Array} dW @param {Float64Array} dbias
+ * @param {number} bOff */
+function linearBackward(k, dY, rows, O, X, I, W, wOff, dX, dW, dbias, bOff) {
+  k.columnSums(dY, rows, O, dbias, bOff);
+  if (dX !== null) k.gemmNN(dY, O, 1, rows, O, W, wOff, I, dX, 0, false);
+  k.gemmNN(dY, 1, O, O, rows, X, 0, I, dW, wOff, true);
 }
 
 // ---- the model -----------------------------------------------------------------------------
 
 export class LabModel {
   // config: the LabConfig's snake_case fields (docs/lab.md); maxBatch: the most sequences one
-  // forward pass takes.
-  /** @param {ModelConfig} config @param {number} maxBatch */
-  constructor(config, maxBatch) {
+  // forward pass takes; path: the kernels' ("wasm" or "js"; default the best this engine runs).
+  /** @param {ModelConfig} config @param {number} maxBatch @param {KernelPath} [path] */
+  constructor(config, maxBatch, path) {
     checkConfig(config);
     this.config = config;
     const D = config.d_model;
@@ -405,8 +185,68 @@ export class LabModel {
       }
       return within;
     });
-    this.params = new Float64Array(size);
-    this.grads = new Float64Array(size);
+
+    const N = maxBatch * T;
+    const M = maxBatch * L;
+    const layernorm = this.layernorm;
+    // Every buffer of the model, from `take`: run once to count the heap's size, once to fill
+    // it. Per block, what the backward pass reads: the block's input, the normed inputs of
+    // both sublayers (and their xhat, 1/std), qkv, the attention weights, the heads' output,
+    // the stream between the sublayers, the MLP's pre- and post-GELU activations.
+    const buffers = (/** @type {(n: number) => Float64Array} */ take) => {
+      const norm = (/** @type {number} */ n) => (layernorm ? take(n) : null);
+      return {
+        params: take(size),
+        grads: take(size),
+        xs: Array.from({ length: this.depth + 1 }, () => take(N * D)),
+        /** @type {BlockBuffers[]} */
+        blocks: Array.from({ length: this.depth }, () => ({
+          xhat1: norm(N * D),
+          rstd1: norm(N),
+          a1: norm(N * D),
+          qkv: take(N * 3 * D),
+          att: take(maxBatch * H * T * T),
+          y: take(N * D),
+          mid: take(N * D),
+          xhat2: norm(N * D),
+          rstd2: norm(N),
+          a2: norm(N * D),
+          u: take(N * R),
+          g: take(N * R),
+          slope: take(N * R), // d gelu(u) / du
+        })),
+        rows: take(M * D), // the copied rows of the last block's output
+        fxhat: norm(M * D),
+        frstd: norm(M),
+        fout: norm(M * D),
+        logits: take(M * V1),
+        dlogits: take(M * V1),
+        // Backward scratch, shared by the blocks (the pass visits one at a time).
+        dx: take(N * D),
+        dmid: take(N * D),
+        da: take(N * D),
+        dy: take(N * D),
+        dqkv: take(N * 3 * D),
+        du: take(N * R),
+        drows: take(M * D),
+        dfout: take(M * D),
+        dp: take(T),
+      };
+    };
+    /** @type {number[]} */
+    const lengths = [];
+    const none = new Float64Array(0);
+    buffers((n) => {
+      lengths.push(n);
+      return none;
+    });
+    const heap = createHeap(heapSize(lengths), path);
+    /** The path the kernels run on. @type {KernelPath} */
+    this.path = heap.path;
+    this.kernels = heap.kernels;
+    const b = buffers(heap.take);
+    this.params = b.params;
+    this.grads = b.grads;
     /** @type {Record<string, Float64Array>} */
     this.parameters = {};
     /** @type {Record<string, Float64Array>} */
@@ -415,52 +255,26 @@ export class LabModel {
       this.parameters[s.name] = this.params.subarray(s.offset, s.offset + s.size);
       this.gradients[s.name] = this.grads.subarray(s.offset, s.offset + s.size);
     }
-
-    const N = maxBatch * T;
-    const M = maxBatch * L;
-    /** @param {number} n @returns {Float64Array} */
-    const f64 = (n) => new Float64Array(n);
-    // Per block, what the backward pass reads: the block's input, the normed inputs of both
-    // sublayers (and their xhat, 1/std), qkv, the attention weights, the heads' output, the
-    // stream between the sublayers, the MLP's pre- and post-GELU activations.
-    this.xs = Array.from({ length: this.depth + 1 }, () => f64(N * D));
-    /** @type {BlockBuffers[]} */
-    this.blocks = Array.from({ length: this.depth }, () => ({
-      xhat1: this.layernorm ? f64(N * D) : null,
-      rstd1: this.layernorm ? f64(N) : null,
-      a1: this.layernorm ? f64(N * D) : null,
-      qkv: f64(N * 3 * D),
-      att: f64(maxBatch * H * T * T),
-      y: f64(N * D),
-      mid: f64(N * D),
-      xhat2: this.layernorm ? f64(N * D) : null,
-      rstd2: this.layernorm ? f64(N) : null,
-      a2: this.layernorm ? f64(N * D) : null,
-      u: f64(N * R),
-      g: f64(N * R),
-      slope: f64(N * R), // d gelu(u) / du
-    }));
-    this.rows = f64(M * D); // the copied rows of the last block's output
-    this.fxhat = this.layernorm ? f64(M * D) : null;
-    this.frstd = this.layernorm ? f64(M) : null;
-    this.fout = this.layernorm ? f64(M * D) : this.rows;
-    this.logits = f64(M * V1);
-    this.dlogits = f64(M * V1);
+    this.xs = b.xs;
+    this.blocks = b.blocks;
+    this.rows = b.rows;
+    this.fxhat = b.fxhat;
+    this.frstd = b.frstd;
+    this.fout = b.fout ?? b.rows; // without layer norm the head reads the rows themselves
+    this.logits = b.logits;
+    this.dlogits = b.dlogits;
     /** @type {Int32Array | null} */
     this.inputs = null; // the last forward()'s inputs, (batch, T)
     this.batch = 0;
-    // Backward scratch, shared by the blocks (the pass visits one at a time).
-    this.dx = f64(N * D);
-    this.dmid = f64(N * D);
-    this.da = f64(N * D);
-    this.dy = f64(N * D);
-    this.dqkv = f64(N * 3 * D);
-    this.du = f64(N * R);
-    this.drows = f64(M * D);
-    this.dfout = f64(M * D);
-    this.dp = f64(T);
-    const widest = Math.max(3 * D, R, V1);
-    this.scratch = { wT: f64(widest * Math.max(D, R)), yT: f64(N * widest), xT: f64(N * widest) };
+    this.dx = b.dx;
+    this.dmid = b.dmid;
+    this.da = b.da;
+    this.dy = b.dy;
+    this.dqkv = b.dqkv;
+    this.du = b.du;
+    this.drows = b.drows;
+    this.dfout = b.dfout;
+    this.dp = b.dp;
   }
 
   // Fill the parameters from stream WEIGHTS of `seed` (docs/lab.md, "Initialisation").
@@ -509,10 +323,11 @@ export class LabModel {
    * @returns {number} */
   forward(inputs, targets, batch) {
     if (batch > this.maxBatch) throw new RangeError(`batch ${batch} > ${this.maxBatch}`);
-    const { D, T, L, R, V1, E } = this;
+    const { D, T, L, R, V1, H, E } = this;
     const N = batch * T;
     const P = this.params;
     const o = this.offsets;
+    const kernels = this.kernels;
     this.batch = batch;
     this.inputs = inputs;
 
@@ -537,27 +352,27 @@ export class LabModel {
       // The norms' buffers: not null with layer norm on (BlockBuffers).
       let a1 = x;
       if (this.layernorm) {
-        layerNorm(x, N, D, this.eps, P, ob["norm_attn.weight"], ob["norm_attn.bias"],
+        kernels.layerNorm(x, N, D, this.eps, P, ob["norm_attn.weight"], ob["norm_attn.bias"],
           /** @type {Float64Array} */ (k.xhat1), /** @type {Float64Array} */ (k.rstd1),
           /** @type {Float64Array} */ (k.a1));
         a1 = /** @type {Float64Array} */ (k.a1);
       }
-      linear(a1, N, D, P, ob["attn.qkv.weight"], P, ob["attn.qkv.bias"], 3 * D, k.qkv);
-      this._attention(k.qkv, k.att, k.y, batch, scale);
+      linear(kernels, a1, N, D, P, ob["attn.qkv.weight"], P, ob["attn.qkv.bias"], 3 * D, k.qkv);
+      kernels.attention(k.qkv, k.att, k.y, batch, T, H, E, scale);
       // mid = x + y W_out^T + b (residual) or y W_out^T + b.
-      linear(k.y, N, D, P, ob["attn.out.weight"], P, ob["attn.out.bias"], D, k.mid);
-      if (this.residual) for (let i = 0; i < N * D; i++) k.mid[i] += x[i];
+      linear(kernels, k.y, N, D, P, ob["attn.out.weight"], P, ob["attn.out.bias"], D, k.mid);
+      if (this.residual) kernels.addTo(k.mid, x, N * D);
       let a2 = k.mid;
       if (this.layernorm) {
-        layerNorm(k.mid, N, D, this.eps, P, ob["norm_mlp.weight"], ob["norm_mlp.bias"],
+        kernels.layerNorm(k.mid, N, D, this.eps, P, ob["norm_mlp.weight"], ob["norm_mlp.bias"],
           /** @type {Float64Array} */ (k.xhat2), /** @type {Float64Array} */ (k.rstd2),
           /** @type {Float64Array} */ (k.a2));
         a2 = /** @type {Float64Array} */ (k.a2);
       }
-      linear(a2, N, D, P, ob["mlp.up.weight"], P, ob["mlp.up.bias"], R, k.u);
-      geluForward(k.u, N * R, k.g, k.slope);
-      linear(k.g, N, R, P, ob["mlp.down.weight"], P, ob["mlp.down.bias"], D, out);
-      if (this.residual) for (let i = 0; i < N * D; i++) out[i] += k.mid[i];
+      linear(kernels, a2, N, D, P, ob["mlp.up.weight"], P, ob["mlp.up.bias"], R, k.u);
+      kernels.gelu(k.u, N * R, k.g, k.slope);
+      linear(kernels, k.g, N, R, P, ob["mlp.down.weight"], P, ob["mlp.down.bias"], D, out);
+      if (this.residual) kernels.addTo(out, k.mid, N * D);
     }
 
     // The copied rows (positions L..2L-1 of each sequence), the final norm, the head.
@@ -567,11 +382,12 @@ export class LabModel {
       copy(last, (b * T + L) * D, this.rows, b * L * D, L * D);
     }
     if (this.layernorm) {
-      layerNorm(this.rows, M, D, this.eps, P, o["final_norm.weight"], o["final_norm.bias"],
+      kernels.layerNorm(this.rows, M, D, this.eps, P, o["final_norm.weight"],
+        o["final_norm.bias"],
         /** @type {Float64Array} */ (this.fxhat), /** @type {Float64Array} */ (this.frstd),
         this.fout);
     }
-    linear(this.fout, M, D, P, o["head.weight"], P, o["head.bias"], V1, this.logits);
+    linear(kernels, this.fout, M, D, P, o["head.weight"], P, o["head.bias"], V1, this.logits);
 
     // Mean cross-entropy; dlogits = (softmax - onehot) / M for backward().
     const logits = this.logits;
@@ -605,91 +421,11 @@ export class LabModel {
     return total / M;
   }
 
-  // Causal multi-head attention over qkv (N, 3D) viewed as (B, T, 3, H, E); att (B, H, T, T)
-  // keeps the softmax weights (row t: columns 0..t); y (N, D) the heads side by side.
-  /** @param {Float64Array} qkv @param {Float64Array} att @param {Float64Array} y
-   * @param {number} batch @param {number} scale */
-  _attention(qkv, att, y, batch, scale) {
-    const { D, T, H, E } = this;
-    const D3 = 3 * D;
-    for (let b = 0; b < batch; b++) {
-      for (let h = 0; h < H; h++) {
-        const base = b * T * D3 + h * E;
-        for (let t = 0; t < T; t++) {
-          const q = base + t * D3;
-          const row = ((b * H + h) * T + t) * T;
-          let max = -Infinity;
-          for (let s = 0; s <= t; s++) {
-            const kk = base + s * D3 + D;
-            let dot = 0;
-            for (let e = 0; e < E; e++) dot += qkv[q + e] * qkv[kk + e];
-            dot *= scale;
-            att[row + s] = dot;
-            if (dot > max) max = dot;
-          }
-          let sum = 0;
-          for (let s = 0; s <= t; s++) {
-            const w = Math.exp(att[row + s] - max);
-            att[row + s] = w;
-            sum += w;
-          }
-          const yr = (b * T + t) * D + h * E;
-          for (let e = 0; e < E; e++) y[yr + e] = 0;
-          for (let s = 0; s <= t; s++) {
-            const w = att[row + s] / sum;
-            att[row + s] = w;
-            const vv = base + s * D3 + 2 * D;
-            for (let e = 0; e < E; e++) y[yr + e] += w * qkv[vv + e];
-          }
-        }
-      }
-    }
-  }
-
-  // dqkv (N, 3D) from dy (N, D): through y = softmax(q k^T scale) v.
-  /** @param {Float64Array} qkv @param {Float64Array} att @param {Float64Array} dy
-   * @param {Float64Array} dqkv @param {number} batch @param {number} scale */
-  _attentionBackward(qkv, att, dy, dqkv, batch, scale) {
-    const { D, T, H, E } = this;
-    const D3 = 3 * D;
-    const dp = this.dp;
-    dqkv.fill(0, 0, batch * T * D3);
-    for (let b = 0; b < batch; b++) {
-      for (let h = 0; h < H; h++) {
-        const base = b * T * D3 + h * E;
-        for (let t = 0; t < T; t++) {
-          const q = base + t * D3;
-          const row = ((b * H + h) * T + t) * T;
-          const yr = (b * T + t) * D + h * E;
-          let dot = 0;
-          for (let s = 0; s <= t; s++) {
-            const vv = base + s * D3 + 2 * D;
-            let g = 0;
-            for (let e = 0; e < E; e++) {
-              g += dy[yr + e] * qkv[vv + e];
-              dqkv[vv + e] += att[row + s] * dy[yr + e];
-            }
-            dp[s] = g;
-            dot += att[row + s] * g;
-          }
-          for (let s = 0; s <= t; s++) {
-            const ds = att[row + s] * (dp[s] - dot) * scale;
-            if (ds === 0) continue;
-            const kk = base + s * D3 + D;
-            for (let e = 0; e < E; e++) {
-              dqkv[q + e] += ds * qkv[kk + e];
-              dqkv[kk + e] += ds * qkv[q + e];
-            }
-          }
-        }
-      }
-    }
-  }
-
   // The gradient of the last forward()'s loss with respect to every parameter, into `grads`.
   backward() {
-    const { D, T, L, R, V1, E } = this;
+    const { D, T, L, R, V1, H, E } = this;
     const batch = this.batch;
+    const kernels = this.kernels;
     const N = batch * T;
     const M = batch * L;
     const P = this.params;
@@ -698,11 +434,11 @@ export class LabModel {
     G.fill(0);
 
     // Head and final norm, on the copied rows; then scattered into the stream's gradient.
-    linearBackward(this.dlogits, M, V1, this.fout, D, P, o["head.weight"], this.dfout, G,
-      G, o["head.bias"], this.scratch);
+    linearBackward(kernels, this.dlogits, M, V1, this.fout, D, P, o["head.weight"], this.dfout,
+      G, G, o["head.bias"]);
     let drows = this.dfout;
     if (this.layernorm) {
-      layerNormBackward(this.dfout, M, D, P, o["final_norm.weight"],
+      kernels.layerNormBackward(this.dfout, M, D, P, o["final_norm.weight"],
         /** @type {Float64Array} */ (this.fxhat), /** @type {Float64Array} */ (this.frstd),
         this.drows, G, o["final_norm.weight"], o["final_norm.bias"]);
       drows = this.drows;
@@ -719,39 +455,40 @@ export class LabModel {
       const k = this.blocks[l];
       const ob = this.blockOffsets[l];
       // dx holds d(block output). MLP: out = [mid +] down(gelu(up(a2))).
-      linearBackward(dx, N, D, k.g, R, P, ob["mlp.down.weight"], this.du, G, G,
-        ob["mlp.down.bias"], this.scratch);
+      linearBackward(kernels, dx, N, D, k.g, R, P, ob["mlp.down.weight"], this.du, G, G,
+        ob["mlp.down.bias"]);
       const du = this.du;
       const slope = k.slope;
-      for (let i = 0; i < N * R; i++) du[i] *= slope[i];
+      kernels.mulBy(du, slope, N * R);
       const a2 = this.layernorm ? /** @type {Float64Array} */ (k.a2) : k.mid;
       const dmid = this.dmid;
-      linearBackward(du, N, R, a2, D, P, ob["mlp.up.weight"], this.da, G, G,
-        ob["mlp.up.bias"], this.scratch);
+      linearBackward(kernels, du, N, R, a2, D, P, ob["mlp.up.weight"], this.da, G, G,
+        ob["mlp.up.bias"]);
       if (this.layernorm) {
-        layerNormBackward(this.da, N, D, P, ob["norm_mlp.weight"],
+        kernels.layerNormBackward(this.da, N, D, P, ob["norm_mlp.weight"],
           /** @type {Float64Array} */ (k.xhat2), /** @type {Float64Array} */ (k.rstd2), dmid, G,
           ob["norm_mlp.weight"], ob["norm_mlp.bias"]);
       } else {
         copy(this.da, 0, dmid, 0, N * D);
       }
-      if (this.residual) for (let i = 0; i < N * D; i++) dmid[i] += dx[i];
+      if (this.residual) kernels.addTo(dmid, dx, N * D);
 
       // Attention: mid = [x +] out(attn(qkv(a1))).
-      linearBackward(dmid, N, D, k.y, D, P, ob["attn.out.weight"], this.dy, G, G,
-        ob["attn.out.bias"], this.scratch);
-      this._attentionBackward(k.qkv, k.att, this.dy, this.dqkv, batch, scale);
+      linearBackward(kernels, dmid, N, D, k.y, D, P, ob["attn.out.weight"], this.dy, G, G,
+        ob["attn.out.bias"]);
+      kernels.attentionBackward(k.qkv, k.att, this.dy, this.dqkv, this.dp, batch, T, H, E,
+        scale);
       const a1 = this.layernorm ? /** @type {Float64Array} */ (k.a1) : x;
-      linearBackward(this.dqkv, N, 3 * D, a1, D, P, ob["attn.qkv.weight"], this.da, G, G,
-        ob["attn.qkv.bias"], this.scratch);
+      linearBackward(kernels, this.dqkv, N, 3 * D, a1, D, P, ob["attn.qkv.weight"], this.da, G,
+        G, ob["attn.qkv.bias"]);
       if (this.layernorm) {
-        layerNormBackward(this.da, N, D, P, ob["norm_attn.weight"],
+        kernels.layerNormBackward(this.da, N, D, P, ob["norm_attn.weight"],
           /** @type {Float64Array} */ (k.xhat1), /** @type {Float64Array} */ (k.rstd1), dx, G,
           ob["norm_attn.weight"], ob["norm_attn.bias"]);
       } else {
         copy(this.da, 0, dx, 0, N * D);
       }
-      if (this.residual) for (let i = 0; i < N * D; i++) dx[i] += dmid[i];
+      if (this.residual) kernels.addTo(dx, dmid, N * D);
     }
 
     // Embeddings: every row's gradient goes to its token's row and its position's row.

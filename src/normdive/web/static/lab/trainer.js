@@ -51,13 +51,16 @@ export function drawSequences(random, count, copyLength, vocabSize, inputs, targ
   }
 }
 
-/** @param {LabConfig} config @param {number} seed */
-export function createTrainer(config, seed) {
+// A trainer of `config` from `seed`, its model on kernel path `path` (kernels.js: "wasm" or
+// "js"; default the best this engine runs).
+/** @param {LabConfig} config @param {number} seed
+ * @param {import("./kernels.js").KernelPath} [path] */
+export function createTrainer(config, seed, path) {
   const B = config.batch_size;
   const L = config.copy_length;
   const T = 2 * L;
   const V = config.vocab_size;
-  const model = new LabModel(config, B);
+  const model = new LabModel(config, B, path);
   model.initialise(seed);
 
   const batches = new Lab32(seed, BATCHES);
@@ -112,6 +115,7 @@ export function createTrainer(config, seed) {
     config,
     seed,
     model,
+    path: model.path,
     parameters: model.parameters,
     get stepsDone() {
       return stepsDone;
