@@ -8,8 +8,9 @@ I18N_DIR := src/normdive/i18n
 I18N_POT := $(I18N_DIR)/messages.pot
 I18N_LOCALES_DIR := $(I18N_DIR)/locale
 PYBABEL := $(BIN)/pybabel
-# pgettext's first argument is its context, the second the message.
-I18N_KEYWORDS := -k pgettext:1c,2
+# pgettext's first argument is its context, the second the message; N_ marks a word translated
+# where it is shown.
+I18N_KEYWORDS := -k pgettext:1c,2 -k N_
 
 .PHONY: i18n-extract i18n-update i18n-compile i18n-init
 

@@ -18,9 +18,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "normdive"
 
 # layer -> the normdive layers it may import.
 ALLOWED: dict[str, set[str]] = {
-    "numeric": set(),
-    # The learner's language: locales, their negotiation and the gettext catalogues.
+    # The learner's language: locales, their negotiation, the gettext catalogues and how the
+    # locale writes numbers; below every layer that words a sentence.
     "i18n": set(),
+    "numeric": {"i18n"},
     "recording": set(),
     # The lab's generator and grid format: torch-free, read by the web app and by training.
     "lab": {"recording"},

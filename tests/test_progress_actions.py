@@ -12,6 +12,9 @@ from lesson_answers import LESSON
 from lesson_answers import OTHER_WRONG_READING_CHOICE as OTHER_WRONG_READING
 from lesson_answers import RIGHT_READING_CHOICE as RIGHT_READING
 from lesson_answers import WRONG_READING_CHOICE as WRONG_READING
+from normdive.i18n.catalogues import activated
+from normdive.i18n.locales import LOCALES
+from normdive.i18n.numbers import decimal_symbol
 from normdive.progress.actions import (
     MAX_STORED_RAW_CHARS,
     SAME_READING_AGAIN,
@@ -746,3 +749,69 @@ def test_a_whole_session_closes_the_gate_through_actions_only() -> None:
     s = act(play_row(s, LESSON, "both"))  # a replay changes nothing in the gate, nor in the runs
     assert s.evaluated_runs == 6
     assert s.gate.closed and s.gate.predictions_before_play and s.gate.best_row_played
+
+
+# --- the same grading in every locale ---------------------------------------------------------
+
+# (field, the answer written with a point, its verdict and slip): right, wrong, each slip, the
+# tolerance's edges, fractions and format errors, graded alike whatever the page's language.
+GRADED_ALIKE = [
+    ("row1_mean", "2", "right", None),
+    ("row1_mean", "+2.001", "right", None),
+    ("row1_mean", "1.999", "right", None),
+    ("row1_mean", "2.0011", "wrong", None),
+    ("row1_mean", "1.9989", "wrong", None),
+    ("row1_mean", "6", "wrong", "mean_not_divided"),
+    ("row1_variance", "2/3", "right", None),
+    ("row1_variance", "0.6667", "right", None),
+    ("row1_variance", "1", "wrong", "variance_n_minus_1"),
+    ("row1_denominator", "0.666677", "wrong", "denominator_no_sqrt"),
+    ("row2_denominator", "1.732", "right", None),
+    ("row2_denominator", "-1.732", "wrong", "denominator_negative"),
+    ("row2_mean", "\u22123", "wrong", "mean_sign_flipped"),
+    ("row2_denominator", "17.32e-1", "right", None),
+    ("row2_denominator", "3.464/2", "right", None),
+    ("row1_mean", "abc", "format_error", None),
+    ("row1_mean", "1/0", "format_error", None),
+    ("row1_mean", "nan", "format_error", None),
+    ("row1_mean", "1.2.3", "format_error", None),
+]
+
+
+def written_in(locale: str, text: str) -> str:
+    """`text` as a learner in `locale` writes it: its decimal symbol for the point."""
+    return text.replace(".", decimal_symbol(locale))
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+@pytest.mark.parametrize(("field", "text", "verdict", "slip"), GRADED_ALIKE)
+def test_every_locale_grades_the_same_value_alike(
+    locale: str, field: str, text: str, verdict: str, slip: str | None
+) -> None:
+    with activated(locale):
+        for raw in {text, written_in(locale, text)}:  # the locale's writing and a point
+            (graded,) = _graded({field: raw})
+            assert (graded["verdict"], graded["slip"]) == (verdict, slip), (locale, raw)
+            assert (graded["message"] is not None) == (verdict == "format_error")
+
+
+def test_a_decimal_comma_is_read_only_where_the_locale_writes_one() -> None:
+    with activated("en"):
+        (graded,) = _graded({"row2_denominator": "1,732"})
+    assert graded["verdict"] == "format_error"
+    assert graded["message"] == "Use a point for the decimals, not a comma: 1.732."
+    with activated("de"):
+        (graded,) = _graded({"row2_denominator": "1,732"})
+    assert (graded["verdict"], graded["parsed"], graded["raw"]) == ("right", "1.732", "1,732")
+
+
+def test_a_comma_answer_graded_in_german_is_unchanged_when_sent_again_in_english() -> None:
+    with activated("de"):
+        (graded,) = _graded({"row2_denominator": "1,8"})
+    assert graded["verdict"] == "wrong"
+    entry = {"field": "row2_denominator", "raw": "1,8", "parsed": "1.8", "verdict": "wrong"}
+    tried = state(
+        DONE, PREDICTED, (EventKind.NUMBERS_CHECKED, {"answers": [{**entry, "slip": None}]})
+    )
+    with activated("en"), pytest.raises(Conflict):
+        check_numbers(tried, LESSON, {"row2_denominator": "1.8"})

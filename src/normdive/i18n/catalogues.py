@@ -61,6 +61,12 @@ def set_locale(locale: str) -> None:
     _current.set(locale if locale in LOCALES else DEFAULT_LOCALE)
 
 
+def N_(message: str) -> str:
+    """`message` itself, marked for the catalogues (Babel's extraction reads N_): for words
+    written down in one place and translated where they are shown."""
+    return message
+
+
 def gettext(message: str) -> str:
     """`message` in the current locale (itself where the catalogue lacks it)."""
     return translations(_current.get()).gettext(message)

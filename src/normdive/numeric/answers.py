@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Protocol
 
+from normdive.i18n.catalogues import gettext
 from normdive.numeric.numbers import (
     DECIMAL,
     FRACTION_SLASH,
@@ -44,18 +45,27 @@ _LARGEST_INTEGER = int(sys.float_info.max)
 _CANONICAL_POSITIONAL_DECADES = 30
 
 _COMMA_DECIMAL = re.compile(r"[+-]?[0-9]*,[0-9]+")
-_EXAMPLES = "Write a number such as 0.667, -1.5, 2/3 or 1e-3."
-_FRACTION_HELP = "Write a fraction as one plain number over another, like 2/3 or -1.5/4."
-# What each way a text is not a number says about an answer.
-_PROBLEM_WORDS = {
-    Problem.NOT_A_NUMBER: f"That is not a number. {_EXAMPLES}",
-    Problem.FRACTION_FORM: _FRACTION_HELP,
-    Problem.DIVIDES_BY_ZERO: "That divides by zero: the number under the / cannot be 0.",
-    Problem.EXPONENT_OUT_OF_RANGE: (
-        f"That exponent is out of range: keep it between -{MAX_ABS_EXPONENT} and "
-        f"{MAX_ABS_EXPONENT}."
-    ),
-}
+DECIMAL_COMMA = ","
+
+
+def _examples() -> str:
+    """How to write an answer, with examples in the current locale's writing."""
+    return gettext("Write a number such as 0.667, -1.5, 2/3 or 1e-3.")
+
+
+def _problem_words(problem: Problem) -> str:
+    """What each way a text is not a number says about an answer, in the current locale."""
+    match problem:
+        case Problem.NOT_A_NUMBER:
+            return gettext("That is not a number.") + " " + _examples()
+        case Problem.FRACTION_FORM:
+            return gettext("Write a fraction as one plain number over another, like 2/3 or -1.5/4.")
+        case Problem.DIVIDES_BY_ZERO:
+            return gettext("That divides by zero: the number under the / cannot be 0.")
+        case Problem.EXPONENT_OUT_OF_RANGE:
+            return gettext(
+                "That exponent is out of range: keep it between -%(limit)d and %(limit)d."
+            ) % {"limit": MAX_ABS_EXPONENT}
 
 
 class Ratio(Protocol):
@@ -123,25 +133,36 @@ def _lowest_terms_text(numerator: int, denominator: int) -> str:
     return str(numerator) if denominator == 1 else f"{numerator}/{denominator}"
 
 
-def parse_answer(raw: str) -> ParsedAnswer | FormatError:
+def parse_answer(raw: str, *, decimal_comma: bool = False) -> ParsedAnswer | FormatError:
     """Parse " 2 ", "+2", "−1.5", "2/3", "6.67E-1", "２／３" exactly (numbers.py's rules);
-    anything unusable -> FormatError."""
+    anything unusable -> FormatError, its message in the current locale. With
+    `decimal_comma` (a locale that writes "1,5"), a comma stands for the decimal point where
+    the text has no point: "1,224" is 1.224 and "-1,5/4" is -1.5/4; without it "1,224" is
+    refused, naming the point. The value, and so the grading, is the same either way."""
     if len(raw) > MAX_ANSWER_CHARS:
         return FormatError(
             raw,
-            f"That is too long: an answer can be at most {MAX_ANSWER_CHARS} characters "
-            f"(this one has {len(raw)}).",
+            gettext(
+                "That is too long: an answer can be at most %(limit)d characters "
+                "(this one has %(length)d)."
+            )
+            % {"limit": MAX_ANSWER_CHARS, "length": len(raw)},
         )
     raised = raised_or_lowered(raw)
     if raised is not None:
         return FormatError(
             raw,
-            f"“{raised}” is a raised or lowered character: write the number on the line, with "
-            "powers of ten as in 1e-3.",
+            gettext(
+                "“%(character)s” is a raised or lowered character: write the number on the "
+                "line, with powers of ten as in 1e-3."
+            )
+            % {"character": raised},
         )
     text = normalised(raw).strip()
     if not text:
-        return FormatError(raw, f"Type a number first. {_EXAMPLES}")
+        return FormatError(raw, gettext("Type a number first.") + " " + _examples())
+    if decimal_comma and DECIMAL_COMMA in text and "." not in text:
+        text = text.replace(DECIMAL_COMMA, ".")
     try:
         match = DECIMAL.fullmatch(text)
         if match is not None:  # the usual answer, one decimal: no other pattern can match it
@@ -150,17 +171,23 @@ def parse_answer(raw: str) -> ParsedAnswer | FormatError:
             return _within_range(raw, numerator, denominator, _canonical(number))
         if is_non_finite(text):
             lowered = text.lstrip("+-").lower()
-            what = "not a number (NaN)" if lowered == "nan" else "infinite"
-            return FormatError(raw, f"That is {what}; the answer is a finite number. {_EXAMPLES}")
+            what = (
+                gettext("That is not a number (NaN); the answer is a finite number.")
+                if lowered == "nan"
+                else gettext("That is infinite; the answer is a finite number.")
+            )
+            return FormatError(raw, f"{what} {_examples()}")
         if _COMMA_DECIMAL.fullmatch(text):
             return FormatError(
-                raw, f"Use a point for the decimals, not a comma: {text.replace(',', '.')}."
+                raw,
+                gettext("Use a point for the decimals, not a comma: %(number)s.")
+                % {"number": text.replace(",", ".")},
             )
         if FRACTION_SLASH not in text:
-            return FormatError(raw, _PROBLEM_WORDS[Problem.NOT_A_NUMBER])
+            return FormatError(raw, _problem_words(Problem.NOT_A_NUMBER))
         numerator, denominator = parse_fraction(text)
     except NotANumber as refused:
-        return FormatError(raw, _PROBLEM_WORDS[refused.problem])
+        return FormatError(raw, _problem_words(refused.problem))
     # lowest terms: "4/6" -> "2/3", "4/2" -> "2"
     return _within_range(raw, numerator, denominator, _lowest_terms_text(numerator, denominator))
 
@@ -169,7 +196,8 @@ def _within_range(
     raw: str, numerator: int, denominator: int, canonical: str
 ) -> ParsedAnswer | FormatError:
     if abs(numerator) > _LARGEST_INTEGER * denominator:  # |value| > LARGEST_VALUE
-        return FormatError(raw, f"That number is too large to work with here. {_EXAMPLES}")
+        message = gettext("That number is too large to work with here.")
+        return FormatError(raw, f"{message} {_examples()}")
     return ParsedAnswer(raw=raw, numerator=numerator, denominator=denominator, canonical=canonical)
 
 

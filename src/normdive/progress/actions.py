@@ -23,6 +23,7 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
+from normdive.i18n.numbers import uses_decimal_comma
 from normdive.lesson.content import Lesson
 from normdive.numeric.answers import FormatError, ParsedAnswer, parse_answer
 from normdive.numeric.targets import grade
@@ -153,7 +154,8 @@ def _unchanged(field_state: FieldState, raw: str, now: ParsedAnswer | FormatErro
     format error too: its message would only be repeated. `now` is parse_answer(raw)."""
     if isinstance(now, ParsedAnswer):
         graded = field_state.last_graded_raw
-        before = parse_answer(graded) if graded is not None else None
+        # A graded answer was a number where it was typed: "1,5" only in a decimal-comma locale.
+        before = parse_answer(graded, decimal_comma=True) if graded is not None else None
         return isinstance(before, ParsedAnswer) and before.same_value(now)
     last = field_state.last_raw
     return (
@@ -182,7 +184,9 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
         for f in open_fields
         if not answers.get(f.id, "").strip() and state.fields[f.id].last_raw
     ]
-    parsed_by_field = {f.id: parse_answer(raw) for f, raw in typed}
+    # In a locale that writes "1,5", a typed comma is its decimal point (i18n.numbers).
+    comma = uses_decimal_comma()
+    parsed_by_field = {f.id: parse_answer(raw, decimal_comma=comma) for f, raw in typed}
     changed = [
         (f, raw)
         for f, raw in typed

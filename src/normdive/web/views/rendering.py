@@ -18,6 +18,7 @@ token, is filled in after drawing (CARRIED).
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable, Iterable
 from importlib import resources
@@ -32,8 +33,16 @@ from markupsafe import Markup, escape
 from normdive import __version__
 from normdive.i18n.catalogues import current_locale, gettext, ngettext, pgettext
 from normdive.i18n.locales import LOCALES, direction
+from normdive.i18n.numbers import (
+    VALUE_WORDS,
+    decimal_symbol,
+    list_separator,
+    shown,
+    shown_in,
+    shown_row,
+)
 from normdive.lesson.content import Lesson
-from normdive.numeric.display import format_number, format_row
+from normdive.numeric.display import format_number
 from normdive.recording.format import ROW_KEYS
 from normdive.web.infrastructure.language import language_switch
 from normdive.web.views.kept import by_value, kept
@@ -183,8 +192,13 @@ def make_environment(templates_dir: Path = TEMPLATES_DIR) -> Environment:
     env.globals["page_locale"] = current_locale
     env.globals["page_direction"] = lambda: direction(current_locale())
     env.globals["language_switch"] = language_switch
-    env.filters["num"] = format_number
-    env.filters["numrow"] = format_row
+    # Numbers in the current locale's writing (i18n.numbers: its decimal symbol).
+    env.filters["num"] = lambda x: shown(format_number(x))
+    env.filters["numrow"] = lambda xs: shown_row([format_number(x) for x in xs])
+    env.filters["figures"] = lambda value: shown_in(str(value))
+    env.globals["decimal_symbol"] = lambda: decimal_symbol(current_locale())
+    env.globals["list_separator"] = list_separator
+    env.globals["value_words"] = lambda: json.dumps({word: gettext(word) for word in VALUE_WORDS})
     env.filters["breakable"] = breakable
     return env
 

@@ -12,7 +12,7 @@
 // - a text is written only when it changes: most read the same with eps on and off (the mean
 //   and the variance always do), and every write costs a layout of its line.
 
-import { formatNumber, formatRow, layerNormSteps, varianceTooSmallToShow } from "../layernorm.js";
+import { formatNumber, layerNormSteps, varianceTooSmallToShow } from "../layernorm.js";
 import { rememberInUrl } from "./address.js";
 import { announce } from "./announce.js";
 
@@ -41,6 +41,37 @@ export function epsState() {
   return { on, value: on ? Number(onText) : 0, text: on ? onText : "0" };
 }
 
+// A number as layernorm.js writes it: digits, at most one point, an optional exponent.
+const WRITTEN_NUMBER = /^[-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?$/;
+
+/** How the page writes numbers, from <html>: its decimal symbol (data-decimal), what separates
+ * a row's numbers (data-list-separator) and the words for values that are not finite numbers
+ * (data-value-words), as the server writes them (i18n.numbers).
+ * @returns {{ decimal: string, separator: string, words: Record<string, string> }} */
+function pageWriting() {
+  const data = document.documentElement.dataset;
+  return {
+    decimal: data.decimal ?? ".",
+    separator: data.listSeparator ?? ", ",
+    words: data.valueWords ? JSON.parse(data.valueWords) : {},
+  };
+}
+
+/** A number layernorm.js wrote (with a point) as the page writes it: "-1.224736" is
+ * "-1,224736" on a German page; a word for a value in the page's language.
+ * @param {string} text @returns {string} */
+export function shownNumber(text) {
+  const writing = pageWriting();
+  if (!WRITTEN_NUMBER.test(text)) return writing.words[text] ?? text;
+  return writing.decimal === "." ? text : text.replace(".", writing.decimal);
+}
+
+/** A row's numbers as the page writes them: "[1,5; -2]" on a German page.
+ * @param {Iterable<import("../layernorm.js").Figure>} xs @returns {string} */
+function shownRow(xs) {
+  return `[${Array.from(xs, (x) => shownNumber(formatNumber(x))).join(pageWriting().separator)}]`;
+}
+
 /** @param {Eps} eps @returns {Eps} */
 function otherEps(eps) {
   const onText = lessonEps();
@@ -56,11 +87,11 @@ export function rowTexts(rowData, eps) {
     if (textsByRow.size >= MAX_CACHED_TEXTS) textsByRow.clear();
     const steps = layerNormSteps(JSON.parse(rowData), eps.text); // exact: the decimals' text
     texts = {
-      mean: formatNumber(steps.mean),
-      variance: formatNumber(steps.variance),
-      denominator: formatNumber(steps.denominator),
-      normalised: formatRow(steps.normalised),
-      eps: eps.text,
+      mean: shownNumber(formatNumber(steps.mean)),
+      variance: shownNumber(formatNumber(steps.variance)),
+      denominator: shownNumber(formatNumber(steps.denominator)),
+      normalised: shownRow(steps.normalised),
+      eps: shownNumber(eps.text),
       varianceHidden: varianceTooSmallToShow(steps), // no slot: the note under the steps
     };
     textsByRow.set(key, texts);
