@@ -12,11 +12,11 @@ from normdive.lab.grid import (
     LabCell,
     LabFinal,
     LabGrid,
-    LabOffered,
     LabPoint,
     lab_path_for,
     offered_points,
 )
+from normdive.recording.runs import LabOffered
 from sample_recordings import sample_recording
 
 # Small enough to train in the browser test in a few seconds on a loaded machine.

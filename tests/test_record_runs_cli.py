@@ -274,6 +274,7 @@ def test_every_commands_options_show_a_default_or_say_they_are_required() -> Non
     # Every command is walked (a new one is added here, and checked by the loop below).
     assert sorted(commands) == [
         ("check-recording",),
+        ("convert-recordings",),
         ("db", "upgrade"),
         ("instructor-link",),
         ("lti", "invite"),

@@ -189,7 +189,7 @@ def test_merge_refuses_a_file_that_is_no_sweep(tmp_path: Path) -> None:
     path.write_text("{}", encoding="utf-8")
     result = CliRunner().invoke(app, ["merge-recordings", str(path), "--out", str(tmp_path / "m")])
     assert result.exit_code == 1
-    assert "is not a depth sweep" in result.output
+    assert "has no format_version" in result.output
     assert not (tmp_path / "m").exists()
 
 

@@ -47,9 +47,9 @@ def test_broken_and_missing_files_fail_with_the_reason(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     result = runner.invoke(app, ["check-recording", str(path)])
     assert result.exit_code == 1 and "does not exist" in result.output
-    path.write_text('{"format_version": 2}', encoding="utf-8")
+    path.write_text('{"format_version": 3}', encoding="utf-8")
     result = runner.invoke(app, ["check-recording", str(path)])
-    assert result.exit_code == 1 and "has format_version 2" in result.output
+    assert result.exit_code == 1 and "has format_version 3" in result.output
     result = runner.invoke(app, ["check-recording", str(tmp_path)])
     assert result.exit_code == 1 and "cannot be read" in result.output
 

@@ -52,7 +52,7 @@ def problem_of(path: Path) -> RecordingProblem:
         (
             b'{"format_version": 7}',
             "unknown_version",
-            "has format_version 7; this normdive reads format_version 1",
+            "has format_version 7; this normdive reads format_version 2",
         ),
         (b'{"rows": []}', "unknown_version", "has no format_version"),
         (b'{"format_version": 1, "rows": []}', "invalid", "does not match the format: "),

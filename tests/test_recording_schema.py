@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from normdive.recording.format import FORMAT_VERSION
+from normdive.recording.runs import RUNS_FORMAT_VERSION
 from normdive.recording.schema import main, schema_text
 
 COMMITTED = Path(__file__).resolve().parents[1] / "docs" / "recording.schema.json"
@@ -18,18 +18,25 @@ def test_the_committed_schema_is_not_stale() -> None:
     )
 
 
-def test_the_schema_pins_the_version_and_marks_non_finite_values() -> None:
+def test_one_schema_holds_the_three_plans_and_marks_non_finite_values() -> None:
     schema = json.loads(schema_text())
-    assert schema["properties"]["format_version"]["const"] == FORMAT_VERSION
-    measure = schema["$defs"]["FinalFigures"]["properties"]["heldout_accuracy"]
+    assert schema["properties"]["format_version"]["const"] == RUNS_FORMAT_VERSION
+    plans = schema["properties"]["plan"]["discriminator"]["mapping"]
+    assert sorted(plans) == ["ablation", "lab_grid", "sweep"]
+    measure = schema["$defs"]["RunFinal"]["properties"]["heldout_accuracy"]
     assert {"type": "number"} in measure["anyOf"]
     assert {"enum": ["nan", "inf", "-inf"], "type": "string"} in measure["anyOf"]
-    assert schema["$defs"]["Row"]["properties"]["key"]["enum"] == [
+    assert schema["$defs"]["AblationPlan"]["properties"]["rows"]["items"]["enum"] == [
         "both",
         "residual_only",
         "layernorm_only",
         "neither",
     ]
+    settings = schema["$defs"]["RunSettings"]["properties"]
+    assert {"depth", "d_model", "n_heads", "copy_length", "layernorm", "residual", "eps"} <= set(
+        settings
+    )
+    assert {"init", "seed", "steps", "batch_size"} <= set(settings)
 
 
 def test_main_writes_the_file(tmp_path: Path) -> None:

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from normdive.recording.files import tmp_path as temporary_path
-from normdive.recording.format import Recording, RunConfig
+from normdive.recording.format import RunConfig
+from normdive.recording.plans import ablation_runs
+from normdive.recording.reader import parse_recording
 from normdive.training.runner import (
     PartialRows,
     RecordError,
@@ -86,9 +88,9 @@ def test_a_damaged_kept_row_is_trained_again(tmp_path: Path) -> None:
 def test_the_recording_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
     out = tmp_path / "deep" / "r.json"
     recording = sample_recording()
-    size = write_recording(out, recording)
+    size = write_recording(out, ablation_runs(recording))
     assert size == out.stat().st_size < 1_000_000
-    assert Recording.model_validate_json(out.read_bytes()) == recording
+    assert parse_recording(out.read_bytes(), str(out)) == recording
     assert not temporary_path(out).exists()
 
 
@@ -97,6 +99,6 @@ def test_a_failed_write_leaves_the_old_file(tmp_path: Path) -> None:
     out.write_text("the old recording", encoding="utf-8")
     temporary_path(out).mkdir()  # something in the way of the temporary file
     with pytest.raises(OSError):
-        write_recording(out, sample_recording())
+        write_recording(out, ablation_runs(sample_recording()))
     assert out.read_text(encoding="utf-8") == "the old recording"
     assert issubclass(RecordError, Exception)

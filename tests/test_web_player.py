@@ -16,6 +16,7 @@ from bs4 import BeautifulSoup, Tag
 from helpers import NON_FINITE_ROW, ablation_recording
 from normdive.lesson.content import load_lesson
 from normdive.recording.format import ROW_KEYS, Recording
+from normdive.recording.reader import read_recording
 from normdive.web.views.charts import (
     GRADIENT_PLOT_HEIGHT,
     MARKER_CLEARANCE,
@@ -36,9 +37,7 @@ from sample_recordings import sample_recording
 
 LESSON = load_lesson()
 REPO = Path(__file__).resolve().parents[1]
-SHIPPED = Recording.model_validate_json(
-    (REPO / "recordings" / "the-transformer-block.json").read_text(encoding="utf-8")
-)
+SHIPPED = read_recording(REPO / "recordings" / "the-transformer-block.json")
 FRAGMENTS = Renderer().env.get_template("fragments.html").module
 VENDOR = STATIC_DIR / "vendor" / "uplot"
 RECORDING = ablation_recording()

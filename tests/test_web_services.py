@@ -28,7 +28,7 @@ def test_a_usable_recording_keeps_its_facts() -> None:
     [
         (None, "missing"),
         ("{", "bad_json"),
-        ('{"format_version": 2}', "unknown_version"),
+        ('{"format_version": 3}', "unknown_version"),
         ("[]", "invalid"),
         (sample_recording(rows=("both",)).model_dump_json(), "no_ablation_rows"),
     ],

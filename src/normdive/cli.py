@@ -736,7 +736,8 @@ def _record_lab(
     """record-runs --lab: the lab grid beside --out (docs/lab.md, "The grid file")."""
     from pydantic import ValidationError
 
-    from normdive.lab.grid import LabBase, LabOffered
+    from normdive.lab.grid import LabBase
+    from normdive.recording.runs import LabOffered
 
     def typed(option: str) -> bool:
         # By name: typer carries its own copy of click, whose ParameterSource is not click's.
@@ -981,37 +982,78 @@ def record_runs(
     raise typer.Exit(status)
 
 
+@app.command("convert-recordings")
+def convert_recordings(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="The files to convert; default: the recording, its depth sweep and its lab grid."
+        ),
+    ] = None,
+) -> None:
+    """Rewrite files of format_version 1 (the recording, its depth sweep, its lab grid) as
+    files of runs, the one format record-runs writes: the same runs, figures and provenance,
+    nothing trained again. A file already converted is written again unchanged."""
+    from normdive.recorded_files import convert_file
+    from normdive.recording.reader import RecordingProblem
+
+    chosen = paths or [
+        DEFAULT_RECORDING_PATH,
+        DEFAULT_SWEEP_PATH,
+        lab_path_for(DEFAULT_RECORDING_PATH),
+    ]
+    for path in chosen:
+        try:
+            typer.echo(f"Converted {convert_file(path)}.")
+        except RecordingProblem as problem:
+            raise _fail(problem.message) from None
+        except OSError as error:
+            raise _fail(f"Could not write {path}: {error}") from None
+
+
 @app.command("merge-recordings")
 def merge_recordings(
     parts: Annotated[
-        list[Path], typer.Argument(help="The shard files of one sweep (all N of them).")
+        list[Path],
+        typer.Argument(help="The shard files of one plan (all N of them)."),
     ],
     out: Annotated[
-        Path,
-        typer.Option(help="Where the merged sweep goes."),
-    ] = DEFAULT_SWEEP_PATH,
+        Path | None,
+        typer.Option(
+            help="Where the merged file goes.",
+            show_default="where record-runs writes that plan's file",
+        ),
+    ] = None,
 ) -> None:
-    """Join the shards of a depth sweep (record-runs --sweep --shard I/N) into one file.
+    """Join the shards of one plan (record-runs [--sweep | --lab] --shard I/N) into one file.
 
     Checks that they agree (same format, settings and plan), that none is missing or given
-    twice, and that no run is in two of them; then writes the sweep whole or not at all.
+    twice, and that no run is in two of them; then writes the file whole or not at all.
     """
+    from normdive.recorded_files import read_runs
     from normdive.recording.files import UnfaithfulWrite, write_validated
+    from normdive.recording.merge import MergeProblem, merge_runs
     from normdive.recording.reader import RecordingProblem
-    from normdive.recording.sweep_reader import MergeProblem, merge_sweeps, read_sweep
 
     try:
-        loaded = [(str(path), read_sweep(path)) for path in parts]
-        merged = merge_sweeps(loaded)
+        merged = merge_runs([(str(path), read_runs(path)) for path in parts])
     except RecordingProblem as problem:
         raise _fail(problem.message) from None
     except MergeProblem as problem:
         raise _fail(f"Not merged: {problem}") from None
+    target = (
+        out
+        or {
+            "ablation": DEFAULT_RECORDING_PATH,
+            "sweep": DEFAULT_SWEEP_PATH,
+            "lab_grid": lab_path_for(DEFAULT_RECORDING_PATH),
+        }[merged.plan.kind]
+    )
     try:
-        size = write_validated(out, merged, indent=None)
+        size = write_validated(target, merged, indent=None)
     except (OSError, UnfaithfulWrite) as error:
-        raise _fail(f"Could not write {out}: {error}") from None
+        raise _fail(f"Could not write {target}: {error}") from None
     typer.echo(
-        f"Merged {len(parts)} shard(s), {len(merged.runs)} runs, into {out} "
+        f"Merged {len(parts)} shard(s), {len(merged.runs)} runs, into {target} "
         f"({size / 1024:.1f} KiB)."
     )

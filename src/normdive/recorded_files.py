@@ -1,51 +1,65 @@
-"""Any file `record-runs` writes, recognised and checked: the ablation recording the page plays,
-the depth sweep beside it and the lab grid beside it (`normdive check-recording`).
+"""Any file `record-runs` writes, recognised, checked and converted: the ablation recording the
+page plays, the depth sweep beside it and the lab grid beside it (`normdive check-recording`,
+`normdive convert-recordings`).
 
-A file says what it is by its "kind" (a sweep's "depth_sweep", a lab grid's "lab_grid"; the
-ablation recording has none). One that cannot say, because it is missing, cut short or not
-JSON, is taken for what its name says: a name ending in -sweep.json is a sweep's and one
-ending in -lab.json a lab grid's, as `record-runs` names them beside the recording. Every
-refusal then names the command that makes that kind of file again.
+Each is a file of runs whose plan names its kind (recording/runs.py). A file of format_version
+1, the format each plan had of its own, says its kind its own way (a sweep's "depth_sweep", a
+lab grid's "lab_grid", the ablation recording none); it is still read, and converted by
+`convert-recordings`. A file that cannot say, because it is missing, cut short or not JSON, is
+taken for what its name says: a name ending in -sweep.json is a sweep's and one ending in
+-lab.json a lab grid's, as `record-runs` names them beside the recording. Every refusal then
+names the command that makes that kind of file again.
 """
 
 from __future__ import annotations
 
 import json
-from enum import Enum
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from normdive.lab.grid import (
-    LAB_REMEDY,
+    LAB_KIND,
     LAB_SUFFIX,
     LabGridProblem,
     describe_lab_grid,
-    is_lab_grid_document,
+    legacy_lab_grid,
     parse_lab_grid,
 )
-from normdive.recording.reader import REMEDY, RecordingProblem, read_capped
+from normdive.recording.files import UnfaithfulWrite, write_validated
+from normdive.recording.plans import legacy_ablation, legacy_sweep
+from normdive.recording.reader import (
+    LEGACY_FORMAT_VERSION,
+    NOUNS,
+    REMEDIES,
+    RecordingProblem,
+    parse_runs,
+    read_capped,
+)
+from normdive.recording.runs import PLAN_KINDS, RUNS_KIND, PlanKind, Runs
 from normdive.recording.summary import RecordingCheck, check_recording_bytes
-from normdive.recording.sweep import SWEEP_SUFFIX
-from normdive.recording.sweep_reader import SWEEP_REMEDY, is_sweep_document
+from normdive.recording.sweep import SWEEP_KIND, SWEEP_SUFFIX
+
+# How each plan's file of format_version 1 is read as runs.
+LEGACY: dict[PlanKind, Callable[[dict[str, Any]], Runs]] = {
+    "ablation": legacy_ablation,
+    "sweep": legacy_sweep,
+    "lab_grid": legacy_lab_grid,
+}
+# What a file of format_version 1 called itself ("kind"); the ablation recording named none.
+LEGACY_KINDS: dict[str, PlanKind] = {SWEEP_KIND: "sweep", LAB_KIND: "lab_grid"}
+# Converted files are compact: the page reads them, not people (check-recording shows them).
+CONVERTED_INDENT = None
 
 
-class FileKind(Enum):
-    ABLATION = "ablation recording"
-    SWEEP = "depth sweep"
-    LAB_GRID = "lab grid"
-
-
-# The command that makes each kind again, as its refusals say it.
-REMEDIES = {FileKind.ABLATION: REMEDY, FileKind.SWEEP: SWEEP_REMEDY, FileKind.LAB_GRID: LAB_REMEDY}
-
-
-def kind_by_name(path: Path) -> FileKind:
+def kind_by_name(path: Path) -> PlanKind:
     """What a file is taken for when its contents cannot say."""
     stem = path.stem
     if stem.endswith(LAB_SUFFIX):
-        return FileKind.LAB_GRID
+        return "lab_grid"
     if stem.endswith(SWEEP_SUFFIX):
-        return FileKind.SWEEP
-    return FileKind.ABLATION
+        return "sweep"
+    return "ablation"
 
 
 # What a JSON file none of whose kinds it claims is told.
@@ -57,20 +71,22 @@ FOREIGN = (
 )
 
 
-def kind_of(raw: bytes, path: Path) -> FileKind | None:
-    """What the file says it is; what its name says when it cannot say (it is not JSON);
-    None for JSON that is none of them."""
+def kind_of(raw: bytes, path: Path) -> PlanKind | None:
+    """What the file says it is (its plan's kind); what its name says when it cannot say (it
+    is not JSON, or a file of runs whose plan names no kind); None for JSON that is none."""
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError):
         return kind_by_name(path)
-    if is_lab_grid_document(data):
-        return FileKind.LAB_GRID
-    if is_sweep_document(data):
-        return FileKind.SWEEP
-    if isinstance(data, dict) and "kind" not in data:
-        return FileKind.ABLATION  # the recording names no kind
-    return None
+    if not isinstance(data, dict):
+        return None
+    if data.get("kind") == RUNS_KIND:
+        plan = data.get("plan")
+        named = plan.get("kind") if isinstance(plan, dict) else None
+        return next((kind for kind in PLAN_KINDS if kind == named), kind_by_name(path))
+    if "kind" not in data:
+        return "ablation"  # the recording of format_version 1 names no kind
+    return LEGACY_KINDS.get(str(data["kind"]))
 
 
 def _lab_grid_check(raw: bytes, name: str) -> RecordingCheck:
@@ -80,6 +96,17 @@ def _lab_grid_check(raw: bytes, name: str) -> RecordingCheck:
         return RecordingCheck([], RecordingProblem("invalid", problem.message))
     lines = describe_lab_grid(grid, name)
     return RecordingCheck([*lines, f"OK: a valid lab grid of {len(grid.cells)} cells."], None)
+
+
+def _format_line(raw: bytes, path: Path) -> str:
+    """The file's format_version in words; for one of format_version 1, what converts it."""
+    version = json.loads(raw).get("format_version")
+    if version == LEGACY_FORMAT_VERSION:
+        return (
+            f"format_version {version}, read as runs: `normdive convert-recordings {path}` "
+            "converts it."
+        )
+    return f"format_version {version}: a file of runs."
 
 
 def check_file(path: Path) -> RecordingCheck:
@@ -92,6 +119,34 @@ def check_file(path: Path) -> RecordingCheck:
     kind = kind_of(raw, path)
     if kind is None:
         return RecordingCheck([], RecordingProblem("invalid", FOREIGN.format(name=path)))
-    if kind is FileKind.LAB_GRID:
-        return _lab_grid_check(raw, str(path))
-    return check_recording_bytes(raw, str(path), sweep=kind is FileKind.SWEEP)
+    if kind == "lab_grid":
+        found = _lab_grid_check(raw, str(path))
+    else:
+        found = check_recording_bytes(raw, str(path), sweep=kind == "sweep")
+    if found.problem is None:
+        return RecordingCheck([*found.lines[:1], _format_line(raw, path), *found.lines[1:]], None)
+    return found
+
+
+def read_runs(path: Path) -> Runs:
+    """The file at `path` as runs, whatever its plan and format_version (RecordingProblem
+    when it cannot be read: the message names the command that makes it again)."""
+    raw = read_capped(path, REMEDIES[kind_by_name(path)])
+    kind = kind_of(raw, path)
+    if kind is None:
+        raise RecordingProblem("invalid", FOREIGN.format(name=path))
+    return parse_runs(raw, str(path), kind, LEGACY[kind])
+
+
+def convert_file(path: Path, out: Path | None = None) -> str:
+    """Rewrite the file at `path` (to `out`, default itself) as a file of runs, its runs and
+    provenance as they were; what it was, in words. Raises RecordingProblem or OSError."""
+    runs = read_runs(path)
+    try:
+        size = write_validated(out or path, runs, indent=CONVERTED_INDENT)
+    except UnfaithfulWrite as error:
+        raise RecordingProblem("invalid", str(error)) from None
+    return (
+        f"{out or path}: the {NOUNS[runs.plan.kind]}, {len(runs.runs)} runs, "
+        f"format_version {runs.format_version} ({size:,} bytes)"
+    )

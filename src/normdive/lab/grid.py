@@ -1,5 +1,9 @@
-"""The lab's configuration and its recorded grid: what `record-runs --lab` writes and the page
-reads lazily when "Train one yourself" opens (docs/lab.md, "The grid file").
+"""The lab's configuration and its recorded grid as the lab reads it: the page reads it
+lazily when "Train one yourself" opens (docs/lab.md, "The grid file").
+
+`record-runs --lab` writes a file of runs of the lab plan (recording/runs.py);
+`lab_grid_view` turns it into this `LabGrid` and `lab_grid_runs` back, and a file of
+format_version 1 is a `LabGrid` as written, still read.
 
 Torch-free, like the recording format it borrows from: every field of a `RunConfig` keeps its
 name, constraints and description; only the defaults differ, and they are the lab's, chosen
@@ -9,15 +13,32 @@ by measurement (docs/lab.md, "Why this config"). Figures are `Measure`s, so a di
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from normdive.recording.format import InitScheme, Measure, Provenance, RunConfig
-from normdive.recording.reader import MAX_RECORDING_BYTES, validation_summary
+from normdive.recording.reader import (
+    MAX_RECORDING_BYTES,
+    REMEDIES,
+    RecordingProblem,
+    as_view,
+    parse_runs,
+)
+from normdive.recording.runs import (
+    LESSON,
+    RUNS_FORMAT_VERSION,
+    TORCH_LAYERNORM_EPS,
+    LabOffered,
+    LabPlan,
+    Run,
+    RunFinal,
+    RunPoint,
+    Runs,
+    settings_at,
+)
 
 LAB_FORMAT_VERSION = 1
 # What a lab grid file says it is (its "kind"), beside a recording's and a sweep's.
@@ -42,7 +63,7 @@ LAB_HELDOUT_SEED = 20_240_905
 LAB_GRAD_NORM_POINTS = 10  # a RunConfig field; the lab records no per-block norms
 LAB_DEPTH = 2
 LAB_INIT: InitScheme = "gpt2"
-LAB_EPS = 1e-5  # PyTorch's LayerNorm default
+LAB_EPS = TORCH_LAYERNORM_EPS
 # What the page offers a learner, and so what the grid records.
 OFFERED_DEPTHS = (1, 2, 3, 4)
 OFFERED_EPS = (0.0, 1e-5, 1.0)
@@ -200,15 +221,6 @@ class LabCell(_Model):
         return self
 
 
-class LabOffered(_Model):
-    """What the page lets a learner pick; the grid records each combination of these."""
-
-    depths: list[int] = Field(min_length=1)
-    eps: list[float] = Field(min_length=1, description="Offered wherever layer norm is on.")
-    inits: list[InitScheme] = Field(min_length=1)
-    seeds: list[int] = Field(min_length=1)
-
-
 class LabGrid(_Model):
     """The recorded lab grid: the base config, what is offered, and one cell per run."""
 
@@ -277,7 +289,7 @@ def describe_lab_grid(grid: LabGrid, name: str) -> list[str]:
     source, base, offered = grid.provenance, grid.base, grid.offered
     eps = ", ".join(f"{value:g}" for value in offered.eps)
     lines = [
-        f"{name}: lab grid, format_version {grid.format_version}",
+        f"{name}: lab grid",
         f"made by: {source.command}",
         f"on {source.created_at} with {source.device}, torch {source.torch_version}, "
         f"normdive {source.normdive_version}, commit {source.git_commit or 'unknown'}; "
@@ -294,7 +306,8 @@ def describe_lab_grid(grid: LabGrid, name: str) -> list[str]:
 
 
 LabProblemReason = Literal["missing", "unreadable", "too_large", "bad_json", "invalid"]
-LAB_REMEDY = "Run `normdive record-runs --lab` to make it again."
+LAB_REMEDY = REMEDIES["lab_grid"]
+LAB_REASONS: tuple[LabProblemReason, ...] = ("missing", "unreadable", "too_large", "bad_json")
 
 
 class LabGridProblem(Exception):
@@ -307,37 +320,15 @@ class LabGridProblem(Exception):
 
 
 def parse_lab_grid(text: str | bytes, name: str) -> LabGrid:
-    """Validate a grid file's text; `name` is what messages call the file."""
+    """Validate a grid file's text with the one reader (reader.parse_runs); `name` is what
+    messages call the file."""
+
     try:
-        data = json.loads(text)
-    except UnicodeDecodeError as error:
-        raise LabGridProblem(
-            "unreadable", f"The lab grid {name} is not UTF-8 text. {LAB_REMEDY}"
-        ) from error
-    except json.JSONDecodeError as error:
-        raise LabGridProblem(
-            "bad_json",
-            f"The lab grid {name} is not valid JSON (line {error.lineno}, column "
-            f"{error.colno}: {error.msg}); it may have been cut short. {LAB_REMEDY}",
-        ) from error
-    except RecursionError as error:
-        raise LabGridProblem(
-            "bad_json", f"The lab grid {name} nests its JSON too deeply to read. {LAB_REMEDY}"
-        ) from error
-    if isinstance(data, dict) and data.get("format_version") not in (None, LAB_FORMAT_VERSION):
-        raise LabGridProblem(
-            "invalid",
-            f"The lab grid {name} has format_version {data.get('format_version')!r}; this "
-            f"normdive reads version {LAB_FORMAT_VERSION}. {LAB_REMEDY}",
-        )
-    try:
-        return LabGrid.model_validate(data)
-    except ValidationError as error:
-        raise LabGridProblem(
-            "invalid",
-            f"The lab grid {name} is not a valid lab grid ({validation_summary(error)}). "
-            f"{LAB_REMEDY}",
-        ) from error
+        runs = parse_runs(text, name, "lab_grid", legacy_lab_grid)
+        return as_view(runs, lab_grid_view, "lab_grid", name)
+    except RecordingProblem as problem:
+        reason: LabProblemReason = next((r for r in LAB_REASONS if r == problem.reason), "invalid")
+        raise LabGridProblem(reason, problem.message) from problem
 
 
 def read_lab_grid(path: Path) -> LabGrid:
@@ -358,3 +349,87 @@ def read_lab_grid(path: Path) -> LabGrid:
             f"not a lab grid. {LAB_REMEDY}",
         )
     return parse_lab_grid(raw, str(path))
+
+
+def lab_grid_runs(grid: LabGrid) -> Runs:
+    """The lab grid as a file of runs of the lab plan (what record-runs --lab writes)."""
+    base = RunConfig.model_validate(
+        {**grid.base.model_dump(), "depth": LAB_DEPTH, "init": LAB_INIT}
+    )
+    first_seed = grid.offered.seeds[0]
+    return Runs(
+        format_version=RUNS_FORMAT_VERSION,
+        kind="runs",
+        lesson=LESSON,
+        plan=LabPlan(
+            kind="lab_grid",
+            base=base,
+            first={
+                "depth": LAB_DEPTH,
+                "init": LAB_INIT,
+                "layernorm": True,
+                "residual": True,
+                "eps": LAB_EPS,
+                "seed": first_seed,
+            },
+            trimmed=grid.trimmed,
+            **grid.offered.model_dump(),
+        ),
+        provenance=[grid.provenance],
+        runs=[
+            Run(
+                config=settings_at(
+                    base,
+                    layernorm=cell.layernorm,
+                    residual=cell.residual,
+                    seed=cell.seed,
+                    depth=cell.depth,
+                    init=cell.init,
+                    eps=cell.eps,
+                ),
+                curve=[RunPoint.model_validate(point.model_dump()) for point in cell.curve],
+                final=RunFinal.model_validate(cell.final.model_dump()),
+                wall_s=cell.wall_s,
+            )
+            for cell in grid.cells
+        ],
+    )
+
+
+def lab_grid_view(runs: Runs) -> LabGrid:
+    """A file of the lab plan as the grid the lab panel reads."""
+    plan = runs.plan
+    if not isinstance(plan, LabPlan):
+        raise ValueError(f"plan: a {plan.kind} plan, not a lab grid")
+    return LabGrid(
+        format_version=LAB_FORMAT_VERSION,
+        kind=LAB_KIND,
+        base=LabBase.model_validate(plan.base.model_dump(include=set(LabBase.model_fields))),
+        offered=LabOffered.model_validate(plan.model_dump(include=set(LabOffered.model_fields))),
+        trimmed=plan.trimmed,
+        cells=[
+            LabCell(
+                depth=run.config.depth,
+                layernorm=run.config.layernorm,
+                residual=run.config.residual,
+                eps=run.config.eps,
+                init=run.config.init,
+                seed=run.config.seed,
+                curve=[
+                    LabPoint.model_validate(point.model_dump(include=set(LabPoint.model_fields)))
+                    for point in run.curve
+                ],
+                final=LabFinal.model_validate(
+                    run.final.model_dump(include=set(LabFinal.model_fields))
+                ),
+                wall_s=run.wall_s,
+            )
+            for run in runs.runs
+        ],
+        provenance=runs.provenance[0],
+    )
+
+
+def legacy_lab_grid(data: dict[str, Any]) -> Runs:
+    """A lab grid of format_version 1 (the grid's own format) as runs."""
+    return lab_grid_runs(LabGrid.model_validate(data))

@@ -1,8 +1,11 @@
-"""The recording format, defined once: what `record-runs` writes and the page replays.
+"""The ablation as the player reads it (`Recording`: the four rows at each seed), and the
+pieces every run of the one format shares: its settings (`RunConfig`), curve figures
+(`Measure`), block gradient norms and provenance.
 
-Torch-free on purpose: the web app reads these models, and it never imports torch. The JSON
-Schema in docs/recording.schema.json is generated from `Recording` (see recording/schema.py)
-and a test fails when it goes stale.
+The file `record-runs` writes is a file of runs (recording/runs.py); recording/plans.py turns
+one of the ablation plan into this `Recording` and back. A file of format_version 1 is a
+`Recording` as written, and is still read (recording/reader.py). Torch-free on purpose: the
+web app reads these models, and it never imports torch.
 
 JSON has no NaN or infinity, and a diverged run is a result worth showing, so every measured
 figure is a `Measure`: a number when finite, otherwise one of the strings "nan", "inf",

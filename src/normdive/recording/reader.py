@@ -37,13 +37,16 @@ import math
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
 from normdive.recording.format import FORMAT_VERSION, ROW_KEYS, Recording, Row, RowKey, as_float
+from normdive.recording.plans import ablation_view, legacy_ablation
+from normdive.recording.runs import RUNS_FORMAT_VERSION, PlanKind, Runs
 
 ProblemReason = Literal[
     "missing",
@@ -56,7 +59,20 @@ ProblemReason = Literal[
 ]
 # How many validation errors a message lists before it says "and N more".
 MAX_ERRORS_SHOWN = 3
-REMEDY = "Run `normdive record-runs` to make it again."
+# The command that makes each plan's file again, as its refusals say it.
+REMEDIES: dict[PlanKind, str] = {
+    "ablation": "Run `normdive record-runs` to make it again.",
+    "sweep": "Run `normdive record-runs --sweep` to make it again.",
+    "lab_grid": "Run `normdive record-runs --lab` to make it again.",
+}
+REMEDY = REMEDIES["ablation"]
+# What messages call each plan's file.
+NOUNS: dict[PlanKind, str] = {"ablation": "recording", "sweep": "sweep", "lab_grid": "lab grid"}
+# The format each plan had of its own before the format of runs; still read, as runs.
+LEGACY_FORMAT_VERSION = FORMAT_VERSION
+# Reads a legacy file's JSON as runs (raising ValidationError or ValueError).
+Legacy = Callable[[dict[str, Any]], Runs]
+ViewT = TypeVar("ViewT")
 # The most of a recording file that is read, in bytes. The shipped recording is about 120 KB;
 # parsing JSON takes several times its size in memory, so without a cap one large file costs a
 # worker hundreds of megabytes (bench/RESULTS.md, "Abuse").
@@ -115,49 +131,87 @@ def validation_summary(error: ValidationError) -> str:
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
-def parse_recording(text: str | bytes, name: str) -> Recording:
-    """Validate a recording's text against the format (not yet asking for the ablation rows).
-    `name` is what messages call the file."""
+def _decoded(text: str | bytes, noun: str, name: str, remedy: str) -> dict[str, Any]:
+    """The file's JSON object, or RecordingProblem saying why it is none."""
     try:
         data = json.loads(text)
     except UnicodeDecodeError as error:
         raise RecordingProblem(
-            "unreadable", f"The recording {name} is not UTF-8 text ({error.reason}). {REMEDY}"
+            "unreadable", f"The {noun} {name} is not UTF-8 text ({error.reason}). {remedy}"
         ) from error
     except json.JSONDecodeError as error:
         raise RecordingProblem(
             "bad_json",
-            f"The recording {name} is not valid JSON (line {error.lineno}, column "
-            f"{error.colno}: {error.msg}); it may have been cut short. {REMEDY}",
+            f"The {noun} {name} is not valid JSON (line {error.lineno}, column "
+            f"{error.colno}: {error.msg}); it may have been cut short. {remedy}",
         ) from error
     except RecursionError as error:
         # The json module parses nested arrays and objects by recursion; a file nested
         # deeper than the interpreter's recursion limit is no recording either.
         raise RecordingProblem(
             "bad_json",
-            f"The recording {name} nests its JSON too deeply to read; it is not a "
-            f"recording. {REMEDY}",
+            f"The {noun} {name} nests its JSON too deeply to read; it is not a recording. {remedy}",
         ) from error
     if not isinstance(data, dict):
         raise RecordingProblem(
-            "invalid", f"The recording {name} holds a JSON {type(data).__name__}, not an object."
+            "invalid", f"The {noun} {name} holds a JSON {type(data).__name__}, not an object."
         )
+    return data
+
+
+def _invalid(
+    noun: str, name: str, error: ValidationError | ValueError, remedy: str
+) -> RecordingProblem:
+    found = validation_summary(error) if isinstance(error, ValidationError) else str(error)
+    return RecordingProblem(
+        "invalid", f"The {noun} {name} does not match the format: {found}. {remedy}"
+    )
+
+
+def parse_runs(text: str | bytes, name: str, kind: PlanKind, legacy: Legacy) -> Runs:
+    """The one reader: a file of runs of the plan `kind`, validated once (recording/runs.py).
+    A file of format_version 1, the format each plan had of its own, is read by `legacy`
+    (the plan's own model, turned into runs) so that it still plays. `name` is what messages
+    call the file; every refusal is a RecordingProblem naming the command that makes it."""
+    noun, remedy = NOUNS[kind], REMEDIES[kind]
+    data = _decoded(text, noun, name, remedy)
     version = data.get("format_version")
-    if version != FORMAT_VERSION:
-        found = "no format_version" if version is None else f"format_version {version!r}"
-        raise RecordingProblem(
-            "unknown_version",
-            f"The recording {name} has {found}; this normdive reads format_version "
-            f"{FORMAT_VERSION}. Re-record it with this version, or upgrade normdive.",
-        )
     try:
-        return Recording.model_validate(data)
-    except ValidationError as error:
-        raise RecordingProblem(
-            "invalid",
-            f"The recording {name} does not match the format: {validation_summary(error)}. "
-            f"{REMEDY}",
-        ) from error
+        if version == LEGACY_FORMAT_VERSION:
+            return legacy(data)
+        if version == RUNS_FORMAT_VERSION:
+            runs = Runs.model_validate(data)
+            if runs.plan.kind != kind:
+                raise RecordingProblem(
+                    "invalid",
+                    f"The file {name} holds the {NOUNS[runs.plan.kind]}, not the {noun}. {remedy}",
+                )
+            return runs
+    except (ValidationError, ValueError) as error:
+        raise _invalid(noun, name, error, remedy) from error
+    found = "no format_version" if version is None else f"format_version {version!r}"
+    raise RecordingProblem(
+        "unknown_version",
+        f"The {noun} {name} has {found}; this normdive reads format_version "
+        f"{RUNS_FORMAT_VERSION} (and {LEGACY_FORMAT_VERSION}, converting it). Re-record it "
+        "with this version, or upgrade normdive.",
+    )
+
+
+def as_view(runs: Runs, view: Callable[[Runs], ViewT], kind: PlanKind, name: str) -> ViewT:
+    """The runs as the document a reader draws from (the player's Recording, the panel's
+    Sweep, the lab's grid); a file whose runs lack what that reader draws is refused."""
+    try:
+        return view(runs)
+    except (ValidationError, ValueError) as error:
+        raise _invalid(NOUNS[kind], name, error, REMEDIES[kind]) from error
+
+
+def parse_recording(text: str | bytes, name: str) -> Recording:
+    """Validate a recording's text against the format (not yet asking for the ablation rows).
+    `name` is what messages call the file."""
+    runs = parse_runs(text, name, "ablation", legacy_ablation)
+    return as_view(runs, ablation_view, "ablation", name)
 
 
 def require_ablation_rows(recording: Recording, name: str) -> Recording:

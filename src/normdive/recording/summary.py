@@ -88,7 +88,7 @@ def describe(recording: Recording, name: str) -> list[str]:
     source = recording.provenance
     config = recording.config
     lines = [
-        f"{name}: format_version {recording.format_version}, lesson {recording.lesson!r}",
+        f"{name}: ablation recording, lesson {recording.lesson!r}",
         f"made by: {source.command}",
         f"on {source.created_at} with {source.device}, torch {source.torch_version}, "
         f"normdive {source.normdive_version}, commit {source.git_commit or 'unknown'}; "

@@ -1,11 +1,12 @@
-"""The depth sweep's format: the four ablation rows at several depths, both initialisations
-and several seeds, every run with its curves, in a file of its own beside the recording.
+"""The depth sweep as the panel reads it: the four ablation rows at several depths, both
+initialisations and several seeds, every run with its curves, in a file of its own beside the
+recording.
 
-Torch-free, like the recording's format (the page reads it; training writes it). The JSON
-Schema in docs/sweep.schema.json is generated from `Sweep` (recording/schema.py) and a test
-fails when it goes stale.
+The file is a file of runs of the sweep plan (recording/runs.py, whose sweep plan keeps this
+module's axes); recording/plans.py turns it into this `Sweep` and back, and a file of
+format_version 1 is a `Sweep` as written, still read. Torch-free, like every format module.
 
-A sweep file holds exactly the runs of its plan, or of one shard of its plan: no run missing,
+A sweep holds exactly the runs of its plan, or of one shard of its plan: no run missing,
 none twice, none outside it. The plan lists the runs in one fixed order (longest first, so two
 workers finish together and shards share the work evenly); shard I of N holds every N-th run
 of that order starting at the I-th. Merging the N shards of one plan gives the unsharded file.
@@ -128,7 +129,7 @@ class SweepPlan(_Model):
             for key in self.rows
         ]
 
-    def shard(self, index: int, count: int) -> list[RunKey]:
+    def shard_runs(self, index: int, count: int) -> list[RunKey]:
         """Shard `index` (1-based) of `count`: every count-th run from the index-th on."""
         return self.runs()[index - 1 :: count]
 
@@ -207,7 +208,7 @@ class Sweep(_Model):
         expected = (
             self.plan.runs()
             if self.shard is None
-            else self.plan.shard(self.shard.index, self.shard.count)
+            else self.plan.shard_runs(self.shard.index, self.shard.count)
         )
         wanted = set(expected)
         seen: set[RunKey] = set()

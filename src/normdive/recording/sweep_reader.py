@@ -4,13 +4,12 @@ CONTRACT: parse_sweep(text, name) -> Sweep, raising RecordingProblem (the record
 reasons and messages); read_sweep(path) likewise from a file (capped like a recording);
 sweep_status(path) -> Sweep | RecordingProblem, never raising, cached by the file's stat
 (what the server uses); sweep_summary(sweep) -> the lines `check-recording` prints;
-merge_sweeps(parts) -> the unsharded Sweep, raising MergeProblem; cells(sweep) and
+merge_sweeps(parts) -> the unsharded Sweep, raising merge.MergeProblem; cells(sweep) and
 verdicts(sweep) -> the figures and the per-depth answers the page's sentences are made from.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import statistics
@@ -20,19 +19,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
 from normdive.recording.format import InitScheme, RowKey, as_float
-from normdive.recording.reader import RecordingProblem, read_capped, validation_summary
+from normdive.recording.merge import merge_runs
+from normdive.recording.plans import legacy_sweep, sweep_runs, sweep_view
+from normdive.recording.reader import (
+    REMEDIES,
+    RecordingProblem,
+    as_view,
+    parse_runs,
+    read_capped,
+)
+from normdive.recording.runs import Runs
 from normdive.recording.sweep import (
-    SWEEP_FORMAT_VERSION,
     SWEEP_KIND,
     Sweep,
     SweepRun,
-    canonical_order,
 )
 
-SWEEP_REMEDY = "Run `normdive record-runs --sweep` to make it again."
+SWEEP_REMEDY = REMEDIES["sweep"]
 # Two single-component rows whose final accuracies differ by less than this are a tie: the
 # "layer norm only" and "neither" rows at chance differ by a few hundredths of a percent.
 TIE_MARGIN = 0.01
@@ -41,46 +45,23 @@ SINGLE_ROWS: tuple[RowKey, RowKey] = ("residual_only", "layernorm_only")
 Verdict = Literal["residual_only", "layernorm_only", "tie", "mixed"]
 
 
-class MergeProblem(Exception):
-    """Why shard files cannot be merged; the message names the files."""
-
-
 def is_sweep_document(data: object) -> bool:
     """Whether parsed JSON claims to be a sweep (and not a recording)."""
     return isinstance(data, dict) and data.get("kind") == SWEEP_KIND
 
 
-def sweep_from_data(data: Any, name: str) -> Sweep:
-    version = data.get("format_version") if isinstance(data, dict) else None
-    if version != SWEEP_FORMAT_VERSION:
-        found = "no format_version" if version is None else f"format_version {version!r}"
-        raise RecordingProblem(
-            "unknown_version",
-            f"The sweep {name} has {found}; this normdive reads sweep format_version "
-            f"{SWEEP_FORMAT_VERSION}. Re-record it with this version, or upgrade normdive.",
-        )
-    try:
-        return Sweep.model_validate(data)
-    except ValidationError as error:
-        raise RecordingProblem(
-            "invalid",
-            f"The sweep {name} does not match the format: {validation_summary(error)}. "
-            f"{SWEEP_REMEDY}",
-        ) from error
-
-
 def parse_sweep(text: str | bytes, name: str) -> Sweep:
-    try:
-        data = json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        raise RecordingProblem(
-            "bad_json", f"The sweep {name} is not valid JSON ({error}). {SWEEP_REMEDY}"
-        ) from error
-    if not is_sweep_document(data):
-        raise RecordingProblem(
-            "invalid", f"The file {name} is not a depth sweep (its kind is not {SWEEP_KIND!r})."
-        )
-    return sweep_from_data(data, name)
+    """The depth sweep in a file's text, read by the one reader (reader.parse_runs)."""
+
+    def legacy(data: dict[str, Any]) -> Runs:
+        if not is_sweep_document(data):
+            raise RecordingProblem(
+                "invalid",
+                f"The file {name} is not a depth sweep (its kind is not {SWEEP_KIND!r}).",
+            )
+        return legacy_sweep(data)
+
+    return as_view(parse_runs(text, name, "sweep", legacy), sweep_view, "sweep", name)
 
 
 def read_sweep(path: Path | str) -> Sweep:
@@ -234,7 +215,7 @@ def describe_sweep(sweep: Sweep, name: str) -> list[str]:
     depths = ", ".join(str(entry.depth) for entry in sweep.plan.depths)
     wall = sum(run.row.wall_s for run in sweep.runs)
     lines = [
-        f"{name}: depth sweep, format_version {sweep.format_version}, lesson {sweep.lesson!r}"
+        f"{name}: depth sweep, lesson {sweep.lesson!r}"
         + (f", shard {sweep.shard.index} of {sweep.shard.count}" if sweep.shard else ""),
     ]
     for source in sweep.provenance:
@@ -254,65 +235,8 @@ def describe_sweep(sweep: Sweep, name: str) -> list[str]:
 
 
 def merge_sweeps(parts: Sequence[tuple[str, Sweep]]) -> Sweep:
-    """The N shards of one plan, joined into the unsharded sweep. Raises MergeProblem when
-    they disagree on the format, config or plan, when a shard is missing or given twice, or
-    when a run appears in two parts."""
-    if not parts:
-        raise MergeProblem("Give the shard files to merge.")
-    first_name, first = parts[0]
-    for name, part in parts:
-        if part.shard is None:
-            raise MergeProblem(f"{name} is a whole sweep, not a shard: nothing to merge.")
-        if part.config != first.config:
-            raise MergeProblem(f"{name} and {first_name} were trained with different settings.")
-        if part.plan != first.plan:
-            raise MergeProblem(f"{name} and {first_name} belong to different sweep plans.")
-        if part.lesson != first.lesson:
-            raise MergeProblem(f"{name} and {first_name} belong to different lessons.")
-    counts = {part.shard.count for _, part in parts if part.shard is not None}
-    if len(counts) != 1:
-        raise MergeProblem(
-            "The parts were cut into different numbers of shards: "
-            + ", ".join(f"{name} is 1 of {part.shard.count}" for name, part in parts if part.shard)
-        )
-    count = counts.pop()
-    indices: dict[int, str] = {}
-    for name, part in parts:
-        assert part.shard is not None
-        if part.shard.index in indices:
-            raise MergeProblem(
-                f"Shard {part.shard.index} of {count} is given twice: "
-                f"{indices[part.shard.index]} and {name}."
-            )
-        indices[part.shard.index] = name
-    gaps = [index for index in range(1, count + 1) if index not in indices]
-    if gaps:
-        raise MergeProblem(
-            f"Shard(s) {', '.join(map(str, gaps))} of {count} are missing; give all {count}."
-        )
-    seen: dict[tuple[int, str, str, int], str] = {}
-    runs: list[SweepRun] = []
-    for name, part in parts:
-        for run in part.runs:
-            key = (run.depth, run.init, run.row.key, run.row.seed)
-            if key in seen:
-                raise MergeProblem(f"{run.run_key.label} is in both {seen[key]} and {name}.")
-            seen[key] = name
-            runs.append(run)
-    ordered = sorted(parts, key=lambda item: item[1].shard.index if item[1].shard else 0)
-    try:
-        return Sweep(
-            format_version=first.format_version,
-            kind=first.kind,
-            lesson=first.lesson,
-            provenance=[source for _, part in ordered for source in part.provenance],
-            config=first.config,
-            plan=first.plan,
-            shard=None,
-            runs=canonical_order(runs),
-        )
-    except ValidationError as error:
-        raise MergeProblem(f"The merged sweep is not whole: {validation_summary(error)}") from None
+    """The N shards of one sweep, joined (merge.merge_runs); raises MergeProblem."""
+    return sweep_view(merge_runs([(name, sweep_runs(part)) for name, part in parts]))
 
 
 _status_cache: dict[Path, tuple[tuple[int, int, int, int], Sweep | RecordingProblem]] = {}

@@ -19,8 +19,9 @@ from typing import TypeVar
 
 from rich.console import Console
 
-from normdive.lab.grid import LabBase, LabOffered
+from normdive.lab.grid import LabBase
 from normdive.recording.format import RowKey, RunConfig
+from normdive.recording.runs import LabOffered
 from normdive.recording.summary import ranking_note, summary_table
 from normdive.recording.sweep import (
     CUDA_EXTRA_DEPTHS,
@@ -181,7 +182,7 @@ def record_sweep_runs(
         chosen_depths, seeds, rows=rows, trim_depth=None if device == "cuda" else TRIM_DEPTH
     )
     part = ShardPart(index=shard[0], count=shard[1]) if shard is not None else None
-    runs = sweep_plan.runs() if part is None else sweep_plan.shard(part.index, part.count)
+    runs = sweep_plan.runs() if part is None else sweep_plan.shard_runs(part.index, part.count)
     processes = job_count(jobs, len(runs))
     console = Console(soft_wrap=True)
     depth_text = "; ".join(

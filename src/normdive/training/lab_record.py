@@ -22,10 +22,11 @@ from normdive.lab.grid import (
     LabCell,
     LabConfig,
     LabGrid,
-    LabOffered,
+    lab_grid_runs,
     offered_points,
 )
 from normdive.recording.format import ROW_SWITCHES, InitScheme, Provenance, RowKey
+from normdive.recording.runs import LabOffered
 from normdive.training.progress import Planned, RunProgress
 from normdive.training.runner import PartialRows, record_kept, run_processes, serve_tasks
 
@@ -209,6 +210,7 @@ def record_lab(
         train=train,
         steps=base.steps,
         document=grid,
+        as_runs=lab_grid_runs,
         indent=LAB_INDENT,
         device=LAB_DEVICE,
         jobs=jobs,

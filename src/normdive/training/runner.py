@@ -40,10 +40,11 @@ from normdive.recording.format import (
     RowKey,
     RunConfig,
 )
+from normdive.recording.plans import ablation_runs
+from normdive.recording.runs import LESSON, Runs
 from normdive.training.progress import Planned, RunProgress
 from normdive.training.provenance import provenance
 
-LESSON = "8.5 The transformer block"
 THREADS_PER_JOB = 1  # see the module docstring and bench/RESULTS.md
 POLL_S = 0.2  # how often the parent checks on its workers while no event arrives
 JOIN_S = 5.0  # how long a stopped worker gets to exit before it is killed
@@ -313,13 +314,11 @@ def run_here(todo: list[Job], device: str, partial: PartialRows, bars: RunProgre
         bars.done(job.name, row.final.heldout_accuracy, row.wall_s)
 
 
-def write_recording(
-    out: Path, document: BaseModel, *, indent: int | None = RECORDING_INDENT
-) -> int:
-    """Write a recording, sweep or lab grid whole or not at all (write_validated). Returns
-    its size in bytes."""
+def write_recording(out: Path, runs: Runs, *, indent: int | None = RECORDING_INDENT) -> int:
+    """Write a file of runs (the recording, a sweep or a lab grid) whole or not at all
+    (write_validated). Returns its size in bytes."""
     try:
-        return write_validated(out, document, indent=indent)
+        return write_validated(out, runs, indent=indent)
     except UnfaithfulWrite as error:
         raise RecordError(str(error)) from None
 
@@ -361,6 +360,7 @@ def record_kept(
     train: TrainJobs[JobT],
     steps: int,
     document: Callable[[dict[str, TrainedT], Provenance], DocumentT],
+    as_runs: Callable[[DocumentT], Runs],
     indent: int | None,
     device: str,
     jobs: int,
@@ -371,8 +371,9 @@ def record_kept(
 ) -> DocumentT:
     """What recording the ablation, the sweep and the lab grid share: keep what `load` finds
     beside `out` under `fingerprint`, `train` the rest with progress over `every`, build the
-    `document` from every job's result (by name) and its provenance, write it whole to `out`
-    with `indent`, and drop the kept files. `noun` names one job on the console ("row").
+    `document` from every job's result (by name) and its provenance, write it `as_runs`
+    whole to `out` with `indent`, and drop the kept files. `noun` names one job on the
+    console ("row").
     Raises KeyboardInterrupt (finished jobs stay kept) or RecordError."""
     started = time.perf_counter()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -405,7 +406,7 @@ def record_kept(
         rows_resumed=len(kept),
     )
     whole = document(found, made_by)
-    write_recording(out, whole, indent=indent)
+    write_recording(out, as_runs(whole), indent=indent)
     partial.remove()
     return whole
 
@@ -444,6 +445,7 @@ def record(
         train=train_rows(device, jobs),
         steps=config.steps,
         document=recording,
+        as_runs=ablation_runs,
         indent=RECORDING_INDENT,
         device=device,
         jobs=jobs,

@@ -14,6 +14,8 @@ from typing import Any
 from rich.console import Console
 
 from normdive.recording.format import Provenance, Row, RunConfig
+from normdive.recording.plans import sweep_runs
+from normdive.recording.runs import LESSON
 from normdive.recording.sweep import (
     SWEEP_FORMAT_VERSION,
     SWEEP_KIND,
@@ -26,7 +28,7 @@ from normdive.recording.sweep import (
     relative_cost,
     run_config,
 )
-from normdive.training.runner import LESSON, Job, PartialRows, record_kept, train_rows
+from normdive.training.runner import Job, PartialRows, record_kept, train_rows
 
 RUN = "run"  # one job of the sweep, on the console
 # Compact: the default sweep is about 0.7 MB so, against 0.9 MB with one-space indents.
@@ -71,7 +73,7 @@ def record_sweep(
 ) -> Sweep:
     """Train the runs of `plan` (or of its `shard`) not kept yet, then write the sweep to
     `out`. Raises KeyboardInterrupt (finished runs stay kept) or RecordError."""
-    runs = plan.runs() if shard is None else plan.shard(shard.index, shard.count)
+    runs = plan.runs() if shard is None else plan.shard_runs(shard.index, shard.count)
 
     def sweep(found: dict[str, Row], made_by: Provenance) -> Sweep:
         return Sweep(
@@ -95,6 +97,7 @@ def record_sweep(
         train=train_rows(device, jobs),
         steps=config.steps,
         document=sweep,
+        as_runs=sweep_runs,
         indent=SWEEP_INDENT,
         device=device,
         jobs=jobs,

@@ -1,0 +1,96 @@
+"""Joining the shards of one plan (`record-runs --shard I/N`, any plan) into the whole file
+(`normdive merge-recordings`).
+
+Shard I of N holds every N-th run of the plan's training order from the I-th on
+(runs._Plan.sharded), so the N shards of one plan hold each planned run once. Merging checks
+that they are shards of one plan (same lesson, settings and axes), that none is missing or
+given twice and that no run is in two of them; the provenance of each shard is kept, in shard
+order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from normdive.recording.reader import NOUNS, validation_summary
+from normdive.recording.runs import Runs, run_label, settings_point
+
+
+class MergeProblem(Exception):
+    """Why shard files cannot be merged; the message names the files."""
+
+
+def _check_parts(parts: Sequence[tuple[str, Runs]]) -> int:
+    """The number of shards the parts were cut into, once they are known to be the shards of
+    one plan, each given once."""
+    first_name, first = parts[0]
+    whole = first.plan.model_copy(update={"shard": None})
+    for name, part in parts:
+        noun = NOUNS[part.plan.kind]
+        if part.plan.shard is None:
+            raise MergeProblem(f"{name} is a whole {noun}, not a shard: nothing to merge.")
+        if part.plan.base != first.plan.base:
+            raise MergeProblem(f"{name} and {first_name} were trained with different settings.")
+        if part.plan.model_copy(update={"shard": None}) != whole:
+            raise MergeProblem(f"{name} and {first_name} belong to different {noun} plans.")
+        if part.lesson != first.lesson:
+            raise MergeProblem(f"{name} and {first_name} belong to different lessons.")
+    counts = {part.plan.shard.count for _, part in parts if part.plan.shard is not None}
+    if len(counts) != 1:
+        raise MergeProblem(
+            "The parts were cut into different numbers of shards: "
+            + ", ".join(
+                f"{name} is 1 of {part.plan.shard.count}"
+                for name, part in parts
+                if part.plan.shard is not None
+            )
+        )
+    count = counts.pop()
+    indices: dict[int, str] = {}
+    for name, part in parts:
+        assert part.plan.shard is not None  # checked above
+        index = part.plan.shard.index
+        if index in indices:
+            raise MergeProblem(
+                f"Shard {index} of {count} is given twice: {indices[index]} and {name}."
+            )
+        indices[index] = name
+    gaps = [index for index in range(1, count + 1) if index not in indices]
+    if gaps:
+        raise MergeProblem(
+            f"Shard(s) {', '.join(map(str, gaps))} of {count} are missing; give all {count}."
+        )
+    return count
+
+
+def merge_runs(parts: Sequence[tuple[str, Runs]]) -> Runs:
+    """The N shards of one plan, (name, file) each, joined into the whole file. Raises
+    MergeProblem when they are not the N shards of one plan or a run is in two of them."""
+    if not parts:
+        raise MergeProblem("Give the shard files to merge.")
+    _check_parts(parts)
+    seen: dict[tuple[Any, ...], str] = {}
+    for name, part in parts:
+        for run in part.runs:
+            point = settings_point(run.config)
+            if point in seen:
+                raise MergeProblem(f"{run_label(run.config)} is in both {seen[point]} and {name}.")
+            seen[point] = name
+    ordered = sorted(parts, key=lambda item: item[1].plan.shard.index if item[1].plan.shard else 0)
+    first = parts[0][1]
+    plan = first.plan.model_copy(update={"shard": None})
+    try:
+        return Runs(
+            format_version=first.format_version,
+            kind=first.kind,
+            lesson=first.lesson,
+            plan=plan,
+            provenance=[source for _, part in ordered for source in part.provenance],
+            runs=plan.file_order(run for _, part in parts for run in part.runs),
+        )
+    except ValidationError as error:
+        noun = NOUNS[plan.kind]
+        raise MergeProblem(f"The merged {noun} is not whole: {validation_summary(error)}") from None

@@ -1,0 +1,361 @@
+"""The one recording format: a file of training runs, each with its whole configuration, and
+the plan they were trained to (the ablation, the depth sweep or the lab grid).
+
+What `record-runs` writes and every reader reads (recording/reader.py, `parse_runs`). Torch-free
+on purpose: the web app reads these models and never imports torch. The JSON Schema in
+docs/recording.schema.json is generated from `Runs` (recording/schema.py) and a test fails when it
+goes stale. docs/recording.md says why one format with three plans.
+
+Every run carries its whole configuration (`RunSettings`: a `RunConfig` plus the two switches,
+layer norm's eps and the seed), so "the runs at this configuration" is one question for every
+plan (`Runs.select`). The plan says what the file was meant to hold: its axes (the values each
+varying setting takes), which runs the page plays first, what was left out and why, and which
+shard of the plan the file is. The figures keep the `Measure` of recording/format.py: a
+diverged run keeps its "nan".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import Field, model_validator
+
+from normdive.recording.format import (
+    ROW_KEYS,
+    ROW_SWITCHES,
+    BlockGradNorms,
+    InitScheme,
+    Measure,
+    Provenance,
+    RowKey,
+    RunConfig,
+    _Model,
+)
+from normdive.recording.sweep import SWEEP_INITS, ShardPart
+from normdive.recording.sweep import SweepPlan as SweepAxes
+
+RUNS_FORMAT_VERSION: Final = 2
+RUNS_KIND: Final = "runs"
+# The lesson the shipped runs belong to.
+LESSON = "8.5 The transformer block"
+# torch.nn.LayerNorm's default eps, which the ablation's and the sweep's model use
+# (training/model.py); the lab offers other values.
+TORCH_LAYERNORM_EPS = 1e-5
+# Two eps values closer than this (relative) name the same configuration: files keep them as
+# JSON numbers, the lesson as exact decimals.
+EPS_MATCH = 1e-9
+
+PlanKind = Literal["ablation", "sweep", "lab_grid"]
+PLAN_KINDS: tuple[PlanKind, ...] = ("ablation", "sweep", "lab_grid")
+# What a setting of a run is compared with in a selection.
+Setting = bool | int | float | str | None
+
+
+class RunSettings(RunConfig):
+    """One run's whole configuration: the shared settings and the run's own choices."""
+
+    layernorm: bool = Field(description="Every layer norm on (pre-LN and final).")
+    residual: bool = Field(description="The skip path around each sublayer.")
+    eps: float | None = Field(
+        ge=0, description="Layer norm's epsilon (0 allowed); null exactly when it is off."
+    )
+    seed: int = Field(ge=0, description="Seed of the weights and the training batches.")
+
+    @model_validator(mode="after")
+    def _eps_with_layernorm(self) -> RunSettings:
+        if self.layernorm != (self.eps is not None):
+            raise ValueError("eps is given exactly when layer norm is on")
+        if self.eps is not None and not math.isfinite(self.eps):
+            raise ValueError("eps must be a finite number")
+        return self
+
+    @property
+    def row_key(self) -> RowKey:
+        """The ablation row these switches make."""
+        return next(k for k in ROW_KEYS if ROW_SWITCHES[k] == (self.layernorm, self.residual))
+
+    def matches(self, wanted: dict[str, Setting]) -> bool:
+        """Whether every setting named in `wanted` has that value (eps within EPS_MATCH)."""
+        for name, value in wanted.items():
+            have = getattr(self, name)
+            if name == "eps" and isinstance(have, float) and isinstance(value, int | float):
+                if not math.isclose(have, value, rel_tol=EPS_MATCH, abs_tol=0.0):
+                    return False
+            elif have != value or isinstance(have, bool) != isinstance(value, bool):
+                return False
+        return True
+
+
+def settings_at(
+    base: RunConfig, *, layernorm: bool, residual: bool, seed: int, **axes: Any
+) -> RunSettings:
+    """`base` at one point: the switches, the seed, and any other settings in `axes` (depth,
+    init, eps). Layer norm's eps is TORCH_LAYERNORM_EPS unless given, null when it is off."""
+    eps = axes.pop("eps", TORCH_LAYERNORM_EPS) if layernorm else None
+    axes.pop("eps", None)
+    return RunSettings.model_validate(
+        {
+            **base.model_dump(),
+            **axes,
+            "layernorm": layernorm,
+            "residual": residual,
+            "eps": eps,
+            "seed": seed,
+        }
+    )
+
+
+class RunPoint(_Model):
+    """One evaluation along a run's curve; a figure the plan does not record is null."""
+
+    step: int = Field(ge=0, description="Updates done; 0 is the untrained model.")
+    train_loss: Measure | None = Field(
+        description="Mean training loss over the updates since the previous point; null at 0."
+    )
+    grad_norm: Measure | None = Field(
+        default=None,
+        description="Mean global gradient norm (before clipping) over the same updates; null "
+        "at 0 and where not recorded.",
+    )
+    heldout_loss: Measure = Field(description="Cross-entropy on the copied half, held out.")
+    heldout_accuracy: Measure = Field(description="Per-token copy accuracy, held out (0..1).")
+    heldout_exact_match: Measure | None = Field(
+        default=None, description="Whole sequences copied exactly (0..1); null: not recorded."
+    )
+
+
+class RunFinal(_Model):
+    """Where the run ended: the held-out figures after the last update."""
+
+    step: int = Field(ge=0)
+    heldout_loss: Measure
+    heldout_accuracy: Measure
+    heldout_exact_match: Measure | None = Field(default=None, description="Null: not recorded.")
+    first_step_at_full_accuracy: int | None = Field(
+        default=None,
+        description="First evaluated step with every held-out copied token right; null: never, "
+        "or not recorded.",
+    )
+
+
+class Run(_Model):
+    """One training run: its whole configuration, its curves and how long it took."""
+
+    config: RunSettings
+    curve: list[RunPoint] = Field(min_length=1)
+    block_grad_norms: list[BlockGradNorms] | None = Field(
+        default=None,
+        description="Each block's gradient norm at a few updates; null where not recorded.",
+    )
+    final: RunFinal
+    wall_s: float = Field(ge=0, description="Seconds this run took to train and evaluate.")
+
+    @model_validator(mode="after")
+    def _one_norm_per_block(self) -> Run:
+        for point in self.block_grad_norms or []:
+            if len(point.norms) != self.config.depth:
+                raise ValueError(
+                    f"{len(point.norms)} block gradient norms at step {point.step}, expected "
+                    f"depth {self.config.depth}"
+                )
+        return self
+
+
+def run_label(config: RunSettings) -> str:
+    """A run in words, for messages: depth 8 gpt2 both eps 1e-05 seed 0."""
+    eps = "" if config.eps is None else f" eps {config.eps:g}"
+    return f"depth {config.depth} {config.init} {config.row_key}{eps} seed {config.seed}"
+
+
+class _Plan(_Model):
+    """What every plan says: the settings its runs share, which runs the page plays first, what
+    was left out, and which shard of the plan a file holds."""
+
+    base: RunConfig = Field(
+        description="The settings every run shares before the plan's axes replace some."
+    )
+    first: dict[str, Setting] = Field(
+        description="The runs the page plays first: those whose settings have these values."
+    )
+    trimmed: str | None = Field(
+        default=None,
+        description="What the axes cover that was left unrecorded and why, in a sentence the "
+        "page can show; null when nothing was.",
+    )
+    shard: ShardPart | None = Field(
+        default=None, description="Which slice of the plan this file holds; null: all of it."
+    )
+
+    @model_validator(mode="after")
+    def _first_names_settings(self) -> _Plan:
+        unknown = sorted(set(self.first) - set(RunSettings.model_fields))
+        if unknown:
+            raise ValueError(f"first names no setting: {', '.join(unknown)}")
+        return self
+
+    def planned(self) -> list[RunSettings]:
+        """Every run the axes cover, in training order."""
+        raise NotImplementedError
+
+    def exact(self) -> bool:
+        """Whether a file must hold exactly the planned runs (else any of them)."""
+        return False
+
+    def file_order(self, runs: Iterable[Run]) -> list[Run]:
+        """Runs in the order a file of this plan lists them: the plan's training order."""
+        rank = {settings_point(config): index for index, config in enumerate(self.planned())}
+        return sorted(runs, key=lambda run: rank.get(settings_point(run.config), len(rank)))
+
+    def sharded(self) -> list[RunSettings]:
+        """The runs of this file's shard: every count-th planned run from the index-th on."""
+        planned = self.planned()
+        return planned if self.shard is None else planned[self.shard.index - 1 :: self.shard.count]
+
+
+class AblationPlan(_Plan):
+    """The ablation the page plays: each row (a combination of the switches) at each seed."""
+
+    kind: Literal["ablation"]
+    rows: list[RowKey] = Field(min_length=1, description="In the page's row order.")
+    seeds: list[int] = Field(min_length=1, description="The others give the spread.")
+
+    def planned(self) -> list[RunSettings]:
+        return [
+            settings_at(self.base, layernorm=ln, residual=res, seed=seed)
+            for seed in self.seeds
+            for ln, res in (ROW_SWITCHES[key] for key in self.rows)
+        ]
+
+
+class SweepPlan(SweepAxes, _Plan):
+    """The depth sweep: each row at each depth, initialisation and that depth's seeds."""
+
+    kind: Literal["sweep"]
+
+    def planned(self) -> list[RunSettings]:
+        return [
+            settings_at(
+                self.base,
+                layernorm=ROW_SWITCHES[run.key][0],
+                residual=ROW_SWITCHES[run.key][1],
+                seed=run.seed,
+                depth=run.depth,
+                init=run.init,
+            )
+            for run in self.runs()
+        ]
+
+    def exact(self) -> bool:
+        return True
+
+    def file_order(self, runs: Iterable[Run]) -> list[Run]:
+        """By depth, initialisation, the page's row order, then seed (sweep.canonical_order)."""
+        return sorted(
+            runs,
+            key=lambda run: (
+                run.config.depth,
+                SWEEP_INITS.index(run.config.init),
+                ROW_KEYS.index(run.config.row_key),
+                run.config.seed,
+            ),
+        )
+
+
+class LabOffered(_Model):
+    """What the page lets a learner pick; the lab grid records each combination of these."""
+
+    depths: list[int] = Field(min_length=1)
+    eps: list[float] = Field(min_length=1, description="Offered wherever layer norm is on.")
+    inits: list[InitScheme] = Field(min_length=1)
+    seeds: list[int] = Field(min_length=1)
+
+
+class LabPlan(LabOffered, _Plan):
+    """The lab grid: every row, with each offered eps where layer norm is on, at each offered
+    depth, initialisation and seed (what the page offers a learner)."""
+
+    kind: Literal["lab_grid"]
+
+    def planned(self) -> list[RunSettings]:
+        """Seed-major, so the first seed is whole first."""
+        return [
+            settings_at(
+                self.base, layernorm=ln, residual=res, seed=seed, depth=depth, init=init, eps=eps
+            )
+            for seed in self.seeds
+            for init in self.inits
+            for depth in self.depths
+            for ln, res in (ROW_SWITCHES[key] for key in ROW_KEYS)
+            for eps in (self.eps if ln else [None])
+        ]
+
+
+Plan = Annotated[AblationPlan | SweepPlan | LabPlan, Field(discriminator="kind")]
+
+
+def settings_point(config: RunSettings) -> tuple[Any, ...]:
+    """A run's settings as a tuple: what tells two runs apart."""
+    return tuple(config.model_dump().values())
+
+
+class Runs(_Model):
+    """A file of runs: the ablation, the depth sweep or the lab grid, as its plan says."""
+
+    format_version: Literal[2]
+    kind: Literal["runs"] = Field(description="Tells this format from any other JSON.")
+    lesson: str = Field(description="The lesson these runs belong to.")
+    plan: Plan
+    provenance: list[Provenance] = Field(
+        min_length=1,
+        description="The command that trained the runs; a merged file lists each shard's.",
+    )
+    runs: list[Run] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _runs_are_planned(self) -> Runs:
+        expected = self.plan.sharded()
+        wanted = {settings_point(config) for config in expected}
+        seen: set[tuple[Any, ...]] = set()
+        of_shard = (
+            ""
+            if self.plan.shard is None
+            else (f" (shard {self.plan.shard.index} of {self.plan.shard.count})")
+        )
+        for run in self.runs:
+            point = settings_point(run.config)
+            if point in seen:
+                raise ValueError(f"{run_label(run.config)} appears twice")
+            if point not in wanted:
+                raise ValueError(f"{run_label(run.config)} is not in the plan{of_shard}")
+            seen.add(point)
+        if self.plan.exact():
+            missing = [run_label(c) for c in expected if settings_point(c) not in seen]
+            if missing:
+                shown = ", ".join(missing[:3]) + (
+                    f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+                )
+                raise ValueError(f"runs missing from the plan{of_shard}: {shown}")
+        return self
+
+    def select(self, **wanted: Setting) -> list[Run]:
+        """The runs at this configuration: those whose settings have every value given (eps
+        within EPS_MATCH), in the file's order. select() is every run."""
+        unknown = sorted(set(wanted) - set(RunSettings.model_fields))
+        if unknown:
+            raise ValueError(f"no run setting is called {', '.join(unknown)}")
+        return [run for run in self.runs if run.config.matches(wanted)]
+
+    def run_at(self, **wanted: Setting) -> Run | None:
+        """The first run at this configuration, if any."""
+        return next(iter(self.select(**wanted)), None)
+
+    def first_runs(self) -> list[Run]:
+        """The runs the page plays first (the plan's `first`)."""
+        return self.select(**self.plan.first)
+
+    def missing(self) -> list[RunSettings]:
+        """The planned runs (of this file's shard) the file does not hold."""
+        held = {settings_point(run.config) for run in self.runs}
+        return [config for config in self.plan.sharded() if settings_point(config) not in held]
