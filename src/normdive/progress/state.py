@@ -42,7 +42,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
+from normdive.i18n.catalogues import current_locale
+from normdive.i18n.locales import DEFAULT_LOCALE
 from normdive.lesson.content import Lesson
+from normdive.lesson.translations import localized
 from normdive.progress.ablation import AblationState, ablation_state
 from normdive.progress.compare import CompareState, compare, revealed, takeaway_line
 from normdive.progress.events import Event
@@ -141,6 +144,8 @@ class LessonState:
     hints: HintsState
     compare: CompareState
     takeaway_default: str  # the takeaway's pre-filled line, shown while nothing is saved
+    # The locale its sentences are in (i18n): derived again for a request in another.
+    locale: str = DEFAULT_LOCALE
 
 
 def count_evaluated_runs(events: Sequence[Event]) -> int:
@@ -168,6 +173,8 @@ def derive(
     """The learner's state from their events, oldest first (or their History: the same fold,
     kept), the lesson and the recording. Its cost does not grow with the events: everything
     is read from the History."""
+    # Its sentences in the current locale: the lesson's text in it (lesson.translations).
+    lesson = localized(lesson)
     history = events if isinstance(events, History) else History.of(events, lesson)
     by_event = history.prerequisite_done
     prerequisite_done = by_event or dev_prerequisite_done
@@ -190,6 +197,7 @@ def derive(
         reading_right=reading.right,
     )
     return LessonState(
+        locale=current_locale(),
         prerequisite_done=prerequisite_done,
         prerequisite_by_dev_setting=dev_prerequisite_done and not by_event,
         prediction=prediction,

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from sqlalchemy import Engine
 
 from normdive.config import Settings
+from normdive.i18n.catalogues import current_locale
 from normdive.lesson.content import Lesson
 from normdive.progress.actions import Action, ActionRefused, Conflict, Invalid, close_gate
 from normdive.progress.events import Event, EventKind
@@ -349,7 +350,8 @@ class Learners:
         if history.last_event_id == 0:
             return self._start_state(history, status)
         state = self.histories.derived(learner_id, history, status)
-        if state is None:
+        # A state speaks one locale: one kept in another is derived again (and kept).
+        if state is None or state.locale != current_locale():
             state = self.state_from(history, status)
             self.histories.remember(learner_id, history, status, state)
         return state
@@ -357,7 +359,7 @@ class Learners:
     def _start_state(self, history: History, status: RecordingStatus) -> LessonState:
         """The state of a History without events: the same for every such learner."""
         kept = self._start[-1] if self._start else None
-        if kept is not None and kept[0] is status:
+        if kept is not None and kept[0] is status and kept[1].locale == current_locale():
             return kept[1]
         state = self.state_from(history, status)
         self._start[:] = [(status, state)]  # one item, replaced whole: safe across threads

@@ -22,6 +22,7 @@ from types import MappingProxyType
 from urllib.parse import urlencode
 
 from normdive.lesson.content import Lesson
+from normdive.lesson.translations import localized
 from normdive.numeric.display import (
     format_input_number,
     format_input_row,
@@ -231,6 +232,7 @@ def build_page_view(
     """`player_row` is shown only once it has played; `recording` feeds the player, the
     provenance card and the gradients while its rows can be used; `counts` (all learners'
     predictions) is shown once this learner has committed."""
+    lesson = localized(lesson)  # its text in the request's locale (lesson.translations)
     if state.prediction is None:
         # Nothing in "Try it" runs before the prediction is committed, not even from the URL.
         eps_on, own_row_text = True, None
