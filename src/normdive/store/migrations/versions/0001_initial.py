@@ -1,20 +1,10 @@
-"""Initial schema: learners and their append-only events.
-
-Revision ID: 0001
-Revises:
-Create Date: 2025-01-01
-"""
-
-from __future__ import annotations
+"""Initial schema: learners and their append-only events."""
 
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision: str = "0001"
-down_revision: str | None = None
-branch_labels: str | None = None
-depends_on: str | None = None
+revision, down_revision = "0001", None
 
 
 def upgrade() -> None:

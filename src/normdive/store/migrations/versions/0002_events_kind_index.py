@@ -1,18 +1,8 @@
-"""Index events by kind, for the predictions aggregate (all learners' first predictions).
-
-Revision ID: 0002
-Revises: 0001
-Create Date: 2025-01-02
-"""
-
-from __future__ import annotations
+"""Index events by kind, for the predictions aggregate (all learners' first predictions)."""
 
 from alembic import op
 
-revision: str = "0002"
-down_revision: str | None = "0001"
-branch_labels: str | None = None
-depends_on: str | None = None
+revision, down_revision = "0002", "0001"
 
 
 def upgrade() -> None:

@@ -1,19 +1,9 @@
-"""Learners remember a keyed hash of the address that started them, for the new-learner limit.
-
-Revision ID: 0003
-Revises: 0002
-Create Date: 2025-01-03
-"""
-
-from __future__ import annotations
+"""Learners remember a keyed hash of the address that started them, for the new-learner limit."""
 
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0003"
-down_revision: str | None = "0002"
-branch_labels: str | None = None
-depends_on: str | None = None
+revision, down_revision = "0003", "0002"
 
 
 def upgrade() -> None:

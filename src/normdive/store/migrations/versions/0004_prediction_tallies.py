@@ -3,21 +3,12 @@ every learner's events.
 
 The table is filled here from the events already stored: each learner counted once, by their
 first prediction_committed, and by their first row_predicted of each row.
-
-Revision ID: 0004
-Revises: 0003
-Create Date: 2026-11-30
 """
-
-from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0004"
-down_revision: str | None = "0003"
-branch_labels: str | None = None
-depends_on: str | None = None
+revision, down_revision = "0004", "0003"
 
 # Each learner's first event of a kind (per row, for row predictions): the answers counted.
 # Portable SQL: JSON access differs (json_extract on SQLite, ->> on PostgreSQL), so the

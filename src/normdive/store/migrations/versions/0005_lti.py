@@ -1,12 +1,6 @@
 """LTI 1.3: registered platforms and their deployments, logins in flight (states, nonces),
 the platforms' key sets, the tool's own keys, and the learners and courses launches stand for.
-
-Revision ID: 0005
-Revises: 0004
-Create Date: 2026-11-30
 """
-
-from __future__ import annotations
 
 from typing import Any
 
@@ -14,10 +8,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision: str = "0005"
-down_revision: str | None = "0004"
-branch_labels: str | None = None
-depends_on: str | None = None
+revision, down_revision = "0005", "0004"
 
 # The sizes of normdive.store.tables, written out: a migration stays as it was written.
 IDENTIFIER = 255

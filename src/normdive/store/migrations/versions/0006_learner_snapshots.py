@@ -3,21 +3,12 @@ learner, and the instructor view, read one row per learner instead of every even
 
 Created empty: a snapshot is only ever a cache of the fold of the events, so readers fold
 the events of a learner who has none and keep the result.
-
-Revision ID: 0006
-Revises: 0005
-Create Date: 2026-11-30
 """
-
-from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0006"
-down_revision: str | None = "0005"
-branch_labels: str | None = None
-depends_on: str | None = None
+revision, down_revision = "0006", "0005"
 
 
 def upgrade() -> None:

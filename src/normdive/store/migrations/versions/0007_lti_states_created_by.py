@@ -1,20 +1,11 @@
 """LTI logins in flight remember a keyed hash of the address that began them, for the limit on
 logins begun and not finished.
-
-Revision ID: 0007
-Revises: 0006
-Create Date: 2026-12-01
 """
-
-from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0007"
-down_revision: str | None = "0006"
-branch_labels: str | None = None
-depends_on: str | None = None
+revision, down_revision = "0007", "0006"
 
 
 def upgrade() -> None:

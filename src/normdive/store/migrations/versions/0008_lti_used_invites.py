@@ -1,20 +1,11 @@
 """Dynamic registration invitations are used once: the invitations that registered a
 platform.
-
-Revision ID: 0008
-Revises: 0007
-Create Date: 2026-12-01
 """
-
-from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0008"
-down_revision: str | None = "0007"
-branch_labels: str | None = None
-depends_on: str | None = None
+revision, down_revision = "0008", "0007"
 
 
 def upgrade() -> None:

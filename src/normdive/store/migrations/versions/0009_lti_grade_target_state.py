@@ -1,13 +1,7 @@
 """Each grade target is sent, retried and reported on its own: its state (what the platform
 last answered, why, when it is tried next) lives on lti_grade_targets, and the learner's row in
 lti_score_outbox only says "this learner's score may have changed".
-
-Revision ID: 0009
-Revises: 0008
-Create Date: 2026-12-01
 """
-
-from __future__ import annotations
 
 from typing import Any
 
@@ -15,10 +9,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision: str = "0009"
-down_revision: str | None = "0008"
-branch_labels: str | None = None
-depends_on: str | None = None
+revision, down_revision = "0009", "0008"
 
 # The sizes of normdive.store.tables, written out: a migration stays as it was written.
 STATUS = 10

@@ -1,20 +1,11 @@
 """A course's roster from its platform (LTI Names and Role Provisioning Services 2.0): the
 service a launch named for the course, and its learners, keyed as lti_learners keys a user.
-
-Revision ID: 0010
-Revises: 0009
-Create Date: 2026-12-01
 """
-
-from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0010"
-down_revision: str | None = "0009"
-branch_labels: str | None = None
-depends_on: str | None = None
+revision, down_revision = "0010", "0009"
 
 # The sizes of normdive.store.tables, written out: a migration stays as it was written.
 DIGEST = 64

@@ -1,21 +1,12 @@
 """One line item per resource link: the line item the tool made (or found) in a launch's line
 items container, shared by the link's learners, and the claim that keeps two senders from
 both creating it.
-
-Revision ID: 0011
-Revises: 0010
-Create Date: 2026-12-01
 """
-
-from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0011"
-down_revision: str | None = "0010"
-branch_labels: str | None = None
-depends_on: str | None = None
+revision, down_revision = "0011", "0010"
 
 # The sizes of normdive.store.tables, written out: a migration stays as it was written.
 DIGEST = 64
