@@ -1031,7 +1031,7 @@ def merge_recordings(
     twice, and that no run is in two of them; then writes the file whole or not at all.
     """
     from normdive.recorded_files import read_runs
-    from normdive.recording.files import UnfaithfulWrite, write_validated
+    from normdive.recording.files import UnfaithfulWrite, write_runs
     from normdive.recording.merge import MergeProblem, merge_runs
     from normdive.recording.reader import RecordingProblem
 
@@ -1050,7 +1050,7 @@ def merge_recordings(
         }[merged.plan.kind]
     )
     try:
-        size = write_validated(target, merged, indent=None)
+        size = write_runs(target, merged)
     except (OSError, UnfaithfulWrite) as error:
         raise _fail(f"Could not write {target}: {error}") from None
     typer.echo(

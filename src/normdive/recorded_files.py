@@ -26,7 +26,7 @@ from normdive.lab.grid import (
     legacy_lab_grid,
     parse_lab_grid,
 )
-from normdive.recording.files import UnfaithfulWrite, write_validated
+from normdive.recording.files import UnfaithfulWrite, write_runs
 from normdive.recording.plans import legacy_ablation, legacy_sweep
 from normdive.recording.reader import (
     LEGACY_FORMAT_VERSION,
@@ -48,8 +48,6 @@ LEGACY: dict[PlanKind, Callable[[dict[str, Any]], Runs]] = {
 }
 # What a file of format_version 1 called itself ("kind"); the ablation recording named none.
 LEGACY_KINDS: dict[str, PlanKind] = {SWEEP_KIND: "sweep", LAB_KIND: "lab_grid"}
-# Converted files are compact: the page reads them, not people (check-recording shows them).
-CONVERTED_INDENT = None
 
 
 def kind_by_name(path: Path) -> PlanKind:
@@ -143,7 +141,7 @@ def convert_file(path: Path, out: Path | None = None) -> str:
     provenance as they were; what it was, in words. Raises RecordingProblem or OSError."""
     runs = read_runs(path)
     try:
-        size = write_validated(out or path, runs, indent=CONVERTED_INDENT)
+        size = write_runs(out or path, runs)
     except UnfaithfulWrite as error:
         raise RecordingProblem("invalid", str(error)) from None
     return (

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from normdive.recording.runs import PLAN_INDENTS, Runs
+
 
 class UnfaithfulWrite(Exception):
     """The file written did not read back as the document it was written from."""
@@ -25,6 +27,11 @@ def write_atomically(path: Path, text: str) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
+
+
+def write_runs(out: Path, runs: Runs) -> int:
+    """write_validated, indented as the file's plan is (runs.PLAN_INDENTS)."""
+    return write_validated(out, runs, indent=PLAN_INDENTS[runs.plan.kind])
 
 
 def write_validated(out: Path, document: BaseModel, *, indent: int | None = 1) -> int:

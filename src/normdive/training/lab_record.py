@@ -33,8 +33,6 @@ from normdive.training.runner import PartialRows, record_kept, run_processes, se
 LAB_KIND = "lab_grid"
 CELL = "cell"  # one job of the lab grid, on the console
 LAB_DEVICE = "cpu"  # the lab's cells are small: they train in worker processes on the CPU
-# Compact, as the sweep: the grid is read by the page, not by people.
-LAB_INDENT = None
 # A cell's cost relative to the others (for the estimate of the time left): its depth plus
 # the fixed part every step pays (embeddings, head, the optimiser, Python's overhead), which
 # at width 32 weighs about as much as two blocks.
@@ -211,7 +209,6 @@ def record_lab(
         steps=base.steps,
         document=grid,
         as_runs=lab_grid_runs,
-        indent=LAB_INDENT,
         device=LAB_DEVICE,
         jobs=jobs,
         out=out,

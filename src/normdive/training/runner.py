@@ -31,7 +31,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel
 from rich.console import Console
 
-from normdive.recording.files import UnfaithfulWrite, write_atomically, write_validated
+from normdive.recording.files import UnfaithfulWrite, write_atomically, write_runs
 from normdive.recording.format import (
     FORMAT_VERSION,
     Provenance,
@@ -49,8 +49,6 @@ THREADS_PER_JOB = 1  # see the module docstring and bench/RESULTS.md
 POLL_S = 0.2  # how often the parent checks on its workers while no event arrives
 JOIN_S = 5.0  # how long a stopped worker gets to exit before it is killed
 ROW = "row"  # one job of the ablation, on the console
-# The shipped recording is read in review: one-space indents keep its diffs readable.
-RECORDING_INDENT = 1
 
 
 class RecordError(Exception):
@@ -314,11 +312,11 @@ def run_here(todo: list[Job], device: str, partial: PartialRows, bars: RunProgre
         bars.done(job.name, row.final.heldout_accuracy, row.wall_s)
 
 
-def write_recording(out: Path, runs: Runs, *, indent: int | None = RECORDING_INDENT) -> int:
+def write_recording(out: Path, runs: Runs) -> int:
     """Write a file of runs (the recording, a sweep or a lab grid) whole or not at all
-    (write_validated). Returns its size in bytes."""
+    (write_runs). Returns its size in bytes."""
     try:
-        return write_validated(out, runs, indent=indent)
+        return write_runs(out, runs)
     except UnfaithfulWrite as error:
         raise RecordError(str(error)) from None
 
@@ -361,7 +359,6 @@ def record_kept(
     steps: int,
     document: Callable[[dict[str, TrainedT], Provenance], DocumentT],
     as_runs: Callable[[DocumentT], Runs],
-    indent: int | None,
     device: str,
     jobs: int,
     out: Path,
@@ -372,7 +369,7 @@ def record_kept(
     """What recording the ablation, the sweep and the lab grid share: keep what `load` finds
     beside `out` under `fingerprint`, `train` the rest with progress over `every`, build the
     `document` from every job's result (by name) and its provenance, write it `as_runs`
-    whole to `out` with `indent`, and drop the kept files. `noun` names one job on the
+    whole to `out`, and drop the kept files. `noun` names one job on the
     console ("row").
     Raises KeyboardInterrupt (finished jobs stay kept) or RecordError."""
     started = time.perf_counter()
@@ -406,7 +403,7 @@ def record_kept(
         rows_resumed=len(kept),
     )
     whole = document(found, made_by)
-    write_recording(out, as_runs(whole), indent=indent)
+    write_recording(out, as_runs(whole))
     partial.remove()
     return whole
 
@@ -446,7 +443,6 @@ def record(
         steps=config.steps,
         document=recording,
         as_runs=ablation_runs,
-        indent=RECORDING_INDENT,
         device=device,
         jobs=jobs,
         out=out,

@@ -31,8 +31,6 @@ from normdive.recording.sweep import (
 from normdive.training.runner import Job, PartialRows, record_kept, train_rows
 
 RUN = "run"  # one job of the sweep, on the console
-# Compact: the default sweep is about 0.7 MB so, against 0.9 MB with one-space indents.
-SWEEP_INDENT = None
 
 
 def sweep_fingerprint(config: RunConfig, device: str) -> dict[str, Any]:
@@ -98,7 +96,6 @@ def record_sweep(
         steps=config.steps,
         document=sweep,
         as_runs=sweep_runs,
-        indent=SWEEP_INDENT,
         device=device,
         jobs=jobs,
         out=out,
