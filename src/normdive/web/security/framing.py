@@ -23,9 +23,11 @@ FRAME_COOKIE = "normdive_lti_frame"
 # Distinguishes this signature from the learner cookie's (identity.SIGNER_SALT).
 FRAME_SIGNER_SALT = "normdive.lti-frame-cookie"
 # The policy's directives besides frame-ancestors. The page loads nothing from elsewhere and
-# runs no inline script or style.
+# runs no inline script or style; 'wasm-unsafe-eval' lets the lab's Worker compile its
+# WebAssembly kernels (static/lab/kernels.wasm), and allows no JavaScript eval.
 BASE_POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; "
+    "img-src 'self' data:; "
     "connect-src 'self'; form-action 'self'; base-uri 'none'; object-src 'none'"
 )
 UNFRAMED_POLICY = f"{BASE_POLICY}; frame-ancestors 'none'"

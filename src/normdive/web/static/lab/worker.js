@@ -1,34 +1,40 @@
 // The lab's trainer in a module Worker, so the page stays responsive while it trains.
 //
 // Receives {type: "start", config, seed}, {type: "pause"}, {type: "resume"}, {type: "stop"}.
-// Posts {type: "progress", step, steps, train_loss, steps_per_second} (at most one per
-// PROGRESS_MS), {type: "eval", step, heldout_loss, heldout_accuracy} (at step 0, every
-// eval_every updates and after the last), {type: "done", curve, final, steps_per_second},
-// {type: "stopped", step} and {type: "error", message}. `curve` has the grid's point shape
-// (normdive.lab.grid.LabPoint): {step, train_loss (the mean over the updates since the previous
-// point; null at step 0), heldout_loss, heldout_accuracy}, and `final` {step, heldout_loss,
-// heldout_accuracy}. In `done` a figure that is not finite is the grid's marker ("nan",
-// "inf", "-inf": recording/format.py's Measure), so the result survives JSON as the grid
-// keeps it; progress and eval messages carry plain numbers, NaN included.
+// Posts {type: "progress", step, steps, train_loss, steps_per_second, kernels} (at most one
+// per PROGRESS_MS), {type: "eval", step, heldout_loss, heldout_accuracy} (at step 0, every
+// eval_every updates and after the last), {type: "done", curve, final, steps_per_second,
+// kernels, fallback}, {type: "stopped", step} and {type: "error", message}. `kernels` is the
+// path the trainer runs on ("wasm" or "js": kernels.js), `fallback` why it is not "wasm" (""
+// when it is). `curve` has the grid's point shape (normdive.lab.grid.LabPoint): {step,
+// train_loss (the mean over the updates since the previous point; null at step 0),
+// heldout_loss, heldout_accuracy}, and `final` {step, heldout_loss, heldout_accuracy}. In
+// `done` a figure that is not finite is the grid's marker ("nan", "inf", "-inf":
+// recording/format.py's Measure), so the result survives JSON as the grid keeps it; progress
+// and eval messages carry plain numbers, NaN included.
 //
 // The work runs in slices of about SLICE_MS, each ending with a yield to the event loop, so a
 // pause or stop is read within one slice.
 
-import { createTrainer } from "./trainer.js";
-
 /** @typedef {import("./trainer.js").LabConfig} LabConfig */
+/** @typedef {typeof import("./trainer.js").createTrainer} CreateTrainer */
 /** A point of the curve (normdive.lab.grid.LabPoint).
  * @typedef {{ step: number, train_loss: number | null, heldout_loss: number,
  *   heldout_accuracy: number }} CurvePoint */
 /** The run in progress: windowSum / windowCount is the mean training loss since the last
  * point; activeMs the time trained up to the last pause, resumedAt when it last went on.
- * @typedef {{ trainer: ReturnType<typeof createTrainer>, config: LabConfig, curve: CurvePoint[],
+ * @typedef {{ trainer: ReturnType<CreateTrainer>, config: LabConfig, curve: CurvePoint[],
  *   windowSum: number, windowCount: number, paused: boolean, activeMs: number,
- *   resumedAt: number, progressAt: number, queued: boolean }} Run */
+ *   resumedAt: number, progressAt: number, queued: boolean, fallback: string }} Run */
 
 const SLICE_MS = 50;
 const PROGRESS_MS = 100;
 const ALREADY_TRAINING = "a run is already training: stop it first";
+
+// The trainer and its kernels, imported after this script has set its message handler:
+// kernels.js compiles its WebAssembly as it loads, and a message that came before the handler
+// was set would be lost. Messages are handled in the order they came, once these are here.
+const modules = Promise.all([import("./trainer.js"), import("./kernels.js")]);
 
 /** @type {Run | null} */
 let run = null;
@@ -115,6 +121,7 @@ function slice() {
         steps: config.steps,
         train_loss: loss,
         steps_per_second: rate(),
+        kernels: trainer.path,
       });
     }
     if (finished) {
@@ -128,6 +135,8 @@ function slice() {
           heldout_accuracy: last.heldout_accuracy,
         }),
         steps_per_second: rate(),
+        kernels: trainer.path,
+        fallback: run.fallback,
       });
       run = null;
       return;
@@ -138,8 +147,9 @@ function slice() {
   }
 }
 
-/** @param {LabConfig} config @param {number} seed */
-function start(config, seed) {
+/** @param {LabConfig} config @param {number} seed @param {CreateTrainer} createTrainer
+ * @param {string} fallback why the kernels are not WebAssembly ("" when they are) */
+function start(config, seed, createTrainer, fallback) {
   if (!Number.isInteger(config?.steps) || config.steps < 1) {
     throw new RangeError(`config.steps must be a positive integer, not ${config?.steps}`);
   }
@@ -148,6 +158,7 @@ function start(config, seed) {
   }
   const trainer = createTrainer(config, seed);
   run = {
+    fallback,
     trainer,
     config,
     curve: [],
@@ -163,14 +174,16 @@ function start(config, seed) {
   schedule();
 }
 
-self.onmessage = (event) => {
+/** @param {MessageEvent} event @param {CreateTrainer} createTrainer
+ * @param {string} fallbackReason */
+function handle(event, createTrainer, fallbackReason) {
   const message = event.data ?? {};
   try {
     switch (message.type) {
       case "start":
         // A second start leaves the run in progress alone.
         if (run !== null) post({ type: "error", message: ALREADY_TRAINING });
-        else start(message.config, message.seed);
+        else start(message.config, message.seed, createTrainer, fallbackReason);
         break;
       case "pause":
         if (run !== null && !run.paused) {
@@ -198,4 +211,9 @@ self.onmessage = (event) => {
   } catch (error) {
     fail(error);
   }
+}
+
+self.onmessage = (event) => {
+  modules.then(([trainer, kernels]) => handle(event, trainer.createTrainer, kernels.fallbackReason),
+    fail);
 };
