@@ -189,6 +189,11 @@ def make_environment(templates_dir: Path = TEMPLATES_DIR) -> Environment:
     env.install_gettext_callables(  # type: ignore[attr-defined]
         gettext, ngettext, newstyle=True, pgettext=pgettext
     )
+    # A label within a sentence: lower case where the language writes it so (German keeps
+    # its nouns capitalised; Arabic has no case).
+    env.filters["in_sentence"] = lambda text: text if current_locale() == "de" else text.lower()
+    # The count a script updates as the learner types, inside a translated sentence.
+    env.globals["counted_span"] = lambda count: Markup("<span data-count>{}</span>").format(count)
     env.globals["page_locale"] = current_locale
     env.globals["page_direction"] = lambda: direction(current_locale())
     env.globals["language_switch"] = language_switch
