@@ -33,7 +33,7 @@ from normdive.recording.sweep import (
 )
 from normdive.recording.sweep_reader import sweep_summary
 from normdive.training.lab_record import CELL, LAB_DEVICE, LabPlan, lab_summary, record_lab
-from normdive.training.runner import ROW, RecordError, partial_dir, plan, record
+from normdive.training.runner import ROW, Recorder, RecordError, partial_dir, plan, record
 from normdive.training.sweep import RUN, record_sweep
 
 EXIT_INTERRUPTED = 130  # what a shell reports for a command ended by Ctrl-C
@@ -144,13 +144,8 @@ def record_runs(
         lambda: record(
             config,
             tasks,
+            Recorder(device, processes, out, command_line(), fresh, console),
             seeds=seeds,
-            device=device,
-            jobs=processes,
-            out=out,
-            command=command_line(),
-            fresh=fresh,
-            console=console,
         ),
         lambda recording: [*summary_table(recording), ranking_note(recording)],
     )
@@ -207,13 +202,8 @@ def record_sweep_runs(
         lambda: record_sweep(
             config,
             sweep_plan,
+            Recorder(device, processes, out, command_line(), fresh, console),
             shard=part,
-            device=device,
-            jobs=processes,
-            out=out,
-            command=command_line(),
-            fresh=fresh,
-            console=console,
         ),
         sweep_summary,
     )
@@ -254,13 +244,7 @@ def record_lab_runs(
         CELL,
         "record-runs --lab",
         lambda: record_lab(
-            base,
-            lab_plan,
-            jobs=processes,
-            out=out,
-            command=command_line(),
-            fresh=fresh,
-            console=console,
+            base, lab_plan, Recorder(LAB_DEVICE, processes, out, command_line(), fresh, console)
         ),
         lab_summary,
     )

@@ -9,10 +9,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-from rich.console import Console
 
 from normdive.lab.grid import (
     LAB_EPS,
@@ -28,7 +25,13 @@ from normdive.lab.grid import (
 from normdive.recording.format import ROW_SWITCHES, InitScheme, Provenance, RowKey
 from normdive.recording.runs import LabOffered
 from normdive.training.progress import Planned, RunProgress
-from normdive.training.runner import PartialRows, record_kept, run_processes, serve_tasks
+from normdive.training.runner import (
+    PartialRows,
+    Recorder,
+    record_kept,
+    run_processes,
+    serve_tasks,
+)
 
 LAB_KIND = "lab_grid"
 CELL = "cell"  # one job of the lab grid, on the console
@@ -174,21 +177,13 @@ def lab_worker(
     serve_tasks(partial, tasks, events, train)
 
 
-def record_lab(
-    base: LabBase,
-    plan: LabPlan,
-    *,
-    jobs: int,
-    out: Path,
-    command: str,
-    fresh: bool,
-    console: Console,
-) -> LabGrid:
+def record_lab(base: LabBase, plan: LabPlan, how: Recorder) -> LabGrid:
     """Train the plan's cells not kept yet (CPU worker processes), then write the grid to
-    `out`. Raises KeyboardInterrupt (finished cells stay kept) or RecordError."""
+    `how.out` (on LAB_DEVICE). Raises KeyboardInterrupt (finished cells stay kept) or
+    RecordError."""
 
     def train(todo: list[LabJob], partial: PartialRows, bars: RunProgress) -> None:
-        run_processes(todo, jobs, partial, bars, target=lab_worker)
+        run_processes(todo, how.jobs, partial, bars, target=lab_worker)
 
     def grid(found: dict[str, LabCell], made_by: Provenance) -> LabGrid:
         return LabGrid(
@@ -202,19 +197,14 @@ def record_lab(
 
     return record_kept(
         lab_jobs(base, plan.points()),
+        how,
         noun=CELL,
-        fingerprint=lab_fingerprint(base, LAB_DEVICE),
+        fingerprint=lab_fingerprint(base, how.device),
         load=_load,
         train=train,
         steps=base.steps,
         document=grid,
         as_runs=lab_grid_runs,
-        device=LAB_DEVICE,
-        jobs=jobs,
-        out=out,
-        command=command,
-        fresh=fresh,
-        console=console,
     )
 
 

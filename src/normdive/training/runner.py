@@ -349,8 +349,23 @@ def train_rows(device: str, jobs: int) -> TrainJobs[Job]:
     return train
 
 
+@dataclass(frozen=True)
+class Recorder:
+    """Where and how one record-runs call records, whatever its plan: on `device` in `jobs`
+    worker processes (CPU), to `out`, its `command` line kept in the provenance; `fresh`
+    drops the runs kept from an interrupted call; progress goes to `console`."""
+
+    device: str
+    jobs: int
+    out: Path
+    command: str
+    fresh: bool
+    console: Console
+
+
 def record_kept(
     every: Sequence[JobT],
+    how: Recorder,
     *,
     noun: str,
     fingerprint: dict[str, Any],
@@ -359,22 +374,16 @@ def record_kept(
     steps: int,
     document: Callable[[dict[str, TrainedT], Provenance], DocumentT],
     as_runs: Callable[[DocumentT], Runs],
-    device: str,
-    jobs: int,
-    out: Path,
-    command: str,
-    fresh: bool,
-    console: Console,
 ) -> DocumentT:
     """What recording the ablation, the sweep and the lab grid share: keep what `load` finds
-    beside `out` under `fingerprint`, `train` the rest with progress over `every`, build the
-    `document` from every job's result (by name) and its provenance, write it `as_runs`
-    whole to `out`, and drop the kept files. `noun` names one job on the
-    console ("row").
+    beside `how.out` under `fingerprint`, `train` the rest with progress over `every`, build
+    the `document` from every job's result (by name) and its provenance, write it `as_runs`
+    whole to `how.out`, and drop the kept files. `noun` names one job on the console ("row").
     Raises KeyboardInterrupt (finished jobs stay kept) or RecordError."""
+    out, console = how.out, how.console
     started = time.perf_counter()
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = PartialRows(out, fingerprint, fresh=fresh)
+    partial = PartialRows(out, fingerprint, fresh=how.fresh)
     kept = {job.name: done for job in every if (done := load(partial, job)) is not None}
     todo = [job for job in every if job.name not in kept]
     if kept:
@@ -395,9 +404,9 @@ def record_kept(
             raise RecordError(f"{noun} {job.label} finished but {where} is unreadable")
         found[job.name] = done
     made_by = provenance(
-        command=command,
-        device=device,
-        jobs=jobs,
+        command=how.command,
+        device=how.device,
+        jobs=how.jobs,
         threads_per_job=THREADS_PER_JOB,
         wall_s=time.perf_counter() - started,
         rows_resumed=len(kept),
@@ -409,16 +418,7 @@ def record_kept(
 
 
 def record(
-    config: RunConfig,
-    tasks: list[RowTask],
-    *,
-    seeds: Sequence[int],
-    device: str,
-    jobs: int,
-    out: Path,
-    command: str,
-    fresh: bool,
-    console: Console,
+    config: RunConfig, tasks: list[RowTask], how: Recorder, *, seeds: Sequence[int]
 ) -> Recording:
     """Train the rows not kept yet, then write the recording. Raises KeyboardInterrupt
     (finished rows stay kept) or RecordError."""
@@ -436,17 +436,12 @@ def record(
 
     return record_kept(
         [task.job(config) for task in tasks],
+        how,
         noun=ROW,
-        fingerprint=fingerprint(config, device),
+        fingerprint=fingerprint(config, how.device),
         load=PartialRows.load,
-        train=train_rows(device, jobs),
+        train=train_rows(how.device, how.jobs),
         steps=config.steps,
         document=recording,
         as_runs=ablation_runs,
-        device=device,
-        jobs=jobs,
-        out=out,
-        command=command,
-        fresh=fresh,
-        console=console,
     )

@@ -8,10 +8,7 @@ the plan; so a sweep run again with more depths or seeds trains only the new run
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
-
-from rich.console import Console
 
 from normdive.recording.format import Provenance, Row, RunConfig
 from normdive.recording.plans import sweep_runs
@@ -28,7 +25,7 @@ from normdive.recording.sweep import (
     relative_cost,
     run_config,
 )
-from normdive.training.runner import Job, PartialRows, record_kept, train_rows
+from normdive.training.runner import Job, PartialRows, Recorder, record_kept, train_rows
 
 RUN = "run"  # one job of the sweep, on the console
 
@@ -60,14 +57,9 @@ def sweep_jobs(config: RunConfig, runs: list[RunKey]) -> list[Job]:
 def record_sweep(
     config: RunConfig,
     plan: SweepPlan,
+    how: Recorder,
     *,
     shard: ShardPart | None,
-    device: str,
-    jobs: int,
-    out: Path,
-    command: str,
-    fresh: bool,
-    console: Console,
 ) -> Sweep:
     """Train the runs of `plan` (or of its `shard`) not kept yet, then write the sweep to
     `out`. Raises KeyboardInterrupt (finished runs stay kept) or RecordError."""
@@ -89,17 +81,12 @@ def record_sweep(
 
     return record_kept(
         sweep_jobs(config, runs),
+        how,
         noun=RUN,
-        fingerprint=sweep_fingerprint(config, device),
+        fingerprint=sweep_fingerprint(config, how.device),
         load=PartialRows.load,
-        train=train_rows(device, jobs),
+        train=train_rows(how.device, how.jobs),
         steps=config.steps,
         document=sweep,
         as_runs=sweep_runs,
-        device=device,
-        jobs=jobs,
-        out=out,
-        command=command,
-        fresh=fresh,
-        console=console,
     )
