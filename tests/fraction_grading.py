@@ -1,7 +1,8 @@
 """The independent reference for grading a typed answer: every value a Fraction, every
 comparison exact rational arithmetic, as numeric/answers.py and numeric/targets.py graded before
 they compared scaled integers. tests/test_numeric_grading.py holds the two to the same verdicts
-and texts for every input, and bench/grading.py times one against the other.
+and texts for every input; bench/RESULTS.md ("Retired experiments": grading.py) gives what
+timing one against the other found.
 
 A decimal is Python's own Decimal(text), its canonical text Decimal.normalize() formatted; a
 fraction is Fraction(top) / Fraction(bottom). Only what a valid answer is worth is modelled

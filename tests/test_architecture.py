@@ -148,8 +148,8 @@ def test_the_web_modules_import_no_cycle() -> None:
 
 
 def test_the_app_is_starlette_not_fastapi() -> None:
-    # The app is written in Starlette (README, "Layout"); FastAPI is only measured beside it
-    # (bench/framework.py).
+    # The app is written in Starlette (README, "Layout"); FastAPI was only measured beside it
+    # (bench/RESULTS.md, "The framework").
     users = [
         str(path.relative_to(PACKAGE))
         for path in PACKAGE.rglob("*.py")

@@ -11,7 +11,8 @@ tolerance a/b, the products q*b, p*b and a*q are worked out once per process (_W
 typed n/d (a decimal's digits over its power of ten) is within tolerance exactly when
 |n*q*b - p*b*d| <= a*q*d, the inequality |n/d - p/q| <= a/b multiplied through by d*q*b > 0.
 That is the same verdict exact rational arithmetic gives, for every input, at a fraction of its
-cost: no gcd, no new Fraction per comparison (bench/grading.py).
+cost: no gcd, no new Fraction per comparison (bench/RESULTS.md, "Retired experiments":
+grading.py).
 
 A slip is what a learner who made one classic mistake would type for a step: the sum left
 undivided, n-1 in place of n, the square root forgotten, a stray minus sign, and so on. A wrong

@@ -48,7 +48,7 @@ class SelfAttention(nn.Module):
 
 # The exact (erf) GELU of Hendrycks & Gimpel 2016. GPT-2 used their tanh approximation
 # (openai/gpt-2 src/model.py), which differs by under 1e-3 but, forward plus backward, took
-# 3.4x as long on this CPU's single thread (bench/gelu.py, bench/RESULTS.md).
+# 3.4x as long on this CPU's single thread (bench/RESULTS.md, "Retired experiments": gelu.py).
 GELU = "none"
 
 
