@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import pytest
 
+from normdive.i18n.catalogues import activated
 from normdive.progress import figures
 
 
@@ -55,3 +56,14 @@ def test_a_loss(value: float, text: str) -> None:
 )
 def test_a_share_of_learners(count: int, total: int, text: str) -> None:
     assert figures.share(count, total) == text
+
+
+def test_figures_are_written_in_the_current_locale() -> None:
+    with activated("de"):
+        assert figures.percent(0.2134) == "21,3 %"
+        assert figures.exact_percent(Decimal("0.0625")) == "6,25 %"
+        assert figures.loss(0.01234) == "0,012"
+        assert figures.loss(float("nan")) == "keine Zahl"
+    with activated("ar"):
+        assert figures.percent(0.2134) == "21.3 %"
+    assert figures.percent(0.2134) == "21.3 %"

@@ -6,6 +6,8 @@ learner can use at a glance. Exact figures the lesson states (band edges) are wr
 with no trailing zeros: 90 %, 12.5 %, 6.25 %. Shares of learners are whole percentages.
 Non-finite values are spelled in words, as everywhere on the page (normdive.numeric.display).
 A space separates a number from its percent sign, as the course writes "15-25 %".
+Each figure is written in the current locale (i18n.numbers.shown_in: "21,3 %" in German);
+exports for machines do not come here.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 
+from normdive.i18n.numbers import shown, shown_in
 from normdive.numeric.display import non_finite_words
 
 # Decimals of a measured percentage and of a loss.
@@ -23,9 +26,9 @@ LOSS_DECIMALS = 3
 def percent(fraction: float) -> str:
     """A measured fraction as a percentage: 0.2134 -> "21.3 %", 1.0 -> "100.0 %"."""
     if not math.isfinite(fraction):
-        return non_finite_words(fraction)
+        return shown(non_finite_words(fraction))
     text = f"{fraction * 100:.{PERCENT_DECIMALS}f}"
-    return f"{'0.0' if text == '-0.0' else text} %"
+    return shown_in(f"{'0.0' if text == '-0.0' else text} %")
 
 
 def exact_percent(fraction: Decimal) -> str:
@@ -34,14 +37,14 @@ def exact_percent(fraction: Decimal) -> str:
     # normalize() writes 100 as 1E+2; quantize back to a plain integer when it is one.
     if scaled == scaled.to_integral_value():
         scaled = scaled.quantize(Decimal(1))
-    return f"{scaled:f} %"
+    return shown_in(f"{scaled:f} %")
 
 
 def loss(value: float) -> str:
     """A loss to three decimals: 0.01234 -> "0.012"; non-finite in words."""
     if not math.isfinite(value):
-        return non_finite_words(value)
-    return f"{value:.{LOSS_DECIMALS}f}"
+        return shown(non_finite_words(value))
+    return shown_in(f"{value:.{LOSS_DECIMALS}f}")
 
 
 def share(count: int, total: int) -> str:
