@@ -175,10 +175,10 @@ export function gemmNN(
         const bk = b + <usize>k * bRow + o;
         const w0 = pair(bk);
         const w1 = v128.load(bk, 16);
-        const x0 = f64x2.splat(load<f64>(a0 + ko));
-        const x1 = f64x2.splat(load<f64>(a1 + ko));
-        const x2 = f64x2.splat(load<f64>(a2 + ko));
-        const x3 = f64x2.splat(load<f64>(a3 + ko));
+        const x0 = v128.load64_splat(a0 + ko);
+        const x1 = v128.load64_splat(a1 + ko);
+        const x2 = v128.load64_splat(a2 + ko);
+        const x3 = v128.load64_splat(a3 + ko);
         s00 = f64x2.add(s00, f64x2.mul(x0, w0));
         s01 = f64x2.add(s01, f64x2.mul(x0, w1));
         s10 = f64x2.add(s10, f64x2.mul(x1, w0));
@@ -329,13 +329,31 @@ for (let k = 0; k < SERIES_TERMS; k++) store<f64>(INV_ODD + <usize>k * F64, 1 / 
 
 // exp(x) of two doubles, for x in [-700, 700]: x = k ln 2 + r with k an integer and |r| <=
 // ln(2) / 2, exp(r) by its Taylor polynomial to r^13 / 13! (the next term is under 5e-18
-// relative), times 2^k built in the exponent bits. ln 2 is split in a high part with
-// trailing zero bits, so k ln2_hi is exact for these k (Cody and Waite).
+// relative) in Estrin's scheme (pairs of terms, then pairs of pairs: four multiply-add steps
+// deep instead of thirteen), times 2^k built in the exponent bits. ln 2 is split in a high
+// part with trailing zero bits, so k ln2_hi is exact for these k (Cody and Waite).
 const LOG2E = 1.4426950408889634;
 const LN2_HI = 0.6931471803691238; // 0x3FE62E42FEE00000
 const LN2_LO = 1.9082149292705877e-10; // ln 2 - LN2_HI
 const ROUNDER = 6755399441055744.0; // 1.5 x 2^52: k + this has k in its low mantissa bits
-const EXP_TERMS = 13;
+// 1 / n! for n = 2..13.
+const F2 = 0.5;
+const F3 = 0.16666666666666666;
+const F4 = 0.041666666666666664;
+const F5 = 0.008333333333333333;
+const F6 = 0.001388888888888889;
+const F7 = 0.0001984126984126984;
+const F8 = 2.48015873015873e-5;
+const F9 = 2.7557319223985893e-6;
+const F10 = 2.755731922398589e-7;
+const F11 = 2.505210838544172e-8;
+const F12 = 2.08767569878681e-9;
+const F13 = 1.6059043836821613e-10;
+
+// c0 + c1 r, two lanes.
+@inline function line(c0: f64, c1: f64, r: v128): v128 {
+  return f64x2.add(f64x2.splat(c0), f64x2.mul(f64x2.splat(c1), r));
+}
 
 @inline function exp2(x: v128): v128 {
   const k = f64x2.nearest(f64x2.mul(x, f64x2.splat(LOG2E)));
@@ -343,10 +361,16 @@ const EXP_TERMS = 13;
     f64x2.sub(x, f64x2.mul(k, f64x2.splat(LN2_HI))),
     f64x2.mul(k, f64x2.splat(LN2_LO)),
   );
-  let p = f64x2.splat(1);
-  for (let n = EXP_TERMS; n >= 1; n--) {
-    p = f64x2.add(f64x2.splat(1), f64x2.mul(f64x2.mul(r, f64x2.splat(1 / <f64>n)), p));
-  }
+  const r2 = f64x2.mul(r, r);
+  const r4 = f64x2.mul(r2, r2);
+  const r8 = f64x2.mul(r4, r4);
+  const low = f64x2.add(line(1, 1, r), f64x2.mul(r2, line(F2, F3, r))); // to r^3
+  const mid = f64x2.add(line(F4, F5, r), f64x2.mul(r2, line(F6, F7, r))); // r^4 to r^7, / r^4
+  const high = f64x2.add(
+    f64x2.add(line(F8, F9, r), f64x2.mul(r2, line(F10, F11, r))),
+    f64x2.mul(r4, line(F12, F13, r)),
+  ); // r^8 to r^13, / r^8
+  const p = f64x2.add(f64x2.add(low, f64x2.mul(r4, mid)), f64x2.mul(r8, high));
   const shifted = f64x2.add(k, f64x2.splat(ROUNDER));
   const integer = i64x2.sub(shifted, f64x2.splat(ROUNDER)); // k, as 64-bit integers
   const scale = i64x2.shl(i64x2.add(integer, i64x2.splat(1023)), 52); // 2^k
@@ -382,42 +406,62 @@ const EXP_TERMS = 13;
   store<f64>(slope, cdf + v * INV_SQRT_2PI * e);
 }
 
-// Two u at a time: where both take the series (|u| / sqrt 2 < 2, nearly every u of a
-// trained stack), it runs on both lanes until both have converged; otherwise each goes
+// g and slope for the pair of u at u + o whose |u| / sqrt 2 are a (both below
+// ERF_SERIES_BELOW), given the sum of erf's series for them and twoA2 = 2 a^2.
+@inline function geluPair(v: v128, a2: v128, sum: v128, g: usize, slope: usize): void {
+  const e = exp2(f64x2.neg(a2));
+  // erf(|u| / sqrt 2) with u's sign: the sign bit of u on a positive number.
+  const erfA = v128.or(
+    f64x2.mul(f64x2.mul(f64x2.splat(TWO_OVER_SQRT_PI), e), sum),
+    v128.and(v, f64x2.splat(-0.0)),
+  );
+  const cdf = f64x2.mul(f64x2.splat(0.5), f64x2.add(f64x2.splat(1), erfA));
+  v128.store(g, f64x2.mul(v, cdf));
+  v128.store(slope, f64x2.add(cdf, f64x2.mul(f64x2.mul(v, f64x2.splat(INV_SQRT_2PI)), e)));
+}
+
+// Whether a term of the series still counts for either lane.
+@inline function counts(term: v128, sum: v128): bool {
+  return v128.any_true(f64x2.gt(term, f64x2.mul(sum, f64x2.splat(SERIES_TOLERANCE))));
+}
+
+// Four u at a time, as two pairs: where all four take the series (|u| / sqrt 2 < 2, nearly
+// every u of a trained stack), it runs on the four lanes until all have converged, the two
+// pairs' products interleaved so that neither waits on the other's; otherwise each u goes
 // through geluOne.
 export function gelu(u: usize, n: i32, g: usize, slope: usize): void {
-  const sign = f64x2.splat(-0.0);
+  const below = f64x2.splat(ERF_SERIES_BELOW);
   let i = 0;
-  for (; i + 1 < n; i += 2) {
+  for (; i + 3 < n; i += 4) {
     const o = <usize>i * F64;
-    const v = pair(u + o);
-    const a = f64x2.mul(f64x2.abs(v), f64x2.splat(SQRT1_2));
-    if (!i64x2.all_true(f64x2.lt(a, f64x2.splat(ERF_SERIES_BELOW)))) {
-      geluOne(f64x2.extract_lane(v, 0), g + o, slope + o);
-      geluOne(f64x2.extract_lane(v, 1), g + o + F64, slope + o + F64);
+    const v0 = pair(u + o);
+    const v1 = v128.load(u + o, 16);
+    const a0 = f64x2.mul(f64x2.abs(v0), f64x2.splat(SQRT1_2));
+    const a1 = f64x2.mul(f64x2.abs(v1), f64x2.splat(SQRT1_2));
+    if (!i64x2.all_true(v128.and(f64x2.lt(a0, below), f64x2.lt(a1, below)))) {
+      for (let j = 0; j < 4; j++) {
+        const p = o + <usize>j * F64;
+        geluOne(load<f64>(u + p), g + p, slope + p);
+      }
       continue;
     }
-    const a2 = f64x2.mul(a, a);
-    const twoA2 = f64x2.add(a2, a2);
-    const tolerance = f64x2.splat(SERIES_TOLERANCE);
-    let term = a;
-    let sum = a;
+    const sq0 = f64x2.mul(a0, a0);
+    const sq1 = f64x2.mul(a1, a1);
+    const twice0 = f64x2.add(sq0, sq0);
+    const twice1 = f64x2.add(sq1, sq1);
+    let term0 = a0, sum0 = a0, term1 = a1, sum1 = a1;
     for (let k = 1; k < SERIES_TERMS; k++) {
-      if (!v128.any_true(f64x2.gt(term, f64x2.mul(sum, tolerance)))) break;
-      term = f64x2.mul(term, f64x2.mul(twoA2, f64x2.splat(load<f64>(INV_ODD + <usize>k * F64))));
-      sum = f64x2.add(sum, term);
+      if (!(counts(term0, sum0) || counts(term1, sum1))) break;
+      const c = v128.load64_splat(INV_ODD + <usize>k * F64);
+      term0 = f64x2.mul(term0, f64x2.mul(twice0, c));
+      term1 = f64x2.mul(term1, f64x2.mul(twice1, c));
+      sum0 = f64x2.add(sum0, term0);
+      sum1 = f64x2.add(sum1, term1);
     }
-    const e = exp2(f64x2.neg(a2));
-    // erf(|u| / sqrt 2) with u's sign: the sign bit of u on a positive number.
-    const erfA = v128.or(
-      f64x2.mul(f64x2.mul(f64x2.splat(TWO_OVER_SQRT_PI), e), sum),
-      v128.and(v, sign),
-    );
-    const cdf = f64x2.mul(f64x2.splat(0.5), f64x2.add(f64x2.splat(1), erfA));
-    v128.store(g + o, f64x2.mul(v, cdf));
-    v128.store(slope + o, f64x2.add(cdf, f64x2.mul(f64x2.mul(v, f64x2.splat(INV_SQRT_2PI)), e)));
+    geluPair(v0, sq0, sum0, g + o, slope + o);
+    geluPair(v1, sq1, sum1, g + o + PAIR, slope + o + PAIR);
   }
-  if (i < n) geluOne(load<f64>(u + <usize>i * F64), g + <usize>i * F64, slope + <usize>i * F64);
+  for (; i < n; i++) geluOne(load<f64>(u + <usize>i * F64), g + <usize>i * F64, slope + <usize>i * F64);
 }
 
 // Causal multi-head attention over qkv (B x T, 3D) viewed as (B, T, 3, H, E): att (B, H, T, T)
