@@ -21,7 +21,7 @@ from normdive.lesson.translations import (
 )
 
 LESSON = load_lesson()
-SHIPPED = ["de"]
+SHIPPED = ["de", "ar"]
 
 
 def english() -> dict[str, Any]:

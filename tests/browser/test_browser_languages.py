@@ -21,7 +21,9 @@ NewPage = Callable[..., Page]
 REPO = Path(__file__).resolve().parents[2]
 AXE = REPO / "node_modules" / "axe-core" / "axe.min.js"
 GERMAN, _ = load_translation("de")
+ARABIC, _ = load_translation("ar")
 PHONE = {"width": 375, "height": 812}
+SMALL_PHONE = {"width": 320, "height": 640}
 
 
 def violations(page: Page) -> str:
@@ -85,6 +87,48 @@ def test_the_lesson_in_german_from_the_prediction_to_the_gate(new_page: NewPage)
     page.get_by_role("button", name=lesson.reading.lock_label).click()
     expect(page.locator("#gate-reading")).to_have_text("Die richtige Deutung ist festgelegt.")
     expect(page.locator("#gate-status .badge")).to_have_text("noch nicht")
+
+    page.get_by_text(lesson.hand.table_summary).click()
+    assert sideways_scroll(page) <= 0
+    assert violations(page) == "[]"
+
+
+def test_the_lesson_in_arabic_from_the_prediction_to_the_gate(new_page: NewPage) -> None:
+    lesson = ARABIC
+    page = new_page(locale="ar", bypass_csp=True, viewport=SMALL_PHONE)
+    page.goto("/")
+    expect(page.locator("html")).to_have_attribute("dir", "rtl")
+    expect(page.locator("html")).to_have_attribute("lang", "ar")
+    expect(page.locator("h1")).to_have_text(lesson.title)
+    assert sideways_scroll(page) <= 0
+    # The text runs right to left; a chart keeps its mathematical direction.
+    assert page.evaluate("getComputedStyle(document.body).direction") == "rtl"
+
+    page.get_by_role("radio", name=lesson.predict.choices[0].label).check()
+    page.get_by_role("button", name=lesson.predict.commit_label).click()
+    expect(page.locator("#committed-prediction")).to_have_text(lesson.predict.choices[0].label)
+
+    field(page, lesson, "row1_mean").fill("1,5")  # a comma is no decimal point in Arabic
+    page.get_by_role("button", name=lesson.numbers.check_label).click()
+    expect(page.locator("#field-row1_mean-feedback")).to_contain_text("1.5")
+    expect(page.locator("#field-row1_mean-attempts")).to_have_text("المحاولات: 0")
+    for field_id, value in [
+        ("row1_mean", "2"),
+        ("row1_variance", "2/3"),
+        ("row1_denominator", "0.8165"),
+        ("row2_mean", "3"),
+        ("row2_variance", "3"),
+        ("row2_denominator", "1.732"),
+    ]:
+        field(page, lesson, field_id).fill(value)
+    page.get_by_role("button", name=lesson.numbers.check_label).click()
+    expect(page.locator("#gate-numbers")).to_have_text("أصبت 6 من 6 أعداد.")
+
+    right = next(choice for choice in lesson.reading.choices if choice.correct)
+    page.get_by_role("radio", name=right.label).check()
+    page.get_by_role("button", name=lesson.reading.lock_label).click()
+    expect(page.locator("#gate-reading")).to_have_text("التفسير الصحيح مثبّت.")
+    expect(page.locator("#gate-status .badge")).to_have_text("ليس بعد")
 
     page.get_by_text(lesson.hand.table_summary).click()
     assert sideways_scroll(page) <= 0
