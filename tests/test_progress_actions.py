@@ -815,3 +815,12 @@ def test_a_comma_answer_graded_in_german_is_unchanged_when_sent_again_in_english
     )
     with activated("en"), pytest.raises(Conflict):
         check_numbers(tried, LESSON, {"row2_denominator": "1.8"})
+
+
+def test_a_refusal_speaks_the_learners_language() -> None:
+    with activated("de"), pytest.raises(Invalid) as refused:
+        check_numbers(state(DONE, PREDICTED), LESSON, {"row1_mean": " "})
+    assert str(refused.value) == "Geben Sie vor dem Prüfen in mindestens ein Feld eine Zahl ein."
+    with activated("ar"), pytest.raises(Conflict) as again:
+        check_numbers(state(DONE, PREDICTED, landed(*SIX_RIGHT)), LESSON, {"row1_mean": "2"})
+    assert str(again.value) == "أصبت الأعداد كلها (6) من قبل؛ لم يبق شيء للتحقق منه."

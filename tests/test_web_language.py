@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from bs4 import BeautifulSoup
 from starlette.testclient import TestClient
@@ -84,3 +86,14 @@ def test_error_pages_speak_the_language_too(client: TestClient) -> None:
     response = client.get("/no-such-page", headers={"Accept-Language": "ar"})
     assert response.status_code == 404
     assert lang_and_dir(BeautifulSoup(response.text, "html.parser")) == ("ar", "rtl")
+
+
+def test_the_page_carries_its_scripts_words_in_its_language(client: TestClient) -> None:
+    html = html_of(client, **{"Accept-Language": "de"}).find("html")
+    assert html is not None
+    assert html["data-decimal"] == "," and html["data-list-separator"] == "; "
+    words = json.loads(str(html["data-words"]))
+    assert words["The server could not be reached, so nothing was saved. Try again."] == (
+        "Der Server war nicht erreichbar, daher wurde nichts gespeichert. Versuchen Sie es erneut."
+    )
+    assert json.loads(str(html["data-value-words"]))["not a number"] == "keine Zahl"

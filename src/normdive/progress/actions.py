@@ -23,6 +23,7 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
+from normdive.i18n.catalogues import N_, gettext
 from normdive.i18n.numbers import uses_decimal_comma
 from normdive.lesson.content import Lesson
 from normdive.numeric.answers import FormatError, ParsedAnswer, parse_answer
@@ -40,48 +41,50 @@ MAX_ECHOED_CHARS = 40
 # Line breaks and tabs are text; every other control character is refused in a takeaway.
 ALLOWED_CONTROL_CHARACTERS = frozenset("\n\t")
 
-ALREADY_COMMITTED = "Your prediction is already committed, and it stays as it is."
-NO_PREDICTION_CHOSEN = "Pick one of the two answers before committing."
-NO_NUMBER_TYPED = "Type a number in at least one field before checking."
-NOTHING_CHANGED = (
+ALREADY_COMMITTED = N_("Your prediction is already committed, and it stays as it is.")
+NO_PREDICTION_CHOSEN = N_("Pick one of the two answers before committing.")
+NO_NUMBER_TYPED = N_("Type a number in at least one field before checking.")
+NOTHING_CHANGED = N_(
     "Nothing has changed since your last check: every answer you typed was already checked "
     "as it is. Change an answer, then check again."
 )
 # The same, when a field that held an answer was left blank: a blank field is skipped, so
 # emptying one changes nothing to check.
-NOTHING_CHANGED_BUT_BLANKED = (
+NOTHING_CHANGED_BUT_BLANKED = N_(
     "Nothing has changed since your last check: every answer you typed was already checked "
     "as it is, and a field left blank is not checked: it keeps its last answer ({labels}). "
     "Type an answer there, or change another, then check again."
 )
-ALREADY_LANDED = (
+ALREADY_LANDED = N_(
     "Already landed: {labels}. A number that has landed stays landed; type an answer in a field "
     "that has not landed yet."
 )
-ALL_NUMBERS_LANDED = "All {count} numbers have landed already; there is nothing left to check."
-NO_READING_CHOSEN = "Pick one of the four readings before locking it in."
-READING_ALREADY_RIGHT = "The right reading is already locked in."
-SAME_READING_AGAIN = (
+ALL_NUMBERS_LANDED = N_("All {count} numbers have landed already; there is nothing left to check.")
+NO_READING_CHOSEN = N_("Pick one of the four readings before locking it in.")
+READING_ALREADY_RIGHT = N_("The right reading is already locked in.")
+SAME_READING_AGAIN = N_(
     "That reading is the one you locked in last, and its feedback stands. Pick a different "
     "reading to lock in."
 )
-UNKNOWN_ROW = "There is no row called {row!r} in this lesson."
-ROW_ALREADY_PREDICTED = "Your prediction for the {label} row is already committed, and it stays."
-UNKNOWN_RUNG = "There is no hint number {rung!r}; the hints are numbered 1 to {count}."
-EARLIER_RUNG_FIRST = "Open hint {earlier} first: the hints open in order."
+UNKNOWN_ROW = N_("There is no row called {row!r} in this lesson.")
+ROW_ALREADY_PREDICTED = N_(
+    "Your prediction for the {label} row is already committed, and it stays."
+)
+UNKNOWN_RUNG = N_("There is no hint number {rung!r}; the hints are numbered 1 to {count}.")
+EARLIER_RUNG_FIRST = N_("Open hint {earlier} first: the hints open in order.")
 # {runs_text} is the hints' own count sentence (HintsState.runs_text), singular for one run.
-RUNG_NOT_YET = (
+RUNG_NOT_YET = N_(
     "Hint {rung} opens after {threshold} evaluated runs. {runs_text} Runs still needed: {more}."
 )
-ANSWER_BEFORE_PREDICTIONS = (
+ANSWER_BEFORE_PREDICTIONS = N_(
     "Hint {rung} tells what the rows did, so it opens once all {rows} row predictions are in. "
     "Predictions still to make: {missing}."
 )
-NO_TAKEAWAY_TEXT = (
+NO_TAKEAWAY_TEXT = N_(
     "That save carried no takeaway text (the form's text field was missing), so nothing was "
     "saved and your saved takeaway stays as it is."
 )
-CONTROL_CHARACTER = (
+CONTROL_CHARACTER = N_(
     "Your takeaway contains an invisible control character (such as one pasted from another "
     "program). Remove it and save again."
 )
@@ -123,7 +126,7 @@ def _require_rows(state: LessonState, lesson: Lesson) -> None:
 def unknown_row_message(key: str) -> str:
     """The one message for a row key the lesson does not have (the route's 404 and the
     action's 422 alike), repeating at most MAX_ECHOED_CHARS of it."""
-    return UNKNOWN_ROW.format(row=key[:MAX_ECHOED_CHARS])
+    return gettext(UNKNOWN_ROW).format(row=key[:MAX_ECHOED_CHARS])
 
 
 def _known_row(state: LessonState, row: str) -> str:
@@ -137,10 +140,10 @@ def commit_prediction(state: LessonState, lesson: Lesson, choice: str) -> Action
     """The opening prediction, once and for good."""
     _require_prerequisite(state, lesson)
     if state.prediction is not None:
-        raise Conflict(ALREADY_COMMITTED)
+        raise Conflict(gettext(ALREADY_COMMITTED))
     chosen = choice.strip()
     if chosen not in {option.id for option in lesson.predict.choices}:
-        raise Invalid(NO_PREDICTION_CHOSEN)
+        raise Invalid(gettext(NO_PREDICTION_CHOSEN))
     return EventKind.PREDICTION_COMMITTED, {"choice": chosen}
 
 
@@ -175,7 +178,7 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
         raise Invalid(f"There is no number field called {unknown[0]!r} in this lesson.")
     open_fields = [f for f in lesson.number_fields if not state.fields[f.id].landed]
     if not open_fields:
-        raise Conflict(ALL_NUMBERS_LANDED.format(count=len(lesson.number_fields)))
+        raise Conflict(gettext(ALL_NUMBERS_LANDED).format(count=len(lesson.number_fields)))
     typed = [(f, answers[f.id]) for f in open_fields if answers.get(f.id, "").strip()]
     # Fields that held an answer and were sent blank: a blank field is skipped, so emptying
     # one is nothing to check (a landed field, read-only, is still sent with the form).
@@ -193,7 +196,7 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
         if not _unchanged(state.fields[f.id], raw, parsed_by_field[f.id])
     ]
     if not changed and blanked:
-        raise Conflict(NOTHING_CHANGED_BUT_BLANKED.format(labels=" and ".join(blanked)))
+        raise Conflict(gettext(NOTHING_CHANGED_BUT_BLANKED).format(labels=" and ".join(blanked)))
     if not typed:
         landed_typed = [
             f.label
@@ -203,10 +206,10 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
         if landed_typed:
             # A second request with an answer that has just landed (a double click, two tabs)
             # is told so, as a duplicate of any once-only fact is: 409, not "type a number".
-            raise Conflict(ALREADY_LANDED.format(labels=", ".join(landed_typed)))
-        raise Invalid(NO_NUMBER_TYPED)
+            raise Conflict(gettext(ALREADY_LANDED).format(labels=", ".join(landed_typed)))
+        raise Invalid(gettext(NO_NUMBER_TYPED))
     if not changed:
-        raise Conflict(NOTHING_CHANGED)
+        raise Conflict(gettext(NOTHING_CHANGED))
     entries: list[dict[str, Any]] = []
     for number_field, raw in changed:
         stored_raw = raw[:MAX_STORED_RAW_CHARS]
@@ -249,12 +252,12 @@ def lock_reading(state: LessonState, lesson: Lesson, choice: str) -> Action:
     as an unchanged number is: its verdict is already on the page, and it is no run."""
     _require_prediction(state, lesson)
     if state.reading.right:
-        raise Conflict(READING_ALREADY_RIGHT)
+        raise Conflict(gettext(READING_ALREADY_RIGHT))
     reading = lesson.reading_choice(choice.strip())
     if reading is None:
-        raise Invalid(NO_READING_CHOSEN)
+        raise Invalid(gettext(NO_READING_CHOSEN))
     if reading.id == state.reading.locked_choice:
-        raise Conflict(SAME_READING_AGAIN)
+        raise Conflict(gettext(SAME_READING_AGAIN))
     return EventKind.READING_LOCKED, {"choice": reading.id, "right": reading.correct}
 
 
@@ -288,7 +291,7 @@ def save_takeaway(
     a client that sends none) is not checked: the last save wins."""
     _require_prerequisite(state, lesson)
     if text is None:
-        raise Invalid(NO_TAKEAWAY_TEXT)
+        raise Invalid(gettext(NO_TAKEAWAY_TEXT))
     normalised = _line_breaks(text)
     limit = lesson.takeaway.max_chars
     if len(normalised) > limit:
@@ -297,7 +300,7 @@ def save_takeaway(
         unicodedata.category(character) == "Cc" and character not in ALLOWED_CONTROL_CHARACTERS
         for character in normalised
     ):
-        raise Invalid(CONTROL_CHARACTER)
+        raise Invalid(gettext(CONTROL_CHARACTER))
     saved = state.takeaway
     if (
         base is not None
@@ -320,7 +323,7 @@ def predict_row(state: LessonState, lesson: Lesson, row: str, outcome: str) -> A
         raise Invalid(lesson.ablation.prediction_prompt)
     current = state.ablation.row(key)
     if current is not None and current.prediction is not None:
-        raise Conflict(ROW_ALREADY_PREDICTED.format(label=current.label))
+        raise Conflict(gettext(ROW_ALREADY_PREDICTED).format(label=current.label))
     return EventKind.ROW_PREDICTED, {"row": key, "outcome": chosen.id}
 
 
@@ -351,16 +354,16 @@ def open_hint(state: LessonState, lesson: Lesson, rung: int | str) -> Action | N
         return None
     for earlier in state.hints.rungs[: number - 1]:
         if not earlier.opened:
-            raise Conflict(EARLIER_RUNG_FIRST.format(earlier=earlier.rung))
+            raise Conflict(gettext(EARLIER_RUNG_FIRST).format(earlier=earlier.rung))
     if current.awaits_predictions and current.runs_needed == 0:
         raise Conflict(
-            ANSWER_BEFORE_PREDICTIONS.format(
+            gettext(ANSWER_BEFORE_PREDICTIONS).format(
                 rung=number, rows=len(lesson.rows), missing=current.predictions_missing
             )
         )
     if not current.available:
         raise Conflict(
-            RUNG_NOT_YET.format(
+            gettext(RUNG_NOT_YET).format(
                 rung=number,
                 threshold=current.threshold,
                 runs_text=state.hints.runs_text,
@@ -395,5 +398,5 @@ def rung_number(rung: int | str, count: int) -> int:
         or len(text) > 3
         or not 1 <= int(text) <= count
     ):
-        raise Invalid(UNKNOWN_RUNG.format(rung=text[:MAX_ECHOED_CHARS], count=count))
+        raise Invalid(gettext(UNKNOWN_RUNG).format(rung=text[:MAX_ECHOED_CHARS], count=count))
     return int(text)

@@ -31,7 +31,7 @@ from jinja2.bccache import Bucket, BytecodeCache
 from markupsafe import Markup, escape
 
 from normdive import __version__
-from normdive.i18n.catalogues import current_locale, gettext, ngettext, pgettext
+from normdive.i18n.catalogues import N_, current_locale, gettext, ngettext, pgettext
 from normdive.i18n.locales import LOCALES, direction
 from normdive.i18n.numbers import (
     VALUE_WORDS,
@@ -160,6 +160,14 @@ class CompiledTemplates(BytecodeCache):
 COMPILED_TEMPLATES = CompiledTemplates()
 
 
+# The sentences the page's scripts say themselves (static/page/announce.js, pageWord), written
+# on <html data-words> in the page's language.
+PAGE_SCRIPT_WORDS = (
+    N_("The server could not be reached, so nothing was saved. Try again."),
+    N_("The recorded curves could not be loaded just now; the table holds the same figures."),
+)
+
+
 # A setting's name in a message (NORMDIVE_OPEN_LTI_LOGINS_PER_ADDRESS) is longer than a
 # phone's line: it may break after each underscore instead of anywhere within a word.
 LONG_NAME = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){2,}\b")
@@ -203,6 +211,9 @@ def make_environment(templates_dir: Path = TEMPLATES_DIR) -> Environment:
     env.filters["figures"] = lambda value: shown_in(str(value))
     env.globals["decimal_symbol"] = lambda: decimal_symbol(current_locale())
     env.globals["list_separator"] = list_separator
+    env.globals["page_words"] = lambda: json.dumps(
+        {sentence: gettext(sentence) for sentence in PAGE_SCRIPT_WORDS}
+    )
     env.globals["value_words"] = lambda: json.dumps({word: gettext(word) for word in VALUE_WORDS})
     env.filters["breakable"] = breakable
     return env

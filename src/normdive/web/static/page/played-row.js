@@ -4,9 +4,9 @@
 // again, without animation.
 
 import { rememberInUrl } from "./address.js";
-import { announce } from "./announce.js";
+import { announce, pageWord } from "./announce.js";
 
-const CURVES_PROBLEM = "The recorded curves could not be loaded just now; the table holds the same figures.";
+const CURVES_PROBLEM = pageWord("The recorded curves could not be loaded just now; the table holds the same figures.");
 
 function reducedMotion() {
   return window.matchMedia("(prefers-reduced-motion: reduce)").matches;
