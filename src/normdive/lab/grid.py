@@ -39,6 +39,7 @@ from normdive.recording.runs import (
     Runs,
     settings_at,
 )
+from normdive.recording.selection import Setting, select_one
 
 LAB_FORMAT_VERSION = 1
 # What a lab grid file says it is (its "kind"), beside a recording's and a sweep's.
@@ -197,6 +198,10 @@ class LabFinal(_Model):
     heldout_accuracy: Measure
 
 
+# The settings that tell one cell from another, in the order of LabCell.point.
+POINT = ("depth", "layernorm", "residual", "eps", "init", "seed")
+
+
 class LabCell(_Model):
     """One recorded lab run: a grid point and a seed."""
 
@@ -255,12 +260,16 @@ class LabGrid(_Model):
         seed: int,
     ) -> LabCell | None:
         """The recorded cell at this point, or None when it was not recorded."""
-        wanted = (depth, layernorm, residual, eps if layernorm else None, init, seed)
-        return next((c for c in self.cells if c.point == wanted), None)
+        point = (depth, layernorm, residual, eps if layernorm else None, init, seed)
+        return select_one(self.cells, _cell_settings, **dict(zip(POINT, point, strict=True)))
 
     def missing(self) -> list[tuple[int, bool, bool, float | None, InitScheme, int]]:
         """The offered points (depth, layernorm, residual, eps, init, seed) with no cell."""
         return [p for p in offered_points(self.offered) if self.cell(*p) is None]
+
+
+def _cell_settings(cell: LabCell) -> dict[str, Setting]:
+    return dict(zip(POINT, cell.point, strict=True))
 
 
 def offered_points(

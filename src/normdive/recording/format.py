@@ -19,6 +19,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from normdive.recording.selection import Setting, select_one
+
 FORMAT_VERSION = 1
 
 RowKey = Literal["both", "residual_only", "layernorm_only", "neither"]
@@ -241,5 +243,13 @@ class Recording(_Model):
 
     def row(self, key: RowKey, seed: int | None = None) -> Row | None:
         """The row with this key at this seed (default: the page's seed), if recorded."""
+        layernorm, residual = ROW_SWITCHES[key]
         wanted = self.page_seed if seed is None else seed
-        return next((r for r in self.rows if r.key == key and r.seed == wanted), None)
+        return select_one(
+            self.rows, row_settings, layernorm=layernorm, residual=residual, seed=wanted
+        )
+
+
+def row_settings(row: Row) -> dict[str, Setting]:
+    """What a row's configuration adds to its file's: its switches and seed."""
+    return {"layernorm": row.layernorm, "residual": row.residual, "seed": row.seed}

@@ -33,6 +33,7 @@ from normdive.recording.format import (
     RunConfig,
     _Model,
 )
+from normdive.recording.selection import Setting, select
 from normdive.recording.sweep import SWEEP_INITS, ShardPart
 from normdive.recording.sweep import SweepPlan as SweepAxes
 
@@ -43,9 +44,6 @@ LESSON = "8.5 The transformer block"
 # torch.nn.LayerNorm's default eps, which the ablation's and the sweep's model use
 # (training/model.py); the lab offers other values.
 TORCH_LAYERNORM_EPS = 1e-5
-# Two eps values closer than this (relative) name the same configuration: files keep them as
-# JSON numbers, the lesson as exact decimals.
-EPS_MATCH = 1e-9
 
 PlanKind = Literal["ablation", "sweep", "lab_grid"]
 PLAN_KINDS: tuple[PlanKind, ...] = ("ablation", "sweep", "lab_grid")
@@ -53,8 +51,6 @@ PLAN_KINDS: tuple[PlanKind, ...] = ("ablation", "sweep", "lab_grid")
 # keep its diffs readable; the sweep and the lab grid are read by the page, not by people, and
 # compact (the default sweep is about 0.6 MB so, against 0.9 MB with one-space indents).
 PLAN_INDENTS: dict[PlanKind, int | None] = {"ablation": 1, "sweep": None, "lab_grid": None}
-# What a setting of a run is compared with in a selection.
-Setting = bool | int | float | str | None
 
 
 class RunSettings(RunConfig):
@@ -79,17 +75,6 @@ class RunSettings(RunConfig):
     def row_key(self) -> RowKey:
         """The ablation row these switches make."""
         return next(k for k in ROW_KEYS if ROW_SWITCHES[k] == (self.layernorm, self.residual))
-
-    def matches(self, wanted: dict[str, Setting]) -> bool:
-        """Whether every setting named in `wanted` has that value (eps within EPS_MATCH)."""
-        for name, value in wanted.items():
-            have = getattr(self, name)
-            if name == "eps" and isinstance(have, float) and isinstance(value, int | float):
-                if not math.isclose(have, value, rel_tol=EPS_MATCH, abs_tol=0.0):
-                    return False
-            elif have != value or isinstance(have, bool) != isinstance(value, bool):
-                return False
-        return True
 
 
 def settings_at(
@@ -299,6 +284,10 @@ class LabPlan(LabOffered, _Plan):
 Plan = Annotated[AblationPlan | SweepPlan | LabPlan, Field(discriminator="kind")]
 
 
+def _settings(run: Run) -> dict[str, Setting]:
+    return run.config.model_dump()
+
+
 def settings_point(config: RunSettings) -> tuple[Any, ...]:
     """A run's settings as a tuple: what tells two runs apart."""
     return tuple(config.model_dump().values())
@@ -345,11 +334,11 @@ class Runs(_Model):
 
     def select(self, **wanted: Setting) -> list[Run]:
         """The runs at this configuration: those whose settings have every value given (eps
-        within EPS_MATCH), in the file's order. select() is every run."""
+        within selection.EPS_MATCH), in the file's order. select() is every run."""
         unknown = sorted(set(wanted) - set(RunSettings.model_fields))
         if unknown:
             raise ValueError(f"no run setting is called {', '.join(unknown)}")
-        return [run for run in self.runs if run.config.matches(wanted)]
+        return select(self.runs, _settings, **wanted)
 
     def run_at(self, **wanted: Setting) -> Run | None:
         """The first run at this configuration, if any."""

@@ -24,13 +24,16 @@ from pydantic import Field, model_validator
 from normdive.recording.format import (
     DEFAULT_SEEDS,
     ROW_KEYS,
+    ROW_SWITCHES,
     InitScheme,
     Provenance,
     Row,
     RowKey,
     RunConfig,
     _Model,
+    row_settings,
 )
+from normdive.recording.selection import Setting, select_one
 
 SWEEP_FORMAT_VERSION = 1
 SWEEP_KIND = "depth_sweep"
@@ -234,13 +237,18 @@ class Sweep(_Model):
         return self
 
     def run(self, depth: int, init: str, key: str, seed: int) -> SweepRun | None:
-        return next(
-            (
-                r
-                for r in self.runs
-                if (r.depth, r.init, r.row.key, r.row.seed) == (depth, init, key, seed)
-            ),
-            None,
+        """The run at this depth, init, row and seed, if recorded."""
+        if key not in ROW_SWITCHES:
+            return None
+        layernorm, residual = ROW_SWITCHES[key]
+        return select_one(
+            self.runs,
+            _run_settings,
+            depth=depth,
+            init=init,
+            layernorm=layernorm,
+            residual=residual,
+            seed=seed,
         )
 
     def run_config(self, depth: int, init: InitScheme) -> RunConfig:
@@ -250,6 +258,10 @@ class Sweep(_Model):
 def run_config(config: RunConfig, depth: int, init: InitScheme) -> RunConfig:
     """The settings of one run: the shared ones at this depth and init."""
     return RunConfig.model_validate({**config.model_dump(), "depth": depth, "init": init})
+
+
+def _run_settings(run: SweepRun) -> dict[str, Setting]:
+    return {"depth": run.depth, "init": run.init, **row_settings(run.row)}
 
 
 def _of_shard(shard: ShardPart | None) -> str:

@@ -11,22 +11,18 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from normdive.lab.grid import LabGridProblem, parse_lab_grid
 from normdive.progress.lab import LabChoice, figure
 from normdive.recording.reader import MAX_RECORDING_BYTES
+from normdive.recording.selection import Setting, select_one
 
 logger = logging.getLogger(__name__)
-
-# Two eps values closer than this (relative) name the same recorded cell: the grid keeps
-# them as JSON numbers, the lesson as exact decimals.
-EPS_MATCH = 1e-9
 
 GridProblem = Literal["missing", "unusable"]
 CellKey = tuple[int, bool, bool, float | None, str, int]
@@ -60,27 +56,21 @@ class LabGridView:
         return 1 / int(self.base["vocab_size"])
 
     def cell(self, choice: LabChoice) -> GridCell | None:
-        """The recorded cell of exactly this configuration and seed, if any."""
-        for cell in self.cells:
-            c = cell.choice
-            same_eps = (c.eps is None and choice.eps is None) or (
-                c.eps is not None
-                and choice.eps is not None
-                and math.isclose(c.eps, choice.eps, rel_tol=EPS_MATCH, abs_tol=0.0)
-            )
-            if same_eps and (c.depth, c.layernorm, c.residual, c.init, c.seed) == (
-                choice.depth,
-                choice.layernorm,
-                choice.residual,
-                choice.init,
-                choice.seed,
-            ):
-                return cell
-        return None
+        """The recorded cell of exactly this configuration and seed, if any (eps within
+        recording.selection.EPS_MATCH)."""
+        return select_one(self.cells, _cell_settings, **_choice_settings(choice))
 
     def config(self, choice: LabChoice) -> dict[str, Any]:
         """The whole LabConfig the browser trains, as the worker takes it."""
         return {**self.base, **{k: v for k, v in choice.to_json().items() if k != "seed"}}
+
+
+def _choice_settings(choice: LabChoice) -> dict[str, Setting]:
+    return asdict(choice)
+
+
+def _cell_settings(cell: GridCell) -> dict[str, Setting]:
+    return _choice_settings(cell.choice)
 
 
 def _view(raw: bytes, name: str) -> LabGridView:

@@ -1,0 +1,131 @@
+"""The one format of runs: each plan's axes and what a file of it may hold, the selection the
+player, the sweep panel and the lab ask ("the runs at this configuration"), each plan's view
+and back, shards of any plan merged, and the one reader's refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from normdive.lab.grid import lab_grid_runs, lab_grid_view
+from normdive.recording.format import ROW_KEYS
+from normdive.recording.merge import MergeProblem, merge_runs
+from normdive.recording.plans import (
+    ablation_runs,
+    ablation_view,
+    legacy_ablation,
+    legacy_sweep,
+    sweep_runs,
+    sweep_view,
+)
+from normdive.recording.reader import RecordingProblem, parse_runs
+from normdive.recording.runs import Runs
+from normdive.recording.selection import select, select_one
+from normdive.recording.sweep import default_plan
+from sample_lab import sample_lab_grid
+from sample_recordings import sample_recording
+from sample_sweeps import sample_sweep
+
+TINY_PLAN = default_plan(depths=(2, 4), seeds=(0, 1), trim_depth=4, seeds_from_trim_depth=1)
+
+
+def test_every_plan_round_trips_through_its_view() -> None:
+    recording = sample_recording(seeds=(0, 1))
+    assert ablation_view(ablation_runs(recording)) == recording
+    sweep = sample_sweep(plan=TINY_PLAN)
+    assert sweep_view(sweep_runs(sweep)) == sweep
+    grid = sample_lab_grid()
+    assert lab_grid_view(lab_grid_runs(grid)) == grid
+
+
+def test_each_run_carries_its_whole_configuration() -> None:
+    runs = sweep_runs(sample_sweep(plan=TINY_PLAN))
+    for run in runs.runs:
+        config = run.config
+        assert config.d_model == runs.plan.base.d_model and config.steps == runs.plan.base.steps
+        assert config.eps == (1e-5 if config.layernorm else None)
+    assert {run.config.depth for run in runs.runs} == {2, 4}
+    grid = lab_grid_runs(sample_lab_grid())
+    assert {run.config.eps for run in grid.runs} == {0.0, 1e-5, 1.0, None}
+    assert all(run.block_grad_norms is None for run in grid.runs)
+
+
+def test_the_runs_at_a_configuration() -> None:
+    runs = sweep_runs(sample_sweep(plan=TINY_PLAN))
+    at_two = runs.select(depth=2, init="gpt2", layernorm=False, residual=True)
+    assert [run.config.seed for run in at_two] == [0, 1]
+    assert runs.run_at(depth=4, init="pytorch", layernorm=True, residual=True, seed=1) is None
+    assert len(runs.select()) == len(runs.runs)
+    with pytest.raises(ValueError, match="no run setting is called colour"):
+        runs.select(colour="red")
+    grid = lab_grid_runs(sample_lab_grid())
+    # eps within a relative 1e-9: the lesson's decimal and the file's number are one eps.
+    assert grid.run_at(depth=1, layernorm=True, residual=True, eps=1.0000000001e-5, seed=0)
+    assert grid.run_at(depth=1, layernorm=True, eps=1.1e-5) is None
+    assert [run.config.seed for run in grid.first_runs()] == [0]
+
+
+def test_a_bool_is_not_a_number_in_a_selection() -> None:
+    items = [{"layernorm": True}, {"layernorm": 1}]
+    assert select(items, dict, layernorm=True) == [{"layernorm": True}]
+    assert select_one(items, dict, layernorm=1) == {"layernorm": 1}
+
+
+def test_a_run_outside_its_plan_or_twice_is_refused() -> None:
+    data = json.loads(sweep_runs(sample_sweep(plan=TINY_PLAN)).model_dump_json())
+    data["runs"].append(data["runs"][0])
+    with pytest.raises(ValidationError, match="appears twice"):
+        Runs.model_validate(data)
+    data["runs"] = data["runs"][2:-1]
+    with pytest.raises(ValidationError, match="runs missing from the plan"):
+        Runs.model_validate(data)
+    ablation = json.loads(ablation_runs(sample_recording()).model_dump_json())
+    ablation["runs"][0]["config"]["seed"] = 7
+    with pytest.raises(ValidationError, match="seed 7 is not in the plan"):
+        Runs.model_validate(ablation)
+    ablation["runs"][0]["config"].update(seed=0, layernorm=False)
+    with pytest.raises(ValidationError, match="eps is given exactly when layer norm is on"):
+        Runs.model_validate(ablation)
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_shards_of_any_plan_merge_into_the_whole(count: int) -> None:
+    for whole in (
+        ablation_runs(sample_recording(seeds=(0, 1, 2))),
+        lab_grid_runs(sample_lab_grid()),
+        sweep_runs(sample_sweep(plan=TINY_PLAN)),
+    ):
+        parts = []
+        for index in range(1, count + 1):
+            plan = type(whole.plan).model_validate(
+                {**whole.plan.model_dump(), "shard": {"index": index, "count": count}}
+            )
+            wanted = plan.sharded()
+            held = [r for r in whole.runs if any(r.config == c for c in wanted)]
+            parts.append((f"part{index}", whole.model_copy(update={"plan": plan, "runs": held})))
+        merged = merge_runs(list(reversed(parts)))
+        assert merged.plan == whole.plan
+        assert sorted(r.model_dump_json() for r in merged.runs) == sorted(
+            r.model_dump_json() for r in whole.runs
+        )
+        assert len(merged.provenance) == count
+        with pytest.raises(MergeProblem, match=f"Shard\\(s\\) 1 of {count} are missing"):
+            merge_runs(parts[1:])
+        with pytest.raises(MergeProblem, match="not a shard"):
+            merge_runs([("whole", whole)])
+
+
+def test_the_one_reader_names_the_plan_a_file_holds() -> None:
+    text = sweep_runs(sample_sweep(plan=TINY_PLAN)).model_dump_json()
+    with pytest.raises(RecordingProblem, match="holds the sweep, not the recording") as caught:
+        parse_runs(text, "s.json", "ablation", legacy_ablation)
+    assert "`normdive record-runs`" in caught.value.message
+    assert parse_runs(text, "s.json", "sweep", legacy_sweep).plan.kind == "sweep"
+
+
+def test_the_ablation_plan_lists_its_rows_in_the_pages_order() -> None:
+    runs = ablation_runs(sample_recording(rows=("neither", "both")))
+    assert runs.plan.kind == "ablation"
+    assert runs.plan.rows == [key for key in ROW_KEYS if key in ("both", "neither")]
