@@ -1,21 +1,28 @@
-"""The lab's trainer (static/lab/, docs/lab.md) against its PyTorch twin at the lab config, side
-by side in one run:
+"""The lab's trainer (static/lab/, docs/lab.md) on its two kernel paths against its PyTorch
+twin at the lab config, side by side in one run:
 
-    .venv/bin/python bench/lab.py            # steps/s: node, Chromium at 4x CPU throttling, PyTorch
-    .venv/bin/python bench/lab.py --full     # and a whole default lab run in node, compared with
-                                             # the recorded grid cell of the same seed
+    .venv/bin/python bench/lab.py            # steps/s at depths 2 and 8; the four depth-8 rows
+                                             # on the phone stand-in; the longest main-thread task
+    .venv/bin/python bench/lab.py --full     # and each of those rows' final accuracy against
+                                             # the recorded grid cell (or a PyTorch run of it)
 
-- node: the trainer itself (trainer.js), in the main thread.
+- node: the trainer itself (trainer.js) on the WebAssembly SIMD kernels and on the plain
+  JavaScript ones (kernels.js), in turn with PyTorch, so the shared machine's load hits all
+  three alike.
 - Chromium (Debian's, through Playwright): the module Worker the page starts (worker.js),
-  unthrottled; and the trainer in the page's main thread, throttled with CDP
-  Emulation.setCPUThrottlingRate (a stand-in for a mid-range phone) and not. The throttling
-  slows the page's main thread only: a dedicated Worker runs at full speed under it (measured:
-  the Worker's steps/s are the same at 1x and 4x), so the phone stand-in is the main thread,
-  where the same code runs through the same engine.
+  unthrottled, and the path it says it ran on.
+- The phone stand-in: the same trainer on the page's main thread, throttled with CDP
+  Emulation.setCPUThrottlingRate to CPU / 4. The throttling slows the page's main thread only,
+  not a dedicated Worker (measured: a Worker's steps/s are the same at 1x and 4x), so the
+  stand-in is the main thread, where the same code runs through the same engine. All four
+  rows at depth 8 are trained there end to end (300 updates and 13 evaluations each).
+- The page's main thread while the Worker trains a default run at depth 8: the longest gap
+  between the ticks of a zero-delay loop (a MessageChannel), i.e. the longest task the page
+  ran, and the Long Tasks API's count of tasks over 50 ms.
 - PyTorch: normdive.training.lab's LabRun (float64, one thread, batches drawn by lab32 in
   Python as the recorder draws them).
-Goals (bench/RESULTS.md, "The lab"): the default lab run in <= 60 s at 4x, and JS >= 0.5x
-PyTorch's single-thread steps/s.
+Goals (bench/RESULTS.md, "The lab"): WebAssembly >= 1.0x PyTorch's single-thread steps/s; the
+four depth-8 rows in <= 2 minutes on the phone stand-in; the longest main-thread task < 50 ms.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import Page, sync_playwright
 
 from normdive.lab.grid import LabConfig, LabGridProblem, lab_path_for, read_lab_grid
 from normdive.training.lab import LabRun, pinned_thread, train_lab_cell
@@ -48,84 +55,101 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
 CPU_SLOWDOWN = 4
 SEED = 0
-WARMUP_STEPS = 10  # not timed: the JIT's (and torch's) first steps
-TIMED_STEPS = 60
-BROWSER_STEPS = 40  # each Worker run is this many steps
-ROUNDS = 5  # node and PyTorch: the median of this many timings, taken in turn
+DEPTHS = (2, 8)
+PHONE_DEPTH = 8
+PATHS = ("wasm", "js")
+# (layernorm, residual): the four rows, in the lesson's order.
+ROWS = {
+    "both": (True, True),
+    "residuals only": (False, True),
+    "layer norm only": (True, False),
+    "neither": (False, False),
+}
+# Not timed: the first steps, while the engines compile (V8 runs WebAssembly on its baseline
+# compiler until a function is hot) and torch warms up.
+WARMUP_STEPS = 10
+TIMED_UPDATES = 300  # a timing is this many updates over the depth: about a second in node
+ROUNDS = 7  # node and PyTorch: the median of this many timings, taken in turn
+BROWSER_STEPS = 300  # each Worker run is this many steps, timed from its second progress
 BROWSER_ROUNDS = 3  # Chromium: the median of this many
-GOAL_RUN_S = 60.0
-GOAL_RATIO = 0.5
+GOAL_RATIO = 1.0
+GOAL_ROWS_S = 120.0
+GOAL_TASK_MS = 50.0
 GOAL_ACCURACY_POINTS = 2.0
-BROWSER_TIMEOUT_MS = 600_000
+BROWSER_TIMEOUT_MS = 900_000
 
-# Node: WARMUP_STEPS untimed, then `rounds` timings of `steps` updates; with "full", a whole
-# run (evaluations at eval_every and the end, as the Worker runs it) and its final figures.
+# Node: WARMUP_STEPS untimed, then one timing of `steps` updates on `path`.
 NODE_SCRIPT = f"""
 import {{ importLab }} from {json.dumps(MODULES)};
 const {{ createTrainer }} = await importLab("trainer.js");
-const [config, seed, warmup, steps, rounds, full] = JSON.parse(process.argv[1]);
-const trainer = createTrainer(config, seed);
+const [config, seed, warmup, steps, path] = JSON.parse(process.argv[1]);
+const trainer = createTrainer(config, seed, path);
 for (let i = 0; i < warmup; i++) trainer.step();
-const rates = [];
-for (let r = 0; r < rounds; r++) {{
-  const start = performance.now();
-  for (let i = 0; i < steps; i++) trainer.step();
-  rates.push(steps / ((performance.now() - start) / 1000));
-}}
-const evalStart = performance.now();
-trainer.evaluate();
-const evaluate_s = (performance.now() - evalStart) / 1000;
-let run = null;
-if (full) {{
-  const start = performance.now();
-  const fresh = createTrainer(config, seed);
-  fresh.evaluate();
-  let last = null;
-  while (fresh.stepsDone < config.steps) {{
-    fresh.step();
-    if (fresh.stepsDone % config.eval_every === 0 || fresh.stepsDone === config.steps) {{
-      last = fresh.evaluate();
-    }}
-  }}
-  run = {{ ...last, wall_s: (performance.now() - start) / 1000 }};
-}}
-process.stdout.write(JSON.stringify({{ rates, evaluate_s, run }}));
+const start = performance.now();
+for (let i = 0; i < steps; i++) trainer.step();
+const rate = steps / ((performance.now() - start) / 1000);
+process.stdout.write(JSON.stringify({{ rate, path: trainer.path }}));
 """
 
-# In the page: start the Worker on `config`, collect (time, message) until done.
+# In the page: start the Worker on `config`, collect (time, type, step, kernels) until done;
+# meanwhile a zero-delay loop on the main thread notes the longest gap between its ticks, and
+# a Long Tasks observer counts the tasks over 50 ms.
 BROWSER_SCRIPT = """
 async ([config, seed]) => {
   const worker = new Worker(new URL("/lab/worker.js", location.href), { type: "module" });
   const seen = [];
+  let longTasks = 0;
+  const observer = new PerformanceObserver((list) => { longTasks += list.getEntries().length; });
+  observer.observe({ type: "longtask" });
+  const channel = new MessageChannel();
+  let last = performance.now();
+  let longest = 0;
+  let ticking = true;
+  channel.port1.onmessage = () => {
+    const now = performance.now();
+    longest = Math.max(longest, now - last);
+    last = now;
+    if (ticking) channel.port2.postMessage(null);
+  };
+  channel.port2.postMessage(null);
   const started = performance.now();
   const done = new Promise((resolve, reject) => {
     worker.onmessage = (event) => {
-      seen.push([performance.now() - started, event.data.type, event.data.step ?? null]);
-      if (event.data.type === "done") resolve();
-      if (event.data.type === "error") reject(new Error(event.data.message));
+      const m = event.data;
+      seen.push([performance.now() - started, m.type, m.step ?? null, m.kernels ?? null]);
+      if (m.type === "done") resolve();
+      if (m.type === "error") reject(new Error(m.message));
     };
     worker.onerror = (event) => reject(new Error(event.message));
   });
   worker.postMessage({ type: "start", config, seed });
   await done;
+  ticking = false;
+  observer.disconnect();
   worker.terminate();
-  return seen;
+  return { seen, longest, longTasks };
 }
 """
 
-
-# In the page's main thread: the trainer itself, timed as in node.
-MAIN_THREAD_SCRIPT = """
-async ([config, seed, warmup, steps]) => {
+# In the page's main thread: whole runs of each config in turn (updates and evaluations, as
+# the Worker runs them), on the best path; each run's seconds and final figures.
+MAIN_THREAD_RUNS = """
+async ([configs, seed]) => {
   const { createTrainer } = await import("/lab/trainer.js");
-  const trainer = createTrainer(config, seed);
-  for (let i = 0; i < warmup; i++) trainer.step();
-  const start = performance.now();
-  for (let i = 0; i < steps; i++) trainer.step();
-  const rate = steps / ((performance.now() - start) / 1000);
-  const evalStart = performance.now();
-  trainer.evaluate();
-  return [rate, (performance.now() - evalStart) / 1000];
+  const runs = [];
+  for (const config of configs) {
+    const start = performance.now();
+    const trainer = createTrainer(config, seed);
+    let last = trainer.evaluate();
+    while (trainer.stepsDone < config.steps) {
+      trainer.step();
+      if (trainer.stepsDone % config.eval_every === 0 || trainer.stepsDone === config.steps) {
+        last = trainer.evaluate();
+      }
+    }
+    runs.push({ ...last, wall_s: (performance.now() - start) / 1000, path: trainer.path });
+  }
+  return runs;
 }
 """
 
@@ -135,15 +159,26 @@ class _Quiet(SimpleHTTPRequestHandler):
         pass
 
 
-def lab_config() -> LabConfig:
-    """The default lab run: the lab config's base, the row with both switches on."""
-    return LabConfig()
-
-
-def node_figures(config: LabConfig, *, full: bool, rounds: int) -> dict[str, Any]:
-    argument = json.dumps(
-        [config.model_dump(mode="json"), SEED, WARMUP_STEPS, TIMED_STEPS, rounds, full]
+def lab_config(depth: int, layernorm: bool = True, residual: bool = True) -> LabConfig:
+    """The lab's base config at this depth and row (eps the lab's default with layer norm)."""
+    base = LabConfig()
+    return base.model_copy(
+        update={
+            "depth": depth,
+            "layernorm": layernorm,
+            "residual": residual,
+            "eps": base.eps if layernorm else None,
+        }
     )
+
+
+def timed_steps(config: LabConfig) -> int:
+    return TIMED_UPDATES // config.depth
+
+
+def node_rate(config: LabConfig, path: str) -> float:
+    steps = timed_steps(config)
+    argument = json.dumps([config.model_dump(mode="json"), SEED, WARMUP_STEPS, steps, path])
     completed = subprocess.run(
         [NODE, "--input-type=module", "-e", NODE_SCRIPT, argument],
         capture_output=True,
@@ -151,39 +186,51 @@ def node_figures(config: LabConfig, *, full: bool, rounds: int) -> dict[str, Any
         check=True,
     )
     result: dict[str, Any] = json.loads(completed.stdout)
-    return result
+    assert result["path"] == path, result  # the path asked for is the path that ran
+    return float(result["rate"])
 
 
-def node_and_torch_rates(config: LabConfig) -> tuple[list[float], list[float], float]:
-    """Steps/s of node and of PyTorch, one timing of each in turn, ROUNDS times, so that the
-    shared machine's load hits both alike; and one node evaluation's seconds."""
+def rates_side_by_side(config: LabConfig) -> dict[str, list[float]]:
+    """Steps/s of node on each path and of PyTorch, one timing of each in turn, ROUNDS times."""
+    rates: dict[str, list[float]] = {key: [] for key in (*PATHS, "torch")}
     with pinned_thread():
         run = LabRun(config, SEED)
         for _ in range(WARMUP_STEPS):
             run.update()
-        node_rates, torch_rates, evaluations = [], [], []
         for _ in range(ROUNDS):
-            node = node_figures(config, full=False, rounds=1)
-            node_rates.extend(node["rates"])
-            evaluations.append(node["evaluate_s"])
+            for path in PATHS:
+                rates[path].append(node_rate(config, path))
             start = time.perf_counter()
-            for _ in range(TIMED_STEPS):
+            for _ in range(timed_steps(config)):
                 run.update()
-            torch_rates.append(TIMED_STEPS / (time.perf_counter() - start))
-        return node_rates, torch_rates, statistics.median(evaluations)
+            rates["torch"].append(timed_steps(config) / (time.perf_counter() - start))
+    return rates
 
 
-def browser_figures(config: LabConfig) -> dict[str, float]:
-    """In one Chromium: the Worker's steps/s between its first and last progress message (so
-    neither the module's loading nor the step-0 evaluation counts), unthrottled; and the
-    trainer's steps/s and one evaluation's seconds in the page's main thread, at 1x and at
-    CPU_SLOWDOWN."""
+def worker_figures(page: Page, config: LabConfig) -> dict[str, Any]:
+    """The Worker's steps/s between its second and last progress message (so neither loading,
+    the step-0 evaluation nor the first slice, on the baseline compiler, counts), and the path
+    it ran on."""
     timed = config.model_copy(update={"steps": BROWSER_STEPS, "eval_every": BROWSER_STEPS})
+    rates, paths = [], set()
+    for _ in range(BROWSER_ROUNDS):
+        answer = page.evaluate(BROWSER_SCRIPT, [timed.model_dump(mode="json"), SEED])
+        progress = [(t, step) for t, kind, step, _ in answer["seen"] if kind == "progress"]
+        paths |= {k for _, kind, _, k in answer["seen"] if kind == "progress"}
+        (t0, s0), (t1, s1) = progress[1], progress[-1]
+        rates.append((s1 - s0) / ((t1 - t0) / 1000))
+    return {"rate": statistics.median(rates), "paths": sorted(paths)}
+
+
+def browser_figures() -> dict[str, Any]:
+    """In one Chromium: the Worker at each depth; the page's longest task while the Worker
+    trains a whole default run at PHONE_DEPTH; and the four rows at PHONE_DEPTH end to end on
+    the main thread at CPU / CPU_SLOWDOWN."""
     handler = functools.partial(_Quiet, directory=str(STATIC))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
-    figures: dict[str, float] = {}
+    figures: dict[str, Any] = {}
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
@@ -193,38 +240,28 @@ def browser_figures(config: LabConfig) -> dict[str, float]:
                 page = browser.new_page()
                 page.set_default_timeout(BROWSER_TIMEOUT_MS)
                 page.goto(base + "/lab/")
-                worker_rates = []
-                for _ in range(BROWSER_ROUNDS):
-                    seen = page.evaluate(BROWSER_SCRIPT, [timed.model_dump(mode="json"), SEED])
-                    progress = [(t, step) for t, kind, step in seen if kind == "progress"]
-                    (t0, s0), (t1, s1) = progress[0], progress[-1]
-                    worker_rates.append((s1 - s0) / ((t1 - t0) / 1000))
-                figures["worker"] = statistics.median(worker_rates)
+                for depth in DEPTHS:
+                    figures[f"worker_{depth}"] = worker_figures(page, lab_config(depth))
+                whole = lab_config(PHONE_DEPTH).model_dump(mode="json")
+                answer = page.evaluate(BROWSER_SCRIPT, [whole, SEED])
+                figures["longest_task_ms"] = answer["longest"]
+                figures["long_tasks"] = answer["longTasks"]
+                figures["worker_run_s"] = answer["seen"][-1][0] / 1000
                 cdp = page.context.new_cdp_session(page)
-                for rate in (1, CPU_SLOWDOWN):
-                    cdp.send("Emulation.setCPUThrottlingRate", {"rate": rate})
-                    rates, evaluations = [], []
-                    for _ in range(BROWSER_ROUNDS):
-                        step_rate, evaluate_s = page.evaluate(
-                            MAIN_THREAD_SCRIPT,
-                            [config.model_dump(mode="json"), SEED, WARMUP_STEPS, TIMED_STEPS],
-                        )
-                        rates.append(step_rate)
-                        evaluations.append(evaluate_s)
-                    figures[f"main_{rate}"] = statistics.median(rates)
-                    figures[f"evaluate_{rate}"] = statistics.median(evaluations)
+                cdp.send("Emulation.setCPUThrottlingRate", {"rate": CPU_SLOWDOWN})
+                configs = [
+                    lab_config(PHONE_DEPTH, layernorm, residual).model_dump(mode="json")
+                    for layernorm, residual in ROWS.values()
+                ]
+                start = time.perf_counter()
+                figures["rows"] = page.evaluate(MAIN_THREAD_RUNS, [configs, SEED])
+                figures["rows_s"] = time.perf_counter() - start
+                cdp.send("Emulation.setCPUThrottlingRate", {"rate": 1})
             finally:
                 browser.close()
     finally:
         server.shutdown()
     return figures
-
-
-def projected_run_s(config: LabConfig, steps_per_second: float, evaluate_s: float) -> float:
-    """The default run's seconds: its updates plus its evaluations (step 0, every eval_every,
-    and the last)."""
-    evaluations = 1 + config.steps // config.eval_every + (config.steps % config.eval_every > 0)
-    return config.steps / steps_per_second + evaluations * evaluate_s
 
 
 def recorded_cell_accuracy(config: LabConfig) -> tuple[float, str]:
@@ -241,66 +278,86 @@ def recorded_cell_accuracy(config: LabConfig) -> tuple[float, str]:
         why = f"{path.name} has no cell for this config and seed"
     if cell is not None:
         return float(cell.final.heldout_accuracy), f"the recorded cell ({path.name})"
-    fresh = train_lab_cell(config, SEED)
+    with pinned_thread():
+        fresh = train_lab_cell(config, SEED)
     return float(fresh.final.heldout_accuracy), f"a PyTorch run trained now ({why})"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--full", action="store_true", help="also a whole default run in node")
+    parser.add_argument(
+        "--full", action="store_true", help="compare the four rows with their recorded cells"
+    )
     args = parser.parse_args()
-    config = lab_config()
+    config = lab_config(DEPTHS[0])
     print(
-        f"lab config: depth {config.depth}, d_model {config.d_model}, {config.n_heads} heads, "
-        f"mlp x{config.mlp_ratio}, copy length {config.copy_length}, vocab {config.vocab_size}, "
-        f"batch {config.batch_size}, {config.steps} steps, eval every {config.eval_every} on "
-        f"{config.heldout_size}; layernorm {config.layernorm} (eps {config.eps}), residual "
-        f"{config.residual}, init {config.init}, seed {SEED}"
+        f"lab config: depths {', '.join(map(str, DEPTHS))}, d_model {config.d_model}, "
+        f"{config.n_heads} heads, mlp x{config.mlp_ratio}, copy length {config.copy_length}, "
+        f"vocab {config.vocab_size}, batch {config.batch_size}, {config.steps} steps, eval every "
+        f"{config.eval_every} on {config.heldout_size}; init {config.init}, eps {config.eps}, "
+        f"seed {SEED}"
     )
     print(f"load average before: {os.getloadavg()[0]:.2f}", flush=True)
-    node_rates, torch_rates, node_evaluate_s = node_and_torch_rates(config)
-    node_rate, torch_rate = statistics.median(node_rates), statistics.median(torch_rates)
-    chromium = browser_figures(config)
-    slow = chromium[f"main_{CPU_SLOWDOWN}"]
-    projected = projected_run_s(config, slow, chromium[f"evaluate_{CPU_SLOWDOWN}"])
-    print(f"{'':40}{'steps/s':>9}{'x PyTorch':>11}")
-    rows = [
-        ("JS, node (main thread)", node_rate),
-        ("JS, Chromium Worker", chromium["worker"]),
-        ("JS, Chromium main thread", chromium["main_1"]),
-        (f"JS, Chromium main thread, CPU / {CPU_SLOWDOWN}", slow),
-        ("PyTorch float64, 1 thread", torch_rate),
-    ]
-    for name, rate in rows:
-        print(f"{name:40}{rate:9.1f}{rate / torch_rate:10.2f}x")
+    rates = {depth: rates_side_by_side(lab_config(depth)) for depth in DEPTHS}
+    chromium = browser_figures()
+    header = "".join(f"{f'depth {d} steps/s':>17}{'x PyTorch':>11}" for d in DEPTHS)
+    print(f"{'':34}{header}")
+    for name, key in (
+        ("WebAssembly SIMD, node", "wasm"),
+        ("plain JS, node", "js"),
+        ("PyTorch float64, 1 thread", "torch"),
+    ):
+        cells = ""
+        for depth in DEPTHS:
+            rate = statistics.median(rates[depth][key])
+            cells += f"{rate:17.1f}{rate / statistics.median(rates[depth]['torch']):10.2f}x"
+        print(f"{name:34}{cells}")
+    cells = ""
+    for depth in DEPTHS:
+        rate = chromium[f"worker_{depth}"]["rate"]
+        cells += f"{rate:17.1f}{rate / statistics.median(rates[depth]['torch']):10.2f}x"
+    paths = sorted({p for d in DEPTHS for p in chromium[f"worker_{d}"]["paths"]})
+    print(f"{'Chromium Worker (' + '/'.join(paths) + ')':34}{cells}")
+    for depth in DEPTHS:
+        ratios = [w / t for w, t in zip(rates[depth]["wasm"], rates[depth]["torch"], strict=True)]
+        torch_rate = statistics.median(rates[depth]["torch"])
+        ratio = statistics.median(rates[depth]["wasm"]) / torch_rate
+        js_ratio = statistics.median(rates[depth]["js"]) / torch_rate
+        print(
+            f"depth {depth}: WebAssembly / PyTorch {ratio:.2f}x (goal >= {GOAL_RATIO}x: "
+            f"{'met' if ratio >= GOAL_RATIO else 'not met'}); by round "
+            + ", ".join(f"{r:.2f}" for r in ratios)
+            + f"; JS / PyTorch {js_ratio:.2f}x"
+        )
+    rows_s = chromium["rows_s"]
     print(
-        f"one held-out evaluation: node {1e3 * node_evaluate_s:.0f} ms, Chromium "
-        f"{1e3 * chromium['evaluate_1']:.0f} ms, at CPU / {CPU_SLOWDOWN} "
-        f"{1e3 * chromium[f'evaluate_{CPU_SLOWDOWN}']:.0f} ms"
+        f"the four depth-{PHONE_DEPTH} rows end to end on the page's main thread at CPU / "
+        f"{CPU_SLOWDOWN} ({chromium['rows'][0]['path']}): {rows_s:.0f} s (goal <= "
+        f"{GOAL_ROWS_S:.0f} s: {'met' if rows_s <= GOAL_ROWS_S else 'not met'}); by row "
+        + ", ".join(
+            f"{name} {run['wall_s']:.0f} s"
+            for name, run in zip(ROWS, chromium["rows"], strict=True)
+        )
     )
-    ratio = node_rate / torch_rate
+    longest = chromium["longest_task_ms"]
     print(
-        f"projected default run ({config.steps} steps) at CPU / {CPU_SLOWDOWN}: {projected:.0f} s"
-        f" (goal <= {GOAL_RUN_S:.0f} s: {'met' if projected <= GOAL_RUN_S else 'not met'})"
-    )
-    print(
-        f"JS (node) / PyTorch: {ratio:.2f}x (goal >= {GOAL_RATIO}x: "
-        f"{'met' if ratio >= GOAL_RATIO else 'not met'})"
-    )
-    print(
-        "node, PyTorch steps/s by round: "
-        + "; ".join(f"{a:.1f}, {b:.1f}" for a, b in zip(node_rates, torch_rates, strict=True))
+        f"longest main-thread task while the Worker trains a default depth-{PHONE_DEPTH} run "
+        f"({chromium['worker_run_s']:.1f} s): {longest:.1f} ms (goal < {GOAL_TASK_MS:.0f} ms: "
+        f"{'met' if longest < GOAL_TASK_MS else 'not met'}); long tasks (> 50 ms): "
+        f"{chromium['long_tasks']}"
     )
     if args.full:
-        run = node_figures(config, full=True, rounds=0)["run"]
-        theirs, source = recorded_cell_accuracy(config)
-        points = 100 * abs(run["heldout_accuracy"] - theirs)
-        print(
-            f"full run in node: {run['wall_s']:.1f} s, final held-out accuracy "
-            f"{100 * run['heldout_accuracy']:.1f} % against {100 * theirs:.1f} % from {source}: "
-            f"{points:.1f} points apart (goal <= {GOAL_ACCURACY_POINTS:.0f}: "
-            f"{'met' if points <= GOAL_ACCURACY_POINTS else 'not met'})"
-        )
+        for name, (layernorm, residual), run in zip(
+            ROWS, ROWS.values(), chromium["rows"], strict=True
+        ):
+            theirs, source = recorded_cell_accuracy(lab_config(PHONE_DEPTH, layernorm, residual))
+            points = 100 * abs(run["heldout_accuracy"] - theirs)
+            verdict = "met" if points <= GOAL_ACCURACY_POINTS else "not met"
+            print(
+                f"{name}, depth {PHONE_DEPTH}: {100 * run['heldout_accuracy']:.1f} % against "
+                f"{100 * theirs:.1f} % from {source}: {points:.1f} points apart (goal <= "
+                f"{GOAL_ACCURACY_POINTS:.0f}: {verdict})"
+            )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     sys.stdout.flush()
 
