@@ -77,6 +77,35 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 @pytest.mark.slow
+def test_shards_of_the_recording_merge_into_the_recording(
+    tmp_path: Path, uninterrupted: tuple[Path, str]
+) -> None:
+    out = tmp_path / "the-transformer-block.json"
+    for index in (1, 2):
+        done = record_runs(out, "--shard", f"{index}/2", "--jobs", "1")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "shard" in done.stdout
+    assert not out.exists()
+    parts = [tmp_path / f"the-transformer-block.shard-{index}-of-2.json" for index in (1, 2)]
+    merged = subprocess.run(
+        [NORMDIVE, "merge-recordings", *map(str, parts), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=SAFETY_TIMEOUT_S,
+        check=False,
+    )
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    reference = parse_recording(uninterrupted[0].read_bytes(), "whole")
+    joined = parse_recording(out.read_bytes(), "merged")
+    assert rows_of(joined) == rows_of(reference)  # one job per shard against two
+    assert (joined.config, joined.seeds, joined.page_seed) == (
+        reference.config,
+        reference.seeds,
+        reference.page_seed,
+    )
+
+
+@pytest.mark.slow
 def test_end_to_end(uninterrupted: tuple[Path, str]) -> None:
     out, stdout = uninterrupted
     recording = parse_recording(out.read_bytes(), str(out))
@@ -248,7 +277,7 @@ def test_help_shows_each_options_real_default() -> None:
         "--fresh": "(resume from them)",
         "--sweep": "(the ablation at --depth)",
         "--sweep-depths": "(2,4,8,16; 32 too on cuda)",
-        "--shard": "(the whole sweep)",
+        "--shard": "(the whole plan)",
         "--lab": "(the ablation)",
         "--lab-depths": f"({','.join(map(str, OFFERED_DEPTHS))})",
         "--lab-eps": f"({','.join(f'{e:g}' for e in OFFERED_EPS)})",

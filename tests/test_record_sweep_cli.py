@@ -167,7 +167,8 @@ def test_an_interrupted_sweep_trains_only_what_is_missing(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--shard", "1/2"], "--sweep-depths and --shard go with --sweep"),
+        (["--sweep-depths", "2,4"], "--sweep-depths goes with --sweep"),
+        (["--shard", "3/2"], "I must be from 1 to N"),
         (["--sweep", "--shard", "3/2"], "I must be from 1 to N"),
         (["--sweep", "--shard", "two"], "write it as I/N"),
         (["--sweep", "--sweep-depths", "2,x"], "is not a comma-separated list of depths"),

@@ -10,12 +10,14 @@ import pytest
 from typer.testing import CliRunner
 
 from normdive.cli import app
+from normdive.recording.plans import ablation_runs
 from normdive.recording.reader import (
     MAX_RECORDING_BYTES,
     REMEDY,
     RecordingProblem,
     recording_status,
 )
+from normdive.recording.sweep import ShardPart
 from sample_recordings import sample_recording
 
 runner = CliRunner()
@@ -153,3 +155,17 @@ def test_a_foreign_file_is_told_what_makes_each_kind(tmp_path: Path, content: st
     assert "is not a file record-runs writes" in result.output
     for command in ("normdive record-runs`", "--sweep`", "--lab`"):
         assert command in result.output
+
+
+def test_a_shard_is_described_and_told_to_merge(tmp_path: Path) -> None:
+    whole = ablation_runs(sample_recording(seeds=(0, 1)))
+    part = ShardPart(index=2, count=2)
+    wanted = whole.plan.model_copy(update={"shard": part}).sharded()
+    held = [run for run in whole.runs if run.config in wanted]
+    shard = whole.model_copy(update={"runs": held}).shard_of(part)
+    path = tmp_path / "the-transformer-block.shard-2-of-2.json"
+    path.write_text(shard.model_dump_json(), encoding="utf-8")
+    result = runner.invoke(app, ["check-recording", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "shard 2 of 2 of the recording" in result.output
+    assert "`normdive merge-recordings`" in result.output.splitlines()[-1]

@@ -272,3 +272,39 @@ def test_training_gives_the_thread_back_as_it_found_it() -> None:
     smallest_normal = sys.float_info.min
     assert smallest_normal / 2 > 0  # a subnormal survives: no flush to zero
     assert torch.get_num_threads() == threads
+
+
+@pytest.mark.slow
+def test_shards_of_the_lab_grid_merge_into_the_grid(tmp_path: Path) -> None:
+    out = tmp_path / "the-transformer-block.json"
+    for index in (1, 2):
+        done = subprocess.run(
+            [NORMDIVE, *TINY_LAB, "--shard", f"{index}/2", "--out", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    parts = [tmp_path / f"the-transformer-block-lab.shard-{i}-of-2.json" for i in (1, 2)]
+    halves = [read_lab_grid(part).cells for part in parts]
+    assert (
+        halves[0] and halves[1] and not {c.point for c in halves[0]} & {c.point for c in halves[1]}
+    )
+    merged = subprocess.run(
+        [NORMDIVE, "merge-recordings", *map(str, parts), "--out", str(lab_path_for(out))],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    grid = read_lab_grid(lab_path_for(out))
+    # The whole grid's 24 cells (test above), each trained once, and what it trimmed.
+    assert len(grid.cells) == 24 and grid.trimmed is not None
+    cell = grid.cell(2, True, False, 0.0, "pytorch", 0)
+    assert cell is not None
+    assert cell == train_lab_cell(
+        LabConfig.at(grid.base, depth=2, layernorm=True, residual=False, eps=0.0, init="pytorch"),
+        seed=0,
+    ).model_copy(update={"wall_s": cell.wall_s})

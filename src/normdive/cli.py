@@ -732,8 +732,10 @@ def _record_lab(
     jobs: int | None,
     out: Path,
     fresh: bool,
+    shard: tuple[int, int] | None,
 ) -> NoReturn:
-    """record-runs --lab: the lab grid beside --out (docs/lab.md, "The grid file")."""
+    """record-runs --lab: the lab grid beside --out (docs/lab.md, "The grid file"), or the
+    `shard` (I, N) of it beside where the grid goes."""
     from pydantic import ValidationError
 
     from normdive.lab.grid import LabBase
@@ -778,8 +780,9 @@ def _record_lab(
         rows,
         extra_eps_seeds=extra,
         jobs=jobs,
-        out=lab_path_for(out),
+        out=lab_path_for(out) if shard is None else shard_path_for(lab_path_for(out), *shard),
         fresh=fresh,
+        shard=shard,
     )
     raise typer.Exit(status)
 
@@ -844,9 +847,10 @@ def record_runs(
     shard: Annotated[
         str | None,
         typer.Option(
-            help="With --sweep: train only the I-th of N disjoint slices (I/N), written beside "
-            "the sweep as ...-sweep.shard-I-of-N.json; join them with merge-recordings.",
-            show_default="the whole sweep",
+            help="Train only the I-th of N disjoint slices (I/N) of the plan (the recording, "
+            "--sweep or --lab), written beside its file as ...shard-I-of-N.json; join them "
+            "with merge-recordings.",
+            show_default="the whole plan",
         ),
     ] = None,
     lab: Annotated[
@@ -916,10 +920,11 @@ def record_runs(
             jobs=jobs,
             out=out,
             fresh=fresh,
+            shard=parse_shard(shard) if shard is not None else None,
         )
     seed_list = parse_seeds(seeds)
-    if not sweep and (sweep_depths is not None or shard is not None):
-        raise typer.BadParameter("--sweep-depths and --shard go with --sweep", param_hint="--sweep")
+    if not sweep and sweep_depths is not None:
+        raise typer.BadParameter("--sweep-depths goes with --sweep", param_hint="--sweep")
     if sweep and (depth != RUN_DEFAULTS.depth or init != RUN_DEFAULTS.init):
         raise typer.BadParameter(
             "the sweep trains every depth of --sweep-depths with both inits; "
@@ -974,7 +979,14 @@ def record_runs(
             )
         else:
             status = train_and_record(
-                config, row_list, seed_list, device=device, jobs=jobs, out=out, fresh=fresh
+                config,
+                row_list,
+                seed_list,
+                device=device,
+                jobs=jobs,
+                out=out if shard_part is None else shard_path_for(out, *shard_part),
+                fresh=fresh,
+                shard=shard_part,
             )
     except NoCudaDevice as error:
         typer.echo(str(error), err=True)

@@ -107,6 +107,30 @@ def _format_line(raw: bytes, path: Path) -> str:
     return f"format_version {version}: a file of runs."
 
 
+def _shard_check(raw: bytes, path: Path, kind: PlanKind) -> RecordingCheck | None:
+    """A valid file holding one shard of its plan, described; None for any other file (the
+    page cannot play a shard: it is merged first)."""
+    try:
+        runs = parse_runs(raw, str(path), kind, LEGACY[kind])
+    except RecordingProblem:
+        return None
+    shard = runs.plan.shard
+    if shard is None:
+        return None
+    lines = [
+        f"{path}: shard {shard.index} of {shard.count} of the {NOUNS[kind]}, lesson "
+        f"{runs.lesson!r}, format_version {runs.format_version}",
+        *(
+            f"made by: {source.command} on {source.created_at} with {source.device}; "
+            f"wall time {source.wall_s:.0f} s"
+            for source in runs.provenance
+        ),
+        f"OK: {len(runs.runs)} runs of {len(runs.plan.sharded())} in this shard; join the "
+        f"{shard.count} shards with `normdive merge-recordings`.",
+    ]
+    return RecordingCheck(lines, None)
+
+
 def check_file(path: Path) -> RecordingCheck:
     """Read, recognise, validate and describe the file at `path`, as check-recording prints
     it; a refusal names the command that makes that kind of file."""
@@ -117,6 +141,9 @@ def check_file(path: Path) -> RecordingCheck:
     kind = kind_of(raw, path)
     if kind is None:
         return RecordingCheck([], RecordingProblem("invalid", FOREIGN.format(name=path)))
+    shard = _shard_check(raw, path, kind)
+    if shard is not None:
+        return shard
     if kind == "lab_grid":
         found = _lab_grid_check(raw, str(path))
     else:

@@ -9,6 +9,7 @@ A round trip gives back an equal document, so the page draws the same numbers ei
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from normdive.recording.format import (
@@ -18,6 +19,7 @@ from normdive.recording.format import (
     FinalFigures,
     Recording,
     Row,
+    RowKey,
     RunConfig,
 )
 from normdive.recording.runs import (
@@ -75,9 +77,10 @@ def run_row(run: Run) -> Row:
     )
 
 
-def ablation_runs(recording: Recording) -> Runs:
-    """The recording as a file of runs of the ablation plan."""
-    present = {row.key for row in recording.rows}
+def ablation_runs(recording: Recording, rows: Sequence[RowKey] | None = None) -> Runs:
+    """The recording as a file of runs of the ablation plan: `rows` at each of its seeds
+    (default: the rows it holds)."""
+    present = set(rows) if rows is not None else {row.key for row in recording.rows}
     return Runs(
         format_version=RUNS_FORMAT_VERSION,
         kind="runs",

@@ -348,6 +348,12 @@ class Runs(_Model):
         """The runs the page plays first (the plan's `first`)."""
         return self.select(**self.plan.first)
 
+    def shard_of(self, shard: ShardPart | None) -> Runs:
+        """The same runs, said to be `shard` of their plan (validated: each must be in it)."""
+        data = self.model_dump()
+        data["plan"]["shard"] = None if shard is None else shard.model_dump()
+        return Runs.model_validate(data)
+
     def missing(self) -> list[RunSettings]:
         """The planned runs (of this file's shard) the file does not hold."""
         held = {settings_point(run.config) for run in self.runs}

@@ -122,16 +122,20 @@ def record_runs(
     jobs: int | None,
     out: Path,
     fresh: bool,
+    shard: tuple[int, int] | None = None,
 ) -> int:
-    """Train the rows and write the recording to `out`; returns the exit status.
-    `device` is auto, cpu or cuda; `jobs` None means one process per CPU. Raises NoCudaDevice
-    before anything is trained."""
+    """Train the rows (or the `shard` (I, N) of them) and write the recording to `out`;
+    returns the exit status. `device` is auto, cpu or cuda; `jobs` None means one process per
+    CPU. Raises NoCudaDevice before anything is trained."""
     device = resolve_device(device)
-    tasks = plan(rows, seeds)
+    part = ShardPart(index=shard[0], count=shard[1]) if shard is not None else None
+    tasks = plan(rows, seeds)[part.index - 1 :: part.count] if part else plan(rows, seeds)
     processes = job_count(jobs, len(tasks))
     console = Console(soft_wrap=True)  # paths and table lines stay whole in logs
     console.print(
-        f"Recording {len(tasks)} row(s) on {device}"
+        f"Recording {len(tasks)} row(s)"
+        + (f" (shard {part.index} of {part.count})" if part else "")
+        + f" on {device}"
         + (f" with {processes} single-thread process(es)" if device == "cpu" else "")
         + f": depth {config.depth}, copy length {config.copy_length}, {config.steps} steps, "
         f"init {config.init}, seeds {', '.join(map(str, seeds))}."
@@ -143,9 +147,10 @@ def record_runs(
         "record-runs",
         lambda: record(
             config,
-            tasks,
+            rows,
             Recorder(device, processes, out, command_line(), fresh, console),
             seeds=seeds,
+            shard=part,
         ),
         lambda recording: [*summary_table(recording), ranking_note(recording)],
     )
@@ -218,20 +223,25 @@ def record_lab_runs(
     jobs: int | None,
     out: Path,
     fresh: bool,
+    shard: tuple[int, int] | None = None,
 ) -> int:
-    """Train the lab grid (docs/lab.md, "The grid file") on the CPU and write it to `out`;
-    returns the exit status. `extra_eps_seeds`: the seeds at which the offered eps values
-    other than the default are recorded (None: every seed); the file says what was left out."""
+    """Train the lab grid (docs/lab.md, "The grid file"), or its `shard` (I, N), on the CPU
+    and write it to `out`; returns the exit status. `extra_eps_seeds`: the seeds at which the
+    offered eps values other than the default are recorded (None: every seed); the file says
+    what was left out."""
     lab_plan = LabPlan(
         offered,
         tuple(rows),
         None if extra_eps_seeds is None else tuple(extra_eps_seeds),
     )
-    cells = len(lab_plan.points())
+    part = ShardPart(index=shard[0], count=shard[1]) if shard is not None else None
+    cells = len(lab_plan.points(part))
     processes = job_count(jobs, cells)
     console = Console(soft_wrap=True)
     console.print(
-        f"Recording the lab grid: {cells} cell(s) on {LAB_DEVICE} with {processes} single-thread "
+        "Recording the lab grid"
+        + (f", shard {part.index} of {part.count}" if part else "")
+        + f": {cells} cell(s) on {LAB_DEVICE} with {processes} single-thread "
         f"process(es); depths {', '.join(map(str, offered.depths))}; inits "
         f"{', '.join(offered.inits)}; eps {', '.join(f'{e:g}' for e in offered.eps)}; seeds "
         f"{', '.join(map(str, offered.seeds))}; width {base.d_model}, copy length "
@@ -244,7 +254,10 @@ def record_lab_runs(
         CELL,
         "record-runs --lab",
         lambda: record_lab(
-            base, lab_plan, Recorder(LAB_DEVICE, processes, out, command_line(), fresh, console)
+            base,
+            lab_plan,
+            Recorder(LAB_DEVICE, processes, out, command_line(), fresh, console),
+            shard=part,
         ),
         lab_summary,
     )

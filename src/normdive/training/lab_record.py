@@ -24,6 +24,7 @@ from normdive.lab.grid import (
 )
 from normdive.recording.format import ROW_SWITCHES, InitScheme, Provenance, RowKey
 from normdive.recording.runs import LabOffered
+from normdive.recording.sweep import ShardPart
 from normdive.training.progress import Planned, RunProgress
 from normdive.training.runner import (
     PartialRows,
@@ -88,15 +89,18 @@ class LabPlan:
     # The seeds at which the offered eps values other than LAB_EPS are recorded; None: all.
     extra_eps_seeds: tuple[int, ...] | None = None
 
-    def points(self) -> list[Point]:
-        """The cells to record, most wanted first: every cell of the first seed, then the
-        other seeds at eps LAB_EPS (and without layer norm), then their other eps values. A
-        run stopped part-way has what the page needs most, and a rerun with fewer
-        --lab-eps-seeds keeps it all."""
+    def points(self, shard: ShardPart | None = None) -> list[Point]:
+        """The cells to record (of `shard`: every count-th offered point from the index-th
+        on), most wanted first: every cell of the first seed, then the other seeds at eps
+        LAB_EPS (and without layer norm), then their other eps values. A run stopped part-way
+        has what the page needs most, and a rerun with fewer --lab-eps-seeds keeps it all."""
         wanted = {ROW_SWITCHES[key] for key in self.rows}
+        offered = offered_points(self.offered)
+        if shard is not None:
+            offered = offered[shard.index - 1 :: shard.count]
         chosen = [
             p
-            for p in offered_points(self.offered)
+            for p in offered
             if (p[1], p[2]) in wanted
             and (
                 self.extra_eps_seeds is None
@@ -177,7 +181,9 @@ def lab_worker(
     serve_tasks(partial, tasks, events, train)
 
 
-def record_lab(base: LabBase, plan: LabPlan, how: Recorder) -> LabGrid:
+def record_lab(
+    base: LabBase, plan: LabPlan, how: Recorder, *, shard: ShardPart | None = None
+) -> LabGrid:
     """Train the plan's cells not kept yet (CPU worker processes), then write the grid to
     `how.out` (on LAB_DEVICE). Raises KeyboardInterrupt (finished cells stay kept) or
     RecordError."""
@@ -196,7 +202,7 @@ def record_lab(base: LabBase, plan: LabPlan, how: Recorder) -> LabGrid:
         )
 
     return record_kept(
-        lab_jobs(base, plan.points()),
+        lab_jobs(base, plan.points(shard)),
         how,
         noun=CELL,
         fingerprint=lab_fingerprint(base, how.device),
@@ -204,7 +210,7 @@ def record_lab(base: LabBase, plan: LabPlan, how: Recorder) -> LabGrid:
         train=train,
         steps=base.steps,
         document=grid,
-        as_runs=lab_grid_runs,
+        as_runs=lambda grid: lab_grid_runs(grid).shard_of(shard),
     )
 
 

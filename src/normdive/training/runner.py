@@ -42,6 +42,7 @@ from normdive.recording.format import (
 )
 from normdive.recording.plans import ablation_runs
 from normdive.recording.runs import LESSON, Runs
+from normdive.recording.sweep import ShardPart
 from normdive.training.progress import Planned, RunProgress
 from normdive.training.provenance import provenance
 
@@ -418,10 +419,18 @@ def record_kept(
 
 
 def record(
-    config: RunConfig, tasks: list[RowTask], how: Recorder, *, seeds: Sequence[int]
+    config: RunConfig,
+    rows: Sequence[RowKey],
+    how: Recorder,
+    *,
+    seeds: Sequence[int],
+    shard: ShardPart | None = None,
 ) -> Recording:
-    """Train the rows not kept yet, then write the recording. Raises KeyboardInterrupt
-    (finished rows stay kept) or RecordError."""
+    """Train the `rows` at each of `seeds` (or the `shard` of them) not kept yet, then write
+    the recording. Raises KeyboardInterrupt (finished rows stay kept) or RecordError."""
+    tasks = plan(rows, seeds)
+    if shard is not None:
+        tasks = tasks[shard.index - 1 :: shard.count]
 
     def recording(rows: dict[str, Row], made_by: Provenance) -> Recording:
         return Recording(
@@ -443,5 +452,5 @@ def record(
         train=train_rows(how.device, how.jobs),
         steps=config.steps,
         document=recording,
-        as_runs=ablation_runs,
+        as_runs=lambda recording: ablation_runs(recording, rows).shard_of(shard),
     )
