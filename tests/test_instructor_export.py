@@ -282,3 +282,36 @@ def test_the_report_command_refuses_bad_options(
     assert result.exit_code == 1
     assert message in result.output
     assert not (tmp_path / "x.csv").exists()
+
+
+@pytest.mark.usefixtures("course")
+def test_the_csv_headers_follow_the_instructors_language_and_the_cells_stay_machine_readable(
+    client: TestClient,
+) -> None:
+    client.cookies.set(
+        INSTRUCTOR_COOKIE, cookie_value(Pool(COURSE), SecretStr(SECRET_KEY)), path="/instructor"
+    )
+    english = client.get("/instructor/export.csv").text.splitlines()
+    german = client.get("/instructor/export.csv", headers={"Accept-Language": "de"}).text
+    lines = german.splitlines()
+    header = next(csv.reader(io.StringIO(lines[0])))
+    assert header[0] == "Lernende Person"
+    assert "Mittelwert von [1, 2, 3]: Versuche" in header
+    assert "Lektion geöffnet: Zeitpunkt" in header
+    assert "Nur Layer-Norm: Vorhersage" in header
+    assert len(header) == len(columns(load_lesson()))
+    # The cells are the same as in English: ids, true/false, ISO times, points.
+    assert lines[1:] == english[1:]
+
+
+@pytest.mark.usefixtures("course")
+def test_the_instructor_view_follows_the_instructors_language(client: TestClient) -> None:
+    client.cookies.set(
+        INSTRUCTOR_COOKIE, cookie_value(Pool(COURSE), SecretStr(SECRET_KEY)), path="/instructor"
+    )
+    page = client.get("/instructor", headers={"Accept-Language": "ar"}).text
+    assert '<html lang="ar" dir="rtl"' in page
+    assert "عرض المدرّس" in page and "الأعداد الستة" in page
+    assert "تسوية الطبقة والوصلات المتبقية" in page  # the lesson's title in Arabic
+    english = client.get("/instructor").text
+    assert "Instructor view" in english and "The six numbers" in english

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from normdive.i18n.catalogues import N_
 from normdive.lesson.content import Lesson
 from normdive.progress.ablation import row_band, which_recovers_more
 from normdive.progress.events import Event
@@ -55,14 +56,15 @@ STEPS: tuple[str, ...] = (
     "best_row_played",
     "gate_closed",
 )
+# Marked for the catalogues: the instructor view shows each in the instructor's language.
 STEP_LABELS: Mapping[str, str] = {
-    "opened": "Opened the lesson",
-    "predicted": "Committed the opening prediction",
-    "numbers_landed": "Landed all six numbers",
-    "reading_right": "Locked the right reading",
-    "rows_before_play": "Predicted all four rows before playing",
-    "best_row_played": "Played the best row",
-    "gate_closed": "Closed the gate",
+    "opened": N_("Opened the lesson"),
+    "predicted": N_("Committed the opening prediction"),
+    "numbers_landed": N_("Landed all six numbers"),
+    "reading_right": N_("Locked the right reading"),
+    "rows_before_play": N_("Predicted all four rows before playing"),
+    "best_row_played": N_("Played the best row"),
+    "gate_closed": N_("Closed the gate"),
 }
 # The opening prediction's answer when the recording's two single-component rows tie.
 TIE = "tie"

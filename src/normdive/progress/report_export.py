@@ -36,8 +36,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from normdive.i18n.catalogues import N_, current_locale, gettext
+from normdive.i18n.locales import DEFAULT_LOCALE
 from normdive.lesson.content import Lesson
-from normdive.progress.report import STEPS, LearnerSummary, PoolReport, PoolReportBuilder
+from normdive.lesson.translations import localized
+from normdive.progress.report import (
+    STEP_LABELS,
+    STEPS,
+    LearnerSummary,
+    PoolReport,
+    PoolReportBuilder,
+)
 
 # A spreadsheet runs a cell that starts with one of these as a formula (CSV injection);
 # such a cell is written with a leading apostrophe.
@@ -53,6 +62,54 @@ def columns(lesson: Lesson) -> list[str]:
     names += [f"{row.key}_prediction" for row in lesson.rows]
     names += ["rows_played", "hint_rungs", "runs_before_gate", "gate_closed"]
     return names
+
+
+# Each column's words in the instructor's language (headers): a template per kind of column.
+_COLUMN_WORDS = {
+    "learner": N_("learner"),
+    "stopped_after": N_("stopped after"),
+    "events": N_("events"),
+    "opening_prediction": N_("opening prediction"),
+    "reading_locks": N_("reading locks"),
+    "reading_choices": N_("readings locked"),
+    "reading_right": N_("right reading locked"),
+    "rows_played": N_("rows played"),
+    "hint_rungs": N_("hints opened"),
+    "runs_before_gate": N_("runs before the gate"),
+    "gate_closed": N_("gate closed"),
+    # The course roster's columns, which the web app adds to a course's CSV.
+    "roster_member": N_("roster member"),
+    "roster_status": N_("roster status"),
+    "roster_roles": N_("roster roles"),
+    "name": N_("name"),
+    "email": N_("email"),
+}
+_FIELD_PARTS = {
+    "attempts": N_("%(field)s: attempts"),
+    "landed": N_("%(field)s: landed"),
+    "format_errors": N_("%(field)s: format errors"),
+    "slips": N_("%(field)s: slips"),
+}
+_STEP_AT = N_("%(step)s: when")
+_ROW_PREDICTION = N_("%(row)s: prediction")
+
+
+def headers(names: list[str], lesson: Lesson) -> list[str]:
+    """The header of each column `names` lists, in the current locale: in English the
+    column's name itself (docs/instructor.md), in another language its words, the lesson's
+    labels in that language. The values below stay machine-readable in every language."""
+    if current_locale() == DEFAULT_LOCALE:
+        return list(names)
+    text = localized(lesson)
+    words: dict[str, str] = {name: gettext(word) for name, word in _COLUMN_WORDS.items()}
+    for step in STEPS:
+        words[f"{step}_at"] = gettext(_STEP_AT) % {"step": gettext(STEP_LABELS[step])}
+    for number in text.number_fields:
+        for part, template in _FIELD_PARTS.items():
+            words[f"{number.id}_{part}"] = gettext(template) % {"field": number.label}
+    for row in text.rows:
+        words[f"{row.key}_prediction"] = gettext(_ROW_PREDICTION) % {"row": row.label}
+    return [words.get(name, name) for name in names]
 
 
 def timestamp(moment: datetime | None) -> str:

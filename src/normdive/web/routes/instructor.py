@@ -20,6 +20,7 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 
+from normdive.lesson.translations import localized
 from normdive.lti import grade_doctor, passback
 from normdive.lti.roster import roster_of
 from normdive.progress.report_export import aggregate
@@ -91,11 +92,12 @@ def _instructor_page(svc: Services, request: Request) -> Response:
         return _refused(request, NO_ACCESS)
     report = pool_report(svc, pool)
     roster = roster_of(svc.engine, pool.context_key)
+    lesson = localized(svc.lesson)  # its text in the instructor's language
     body = svc.renderer.env.get_template(INSTRUCTOR_TEMPLATE).render(
-        lesson=svc.lesson,
+        lesson=lesson,
         pool=pool,
         report=report,
-        charts=instructor_charts(svc.lesson, report),
+        charts=instructor_charts(lesson, report),
         takeaways=report.takeaways[:TAKEAWAYS_SHOWN],
         roster=roster,
         not_opened=roster.not_opened[:NOT_OPENED_SHOWN] if roster is not None else (),

@@ -11,6 +11,7 @@ import io
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from normdive.i18n.catalogues import gettext, ngettext
 from normdive.lesson.content import Lesson
 from normdive.lti.roster import Roster, RosterEntry
 from normdive.progress.facts import RecordingFacts, recording_facts
@@ -20,7 +21,7 @@ from normdive.progress.report import (
     PoolReport,
     summary_from_record,
 )
-from normdive.progress.report_export import columns, record, spreadsheet_safe
+from normdive.progress.report_export import columns, headers, record, spreadsheet_safe
 from normdive.store.snapshots import Snapshots
 from normdive.web.infrastructure.instructor_access import Pool
 from normdive.web.infrastructure.services import Services
@@ -74,7 +75,8 @@ def csv_chunks(
     on_roster = roster.by_learner() if roster is not None else {}
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=names, lineterminator="\r\n")
-    writer.writeheader()
+    # The header in the instructor's language (report_export.headers); the cells as ever.
+    writer.writerow(dict(zip(names, headers(names, lesson), strict=True)))
     pending = 0
 
     def rows() -> Iterator[dict[str, str]]:
@@ -115,22 +117,25 @@ class InstructorCharts:
 
 
 def _tries(count: int) -> str:
-    return f"{count} {'try' if count == 1 else 'tries'}"
+    return ngettext("%(num)d try", "%(num)d tries", count) % {"num": count}
 
 
 def instructor_charts(lesson: Lesson, report: PoolReport) -> InstructorCharts:
     reading_labels = {choice.id: choice.label for choice in lesson.reading.choices}
     right = {choice.id for choice in lesson.reading.choices if choice.correct}
     opening_labels = {choice.id: choice.label for choice in lesson.predict.choices}
+    verdicts = {True: gettext("right"), False: gettext("wrong")}
     if report.opening_answer is None:
-        answer = "The recording cannot be read, so what it shows is unknown."
+        answer = gettext("The recording cannot be read, so what it shows is unknown.")
     elif report.opening_answer == TIE:
-        answer = "The recording shows a tie: neither component alone recovers more."
+        answer = gettext("The recording shows a tie: neither component alone recovers more.")
     else:
         named = lesson.components.get(report.opening_answer, report.opening_answer)
-        answer = f"The recording shows that putting back {named} alone recovers more."
+        answer = gettext("The recording shows that putting back %(named)s alone recovers more.") % {
+            "named": named
+        }
     return InstructorCharts(
-        funnel=tuple((step.label, step.reached) for step in report.funnel),
+        funnel=tuple((gettext(step.label), step.reached) for step in report.funnel),
         attempts={
             number.field_id: tuple(
                 (_tries(tries), learners) for tries, learners in number.attempts_to_land.items()
@@ -144,10 +149,7 @@ def instructor_charts(lesson: Lesson, report: PoolReport) -> InstructorCharts:
             for number in report.fields
         },
         reading=tuple(
-            (
-                f"{reading_labels.get(choice, choice)} ({'right' if choice in right else 'wrong'})",
-                count,
-            )
+            (f"{reading_labels.get(choice, choice)} ({verdicts[choice in right]})", count)
             for choice, count in report.reading_choices.items()
         ),
         opening=tuple(
