@@ -97,3 +97,13 @@ def test_the_page_carries_its_scripts_words_in_its_language(client: TestClient) 
         "Der Server war nicht erreichbar, daher wurde nichts gespeichert. Versuchen Sie es erneut."
     )
     assert json.loads(str(html["data-value-words"]))["not a number"] == "keine Zahl"
+
+
+def test_static_files_are_the_same_in_every_language(client: TestClient) -> None:
+    page = html_of(client)
+    stylesheet = page.find("link", rel="stylesheet")
+    assert stylesheet is not None
+    answer = client.get(str(stylesheet["href"]), headers={"Accept-Language": "de"})
+    assert answer.status_code == 200
+    assert "accept-language" not in answer.headers.get("vary", "").lower()
+    assert "accept-language" in client.get("/").headers["vary"].lower()

@@ -98,7 +98,7 @@ def create_app(settings: Settings | None = None) -> NormdiveApp:
     app.mount(STATIC_MOUNT, StaticAssets(STATIC_DIR, version), name="static")
     install_error_handlers(app)
     # Innermost: the request's locale is set for everything that draws or composes its answer.
-    app.add_middleware(Language, settings=settings)
+    app.add_middleware(Language, settings=settings, unvaried=(STATIC_MOUNT + "/",))
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES, timeout_s=settings.body_timeout_s)
     app.add_middleware(CompressResponses)
     # Outside the others added, so everything inside sees the client a trusted proxy names.

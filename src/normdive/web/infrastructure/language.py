@@ -88,12 +88,15 @@ def language_switch() -> tuple[SwitchLink, ...]:
 class Language:
     """The locale of each request, and the switch's GET (see the module's docstring)."""
 
-    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+    def __init__(self, app: ASGIApp, settings: Settings, unvaried: tuple[str, ...] = ()) -> None:
         self.app = app
         self.settings = settings
+        # Paths answered alike in every language (the static files, kept by browsers for
+        # good): passed through, with no Vary: Accept-Language to split their caches.
+        self.unvaried = unvaried
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope["path"].startswith(self.unvaried):
             await self.app(scope, receive, send)
             return
         request = Request(scope)
