@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from normdive.config import Settings
 from normdive.i18n.catalogues import activated
 from normdive.lesson import translations
 from normdive.lesson.content import LessonError, load_lesson
@@ -19,6 +20,8 @@ from normdive.lesson.translations import (
     missing_text,
     translation_resource,
 )
+from normdive.web.app import create_app
+from normdive.web.infrastructure.startup import readiness_problems
 
 LESSON = load_lesson()
 SHIPPED = ["de", "ar"]
@@ -116,3 +119,17 @@ def test_a_translation_that_changes_data_or_breaks_a_template_is_refused(
 def test_english_has_no_translation_file_to_miss() -> None:
     assert missing_text("en") == ()
     assert english()["title"] == LESSON.title
+
+
+def test_a_malformed_translation_stops_the_server_at_start(
+    monkeypatch: pytest.MonkeyPatch, settings: Settings
+) -> None:
+    _with_translation(monkeypatch, "ar", 'eps = "1"')
+    translations._translated.cache_clear()
+    try:
+        problems = readiness_problems(settings)
+        assert any("content/d9.ar.toml: eps: is data" in problem for problem in problems)
+        with pytest.raises(LessonError, match=r"d9\.ar\.toml"):
+            create_app(settings)
+    finally:
+        translations._translated.cache_clear()

@@ -18,7 +18,9 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
 from normdive.config import Settings, get_settings
+from normdive.i18n.locales import LOCALES
 from normdive.lesson.content import load_lesson
+from normdive.lesson.translations import localized
 from normdive.progress.history import History
 from normdive.store.db import make_engine
 from normdive.store.event_store import Store
@@ -83,6 +85,10 @@ def create_app(settings: Settings | None = None) -> NormdiveApp:
     # client sets, and a 307 makes the browser post the form again, there.
     app.router.redirect_slashes = False
     lesson = load_lesson()
+    # Each language's lesson text is read now: a malformed one fails at start-up, naming the
+    # field, as d9.toml does; the texts one leaves in English are logged (lesson.translations).
+    for locale in LOCALES:
+        localized(lesson, locale)
     app.frame_signer = frame_signer(settings.secret_key)
     app.state.services = Services(
         settings=settings,

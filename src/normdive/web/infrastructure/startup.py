@@ -10,7 +10,9 @@ from sqlalchemy import inspect
 from sqlalchemy.exc import SQLAlchemyError
 
 from normdive.config import Settings
+from normdive.i18n.locales import LOCALES
 from normdive.lesson.content import LessonError, load_lesson
+from normdive.lesson.translations import localized
 from normdive.store.db import failure_reason, make_engine
 from normdive.store.tables import Base
 
@@ -28,7 +30,9 @@ def readiness_problems(settings: Settings) -> list[str]:
     reached or has no tables yet, or lesson content that does not validate."""
     problems = []
     try:
-        load_lesson()
+        lesson = load_lesson()
+        for locale in LOCALES:  # each language's text too (lesson.translations)
+            localized(lesson, locale)
     except LessonError as error:
         problems.append(f"lesson content: {error}")
     engine = make_engine(settings.database_url)
