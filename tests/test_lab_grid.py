@@ -130,8 +130,8 @@ def test_a_grid_keeps_non_finite_figures_and_looks_cells_up() -> None:
     ("changes", "message"),
     [
         ({"cells": [cell(), cell()]}, "appears twice"),
-        ({"cells": [cell(eps=None)]}, "exactly when layer norm is on"),
-        ({"cells": [cell(layernorm=False)]}, "exactly when layer norm is on"),
+        ({"cells": [cell(eps=None)]}, "layer norm is on: give its eps"),
+        ({"cells": [cell(layernorm=False)]}, "layer norm is off: eps must be null"),
         ({"colour": "red"}, "Extra inputs"),
         (
             {"cells": [cell(final={"step": 3, "heldout_loss": "lots", "heldout_accuracy": 1})]},

@@ -86,7 +86,7 @@ def test_a_run_outside_its_plan_or_twice_is_refused() -> None:
     with pytest.raises(ValidationError, match="seed 7 is not in the plan"):
         Runs.model_validate(ablation)
     ablation["runs"][0]["config"].update(seed=0, layernorm=False)
-    with pytest.raises(ValidationError, match="eps is given exactly when layer norm is on"):
+    with pytest.raises(ValidationError, match="layer norm is off: eps must be null"):
         Runs.model_validate(ablation)
 
 

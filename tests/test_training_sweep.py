@@ -11,8 +11,8 @@ from rich.console import Console
 from normdive.recording.format import RunConfig
 from normdive.recording.sweep import default_plan, relative_cost
 from normdive.training.progress import RunProgress
-from normdive.training.runner import PartialRows, run_here
-from normdive.training.sweep import sweep_fingerprint, sweep_jobs
+from normdive.training.runner import PartialRows, fingerprint, run_here
+from normdive.training.sweep import sweep_jobs
 
 TINY = RunConfig(depth=8, d_model=8, n_heads=2, steps=4, batch_size=4, eval_every=2, heldout_size=4)
 
@@ -31,16 +31,17 @@ def test_each_job_trains_at_its_runs_depth_and_init() -> None:
 
 
 def test_the_fingerprint_names_the_settings_and_device_not_the_plan() -> None:
-    assert sweep_fingerprint(TINY, "cpu") == sweep_fingerprint(TINY, "cpu")
-    assert sweep_fingerprint(TINY, "cpu") != sweep_fingerprint(TINY, "cuda")
-    assert sweep_fingerprint(TINY, "cpu") != sweep_fingerprint(RunConfig(), "cpu")
-    assert "plan" not in sweep_fingerprint(TINY, "cpu")
+    assert fingerprint(TINY, "cpu", "sweep") == fingerprint(TINY, "cpu", "sweep")
+    assert fingerprint(TINY, "cpu", "sweep") != fingerprint(TINY, "cuda", "sweep")
+    assert fingerprint(TINY, "cpu", "sweep") != fingerprint(RunConfig(), "cpu", "sweep")
+    assert fingerprint(TINY, "cpu", "sweep") != fingerprint(TINY, "cpu")
+    assert "plan" not in fingerprint(TINY, "cpu", "sweep")
 
 
 def test_the_in_process_path_keeps_each_run_under_its_name(tmp_path: Path) -> None:
     plan = default_plan(depths=(1, 2), seeds=(0,), inits=("pytorch",), rows=("both",))
     jobs = sweep_jobs(TINY, plan.runs())
-    partial = PartialRows(tmp_path / "s.json", sweep_fingerprint(TINY, "cpu"), fresh=False)
+    partial = PartialRows(tmp_path / "s.json", fingerprint(TINY, "cpu", "sweep"), fresh=False)
     console = Console(file=io.StringIO(), force_terminal=False)
     bars = RunProgress(console, [job.planned for job in jobs], TINY.steps)
     with bars:

@@ -721,22 +721,15 @@ LAB_OVERRIDABLE = {
 }
 
 
-def _record_lab(
-    ctx: typer.Context,
-    *,
-    rows: list[RowKey],
-    seeds: str,
-    depths: str | None,
-    eps: str | None,
-    eps_seeds: str | None,
-    jobs: int | None,
-    out: Path,
-    fresh: bool,
-    shard: tuple[int, int] | None,
-) -> NoReturn:
-    """record-runs --lab: the lab grid beside --out (docs/lab.md, "The grid file"), or the
-    `shard` (I, N) of it beside where the grid goes."""
+def _record_lab(ctx: typer.Context, rows: list[RowKey]) -> NoReturn:
+    """record-runs --lab, its options read from `ctx`: the lab grid beside --out (docs/lab.md,
+    "The grid file"), or the --shard I/N of it beside where the grid goes."""
     from pydantic import ValidationError
+
+    options = ctx.params
+    depths, eps, eps_seeds = options["lab_depths"], options["lab_eps"], options["lab_eps_seeds"]
+    shard = parse_shard(options["shard"]) if options["shard"] is not None else None
+    grid_out = lab_path_for(options["out"])
 
     from normdive.lab.grid import LabBase
     from normdive.recording.runs import LabOffered
@@ -749,7 +742,7 @@ def _record_lab(
     given = {
         field: ctx.params[option] for option, field in LAB_OVERRIDABLE.items() if typed(option)
     }
-    seed_list = parse_seeds(seeds)
+    seed_list = parse_seeds(options["seeds"])
     extra: list[int] | None
     if eps_seeds is None:
         extra = None if LAB_EXTRA_EPS_SEEDS is None else list(LAB_EXTRA_EPS_SEEDS)
@@ -772,18 +765,11 @@ def _record_lab(
         typer.echo(f"Invalid settings: {problems}", err=True)
         raise typer.Exit(EXIT_SETTINGS_INVALID) from None
 
-    from normdive.training.command import record_lab_runs  # torch, in the workers only
+    from normdive.training.command import Asked, record_lab_runs  # torch: in the workers
 
-    status = record_lab_runs(
-        base,
-        offered,
-        rows,
-        extra_eps_seeds=extra,
-        jobs=jobs,
-        out=lab_path_for(out) if shard is None else shard_path_for(lab_path_for(out), *shard),
-        fresh=fresh,
-        shard=shard,
-    )
+    where = grid_out if shard is None else shard_path_for(grid_out, *shard)
+    asked = Asked("cpu", options["jobs"], where, options["fresh"], shard)
+    status = record_lab_runs(base, offered, rows, asked, extra_eps_seeds=extra)
     raise typer.Exit(status)
 
 
@@ -910,18 +896,7 @@ def record_runs(
             )
         if jobs is not None and jobs < 1:
             raise typer.BadParameter("give at least 1", param_hint="--jobs")
-        _record_lab(
-            ctx,
-            rows=row_list,
-            seeds=seeds,
-            depths=lab_depths,
-            eps=lab_eps,
-            eps_seeds=lab_eps_seeds,
-            jobs=jobs,
-            out=out,
-            fresh=fresh,
-            shard=parse_shard(shard) if shard is not None else None,
-        )
+        _record_lab(ctx, row_list)
     seed_list = parse_seeds(seeds)
     if not sweep and sweep_depths is not None:
         raise typer.BadParameter("--sweep-depths goes with --sweep", param_hint="--sweep")
@@ -958,36 +933,18 @@ def record_runs(
         raise typer.Exit(EXIT_SETTINGS_INVALID) from None
 
     # torch from here on: normdive.training is the only code that imports it.
-    from normdive.training.command import NoCudaDevice, record_sweep_runs
+    from normdive.training.command import Asked, NoCudaDevice, record_sweep_runs
     from normdive.training.command import record_runs as train_and_record
 
+    where = sweep_path_for(out) if sweep else out
+    if shard_part is not None:
+        where = shard_path_for(where, *shard_part)
+    asked = Asked(device, jobs, where, fresh, shard_part)
     try:
         if sweep:
-            sweep_out = sweep_path_for(out)
-            if shard_part is not None:
-                sweep_out = shard_path_for(sweep_out, *shard_part)
-            status = record_sweep_runs(
-                config,
-                row_list,
-                seed_list,
-                depths=depth_list,
-                shard=shard_part,
-                device=device,
-                jobs=jobs,
-                out=sweep_out,
-                fresh=fresh,
-            )
+            status = record_sweep_runs(config, row_list, seed_list, asked, depths=depth_list)
         else:
-            status = train_and_record(
-                config,
-                row_list,
-                seed_list,
-                device=device,
-                jobs=jobs,
-                out=out if shard_part is None else shard_path_for(out, *shard_part),
-                fresh=fresh,
-                shard=shard_part,
-            )
+            status = train_and_record(config, row_list, seed_list, asked)
     except NoCudaDevice as error:
         typer.echo(str(error), err=True)
         raise typer.Exit(EXIT_SETTINGS_INVALID) from None

@@ -13,7 +13,6 @@ by measurement (docs/lab.md, "Why this config"). Figures are `Measure`s, so a di
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
@@ -29,7 +28,6 @@ from normdive.recording.reader import (
 )
 from normdive.recording.runs import (
     LESSON,
-    RUNS_FORMAT_VERSION,
     TORCH_LAYERNORM_EPS,
     LabOffered,
     LabPlan,
@@ -37,6 +35,8 @@ from normdive.recording.runs import (
     RunFinal,
     RunPoint,
     Runs,
+    check_eps,
+    runs_file,
     settings_at,
 )
 from normdive.recording.selection import Setting, select_one
@@ -139,12 +139,7 @@ class LabConfig(LabBase):
 
     @model_validator(mode="after")
     def _eps_with_layernorm(self) -> LabConfig:
-        if self.layernorm and self.eps is None:
-            raise ValueError("layer norm is on: give its eps (0 allowed)")
-        if not self.layernorm and self.eps is not None:
-            raise ValueError("layer norm is off: eps must be null")
-        if self.eps is not None and not math.isfinite(self.eps):
-            raise ValueError("eps must be a finite number")
+        check_eps(self.layernorm, self.eps)
         return self
 
     @property
@@ -221,8 +216,7 @@ class LabCell(_Model):
 
     @model_validator(mode="after")
     def _eps_with_layernorm(self) -> LabCell:
-        if self.layernorm != (self.eps is not None):
-            raise ValueError("eps is given exactly when layer norm is on")
+        check_eps(self.layernorm, self.eps)
         return self
 
 
@@ -366,11 +360,9 @@ def lab_grid_runs(grid: LabGrid) -> Runs:
         {**grid.base.model_dump(), "depth": LAB_DEPTH, "init": LAB_INIT}
     )
     first_seed = grid.offered.seeds[0]
-    return Runs(
-        format_version=RUNS_FORMAT_VERSION,
-        kind="runs",
-        lesson=LESSON,
-        plan=LabPlan(
+    return runs_file(
+        LESSON,
+        LabPlan(
             kind="lab_grid",
             base=base,
             first={
@@ -384,8 +376,8 @@ def lab_grid_runs(grid: LabGrid) -> Runs:
             trimmed=grid.trimmed,
             **grid.offered.model_dump(),
         ),
-        provenance=[grid.provenance],
-        runs=[
+        [grid.provenance],
+        [
             Run(
                 config=settings_at(
                     base,

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from normdive.recording.reader import NOUNS, validation_summary
-from normdive.recording.runs import Runs, run_label, settings_point
+from normdive.recording.runs import Runs, run_label, runs_file, settings_point
 
 
 class MergeProblem(Exception):
@@ -83,13 +83,11 @@ def merge_runs(parts: Sequence[tuple[str, Runs]]) -> Runs:
     first = parts[0][1]
     plan = first.plan.model_copy(update={"shard": None})
     try:
-        return Runs(
-            format_version=first.format_version,
-            kind=first.kind,
-            lesson=first.lesson,
-            plan=plan,
-            provenance=[source for _, part in ordered for source in part.provenance],
-            runs=plan.file_order(run for _, part in parts for run in part.runs),
+        return runs_file(
+            first.lesson,
+            plan,
+            [source for _, part in ordered for source in part.provenance],
+            plan.file_order(run for _, part in parts for run in part.runs),
         )
     except ValidationError as error:
         noun = NOUNS[plan.kind]

@@ -23,13 +23,13 @@ from normdive.recording.format import (
     RunConfig,
 )
 from normdive.recording.runs import (
-    RUNS_FORMAT_VERSION,
     AblationPlan,
     Run,
     RunFinal,
     RunPoint,
     Runs,
     SweepPlan,
+    runs_file,
     settings_at,
 )
 from normdive.recording.sweep import (
@@ -81,19 +81,17 @@ def ablation_runs(recording: Recording, rows: Sequence[RowKey] | None = None) ->
     """The recording as a file of runs of the ablation plan: `rows` at each of its seeds
     (default: the rows it holds)."""
     present = set(rows) if rows is not None else {row.key for row in recording.rows}
-    return Runs(
-        format_version=RUNS_FORMAT_VERSION,
-        kind="runs",
-        lesson=recording.lesson,
-        plan=AblationPlan(
+    return runs_file(
+        recording.lesson,
+        AblationPlan(
             kind="ablation",
             base=recording.config,
             first={"seed": recording.page_seed},
             rows=[key for key in ROW_SWITCHES if key in present] or list(ROW_SWITCHES),
             seeds=recording.seeds,
         ),
-        provenance=[recording.provenance],
-        runs=[row_run(row, recording.config) for row in recording.rows],
+        [recording.provenance],
+        [row_run(row, recording.config) for row in recording.rows],
     )
 
 
@@ -131,11 +129,9 @@ def sweep_trimmed(axes: SweepAxes) -> str | None:
 
 def sweep_runs(sweep: Sweep) -> Runs:
     """The depth sweep as a file of runs of the sweep plan."""
-    return Runs(
-        format_version=RUNS_FORMAT_VERSION,
-        kind="runs",
-        lesson=sweep.lesson,
-        plan=SweepPlan(
+    return runs_file(
+        sweep.lesson,
+        SweepPlan(
             kind="sweep",
             base=sweep.config,
             first={"seed": sweep.plan.depths[0].seeds[0]},
@@ -143,8 +139,8 @@ def sweep_runs(sweep: Sweep) -> Runs:
             shard=sweep.shard,
             **sweep.plan.model_dump(),
         ),
-        provenance=sweep.provenance,
-        runs=[row_run(run.row, sweep.config, depth=run.depth, init=run.init) for run in sweep.runs],
+        sweep.provenance,
+        [row_run(run.row, sweep.config, depth=run.depth, init=run.init) for run in sweep.runs],
     )
 
 

@@ -53,6 +53,17 @@ PLAN_KINDS: tuple[PlanKind, ...] = ("ablation", "sweep", "lab_grid")
 PLAN_INDENTS: dict[PlanKind, int | None] = {"ablation": 1, "sweep": None, "lab_grid": None}
 
 
+def check_eps(layernorm: bool, eps: float | None) -> None:
+    """Raise ValueError unless `eps` is a finite number (0 allowed) exactly when layer norm is
+    on, and null when it is off."""
+    if layernorm and eps is None:
+        raise ValueError("layer norm is on: give its eps (0 allowed)")
+    if not layernorm and eps is not None:
+        raise ValueError("layer norm is off: eps must be null")
+    if eps is not None and not math.isfinite(eps):
+        raise ValueError("eps must be a finite number")
+
+
 class RunSettings(RunConfig):
     """One run's whole configuration: the shared settings and the run's own choices."""
 
@@ -65,10 +76,7 @@ class RunSettings(RunConfig):
 
     @model_validator(mode="after")
     def _eps_with_layernorm(self) -> RunSettings:
-        if self.layernorm != (self.eps is not None):
-            raise ValueError("eps is given exactly when layer norm is on")
-        if self.eps is not None and not math.isfinite(self.eps):
-            raise ValueError("eps must be a finite number")
+        check_eps(self.layernorm, self.eps)
         return self
 
     @property
@@ -281,7 +289,14 @@ class LabPlan(LabOffered, _Plan):
         ]
 
 
-Plan = Annotated[AblationPlan | SweepPlan | LabPlan, Field(discriminator="kind")]
+PlanT = AblationPlan | SweepPlan | LabPlan
+Plan = Annotated[PlanT, Field(discriminator="kind")]
+
+
+def runs_file(lesson: str, plan: PlanT, made_by: list[Provenance], runs: list[Run]) -> Runs:
+    """A file of `runs` of `plan` in this format_version, as `made_by` recorded them."""
+    head = {"format_version": RUNS_FORMAT_VERSION, "kind": RUNS_KIND, "lesson": lesson}
+    return Runs.model_validate({**head, "plan": plan, "provenance": made_by, "runs": runs})
 
 
 def _settings(run: Run) -> dict[str, Setting]:

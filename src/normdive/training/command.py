@@ -13,6 +13,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import TypeVar
@@ -113,24 +114,35 @@ def _interrupt_on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt  # a polite stop from `kill` ends as cleanly as Ctrl-C
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What record-runs was asked, whatever the plan: the `device` (auto, cpu or cuda), the
+    worker processes (`jobs`; None: one per CPU), where the file goes (`out`), whether to drop
+    the runs kept from an interrupted call (`fresh`), and the `shard` (I, N) to train (None:
+    the whole plan)."""
+
+    device: str
+    jobs: int | None
+    out: Path
+    fresh: bool
+    shard: tuple[int, int] | None = None
+
+    @property
+    def part(self) -> ShardPart | None:
+        return None if self.shard is None else ShardPart(index=self.shard[0], count=self.shard[1])
+
+    def recorder(self, device: str, processes: int, console: Console) -> Recorder:
+        return Recorder(device, processes, self.out, command_line(), self.fresh, console)
+
+
 def record_runs(
-    config: RunConfig,
-    rows: Sequence[RowKey],
-    seeds: Sequence[int],
-    *,
-    device: str,
-    jobs: int | None,
-    out: Path,
-    fresh: bool,
-    shard: tuple[int, int] | None = None,
+    config: RunConfig, rows: Sequence[RowKey], seeds: Sequence[int], asked: Asked
 ) -> int:
-    """Train the rows (or the `shard` (I, N) of them) and write the recording to `out`;
-    returns the exit status. `device` is auto, cpu or cuda; `jobs` None means one process per
-    CPU. Raises NoCudaDevice before anything is trained."""
-    device = resolve_device(device)
-    part = ShardPart(index=shard[0], count=shard[1]) if shard is not None else None
+    """Train the rows (or the shard of them asked) and write the recording; returns the exit
+    status. Raises NoCudaDevice before anything is trained."""
+    device, part, out = resolve_device(asked.device), asked.part, asked.out
     tasks = plan(rows, seeds)[part.index - 1 :: part.count] if part else plan(rows, seeds)
-    processes = job_count(jobs, len(tasks))
+    processes = job_count(asked.jobs, len(tasks))
     console = Console(soft_wrap=True)  # paths and table lines stay whole in logs
     console.print(
         f"Recording {len(tasks)} row(s)"
@@ -146,11 +158,7 @@ def record_runs(
         ROW,
         "record-runs",
         lambda: record(
-            config,
-            rows,
-            Recorder(device, processes, out, command_line(), fresh, console),
-            seeds=seeds,
-            shard=part,
+            config, rows, asked.recorder(device, processes, console), seeds=seeds, shard=part
         ),
         lambda recording: [*summary_table(recording), ranking_note(recording)],
     )
@@ -160,19 +168,15 @@ def record_sweep_runs(
     config: RunConfig,
     rows: Sequence[RowKey],
     seeds: Sequence[int],
+    asked: Asked,
     *,
     depths: Sequence[int] | None,
-    shard: tuple[int, int] | None,
-    device: str,
-    jobs: int | None,
-    out: Path,
-    fresh: bool,
 ) -> int:
-    """Train the depth sweep (or one shard of it) and write it to `out`; returns the exit
+    """Train the depth sweep (or the shard of it asked) and write it; returns the exit
     status. `depths` None means the default depths, and depth 32 too on CUDA. On the CPU the
     default trims the seeds from depth 16 on (recording.sweep.TRIM_DEPTH); on CUDA it does
     not. Raises NoCudaDevice before anything is trained."""
-    device = resolve_device(device)
+    device, part, out = resolve_device(asked.device), asked.part, asked.out
     chosen_depths = (
         list(depths)
         if depths is not None
@@ -181,9 +185,8 @@ def record_sweep_runs(
     sweep_plan = default_plan(
         chosen_depths, seeds, rows=rows, trim_depth=None if device == "cuda" else TRIM_DEPTH
     )
-    part = ShardPart(index=shard[0], count=shard[1]) if shard is not None else None
     runs = sweep_plan.runs() if part is None else sweep_plan.shard_runs(part.index, part.count)
-    processes = job_count(jobs, len(runs))
+    processes = job_count(asked.jobs, len(runs))
     console = Console(soft_wrap=True)
     depth_text = "; ".join(
         f"depth {entry.depth} seeds {', '.join(map(str, entry.seeds))}"
@@ -205,10 +208,7 @@ def record_sweep_runs(
         RUN,
         "record-runs --sweep",
         lambda: record_sweep(
-            config,
-            sweep_plan,
-            Recorder(device, processes, out, command_line(), fresh, console),
-            shard=part,
+            config, sweep_plan, asked.recorder(device, processes, console), shard=part
         ),
         sweep_summary,
     )
@@ -218,25 +218,22 @@ def record_lab_runs(
     base: LabBase,
     offered: LabOffered,
     rows: Sequence[RowKey],
+    asked: Asked,
     *,
     extra_eps_seeds: Sequence[int] | None,
-    jobs: int | None,
-    out: Path,
-    fresh: bool,
-    shard: tuple[int, int] | None = None,
 ) -> int:
-    """Train the lab grid (docs/lab.md, "The grid file"), or its `shard` (I, N), on the CPU
-    and write it to `out`; returns the exit status. `extra_eps_seeds`: the seeds at which the
-    offered eps values other than the default are recorded (None: every seed); the file says
-    what was left out."""
+    """Train the lab grid (docs/lab.md, "The grid file"), or the shard of it asked, on the
+    CPU (whatever `asked.device` says) and write it; returns the exit status.
+    `extra_eps_seeds`: the seeds at which the offered eps values other than the default are
+    recorded (None: every seed); the file says what was left out."""
     lab_plan = LabPlan(
         offered,
         tuple(rows),
         None if extra_eps_seeds is None else tuple(extra_eps_seeds),
     )
-    part = ShardPart(index=shard[0], count=shard[1]) if shard is not None else None
+    part, out = asked.part, asked.out
     cells = len(lab_plan.points(part))
-    processes = job_count(jobs, cells)
+    processes = job_count(asked.jobs, cells)
     console = Console(soft_wrap=True)
     console.print(
         "Recording the lab grid"
@@ -254,10 +251,7 @@ def record_lab_runs(
         CELL,
         "record-runs --lab",
         lambda: record_lab(
-            base,
-            lab_plan,
-            Recorder(LAB_DEVICE, processes, out, command_line(), fresh, console),
-            shard=part,
+            base, lab_plan, asked.recorder(LAB_DEVICE, processes, console), shard=part
         ),
         lab_summary,
     )

@@ -29,6 +29,7 @@ from normdive.training.progress import Planned, RunProgress
 from normdive.training.runner import (
     PartialRows,
     Recorder,
+    fingerprint,
     record_kept,
     run_processes,
     serve_tasks,
@@ -58,17 +59,26 @@ class LabJob:
 
     @property
     def name(self) -> str:
-        c = self.config
-        norm = f"ln-eps{c.eps:g}" if c.eps is not None else "noln"
-        residual = "res" if c.residual else "nores"
-        return f"d{c.depth}-{c.init}-{norm}-{residual}-seed{self.seed}"
+        return self._said(("d{}", "ln-eps{:g}", "noln", "res", "nores", "seed{}"), "-")
 
     @property
     def label(self) -> str:
+        return self._said(("depth {}", "LN eps {:g}", "no LN", "res", "no res", "seed {}"), " ")
+
+    def _said(self, words: tuple[str, str, str, str, str, str], between: str) -> str:
+        """The cell in `words`: its depth, eps (or no layer norm), residual (or none) and
+        seed, each filled into its template, and its init, joined by `between`."""
+        depth, eps, no_norm, residual, no_residual, seed = words
         c = self.config
-        norm = f"LN eps {c.eps:g}" if c.eps is not None else "no LN"
-        residual = "res" if c.residual else "no res"
-        return f"depth {c.depth} {c.init} {norm} {residual} seed {self.seed}"
+        return between.join(
+            (
+                depth.format(c.depth),
+                c.init,
+                eps.format(c.eps) if c.eps is not None else no_norm,
+                residual if c.residual else no_residual,
+                seed.format(self.seed),
+            )
+        )
 
     @property
     def point(self) -> Point:
@@ -142,16 +152,6 @@ class LabPlan:
         return "; ".join(parts).capitalize() + "." if parts else None
 
 
-def lab_fingerprint(base: LabBase, device: str) -> dict[str, Any]:
-    """What kept cells must share with this run to be reused (the plan may differ)."""
-    return {
-        "kind": LAB_KIND,
-        "format_version": LAB_FORMAT_VERSION,
-        "base": base.model_dump(mode="json"),
-        "device": device,
-    }
-
-
 def lab_jobs(base: LabBase, points: Sequence[Point]) -> list[LabJob]:
     return [
         LabJob(LabConfig.at(base, depth=d, layernorm=ln, residual=res, eps=eps, init=init), seed)
@@ -205,7 +205,7 @@ def record_lab(
         lab_jobs(base, plan.points(shard)),
         how,
         noun=CELL,
-        fingerprint=lab_fingerprint(base, how.device),
+        fingerprint=fingerprint(base, how.device, "lab_grid"),
         load=_load,
         train=train,
         steps=base.steps,

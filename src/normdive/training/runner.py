@@ -41,7 +41,7 @@ from normdive.recording.format import (
     RunConfig,
 )
 from normdive.recording.plans import ablation_runs
-from normdive.recording.runs import LESSON, Runs
+from normdive.recording.runs import LESSON, PlanKind, Runs
 from normdive.recording.sweep import ShardPart
 from normdive.training.progress import Planned, RunProgress
 from normdive.training.provenance import provenance
@@ -157,11 +157,14 @@ class PartialRows:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def fingerprint(config: RunConfig, device: str) -> dict[str, Any]:
-    """What kept rows must share with this run to be reused."""
+def fingerprint(settings: BaseModel, device: str, kind: PlanKind = "ablation") -> dict[str, Any]:
+    """What kept runs must share with this call of a plan's `kind` to be reused: the shared
+    `settings` and the device (the plan may differ: a sweep widened with another depth trains
+    only what is new)."""
     return {
+        "kind": kind,
         "format_version": FORMAT_VERSION,
-        "config": config.model_dump(mode="json"),
+        "settings": settings.model_dump(mode="json"),
         "device": device,
     }
 

@@ -8,14 +8,11 @@ the plan; so a sweep run again with more depths or seeds trains only the new run
 
 from __future__ import annotations
 
-from typing import Any
-
 from normdive.recording.format import Provenance, Row, RunConfig
 from normdive.recording.plans import sweep_runs
 from normdive.recording.runs import LESSON
 from normdive.recording.sweep import (
     SWEEP_FORMAT_VERSION,
-    SWEEP_KIND,
     RunKey,
     ShardPart,
     Sweep,
@@ -25,19 +22,16 @@ from normdive.recording.sweep import (
     relative_cost,
     run_config,
 )
-from normdive.training.runner import Job, PartialRows, Recorder, record_kept, train_rows
+from normdive.training.runner import (
+    Job,
+    PartialRows,
+    Recorder,
+    fingerprint,
+    record_kept,
+    train_rows,
+)
 
 RUN = "run"  # one job of the sweep, on the console
-
-
-def sweep_fingerprint(config: RunConfig, device: str) -> dict[str, Any]:
-    """What kept runs must share with this sweep to be reused (the plan may differ)."""
-    return {
-        "kind": SWEEP_KIND,
-        "format_version": SWEEP_FORMAT_VERSION,
-        "config": config.model_dump(mode="json"),
-        "device": device,
-    }
 
 
 def sweep_jobs(config: RunConfig, runs: list[RunKey]) -> list[Job]:
@@ -83,7 +77,7 @@ def record_sweep(
         sweep_jobs(config, runs),
         how,
         noun=RUN,
-        fingerprint=sweep_fingerprint(config, how.device),
+        fingerprint=fingerprint(config, how.device, "sweep"),
         load=PartialRows.load,
         train=train_rows(how.device, how.jobs),
         steps=config.steps,
