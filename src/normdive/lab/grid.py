@@ -151,38 +151,23 @@ class LabConfig(LabBase):
         return RunConfig.model_validate(self.model_dump(include=set(RunConfig.model_fields)))
 
     @classmethod
-    def at(
-        cls,
-        base: LabBase,
-        *,
-        depth: int,
-        layernorm: bool,
-        residual: bool,
-        eps: float | None,
-        init: InitScheme,
-    ) -> LabConfig:
-        """The config of one grid point."""
-        return cls.model_validate(
-            {
-                **base.model_dump(),
-                "depth": depth,
-                "layernorm": layernorm,
-                "residual": residual,
-                "eps": eps,
-                "init": init,
-            }
-        )
+    def at(cls, base: LabBase, **choices: Setting) -> LabConfig:
+        """The config of one grid point: `base` with the learner's `choices` (depth,
+        layernorm, residual, eps, init)."""
+        return cls.model_validate({**base.model_dump(), **choices})
+
+
+_POINT = RunPoint.model_fields  # each figure keeps a run's constraints and wording
 
 
 class LabPoint(_Model):
-    """One evaluation along a cell's curve (the JavaScript trainer posts the same shape)."""
+    """One evaluation along a cell's curve (the JavaScript trainer posts the same shape): a
+    run's point less the gradient norm and the exact match, which the lab does not record."""
 
-    step: int = Field(ge=0, description="Updates done; 0 is the untrained model.")
-    train_loss: Measure | None = Field(
-        description="Mean training loss over the updates since the previous point; null at 0."
-    )
-    heldout_loss: Measure = Field(description="Cross-entropy on the copied half, held out.")
-    heldout_accuracy: Measure = Field(description="Per-token copy accuracy, held out (0..1).")
+    step: Annotated[int, _POINT["step"]]
+    train_loss: Annotated[Measure | None, _POINT["train_loss"]]
+    heldout_loss: Annotated[Measure, _POINT["heldout_loss"]]
+    heldout_accuracy: Annotated[Measure, _POINT["heldout_accuracy"]]
 
 
 class LabFinal(_Model):
@@ -399,36 +384,24 @@ def lab_grid_runs(grid: LabGrid) -> Runs:
 
 def lab_grid_view(runs: Runs) -> LabGrid:
     """A file of the lab plan as the grid the lab panel reads."""
-    plan = runs.plan
-    if not isinstance(plan, LabPlan):
-        raise ValueError(f"plan: a {plan.kind} plan, not a lab grid")
+    plan = runs.plan_as(LabPlan)
     return LabGrid(
         format_version=LAB_FORMAT_VERSION,
         kind=LAB_KIND,
         base=LabBase.model_validate(plan.base.model_dump(include=set(LabBase.model_fields))),
         offered=LabOffered.model_validate(plan.model_dump(include=set(LabOffered.model_fields))),
         trimmed=plan.trimmed,
-        cells=[
-            LabCell(
-                depth=run.config.depth,
-                layernorm=run.config.layernorm,
-                residual=run.config.residual,
-                eps=run.config.eps,
-                init=run.config.init,
-                seed=run.config.seed,
-                curve=[
-                    LabPoint.model_validate(point.model_dump(include=set(LabPoint.model_fields)))
-                    for point in run.curve
-                ],
-                final=LabFinal.model_validate(
-                    run.final.model_dump(include=set(LabFinal.model_fields))
-                ),
-                wall_s=run.wall_s,
-            )
-            for run in runs.runs
-        ],
+        cells=[_run_cell(run) for run in runs.runs],
         provenance=runs.provenance[0],
     )
+
+
+def _run_cell(run: Run) -> LabCell:
+    """A run as a lab cell: its point, the lab's figures of its curve, where it ended."""
+    curve = [point.model_dump(include=set(LabPoint.model_fields)) for point in run.curve]
+    final = run.final.model_dump(include=set(LabFinal.model_fields))
+    point = run.config.model_dump(include=set(POINT))
+    return LabCell.model_validate({**point, "curve": curve, "final": final, "wall_s": run.wall_s})
 
 
 def legacy_lab_grid(data: dict[str, Any]) -> Runs:

@@ -97,9 +97,7 @@ def ablation_runs(recording: Recording, rows: Sequence[RowKey] | None = None) ->
 
 def ablation_view(runs: Runs) -> Recording:
     """A file of the ablation plan as the recording the player plays."""
-    plan = runs.plan
-    if not isinstance(plan, AblationPlan):
-        raise ValueError(f"plan: a {plan.kind} plan, not an ablation")
+    plan = runs.plan_as(AblationPlan)
     page_seed = plan.first.get("seed", plan.seeds[0])
     return Recording(
         format_version=FORMAT_VERSION,
@@ -146,9 +144,7 @@ def sweep_runs(sweep: Sweep) -> Runs:
 
 def sweep_view(runs: Runs) -> Sweep:
     """A file of the sweep plan as the depth sweep the panel draws."""
-    plan = runs.plan
-    if not isinstance(plan, SweepPlan):
-        raise ValueError(f"plan: a {plan.kind} plan, not a depth sweep")
+    plan = runs.plan_as(SweepPlan)
     return Sweep(
         format_version=SWEEP_FORMAT_VERSION,
         kind=SWEEP_KIND,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import Field, model_validator
 
@@ -290,6 +290,7 @@ class LabPlan(LabOffered, _Plan):
 
 
 PlanT = AblationPlan | SweepPlan | LabPlan
+PlanKindT = TypeVar("PlanKindT", AblationPlan, SweepPlan, LabPlan)
 Plan = Annotated[PlanT, Field(discriminator="kind")]
 
 
@@ -358,6 +359,12 @@ class Runs(_Model):
     def run_at(self, **wanted: Setting) -> Run | None:
         """The first run at this configuration, if any."""
         return next(iter(self.select(**wanted)), None)
+
+    def plan_as(self, kind: type[PlanKindT]) -> PlanKindT:
+        """The file's plan, which must be of `kind` (else ValueError naming both)."""
+        if not isinstance(self.plan, kind):
+            raise ValueError(f"plan: a {self.plan.kind} plan, not a {kind.__name__}")
+        return self.plan
 
     def first_runs(self) -> list[Run]:
         """The runs the page plays first (the plan's `first`)."""

@@ -232,20 +232,11 @@ def train_row(
 
     full = next((p.step for p in curve if p.heldout_accuracy == 1.0), None)
     curve = thin(curve, MAX_CURVE_POINTS)
-    last = curve[-1]
-    return Row(
-        key=key,
-        seed=seed,
-        layernorm=layernorm,
-        residual=residual,
-        curve=curve,
-        block_grad_norms=blocks,
-        final=FinalFigures(
-            step=last.step,
-            heldout_loss=last.heldout_loss,
-            heldout_accuracy=last.heldout_accuracy,
-            heldout_exact_match=last.heldout_exact_match,
-            first_step_at_full_accuracy=full,
-        ),
-        wall_s=round(time.perf_counter() - started, 3),
+    # Where the row ended: its last point's held-out figures, and when it first copied all.
+    ended = curve[-1].model_dump(include=set(FinalFigures.model_fields))
+    final = FinalFigures.model_validate({**ended, "first_step_at_full_accuracy": full})
+    wall_s = round(time.perf_counter() - started, 3)
+    row = {"key": key, "seed": seed, "layernorm": layernorm, "residual": residual}
+    return Row.model_validate(
+        {**row, "curve": curve, "block_grad_norms": blocks, "final": final, "wall_s": wall_s}
     )
