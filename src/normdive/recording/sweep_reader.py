@@ -11,15 +11,14 @@ verdicts(sweep) -> the figures and the per-depth answers the page's sentences ar
 from __future__ import annotations
 
 import math
-import os
 import statistics
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from normdive.recording.format import InitScheme, RowKey, as_float
+from normdive.recording.kept import KeptByStat
 from normdive.recording.merge import merge_runs
 from normdive.recording.plans import legacy_sweep, sweep_runs, sweep_view
 from normdive.recording.reader import (
@@ -239,33 +238,24 @@ def merge_sweeps(parts: Sequence[tuple[str, Sweep]]) -> Sweep:
     return sweep_view(merge_runs([(name, sweep_runs(part)) for name, part in parts]))
 
 
-_status_cache: dict[Path, tuple[tuple[int, int, int, int], Sweep | RecordingProblem]] = {}
-_status_lock = threading.Lock()
+def _sweep_or_problem(where: Path) -> Sweep | RecordingProblem:
+    try:
+        return read_sweep(where)
+    except RecordingProblem as problem:
+        return problem
+    except Exception as error:
+        return RecordingProblem("unreadable", f"The sweep {where} could not be read: {error!r}")
+
+
+_sweeps: KeptByStat[Sweep | RecordingProblem] = KeptByStat(_sweep_or_problem)
 
 
 def sweep_status(path: Path | str) -> Sweep | RecordingProblem:
     """The sweep at `path`, or why it cannot be shown; never raises. Parsed again only when
-    the file's stat (inode, size, mtime, ctime) changes: the server asks on every open of the
-    panel, and parsing the default sweep takes tens of milliseconds."""
-    where = Path(path).absolute()
+    the file's stat changes (recording.kept)."""
     try:
-        info = os.stat(where)
+        return _sweeps.get(path)
     except FileNotFoundError:
         return RecordingProblem("missing", f"The sweep {path} does not exist. {SWEEP_REMEDY}")
     except OSError as error:
         return RecordingProblem("unreadable", f"The sweep {path} cannot be read ({error}).")
-    stamp = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-    with _status_lock:
-        seen = _status_cache.get(where)
-    if seen is not None and seen[0] == stamp:
-        return seen[1]
-    status: Sweep | RecordingProblem
-    try:
-        status = read_sweep(where)
-    except RecordingProblem as problem:
-        status = problem
-    except Exception as error:
-        status = RecordingProblem("unreadable", f"The sweep {path} could not be read: {error!r}")
-    with _status_lock:
-        _status_cache[where] = (stamp, status)
-    return status

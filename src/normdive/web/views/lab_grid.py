@@ -11,14 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from normdive.lab.grid import LabGridProblem, parse_lab_grid
 from normdive.progress.lab import LabChoice, figure
+from normdive.recording.kept import KeptByStat
 from normdive.recording.reader import MAX_RECORDING_BYTES
 from normdive.recording.selection import Setting, select_one
 
@@ -87,29 +86,23 @@ def _view(raw: bytes, name: str) -> LabGridView:
     return LabGridView(plain["base"], tuple(cells), trimmed, document)
 
 
-_lock = threading.Lock()
-_kept: dict[Path, tuple[tuple[int, int], LabGridView | GridProblem]] = {}
+def _grid_or_problem(path: Path) -> LabGridView | GridProblem:
+    try:
+        return _view(path.read_bytes()[: MAX_RECORDING_BYTES + 1], path.name)
+    except (LabGridProblem, OSError) as problem:
+        logger.warning("the lab grid %s cannot be used: %s", path, problem)
+        return "unusable"
+
+
+_grids: KeptByStat[LabGridView | GridProblem] = KeptByStat(_grid_or_problem)
 
 
 def lab_grid(path: Path) -> LabGridView | GridProblem:
-    """The grid at `path`, or why it cannot be used (logged once per file state)."""
+    """The grid at `path`, or why it cannot be used (logged once per file state: it is read
+    again only when its stat changes, recording.kept)."""
     try:
-        stat = os.stat(path)
+        return _grids.get(path)
     except FileNotFoundError:
         return "missing"
     except OSError:
         return "unusable"
-    key = (stat.st_mtime_ns, stat.st_size)
-    with _lock:
-        kept = _kept.get(path)
-        if kept is not None and kept[0] == key:
-            return kept[1]
-    result: LabGridView | GridProblem
-    try:
-        result = _view(path.read_bytes()[: MAX_RECORDING_BYTES + 1], path.name)
-    except (LabGridProblem, OSError) as problem:
-        logger.warning("the lab grid %s cannot be used: %s", path, problem)
-        result = "unusable"
-    with _lock:
-        _kept[path] = (key, result)
-    return result
