@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from normdive.lab.grid import LabCell, LabConfig, LabFinal, LabPoint
+from normdive.lab.grid import POINT, LabCell, LabConfig, LabFinal, LabPoint
 from normdive.lab.random import BATCHES, HELDOUT, WEIGHTS, Lab32
 from normdive.training.model import GPT2_STD, CopyTransformer
 from normdive.training.task import CopyBatch, copied_logits, separator
@@ -236,17 +236,8 @@ def _trained_cell(config: LabConfig, seed: int, report: LabProgressFn | None) ->
             last_accuracy = accuracy
         if report is not None and (step % REPORT_EVERY == 0 or step == config.steps):
             report(Progress(step, config.steps, loss, last_accuracy))
-    last = curve[-1]
-    return LabCell(
-        depth=config.depth,
-        layernorm=config.layernorm,
-        residual=config.residual,
-        eps=config.eps,
-        init=config.init,
-        seed=seed,
-        curve=curve,
-        final=LabFinal(
-            step=last.step, heldout_loss=last.heldout_loss, heldout_accuracy=last.heldout_accuracy
-        ),
-        wall_s=round(time.perf_counter() - started, 3),
-    )
+    # The cell: its point, its curve, where it ended (the last point's held-out figures).
+    point = {**config.model_dump(include=set(POINT)), "seed": seed}
+    final = LabFinal.model_validate(curve[-1].model_dump(include=set(LabFinal.model_fields)))
+    wall_s = round(time.perf_counter() - started, 3)
+    return LabCell.model_validate({**point, "curve": curve, "final": final, "wall_s": wall_s})
