@@ -1,8 +1,9 @@
 """The lab's Worker in Chromium, served by the app with its own security headers (no CSP
 bypass): it trains on the WebAssembly kernels (static/lab/kernels.js), which the policy's
 'wasm-unsafe-eval' lets it compile, and its curve is the plain-JavaScript path's to the
-parity tolerance. What the Worker says it ran on is what ran (kernels.js reports the path its
-model's heap took)."""
+parity tolerance; under a policy without that token it falls back to the JavaScript path and
+says why. What the Worker says it ran on is what ran (kernels.js reports the path its model's
+heap took)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Page, Route
 
 from helpers import ablation_recording, build_settings, migrated_sqlite_url, write_recording
 from live_server import LiveServer
@@ -104,3 +105,24 @@ def test_the_worker_trains_on_webassembly_under_the_app_s_policy(new_page: NewPa
     for ours, theirs in zip(done["curve"], plain["curve"], strict=True):
         assert ours["heldout_loss"] == pytest.approx(theirs["heldout_loss"], rel=LOSS_TOLERANCE)
         assert ours["heldout_accuracy"] == pytest.approx(theirs["heldout_accuracy"], abs=1e-12)
+
+
+def test_a_policy_without_wasm_unsafe_eval_falls_back_to_javascript(new_page: NewPage) -> None:
+    """The same Worker, its script answered with the app's policy less 'wasm-unsafe-eval' (a
+    host that rewrites the headers): compiling the kernels fails, so it trains on the plain
+    JavaScript path and says why."""
+    page = new_page()
+
+    def without_wasm(route: Route) -> None:
+        answer = route.fetch()
+        headers = dict(answer.headers)
+        policy = headers["content-security-policy"]
+        headers["content-security-policy"] = policy.replace(" 'wasm-unsafe-eval'", "")
+        route.fulfill(response=answer, headers=headers)
+
+    page.context.route(f"**{WORKER}", without_wasm)
+    page.goto("/")
+    done: dict[str, Any] = page.evaluate(TRAIN, [WORKER, TINY, SEED])
+    assert done["kernels"] == "js"
+    assert "Content Security Policy" in done["fallback"]  # as Chromium words its refusal
+    assert [point["step"] for point in done["curve"]] == [0, 10, 20, 30]
