@@ -243,6 +243,69 @@ export function mulBy(dst: usize, src: usize, n: i32): void {
   }
 }
 
+// The sum of the squares of n doubles (the gradients' squared L2 norm, for clipping).
+export function sumSquares(x: usize, n: i32): f64 {
+  return dot(x, x, n);
+}
+
+// x[0..n) *= c.
+export function scale(x: usize, n: i32, c: f64): void {
+  const cv = f64x2.splat(c);
+  let i = 0;
+  for (; i + 1 < n; i += 2) {
+    const o = <usize>i * F64;
+    v128.store(x + o, f64x2.mul(pair(x + o), cv));
+  }
+  if (i < n) store<f64>(x + <usize>i * F64, load<f64>(x + <usize>i * F64) * c);
+}
+
+// One AdamW update of n parameters as torch.optim.AdamW makes it (static/lab/trainer.js):
+// m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2, p = p shrink - stepSize m / (sqrt(v) /
+// correction2 + eps), shrink = 1 - rate x weight decay.
+const BETA1 = 0.9;
+const BETA2 = 0.999;
+const ADAM_EPS = 1e-8;
+
+@inline function adamLane(
+  p: f64, g: f64, m: f64, v: f64, shrink: f64, stepSize: f64, correction2: f64,
+  mOut: usize, vOut: usize, pOut: usize,
+): void {
+  const m1 = BETA1 * m + (1 - BETA1) * g;
+  const v1 = BETA2 * v + (1 - BETA2) * g * g;
+  store<f64>(mOut, m1);
+  store<f64>(vOut, v1);
+  store<f64>(pOut, p * shrink - (stepSize * m1) / (Math.sqrt(v1) / correction2 + ADAM_EPS));
+}
+
+export function adamw(
+  p: usize, g: usize, m: usize, v: usize, n: i32, shrink: f64, stepSize: f64, correction2: f64,
+): void {
+  const b1 = f64x2.splat(BETA1), c1 = f64x2.splat(1 - BETA1);
+  const b2 = f64x2.splat(BETA2), c2 = f64x2.splat(1 - BETA2);
+  let i = 0;
+  for (; i + 1 < n; i += 2) {
+    const o = <usize>i * F64;
+    const gv = pair(g + o);
+    const m1 = f64x2.add(f64x2.mul(b1, pair(m + o)), f64x2.mul(c1, gv));
+    const v1 = f64x2.add(f64x2.mul(b2, pair(v + o)), f64x2.mul(f64x2.mul(c2, gv), gv));
+    v128.store(m + o, m1);
+    v128.store(v + o, v1);
+    const denominator = f64x2.add(
+      f64x2.div(f64x2.sqrt(v1), f64x2.splat(correction2)),
+      f64x2.splat(ADAM_EPS),
+    );
+    v128.store(p + o, f64x2.sub(
+      f64x2.mul(pair(p + o), f64x2.splat(shrink)),
+      f64x2.div(f64x2.mul(f64x2.splat(stepSize), m1), denominator),
+    ));
+  }
+  if (i < n) {
+    const o = <usize>i * F64;
+    adamLane(load<f64>(p + o), load<f64>(g + o), load<f64>(m + o), load<f64>(v + o), shrink,
+      stepSize, correction2, m + o, v + o, p + o);
+  }
+}
+
 // sums[0..cols) += the column sums of m (rows, cols) (a Linear's bias gradient).
 export function columnSums(m: usize, rows: i32, cols: i32, sums: usize): void {
   const rowBytes = <usize>cols * F64;

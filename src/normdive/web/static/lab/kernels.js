@@ -20,6 +20,10 @@
  *   mulBy: (dst: Float64Array, src: Float64Array, n: number) => void,
  *   columnSums: (m: Float64Array, rows: number, cols: number, sums: Float64Array,
  *     sumsOff: number) => void,
+ *   sumSquares: (x: Float64Array, n: number) => number,
+ *   scale: (x: Float64Array, n: number, c: number) => void,
+ *   adamw: (p: Float64Array, g: Float64Array, m: Float64Array, v: Float64Array, start: number,
+ *     end: number, shrink: number, stepSize: number, correction2: number) => void,
  *   layerNorm: (X: Float64Array, rows: number, D: number, eps: number, P: Float64Array,
  *     gOff: number, bOff: number, xhat: Float64Array, rstd: Float64Array,
  *     out: Float64Array) => void,
@@ -38,6 +42,10 @@
 /** One model's memory and the kernels that work on it: `take(n)` hands out the next n doubles.
  * @typedef {{ path: KernelPath, kernels: Kernels, take: (n: number) => Float64Array }} Heap */
 
+// torch.optim.AdamW's defaults, which the recorder keeps (wasm/lab_kernels.ts has the same).
+export const BETA1 = 0.9;
+export const BETA2 = 0.999;
+const ADAM_EPS = 1e-8;
 const SQRT1_2 = Math.SQRT1_2;
 const INV_SQRT_2PI = 1 / Math.sqrt(2 * Math.PI);
 const TWO_OVER_SQRT_PI = 2 / Math.sqrt(Math.PI);
@@ -240,6 +248,29 @@ export const jsKernels = {
     for (let n = 0; n < rows; n++) {
       const r = n * cols;
       for (let c = 0; c < cols; c++) sums[sumsOff + c] += m[r + c];
+    }
+  },
+
+  sumSquares(x, n) {
+    let sum = 0;
+    for (let i = 0; i < n; i++) sum += x[i] * x[i];
+    return sum;
+  },
+
+  scale(x, n, c) {
+    for (let i = 0; i < n; i++) x[i] *= c;
+  },
+
+  // One AdamW update of p[start..end) as torch.optim.AdamW makes it: decoupled weight decay
+  // (shrink = 1 - rate x decay), bias-corrected moments (stepSize = rate / (1 - beta1^step),
+  // correction2 = sqrt(1 - beta2^step)).
+  adamw(p, g, m, v, start, end, shrink, stepSize, correction2) {
+    for (let i = start; i < end; i++) {
+      const gi = g[i];
+      m[i] = BETA1 * m[i] + (1 - BETA1) * gi;
+      v[i] = BETA2 * v[i] + (1 - BETA2) * gi * gi;
+      const denominator = Math.sqrt(v[i]) / correction2 + ADAM_EPS;
+      p[i] = p[i] * shrink - (stepSize * m[i]) / denominator;
     }
   },
 
@@ -481,6 +512,11 @@ function wasmKernels(x) {
     layerNormBackward: (dOut, rows, D, P, gOff, xhat, rstd, dX, G, dgOff, dbOff) =>
       x.layerNormBackward(at(dOut, 0), rows, D, at(P, gOff), at(xhat, 0), at(rstd, 0),
         at(dX, 0), at(G, dgOff), at(G, dbOff)),
+    sumSquares: (v, n) => x.sumSquares(at(v, 0), n),
+    scale: (v, n, c) => x.scale(at(v, 0), n, c),
+    adamw: (p, g, m, v, start, end, shrink, stepSize, correction2) =>
+      x.adamw(at(p, start), at(g, start), at(m, start), at(v, start), end - start, shrink,
+        stepSize, correction2),
     gelu: (u, n, g, slope) => x.gelu(at(u, 0), n, at(g, 0), at(slope, 0)),
     attention: (qkv, att, y, batch, T, H, E, scale) =>
       x.attention(at(qkv, 0), at(att, 0), at(y, 0), batch, T, H, E, scale),

@@ -198,6 +198,8 @@ export class LabModel {
       return {
         params: take(size),
         grads: take(size),
+        // AdamW's first and second moments (trainer.js), beside the parameters they update.
+        moments: take(2 * size),
         xs: Array.from({ length: this.depth + 1 }, () => take(N * D)),
         /** @type {BlockBuffers[]} */
         blocks: Array.from({ length: this.depth }, () => ({
@@ -247,6 +249,7 @@ export class LabModel {
     const b = buffers(heap.take);
     this.params = b.params;
     this.grads = b.grads;
+    this.moments = b.moments;
     /** @type {Record<string, Float64Array>} */
     this.parameters = {};
     /** @type {Record<string, Float64Array>} */

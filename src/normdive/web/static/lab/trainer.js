@@ -3,6 +3,7 @@
 // from stream HELDOUT of the config's heldout_seed; the update is PyTorch's: clip_grad_norm_,
 // then torch.optim.AdamW at the rate of training/train.py:learning_rate.
 
+import { BETA1, BETA2 } from "./kernels.js";
 import { LabModel } from "./model.js";
 import { BATCHES, HELDOUT, Lab32 } from "./random.js";
 
@@ -13,10 +14,6 @@ import { BATCHES, HELDOUT, Lab32 } from "./random.js";
  *   heldout_seed: number }} LabConfig */
 /** @typedef {{ heldout_loss: number, heldout_accuracy: number }} Evaluation */
 
-// torch.optim.AdamW's defaults, which the recorder keeps.
-const BETA1 = 0.9;
-const BETA2 = 0.999;
-const ADAM_EPS = 1e-8;
 // clip_grad_norm_ divides by (norm + this), so a zero gradient never divides by zero.
 const CLIP_EPS = 1e-6;
 
@@ -73,25 +70,30 @@ export function createTrainer(config, seed, path) {
   drawSequences(new Lab32(config.heldout_seed, HELDOUT), heldoutSize, L, V, heldoutInputs,
     heldoutTargets);
 
-  // AdamW's moments, and each tensor's weight decay: matrices and embeddings only.
-  const m = new Float64Array(model.size);
-  const v = new Float64Array(model.size);
-  const groups = model.shapes.map((s) => ({
-    start: s.offset,
-    end: s.offset + s.size,
-    decay: s.shape.length >= 2 ? config.weight_decay : 0,
-  }));
+  // AdamW's moments (in the model's heap), and the weight decay of each run of tensors:
+  // matrices and embeddings only. Neighbouring tensors with the same decay are one run.
+  const size = model.size;
+  const m = model.moments.subarray(0, size);
+  const v = model.moments.subarray(size, 2 * size);
+  /** @type {{ start: number, end: number, decay: number }[]} */
+  const groups = [];
+  for (const s of model.shapes) {
+    const decay = s.shape.length >= 2 ? config.weight_decay : 0;
+    const last = groups[groups.length - 1];
+    if (last !== undefined && last.decay === decay) last.end = s.offset + s.size;
+    else groups.push({ start: s.offset, end: s.offset + s.size, decay });
+  }
   const params = model.params;
   const grads = model.grads;
+  const kernels = model.kernels;
   let stepsDone = 0;
 
   function clipGradients() {
     if (config.grad_clip === null || config.grad_clip === undefined) return;
-    let squares = 0;
-    for (let i = 0; i < grads.length; i++) squares += grads[i] * grads[i];
+    const squares = kernels.sumSquares(grads, size);
     const coefficient = config.grad_clip / (Math.sqrt(squares) + CLIP_EPS);
     // As torch: scaled unless the coefficient is at least 1, so a NaN norm spreads NaN.
-    if (!(coefficient >= 1)) for (let i = 0; i < grads.length; i++) grads[i] *= coefficient;
+    if (!(coefficient >= 1)) kernels.scale(grads, size, coefficient);
   }
 
   /** @param {number} step */
@@ -100,14 +102,8 @@ export function createTrainer(config, seed, path) {
     const stepSize = lr / (1 - BETA1 ** step);
     const correction2 = Math.sqrt(1 - BETA2 ** step);
     for (const group of groups) {
-      const shrink = 1 - lr * group.decay;
-      for (let i = group.start; i < group.end; i++) {
-        const g = grads[i];
-        m[i] = BETA1 * m[i] + (1 - BETA1) * g;
-        v[i] = BETA2 * v[i] + (1 - BETA2) * g * g;
-        const denominator = Math.sqrt(v[i]) / correction2 + ADAM_EPS;
-        params[i] = params[i] * shrink - (stepSize * m[i]) / denominator;
-      }
+      kernels.adamw(params, grads, m, v, group.start, group.end, 1 - lr * group.decay, stepSize,
+        correction2);
     }
   }
 
