@@ -204,7 +204,9 @@ export function gemmNN(
       v128.store(p3, s30); v128.store(p3, s31, 16);
     }
     for (let j = cols4; j < cols; j++) {
-      for (let i = 0; i < 4; i++) nnEntry(a0 + <usize>i * rowStep, kStep, K, b, bRow, j, c0 + <usize>i * bRow, accumulate);
+      for (let i = 0; i < 4; i++) {
+        nnEntry(a0 + <usize>i * rowStep, kStep, K, b, bRow, j, c0 + <usize>i * bRow, accumulate);
+      }
     }
   }
   for (; r < rows; r++) {
@@ -220,7 +222,9 @@ export function gemmNN(
 ): void {
   const o = <usize>j * F64;
   let t = 0.0;
-  for (let k = 0; k < K; k++) t += load<f64>(ar + <usize>k * kStep) * load<f64>(b + <usize>k * bRow + o);
+  for (let k = 0; k < K; k++) {
+    t += load<f64>(ar + <usize>k * kStep) * load<f64>(b + <usize>k * bRow + o);
+  }
   if (accumulate) t += load<f64>(cr + o);
   store<f64>(cr + o, t);
 }
@@ -530,7 +534,10 @@ export function gelu(u: usize, n: i32, g: usize, slope: usize): void {
     geluPair(v0, sq0, sum0, g + o, slope + o);
     geluPair(v1, sq1, sum1, g + o + PAIR, slope + o + PAIR);
   }
-  for (; i < n; i++) geluOne(load<f64>(u + <usize>i * F64), g + <usize>i * F64, slope + <usize>i * F64);
+  for (; i < n; i++) {
+    const o = <usize>i * F64;
+    geluOne(load<f64>(u + o), g + o, slope + o);
+  }
 }
 
 // Causal multi-head attention over qkv (B x T, 3D) viewed as (B, T, 3, H, E): att (B, H, T, T)
