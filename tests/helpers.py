@@ -20,6 +20,7 @@ from starlette.testclient import TestClient
 
 from normdive.config import Settings
 from normdive.recording.format import Recording, RowKey
+from normdive.recording.plans import ablation_runs
 from normdive.store.db import upgrade
 from page_client import PageClient
 from sample_recordings import SAMPLE_FINALS, sample_recording
@@ -192,8 +193,9 @@ def ablation_recording(best: RowKey = "both", *, seeds: tuple[int, ...] = (0, 1,
 
 
 def write_recording(folder: Path, recording: Recording | str) -> Path:
-    """The recording (or raw text) as the file the page reads."""
+    """The recording (or raw text) as the file the page reads: a file of runs, as record-runs
+    writes it."""
     path = folder / "the-transformer-block.json"
-    body = recording if isinstance(recording, str) else recording.model_dump_json()
+    body = recording if isinstance(recording, str) else ablation_runs(recording).model_dump_json()
     path.write_text(body, encoding="utf-8")
     return path

@@ -13,6 +13,7 @@ from normdive.lab.grid import (
     LabFinal,
     LabGrid,
     LabPoint,
+    lab_grid_runs,
     lab_path_for,
     offered_points,
 )
@@ -89,7 +90,9 @@ def sample_lab_grid(base: LabBase = TINY_BASE) -> LabGrid:
 
 
 def write_lab_grid(recording_path: Path, grid: LabGrid | None = None) -> Path:
-    """The grid as the file the page reads, beside the recording."""
+    """The grid as the file the page reads, beside the recording: a file of runs, as
+    record-runs writes it."""
     path = lab_path_for(recording_path)
-    path.write_text((grid or sample_lab_grid()).model_dump_json(), encoding="utf-8")
+    runs = lab_grid_runs(grid or sample_lab_grid())
+    path.write_text(runs.model_dump_json(), encoding="utf-8")
     return path

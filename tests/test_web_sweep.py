@@ -20,6 +20,7 @@ from lesson_answers import (
 )
 from normdive.progress.sweep import sweep_sentences
 from normdive.recording.format import ROW_KEYS
+from normdive.recording.plans import sweep_runs
 from normdive.recording.sweep import Sweep, sweep_path_for
 from normdive.recording.sweep_reader import Cell
 from normdive.web.app import create_app
@@ -50,7 +51,7 @@ def recording_path(tmp_path: Path) -> Path:
 
 
 def with_sweep(recording_path: Path, sweep: Sweep) -> None:
-    sweep_path_for(recording_path).write_text(sweep.model_dump_json(), encoding="utf-8")
+    sweep_path_for(recording_path).write_text(sweep_runs(sweep).model_dump_json(), encoding="utf-8")
 
 
 def test_before_the_gate_closes_there_is_no_panel_and_no_figures(
