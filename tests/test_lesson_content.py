@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from normdive.lesson import plurals
 from normdive.lesson.content import (
     ANSWER_FIELDS,
     BAND_FIELDS,
@@ -184,8 +185,11 @@ def test_every_template_fills_from_its_fields(lesson: Lesson) -> None:
         (lesson.compare.opening_agrees, opening),
         (lesson.compare.opening_differs, opening),
         (lesson.compare.opening_tie, opening),
-        (lesson.compare.row_agrees, ROW_COMPARE_FIELDS),
-        (lesson.compare.row_differs, ROW_COMPARE_FIELDS),
+        *((form, ROW_COMPARE_FIELDS) for form in plurals.forms(lesson.compare.row_agrees).values()),
+        *(
+            (form, ROW_COMPARE_FIELDS)
+            for form in plurals.forms(lesson.compare.row_differs).values()
+        ),
         (lesson.aggregate.share, SHARE_FIELDS),
         *((outcome.band, BAND_FIELDS) for outcome in lesson.outcomes),
     ]
@@ -214,7 +218,7 @@ def test_placeholders_refuses_what_is_not_a_plain_name(template: str) -> None:
 
 
 def test_hint_runs_text_takes_the_run_count(lesson: Lesson) -> None:
-    assert lesson.hints.runs_text.format(runs=4) != lesson.hints.runs_text
+    assert lesson.hints.runs_sentence(4) == "You have run it 4 times."
 
 
 def test_the_run_count_is_singular_for_one_run(lesson: Lesson) -> None:
@@ -356,7 +360,7 @@ BROKEN: list[tuple[str, Callable[[str], str], tuple[str, ...]]] = [
     (
         "runs text without the count",
         _replace("You have run it {runs} times.", "You have run it."),
-        ("hints.runs_text", "{runs}"),
+        ("hints", "runs_text.other", "{runs}"),
     ),
     (
         "too-long message without the limit",

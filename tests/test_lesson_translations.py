@@ -101,7 +101,7 @@ def test_a_missing_text_falls_back_to_english_and_is_named(
         ("[takeaway]\nmax_chars = 5", "takeaway.max_chars: is data"),
         ('titel = "x"', "titel: no such key"),
         ("[[rows]]\nlabel = 'x'", "rows: expected 4 items"),
-        ('[hints]\nruns_text = "{laufe}"', "hints.runs_text"),
+        ('[hints]\nruns_text = "{laufe}"', "hints: runs_text"),
         ("title = 3", "title: expected text"),
         ("[[sections]]\nid = 'other'\n" + "[[sections]]\n" * 4, "sections[0].id: is data"),
     ],

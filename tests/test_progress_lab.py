@@ -7,11 +7,13 @@ from one), its losses a number or a marker, JSON's non-finite spellings included
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
 from lesson_answers import LESSON
+from normdive.lesson.plurals import counted
 from normdive.progress.actions import Invalid
 from normdive.progress.events import EventKind
 from normdive.progress.lab import Figures, LabChoice, LabRun, comparison, finish_lab_run
@@ -42,7 +44,9 @@ def run(*accuracies: float | str) -> LabRun:
 
 def test_equal_runs_agree_to_within_the_smallest_gap_shown() -> None:
     said = comparison(LESSON, run(0.1, 0.5, 1.0), curve(0.1, 0.5, 1.0))
-    assert said == LESSON.lab.agrees.format(points="0.1", live="100.0 %", recorded="100.0 %")
+    assert said == counted(
+        LESSON.lab.agrees, Decimal("0.1"), points="0.1", live="100.0 %", recorded="100.0 %"
+    )
 
 
 def test_a_gap_within_the_tolerance_agrees_and_one_past_it_says_where() -> None:

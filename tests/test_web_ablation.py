@@ -19,6 +19,7 @@ from helpers import NON_FINITE_ROW, SettingsFactory, ablation_recording, write_r
 from lesson_answers import LESSON, OTHER_WRONG_READING_CHOICE, RIGHT_NUMBERS
 from lesson_answers import RIGHT_READING_ID as RIGHT_READING
 from lesson_answers import WRONG_READING_ID as WRONG_READING
+from normdive.lesson.plurals import counted
 from normdive.progress.actions import MAX_ECHOED_CHARS, unknown_row_message
 from normdive.recording.format import ROW_KEYS
 from normdive.web.app import create_app
@@ -425,7 +426,7 @@ def test_hint_rungs_open_at_three_and_five_runs_in_order(client: TestClient) -> 
     soup = page(client)
     assert text(soup, "#hints-run-count") == "You have run it 2 times."
     assert text(soup, "#hint-1-status") == words(
-        LESSON.hints.rung_waiting.format(threshold=3, more=1)
+        counted(LESSON.hints.rung_waiting, 3, threshold=3, more=1)
     )
     client.post("/reading", data={"choice": OTHER_WRONG_READING_CHOICE.id})
     soup = page(client)
@@ -456,7 +457,7 @@ def test_hint_rungs_open_at_three_and_five_runs_in_order(client: TestClient) -> 
     )
     soup = page(client)
     assert text(soup, "#hint-2-status") == words(
-        LESSON.hints.answer_needs_predictions.format(rows=4)
+        counted(LESSON.hints.answer_needs_predictions, 4, rows=4)
     )
     assert one(soup, "#hint-2-open").has_attr("disabled")
     for key in ROW_KEYS:
@@ -517,7 +518,7 @@ def test_the_aggregates_reason_for_waiting_is_said_once(learner: Learner) -> Non
     predict_all(alone)
     soup = page(alone)
     notes = [words(note.get_text()) for note in soup.select("#aggregate .note")]
-    assert notes == [LESSON.aggregate.hidden.format(minimum=5)]
+    assert notes == [counted(LESSON.aggregate.hidden, 5, minimum=5)]
 
 
 def test_the_aggregate_shows_once_committed_and_hides_below_five(learner: Learner) -> None:
@@ -525,7 +526,7 @@ def test_the_aggregate_shows_once_committed_and_hides_below_five(learner: Learne
     assert page(first).select_one("#aggregate") is None  # nothing before the commit
     commit(first, "residual")
     hidden = text(page(first), "#aggregate-hidden")
-    assert LESSON.aggregate.hidden.format(minimum=5) in hidden
+    assert counted(LESSON.aggregate.hidden, 5, minimum=5) in hidden
     others = [learner() for _ in range(4)]
     for number, other in enumerate(others):
         commit(other, "layer_norm" if number < 3 else "residual")

@@ -11,6 +11,7 @@ from starlette.testclient import TestClient
 
 from helpers import SettingsFactory
 from normdive.lesson.content import load_lesson
+from normdive.lesson.plurals import counted
 from normdive.progress.events import EventKind
 from normdive.web.app import create_app
 from sample_recordings import sample_recording
@@ -311,7 +312,7 @@ def test_without_a_recording_the_ablation_says_why_in_lesson_words(client: TestC
     assert text(soup, "#compare .placeholder") == " ".join(
         LESSON.ablation.compare_placeholder.split()
     )
-    assert text(soup, "#hints-run-count") == LESSON.hints.runs_text.replace("{runs}", "0")
+    assert text(soup, "#hints-run-count") == LESSON.hints.runs_sentence(0)
     # Beside the count: what adds a run.
     assert text(soup, "#hints-runs").endswith(" ".join(LESSON.hints.runs_meaning.split()))
 
@@ -463,7 +464,8 @@ def test_a_lone_learner_is_told_once_why_no_totals_show(client: TestClient) -> N
     assert client.post("/predict", data={"choice": "residual"}).status_code == 303
     aggregate = one(page(client), "#aggregate")
     notes = [" ".join(note.get_text().split()) for note in aggregate.select(".note")]
-    hidden = LESSON.aggregate.hidden.format(minimum=LESSON.aggregate.min_learners)
+    minimum = LESSON.aggregate.min_learners
+    hidden = counted(LESSON.aggregate.hidden, minimum, minimum=minimum)
     assert notes == [hidden]
     assert LESSON.aggregate.hidden_again not in aggregate.get_text()
 

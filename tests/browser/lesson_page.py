@@ -138,9 +138,7 @@ def find_it_all_after_a_reload(page: Page) -> None:
     expect(page.locator("#gate-reading")).to_have_text("The right reading is locked.")
     expect(page.get_by_label(LESSON.takeaway.label, exact=True)).to_have_value(TAKEAWAY)
     expect(page.locator("#takeaway-status")).to_have_text("Saved")
-    expect(page.locator("#hints-run-count")).to_have_text(
-        LESSON.hints.runs_text.replace("{runs}", "4")
-    )
+    expect(page.locator("#hints-run-count")).to_have_text(LESSON.hints.runs_sentence(4))
 
 
 def work_through_the_lesson(page: Page, check_width: bool = False) -> None:

@@ -18,6 +18,7 @@ from playwright.sync_api import Locator, Page, expect
 from lesson_answers import LESSON
 from lesson_answers import RIGHT_READING_CHOICE as RIGHT_READING
 from lesson_answers import WRONG_READING_CHOICE as WRONG_READING
+from normdive.lesson.plurals import counted
 from normdive.progress.actions import NO_NUMBER_TYPED, NO_PREDICTION_CHOSEN
 
 pytestmark = pytest.mark.browser
@@ -276,10 +277,10 @@ def test_the_answer_hint_waits_for_the_row_predictions(new_page: NewPage) -> Non
     answer = page.get_by_role("button", name=re.compile("Open this hint.*The answer"))
     expect(answer).to_be_disabled()
     expect(page.locator("#hint-2-status")).to_have_text(
-        LESSON.hints.answer_needs_predictions.format(rows=4)
+        counted(LESSON.hints.answer_needs_predictions, 4, rows=4)
     )
     expect(answer).to_have_accessible_description(
-        LESSON.hints.answer_needs_predictions.format(rows=4)
+        counted(LESSON.hints.answer_needs_predictions, 4, rows=4)
     )
 
 

@@ -42,7 +42,7 @@ not a KeyError on the page. progress fills them in; nothing in a template names 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from functools import lru_cache
 from importlib import resources
@@ -61,6 +61,8 @@ from pydantic import (
     model_validator,
 )
 
+from normdive.lesson import plurals
+from normdive.lesson.plurals import Counted
 from normdive.numeric.display import format_input_row
 from normdive.numeric.targets import SLIPS
 from normdive.recording.format import ROW_KEYS, RowKey
@@ -351,25 +353,17 @@ class HintRung(_Model):
 class Hints(_Model):
     heading: Text
     intro: Text
-    runs_text: Text  # contains "{runs}", the learner's evaluated-run count (two or more)
-    run_once_text: Text  # the same sentence for exactly one run
+    runs_text: Counted  # {runs}: the learner's evaluated-run count, counted by it
     runs_meaning: Text  # what adds a run, shown beside the count
     rungs: list[HintRung]
     answer_tie: Text  # rung 2 when the two single-component rows tie exactly (ANSWER_FIELDS)
     answer_unavailable: Text  # rung 2's prefix when the recording has a problem
     open_label: Text  # the button that opens a rung
-    rung_waiting: Text  # {threshold}, {more}: a rung not open yet
+    rung_waiting: Counted  # {threshold}, {more}: a rung not open yet, counted by threshold
     rung_ready: Text  # a rung that can be opened
     rung_after_earlier: Text  # {earlier}: a rung with its runs, behind a shut earlier rung
-    answer_needs_predictions: Text  # {rows}: the answer, its runs there, rows unpredicted
-    answer_also_needs_predictions: Text  # {rows}: the same, after rung_waiting
-
-    @field_validator("runs_text")
-    @classmethod
-    def _has_runs_placeholder(cls, text: str) -> str:
-        if "{runs}" not in text:
-            raise ValueError("must contain the placeholder {runs}")
-        return text
+    answer_needs_predictions: Counted  # {rows}: the answer, its runs there, rows unpredicted
+    answer_also_needs_predictions: Counted  # {rows}: the same, after rung_waiting
 
     @field_validator("rungs")
     @classmethod
@@ -394,18 +388,19 @@ class Hints(_Model):
     @model_validator(mode="after")
     def _templates(self) -> Hints:
         _named("answer_tie", self.answer_tie, ANSWER_FIELDS, ("accuracy",))
-        _named("rung_waiting", self.rung_waiting, ("threshold", "more"), ("more",))
+        _counted("runs_text", self.runs_text, "runs", ("runs",), ("runs",))
+        _counted("rung_waiting", self.rung_waiting, "threshold", ("threshold", "more"), ("more",))
         _named("rung_after_earlier", self.rung_after_earlier, ("earlier",), ("earlier",))
         for name in ("answer_needs_predictions", "answer_also_needs_predictions"):
-            _named(name, getattr(self, name), ("rows",), ("rows",))
+            _counted(name, getattr(self, name), "rows", ("rows",), ("rows",))
         _named("answer_unavailable", self.answer_unavailable, ())
-        _named("run_once_text", self.run_once_text, ())
         _named("runs_meaning", self.runs_meaning, ())
         return self
 
     def runs_sentence(self, runs: int) -> str:
-        """ "You have run it 1 time." / "... 4 times.": the count in words, singular for one."""
-        return self.run_once_text if runs == 1 else self.runs_text.format(runs=runs)
+        """ "You have run it 1 time." / "... 4 times.": the count in the current locale's
+        plural form."""
+        return plurals.counted(self.runs_text, runs, runs=runs)
 
 
 class Gate(_Model):
@@ -514,12 +509,12 @@ class Compare(_Model):
     opening_unavailable: Text  # {predicted}, {problem}
     row_unpredicted: Text  # {row}
     row_waiting: Text  # {row}, {predicted}: predicted, not played yet
-    row_agrees: Text  # ROW_COMPARE_FIELDS
-    row_differs: Text
+    row_agrees: Counted  # ROW_COMPARE_FIELDS, counted by step
+    row_differs: Counted
     reading_none: Text
     reading_wrong: Text
     reading_right_first: Text
-    reading_right_after: Text  # {locks}: how many locks it took (2 or more)
+    reading_right_after: Counted  # {locks}: how many locks it took (2 or more), counted by it
 
     @model_validator(mode="after")
     def _templates(self) -> Compare:
@@ -532,11 +527,11 @@ class Compare(_Model):
         _named("opening_unavailable", self.opening_unavailable, ("predicted", "problem"))
         _named("row_unpredicted", self.row_unpredicted, ("row",), ("row",))
         _named("row_waiting", self.row_waiting, ("row", "predicted"), ("row",))
-        _named("row_agrees", self.row_agrees, ROW_COMPARE_FIELDS, ("row", "actual"))
-        _named("row_differs", self.row_differs, ROW_COMPARE_FIELDS, ("row", "actual"))
+        for name in ("row_agrees", "row_differs"):
+            _counted(name, getattr(self, name), "step", ROW_COMPARE_FIELDS, ("row", "actual"))
         for name in ("reading_none", "reading_wrong", "reading_right_first"):
             _named(name, getattr(self, name), ())
-        _named("reading_right_after", self.reading_right_after, ("locks",))
+        _counted("reading_right_after", self.reading_right_after, "locks", ("locks",))
         return self
 
 
@@ -547,16 +542,16 @@ class Aggregate(_Model):
     intro: Text
     opening_label: Text  # names the opening question in the aggregate
     min_learners: int = Field(ge=1)
-    hidden: Text  # {minimum}: why a question's totals are not shown yet
+    hidden: Counted  # {minimum}: why a question's totals are not shown yet, counted by it
     hidden_again: Text  # the same, for each later question hidden for that reason
     share: Text  # SHARE_FIELDS: one choice's count and share
-    committed: Text  # {count}: learners who committed an opening prediction
+    committed: Counted  # {count}: learners who committed an opening prediction, counted
 
     @model_validator(mode="after")
     def _templates(self) -> Aggregate:
-        _named("hidden", self.hidden, ("minimum",), ("minimum",))
+        _counted("hidden", self.hidden, "minimum", ("minimum",), ("minimum",))
         _named("share", self.share, SHARE_FIELDS, ("count",))
-        _named("committed", self.committed, ("count",), ("count",))
+        _counted("committed", self.committed, "count", ("count",), ("count",))
         return self
 
 
@@ -637,8 +632,9 @@ class LabText(_Model):
     result_figures: Text  # {step}, {accuracy}, {loss}
     predicted_right: Text  # {predicted}, {actual}
     predicted_wrong: Text  # {predicted}, {actual}
-    agrees: Text  # {points}, {live}, {recorded}
-    differs: Text  # {points}, {direction}, {step}, {live}, {recorded}, {tolerance}, {end_*}
+    agrees: Counted  # {points}, {live}, {recorded}; counted by points
+    # Counted by points; {points}, {direction}, {step}, {live}, {recorded}, {tolerance}, {end_*}
+    differs: Counted
     above: Text
     below: Text
     agreement_points: ExactDecimal = Field(gt=0)
@@ -647,7 +643,7 @@ class LabText(_Model):
     runs_heading: Text
     run_untrained: Text  # {config}, {predicted}
     run_done: Text  # {config}, {predicted}, {actual}, {accuracy}
-    too_many: Text  # {count}
+    too_many: Counted  # {count}, counted by it
     grid_caption: Text  # {init}, {seeds}
     grid_none: Text
     instructor_heading: Text
@@ -664,15 +660,15 @@ class LabText(_Model):
         _named("result_figures", self.result_figures, ("step", "accuracy", "loss"))
         for name in ("predicted_right", "predicted_wrong"):
             _named(name, getattr(self, name), ("predicted", "actual"), ("predicted", "actual"))
-        _named("agrees", self.agrees, ("points", "live", "recorded"), ("points",))
+        _counted("agrees", self.agrees, "points", ("points", "live", "recorded"), ("points",))
         differs = ["points", "direction", "step", "live", "recorded", "tolerance"]
         differs += ["end_live", "end_recorded"]
-        _named("differs", self.differs, differs, ("points", "step"))
+        _counted("differs", self.differs, "points", differs, ("points", "step"))
         _named("trimmed", self.trimmed, ("what",), ("what",))
         _named("run_untrained", self.run_untrained, ("config", "predicted"), ("config",))
         run_done = ("config", "predicted", "actual", "accuracy")
         _named("run_done", self.run_done, run_done, ("config",))
-        _named("too_many", self.too_many, ("count",))
+        _counted("too_many", self.too_many, "count", ("count",))
         _named("grid_caption", self.grid_caption, ("init", "seeds"), ("init",))
         return self
 
@@ -911,6 +907,22 @@ def _named(name: str, text: str, allowed: Iterable[str], required: Iterable[str]
         _template(text, allowed, required)
     except ValueError as exc:
         raise ValueError(f"{name}: {exc}") from None
+
+
+def _counted(
+    name: str,
+    text: str | Mapping[plurals.Category, str],
+    count: str,
+    allowed: Iterable[str],
+    required: Iterable[str] = (),
+) -> None:
+    """Check a counted text (lesson/plurals.py), naming the field and the form in the error:
+    each form may use `allowed`; `other` must hold every `required` placeholder, the other
+    forms all but `count` itself, which a form may spell out ("once", "مرتين")."""
+    for category, form in plurals.forms(text).items():
+        needed = set(required) - ({count} if category != plurals.OTHER else set())
+        where = name if isinstance(text, str) else f"{name}.{category}"
+        _named(where, form, allowed, needed)
 
 
 def _unique_ids(where: str, ids: Sequence[str]) -> None:

@@ -2,10 +2,13 @@
 
 A locale's file holds only text, in the English file's shape: the same tables and keys, each
 array of tables item by item in the same order (an item may repeat its `id` or `key`, which
-must then be the English item's), a list of paragraphs as a whole. Its texts replace the
-English ones; what it leaves out stays English (a fallback, named by `missing_text` and
-logged when the locale is loaded). Everything else is the English file's alone: ids, keys,
-numbers, thresholds, the rows, the tolerance (DATA_KEYS and every value that is not text).
+must then be the English item's), a list of paragraphs as a whole. A sentence that counts
+(lesson/plurals.py) is one template or a table of exactly the locale's plural categories
+(CLDR's: de one/other, ar zero/one/two/few/many/other), whatever English's table holds.
+Its texts replace the English ones; what it leaves out stays English (a fallback, named by
+`missing_text` and logged when the locale is loaded). Everything else is the English file's
+alone: ids, keys, numbers, thresholds, the rows, the tolerance (DATA_KEYS and every value
+that is not text).
 The merged lesson is validated as the English one is (content.parse_lesson's model), so a
 template's placeholders are checked in every language.
 
@@ -26,6 +29,7 @@ from pydantic import ValidationError
 
 from normdive.i18n.catalogues import current_locale
 from normdive.i18n.locales import DEFAULT_LOCALE, LOCALES
+from normdive.lesson import plurals
 from normdive.lesson.content import (
     DEFAULT_LESSON_RESOURCE,
     Lesson,
@@ -73,9 +77,24 @@ def _read(resource: str) -> dict[str, Any]:
         raise LessonError(f"content/{resource}: not valid TOML: {exc}") from None
 
 
-def _merged(english: Any, translated: Any, path: str, missing: list[str]) -> Any:
+def _merged(english: Any, translated: Any, path: str, missing: list[str], locale: str) -> Any:
     """`english` with the texts of `translated` in their places (the module's rules); the
     English texts `translated` lacks are appended to `missing` by their dotted paths."""
+    if plurals.is_table(english):
+        # A sentence that counts: one template for every count, or a table of exactly
+        # `locale`'s plural categories (English's one/other need not match Arabic's six).
+        if isinstance(translated, str):
+            return translated
+        if not plurals.is_table(translated):
+            raise ValueError(
+                f"{path}: expected text, or a table of plural forms keyed by "
+                + ", ".join(plurals.CATEGORIES)
+            )
+        try:
+            plurals.check_categories(translated, locale)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+        return translated
     if isinstance(english, dict):
         if not isinstance(translated, dict):
             raise ValueError(f"{path or 'the file'}: expected a table")
@@ -89,7 +108,7 @@ def _merged(english: Any, translated: Any, path: str, missing: list[str]) -> Any
                 is_data = key in DATA_KEYS or where in DATA_TABLES or not _has_text(value)
                 if is_data and translated[key] != value:
                     raise ValueError(f"{where}: is data, the same in every language")
-                merged[key] = _merged(value, translated[key], where, missing)
+                merged[key] = _merged(value, translated[key], where, missing, locale)
             else:
                 merged[key] = value
                 if key not in DATA_KEYS and where not in DATA_TABLES:
@@ -99,7 +118,7 @@ def _merged(english: Any, translated: Any, path: str, missing: list[str]) -> Any
         if not isinstance(translated, list) or len(translated) != len(english):
             raise ValueError(f"{path}: expected {len(english)} items, in the English order")
         return [
-            _merged(item, other, f"{path}[{index}]", missing)
+            _merged(item, other, f"{path}[{index}]", missing, locale)
             for index, (item, other) in enumerate(zip(english, translated, strict=True))
         ]
     if isinstance(english, list):
@@ -133,7 +152,7 @@ def _has_text(value: Any) -> bool:
 
 def _texts(value: Any, path: str) -> list[str]:
     """The dotted paths of the texts within `value` (an English value left untranslated)."""
-    if isinstance(value, str):
+    if isinstance(value, str) or plurals.is_table(value):
         return [path]
     if isinstance(value, dict):
         return [
@@ -159,7 +178,7 @@ def load_translation(
     translated = _read(translation_resource(locale))
     missing: list[str] = []
     try:
-        merged = _merged(english, translated, "", missing)
+        merged = _merged(english, translated, "", missing, locale)
     except ValueError as exc:
         raise LessonError(f"{source}: {exc}") from None
     try:

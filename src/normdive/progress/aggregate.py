@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from normdive.lesson.content import Choice, Lesson
+from normdive.lesson.plurals import counted
 from normdive.progress import figures
 
 
@@ -69,7 +70,7 @@ def _question(
     known = {choice.id: max(0, int(counts.get(choice.id, 0))) for choice in choices}
     total = sum(known.values())
     if total < minimum:
-        hidden = lesson.aggregate.hidden.format(minimum=minimum)
+        hidden = counted(lesson.aggregate.hidden, minimum, minimum=minimum)
         return QuestionView(key, label, 0, False, (), hidden)
     shares = tuple(
         ShareView(
@@ -95,7 +96,7 @@ def aggregate(counts: PredictionCounts, lesson: Lesson) -> AggregateView:
     return AggregateView(
         minimum=minimum,
         committed_text=(
-            lesson.aggregate.committed.format(count=counts.committed)
+            counted(lesson.aggregate.committed, counts.committed, count=counts.committed)
             if counts.committed >= minimum
             else None
         ),

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from normdive.lesson.content import COMPONENT_ROWS, Lesson
+from normdive.lesson.plurals import counted
 from normdive.progress.ablation import AblationState, run_values, which_recovers_more
 from normdive.progress.facts import RecordingFacts
 from normdive.progress.hints import answer_values
@@ -125,7 +126,10 @@ def _rows(lesson: Lesson, ablation: AblationState) -> tuple[CompareRow, ...]:
         template = templates.row_agrees if agrees else templates.row_differs
         out.append(
             CompareRow(
-                row.key, row.label, "agrees" if agrees else "differs", template.format_map(values)
+                row.key,
+                row.label,
+                "agrees" if agrees else "differs",
+                counted(template, row.result.step, **values),
             )
         )
     return tuple(out)
@@ -139,7 +143,7 @@ def _reading(lesson: Lesson, locks: int, right: bool) -> tuple[ReadingVerdict, s
         return "wrong", templates.reading_wrong
     if locks == 1:
         return "right", templates.reading_right_first
-    return "right", templates.reading_right_after.format(locks=locks)
+    return "right", counted(templates.reading_right_after, locks, locks=locks)
 
 
 def compare(

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from normdive.lesson.content import Lesson
+from normdive.lesson.plurals import counted
 from normdive.progress import figures
 from normdive.progress.ablation import Recovery, which_recovers_more
 from normdive.progress.events import Event
@@ -126,11 +127,13 @@ def hints_state(history: History, lesson: Lesson, recording: RecordingFacts) -> 
                 else text_of.rung_after_earlier.format(earlier=shut_earlier)
             )
         elif not has_runs:
-            status = text_of.rung_waiting.format(threshold=rung.threshold, more=more)
+            status = counted(
+                text_of.rung_waiting, rung.threshold, threshold=rung.threshold, more=more
+            )
             if awaits_predictions:
-                status += " " + text_of.answer_also_needs_predictions.format(rows=rows)
+                status += " " + counted(text_of.answer_also_needs_predictions, rows, rows=rows)
         else:
-            status = text_of.answer_needs_predictions.format(rows=rows)
+            status = counted(text_of.answer_needs_predictions, rows, rows=rows)
         text = None
         if is_open:
             text = rung.text if number == 1 else answer_text(lesson, recording)

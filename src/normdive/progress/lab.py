@@ -30,6 +30,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from normdive.lesson.content import Lesson, Outcome
+from normdive.lesson.plurals import counted
 from normdive.progress.ablation import row_band
 from normdive.progress.actions import MAX_ECHOED_CHARS, Action, Conflict, Invalid
 from normdive.progress.events import Event, EventKind
@@ -243,7 +244,7 @@ def commit_lab_run(runs: Sequence[LabRun], lesson: Lesson, form: Mapping[str, st
     if pending is not None:
         raise Conflict(OPEN_RUN.format(config=config_name(lesson, pending.choice)))
     if len(runs) >= MAX_LAB_RUNS:
-        raise Conflict(lesson.lab.too_many.format(count=len(runs)))
+        raise Conflict(counted(lesson.lab.too_many, len(runs), count=len(runs)))
     choice = parse_choice(form, lesson)
     outcome = form.get("outcome", "").strip()
     if outcome not in {o.id for o in lesson.outcomes}:
@@ -385,12 +386,16 @@ def comparison(lesson: Lesson, run: LabRun, recorded: Sequence[Mapping[str, Any]
     if points <= float(text.agreement_points):
         # Equal figures agree "to within 0.1 points": the smallest gap the sentence shows.
         shown = f"{max(points, AGREEMENT_SHOWN_MIN):.1f}"
-        return text.agrees.format(points=shown, live=_percent(live), recorded=_percent(then))
+        return counted(
+            text.agrees, Decimal(shown), points=shown, live=_percent(live), recorded=_percent(then)
+        )
     here, there = mine[worst], theirs[worst]
     direction = (
         text.above if (math.isfinite(here) and (math.isnan(there) or here > there)) else text.below
     )
-    return text.differs.format(
+    return counted(
+        text.differs,
+        Decimal(f"{points:.1f}"),
         points=f"{points:.1f}",
         direction=direction,
         step=worst,
