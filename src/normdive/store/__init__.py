@@ -1,8 +1,10 @@
 """Progress store: learners and their append-only events (SQLAlchemy 2, Alembic migrations).
 
     store/db.py:          make_engine(url) -> Engine (SQLite: WAL, foreign keys, busy timeout,
-                          read-only connections replaced; PostgreSQL: psycopg 3, connect and
-                          lock timeouts, an idle connection's socket checked at checkout);
+                          a read-only view of the file renewed once it can be written;
+                          PostgreSQL: psycopg 3, connect and lock timeouts, an idle
+                          connection's socket checked at checkout, sessions that began
+                          read-only replaced);
                           upgrade(url); DATABASE_ERRORS, what a failing database raises (the
                           web app's 503)
     store/tables.py:      the typed declarative models (learners, events, and the lti_*

@@ -20,13 +20,18 @@ read (bench/RESULTS.md, "Load").
 
 Database failures. `DATABASE_ERRORS` are what a failing database raises: SQLAlchemy's errors
 and the drivers' own, which a raw cursor raises (store.event_store wraps its hot path's in
-SQLAlchemy's; store.snapshots handles its own). SQLite opens a file it may not write
-read-only, without a word, and such a connection refuses every write (SQLITE_READONLY) for
-as long as it lives; a PostgreSQL session keeps the default_transaction_read_only it began
-with. So a connection the database failed (discards_connection) is thrown away, never handed
-out again, and one made while the database was read-only is replaced as soon as the file can
-be written again (SQLite) or after READ_ONLY_SESSION_S (PostgreSQL): the next request
-writes, without a restart.
+SQLAlchemy's; store.snapshots handles its own). A connection the database failed
+(discards_connection: it refused a write as read-only, its lock wait timed out, its session or
+file failed) is thrown away, never handed out again; the next request opens a fresh one. A
+PostgreSQL session keeps the default_transaction_read_only it began with, so one that began
+read-only is replaced after READ_ONLY_SESSION_S too. SQLite needs more (_SqliteConnections):
+a process's connections to one file share one WAL index (the -shm, mapped into memory), opened
+by the first of them and closed with the last; opened while the file could not be written, it
+is read-only, and every connection sharing it refuses writes, fresh ones to a file writable
+again included. So once the file can be written again, the connections of that view are
+closed (idle ones at once, ones in use as their requests end, within milliseconds), and a new
+connection waits until they have. The next request writes, without a restart (within 0.1 s in
+tests/test_ops_write_recovery.py; bench/RESULTS.md, "Write recovery").
 
 `upgrade(url)` runs the Alembic migrations packaged in store/migrations up to head, without an
 alembic.ini: the script location is this package's folder.
@@ -34,10 +39,14 @@ alembic.ini: the script location is this package's folder.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import select
 import sqlite3
+import threading
 import time
+import weakref
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -46,7 +55,7 @@ import psycopg
 from alembic import command
 from alembic.config import Config
 from psycopg.errors import ReadOnlySqlTransaction
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Dialect, Engine, create_engine, event
 from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
 from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
@@ -69,10 +78,15 @@ POSTGRESQL_ISOLATION = "read committed"
 # codes (SQLITE_READONLY_DBMOVED, ...) carry it in their low byte.
 SQLITE_READONLY = 8
 SQLITE_PRIMARY_CODE_MASK = 0xFF
-# Where a pooled SQLite connection's record keeps the path of the file it opened read-only.
+# Where a SQLite connection's record keeps the path of the file it opened read-only.
 READ_ONLY_FILE = "normdive_read_only_file"
 # The files SQLite keeps beside a database in WAL mode.
 SQLITE_SIDE_FILES = ("-wal", "-shm")
+# How long opening a SQLite connection waits, at most, for the connections that share a
+# read-only view of the file to close, in seconds. Requests close theirs within milliseconds;
+# past this (a request holding two connections, a slow streamed export), the new connection
+# opens anyway, and the wait begins again if it too is refused a write.
+SQLITE_VIEW_WAIT_S = 2.0
 # Where a pooled PostgreSQL connection's record keeps when its session began read-only
 # (default_transaction_read_only on: the server, the database or the role set it).
 READ_ONLY_SINCE = "normdive_read_only_since"
@@ -106,9 +120,15 @@ def make_engine(url: str) -> Engine:
     busy = {} if "timeout" in parsed.query else {"timeout": SQLITE_BUSY_TIMEOUT_S}
     engine = create_engine(parsed, connect_args=busy)
     event.listen(engine, "connect", _configure_sqlite)
-    event.listen(engine, "checkout", _reopen_when_writable)
-    event.listen(engine, "checkin", _close_read_only)
     event.listen(engine, "handle_error", _discard_failed)
+    if parsed.database not in (None, "", ":memory:"):
+        connections = _SqliteConnections(parsed.database)
+        _SQLITE_CONNECTIONS[engine] = connections
+        event.listen(engine, "do_connect", connections.before_connect)
+        event.listen(engine, "connect", connections.opened)
+        event.listen(engine, "checkout", connections.checkout)
+        event.listen(engine, "checkin", connections.checkin)
+        event.listen(engine, "close", connections.closed)
     return engine
 
 
@@ -140,22 +160,123 @@ def _writable(path: str) -> bool:
     )
 
 
-def _reopen_when_writable(
-    _dbapi_connection: Any, record: ConnectionPoolEntry, _proxy: PoolProxiedConnection
-) -> None:
-    path = record.info.get(READ_ONLY_FILE)
-    if path is not None and _writable(path):
-        # The pool throws this connection away and hands out a new one, which can write.
-        raise DisconnectionError(f"{path} can be written again")
+class _SqliteConnections:
+    """One SQLite engine's open connections, numbered by the view of the file they share.
+
+    SQLite's unix VFS keeps one WAL index (the -shm, mapped into memory) per database file per
+    process, shared by every connection of the process to the file: the first connection that
+    needs it opens it, and the last to close closes it. Opened while the -shm could not be
+    written, it is read-only, and every connection sharing it refuses writes (SQLITE_READONLY),
+    fresh ones to a file writable again included, for as long as any of them stays open.
+
+    So once the file can be written again, after a connection opened read-only is seen open or
+    a write is refused as read-only, the view is renewed (`_renew`): the connections open then
+    belong to the old view; the idle ones are closed at once, the ones in use when their request
+    gives them back (or, should the pool hand one out first, at checkout, where the pool opens
+    another in its place). A new connection waits (at most SQLITE_VIEW_WAIT_S) until no
+    connection of an old view is open, so it opens the WAL index afresh; a thread that holds one
+    itself is refused at once (its request answers 503 and lets go), since the new connection
+    would share its view. Connections opened read-only are never pooled. One engine per file
+    per process: normdive opens one per database."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._changed = threading.Condition()
+        self._view = 0
+        # id(record) -> the record, its view, and the thread holding it (None: idle).
+        self._open: dict[int, tuple[ConnectionPoolEntry, int, int | None]] = {}
+        # Closed by _renew while idle in the pool; checkout replaces them.
+        self._closed_idle: set[int] = set()
+        self._collected_view = 0
+
+    def _old_view_open(self) -> bool:
+        return any(view != self._view for _, view, _ in self._open.values())
+
+    def _read_only_open(self) -> bool:
+        return any(record.info.get(READ_ONLY_FILE) for record, _, _ in self._open.values())
+
+    def _renew(self) -> None:
+        """Under the lock: a new view; the idle connections of the old one are closed now."""
+        self._view += 1
+        for key, (record, _, holder) in list(self._open.items()):
+            if holder is None and key not in self._closed_idle:
+                self._closed_idle.add(key)
+                with contextlib.suppress(sqlite3.Error):
+                    record.dbapi_connection.close()  # type: ignore[union-attr]
+                del self._open[key]
+        self._changed.notify_all()
+
+    def before_connect(
+        self, _dialect: Dialect, _record: ConnectionPoolEntry, _cargs: Any, _cparams: Any
+    ) -> None:
+        """do_connect: once the file can be written, no new connection shares an old view."""
+        with self._changed:
+            if not _writable(self._path):
+                return
+            if self._read_only_open() and not self._old_view_open():
+                self._renew()
+            if not self._old_view_open():
+                return
+            me = threading.get_ident()
+            if any(holder == me for _, _, holder in self._open.values()):
+                raise sqlite3.OperationalError(
+                    "this request holds a connection to a read-only view of the database file"
+                )
+            self._changed.wait_for(lambda: not self._old_view_open(), timeout=SQLITE_VIEW_WAIT_S)
+            if self._collected_view != self._view:
+                self._collected_view = self._view
+                # A closed connection whose statements are still referenced (a cursor in a
+                # reference cycle) stays open inside SQLite, with its view, until they are freed.
+                gc.collect()
+
+    def opened(self, _dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+        with self._changed:
+            self._open[id(record)] = (record, self._view, threading.get_ident())
+            self._closed_idle.discard(id(record))
+
+    def checkout(
+        self, _dbapi_connection: Any, record: ConnectionPoolEntry, _proxy: PoolProxiedConnection
+    ) -> None:
+        with self._changed:
+            key = id(record)
+            if key in self._closed_idle or key not in self._open:
+                self._closed_idle.discard(key)
+                raise DisconnectionError("closed with an old view of the SQLite file")
+            _, view, _ = self._open[key]
+            self._open[key] = (record, view, threading.get_ident())
+            if view != self._view:
+                raise DisconnectionError("opened with an old view of the SQLite file")
+
+    def checkin(self, dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+        # None: the pool has thrown the connection away already.
+        if dbapi_connection is None:
+            return
+        with self._changed:
+            entry = self._open.get(id(record))
+            if entry is not None:
+                self._open[id(record)] = (record, entry[1], None)
+            old = entry is None or entry[1] != self._view
+        if old or record.info.get(READ_ONLY_FILE) is not None:
+            record.invalidate()
+
+    def closed(self, _dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+        with self._changed:
+            self._open.pop(id(record), None)
+            self._changed.notify_all()
+
+    def refused(self) -> None:
+        """A write was refused as read-only: if the file can be written now, the connections
+        open share a read-only view of it, and it is renewed."""
+        if _writable(self._path):
+            with self._changed:
+                self._renew()
 
 
-def _close_read_only(_dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
-    # Connections of one process to one file share SQLite's view of its -shm (the WAL
-    # index): while any connection that opened it read-only stays open, a new connection to
-    # the file, writable again, takes that read-only view and refuses writes too. So one
-    # opened read-only is closed when it comes back, never kept in the pool.
-    if record.info.get(READ_ONLY_FILE) is not None:
-        record.invalidate()
+# Each SQLite engine's connections (make_engine), for the failures met outside SQLAlchemy's
+# own execution (store.event_store's raw cursors).
+_SQLITE_CONNECTIONS: weakref.WeakKeyDictionary[Engine, _SqliteConnections] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _configure_postgresql(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
@@ -217,26 +338,23 @@ def discards_connection(error: BaseException) -> bool:
 
 
 def release_read_only_view(engine: Engine, error: BaseException) -> None:
-    """After SQLite refused a write as read-only on a file that can be written now: close the
-    pool's idle connections. Connections of one process to one file share SQLite's view of
-    its -shm (the WAL index), taken read-only while the file was; every new connection keeps
-    taking that view, and refusing writes, until no connection that holds it is open."""
-    path = engine.url.database
-    if is_read_only(error) and engine.dialect.name == "sqlite" and path and _writable(path):
-        engine.dispose()
+    """After SQLite refused a write as read-only: if the file can be written now, the
+    connections that share the read-only view of it are replaced (_SqliteConnections)."""
+    connections = _SQLITE_CONNECTIONS.get(engine)
+    if connections is not None and is_read_only(error):
+        connections.refused()
 
 
 def _discard_failed(context: ExceptionContext) -> None:
-    # As a "disconnect", the connection is invalidated; after a refusal as read-only the
-    # pool's others, made before, are replaced too (they share the file or the server).
+    # As a "disconnect", the connection is invalidated. After a PostgreSQL session refused a
+    # write as read-only, the pool's others made before are replaced too: they began under the
+    # same setting. SQLite's share the view of the file, renewed by release_read_only_view.
     error = context.original_exception
     if context.engine is not None:
         release_read_only_view(context.engine, error)
     if discards_connection(error):
         context.is_disconnect = True
-        context.invalidate_pool_on_disconnect = is_read_only(error) or isinstance(
-            error, ReadOnlySqlTransaction
-        )
+        context.invalidate_pool_on_disconnect = isinstance(error, ReadOnlySqlTransaction)
 
 
 def alembic_config(engine: Engine) -> Config:

@@ -45,7 +45,7 @@ logger = logging.getLogger(__name__)
 # The app keeps a learner's snapshot once their history has grown by this many events since
 # the one kept (a write that crosses a multiple of it), not after every write: a reader then
 # folds at most this many minus one events on top of it, and a write pays for the keep (about
-# 0.33 ms of CPU, bench/snapshot_keep.py) one time in this many.
+# 0.33 ms of CPU: bench/RESULTS.md, "Retired experiments") one time in this many.
 SNAPSHOT_EVERY_EVENTS = 4
 
 
