@@ -1,13 +1,14 @@
 """The shipped files converted to the one format (`normdive convert-recordings`) draw the same
-numbers as the files they were converted from, read from git at the commit before the
-conversion: the player's rows and charts, the depth sweep panel's cells and sentences, and
+numbers as the files they were converted from (kept, gzipped, in tests/before_conversion/ as
+they were at the commit before the conversion, so that a shallow clone runs this too): the
+player's rows and charts, the depth sweep panel's cells and sentences, and
 the lab's grid as the browser fetches it. Nothing was trained again: runs and provenance are
 the same."""
 
 from __future__ import annotations
 
+import gzip
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -37,9 +38,9 @@ LESSON = load_lesson()
 
 
 def before(path: str) -> bytes:
-    return subprocess.run(
-        ["git", "show", f"{BEFORE}:{path}"], cwd=ROOT, capture_output=True, check=True
-    ).stdout
+    """`path` as it was at BEFORE (`git show BEFORE:path | gzip -9n` made the copy)."""
+    kept = ROOT / "tests" / "before_conversion" / (Path(path).name + ".gz")
+    return gzip.decompress(kept.read_bytes())
 
 
 def now(path: str) -> bytes:

@@ -18,7 +18,8 @@ const STYLESHEET = new URL("./lab.css", import.meta.url).href;
 const MILESTONES = [25, 50, 75];
 const CHART_HEIGHT_PX = 220;
 const MIN_CHART_WIDTH_PX = 240;
-// Relative difference under which two eps values name the same recorded cell (web.views.lab_grid).
+// Relative difference under which two eps values name the same recorded cell (as
+// normdive.recording.selection.EPS_MATCH).
 const EPS_MATCH = 1e-9;
 const COLOURS = { recorded: "#8a8f98", live: "#0b5cad", ink: "#1f2328", grid: "#d0d7de" };
 
