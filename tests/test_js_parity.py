@@ -22,6 +22,10 @@ from typing import Any
 
 import pytest
 
+from locale_rows import LOCALE_ROWS
+from normdive.i18n.catalogues import activated, translations
+from normdive.i18n.locales import LOCALES
+from normdive.i18n.numbers import uses_decimal_comma
 from normdive.numeric.display import (
     NOT_A_NUMBER,
     format_input_number,
@@ -31,7 +35,13 @@ from normdive.numeric.display import (
     variance_too_small_to_show,
 )
 from normdive.numeric.layernorm import layer_norm_steps
-from normdive.numeric.rows import MAX_ROW_CHARS, MAX_ROW_LENGTH, RowError, parse_row_exact
+from normdive.numeric.rows import (
+    MAX_ROW_CHARS,
+    MAX_ROW_LENGTH,
+    ROW_MESSAGES,
+    RowError,
+    parse_row_exact,
+)
 
 pytestmark = pytest.mark.node
 
@@ -284,8 +294,18 @@ def _row_texts(rng: random.Random) -> list[str]:
     return table
 
 
-def _python_parse(text: str) -> dict[str, Any]:
-    result = parse_row_exact(text)
+def _local_texts() -> list[tuple[str, str]]:
+    """(locale, text): the rows of tests/locale_rows.py and a refusal of each kind, typed in
+    each locale."""
+    texts = [text for text, _, _ in LOCALE_ROWS] + [
+        "1" * (MAX_ROW_CHARS + 1), "3²", "[1 2", "0,5 1,5", "1,,2", "", "∞", "x", "1/2/3",
+        "1/0", "1e101", "1e-101", ",".join(["1"] * (MAX_ROW_LENGTH + 1)),
+    ]  # fmt: skip
+    return [(locale, text) for locale in LOCALES for text in texts]
+
+
+def _python_parse(text: str, *, decimal_comma: bool = False) -> dict[str, Any]:
+    result = parse_row_exact(text, decimal_comma=decimal_comma)
     if isinstance(result, RowError):
         return {"message": result.message}
     return {"values": [format_input_number(x) for x in result]}
@@ -378,6 +398,16 @@ def parity() -> tuple[dict[str, Any], dict[str, Any]]:
         "inputRows": [[_hex(x) for x in row] for row in rows],
         "parse": _row_texts(rng),
         "ownRows": [{"text": text, "eps": eps} for text in typed for eps in SWITCH],
+        "localParse": [
+            {
+                "text": text,
+                "decimalComma": uses_decimal_comma(locale),
+                "words": {
+                    message: translations(locale).gettext(message) for message in ROW_MESSAGES
+                },
+            }
+            for locale, text in _local_texts()
+        ],
     }
     return request, _run_node(request)
 
@@ -456,3 +486,21 @@ def test_parse_row_gives_the_same_rows_and_messages(
         assert ours == theirs, text
     accepted = sum("values" in result for result in python)
     assert 0 < accepted < len(python)  # the table exercises both outcomes
+
+
+def test_parse_row_reads_each_locales_writing_and_speaks_its_language_in_both(
+    parity: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    _, answer = parity
+    said = answer["localParse"]
+    for (locale, text), theirs in zip(_local_texts(), said, strict=True):
+        with activated(locale):
+            ours = _python_parse(text, decimal_comma=uses_decimal_comma(locale))
+        assert ours == theirs, (locale, text)
+    # The German messages are German in both.
+    german = [
+        result["message"]
+        for (locale, _), result in zip(_local_texts(), said, strict=True)
+        if locale == "de" and "message" in result
+    ]
+    assert german and all("Write" not in message for message in german)

@@ -74,7 +74,7 @@ def test_accepted_answers_are_exact(raw: str, value: Fraction, canonical: str | 
         ("1_000", f"That is not a number. {EXAMPLES}"),
         ("0x10", f"That is not a number. {EXAMPLES}"),
         ("- 2", f"That is not a number. {EXAMPLES}"),
-        ("٣", f"That is not a number. {EXAMPLES}"),  # Arabic-Indic digit
+        ("٣x", f"That is not a number. {EXAMPLES}"),  # an Arabic-Indic digit is a digit
         ("NaN", f"That is not a number (NaN); the answer is a finite number. {EXAMPLES}"),
         ("-nan", f"That is not a number (NaN); the answer is a finite number. {EXAMPLES}"),
         ("inf", f"That is infinite; the answer is a finite number. {EXAMPLES}"),
@@ -138,3 +138,32 @@ def test_within_tolerance_is_exact_and_inclusive(typed: str, exact: str, lands: 
     assert isinstance(parsed, ParsedAnswer)
     assert isinstance(target, ParsedAnswer)
     assert within_tolerance(parsed.value, target.value, Fraction(1, 1000)) is lands
+
+
+@pytest.mark.parametrize(
+    ("typed", "ascii_text"),
+    [
+        ("١٫٥", "1.5"),  # Arabic-Indic digits, the Arabic decimal separator
+        ("-٠٫٢٢٤", "-0.224"),
+        ("٢/٣", "2/3"),
+        ("١e-٣", "1e-3"),
+        ("۱٫۲۲۴", "1.224"),  # Extended Arabic-Indic (Persian, Urdu keyboards)
+        ("٣", "3"),
+    ],
+)
+@pytest.mark.parametrize("decimal_comma", [False, True])
+def test_arabic_script_digits_are_read_in_every_locale(
+    typed: str, ascii_text: str, decimal_comma: bool
+) -> None:
+    parsed = parse_answer(typed, decimal_comma=decimal_comma)
+    wanted = parse_answer(ascii_text)
+    assert isinstance(parsed, ParsedAnswer) and isinstance(wanted, ParsedAnswer)
+    assert parsed.same_value(wanted) and parsed.canonical == wanted.canonical
+    assert parsed.raw == typed
+
+
+def test_an_arabic_digit_with_a_decimal_comma_where_the_locale_writes_one() -> None:
+    german = parse_answer("١,٥", decimal_comma=True)
+    assert isinstance(german, ParsedAnswer) and german.canonical == "1.5"
+    refused = parse_answer("١,٥")
+    assert isinstance(refused, FormatError) and "1.5" in refused.message

@@ -10,8 +10,16 @@ from fractions import Fraction
 
 import pytest
 
+from locale_rows import LOCALE_ROWS
+from normdive.i18n.catalogues import activated
+from normdive.i18n.numbers import uses_decimal_comma
 from normdive.numeric.answers import FormatError, parse_answer
-from normdive.numeric.display import format_input_row, format_number, format_row
+from normdive.numeric.display import (
+    format_input_number,
+    format_input_row,
+    format_number,
+    format_row,
+)
 from normdive.numeric.layernorm import layer_norm_steps
 from normdive.numeric.numbers import NORMAL_FORM, RAISED_OR_LOWERED
 from normdive.numeric.rows import (
@@ -105,8 +113,8 @@ def test_the_exact_row_keeps_every_digit_typed(text: str, row: tuple[str, ...], 
             "or spaces.",
         ),
         (
-            "٣",  # an Arabic-Indic digit: Python's float() would take it, JavaScript would not
-            "“٣” is not a number. Write numbers like 2, -1.5, 2/3 or 1e-3, separated by commas "
+            "٣x",  # an Arabic-Indic digit is read as its digit (numbers.ARABIC_FORMS), as quoted
+            "“3x” is not a number. Write numbers like 2, -1.5, 2/3 or 1e-3, separated by commas "
             "or spaces.",
         ),
         (
@@ -308,3 +316,34 @@ def test_a_fraction_at_the_bounds_is_kept() -> None:
         Fraction(10**100),
         Fraction(1, 10**100),
     )
+
+
+@pytest.mark.parametrize(("text", "with_point", "with_comma"), LOCALE_ROWS)
+def test_a_row_in_each_locales_writing(
+    text: str, with_point: list[str] | None, with_comma: list[str] | None
+) -> None:
+    for decimal_comma, wanted in ((False, with_point), (True, with_comma)):
+        parsed = parse_row_exact(text, decimal_comma=decimal_comma)
+        got = None if isinstance(parsed, RowError) else [format_input_number(x) for x in parsed]
+        assert got == wanted, (text, decimal_comma, parsed)
+
+
+@pytest.mark.parametrize(
+    ("locale", "text", "message"),
+    [
+        ("de", "1;;2", "Zwischen zwei Semikolons steht keine Zahl."),
+        (
+            "de",
+            "1,2,3",
+            "„1,2,3“ ist keine Zahl. Schreiben Sie Zahlen wie 2; -1,5; 2/3 oder 1e-3, getrennt "
+            "durch Semikolons oder Leerzeichen.",
+        ),
+        ("ar", "1,,2", "هناك فاصلتان لا عدد بينهما."),
+    ],
+)
+def test_a_rows_problem_is_said_in_the_learners_language(
+    locale: str, text: str, message: str
+) -> None:
+    with activated(locale):
+        parsed = parse_row_exact(text, decimal_comma=uses_decimal_comma())
+    assert parsed == RowError(message)

@@ -107,3 +107,36 @@ def test_static_files_are_the_same_in_every_language(client: TestClient) -> None
     assert answer.status_code == 200
     assert "accept-language" not in answer.headers.get("vary", "").lower()
     assert "accept-language" in client.get("/").headers["vary"].lower()
+
+
+@pytest.mark.parametrize(
+    ("language", "typed", "mean", "problem"),
+    [
+        ("de", "1,5; 2; 2,5", "2,000000", None),
+        ("de", "1,5;;2", None, "Zwischen zwei Semikolons steht keine Zahl."),
+        ("ar", "١٫٥، ٢، ٢٫٥", "2.000000", None),
+        ("ar", "1,,2", None, "هناك فاصلتان لا عدد بينهما."),
+        ("en", "١٫٥ 2 2.5", "2.000000", None),
+    ],
+)
+def test_your_own_row_in_the_languages_writing_without_javascript(
+    client: TestClient, language: str, typed: str, mean: str | None, problem: str | None
+) -> None:
+    client.post("/predict", data={"choice": "residual"})
+    response = client.get("/", params={"row": typed}, headers={"Accept-Language": language})
+    soup = BeautifulSoup(response.text, "html.parser")
+    own = soup.select_one("#own-row")
+    assert own is not None
+    message = own.select_one("#own-row-message")
+    assert message is not None and message.get_text(strip=True) == (problem or "")
+    shown = own.select_one("[data-ln=mean]")
+    assert (shown.get_text(strip=True) if shown is not None else None) == mean
+
+
+def test_the_page_carries_the_row_parsers_words_in_its_language(client: TestClient) -> None:
+    html = html_of(client, **{"Accept-Language": "ar"}).find("html")
+    assert html is not None
+    words = json.loads(str(html["data-words"]))
+    assert words["There are two commas with no number between them."] == (
+        "هناك فاصلتان لا عدد بينهما."
+    )

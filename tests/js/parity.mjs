@@ -7,10 +7,12 @@
 //
 // stdin:  {"steps": [{"row": [decimal], "eps": decimal}], "format": [hex],
 //          "formatRows": [[hex]], "inputRows": [[hex]], "parse": [text],
-//          "ownRows": [{"text": text, "eps": decimal}]}
+//          "ownRows": [{"text": text, "eps": decimal}],
+//          "localParse": [{"text": text, "decimalComma": boolean, "words": {english: text}}]}
 // stdout: {"steps": [shown], "format": [text], "formatRows": [text], "inputRows": [text],
 //          "parse": [{"values": [decimal]} | {"message": text}],
-//          "ownRows": [{"values": [decimal], "shown": shown} | {"message": text}]}
+//          "ownRows": [{"values": [decimal], "shown": shown} | {"message": text}],
+//          "localParse": [{"values": [decimal]} | {"message": text}]}
 // where shown = {"mean": text, "variance": text, "denominator": text, "normalised": text,
 //                "varianceHidden": boolean}: what "Try your own row" writes.
 
@@ -68,6 +70,12 @@ const parse = request.parse.map((text) => {
   return Array.isArray(result) ? { values: result } : { message: result.message };
 });
 
+// A row typed in a locale: its decimal symbol and the messages in its words.
+const localParse = request.localParse.map(({ text, decimalComma, words }) => {
+  const result = parseRow(text, { decimalComma, words });
+  return Array.isArray(result) ? { values: result } : { message: result.message };
+});
+
 // What the page does with a typed row: parse it, then show its steps.
 const ownRows = request.ownRows.map(({ text, eps }) => {
   const result = parseRow(text);
@@ -84,5 +92,6 @@ process.stdout.write(
     inputRows: request.inputRows.map((row) => formatInputRow(row.map(fromHex))),
     parse,
     ownRows,
+    localParse,
   }),
 );

@@ -7,6 +7,11 @@ the browser, with the same rules).
 - The text is then normalised to Unicode's NFKC form (UAX #15), so full-width digits, signs,
   points, commas and slashes ("３．５", "－１", "２／３") read as their ASCII forms, as a learner
   typing them on an East Asian keyboard means; the Unicode minus U+2212 is a minus.
+- NFKC leaves the digits of Arabic script as they are, so they are mapped here (ARABIC_FORMS),
+  in every locale: the Arabic-Indic digits ٠ to ٩ (U+0660 to U+0669) and the Extended
+  Arabic-Indic ۰ to ۹ (U+06F0 to U+06F9, Persian and Urdu keyboards) are 0 to 9, the Arabic
+  decimal separator ٫ (U+066B) is a point, and the Arabic comma ، (U+060C) a comma:
+  "١٫٥" is 1.5, "٢/٣" is 2/3.
 - A number is a decimal, with an optional sign and an optional exponent (2, -1.5, .5, 3., 1e-3,
   6.02E23), or a fraction: one optional sign, then two plain decimals around a slash, neither
   with a sign or an exponent (2/3, -1.5/4, 2 / 3), whose lower number is not 0.
@@ -44,6 +49,16 @@ DECIMAL = re.compile(
 # toLowerCase lowers it too).
 NON_FINITE_WORDS = frozenset({"nan", "inf", "infinity", "∞"})
 FRACTION_SLASH = "/"
+# The characters of Arabic script that stand for a digit, the decimal point or a comma, as
+# str.translate takes them (static/layernorm.js, ARABIC_FORMS, maps the same).
+ARABIC_DECIMAL_SEPARATOR = "\u066b"
+ARABIC_COMMA = "\u060c"
+ARABIC_FORMS: Final = {
+    **{0x0660 + digit: str(digit) for digit in range(10)},
+    **{0x06F0 + digit: str(digit) for digit in range(10)},
+    ord(ARABIC_DECIMAL_SEPARATOR): ".",
+    ord(ARABIC_COMMA): ",",
+}
 
 
 class Problem(Enum):
@@ -75,8 +90,9 @@ def raised_or_lowered(text: str) -> str | None:
 
 
 def nfkc(text: str) -> str:
-    """`text` in NFKC (check raised_or_lowered first)."""
-    return unicodedata.normalize(NORMAL_FORM, text)
+    """`text` in NFKC, Arabic script's digits, decimal separator and comma as ASCII
+    (ARABIC_FORMS; check raised_or_lowered first)."""
+    return unicodedata.normalize(NORMAL_FORM, text).translate(ARABIC_FORMS)
 
 
 def normalised(text: str) -> str:

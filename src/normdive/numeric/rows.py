@@ -11,6 +11,10 @@ same messages):
   fraction's slash belong to the fraction ("2 / 3" is one entry);
 - groups written like "0,5 1,5" are decimal commas, named as such rather than read as more
   entries;
+- in a locale that writes decimals after a comma (`decimal_comma`, German), the comma is the
+  decimal point instead, and the entries are separated by semicolons and/or whitespace
+  ("1,5; -2; 2/3", "1,5 2"); an entry with a point reads the point as the decimal point, as
+  in every locale, and an entry with both is not a number ("1.000,5");
 - 1 to MAX_ROW_LENGTH numbers, each 0 or between MIN_MAGNITUDE and MAX_MAGNITUDE in size,
   decided on the typed number itself (never on a float, which turns 1e-999 into 0 and 1e400
   into infinity). The steps are computed exactly from these numbers (layernorm.py); the
@@ -18,7 +22,9 @@ same messages):
   read as (parse_row) ordinary: beyond them a square overflows or rounds to zero.
 
 A decimal entry is kept as a Decimal with every digit typed; a fraction as a Fraction in lowest
-terms. Characters are matched from explicit ASCII sets rather than `\\d` / `\\s`, whose meaning
+terms. The messages are the interface's (ROW_MESSAGES, marked for the catalogues) in the
+current locale; the page's script gets the same translations on <html data-words>.
+Characters are matched from explicit ASCII sets rather than `\\d` / `\\s`, whose meaning
 differs between Python (all of Unicode) and JavaScript, so both twins accept the same text.
 """
 
@@ -29,6 +35,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
+from normdive.i18n.catalogues import N_, gettext
 from normdive.numeric.numbers import (
     DECIMAL,
     FRACTION_SLASH,
@@ -58,6 +65,10 @@ MAX_EXPONENT_DIGITS = 6
 SPACES = " \t\n\r\u00a0\u202f"
 _SEPARATOR = re.compile(f"[{SPACES},]+")
 _EMPTY_BETWEEN_COMMAS = re.compile(f",[{SPACES}]*,")
+# Where decimals are written after a comma, the entries are separated by semicolons.
+_SEMICOLON_SEPARATOR = re.compile(f"[{SPACES};]+")
+_EMPTY_BETWEEN_SEMICOLONS = re.compile(f";[{SPACES}]*;")
+DECIMAL_COMMA = ","
 _SPACES_ONLY = re.compile(f"[{SPACES}]+")
 # The spaces around a fraction's slash, dropped before the row is split into entries.
 _SPACED_SLASH = re.compile(f"[{SPACES}]*{FRACTION_SLASH}[{SPACES}]*")
@@ -66,17 +77,58 @@ _DECIMAL_COMMA_GROUP = re.compile(r"[+\-\u2212]?[0-9]*[0-9],[0-9]+")
 # The characters a fraction entry may have: anything else is not a number, before the answer's
 # fraction rules (whose spaces around the slash a row has already joined) read it.
 _FRACTION_ALPHABET = re.compile(r"[0-9+\-.eE/]+")
-_EXAMPLES = "Write numbers like 2, -1.5, 2/3 or 1e-3, separated by commas or spaces."
-_TOO_LARGE = "is too large: keep every entry between -1e100 and 1e100."
-_TOO_SMALL = "is too small: an entry other than 0 must be at least 1e-100 in size."
-# What each way an entry is not a number says, after the entry quoted.
+# What a row's problems say, each a whole sentence with its %-placeholders ("%(entry)s" is the
+# offending entry, quoted by the sentence), in the order of ROW_MESSAGES.
+TOO_LONG = N_(
+    "That is too long: a row can be at most %(limit)d characters (this one has %(length)d)."
+)
+RAISED = N_(
+    "“%(entry)s” is a raised or lowered character: write every entry on the line, with powers "
+    "of ten as in 1e-3."
+)
+BRACKETS = N_("Put square brackets on both ends of the row, or leave both out.")
+LOOKS_LIKE_DECIMAL_COMMA = N_(
+    "“%(entry)s” looks like a decimal comma: write decimals with a point, as in 0.5, and part "
+    "the entries with commas or spaces."
+)
+EMPTY_BETWEEN = N_("There are two commas with no number between them.")
+EMPTY_BETWEEN_SEMICOLONS = N_("There are two semicolons with no number between them.")
+NO_NUMBER = N_("Type at least one number, for example 1, 2, 3.")
+NOT_FINITE = N_("“%(entry)s” is not allowed: every entry must be a finite number.")
+NOT_A_NUMBER = N_(
+    "“%(entry)s” is not a number. Write numbers like 2, -1.5, 2/3 or 1e-3, separated by "
+    "commas or spaces."
+)
+FRACTION_FORM = N_(
+    "“%(entry)s” is not a fraction to work with: write one plain number over another, like "
+    "2/3 or -1.5/4."
+)
+DIVIDES_BY_ZERO = N_("“%(entry)s” divides by zero: the number under the / cannot be 0.")
+TOO_LARGE = N_("“%(entry)s” is too large: keep every entry between -1e100 and 1e100.")
+TOO_SMALL = N_("“%(entry)s” is too small: an entry other than 0 must be at least 1e-100 in size.")
+TOO_MANY = N_("A row can hold at most %(limit)d numbers; this one has %(count)d.")
+ROW_MESSAGES = (
+    TOO_LONG,
+    RAISED,
+    BRACKETS,
+    LOOKS_LIKE_DECIMAL_COMMA,
+    EMPTY_BETWEEN,
+    EMPTY_BETWEEN_SEMICOLONS,
+    NO_NUMBER,
+    NOT_FINITE,
+    NOT_A_NUMBER,
+    FRACTION_FORM,
+    DIVIDES_BY_ZERO,
+    TOO_LARGE,
+    TOO_SMALL,
+    TOO_MANY,
+)
+# What each way an entry is not a number says.
 _PROBLEM_WORDS = {
-    Problem.NOT_A_NUMBER: f"is not a number. {_EXAMPLES}",
-    Problem.FRACTION_FORM: (
-        "is not a fraction to work with: write one plain number over another, like 2/3 or -1.5/4."
-    ),
-    Problem.DIVIDES_BY_ZERO: "divides by zero: the number under the / cannot be 0.",
-    Problem.EXPONENT_OUT_OF_RANGE: _TOO_LARGE,
+    Problem.NOT_A_NUMBER: NOT_A_NUMBER,
+    Problem.FRACTION_FORM: FRACTION_FORM,
+    Problem.DIVIDES_BY_ZERO: DIVIDES_BY_ZERO,
+    Problem.EXPONENT_OUT_OF_RANGE: TOO_LARGE,
 }
 
 
@@ -87,10 +139,16 @@ class RowError:
     message: str
 
 
-def _quote(token: str) -> str:
+def _said(message: str, **fields: object) -> RowError:
+    """`message` in the current locale, filled with `fields`."""
+    return RowError(gettext(message) % fields)
+
+
+def _about(message: str, token: str) -> RowError:
+    """`message` about the entry `token`, quoted up to MAX_QUOTED_CHARS characters."""
     if len(token) > MAX_QUOTED_CHARS:
         token = token[:MAX_QUOTED_CHARS] + "…"
-    return f"“{token}”"
+    return _said(message, entry=token)
 
 
 def _decimal_comma(body: str) -> str | None:
@@ -134,98 +192,107 @@ def _too_large(digits: str, exponent: int) -> bool:
     return exponent > top or (exponent == top and digits != "1")
 
 
-def _fraction_entry(token: str) -> Fraction | RowError:
-    """A fraction entry ("2/3", "-1.5/4") in lowest terms, within the row's bounds."""
+def _fraction_entry(token: str, typed: str) -> Fraction | RowError:
+    """A fraction entry ("2/3", "-1.5/4") in lowest terms, within the row's bounds; `typed`
+    is the entry as the learner wrote it, for the messages."""
     if _FRACTION_ALPHABET.fullmatch(token) is None:
-        return RowError(f"{_quote(token)} {_PROBLEM_WORDS[Problem.NOT_A_NUMBER]}")
+        return _about(NOT_A_NUMBER, typed)
     try:
         numerator, denominator = parse_fraction(token)
     except NotANumber as refused:
-        return RowError(f"{_quote(token)} {_PROBLEM_WORDS[refused.problem]}")
+        return _about(_PROBLEM_WORDS[refused.problem], typed)
     # |numerator / denominator| against 10**100 and 10**-100, in integers (denominator > 0).
     bound = 10**MAX_MAGNITUDE_EXPONENT
     if abs(numerator) > bound * denominator:
-        return RowError(f"{_quote(token)} {_TOO_LARGE}")
+        return _about(TOO_LARGE, typed)
     if numerator != 0 and abs(numerator) * bound < denominator:
-        return RowError(f"{_quote(token)} {_TOO_SMALL}")
+        return _about(TOO_SMALL, typed)
     return Fraction(numerator, denominator)
 
 
-def _decimal_entry(token: str) -> Decimal | RowError:
+def _decimal_entry(token: str, typed: str) -> Decimal | RowError:
     """A decimal entry with every digit typed, within the row's bounds."""
     match = DECIMAL.fullmatch(token)
     if match is None:
-        return RowError(f"{_quote(token)} {_PROBLEM_WORDS[Problem.NOT_A_NUMBER]}")
+        return _about(NOT_A_NUMBER, typed)
     negative = match.group("sign") == "-"
     size = _size(match)
     if size is None:
         return Decimal("-0" if negative else "0")
     digits, exponent = size
     if _too_large(digits, exponent):
-        return RowError(f"{_quote(token)} {_TOO_LARGE}")
+        return _about(TOO_LARGE, typed)
     if exponent <= MIN_MAGNITUDE_EXPONENT:
-        return RowError(f"{_quote(token)} {_TOO_SMALL}")
+        return _about(TOO_SMALL, typed)
     # In range, so the exponent is small: Decimal reads the digits exactly.
     return Decimal(f"{'-' if negative else ''}0.{digits}e{exponent}")
 
 
-def _entries(body: str) -> list[str] | RowError:
+def _entries(body: str, decimal_comma: bool) -> list[str] | RowError:
     """The row's entries, its brackets taken off (body: in NFKC, stripped; a decimal comma is
     quoted with the minus typed)."""
     opens, closes = body.startswith("["), body.endswith("]")
     if opens != closes or (opens and len(body) == 1):
-        return RowError("Put square brackets on both ends of the row, or leave both out.")
+        return _said(BRACKETS)
     if opens:
         body = body[1:-1]
-    comma = _decimal_comma(body)
+    comma = None if decimal_comma else _decimal_comma(body)
     if comma is not None:
-        return RowError(
-            f"{_quote(comma)} looks like a decimal comma: write decimals with a point, as in "
-            "0.5, and part the entries with commas or spaces."
-        )
+        return _about(LOOKS_LIKE_DECIMAL_COMMA, comma)
     body = body.replace(UNICODE_MINUS, "-")
-    if _EMPTY_BETWEEN_COMMAS.search(body):
-        return RowError("There are two commas with no number between them.")
-    tokens = [token for token in _SEPARATOR.split(_SPACED_SLASH.sub(FRACTION_SLASH, body)) if token]
+    empty, separator = (
+        (_EMPTY_BETWEEN_SEMICOLONS, _SEMICOLON_SEPARATOR)
+        if decimal_comma
+        else (_EMPTY_BETWEEN_COMMAS, _SEPARATOR)
+    )
+    if empty.search(body):
+        return _said(EMPTY_BETWEEN_SEMICOLONS if decimal_comma else EMPTY_BETWEEN)
+    tokens = [token for token in separator.split(_SPACED_SLASH.sub(FRACTION_SLASH, body)) if token]
     if not tokens:
-        return RowError("Type at least one number, for example 1, 2, 3.")
+        return _said(NO_NUMBER)
     return tokens
 
 
-def parse_row_exact(text: str) -> tuple[Decimal | Fraction, ...] | RowError:
-    """Parse "1, 2, 3", "[1 2 3]", "−0.5,2e3", "1/3 2/3": a tuple of 1 to 16 exact numbers, a
-    decimal exactly as typed (Decimal("0.1") is one tenth, not the float nearest it) and a
-    fraction in lowest terms, or a RowError."""
+def parse_row_exact(
+    text: str, *, decimal_comma: bool = False
+) -> tuple[Decimal | Fraction, ...] | RowError:
+    """Parse "1, 2, 3", "[1 2 3]", "−0.5,2e3", "1/3 2/3" (with `decimal_comma`: "1,5; 2; 2/3"):
+    a tuple of 1 to 16 exact numbers, a decimal exactly as typed (Decimal("0.1") is one tenth,
+    not the float nearest it) and a fraction in lowest terms, or a RowError in the current
+    locale's words."""
     if len(text) > MAX_ROW_CHARS:
-        return RowError(
-            f"That is too long: a row can be at most {MAX_ROW_CHARS} characters "
-            f"(this one has {len(text)})."
-        )
+        return _said(TOO_LONG, limit=MAX_ROW_CHARS, length=len(text))
     raised = raised_or_lowered(text)
     if raised is not None:
-        return RowError(
-            f"{_quote(raised)} is a raised or lowered character: write every entry on "
-            "the line, with powers of ten as in 1e-3."
-        )
-    tokens = _entries(nfkc(text).strip(SPACES))
+        return _about(RAISED, raised)
+    tokens = _entries(nfkc(text).strip(SPACES), decimal_comma)
     if isinstance(tokens, RowError):
         return tokens
     values: list[Decimal | Fraction] = []
-    for token in tokens:
-        if is_non_finite(token):
-            return RowError(f"{_quote(token)} is not allowed: every entry must be a finite number.")
-        entry = _fraction_entry(token) if FRACTION_SLASH in token else _decimal_entry(token)
+    for typed in tokens:
+        if is_non_finite(typed):
+            return _about(NOT_FINITE, typed)
+        token = _with_point(typed) if decimal_comma else typed
+        entry = (
+            _fraction_entry(token, typed)
+            if FRACTION_SLASH in token
+            else _decimal_entry(token, typed)
+        )
         if isinstance(entry, RowError):
             return entry
         values.append(entry)
     if len(values) > MAX_ROW_LENGTH:
-        return RowError(
-            f"A row can hold at most {MAX_ROW_LENGTH} numbers; this one has {len(values)}."
-        )
+        return _said(TOO_MANY, limit=MAX_ROW_LENGTH, count=len(values))
     return tuple(values)
 
 
-def parse_row(text: str) -> tuple[float, ...] | RowError:
+def _with_point(token: str) -> str:
+    """An entry typed with decimal commas ("-1,5", "1,5/4") with points instead; an entry that
+    has a point already keeps its commas, and so is not a number."""
+    return token if "." in token else token.replace(DECIMAL_COMMA, ".")
+
+
+def parse_row(text: str, *, decimal_comma: bool = False) -> tuple[float, ...] | RowError:
     """The row of parse_row_exact as the floats nearest its decimals (-0 stays -0.0)."""
-    exact = parse_row_exact(text)
+    exact = parse_row_exact(text, decimal_comma=decimal_comma)
     return exact if isinstance(exact, RowError) else tuple(float(value) for value in exact)

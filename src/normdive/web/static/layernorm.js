@@ -221,6 +221,12 @@ const SPACES = " \\t\\n\\r\\u00a0\\u202f";
 const EDGE_SPACES = new RegExp(`^[${SPACES}]+|[${SPACES}]+$`, "g");
 const SEPARATOR = new RegExp(`[${SPACES},]+`);
 const EMPTY_BETWEEN_COMMAS = new RegExp(`,[${SPACES}]*,`);
+// Where decimals are written after a comma, the entries are separated by semicolons.
+const SEMICOLON_SEPARATOR = new RegExp(`[${SPACES};]+`);
+const EMPTY_BETWEEN_SEMICOLONS = new RegExp(`;[${SPACES}]*;`);
+// The digits, decimal separator and comma of Arabic script, which NFKC leaves as they are
+// (numeric/numbers.py, ARABIC_FORMS): ٠-٩ and ۰-۹ are 0-9, ٫ a point, ، a comma.
+const ARABIC_FORMS = /[\u0660-\u0669\u06f0-\u06f9\u066b\u060c]/g;
 const SPACES_ONLY = new RegExp(`[${SPACES}]+`);
 // The spaces around a fraction's slash belong to the fraction ("2 / 3" is one entry).
 const SPACED_SLASH = new RegExp(`[${SPACES}]*/[${SPACES}]*`, "g");
@@ -234,14 +240,40 @@ const ANSWER_DECIMAL = /^([+-]?)([0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?
 // The characters a fraction entry may have; anything else is not a number (numeric/rows.py).
 const FRACTION_ALPHABET = /^[0-9+\-.eE/]+$/;
 const BOUND = 10n ** BigInt(MAX_MAGNITUDE_EXPONENT);
-// What each way an entry is not a number says, after the entry quoted (numeric/rows.py).
-const EXAMPLES = "Write numbers like 2, -1.5, 2/3 or 1e-3, separated by commas or spaces.";
-const TOO_LARGE = "is too large: keep every entry between -1e100 and 1e100.";
-const TOO_SMALL = "is too small: an entry other than 0 must be at least 1e-100 in size.";
-const NOT_A_NUMBER_WORDS = `is not a number. ${EXAMPLES}`;
-const FRACTION_FORM_WORDS = "is not a fraction to work with: write one plain number over " +
-  "another, like 2/3 or -1.5/4.";
-const DIVIDES_BY_ZERO_WORDS = "divides by zero: the number under the / cannot be 0.";
+// A row's problems, as numeric/rows.py words them (its ROW_MESSAGES): each message is the
+// English sentence, looked up in the words the page gives (<html data-words>, translated by the
+// server) and filled in at its %(name)s / %(name)d placeholders.
+const TOO_LONG = "That is too long: a row can be at most %(limit)d characters (this one has %(length)d).";
+const RAISED = "“%(entry)s” is a raised or lowered character: write every entry on the line, " +
+  "with powers of ten as in 1e-3.";
+const BRACKETS = "Put square brackets on both ends of the row, or leave both out.";
+const LOOKS_LIKE_DECIMAL_COMMA = "“%(entry)s” looks like a decimal comma: write decimals with " +
+  "a point, as in 0.5, and part the entries with commas or spaces.";
+const EMPTY_BETWEEN = "There are two commas with no number between them.";
+const EMPTY_BETWEEN_SEMICOLONS_MESSAGE = "There are two semicolons with no number between them.";
+const NO_NUMBER = "Type at least one number, for example 1, 2, 3.";
+const NOT_FINITE = "“%(entry)s” is not allowed: every entry must be a finite number.";
+const NOT_A_NUMBER_WORDS = "“%(entry)s” is not a number. Write numbers like 2, -1.5, 2/3 or " +
+  "1e-3, separated by commas or spaces.";
+const FRACTION_FORM_WORDS = "“%(entry)s” is not a fraction to work with: write one plain " +
+  "number over another, like 2/3 or -1.5/4.";
+const DIVIDES_BY_ZERO_WORDS = "“%(entry)s” divides by zero: the number under the / cannot be 0.";
+const TOO_LARGE = "“%(entry)s” is too large: keep every entry between -1e100 and 1e100.";
+const TOO_SMALL = "“%(entry)s” is too small: an entry other than 0 must be at least 1e-100 in size.";
+const TOO_MANY = "A row can hold at most %(limit)d numbers; this one has %(count)d.";
+
+/** @typedef {{ decimalComma?: boolean, words?: Record<string, string> }} RowOptions */
+
+/** `message` in the words given (itself where they lack it), filled with `fields`.
+ * @param {Record<string, string>} words @param {string} message
+ * @param {Record<string, string | number>} [fields] @returns {{ message: string }} */
+function said(words, message, fields = {}) {
+  const text = (words[message] ?? message).replace(
+    /%\((\w+)\)[sd]/g,
+    (/** @type {string} */ whole, /** @type {string} */ name) => (name in fields ? String(fields[name]) : whole),
+  );
+  return { message: text };
+}
 
 // nan, inf, infinity or ∞ in any case, with one sign or none (numeric/numbers.py).
 /** @param {string} token */
@@ -264,9 +296,10 @@ function fractionSide(text) {
 
 // A fraction entry ("2/3", "-1.5/4") as its text in lowest terms, or {message}
 // (numeric/rows.py, _fraction_entry).
-/** @param {string} token @returns {string | { message: string }} */
-function fractionEntry(token) {
-  const refused = (/** @type {string} */ words) => ({ message: `${quote(token)} ${words}` });
+/** @param {string} token @param {string} typed the entry as written, for the messages
+ * @param {Record<string, string>} words @returns {string | { message: string }} */
+function fractionEntry(token, typed, words) {
+  const refused = (/** @type {string} */ message) => said(words, message, { entry: quoted(typed) });
   if (!FRACTION_ALPHABET.test(token)) return refused(NOT_A_NUMBER_WORDS);
   const slash = token.indexOf("/");
   let top = token.slice(0, slash);
@@ -292,7 +325,7 @@ function fractionEntry(token) {
 // with a comma in it is such a number: decimal commas, not a list. Same rule as
 // normdive/numeric/rows.py (_decimal_comma).
 /** @param {string} body @returns {string | null} */
-function decimalComma(body) {
+function decimalCommaGroup(body) {
   const groups = body.split(SPACES_ONLY).filter((group) => group !== "");
   const withCommas = groups.filter((group) => group.includes(","));
   if (groups.length < 2 || withCommas.length === 0) return null;
@@ -306,13 +339,11 @@ function codePointLength(text) {
   return count;
 }
 
+// An entry as a message quotes it: up to MAX_QUOTED_CHARS characters (numeric/rows.py, _about).
 /** @param {string} token */
-function quote(token) {
+function quoted(token) {
   const points = Array.from(token);
-  const shown = points.length > MAX_QUOTED_CHARS
-    ? `${points.slice(0, MAX_QUOTED_CHARS).join("")}…`
-    : token;
-  return `“${shown}”`;
+  return points.length > MAX_QUOTED_CHARS ? `${points.slice(0, MAX_QUOTED_CHARS).join("")}…` : token;
 }
 
 // A matched number's significant digits and exponent (value = 0.digits x 10 ** exponent), or
@@ -343,63 +374,50 @@ function layout(digits, n) {
 }
 
 /**
- * Parse "1, 2, 3", "[1 2 3]", "−0.5,2e3", "1/3 2/3": an array of 1 to 16 numbers as text, a
- * decimal with every digit typed kept, in the layout String(x) uses ("0.1", "1e-7", "1e+100"),
- * a fraction in lowest terms ("2/3"), or {message}. Same rules and messages as
+ * Parse "1, 2, 3", "[1 2 3]", "−0.5,2e3", "1/3 2/3" (with decimalComma: "1,5; 2; 2/3"): an
+ * array of 1 to 16 numbers as text, a decimal with every digit typed kept, in the layout
+ * String(x) uses ("0.1", "1e-7", "1e+100"), a fraction in lowest terms ("2/3"), or {message},
+ * in `words` (the page's translations of the English messages). Same rules and messages as
  * normdive/numeric/rows.py, whose entries follow a typed answer's rules (numeric/numbers.py).
- * @param {string} text @returns {string[] | { message: string }}
+ * @param {string} text @param {RowOptions} [options] @returns {string[] | { message: string }}
  */
-export function parseRow(text) {
+export function parseRow(text, options = {}) {
+  const decimalComma = options.decimalComma ?? false;
+  const words = options.words ?? {};
   text = String(text);
   const length = codePointLength(text);
-  if (length > MAX_ROW_CHARS) {
-    return {
-      message: `That is too long: a row can be at most ${MAX_ROW_CHARS} characters ` +
-        `(this one has ${length}).`,
-    };
-  }
+  if (length > MAX_ROW_CHARS) return said(words, TOO_LONG, { limit: MAX_ROW_CHARS, length });
   const raised = RAISED_OR_LOWERED.exec(text);
-  if (raised !== null) {
-    return {
-      message: `${quote(raised[0])} is a raised or lowered character: write every entry on ` +
-        "the line, with powers of ten as in 1e-3.",
-    };
-  }
-  let body = text.normalize(NORMAL_FORM).replace(EDGE_SPACES, "");
+  if (raised !== null) return said(words, RAISED, { entry: quoted(raised[0]) });
+  let body = text.normalize(NORMAL_FORM).replace(ARABIC_FORMS, arabicForm).replace(EDGE_SPACES, "");
   const opens = body.startsWith("[");
   const closes = body.endsWith("]");
-  if (opens !== closes || (opens && body.length === 1)) {
-    return { message: "Put square brackets on both ends of the row, or leave both out." };
-  }
+  if (opens !== closes || (opens && body.length === 1)) return said(words, BRACKETS);
   if (opens) body = body.slice(1, -1);
-  const comma = decimalComma(body);
-  if (comma !== null) {
-    return {
-      message: `${quote(comma)} looks like a decimal comma: write decimals with a point, as in ` +
-        "0.5, and part the entries with commas or spaces.",
-    };
-  }
+  const comma = decimalComma ? null : decimalCommaGroup(body);
+  if (comma !== null) return said(words, LOOKS_LIKE_DECIMAL_COMMA, { entry: quoted(comma) });
   body = body.replaceAll("\u2212", "-");
-  if (EMPTY_BETWEEN_COMMAS.test(body)) {
-    return { message: "There are two commas with no number between them." };
+  if ((decimalComma ? EMPTY_BETWEEN_SEMICOLONS : EMPTY_BETWEEN_COMMAS).test(body)) {
+    return said(words, decimalComma ? EMPTY_BETWEEN_SEMICOLONS_MESSAGE : EMPTY_BETWEEN);
   }
-  const tokens = body.replace(SPACED_SLASH, "/").split(SEPARATOR).filter((token) => token !== "");
-  if (tokens.length === 0) {
-    return { message: "Type at least one number, for example 1, 2, 3." };
-  }
+  const tokens = body.replace(SPACED_SLASH, "/")
+    .split(decimalComma ? SEMICOLON_SEPARATOR : SEPARATOR)
+    .filter((token) => token !== "");
+  if (tokens.length === 0) return said(words, NO_NUMBER);
   const values = [];
-  for (const token of tokens) {
-    if (isNonFinite(token)) {
-      return { message: `${quote(token)} is not allowed: every entry must be a finite number.` };
-    }
+  for (const typed of tokens) {
+    if (isNonFinite(typed)) return said(words, NOT_FINITE, { entry: quoted(typed) });
+    // A decimal comma is a point, unless the entry has a point already (numeric/rows.py).
+    const token = decimalComma && !typed.includes(".") ? typed.replaceAll(",", ".") : typed;
     if (token.includes("/")) {
-      const entry = fractionEntry(token);
+      const entry = fractionEntry(token, typed, words);
       if (typeof entry !== "string") return entry;
       values.push(entry);
       continue;
     }
+    const refused = (/** @type {string} */ message) => said(words, message, { entry: quoted(typed) });
     const match = DECIMAL.exec(token);
-    if (match === null) return { message: `${quote(token)} ${NOT_A_NUMBER_WORDS}` };
+    if (match === null) return refused(NOT_A_NUMBER_WORDS);
     const found = size(match);
     if (found === null) {
       values.push("0"); // also -0, as String(-0) writes it
@@ -407,16 +425,21 @@ export function parseRow(text) {
     }
     const { digits, exponent } = found;
     const top = MAX_MAGNITUDE_EXPONENT + 1;
-    if (exponent > top || (exponent === top && digits !== "1")) {
-      return { message: `${quote(token)} ${TOO_LARGE}` };
-    }
-    if (exponent <= MIN_MAGNITUDE_EXPONENT) return { message: `${quote(token)} ${TOO_SMALL}` };
+    if (exponent > top || (exponent === top && digits !== "1")) return refused(TOO_LARGE);
+    if (exponent <= MIN_MAGNITUDE_EXPONENT) return refused(TOO_SMALL);
     values.push(`${match[1] === "-" ? "-" : ""}${layout(digits, exponent)}`);
   }
   if (values.length > MAX_ROW_LENGTH) {
-    return {
-      message: `A row can hold at most ${MAX_ROW_LENGTH} numbers; this one has ${values.length}.`,
-    };
+    return said(words, TOO_MANY, { limit: MAX_ROW_LENGTH, count: values.length });
   }
   return values;
+}
+
+/** The ASCII character an Arabic-script digit, decimal separator or comma stands for.
+ * @param {string} character @returns {string} */
+function arabicForm(character) {
+  const code = character.charCodeAt(0);
+  if (code === 0x066b) return ".";
+  if (code === 0x060c) return ",";
+  return String(code >= 0x06f0 ? code - 0x06f0 : code - 0x0660);
 }

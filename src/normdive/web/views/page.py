@@ -21,6 +21,7 @@ from decimal import Decimal
 from types import MappingProxyType
 from urllib.parse import urlencode
 
+from normdive.i18n.numbers import uses_decimal_comma
 from normdive.lesson.content import Lesson
 from normdive.lesson.translations import localized
 from normdive.numeric.display import (
@@ -195,7 +196,8 @@ def row_view(row: tuple[int | Decimal, ...], eps: Decimal) -> RowView:
 def own_row_view(text: str | None, eps: Decimal) -> OwnRowView:
     if text is None or not text.strip():
         return OwnRowView(text=text or "", row=None, error=None)
-    parsed = parse_row_exact(text)
+    # A locale writing decimals after a comma reads "1,5; 2" (numeric/rows.py).
+    parsed = parse_row_exact(text, decimal_comma=uses_decimal_comma())
     if isinstance(parsed, RowError):
         return OwnRowView(text=text, row=None, error=parsed.message)
     return OwnRowView(text=text, row=row_view(parsed, eps), error=None)

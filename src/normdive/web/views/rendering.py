@@ -43,6 +43,7 @@ from normdive.i18n.numbers import (
 )
 from normdive.lesson.content import Lesson
 from normdive.numeric.display import format_number
+from normdive.numeric.rows import ROW_MESSAGES
 from normdive.recording.format import ROW_KEYS
 from normdive.web.infrastructure.language import language_switch
 from normdive.web.views.kept import by_value, kept
@@ -160,11 +161,13 @@ class CompiledTemplates(BytecodeCache):
 COMPILED_TEMPLATES = CompiledTemplates()
 
 
-# The sentences the page's scripts say themselves (static/page/announce.js, pageWord), written
-# on <html data-words> in the page's language.
+# The sentences the page's scripts say themselves (static/page/announce.js, pageWord; a typed
+# row's problems, static/layernorm.js parseRow, as numeric/rows.py words them), written on
+# <html data-words> in the page's language.
 PAGE_SCRIPT_WORDS = (
     N_("The server could not be reached, so nothing was saved. Try again."),
     N_("The recorded curves could not be loaded just now; the table holds the same figures."),
+    *ROW_MESSAGES,
 )
 
 

@@ -6,10 +6,14 @@ const FRESH_TEXT_DELAY_MS = 50;
  * writes them, translated, on <html data-words> (web.views.rendering.PAGE_SCRIPT_WORDS).
  * @param {string} english @returns {string} */
 export function pageWord(english) {
+  return pageWords()[english] ?? english;
+}
+
+/** Every sentence of <html data-words>, English to the page's language.
+ * @returns {Record<string, string>} */
+export function pageWords() {
   const words = document.documentElement.dataset.words;
-  /** @type {Record<string, string>} */
-  const translated = words ? JSON.parse(words) : {};
-  return translated[english] ?? english;
+  return words ? JSON.parse(words) : {};
 }
 
 // Said when a post, or the script that sends it, did not reach the server.

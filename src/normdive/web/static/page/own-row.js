@@ -4,7 +4,7 @@
 
 import { formatInputRow, parseRow } from "../layernorm.js";
 import { rememberInUrl } from "./address.js";
-import { announce } from "./announce.js";
+import { announce, pageWords } from "./announce.js";
 import { epsState, forgetTargets, paintRow, rowTexts } from "./numbers.js";
 
 const OWN_ROW_PROBLEM_DELAY_MS = 600; // a pause in typing, before a typed row's problem is said
@@ -31,7 +31,9 @@ export function showOwnRow() {
     target.replaceChildren();
     return;
   }
-  const parsed = parseRow(text);
+  // The page's decimal symbol decides how the row is read: "1,5; 2" where it is a comma.
+  const decimalComma = document.documentElement.dataset.decimal === ",";
+  const parsed = parseRow(text, { decimalComma, words: pageWords() });
   if (!Array.isArray(parsed)) {
     target.replaceChildren();
     message.textContent = "";
