@@ -30,7 +30,7 @@ from starlette.responses import Response
 
 from normdive.config import Settings
 from normdive.web.infrastructure.identity import Learner
-from normdive.web.security.framing import set_framed_cookie
+from normdive.web.security.framing import set_lesson_cookie
 from normdive.web.views.page import FORMS, Refusal
 
 FLASH_COOKIE = "normdive_refusal"
@@ -111,15 +111,6 @@ def _write(
     response: Response, value: str, max_age: int, learner: Learner, settings: Settings
 ) -> None:
     # Inside a platform's iframe the cookie must be partitioned like the learner's own.
-    if learner.framed:
-        set_framed_cookie(response, FLASH_COOKIE, value, max_age=max_age, path="/")
-        return
-    response.set_cookie(
-        FLASH_COOKIE,
-        value,
-        max_age=max_age,
-        path="/",
-        secure=settings.cookie_secure,
-        httponly=True,
-        samesite="lax",
+    set_lesson_cookie(
+        response, FLASH_COOKIE, value, settings, max_age=max_age, framed=learner.framed
     )

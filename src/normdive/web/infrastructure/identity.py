@@ -23,7 +23,7 @@ from starlette.responses import Response
 from normdive.config import Settings
 from normdive.store.event_store import is_learner_id as is_learner_id  # the store's, re-exported
 from normdive.store.event_store import new_learner_id
-from normdive.web.security.framing import FRAME_COOKIE, set_framed_cookie
+from normdive.web.security.framing import FRAME_COOKIE, set_lesson_cookie
 
 COOKIE_NAME = "normdive_learner"
 # One year: a learner coming back to an optional deep dive months later still finds their work.
@@ -77,16 +77,7 @@ def attach_cookie(response: Response, learner: Learner, signer: Signer, settings
     response is the learner's own (the page and /api/state carry their form token), so no
     cache may keep it: Cache-Control: no-store."""
     response.headers["Cache-Control"] = CACHE_CONTROL
-    if learner.framed:
-        value = cookie_value(learner.id, signer)
-        set_framed_cookie(response, COOKIE_NAME, value, max_age=COOKIE_MAX_AGE_S, path="/")
-        return
-    response.set_cookie(
-        COOKIE_NAME,
-        cookie_value(learner.id, signer),
-        max_age=COOKIE_MAX_AGE_S,
-        path="/",
-        secure=settings.cookie_secure,
-        httponly=True,
-        samesite="lax",
+    value = cookie_value(learner.id, signer)
+    set_lesson_cookie(
+        response, COOKIE_NAME, value, settings, max_age=COOKIE_MAX_AGE_S, framed=learner.framed
     )

@@ -27,7 +27,7 @@ from starlette.responses import Response
 
 from normdive.config import Settings
 from normdive.store.tables import LTI_DIGEST_LENGTH
-from normdive.web.security.framing import set_framed_cookie
+from normdive.web.security.framing import set_lesson_cookie
 
 INSTRUCTOR_PATH = "/instructor"
 INSTRUCTOR_COOKIE = "normdive_instructor"
@@ -129,15 +129,12 @@ def set_instructor_cookie(response: Response, settings: Settings, pool: Pool, fr
     platform's iframe it must be SameSite=None, Secure and Partitioned (as the launch's)."""
     value = cookie_value(pool, settings.secret_key)
     max_age = settings.instructor_access_ttl_s
-    if framed:
-        set_framed_cookie(response, INSTRUCTOR_COOKIE, value, max_age=max_age, path=INSTRUCTOR_PATH)
-        return
-    response.set_cookie(
+    set_lesson_cookie(
+        response,
         INSTRUCTOR_COOKIE,
         value,
+        settings,
         max_age=max_age,
+        framed=framed,
         path=INSTRUCTOR_PATH,
-        secure=settings.cookie_secure,
-        httponly=True,
-        samesite="lax",
     )

@@ -24,7 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from normdive.config import Settings
 from normdive.i18n.catalogues import set_locale
 from normdive.i18n.locales import LOCALE_NAMES, negotiate, supported
-from normdive.web.security.framing import FRAME_COOKIE, set_framed_cookie
+from normdive.web.security.framing import FRAME_COOKIE, set_lesson_cookie
 
 CHOICE_COOKIE = "normdive_locale"
 LAUNCH_COOKIE = "normdive_launch_locale"
@@ -42,18 +42,7 @@ def keep_locale(
     """Keep `locale` in the cookie `name` (None deletes it), inside a platform's frame as the
     frame needs (SameSite=None, Secure, Partitioned)."""
     value, max_age = (locale, LOCALE_COOKIE_MAX_AGE_S) if locale else ("", 0)
-    if framed:
-        set_framed_cookie(response, name, value, max_age=max_age, path="/")
-        return
-    response.set_cookie(
-        name,
-        value,
-        max_age=max_age,
-        path="/",
-        secure=settings.cookie_secure,
-        httponly=True,
-        samesite="lax",
-    )
+    set_lesson_cookie(response, name, value, settings, max_age=max_age, framed=framed)
 
 
 def switch_address(path: str, query: list[tuple[str, str]]) -> str:

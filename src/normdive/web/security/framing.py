@@ -19,6 +19,8 @@ from itsdangerous import BadSignature, Signer
 from pydantic import SecretStr
 from starlette.responses import Response
 
+from normdive.config import Settings
+
 FRAME_COOKIE = "normdive_lti_frame"
 # Distinguishes this signature from the learner cookie's (identity.SIGNER_SALT).
 FRAME_SIGNER_SALT = "normdive.lti-frame-cookie"
@@ -69,3 +71,30 @@ def set_framed_cookie(response: Response, name: str, value: str, max_age: int, p
     header, cookie = response.raw_headers[-1]
     assert header == b"set-cookie"
     response.raw_headers[-1] = (header, cookie + b"; Partitioned")
+
+
+def set_lesson_cookie(
+    response: Response,
+    name: str,
+    value: str,
+    settings: Settings,
+    *,
+    max_age: int,
+    framed: bool,
+    path: str = "/",
+) -> None:
+    """One of the lesson's own cookies (HttpOnly): inside a platform's iframe as
+    set_framed_cookie makes it; elsewhere SameSite=Lax, Secure as the settings' cookie_secure
+    says. A max_age of 0 deletes it."""
+    if framed:
+        set_framed_cookie(response, name, value, max_age=max_age, path=path)
+        return
+    response.set_cookie(
+        name,
+        value,
+        max_age=max_age,
+        path=path,
+        secure=settings.cookie_secure,
+        httponly=True,
+        samesite="lax",
+    )
