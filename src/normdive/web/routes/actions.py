@@ -67,7 +67,7 @@ from normdive.web.infrastructure.services import Services, services
 from normdive.web.security.proxy import client_address
 from normdive.web.security.ratelimit import TooManyLearners
 from normdive.web.views.page import Carry, Refusal, carry_from
-from normdive.web.views.rendering import AGGREGATE_FRAGMENT
+from normdive.web.views.rendering import AGGREGATE_FRAGMENT, FRAGMENT_IDS
 
 # The event to append; None: nothing to append, and the action still succeeded (a hint that
 # is already open).
@@ -190,18 +190,9 @@ PREDICT = FormAction(
     name="predict",
     anchor="try",
     form_anchor="predict",
-    fragments=(
-        "predict-body",
-        "try-lock",
-        "eps-control",
-        "own-row",
-        "numbers",
-        "reading",
-        "hints-body",
-        "gate",
-        "ablation-rows",
-        "compare-body",
-    ),
+    # The opening prediction unlocks the rest of the lesson: every region redraws but the
+    # ones that only playing a row or saving the takeaway changes.
+    fragments=tuple(f for f in FRAGMENT_IDS if f not in ("player", "gradients", "takeaway-status")),
     act=lambda state, lesson, form, _: commit_prediction(state, lesson, form.get("choice", "")),
     announce=_predict_announcement,
 )
