@@ -53,11 +53,15 @@ TOO_MANY = (
 
 
 @dataclass(frozen=True)
-class Throttled:
-    """The learner reached the limit: refuse with 429 and Retry-After."""
+class LimitReached:
+    """A client reached one of the limits here: refuse with 429 and Retry-After."""
 
     limit: int
-    retry_after_s: int  # whole seconds until one more write is accepted (at least 1)
+    retry_after_s: int  # whole seconds until one more is accepted (at least 1)
+
+
+class Throttled(LimitReached):
+    """The learner wrote `limit` events within WINDOW_S seconds."""
 
     @property
     def message(self) -> str:
@@ -121,12 +125,8 @@ TOO_MANY_LEARNERS = (
 )
 
 
-@dataclass(frozen=True)
-class TooManyLearners:
-    """The address started the most learners the window allows: refuse with 429."""
-
-    limit: int
-    retry_after_s: int  # whole seconds until one more learner may start (at least 1)
+class TooManyLearners(LimitReached):
+    """The address started `limit` learners within NEW_LEARNER_WINDOW_S seconds."""
 
     @property
     def message(self) -> str:
