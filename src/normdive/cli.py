@@ -109,6 +109,40 @@ def _database_url() -> str:
         raise _fail("\n".join(settings_problems(error))) from None
 
 
+def _settings(code: int = EXIT_FAILED) -> Settings:
+    """The whole settings from the environment (NORMDIVE_SECRET_KEY among them), refused with
+    their problems and exit `code` when normdive cannot use them."""
+    from pydantic import ValidationError
+
+    from normdive.config import settings_problems
+
+    try:
+        return Settings()
+    except ValidationError as error:
+        raise _fail("\n".join(settings_problems(error)), code) from None
+
+
+# One course, by its context key (as lti_context_members stores it).
+CONTEXT_OPTION = typer.Option(help="The course's context key (64 hex characters).")
+# One course (--context), or the learners who came outside any LMS.
+POOL_OPTION = typer.Option(
+    "--context",
+    help="The course's context key (64 hex characters, lti_context_members); "
+    "without it, the anonymous pool.",
+    show_default="the anonymous pool",
+)
+
+
+def _context_key(context: str) -> str:
+    """`context` as the store keys it (lower case), refused unless it is 64 hex characters."""
+    from normdive.web.infrastructure.instructor_access import is_context_key
+
+    key = context.strip().lower()
+    if not is_context_key(key):
+        raise _fail(f"{context!r} is not a context key: 64 hex characters.")
+    return key
+
+
 @db_app.command(
     "upgrade",
     help="Create or update the progress store's tables (alembic upgrade head).\n\n"
@@ -311,17 +345,12 @@ BASE_URL_OPTION = typer.Option(
 
 def _origin_and_settings(base_url: str | None) -> tuple[str, Settings]:
     """The origin of the URL to print, and the settings that sign it (NORMDIVE_SECRET_KEY)."""
-    from pydantic import ValidationError
-
-    from normdive.config import ORIGIN_HOW_TO, exact_origin, settings_problems
+    from normdive.config import ORIGIN_HOW_TO, exact_origin
 
     origin = exact_origin(base_url) if base_url is not None else None
     if base_url is not None and origin is None:
         raise _fail(f"{base_url!r} is not an origin: {ORIGIN_HOW_TO}.", EXIT_SETTINGS_INVALID)
-    try:
-        settings = Settings()
-    except ValidationError as error:
-        raise _fail("\n".join(settings_problems(error)), EXIT_SETTINGS_INVALID) from None
+    settings = _settings(EXIT_SETTINGS_INVALID)
     origin = origin or settings.public_origin
     if origin is None:
         raise _fail(
@@ -353,20 +382,11 @@ def lti_invite(
 )
 def instructor_link(
     base_url: Annotated[str | None, BASE_URL_OPTION] = None,
-    context: Annotated[
-        str | None,
-        typer.Option(
-            help="The course's context key (64 hex characters, lti_context_members); "
-            "without it, the anonymous pool.",
-            show_default="the anonymous pool",
-        ),
-    ] = None,
+    context: Annotated[str | None, POOL_OPTION] = None,
 ) -> None:
-    from normdive.web.infrastructure.instructor_access import Pool, instructor_link, is_context_key
+    from normdive.web.infrastructure.instructor_access import Pool, instructor_link
 
-    key = context.strip().lower() if context is not None else None
-    if key is not None and not is_context_key(key):
-        raise _fail(f"{context!r} is not a context key: 64 hex characters.")
+    key = _context_key(context) if context is not None else None
     origin, settings = _origin_and_settings(base_url)
     typer.echo(instructor_link(origin, Pool(key), settings.secret_key))
 
@@ -380,13 +400,7 @@ def instructor_link(
 )
 def report(
     output: Annotated[Path, typer.Option(help="The per-learner file to write.")],
-    context: Annotated[
-        str | None,
-        typer.Option(
-            help="The course's context key (64 hex characters); without it, the anonymous pool.",
-            show_default="the anonymous pool",
-        ),
-    ] = None,
+    context: Annotated[str | None, POOL_OPTION] = None,
     output_format: Annotated[
         str, typer.Option("--format", help="csv (one row per learner) or json (a list).")
     ] = "csv",
@@ -403,14 +417,11 @@ def report(
     from normdive.progress.report import PoolReportBuilder
     from normdive.progress.report_export import Chunks, json_chunks, write_export
     from normdive.store.snapshots import Snapshots
-    from normdive.web.infrastructure.instructor_access import is_context_key
     from normdive.web.views.instructor_report import csv_chunks, learner_summaries
 
     if output_format not in ("csv", "json"):
         raise _fail(f"--format {output_format!r}: give csv or json.")
-    key = context.strip().lower() if context is not None else None
-    if key is not None and not is_context_key(key):
-        raise _fail(f"{context!r} is not a context key: 64 hex characters.")
+    key = _context_key(context) if context is not None else None
     url = _database_url()
     lesson = load_lesson()
     facts = recording_facts_at(recording)
@@ -532,18 +543,15 @@ def lti_outbox(
     "Targets up to date are not sent. `normdive lti passback` sends them. Reads DATABASE_URL.",
 )
 def lti_resend(
-    context: Annotated[str, typer.Option(help="The course's context key (64 hex characters).")],
+    context: Annotated[str, CONTEXT_OPTION],
     recording: Annotated[
         Path, typer.Option(help="The recording the scores are read against (as the server's).")
     ] = DEFAULT_RECORDING_PATH,
 ) -> None:
     from normdive.lesson.content import load_lesson
     from normdive.lti.passback import resend_changed
-    from normdive.web.infrastructure.instructor_access import is_context_key
 
-    key = context.strip().lower()
-    if not is_context_key(key):
-        raise _fail(f"{context!r} is not a context key: 64 hex characters.")
+    key = _context_key(context)
     with opened_store(_database_url()) as engine:
         done = resend_changed(engine, key, load_lesson(), recording)
     typer.echo(
@@ -568,16 +576,10 @@ def lti_passback(
 ) -> None:
     import logging
 
-    from pydantic import ValidationError
-
-    from normdive.config import settings_problems
     from normdive.lesson.content import load_lesson
     from normdive.lti.passback import Sender, run
 
-    try:
-        settings = Settings()  # secret_key comes from the environment
-    except ValidationError as error:
-        raise _fail("\n".join(settings_problems(error))) from None
+    settings = _settings()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     with opened_store(settings.database_url) as engine:
         try:
@@ -594,7 +596,7 @@ def lti_passback(
     "service on. Reads DATABASE_URL and NORMDIVE_SECRET_KEY, as `normdive lti passback`.",
 )
 def lti_roster(
-    context: Annotated[str, typer.Option(help="The course's context key (64 hex characters).")],
+    context: Annotated[str, CONTEXT_OPTION],
     force: Annotated[
         bool,
         typer.Option(
@@ -604,19 +606,10 @@ def lti_roster(
         ),
     ] = False,
 ) -> None:
-    from pydantic import ValidationError
-
-    from normdive.config import settings_problems
     from normdive.lti.roster import refresh
-    from normdive.web.infrastructure.instructor_access import is_context_key
 
-    key = context.strip().lower()
-    if not is_context_key(key):
-        raise _fail(f"{context!r} is not a context key: 64 hex characters.")
-    try:
-        settings = Settings()  # secret_key comes from the environment
-    except ValidationError as error:
-        raise _fail("\n".join(settings_problems(error))) from None
+    key = _context_key(context)
+    settings = _settings()
     with opened_store(settings.database_url) as engine:
         done = refresh(
             engine,
