@@ -31,6 +31,7 @@ from lti_platform import (
 )
 from normdive.config import Settings
 from normdive.lesson.content import load_lesson
+from normdive.lesson.translations import localized
 from normdive.lti import submission_review
 from normdive.lti.submission_review import Review, grant_token
 from normdive.progress.events import EventKind
@@ -292,3 +293,52 @@ def test_every_kind_of_event_is_said_in_words() -> None:
     )
     assert [entry.kind for entry in said] == list(EventKind)
     assert all(entry.text for entry in said)
+
+
+@pytest.mark.parametrize(
+    ("language", "banner", "locked", "played", "saved"),
+    [
+        (
+            "de",
+            "Ansicht von Ada Lovelace, so wie es hinterlassen wurde.",
+            "2-mal festgelegt; zuletzt:",
+            "Die Zeile {row} abgespielt",
+            "Die Erkenntnis gespeichert",
+        ),
+        (
+            "ar",
+            "عرض عمل Ada Lovelace كما تركه.",
+            "ثُبّت مرتين؛ الأخير:",
+            "شغّل الصف {row}",
+            "حفظ الخلاصة",
+        ),
+    ],
+)
+def test_the_review_and_its_timeline_speak_the_reviewers_language(
+    app: Starlette,
+    clients: list[TestClient],
+    platform_key: RSAKey,
+    store: Store,
+    language: str,
+    banner: str,
+    locked: str,
+    played: str,
+    saved: str,
+) -> None:
+    ada = _learner(app, clients, platform_key, "ada")
+    _work(store, ada)
+    teacher, answer = _review(app, clients, platform_key)
+    page = teacher.get(answer.headers["location"], headers={"Accept-Language": language})
+    assert page.status_code == 200, page.text
+    soup = BeautifulSoup(page.text, "html.parser")
+    assert soup.find("html")["lang"] == language  # type: ignore[index]
+    assert _text(soup.find(id="review-banner")).startswith(banner)
+    text = _text(soup.find("main"))
+    translated = localized(LESSON, language)
+    assert translated.predict.choices[0].label in text
+    assert locked in text and "Locked" not in text
+    timeline = [_text(li) for li in soup.find("ol", class_="review-timeline").find_all("li")]
+    assert timeline[-1].endswith(saved)
+    both = translated.row("both")
+    assert both is not None
+    assert any(played.format(row=both.label) in entry for entry in timeline)

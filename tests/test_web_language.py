@@ -140,3 +140,30 @@ def test_the_page_carries_the_row_parsers_words_in_its_language(client: TestClie
     assert words["There are two commas with no number between them."] == (
         "هناك فاصلتان لا عدد بينهما."
     )
+
+
+@pytest.mark.parametrize(
+    ("language", "title"), [("en", "Not found"), ("de", "Nicht gefunden"), ("ar", "غير موجود")]
+)
+def test_an_error_pages_title_is_in_the_language(
+    client: TestClient, language: str, title: str
+) -> None:
+    response = client.get("/no-such-page", headers={"Accept-Language": language})
+    assert response.status_code == 404
+    heading = BeautifulSoup(response.text, "html.parser").find("h1")
+    assert heading is not None and heading.get_text(strip=True) == title
+
+
+@pytest.mark.parametrize(
+    ("language", "title"),
+    [("en", "This LTI launch was refused"), ("de", "Dieser LTI-Start wurde abgelehnt")],
+)
+def test_a_refused_launchs_page_is_in_the_language(
+    client: TestClient, language: str, title: str
+) -> None:
+    response = client.post(
+        "/lti/launch", data={"state": "x", "id_token": "y"}, headers={"Accept-Language": language}
+    )
+    assert 400 <= response.status_code < 500, response.text
+    heading = BeautifulSoup(response.text, "html.parser").find("h1")
+    assert heading is not None and heading.get_text(strip=True) == title

@@ -19,7 +19,8 @@ page's address, which carries a review grant: signed with the secret key under a
 own, naming the learner, the course (its context key) and the reviewer (their user key), and
 good until REVIEW_GRANT_TTL_S after the request. The review page shows only the learner its
 grant names, only while the grant holds; it has no form, and the lesson's writes take only
-the learner cookie, which a grant is not.
+the learner cookie, which a grant is not. The page and its timeline are in the reviewer's
+language (the lesson's text in that locale, the rest through the catalogues).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from itsdangerous import BadSignature, URLSafeSerializer
 from pydantic import SecretStr
 from sqlalchemy import Engine, select
 
+from normdive.i18n.catalogues import gettext, ngettext
 from normdive.lesson.content import Lesson
 from normdive.lti import launch as launches
 from normdive.lti.launch import Launch
@@ -221,35 +223,43 @@ def _describe(event: Event, lesson: Lesson) -> str:
     outcomes: dict[str, str] = {outcome.id: outcome.label for outcome in lesson.outcomes}
     match event.kind:
         case EventKind.PREREQUISITE_DONE:
-            return "Lesson 8.5 recorded as done"
+            return gettext("Lesson 8.5 recorded as done")
         case EventKind.PREDICTION_COMMITTED:
             choice = _choice_label(lesson.predict.choices, payload.get("choice"))
-            return f"Committed the opening prediction: {choice}"
+            return gettext("Committed the opening prediction: %(choice)s") % {"choice": choice}
         case EventKind.NUMBERS_CHECKED:
             answers = payload.get("answers")
             count = len(answers) if isinstance(answers, list) else 0
-            return f"Checked the numbers ({count} entr{'y' if count == 1 else 'ies'})"
+            return ngettext(
+                "Checked the numbers (%(num)d entry)",
+                "Checked the numbers (%(num)d entries)",
+                count,
+            ) % {"num": count}
         case EventKind.READING_LOCKED:
             choice = _choice_label(lesson.reading.choices, payload.get("choice"))
-            verdict = "right" if payload.get("right") is True else "not right"
-            return f"Locked a reading ({verdict}): {choice}"
+            if payload.get("right") is True:
+                return gettext("Locked a reading (right): %(choice)s") % {"choice": choice}
+            return gettext("Locked a reading (not right): %(choice)s") % {"choice": choice}
         case EventKind.TAKEAWAY_SAVED:
-            return "Saved the takeaway"
+            return gettext("Saved the takeaway")
         case EventKind.ROW_PREDICTED:
             row = rows.get(str(payload.get("row")), str(payload.get("row")))
             outcome = outcomes.get(str(payload.get("outcome")), str(payload.get("outcome")))
-            return f"Predicted the row {row}: {outcome}"
+            return gettext("Predicted the row %(row)s: %(outcome)s") % {
+                "row": row,
+                "outcome": outcome,
+            }
         case EventKind.ROW_PLAYED:
             row = rows.get(str(payload.get("row")), str(payload.get("row")))
-            return f"Played the row {row}"
+            return gettext("Played the row %(row)s") % {"row": row}
         case EventKind.HINT_OPENED:
-            return f"Opened hint {payload.get('rung')}"
+            return gettext("Opened hint %(rung)s") % {"rung": payload.get("rung")}
         case EventKind.GATE_CLOSED:
-            return "The gate closed: every part done"
+            return gettext("The gate closed: every part done")
         case EventKind.LAB_COMMITTED:
-            return "Committed a lab prediction"
+            return gettext("Committed a lab prediction")
         case EventKind.LAB_FINISHED:
-            return "Finished the lab"
+            return gettext("Finished the lab")
 
 
 def timeline(events: Sequence[Event], lesson: Lesson) -> tuple[TimelineEntry, ...]:

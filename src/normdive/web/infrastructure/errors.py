@@ -18,6 +18,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from normdive.i18n.catalogues import N_, gettext
 from normdive.store.db import DATABASE_ERRORS, failure_reason, is_database_failure
 from normdive.web.views.rendering import Renderer
 
@@ -26,22 +27,24 @@ logger = logging.getLogger(__name__)
 API_PREFIX = "/api/"
 # What a 503 for an unreachable database asks clients to wait before trying again, in seconds.
 DATABASE_RETRY_AFTER_S = 5
+ERROR_TITLE = N_("Error")
 
+# Each status's page title, translated where the page is drawn.
 TITLES = {
-    400: "Bad request",
-    401: "Not authorised",
-    403: "Refused",
-    404: "Not found",
-    405: "Method not allowed",
-    408: "Too slow",
-    409: "Not yet",
-    413: "Too large",
-    415: "Unsupported format",
-    422: "Cannot use that",
-    429: "Too many attempts",
-    431: "Headers too large",
-    500: "Something went wrong",
-    503: "Unavailable",
+    400: N_("Bad request"),
+    401: N_("Not authorised"),
+    403: N_("Refused"),
+    404: N_("Not found"),
+    405: N_("Method not allowed"),
+    408: N_("Too slow"),
+    409: N_("Not yet"),
+    413: N_("Too large"),
+    415: N_("Unsupported format"),
+    422: N_("Cannot use that"),
+    429: N_("Too many attempts"),
+    431: N_("Headers too large"),
+    500: N_("Something went wrong"),
+    503: N_("Unavailable"),
 }
 
 
@@ -62,7 +65,7 @@ def error_response(
     if wants_json(request):
         return JSONResponse({"ok": False, "message": message}, status, headers=headers)
     renderer: Renderer = request.app.state.services.renderer
-    title = TITLES.get(status, "Error")
+    title = gettext(TITLES.get(status, ERROR_TITLE))
     return HTMLResponse(renderer.error(status, title, message), status, headers=headers)
 
 

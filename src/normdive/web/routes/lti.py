@@ -41,7 +41,9 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from normdive.config import origin_of
+from normdive.i18n.catalogues import N_, gettext
 from normdive.i18n.locales import supported
+from normdive.lesson.translations import localized
 from normdive.lti import (
     deep_linking,
     dynamic_registration,
@@ -100,13 +102,13 @@ JWKS_CACHE_CONTROL = "public, max-age=300"
 # The cookie that binds a login's state to the browser that started it, suffixed with the
 # state (URL-safe base64: letters, digits, - and _, all allowed in a cookie name).
 STATE_COOKIE_PREFIX = "normdive_lti_state_"
-REFUSED_TITLE = "This LTI launch was refused"
+REFUSED_TITLE = N_("This LTI launch was refused")
 # Who may frame a refusal page: any site served over https.
 REFUSAL_FRAME_ANCESTORS = "https:"
 STORAGE_TEMPLATE = "lti_storage.html"
 # A submission review: one learner's D9 as they left it, read-only (lti.submission_review).
 REVIEW_TEMPLATE = "lti_review.html"
-REVIEW_REFUSED_TITLE = "This review cannot be opened"
+REVIEW_REFUSED_TITLE = N_("This review cannot be opened")
 # The launch's form fields: the platform's id_token and state (and lti_storage_target), and
 # the secret the tool's launch page read back from the platform's storage.
 MAX_FORM_FIELDS = 8
@@ -151,7 +153,7 @@ def refused(svc: Services, step: str, refusal: Refusal, title: str = REFUSED_TIT
         svc,
         "lti_refused.html",
         refusal.status,
-        title=title,
+        title=gettext(title),
         message=refusal.message,
         code=refusal.code,
         relaunch_url=relaunch,
@@ -323,7 +325,7 @@ def _deep_linking(svc: Services, request: Request, launch: Launch, state: str) -
     )
     with svc.engine.begin() as connection:
         launches.consume(connection, launch.login)
-    response = _render(svc, "lti_deep_link.html", answer=answer, lesson=svc.lesson)
+    response = _render(svc, "lti_deep_link.html", answer=answer, lesson=localized(svc.lesson))
     # The page's one form posts to the platform: its origin joins form-action.
     origin = origin_of(answer.return_url) or "'none'"
     policy = response.headers["Content-Security-Policy"]
@@ -348,7 +350,12 @@ def _submission_review(svc: Services, launch: Launch, state: str) -> Response:
     )
     if review.learner_id is None:
         response = _render(
-            svc, REVIEW_TEMPLATE, lesson=svc.lesson, label=review.label, state=None, timeline=()
+            svc,
+            REVIEW_TEMPLATE,
+            lesson=localized(svc.lesson),
+            label=review.label,
+            state=None,
+            timeline=(),
         )
     else:
         token = submission_review.grant_token(review, svc.settings.secret_key)
@@ -371,7 +378,7 @@ def _review_page(svc: Services, request: Request, learner_id: str) -> Response:
     except Refusal as refusal:
         return refused(svc, "submission review", refusal, REVIEW_REFUSED_TITLE)
     state = svc.state_of(grant.learner_id)
-    lesson = svc.lesson
+    lesson = localized(svc.lesson)  # its text in the reviewer's language
     return _render(
         svc,
         REVIEW_TEMPLATE,
