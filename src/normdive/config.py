@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import AfterValidator, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
@@ -120,6 +122,19 @@ def exact_origin(text: str) -> str | None:
     return origin_of(given)
 
 
+def checked_by(problem: Callable[[str], str | None]) -> AfterValidator:
+    """A pydantic validator for a text field: the text as given, refused with what `problem`
+    says of it when that is not None."""
+
+    def check(text: str) -> str:
+        said = problem(text)
+        if said is not None:
+            raise ValueError(said)
+        return text
+
+    return AfterValidator(check)
+
+
 def database_url_problem(url: str) -> str | None:
     """Why `url` cannot hold the progress store, in one line, or None when it can."""
     try:
@@ -138,15 +153,9 @@ class DatabaseSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="NORMDIVE_", extra="ignore", frozen=True)
 
     # A SQLAlchemy URL of SQLite or PostgreSQL; SQLite files get WAL and foreign keys.
-    database_url: str = Field(default=DEFAULT_DATABASE_URL, validation_alias="DATABASE_URL")
-
-    @field_validator("database_url")
-    @classmethod
-    def _supported_database(cls, url: str) -> str:
-        problem = database_url_problem(url)
-        if problem is not None:
-            raise ValueError(problem)
-        return url
+    database_url: Annotated[str, checked_by(database_url_problem)] = Field(
+        default=DEFAULT_DATABASE_URL, validation_alias="DATABASE_URL"
+    )
 
 
 class Settings(DatabaseSettings):

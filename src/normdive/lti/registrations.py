@@ -14,13 +14,14 @@ import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Annotated
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlalchemy import ColumnElement, Engine, delete, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from normdive.config import origin_of
+from normdive.config import checked_by, origin_of
 from normdive.store.tables import (
     LTI_IDENTIFIER_LENGTH,
     LTI_URL_LENGTH,
@@ -140,6 +141,10 @@ def registrant_url_problem(url: str, *, this_machine_allowed: bool) -> str | Non
     return None
 
 
+# A platform's endpoint, refused with url_problem's reason.
+Endpoint = Annotated[str, checked_by(url_problem)]
+
+
 class RegistrationInput(BaseModel):
     """A registration as an administrator gives it, validated."""
 
@@ -147,20 +152,12 @@ class RegistrationInput(BaseModel):
 
     issuer: str = Field(min_length=1, max_length=LTI_IDENTIFIER_LENGTH)
     client_id: str = Field(min_length=1, max_length=LTI_IDENTIFIER_LENGTH)
-    auth_login_url: str
-    token_url: str
-    jwks_url: str
+    auth_login_url: Endpoint
+    token_url: Endpoint
+    jwks_url: Endpoint
     deployment_ids: tuple[str, ...] = Field(min_length=1)
     prerequisite_mode: PrerequisiteMode = DEFAULT_PREREQUISITE_MODE
     frame_origins: tuple[str, ...] = ()
-
-    @field_validator("auth_login_url", "token_url", "jwks_url")
-    @classmethod
-    def _endpoint(cls, url: str) -> str:
-        problem = url_problem(url)
-        if problem is not None:
-            raise ValueError(problem)
-        return url
 
     @field_validator("frame_origins")
     @classmethod
