@@ -292,25 +292,7 @@ class _Fold:
             fields=dict(start.fields),
             rows=dict(start.rows),
             opened=set(start.opened_rungs),
-            position=start.position,
-            prerequisite_done=start.prerequisite_done,
-            prediction_made=start.prediction_made,
-            prediction=start.prediction,
-            reading_right=start.reading_right,
-            reading_picks=start.reading_picks,
-            takeaway=start.takeaway,
-            closed_on=start.closed_on,
-            evaluated_runs=start.evaluated_runs,
-            first_play_at=start.first_play_at,
-            learner_writes=start.learner_writes,
-            runs_before_gate=start.runs_before_gate,
-            first_event_at=start.first_event_at,
-            predicted_time=start.predicted_time,
-            numbers_landed_time=start.numbers_landed_time,
-            reading_right_time=start.reading_right_time,
-            rows_before_play_time=start.rows_before_play_time,
-            gate_closed_time=start.gate_closed_time,
-            takeaway_time=start.takeaway_time,
+            **{name: getattr(start, name) for name in _CARRIED},
         )
 
     def add(self, event: Event) -> None:
@@ -415,26 +397,15 @@ class _Fold:
             fields=MappingProxyType(self.fields),
             rows=MappingProxyType(self.rows),
             opened_rungs=frozenset(self.opened),
-            position=self.position,
-            prerequisite_done=self.prerequisite_done,
-            prediction_made=self.prediction_made,
-            prediction=self.prediction,
-            reading_right=self.reading_right,
-            reading_picks=self.reading_picks,
-            takeaway=self.takeaway,
-            closed_on=self.closed_on,
-            evaluated_runs=self.evaluated_runs,
-            first_play_at=self.first_play_at,
-            learner_writes=self.learner_writes,
-            runs_before_gate=self.runs_before_gate,
-            first_event_at=self.first_event_at,
-            predicted_time=self.predicted_time,
-            numbers_landed_time=self.numbers_landed_time,
-            reading_right_time=self.reading_right_time,
-            rows_before_play_time=self.rows_before_play_time,
-            gate_closed_time=self.gate_closed_time,
-            takeaway_time=self.takeaway_time,
+            **{name: getattr(self, name) for name in _CARRIED},
         )
+
+
+# The fields a fold takes from its History and gives back as they are, by name: all of
+# _Fold's but the start and the mapping and set parts, which it copies into mutable ones.
+_CARRIED = tuple(
+    f.name for f in dataclasses.fields(_Fold) if f.name not in ("start", "fields", "rows", "opened")
+)
 
 
 # The step times to_json writes, in its order.
