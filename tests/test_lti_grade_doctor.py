@@ -34,6 +34,7 @@ from lti_platform import (
 )
 from normdive.cli import app as cli
 from normdive.config import Settings
+from normdive.i18n.catalogues import activated
 from normdive.lesson.content import load_lesson
 from normdive.lti import grade_doctor, passback
 from normdive.lti.learners import latest_course
@@ -315,3 +316,27 @@ def test_the_doctor_counts_only_the_course(
         ).queued
         == 0
     )
+
+
+def test_the_instructor_reads_the_advice_in_their_language_and_the_store_keeps_english() -> None:
+    moodle = (400, '{"error": "Incorrect score received"}')
+    with activated("de"):
+        said = grade_doctor.advice(grade_doctor.TargetStatus.REFUSED, *moodle, None)
+        stored = grade_doctor.refused(grade_doctor.SCORE_REFUSED, *moodle)
+        waiting = grade_doctor.advice(grade_doctor.TargetStatus.DUE, None, None, None)
+    assert said.startswith("Moodle meldet, dass diese Person hier nicht bewertet werden kann")
+    assert "„Geänderte Noten erneut senden“" in said and "(Moodle antwortete 400" in said
+    # What passback stores, and so the command line shows, stays English in any request.
+    assert stored.startswith("Moodle says this user cannot be graded here")
+    assert "then use Resend changed grades" in stored
+    assert waiting == "wartet auf das Senden: nichts zu tun"
+
+
+def test_the_grades_summary_counts_in_the_language() -> None:
+    grades = grade_doctor.CourseGrades(
+        counts={grade_doctor.TargetStatus.SENT: 40, grade_doctor.TargetStatus.REFUSED: 2},
+        needing_action=(),
+    )
+    assert grades.summary() == "2 refused by the platform, 40 up to date"
+    with activated("ar"):
+        assert grades.summary() == "2 رفضتها المنصة، 40 محدَّثة"

@@ -15,6 +15,7 @@ from enum import StrEnum
 
 from sqlalchemy import Engine, select
 
+from normdive.i18n.catalogues import N_, gettext
 from normdive.store.tables import LtiContextMember, LtiGradeTarget
 
 
@@ -36,7 +37,12 @@ class TargetStatus(StrEnum):
     FOREIGN = "foreign"
 
 
-RESEND = "then use Resend changed grades (or `normdive lti resend --context KEY`)"
+# The instructor view translates these sentences where it shows them (advice); what passback
+# stores as a target's reason, and the command line, stay English. A sentence's %(resend)s is
+# RESEND.
+RESEND = N_("then use Resend changed grades (or `normdive lti resend --context KEY`)")
+ANSWERED = N_("%(sentence)s (%(platform)s answered %(said)s)")
+NO_ANSWER = N_("no answer")
 
 LINEITEM_RECREATED = (
     "the line item was deleted in the gradebook: D9 created a new one and sent the score there"
@@ -74,67 +80,85 @@ KNOWN_ANSWERS = (
         "Moodle",
         400,
         "incorrect score received",
-        "Moodle says this user cannot be graded here (not enrolled as a student, or their "
-        f"enrolment is suspended or over): check their enrolment in the course, {RESEND}",
+        N_(
+            "Moodle says this user cannot be graded here (not enrolled as a student, or their "
+            "enrolment is suspended or over): check their enrolment in the course, %(resend)s"
+        ),
     ),
     # Canvas (Lti::IMS::ScoresController and its documented error table).
     KnownAnswer(
         "Canvas",
         422,
         "user not found in course or is not a student",
-        "Canvas says this user is not a student of the course (a removed student, a teacher, "
-        "or the Test Student of Student View): check their enrolment; nothing to do for the "
-        "Test Student",
+        N_(
+            "Canvas says this user is not a student of the course (a removed student, a teacher, "
+            "or the Test Student of Student View): check their enrolment; nothing to do for the "
+            "Test Student"
+        ),
     ),
     KnownAnswer(
         "Canvas",
         422,
         "this course has concluded",
-        "Canvas says the course has concluded and takes no more grades: reopen it (its end "
-        f"date) in Canvas, {RESEND}",
+        N_(
+            "Canvas says the course has concluded and takes no more grades: reopen it (its end "
+            "date) in Canvas, %(resend)s"
+        ),
     ),
     KnownAnswer(
         "Canvas",
         422,
         "unpublished",
-        "Canvas says the assignment is unpublished, so it cannot be graded: publish the "
-        f"assignment (and the course), {RESEND}",
+        N_(
+            "Canvas says the assignment is unpublished, so it cannot be graded: publish the "
+            "assignment (and the course), %(resend)s"
+        ),
     ),
     KnownAnswer(
         "Canvas",
         400,
         "not published",
-        "Canvas says the course is not published, so it cannot be graded: publish the course, "
-        f"{RESEND}",
+        N_(
+            "Canvas says the course is not published, so it cannot be graded: publish the course, "
+            "%(resend)s"
+        ),
     ),
     KnownAnswer(
         "Canvas",
         422,
         "cannot be graded",
-        "Canvas says this submission cannot be graded now (an unpublished course or "
-        f"assignment, or a closed period): publish it or reopen it, {RESEND}",
+        N_(
+            "Canvas says this submission cannot be graded now (an unpublished course or "
+            "assignment, or a closed period): publish it or reopen it, %(resend)s"
+        ),
     ),
     # Open edX (xblock-lti-consumer's AGS serializers).
     KnownAnswer(
         "Open edX",
         400,
         "score timestamp can only be updated to a later point in time",
-        "Open edX holds a later score for this user than the one D9 sent (a clock ahead, or "
-        "another tool): nothing is lost, D9 sends the next score stamped later",
+        N_(
+            "Open edX holds a later score for this user than the one D9 sent (a clock ahead, or "
+            "another tool): nothing is lost, D9 sends the next score stamped later"
+        ),
     ),
     KnownAnswer(
         "Open edX",
         400,
         "score already exists for the provided timestamp",
-        "Open edX has a score with this timestamp already: D9 sends the next score stamped "
-        "later; nothing to do",
+        N_(
+            "Open edX has a score with this timestamp already: D9 sends the next score stamped "
+            "later; nothing to do"
+        ),
     ),
     KnownAnswer(
         "Open edX",
         400,
         "invalid usage key",
-        "Open edX takes line items only for its own blocks: add D9 as an LTI component that "
-        "names its line item (its grading settings), then launch it again",
+        N_(
+            "Open edX takes line items only for its own blocks: add D9 as an LTI component that "
+            "names its line item (its grading settings), then launch it again"
+        ),
     ),
 )
 
@@ -153,7 +177,23 @@ def known_answer(status: int | None, words: str | None) -> KnownAnswer | None:
 def quoted(status: int | None, words: str | None) -> str:
     """What the platform said, for a sentence: '422 its words', 'no answer'."""
     said = f"{status if status is not None else ''} {words or ''}".strip()
-    return said or "no answer"
+    return said or NO_ANSWER
+
+
+def _filled(sentence: str, translate: bool) -> str:
+    """A table's sentence with RESEND in its place, in the current locale where `translate`."""
+    if translate:
+        return gettext(sentence) % {"resend": gettext(RESEND)}
+    return sentence % {"resend": RESEND}
+
+
+def _answered(known: KnownAnswer, status: int | None, words: str | None, translate: bool) -> str:
+    said = quoted(status, words)
+    return (gettext(ANSWERED) if translate else ANSWERED) % {
+        "sentence": _filled(known.sentence, translate),
+        "platform": known.platform,
+        "said": gettext(said) if translate and said == NO_ANSWER else said,
+    }
 
 
 def outage(what: str, said: str, retry_minutes: float) -> str:
@@ -188,7 +228,7 @@ def refused(refusal: str, status: int, words: str) -> str:
     the platform quoted."""
     known = known_answer(status, words)
     if known is not None:
-        return f"{known.sentence} ({known.platform} answered {quoted(status, words)})"
+        return _answered(known, status, words, translate=False)
     meaning, check = refusal.split("; ", 1)
     return f"{meaning} ({quoted(status, words)}): {check}. D9 tries again when the score changes"
 
@@ -229,18 +269,18 @@ def not_a_url(url: str) -> str:
 
 # What to do for a target by its state, when its last try left no sentence of its own.
 BY_STATUS: dict[str, str] = {
-    TargetStatus.DUE: "waiting to be sent: nothing to do",
-    TargetStatus.SENT: "the platform has the latest score: nothing to do",
-    TargetStatus.FAILING: (
+    TargetStatus.DUE: N_("waiting to be sent: nothing to do"),
+    TargetStatus.SENT: N_("the platform has the latest score: nothing to do"),
+    TargetStatus.FAILING: N_(
         "the platform did not answer: D9 keeps trying; nothing to do unless it lasts"
     ),
-    TargetStatus.REFUSED: (
-        f"the platform refused the score: check the learner's enrolment, {RESEND}"
+    TargetStatus.REFUSED: N_(
+        "the platform refused the score: check the learner's enrolment, %(resend)s"
     ),
-    TargetStatus.GONE: (
+    TargetStatus.GONE: N_(
         "the line item was deleted in the gradebook: the learner's next launch names one"
     ),
-    TargetStatus.FOREIGN: (
+    TargetStatus.FOREIGN: N_(
         "the grade URL is on a host not registered for the platform: register it with "
         "--frame-origin if the platform serves its grades there"
     ),
@@ -253,25 +293,31 @@ NEEDS_ACTION = frozenset(
 
 
 def advice(status: str, answer_status: int | None, answer: str | None, reason: str | None) -> str:
-    """What to do about a target, in plain words: a known answer's sentence, else the
-    sentence its last try wrote (which quotes the platform), else its state's."""
+    """What to do about a target, in plain words and the current locale: a known answer's
+    sentence, else the sentence its last try wrote (which quotes the platform; stored in
+    English), else its state's."""
     if status in (TargetStatus.REFUSED, TargetStatus.GONE, TargetStatus.FAILING):
         known = known_answer(answer_status, answer)
         if known is not None:
-            return f"{known.sentence} ({known.platform} answered {quoted(answer_status, answer)})"
+            return _answered(known, answer_status, answer, translate=True)
     if reason:
         return reason
-    return BY_STATUS.get(status, f"state {status}")
+    if status in BY_STATUS:
+        return _filled(BY_STATUS[status], translate=True)
+    return gettext(UNKNOWN_STATE) % {"status": status}
+
+
+UNKNOWN_STATE = N_("state %(status)s")
 
 
 # How the instructor view names each state, in its counts.
 STATE_NAMES: dict[str, str] = {
-    TargetStatus.DUE: "waiting to be sent",
-    TargetStatus.SENT: "up to date",
-    TargetStatus.FAILING: "platform not answering",
-    TargetStatus.REFUSED: "refused by the platform",
-    TargetStatus.GONE: "line item deleted",
-    TargetStatus.FOREIGN: "grade URL not registered",
+    TargetStatus.DUE: N_("waiting to be sent"),
+    TargetStatus.SENT: N_("up to date"),
+    TargetStatus.FAILING: N_("platform not answering"),
+    TargetStatus.REFUSED: N_("refused by the platform"),
+    TargetStatus.GONE: N_("line item deleted"),
+    TargetStatus.FOREIGN: N_("grade URL not registered"),
 }
 
 
@@ -305,9 +351,18 @@ class CourseGrades:
 
     def summary(self) -> str:
         """'2 refused by the platform, 40 up to date': each state present, those needing
-        action first."""
+        action first, in the current locale (a count beside its state's name)."""
         order = sorted(self.counts, key=lambda state: (state not in NEEDS_ACTION, state))
-        return ", ".join(f"{self.counts[state]} {STATE_NAMES[state]}" for state in order)
+        return gettext(LIST_SEPARATOR).join(
+            gettext(COUNTED_STATE) % {"count": self.counts[state], "state": gettext(name)}
+            for state in order
+            for name in (STATE_NAMES.get(state, state),)
+        )
+
+
+# One state's count in the summary, and what joins them (Arabic joins with its own comma).
+COUNTED_STATE = N_("%(count)s %(state)s")
+LIST_SEPARATOR = N_(", ")
 
 
 # The most targets needing action the instructor view lists (the CLI lists them all).

@@ -26,6 +26,7 @@ from pydantic import SecretStr
 from starlette.responses import Response
 
 from normdive.config import Settings
+from normdive.i18n.catalogues import N_, gettext
 from normdive.store.tables import LTI_DIGEST_LENGTH
 from normdive.web.security.framing import set_lesson_cookie
 
@@ -35,6 +36,9 @@ ACCESS_PARAMETER = "access"
 LINK_SALT = "normdive.instructor-link"
 COOKIE_SALT = "normdive.instructor-cookie"
 HEX_DIGITS = frozenset("0123456789abcdef")
+# How the instructor view names a pool (Pool.describe).
+OUTSIDE_ANY_LMS = N_("the learners who came outside any LMS")
+COURSE = N_("the course %(course)s")
 
 NO_ACCESS = (
     "The instructor view is for a course's instructors. Launch D9 from your course in the "
@@ -58,9 +62,10 @@ class Pool:
     context_key: str | None
 
     def describe(self) -> str:
+        """The pool in words, in the current locale."""
         if self.context_key is None:
-            return "the learners who came outside any LMS"
-        return f"the course {self.context_key[:12]}"
+            return gettext(OUTSIDE_ANY_LMS)
+        return gettext(COURSE) % {"course": self.context_key[:12]}
 
 
 class AccessRefused(Exception):
