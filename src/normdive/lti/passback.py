@@ -478,6 +478,22 @@ def outage(what: str, answer: Answer | None, error: str | None = None) -> Outcom
     )
 
 
+def _answered(
+    status: TargetStatus,
+    answer: Answer,
+    reason: str,
+    refused_score: dict[str, Any] | None = None,
+) -> Outcome:
+    """The outcome of a request the platform answered with `answer`, as `reason` reads it."""
+    return Outcome(
+        status,
+        answer_status=answer.status,
+        answer=answer.words,
+        reason=reason,
+        refused_score=refused_score,
+    )
+
+
 def _outcome_of(answer: Answer, what: str, content: dict[str, Any], refusal: str) -> Outcome | None:
     """What a non-2xx answer to a request about `what` means (`refusal`: what a 4xx answer
     means; what to check), or None for 2xx."""
@@ -487,29 +503,14 @@ def _outcome_of(answer: Answer, what: str, content: dict[str, Any], refusal: str
     if status >= 500 or status in OUTAGE_STATUSES:
         return outage("the platform's grade service", answer)
     if status in GONE_STATUSES:
-        return Outcome(
-            TargetStatus.GONE,
-            answer_status=status,
-            answer=answer.words,
-            reason=grade_doctor.gone(what, _said(answer)),
-        )
+        return _answered(TargetStatus.GONE, answer, grade_doctor.gone(what, _said(answer)))
     if status in AUTH_STATUSES:
-        return Outcome(
-            TargetStatus.REFUSED,
-            answer_status=status,
-            answer=answer.words,
-            reason=grade_doctor.access_refused(what, _said(answer)),
-            refused_score=content,
-        )
-    if 300 <= status < 400:
-        refusal = grade_doctor.redirected(what)
-    return Outcome(
-        TargetStatus.REFUSED,
-        answer_status=status,
-        answer=answer.words,
-        reason=grade_doctor.refused(refusal, status, answer.words),
-        refused_score=content,
-    )
+        reason = grade_doctor.access_refused(what, _said(answer))
+    elif 300 <= status < 400:
+        reason = grade_doctor.refused(grade_doctor.redirected(what), status, answer.words)
+    else:
+        reason = grade_doctor.refused(refusal, status, answer.words)
+    return _answered(TargetStatus.REFUSED, answer, reason, refused_score=content)
 
 
 @dataclass
@@ -1045,16 +1046,10 @@ class Sender:
         if answer.status >= 500 or answer.status in OUTAGE_STATUSES:
             raise _TokenFailed(outage(what, answer))
         if answer.status != 200:
-            raise _TokenFailed(
-                Outcome(
-                    TargetStatus.FAILING,
-                    answer_status=answer.status,
-                    answer=answer.words,
-                    reason=grade_doctor.token_refused(
-                        _said(answer), registration.issuer, MAX_RETRY_S / 60
-                    ),
-                )
+            reason = grade_doctor.token_refused(
+                _said(answer), registration.issuer, MAX_RETRY_S / 60
             )
+            raise _TokenFailed(_answered(TargetStatus.FAILING, answer, reason))
         try:
             granted = parsed(answer.body)
             value = granted["access_token"]
