@@ -143,3 +143,33 @@ def test_the_switch_changes_the_language_without_javascript(new_page: NewPage) -
     expect(page.locator("html")).to_have_attribute("lang", "de")
     assert page.url.endswith("/?eps=off")
     expect(page.locator("h1")).to_have_text(GERMAN.title)
+
+
+@pytest.mark.parametrize(
+    ("locale", "typed", "mean", "refused", "message"),
+    [
+        (
+            "de-DE",
+            "1,5; 2; 2,5",
+            "2,000000",
+            "1,5;;2",
+            "Zwischen zwei Semikolons steht keine Zahl.",
+        ),
+        ("ar", "١٫٥، ٢، ٢٫٥", "2.000000", "1, banane", "«banane» ليس عددًا."),
+    ],
+)
+def test_your_own_row_in_the_languages_writing(
+    new_page: NewPage, locale: str, typed: str, mean: str, refused: str, message: str
+) -> None:
+    lesson = GERMAN if locale.startswith("de") else ARABIC
+    page = new_page(locale=locale, viewport=PHONE)
+    page.goto("/")
+    page.get_by_role("radio", name=lesson.predict.choices[1].label).check()
+    page.get_by_role("button", name=lesson.predict.commit_label).click()
+    own = page.get_by_label(lesson.own_row.label)
+    own.fill(typed)
+    steps = page.locator("#own-row-steps")
+    expect(steps.locator("[data-ln=mean]")).to_have_text(mean)
+    own.fill(refused)
+    expect(page.locator("#own-row-message")).to_contain_text(message)
+    expect(own).to_have_attribute("aria-invalid", "true")
