@@ -37,6 +37,10 @@ The ablation's data, all here and none of it naming a winner:
 Templates use str.format placeholders; each template's allowed (and required) placeholders
 are named below (*_FIELDS) and checked at load, so a typo in a placeholder is a load error,
 not a KeyError on the page. progress fills them in; nothing in a template names the answer.
+A template that counts something (typed Counted: hints.runs_text, compare.row_agrees,
+aggregate.committed, lab.agrees, ...) is one template or a table of the language's plural
+forms keyed by CLDR category (lesson/plurals.py), each form checked; progress fills it with
+plurals.counted, which picks the form for the count.
 """
 
 from __future__ import annotations
