@@ -824,3 +824,18 @@ def test_a_refusal_speaks_the_learners_language() -> None:
     with activated("ar"), pytest.raises(Conflict) as again:
         check_numbers(state(DONE, PREDICTED, landed(*SIX_RIGHT)), LESSON, {"row1_mean": "2"})
     assert str(again.value) == "أصبت الأعداد كلها (6) من قبل؛ لم يبق شيء للتحقق منه."
+
+
+@pytest.mark.parametrize(
+    ("locale", "opening"),
+    [
+        ("de", "Hinweis 1 öffnet sich nach 3 bewerteten Durchläufen."),
+        ("ar", "يُفتح التلميح 1 بعد 3 مرات تشغيل مقيَّمة."),
+    ],
+)
+def test_a_hint_not_open_yet_is_refused_in_the_languages_plural_form(
+    locale: str, opening: str
+) -> None:
+    with activated(locale), pytest.raises(Conflict) as raised:
+        open_hint(rows_state(DONE, PREDICTED, *runs(2)), LESSON, 1)
+    assert str(raised.value).startswith(opening)

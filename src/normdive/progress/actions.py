@@ -23,7 +23,7 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-from normdive.i18n.catalogues import N_, gettext
+from normdive.i18n.catalogues import N_, gettext, ngettext
 from normdive.i18n.numbers import uses_decimal_comma
 from normdive.lesson.content import Lesson
 from normdive.numeric.answers import FormatError, ParsedAnswer, parse_answer
@@ -72,10 +72,6 @@ ROW_ALREADY_PREDICTED = N_(
 )
 UNKNOWN_RUNG = N_("There is no hint number {rung!r}; the hints are numbered 1 to {count}.")
 EARLIER_RUNG_FIRST = N_("Open hint {earlier} first: the hints open in order.")
-# {runs_text} is the hints' own count sentence (HintsState.runs_text), singular for one run.
-RUNG_NOT_YET = N_(
-    "Hint {rung} opens after {threshold} evaluated runs. {runs_text} Runs still needed: {more}."
-)
 ANSWER_BEFORE_PREDICTIONS = N_(
     "Hint {rung} tells what the rows did, so it opens once all {rows} row predictions are in. "
     "Predictions still to make: {missing}."
@@ -363,7 +359,15 @@ def open_hint(state: LessonState, lesson: Lesson, rung: int | str) -> Action | N
         )
     if not current.available:
         raise Conflict(
-            gettext(RUNG_NOT_YET).format(
+            # Counted by {threshold}; {runs_text} is the hints' own count sentence
+            # (HintsState.runs_text), in the language's plural forms too.
+            ngettext(
+                "Hint {rung} opens after {threshold} evaluated run. {runs_text} Runs still "
+                "needed: {more}.",
+                "Hint {rung} opens after {threshold} evaluated runs. {runs_text} Runs still "
+                "needed: {more}.",
+                current.threshold,
+            ).format(
                 rung=number,
                 threshold=current.threshold,
                 runs_text=state.hints.runs_text,
