@@ -167,3 +167,21 @@ def test_a_refused_launchs_page_is_in_the_language(
     assert 400 <= response.status_code < 500, response.text
     heading = BeautifulSoup(response.text, "html.parser").find("h1")
     assert heading is not None and heading.get_text(strip=True) == title
+
+
+@pytest.mark.parametrize(
+    ("language", "said"),
+    [
+        ("en", "You have run it 1 time."),
+        ("de", "Sie haben 1 Durchlauf."),
+        ("ar", "شغّلته مرة واحدة."),
+    ],
+)
+def test_the_run_count_on_the_page_is_in_the_languages_plural_form(
+    client: TestClient, language: str, said: str
+) -> None:
+    client.post("/predict", data={"choice": "residual"})
+    client.post("/numbers", data={"row1_mean": "7"})
+    soup = html_of(client, **{"Accept-Language": language})
+    count = soup.select_one("#hints-run-count")
+    assert count is not None and count.get_text(strip=True) == said
