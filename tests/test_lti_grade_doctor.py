@@ -340,3 +340,24 @@ def test_the_grades_summary_counts_in_the_language() -> None:
     assert grades.summary() == "2 refused by the platform, 40 up to date"
     with activated("ar"):
         assert grades.summary() == "2 رفضتها المنصة، 40 محدَّثة"
+
+
+def test_the_instructor_views_grades_in_german(
+    launch_as: LaunchAs, book: GradeBook, sender: Sender
+) -> None:
+    launch_as("ada")
+    launch_as("eve")
+    book.refused_users.add("eve")
+    sender.send_due()
+    _, teacher = launch_as("teacher", staff=True)
+    sender.send_due()
+    response = teacher.get("/instructor", headers={"Accept-Language": "de"})
+    assert response.status_code == 200, response.text
+    section = BeautifulSoup(response.text, "html.parser").find(
+        "section", attrs={"aria-labelledby": "grades-title"}
+    )
+    assert section is not None
+    text = " ".join(section.get_text().split())
+    assert "1 von der Plattform abgelehnt, 2 aktuell" in text
+    assert "1 erfordert Handeln" in text
+    assert "Nutzer eve (die Plattform antwortete 400): Moodle meldet, dass diese Person" in text
