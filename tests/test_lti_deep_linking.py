@@ -34,6 +34,7 @@ from lti_platform import (
 )
 from normdive.config import Settings
 from normdive.lesson.content import load_lesson
+from normdive.lesson.translations import load_translation
 from normdive.lti.launch import is_return_address
 
 LESSON = load_lesson()
@@ -210,3 +211,18 @@ def test_the_canvas_configuration_names_the_tools_urls(app: Starlette) -> None:
     assert {p["message_type"] for p in canvas["settings"]["placements"]} == {
         "LtiDeepLinkingRequest"
     }
+
+
+def test_the_picker_speaks_the_launchs_language(client: TestClient, platform_key: RSAKey) -> None:
+    asked = login(client)
+    claims = deep_linking_claims(
+        asked.nonce, **{CLAIM + "launch_presentation": {"locale": "de-DE"}}
+    )
+    response = launch(client, signed(claims, platform_key), asked.state)
+    assert response.status_code == 200, response.text
+    soup = BeautifulSoup(response.text, "html.parser")
+    heading = soup.find("h1")
+    assert heading is not None and heading.get_text() == "Diese Lektion zu Ihrem Kurs hinzufügen"
+    button = soup.find("button")
+    assert button is not None and button.get_text().endswith("zum Kurs hinzufügen")
+    assert load_translation("de")[0].summary in soup.get_text()

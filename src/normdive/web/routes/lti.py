@@ -41,8 +41,8 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from normdive.config import origin_of
-from normdive.i18n.catalogues import N_, gettext
-from normdive.i18n.locales import supported
+from normdive.i18n.catalogues import N_, activated, gettext
+from normdive.i18n.locales import negotiate, supported
 from normdive.lesson.translations import localized
 from normdive.lti import (
     deep_linking,
@@ -78,7 +78,7 @@ from normdive.web.infrastructure.instructor_access import (
     Pool,
     set_instructor_cookie,
 )
-from normdive.web.infrastructure.language import LAUNCH_COOKIE, keep_locale
+from normdive.web.infrastructure.language import CHOICE_COOKIE, LAUNCH_COOKIE, keep_locale
 from normdive.web.infrastructure.services import Services, services
 from normdive.web.security.csrf import from_this_site
 from normdive.web.security.framing import (
@@ -317,6 +317,16 @@ def _refresh_roster_after(svc: Services, response: Response, launch: Launch, sta
     )
 
 
+def _launch_locale(request: Request, launch: Launch) -> str:
+    """The language of a page drawn in answer to `launch`: the learner's choice, the
+    launch's locale, the browser's, then English (i18n.locales.negotiate)."""
+    return negotiate(
+        chosen=request.cookies.get(CHOICE_COOKIE),
+        launched=launch.locale,
+        accept_language=request.headers.get("accept-language"),
+    )
+
+
 def _deep_linking(svc: Services, request: Request, launch: Launch, state: str) -> Response:
     """The content picker's page: the lesson, and a button that posts the signed response
     back to the platform. Refusals raise before the login is consumed."""
@@ -325,7 +335,10 @@ def _deep_linking(svc: Services, request: Request, launch: Launch, state: str) -
     )
     with svc.engine.begin() as connection:
         launches.consume(connection, launch.login)
-    response = _render(svc, "lti_deep_link.html", answer=answer, lesson=localized(svc.lesson))
+    # Drawn in answer to the launch itself, so in the launch's language (below a choice made
+    # on the page), not only from the next request on.
+    with activated(_launch_locale(request, launch)):
+        response = _render(svc, "lti_deep_link.html", answer=answer, lesson=localized(svc.lesson))
     # The page's one form posts to the platform: its origin joins form-action.
     origin = origin_of(answer.return_url) or "'none'"
     policy = response.headers["Content-Security-Policy"]
