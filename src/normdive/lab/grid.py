@@ -112,11 +112,6 @@ class LabBase(_Model):
     heldout_seed: Annotated[int, _RUN["heldout_seed"]] = LAB_HELDOUT_SEED
     grad_norm_points: Annotated[int, _RUN["grad_norm_points"]] = LAB_GRAD_NORM_POINTS
 
-    @property
-    def sequence_length(self) -> int:
-        """Positions the model sees: the symbols, the separator, the copy minus its last."""
-        return 2 * self.copy_length
-
     @model_validator(mode="after")
     def _heads_divide_width(self) -> LabBase:
         if self.d_model % self.n_heads:
