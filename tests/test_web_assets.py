@@ -55,6 +55,15 @@ def test_versioned_assets_are_kept_for_good_and_compressed(client: TestClient) -
         assert int(response.headers["content-length"]) < len(response.content)
 
 
+def test_the_labs_webassembly_is_compressed(client: TestClient) -> None:
+    response = client.get(static_url("lab/kernels.wasm", static_version()), headers=GZIP)
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/wasm"
+    assert response.headers["content-encoding"] == "gzip"
+    assert response.content == (STATIC_DIR / "lab" / "kernels.wasm").read_bytes()
+    assert int(response.headers["content-length"]) < len(response.content)
+
+
 def test_modules_imported_by_relative_url_share_the_version(client: TestClient) -> None:
     # page.js imports ./page/numbers.js, which imports ../layernorm.js; page/played-row.js
     # imports ../player.js, which loads ./vendor/uplot/...: same versioned folder.

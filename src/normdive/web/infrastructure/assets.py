@@ -43,7 +43,13 @@ GZIP_LEVEL = 1
 # Below this many bytes gzip's own overhead outweighs what it saves (Starlette's default).
 GZIP_MIN_BYTES = 500
 # Types whose bytes compress; images and the like are already compressed.
-COMPRESSIBLE_PREFIXES = ("text/", "application/javascript", "application/json", "image/svg")
+COMPRESSIBLE_PREFIXES = (
+    "text/",
+    "application/javascript",
+    "application/json",
+    "application/wasm",
+    "image/svg",
+)
 # Text types are sent with their charset; everything in web/static is UTF-8.
 TEXT_TYPES = {".js": "text/javascript", ".css": "text/css", ".md": "text/markdown"}
 

@@ -49,12 +49,15 @@ const COLOURS = { recorded: "#8a8f98", live: "#0b5cad", ink: "#1f2328", grid: "#
 /** #lab-commit as the server draws it.
  * @typedef {HTMLFormElement & { dataset: { noCell: string },
  *   elements: Record<Choice, HTMLSelectElement> }} CommitForm */
-/** The worker's "done": the finished run's curve and final figures (lab/worker.js).
- * @typedef {{ type: "done", curve: object[], final: object,
- *   steps_per_second: number }} DoneMessage */
+/** Which kernels the trainer runs on (lab/kernels.js): "wasm" or "js".
+ * @typedef {"wasm" | "js"} KernelPath */
+/** The worker's "done": the finished run's curve and final figures, the kernels it ran on and
+ * why not WebAssembly ("" when it was) (lab/worker.js).
+ * @typedef {{ type: "done", curve: object[], final: object, steps_per_second: number,
+ *   kernels: KernelPath, fallback: string }} DoneMessage */
 /** What the worker posts (lab/worker.js).
  * @typedef {{ type: "progress", step: number, steps: number, train_loss: number,
- *   steps_per_second: number }
+ *   steps_per_second: number, kernels: KernelPath }
  *   | { type: "eval", step: number, heldout_loss: number, heldout_accuracy: number }
  *   | DoneMessage | { type: "stopped", step: number }
  *   | { type: "error", message: string }} WorkerMessage */
