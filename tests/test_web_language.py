@@ -185,3 +185,20 @@ def test_the_run_count_on_the_page_is_in_the_languages_plural_form(
     soup = html_of(client, **{"Accept-Language": language})
     count = soup.select_one("#hints-run-count")
     assert count is not None and count.get_text(strip=True) == said
+
+
+@pytest.mark.parametrize(
+    ("language", "typed", "label"),
+    [
+        ("de", "1,5; 2; 2/3", "[1,5; 2; 2/3]"),
+        ("ar", "١٫٥، ٢", "[1.5, 2]"),
+        ("en", "1.5, 2, 2/3", "[1.5, 2, 2/3]"),
+    ],
+)
+def test_your_own_row_is_named_in_the_languages_writing(
+    client: TestClient, language: str, typed: str, label: str
+) -> None:
+    client.post("/predict", data={"choice": "residual"})
+    response = client.get("/", params={"row": typed}, headers={"Accept-Language": language})
+    named = BeautifulSoup(response.text, "html.parser").select_one("#own-row [data-ln=input]")
+    assert named is not None and named.get_text(strip=True) == label

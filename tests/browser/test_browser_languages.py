@@ -170,6 +170,10 @@ def test_your_own_row_in_the_languages_writing(
     own.fill(typed)
     steps = page.locator("#own-row-steps")
     expect(steps.locator("[data-ln=mean]")).to_have_text(mean)
+    # The row is named in the page's writing, as the server names it.
+    expect(steps.locator("[data-ln=input]")).to_have_text(
+        "[1,5; 2; 2,5]" if lesson is GERMAN else "[1.5, 2, 2.5]"
+    )
     own.fill(refused)
     expect(page.locator("#own-row-message")).to_contain_text(message)
     expect(own).to_have_attribute("aria-invalid", "true")

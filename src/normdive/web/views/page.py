@@ -16,12 +16,12 @@ import functools
 import json
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from types import MappingProxyType
 from urllib.parse import urlencode
 
-from normdive.i18n.numbers import uses_decimal_comma
+from normdive.i18n.numbers import shown_row, uses_decimal_comma
 from normdive.lesson.content import Lesson
 from normdive.lesson.translations import localized
 from normdive.numeric.display import (
@@ -200,7 +200,9 @@ def own_row_view(text: str | None, eps: Decimal) -> OwnRowView:
     parsed = parse_row_exact(text, decimal_comma=uses_decimal_comma())
     if isinstance(parsed, RowError):
         return OwnRowView(text=text, row=None, error=parsed.message)
-    return OwnRowView(text=text, row=row_view(parsed, eps), error=None)
+    # The learner's row is named in the page's writing, as they typed it: "[1,5; 2]" in German.
+    label = shown_row([format_input_number(x) for x in parsed])
+    return OwnRowView(text=text, row=replace(row_view(parsed, eps), label=label), error=None)
 
 
 def _shown_player(

@@ -2,10 +2,10 @@
 // from the page's template of a row's steps (#row-steps-template) and painted like the
 // page's own rows. Loaded on the first key typed there (page.js).
 
-import { formatInputRow, parseRow } from "../layernorm.js";
+import { formatInputNumber, parseRow } from "../layernorm.js";
 import { rememberInUrl } from "./address.js";
 import { announce, pageWords } from "./announce.js";
-import { epsState, forgetTargets, paintRow, rowTexts } from "./numbers.js";
+import { epsState, forgetTargets, paintRow, rowTexts, shownNumber } from "./numbers.js";
 
 const OWN_ROW_PROBLEM_DELAY_MS = 600; // a pause in typing, before a typed row's problem is said
 
@@ -50,7 +50,10 @@ export function showOwnRow() {
   input.removeAttribute("aria-invalid");
   const steps = /** @type {HTMLElement} */ (template.content.firstElementChild?.cloneNode(true));
   steps.dataset.row = JSON.stringify(parsed);
-  /** @type {HTMLElement} */ (steps.querySelector('[data-ln="input"]')).textContent = formatInputRow(parsed);
+  // Named in the page's writing, as typed: "[1,5; 2]" on a German page (views/page.py).
+  const separator = document.documentElement.dataset.listSeparator ?? ", ";
+  /** @type {HTMLElement} */ (steps.querySelector('[data-ln="input"]')).textContent =
+    `[${parsed.map((x) => shownNumber(formatInputNumber(x))).join(separator)}]`;
   const eps = epsState();
   paintRow(steps, eps);
   // The variance does not depend on the switch, so neither does this note.
