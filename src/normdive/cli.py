@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -766,6 +766,13 @@ def _record_lab(ctx: typer.Context, rows: list[RowKey]) -> NoReturn:
     raise typer.Exit(status)
 
 
+def _depths_option(plan: str, depths: tuple[int, ...], also: str = "") -> Any:
+    """--sweep-depths or --lab-depths: the depths the plan `plan` trains, comma-separated;
+    `depths` unless given (and `also`, said after them)."""
+    shown = ",".join(map(str, depths)) + also
+    return typer.Option(help=f"With {plan}: comma-separated depths.", show_default=shown)
+
+
 @app.command("record-runs")
 def record_runs(
     ctx: typer.Context,
@@ -817,11 +824,7 @@ def record_runs(
         ),
     ] = False,
     sweep_depths: Annotated[
-        str | None,
-        typer.Option(
-            help="With --sweep: comma-separated depths.",
-            show_default=",".join(map(str, SWEEP_DEPTHS)) + "; 32 too on cuda",
-        ),
+        str | None, _depths_option("--sweep", SWEEP_DEPTHS, "; 32 too on cuda")
     ] = None,
     shard: Annotated[
         str | None,
@@ -841,13 +844,7 @@ def record_runs(
             show_default="the ablation",
         ),
     ] = False,
-    lab_depths: Annotated[
-        str | None,
-        typer.Option(
-            help="With --lab: comma-separated depths.",
-            show_default=",".join(map(str, OFFERED_DEPTHS)),
-        ),
-    ] = None,
+    lab_depths: Annotated[str | None, _depths_option("--lab", OFFERED_DEPTHS)] = None,
     lab_eps: Annotated[
         str | None,
         typer.Option(
