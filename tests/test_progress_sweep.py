@@ -3,7 +3,11 @@ sample sweep where the answer flips elsewhere moves them."""
 
 from __future__ import annotations
 
+import pytest
+
+from normdive.i18n.catalogues import activated
 from normdive.lesson.content import load_lesson
+from normdive.lesson.translations import localized
 from normdive.progress.sweep import compare_line, depth_words, seed_words, sweep_sentences
 from normdive.recording.sweep import default_plan
 from sample_sweeps import CHANCE, FLIP_AT_4, FLIP_AT_8, sample_sweep
@@ -25,6 +29,45 @@ def test_seed_words() -> None:
         "seeds 0 and 1",
         "seeds 0, 1 and 2",
     ]
+
+
+@pytest.mark.parametrize(
+    ("locale", "depths", "seeds"),
+    [
+        (
+            "de",
+            ["Tiefe 2", "Tiefen 2 und 4", "Tiefen 2, 4 und 8"],
+            ["Seed 0", "Seeds 0 und 1", "Seeds 0, 1 und 2"],
+        ),
+        (
+            "ar",
+            ["العمق 2", "العمقين 2 و4", "الأعماق 2، 4 و8"],
+            ["البذرة 0", "البذرتين 0 و1", "البذور 0، 1 و2"],
+        ),
+    ],
+)
+def test_depth_and_seed_words_in_the_languages_plural_forms(
+    locale: str, depths: list[str], seeds: list[str]
+) -> None:
+    with activated(locale):
+        assert [depth_words(d) for d in ([2], [2, 4], [2, 4, 8])] == depths
+        assert [seed_words(s) for s in ([0], [0, 1], [0, 1, 2])] == seeds
+
+
+def test_the_sentences_of_a_sweep_in_german_and_arabic() -> None:
+    with activated("de"):
+        german = sweep_sentences(sample_sweep(FLIP_AT_8), localized(LESSON))
+    assert german[0] == (
+        "Mit GPT-2-Initialisierung bringt es bei Tiefen 2 und 4 mehr, Layer-Norm allein "
+        "zurückzugeben."
+    )
+    assert german[-1] == (
+        "In Tiefe 16 hat der Sweep nur Seed 0 trainiert, um in seinem Zeitbudget zu bleiben."
+    )
+    with activated("ar"):
+        arabic = sweep_sentences(sample_sweep(FLIP_AT_8), localized(LESSON))
+    assert arabic[0] == "مع تهيئة GPT-2، إعادة تسوية الطبقة وحدها تستعيد أكثر عند العمقين 2 و4."
+    assert arabic[-1] == "عند العمق 16 درّب المسح البذرة 0 فقط، ليبقى ضمن ميزانيته الزمنية."
 
 
 def test_the_sentences_of_a_sweep_that_flips_between_depth_4_and_8() -> None:

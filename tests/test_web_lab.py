@@ -24,6 +24,7 @@ from lesson_answers import (
     post_each,
     steps_to_the_gate,
 )
+from normdive.lesson.translations import load_translation
 from normdive.progress.events import EventKind
 from normdive.progress.lab import MAX_CURVE_POINTS
 from normdive.store.event_store import EventList, Store
@@ -390,6 +391,42 @@ def test_without_javascript_the_lab_page_shows_the_grid_as_a_table(
         last = [c.get_text() for c in pytorch.select("tbody tr")[-1].select("th, td")]
         assert last == ["Neither", "60.0 %", "60.0 %", "25.0 %", TEXT.grid_none]  # not recorded
         assert page.select_one("#lab-commit") is None
+
+
+@pytest.mark.parametrize(
+    ("locale", "first_line", "config"),
+    [
+        (
+            "de",
+            ["Beide, eps 0,00001", "100,0 %", "100,0 %", "100,0 %", "100,0 %"],
+            "Breite 8 mit 2 Köpfen, 40 Trainingsschritte zu je 4 Folgen",
+        ),
+        (
+            "ar",
+            ["كلاهما، eps 0.00001", "100.0 %", "100.0 %", "100.0 %", "100.0 %"],
+            "العرض 8، ورؤوس الانتباه 2، وخطوات التدريب 40",
+        ),
+    ],
+)
+def test_the_lab_page_in_german_and_arabic(
+    make_settings: SettingsFactory,
+    recording_path: Path,
+    locale: str,
+    first_line: list[str],
+    config: str,
+) -> None:
+    lesson, _ = load_translation(locale)
+    with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
+        close_the_gate(client)
+        page = soup(client.get("/lab", headers={"Accept-Language": locale}).text)
+        assert words(page.select_one("#lab-title")) == lesson.lab.heading
+        assert config in words(page.select_one("#lab-config"))
+        table = page.select_one("#lab-grid-gpt2")
+        assert isinstance(table, Tag)
+        head = [c.get_text() for c in table.select("thead th")]
+        assert head[1] == ("Tiefe 1" if locale == "de" else "العمق 1")
+        lines = [[c.get_text() for c in row.select("th, td")] for row in table.select("tbody tr")]
+        assert lines[1] == first_line
 
 
 def test_a_missing_or_unusable_grid_is_said_plainly(

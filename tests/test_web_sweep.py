@@ -18,6 +18,7 @@ from lesson_answers import (
     post_each,
     steps_to_the_gate,
 )
+from normdive.lesson.translations import load_translation
 from normdive.progress.sweep import sweep_sentences
 from normdive.recording.format import ROW_KEYS
 from normdive.recording.plans import sweep_runs
@@ -314,3 +315,37 @@ def test_a_cells_spread_says_what_its_seeds_did(
 )
 def test_a_percentage_keeps_its_sign_and_words_still_wrap(figure: str, kept_whole: str) -> None:
     assert unbroken(figure) == kept_whole
+
+
+@pytest.mark.parametrize(
+    ("locale", "column", "seeds", "suffix"),
+    [
+        ("de", "Tiefe", "Seeds 0, 1 und 2", ", Beide in Tiefe 2 abspielen, GPT-2-Initialisierung"),
+        ("ar", "العمق", "البذور 0، 1 و2", "، شغّل كلاهما بعمق 2، تهيئة GPT-2"),
+    ],
+)
+def test_the_depths_page_in_german_and_arabic(
+    make_settings: SettingsFactory,
+    recording_path: Path,
+    locale: str,
+    column: str,
+    seeds: str,
+    suffix: str,
+) -> None:
+    lesson, _ = load_translation(locale)
+    with_sweep(recording_path, sample_sweep())
+    with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
+        close_the_gate(client)
+        page = soup(client.get("/depths", headers={"Accept-Language": locale}).text)
+        assert words(page.select_one("#sweep-title")) == lesson.sweep.heading
+        table = page.select_one("#sweep-grid-gpt2")
+        assert isinstance(table, Tag)
+        assert words(table.select_one("thead th")) == column
+        assert words(table.select_one("tbody .depth-seeds")) == seeds
+        assert words(table.select_one("tbody td .visually-hidden")) == suffix.strip()
+        # The player's note under a picked cell is in the language too.
+        picked = soup(
+            client.get("/depths?cell=8-gpt2-both", headers={"Accept-Language": locale}).text
+        )
+        note = words(picked.select_one("#sweep-player-note"))
+        assert "The dashed lines" not in note and "The faint lines" not in note

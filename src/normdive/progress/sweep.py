@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
+from normdive.i18n.catalogues import ngettext, pgettext
 from normdive.lesson.content import COMPONENT_ROWS, Lesson
 from normdive.recording.sweep import Sweep
 from normdive.recording.sweep_reader import DepthVerdict, verdicts
@@ -23,20 +24,25 @@ VERDICT_CHOICES = {row: choice for choice, row in COMPONENT_ROWS.items()}
 
 
 def listed(items: Sequence[object]) -> str:
-    """ "2", "2 and 4", "2, 4 and 8"."""
+    """ "2", "2 and 4", "2, 4 and 8" in the current locale ("2, 4 und 8"; Arabic joins every
+    item with "و", "2 و4 و8")."""
     if len(items) == 1:
         return str(items[0])
-    return f"{', '.join(map(str, items[:-1]))} and {items[-1]}"
+    head = pgettext("between the items of a list", ", ").join(map(str, items[:-1]))
+    return pgettext("the last two items of a list", "{head} and {last}").format(
+        head=head, last=items[-1]
+    )
 
 
 def seed_words(seeds: Sequence[int]) -> str:
-    """ "seed 0", "seeds 0 and 1", "seeds 0, 1 and 2"."""
-    return f"seed{'s' if len(seeds) > 1 else ''} {listed(seeds)}"
+    """ "seed 0", "seeds 0 and 1", "seeds 0, 1 and 2": the noun in the current locale's plural
+    form for the number of seeds."""
+    return ngettext("seed {seeds}", "seeds {seeds}", len(seeds)).format(seeds=listed(seeds))
 
 
 def depth_words(depths: Sequence[int]) -> str:
-    """ "depth 2", "depths 2 and 4", "depths 2, 4 and 8"."""
-    return f"depth{'s' if len(depths) > 1 else ''} {listed(depths)}"
+    """ "depth 2", "depths 2 and 4", "depths 2, 4 and 8", as seed_words."""
+    return ngettext("depth {depths}", "depths {depths}", len(depths)).format(depths=listed(depths))
 
 
 def init_label(lesson: Lesson, init: str) -> str:

@@ -27,9 +27,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from normdive.i18n.catalogues import N_, gettext, pgettext
+from normdive.i18n.numbers import shown_in
 from normdive.lab.grid import lab_path_for
 from normdive.lesson.content import Lesson
+from normdive.lesson.translations import localized
 from normdive.progress.actions import Action, ActionRefused
+from normdive.progress.figures import percent
 from normdive.progress.lab import (
     ROW_SWITCHES,
     LabRun,
@@ -60,7 +64,17 @@ from normdive.web.views.lab_grid import LabGridView, lab_grid
 PANEL_TEMPLATE = "lab_fragments.html"
 # The form field a finished run's figures arrive in (JSON {"final", "curve"}).
 RESULT_FIELD = "result"
-GRID_GONE = "The lab's recorded runs changed on the server; reload the page."
+GRID_GONE = N_("The lab's recorded runs changed on the server; reload the page.")
+# The grid's base configuration as the panel says it (_base_words), in the order it says it.
+_BASE_FIELDS = (
+    "d_model",
+    "n_heads",
+    "steps",
+    "batch_size",
+    "copy_length",
+    "vocab_size",
+    "eval_every",
+)
 # A lab write's decision on the learner's runs and the grid (then with the form too): the
 # event to append. Raises Conflict / Invalid.
 LabDecideOne = Callable[[tuple[LabRun, ...], LabGridView], Action]
@@ -105,7 +119,7 @@ class LabView:
 def grid_view(svc: Services) -> LabGridView | str:
     """The grid, or the lesson's sentence for one missing or unusable."""
     grid = lab_grid(lab_path_for(svc.settings.recording_path))
-    text = svc.lesson.lab
+    text = localized(svc.lesson).lab
     if grid == "missing":
         return text.missing
     if grid == "unusable":
@@ -114,27 +128,31 @@ def grid_view(svc: Services) -> LabGridView | str:
 
 
 def _percent(value: float) -> str:
-    return f"{value * 100:.1f} %" if math.isfinite(value) else "not a number"
+    """A final accuracy as the panel writes it, in the current locale's writing."""
+    return percent(value)
 
 
 def _base_words(grid: LabGridView) -> str:
     b = grid.base
-    return (
-        f"width {b['d_model']} with {b['n_heads']} heads, {b['steps']} training steps of "
-        f"{b['batch_size']} sequences, copying {b['copy_length']} symbols of "
-        f"{b['vocab_size']}, held-out figures every {b['eval_every']} steps"
-    )
+    return gettext(
+        "width {d_model} with {n_heads} heads, {steps} training steps of {batch_size} "
+        "sequences, copying {copy_length} symbols of {vocab_size}, held-out figures every "
+        "{eval_every} steps"
+    ).format(**{key: b[key] for key in _BASE_FIELDS})
 
 
 def _tables(lesson: Lesson, grid: LabGridView) -> tuple[GridTable, ...]:
     offered = lesson.lab.offered
     labels: dict[str, str] = {row.key: row.label for row in lesson.rows}
+    comma = pgettext("between the items of a list", ", ")
     tables = []
     for init in offered.inits:
         lines = []
         for key, (layernorm, _residual) in ROW_SWITCHES.items():
             for eps in offered.eps if layernorm else [None]:
-                name = labels[key] + (f", eps {eps_text(float(eps))}" if eps is not None else "")
+                name = labels[key] + (
+                    f"{comma}eps {shown_in(eps_text(float(eps)))}" if eps is not None else ""
+                )
                 texts = []
                 for depth in offered.depths:
                     found = [
@@ -171,7 +189,9 @@ def _result(lesson: Lesson, grid: LabGridView, run: LabRun) -> LabResult:
     figures = lesson.lab.result_figures.format(
         step=run.final.step,
         accuracy=_percent(run.final.heldout_accuracy),
-        loss=f"{run.final.heldout_loss:.4f}" if math.isfinite(run.final.heldout_loss) else "—",
+        loss=shown_in(f"{run.final.heldout_loss:.4f}")
+        if math.isfinite(run.final.heldout_loss)
+        else "—",
     )
     cell = grid.cell(run.choice)
     said = comparison(lesson, run, cell.curve if cell is not None else None)
@@ -183,7 +203,7 @@ def _result(lesson: Lesson, grid: LabGridView, run: LabRun) -> LabResult:
 def lab_view(
     svc: Services, runs: tuple[LabRun, ...], message: str | None = None, refused: bool = False
 ) -> LabView:
-    lesson = svc.lesson
+    lesson = localized(svc.lesson)
     grid = grid_view(svc)
     lines = tuple(run_line(lesson, run) for run in runs)
     if isinstance(grid, str):
@@ -266,7 +286,9 @@ def _gate_closed(svc: Services, learner_id: str) -> bool:
 def _lab_page(svc: Services, request: Request, fragment: bool) -> Response:
     learner = resolve_learner(request, svc.signer)
     if not _gate_closed(svc, learner.id):
-        view = LabView(svc.lesson, problem=svc.lesson.lab.locked, refused=True)
+        view = LabView(
+            localized(svc.lesson), problem=localized(svc.lesson).lab.locked, refused=True
+        )
         status = 409
     else:
         view = lab_view(svc, _runs(svc, learner.id))
@@ -274,7 +296,9 @@ def _lab_page(svc: Services, request: Request, fragment: bool) -> Response:
     if fragment:
         body = _render(svc, "lab_body", view)
     else:
-        body = svc.renderer.env.get_template("lab.html").render(lesson=svc.lesson, view=view)
+        body = svc.renderer.env.get_template("lab.html").render(
+            lesson=localized(svc.lesson), view=view
+        )
     response = HTMLResponse(body, status)
     attach_cookie(response, learner, svc.signer, svc.settings)
     return response
@@ -294,10 +318,10 @@ def _grid_document(svc: Services, request: Request, digest: str) -> Response:
     grid = grid_view(svc)
     if isinstance(grid, str):
         # No grid on this server is no such document; one that cannot be read, an outage.
-        missing = grid == svc.lesson.lab.missing
+        missing = grid == localized(svc.lesson).lab.missing
         return JSONResponse({"ok": False, "message": grid}, 404 if missing else 503)
     if digest != grid.digest:
-        return JSONResponse({"ok": False, "message": GRID_GONE}, 404)
+        return JSONResponse({"ok": False, "message": gettext(GRID_GONE)}, 404)
     etag = f'"{grid.digest}"'
     headers = {"Cache-Control": IMMUTABLE, "ETag": etag, "Vary": "Accept-Encoding"}
     if etag_matches(request.headers.get("if-none-match", ""), etag):
@@ -349,7 +373,9 @@ def _write(svc: Services, request: Request, learner_id: str, decide_one: LabDeci
     elif refused is None:
         response = RedirectResponse("/lab#lab", status_code=303)
     else:
-        page = svc.renderer.env.get_template("lab.html").render(lesson=svc.lesson, view=view)
+        page = svc.renderer.env.get_template("lab.html").render(
+            lesson=localized(svc.lesson), view=view
+        )
         response = HTMLResponse(page, status, headers=headers)
     attach_cookie(response, vouched_learner(request, learner_id), svc.signer, svc.settings)
     return response
@@ -378,14 +404,14 @@ async def _lab_write(request: Request, decide_one: LabDecideForm) -> Response:
 async def commit_run(request: Request) -> Response:
     """Commit a prediction for an offered configuration (fields depth, row, eps, init, seed,
     outcome); once, before it trains, never changed."""
-    lesson = services(request).lesson
+    lesson = localized(services(request).lesson)
     return await _lab_write(request, lambda runs, _grid, form: commit_lab_run(runs, lesson, form))
 
 
 async def finish_run(request: Request) -> Response:
     """Keep run `number`'s figures (field `result`: JSON {"final", "curve"}); once."""
     number = request.path_params["number"]
-    lesson = services(request).lesson
+    lesson = localized(services(request).lesson)
     if not (number.isascii() and number.isdigit() and len(number) <= 6):
         return error_response(request, 404, f"There is no lab run {number[:20]!r}.")
 

@@ -13,6 +13,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from normdive.i18n.catalogues import gettext
+from normdive.lesson.translations import localized
 from normdive.progress.actions import MAX_ECHOED_CHARS
 from normdive.recording.format import Recording
 from normdive.recording.reader import RecordingProblem
@@ -32,11 +34,11 @@ def panel_for(svc: Services, picked: str | None) -> SweepPanelView:
     if isinstance(status, RecordingProblem):
         if status.reason != "missing":
             log_recording_problem(status.reason, status.message)
-        text = svc.lesson.sweep
+        text = localized(svc.lesson).sweep
         return SweepPanelView(problem=text.missing if status.reason == "missing" else text.unusable)
     played = svc.recording()
     return sweep_panel_view(
-        status, svc.lesson, picked, played if isinstance(played, Recording) else None
+        status, localized(svc.lesson), picked, played if isinstance(played, Recording) else None
     )
 
 
@@ -48,13 +50,13 @@ def _sweep_page(svc: Services, request: Request, fragment: bool) -> Response:
     learner = resolve_learner(request, svc.signer)
     picked = request.query_params.get(CELL_PARAM)
     if not _gate_closed(svc, learner.id):
-        panel = SweepPanelView(problem=svc.lesson.sweep.locked, refused=True)
+        panel = SweepPanelView(problem=localized(svc.lesson).sweep.locked, refused=True)
         status = 409
     else:
         panel = panel_for(svc, picked)
         status = 200
     render = svc.renderer.sweep_fragment if fragment else svc.renderer.sweep_page
-    response = HTMLResponse(render(svc.lesson, panel), status)
+    response = HTMLResponse(render(localized(svc.lesson), panel), status)
     attach_cookie(response, learner, svc.signer, svc.settings)
     return response
 
@@ -73,16 +75,18 @@ def _cell_data(svc: Services, request: Request, cell: str) -> Response:
     learner = resolve_learner(request, svc.signer)
     response: Response
     if not _gate_closed(svc, learner.id):
-        response = JSONResponse({"ok": False, "message": svc.lesson.sweep.locked}, 409)
+        response = JSONResponse({"ok": False, "message": localized(svc.lesson).sweep.locked}, 409)
     else:
         status = sweep_status(sweep_path_for(svc.settings.recording_path))
         if isinstance(status, RecordingProblem):
-            text = svc.lesson.sweep
+            text = localized(svc.lesson).sweep
             message = text.missing if status.reason == "missing" else text.unusable
             response = JSONResponse({"ok": False, "message": message}, 503)
-        elif (payload := cell_payload(status, svc.lesson, cell)) is None:
+        elif (payload := cell_payload(status, localized(svc.lesson), cell)) is None:
             shown = cell[:MAX_ECHOED_CHARS]
-            message = f"The sweep has no cell {shown!r} (depth-init-row, e.g. 8-gpt2-both)."
+            message = gettext(
+                "The sweep has no cell {cell} (depth-init-row, e.g. 8-gpt2-both)."
+            ).format(cell=repr(shown))
             response = JSONResponse({"ok": False, "message": message}, 404)
         else:
             response = JSONResponse(payload)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from normdive.i18n.catalogues import pgettext
 from normdive.lesson.content import Lesson
 from normdive.progress import figures
 from normdive.progress.sweep import init_label, listed, seed_words, sweep_sentences
@@ -146,7 +147,7 @@ def cell_view(cell: Cell, lesson: Lesson, chance: float, picked: str | None) -> 
         label=label,
         mean=unbroken(figures.percent(cell.mean)),
         spread=_spread(cell, lesson),
-        name_suffix=", "
+        name_suffix=pgettext("between the items of a list", ", ")
         + text.cell_label.format(row=label, depth=cell.depth, init=init_label(lesson, cell.init)),
         heat=heat(cell.mean, chance),
         href=f"{SWEEP_PAGE_URL}?{CELL_PARAM}={ident}#sweep-player",
