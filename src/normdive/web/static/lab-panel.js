@@ -13,7 +13,16 @@
 //   and answers with the result in words (the outcome against the prediction, the recording
 //   against this device), which is shown and announced.
 
-const PROBLEM = "The lab could not be reached just now. Try again.";
+import { pageWord } from "./page/announce.js";
+
+// The sentences this script says itself, in the page's language (<html data-words>).
+const PROBLEM = pageWord("The lab could not be reached just now. Try again.");
+const WORDS = {
+  step: pageWord("Training step"),
+  accuracy: pageWord("Held-out accuracy"),
+  recorded: pageWord("recorded"),
+  live: pageWord("your device"),
+};
 const STYLESHEET = new URL("./lab.css", import.meta.url).href;
 const MILESTONES = [25, 50, 75];
 const CHART_HEIGHT_PX = 220;
@@ -316,13 +325,13 @@ async function makeChart(element, steps, recorded) {
     cursor: { show: false },
     scales: { x: { time: false, range: [0, steps] }, y: { range: [0, 1] } },
     axes: [
-      { ...axis, label: "Training step" },
-      { ...axis, label: "Held-out accuracy", size: 56, values: percent },
+      { ...axis, label: WORDS.step },
+      { ...axis, label: WORDS.accuracy, size: 56, values: percent },
     ],
     series: [
       {},
-      { label: "recorded", stroke: COLOURS.recorded, width: 2, dash: [6, 4], spanGaps: true, points: { show: false } },
-      { label: "your device", stroke: COLOURS.live, width: 2.5, spanGaps: true, points: { show: true, size: 5 } },
+      { label: WORDS.recorded, stroke: COLOURS.recorded, width: 2, dash: [6, 4], spanGaps: true, points: { show: false } },
+      { label: WORDS.live, stroke: COLOURS.live, width: 2.5, spanGaps: true, points: { show: true, size: 5 } },
     ],
   };
   element.replaceChildren();

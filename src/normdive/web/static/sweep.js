@@ -5,10 +5,11 @@
 // existing player (player.js) draws its curves. On the page of its own (/depths) the same
 // module draws the cell already in the player and handles picks the same way.
 
+import { pageWord } from "./page/announce.js";
 import { showPlayer } from "./player.js";
 import { fitScrollRegions } from "./scroll-regions.js";
 
-const PROBLEM = "The runs at other depths could not be loaded just now. Try again.";
+const PROBLEM = pageWord("The runs at other depths could not be loaded just now. Try again.");
 const STYLESHEET = new URL("./sweep.css", import.meta.url).href;
 
 // The figures' styles, once (the page of its own links them already): resolves when loaded.

@@ -161,12 +161,19 @@ class CompiledTemplates(BytecodeCache):
 COMPILED_TEMPLATES = CompiledTemplates()
 
 
-# The sentences the page's scripts say themselves (static/page/announce.js, pageWord; a typed
-# row's problems, static/layernorm.js parseRow, as numeric/rows.py words them), written on
-# <html data-words> in the page's language.
+# The sentences the page's scripts say themselves (static/page/announce.js, pageWord, which the
+# sweep's and the lab's panels use too; a typed row's problems, static/layernorm.js parseRow,
+# as numeric/rows.py words them), written on <html data-words> in the page's language.
 PAGE_SCRIPT_WORDS = (
     N_("The server could not be reached, so nothing was saved. Try again."),
     N_("The recorded curves could not be loaded just now; the table holds the same figures."),
+    # The depth sweep's and the lab's panels (static/sweep.js, static/lab-panel.js).
+    N_("The runs at other depths could not be loaded just now. Try again."),
+    N_("The lab could not be reached just now. Try again."),
+    N_("Training step"),
+    N_("Held-out accuracy"),
+    N_("recorded"),
+    N_("your device"),
     *ROW_MESSAGES,
 )
 
