@@ -12,7 +12,9 @@ from sqlalchemy import inspect, make_url, text
 from normdive.store.db import (
     POSTGRESQL_CONNECT_TIMEOUT_S,
     POSTGRESQL_ISOLATION,
+    READ_ONLY_SESSION_S,
     SQLITE_BUSY_TIMEOUT_S,
+    SQLITE_VIEW_WAIT_S,
     alembic_config,
     make_engine,
     upgrade,
@@ -130,3 +132,9 @@ def test_postgresql_transactions_are_read_committed_whatever_the_server_default(
         assert level == POSTGRESQL_ISOLATION
     finally:
         engine.dispose()
+
+
+def test_readme_says_how_long_recovery_after_a_read_only_spell_takes() -> None:
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    assert f"sessions that began read-only are replaced after {READ_ONLY_SESSION_S:g} s" in readme
+    assert f"new ones wait for that (at most {SQLITE_VIEW_WAIT_S:g} s)" in readme
