@@ -13,10 +13,20 @@ from typing import Any
 import pytest
 
 from lesson_answers import LESSON
+from normdive.i18n.catalogues import activated
 from normdive.lesson.plurals import counted
+from normdive.lesson.translations import localized
 from normdive.progress.actions import Invalid
 from normdive.progress.events import EventKind
-from normdive.progress.lab import Figures, LabChoice, LabRun, comparison, finish_lab_run
+from normdive.progress.lab import (
+    Figures,
+    LabChoice,
+    LabRun,
+    comparison,
+    config_name,
+    finish_lab_run,
+    parse_choice,
+)
 
 CHOICE = LabChoice(depth=2, layernorm=True, residual=True, eps=1e-5, init="gpt2", seed=0)
 STEPS, EVAL_EVERY = 40, 10
@@ -181,3 +191,34 @@ def test_a_share_is_kept_as_a_float_and_decides_the_band(
     assert isinstance(kept, float) and kept == accuracy
     assert payload["curve"][0]["heldout_accuracy"] == accuracy
     assert payload["outcome"] == band
+
+
+@pytest.mark.parametrize(
+    ("locale", "name", "no_run"),
+    [
+        (
+            "de",
+            "Beide, Tiefe 2, eps 0,00001, GPT-2-Initialisierung, Seed 0",
+            "Sie haben keinen Laborlauf 7.",
+        ),
+        (
+            "ar",
+            "كلاهما، العمق 2، eps 0.00001، تهيئة GPT-2، البذرة 0",
+            "ليست لديك عملية مختبر رقم 7.",
+        ),
+    ],
+)
+def test_the_configuration_and_a_refusal_in_german_and_arabic(
+    locale: str, name: str, no_run: str
+) -> None:
+    with activated(locale):
+        assert config_name(localized(LESSON), CHOICE) == name
+        with pytest.raises(Invalid) as refused:
+            finish_lab_run([], localized(LESSON), 7, "{}", 0.25, 40)
+    assert refused.value.message == no_run
+
+
+def test_a_missing_setting_is_named_in_the_language() -> None:
+    with activated("de"), pytest.raises(Invalid) as refused:
+        parse_choice({"depth": "2"}, localized(LESSON))
+    assert refused.value.message == "Wählen Sie einen Wert für Zeile, bevor Sie festlegen."

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from normdive.i18n.catalogues import N_, gettext, pgettext
+from normdive.i18n.numbers import shown_in
 from normdive.lesson.content import Lesson, Outcome
 from normdive.lesson.plurals import counted
 from normdive.progress.ablation import row_band
@@ -62,13 +64,23 @@ AGREEMENT_SHOWN_MIN = 0.1
 # is: the whole scale.
 FULL_SCALE_POINTS = 100.0
 
-NOT_OFFERED = "The lab does not offer {name} {value}; pick one of {offered}."
-MISSING_CHOICE = "Pick a {name} before committing."
-NO_OUTCOME = "Pick one of the three outcomes before committing."
-OPEN_RUN = "You have committed a run that has not trained yet ({config}). Train it first."
-NO_SUCH_RUN = "You have no lab run {run}."
-ALREADY_FINISHED = "Lab run {run} has finished already; its figures are kept as they were."
-BAD_RESULT = "The run's figures could not be read ({problem}), so nothing was saved."
+# The refusals, in the learner's language where they are raised (gettext); a setting's name
+# in them is one of _FIELD_NAMES, translated too.
+NOT_OFFERED = N_("The lab does not offer {name} {value}; pick one of {offered}.")
+MISSING_CHOICE = N_("Pick a {name} before committing.")
+NO_OUTCOME = N_("Pick one of the three outcomes before committing.")
+OPEN_RUN = N_("You have committed a run that has not trained yet ({config}). Train it first.")
+NO_SUCH_RUN = N_("You have no lab run {run}.")
+ALREADY_FINISHED = N_("Lab run {run} has finished already; its figures are kept as they were.")
+BAD_RESULT = N_("The run's figures could not be read ({problem}), so nothing was saved.")
+# The settings a commit names, as its refusals call them.
+_FIELD_NAMES = {
+    "depth": N_("depth"),
+    "row": N_("row"),
+    "epsilon": N_("epsilon"),
+    "initialisation": N_("initialisation"),
+    "seed": N_("seed"),
+}
 
 
 @dataclass(frozen=True)
@@ -179,13 +191,20 @@ def open_run(runs: Sequence[LabRun]) -> LabRun | None:
 def _offered(name: str, value: str, offered: Sequence[object]) -> Invalid:
     shown = value[:MAX_ECHOED_CHARS]
     listed = ", ".join(str(item) for item in offered)
-    return Invalid(NOT_OFFERED.format(name=name, value=repr(shown), offered=listed))
+    return Invalid(
+        gettext(NOT_OFFERED).format(name=_field(name), value=repr(shown), offered=listed)
+    )
+
+
+def _field(name: str) -> str:
+    """A setting's name in the current locale."""
+    return gettext(_FIELD_NAMES[name])
 
 
 def _pick_int(form: Mapping[str, str], name: str, label: str, offered: Sequence[int]) -> int:
     raw = form.get(name, "").strip()
     if not raw:
-        raise Invalid(MISSING_CHOICE.format(name=label))
+        raise Invalid(gettext(MISSING_CHOICE).format(name=_field(label)))
     if not (raw.isascii() and raw.isdigit()) or int(raw) not in offered:
         raise _offered(label, raw, offered)
     return int(raw)
@@ -197,7 +216,7 @@ def parse_choice(form: Mapping[str, str], lesson: Lesson) -> LabChoice:
     depth = _pick_int(form, "depth", "depth", offered.depths)
     row = form.get("row", "").strip()
     if not row:
-        raise Invalid(MISSING_CHOICE.format(name="row"))
+        raise Invalid(gettext(MISSING_CHOICE).format(name=_field("row")))
     if row not in ROW_SWITCHES:
         raise _offered("row", row, list(ROW_SWITCHES))
     layernorm, residual = ROW_SWITCHES[row]
@@ -205,7 +224,7 @@ def parse_choice(form: Mapping[str, str], lesson: Lesson) -> LabChoice:
     if layernorm:
         raw = form.get("eps", "").strip()
         if not raw:
-            raise Invalid(MISSING_CHOICE.format(name="epsilon"))
+            raise Invalid(gettext(MISSING_CHOICE).format(name=_field("epsilon")))
         try:
             value = Decimal(raw)
         except InvalidOperation:
@@ -215,7 +234,7 @@ def parse_choice(form: Mapping[str, str], lesson: Lesson) -> LabChoice:
         eps = float(value)
     init = form.get("init", "").strip()
     if not init:
-        raise Invalid(MISSING_CHOICE.format(name="initialisation"))
+        raise Invalid(gettext(MISSING_CHOICE).format(name=_field("initialisation")))
     if init not in offered.inits:
         raise _offered("initialisation", init, offered.inits)
     seed = _pick_int(form, "seed", "seed", offered.seeds)
@@ -223,14 +242,15 @@ def parse_choice(form: Mapping[str, str], lesson: Lesson) -> LabChoice:
 
 
 def config_name(lesson: Lesson, choice: LabChoice) -> str:
-    """The configuration in words: "Both, depth 2, eps 0.00001, GPT-2 initialisation, seed 0"."""
+    """The configuration in words: "Both, depth 2, eps 0.00001, GPT-2 initialisation, seed 0"
+    (in German "Beide, Tiefe 2, eps 0,00001, GPT-2-Initialisierung, Seed 0")."""
     row = next(r.label for r in lesson.rows if r.key == choice.row)
-    parts = [row, f"depth {choice.depth}"]
+    parts = [row, gettext("depth {depth}").format(depth=choice.depth)]
     if choice.eps is not None:
-        parts.append(f"eps {eps_text(choice.eps)}")
+        parts.append(f"eps {shown_in(eps_text(choice.eps))}")
     parts.append(lesson.sweep.init_labels.get(choice.init, choice.init))
-    parts.append(f"seed {choice.seed}")
-    return ", ".join(parts)
+    parts.append(gettext("seed {seed}").format(seed=choice.seed))
+    return pgettext("between the items of a list", ", ").join(parts)
 
 
 def eps_text(eps: float) -> str:
@@ -242,14 +262,14 @@ def commit_lab_run(runs: Sequence[LabRun], lesson: Lesson, form: Mapping[str, st
     """Commit a prediction for an offered configuration. Raises Conflict / Invalid."""
     pending = open_run(runs)
     if pending is not None:
-        raise Conflict(OPEN_RUN.format(config=config_name(lesson, pending.choice)))
+        raise Conflict(gettext(OPEN_RUN).format(config=config_name(lesson, pending.choice)))
     if len(runs) >= MAX_LAB_RUNS:
         raise Conflict(counted(lesson.lab.too_many, len(runs), count=len(runs)))
     choice = parse_choice(form, lesson)
     outcome = form.get("outcome", "").strip()
     if outcome not in {o.id for o in lesson.outcomes}:
         if not outcome:
-            raise Invalid(NO_OUTCOME)
+            raise Invalid(gettext(NO_OUTCOME))
         raise _offered("outcome", outcome, [o.id for o in lesson.outcomes])
     number = max((run.number for run in runs), default=0) + 1
     payload = {"run": number, "config": choice.to_json(), "outcome": outcome}
@@ -341,13 +361,13 @@ def finish_lab_run(
     them), once, with the band its final accuracy is in. Raises Conflict / Invalid."""
     run = next((r for r in runs if r.number == number), None)
     if run is None:
-        raise Invalid(NO_SUCH_RUN.format(run=number))
+        raise Invalid(gettext(NO_SUCH_RUN).format(run=number))
     if run.final is not None:
-        raise Conflict(ALREADY_FINISHED.format(run=number))
+        raise Conflict(gettext(ALREADY_FINISHED).format(run=number))
     try:
         final, curve = _result(text, steps)
     except _BadResult as problem:
-        raise Invalid(BAD_RESULT.format(problem=problem)) from None
+        raise Invalid(gettext(BAD_RESULT).format(problem=problem)) from None
     outcome = row_band(figure(final["heldout_accuracy"]), lesson, chance_level)
     payload = {"run": number, "final": final, "curve": curve, "outcome": outcome}
     return EventKind.LAB_FINISHED, payload
