@@ -26,6 +26,7 @@ from normdive.progress.lab import (
     config_name,
     finish_lab_run,
     parse_choice,
+    run_line,
 )
 
 CHOICE = LabChoice(depth=2, layernorm=True, residual=True, eps=1e-5, init="gpt2", seed=0)
@@ -222,3 +223,16 @@ def test_a_missing_setting_is_named_in_the_language() -> None:
     with activated("de"), pytest.raises(Invalid) as refused:
         parse_choice({"depth": "2"}, localized(LESSON))
     assert refused.value.message == "Wählen Sie einen Wert für Zeile, bevor Sie festlegen."
+
+
+def test_the_comparison_and_a_kept_run_in_the_locales_writing() -> None:
+    with activated("de"):
+        german = localized(LESSON)
+        said = comparison(german, run(0.1, 0.8, 1.0), curve(0.1, 0.5, 1.0))
+        line = run_line(german, run(0.1, 0.5, 0.9))
+    assert "30,0" in said and "80,0 %" in said and "30.0" not in said
+    assert line.startswith("Beide, Tiefe 2, eps 0,00001, GPT-2-Initialisierung, Seed 0: ")
+    assert "„Lernt das Kopieren“" in line and line.endswith("(90,0 %).")
+    with activated("ar"):
+        arabic = run_line(localized(LESSON), run(0.1, 0.5, 0.9))
+    assert arabic.startswith("كلاهما، العمق 2، eps 0.00001، تهيئة GPT-2، البذرة 0: ")

@@ -29,10 +29,11 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from normdive.i18n.catalogues import N_, gettext, pgettext
+from normdive.i18n.catalogues import N_, current_locale, gettext, pgettext
 from normdive.i18n.numbers import shown_in
 from normdive.lesson.content import Lesson, Outcome
 from normdive.lesson.plurals import counted
+from normdive.progress import figures
 from normdive.progress.ablation import row_band
 from normdive.progress.actions import MAX_ECHOED_CHARS, Action, Conflict, Invalid
 from normdive.progress.events import Event, EventKind
@@ -80,6 +81,7 @@ _FIELD_NAMES = {
     "epsilon": N_("epsilon"),
     "initialisation": N_("initialisation"),
     "seed": N_("seed"),
+    "outcome": N_("outcome"),
 }
 
 
@@ -374,7 +376,7 @@ def finish_lab_run(
 
 
 def _percent(fraction: float) -> str:
-    return f"{fraction * 100:.1f} %" if math.isfinite(fraction) else "not a number"
+    return figures.percent(fraction)
 
 
 def _accuracies(curve: Iterable[Mapping[str, Any]]) -> dict[int, float]:
@@ -407,7 +409,11 @@ def comparison(lesson: Lesson, run: LabRun, recorded: Sequence[Mapping[str, Any]
         # Equal figures agree "to within 0.1 points": the smallest gap the sentence shows.
         shown = f"{max(points, AGREEMENT_SHOWN_MIN):.1f}"
         return counted(
-            text.agrees, Decimal(shown), points=shown, live=_percent(live), recorded=_percent(then)
+            text.agrees,
+            Decimal(shown),
+            points=shown_in(shown),
+            live=_percent(live),
+            recorded=_percent(then),
         )
     here, there = mine[worst], theirs[worst]
     direction = (
@@ -416,12 +422,12 @@ def comparison(lesson: Lesson, run: LabRun, recorded: Sequence[Mapping[str, Any]
     return counted(
         text.differs,
         Decimal(f"{points:.1f}"),
-        points=f"{points:.1f}",
+        points=shown_in(f"{points:.1f}"),
         direction=direction,
         step=worst,
         live=_percent(here),
         recorded=_percent(there),
-        tolerance=f"{text.agreement_points.normalize():f}",
+        tolerance=shown_in(f"{text.agreement_points.normalize():f}"),
         end_live=_percent(live),
         end_recorded=_percent(then),
     )
@@ -441,7 +447,10 @@ def outcome_sentence(lesson: Lesson, run: LabRun) -> str:
 def run_line(lesson: Lesson, run: LabRun) -> str:
     """One line of the learner's kept runs."""
     outcomes: dict[str, Outcome] = {o.id: o for o in lesson.outcomes}
-    predicted = outcomes[run.predicted].label.lower() if run.predicted in outcomes else "?"
+    label = outcomes[run.predicted].label if run.predicted in outcomes else "?"
+    # Inside the sentence: lower case where the language writes it so (German keeps the
+    # label as it is, its nouns capitalised, and quotes it).
+    predicted = label if current_locale() == "de" else label.lower()
     config = config_name(lesson, run.choice)
     if run.final is None:
         return lesson.lab.run_untrained.format(config=config, predicted=predicted)
