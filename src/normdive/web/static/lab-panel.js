@@ -14,6 +14,7 @@
 //   against this device), which is shown and announced.
 
 import { pageWord } from "./page/announce.js";
+import { shownNumber } from "./page/numbers.js";
 
 // The sentences this script says itself, in the page's language (<html data-words>).
 const PROBLEM = pageWord("The lab could not be reached just now. Try again.");
@@ -418,7 +419,7 @@ function wireTrainer(body, train) {
         status.textContent = fill(train.dataset.progressText, {
           step: message.step,
           steps,
-          rate: Number.isFinite(rate) ? rate.toFixed(1) : "–",
+          rate: Number.isFinite(rate) ? shownNumber(rate.toFixed(1)) : "–",
           left: duration((steps - message.step) / rate),
         });
       }
