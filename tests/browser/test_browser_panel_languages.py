@@ -125,6 +125,10 @@ def test_the_depths_and_lab_panels_in_the_learners_language(
     expect(form).to_be_visible()
     expect(form.locator("legend").first).to_have_text(lesson.lab.pick_legend)
     expect(page.get_by_label(lesson.lab.depth_label)).to_be_visible()
+    # An eps is offered in the language's writing, posted with a point.
+    eps = page.get_by_label(lesson.lab.eps_label)
+    expect(eps.locator("option:checked")).to_have_text("0,00001" if language == "de" else "0.00001")
+    expect(eps).to_have_value("0.00001")
     assert sideways_scroll(page) <= 0
     assert violations(page) == "[]"
 
