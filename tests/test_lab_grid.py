@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from normdive.lab.grid import (
     LAB_EPS,
+    LAB_EPS_ONLY_DEPTHS,
     OFFERED_DEPTHS,
     OFFERED_EPS,
     OFFERED_INITS,
@@ -25,6 +26,7 @@ from normdive.lab.grid import (
     read_lab_grid,
 )
 from normdive.recording.format import RunConfig
+from normdive.recording.runs import LabOffered
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "recordings" / "the-transformer-block-lab.json"
@@ -167,6 +169,27 @@ def test_the_reader_says_what_is_wrong(tmp_path: Path) -> None:
     assert read_lab_grid(path) == parse_lab_grid(json.dumps(grid()), "x")
 
 
+def test_a_depth_may_be_offered_at_fewer_eps() -> None:
+    offered = LabOffered(
+        depths=[2, 8], eps=[0.0, 1e-5], inits=["gpt2"], seeds=[0], depth_eps={8: [1e-5]}
+    )
+    at_8 = [p for p in offered_points(offered) if p[0] == 8]
+    assert [p[3] for p in at_8] == [1e-5, None, 1e-5, None]
+    assert len(offered_points(offered)) == 6 + 4
+    assert offered.depth_eps_trimmed() == "Depth 8 recorded at eps 1e-05 only."
+    # Read from JSON (keys are strings there) by the one reader, the rule is checked.
+    data = grid(offered={**offered.model_dump(mode="json"), "depth_eps": {"8": [1e-05]}})
+    assert parse_lab_grid(json.dumps(data), "g.json").offered.depth_eps == {8: [1e-5]}
+    for depth_eps, message in (
+        ({"3": [1e-05]}, "depth_eps names depth 3, which is not offered"),
+        ({"8": [1.0]}, "give some of the offered eps \\(0, 1e-05\\), not 1"),
+        ({"8": []}, "not none"),
+    ):
+        bad = grid(offered={**offered.model_dump(mode="json"), "depth_eps": depth_eps})
+        with pytest.raises(LabGridProblem, match=message):
+            parse_lab_grid(json.dumps(bad), "g.json")
+
+
 def test_the_grid_lives_beside_the_recording() -> None:
     assert lab_path_for(Path("recordings/the-transformer-block.json")) == Path(
         "recordings/the-transformer-block-lab.json"
@@ -177,6 +200,10 @@ def test_the_shipped_grid_covers_what_it_offers_or_says_what_it_trimmed() -> Non
     shipped = read_lab_grid(SHIPPED)
     assert shipped.base == LabBase()
     assert shipped.offered.depths == list(OFFERED_DEPTHS)
+    # The deep depths carry the default eps only, and the file says so.
+    assert shipped.offered.depth_eps == {depth: [LAB_EPS] for depth in LAB_EPS_ONLY_DEPTHS}
+    assert shipped.trimmed is not None
+    assert f"at eps {LAB_EPS:g} only" in shipped.trimmed
     assert shipped.offered.eps == list(OFFERED_EPS)
     assert shipped.offered.inits == list(OFFERED_INITS)
     seeds = shipped.offered.seeds

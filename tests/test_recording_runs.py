@@ -9,7 +9,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from normdive.lab.grid import lab_grid_runs, lab_grid_view
+from normdive.lab.grid import lab_grid_runs, lab_grid_view, legacy_lab_grid
 from normdive.recording.format import ROW_KEYS
 from normdive.recording.merge import MergeProblem, merge_runs
 from normdive.recording.plans import (
@@ -21,7 +21,7 @@ from normdive.recording.plans import (
     sweep_view,
 )
 from normdive.recording.reader import RecordingProblem, parse_runs
-from normdive.recording.runs import Runs
+from normdive.recording.runs import LabPlan, Runs
 from normdive.recording.selection import select, select_one
 from normdive.recording.sweep import default_plan
 from sample_lab import sample_lab_grid
@@ -115,6 +115,45 @@ def test_shards_of_any_plan_merge_into_the_whole(count: int) -> None:
             merge_runs(parts[1:])
         with pytest.raises(MergeProblem, match="not a shard"):
             merge_runs([("whole", whole)])
+
+
+def _lab_part(whole: Runs, depths: list[int], eps: list[float]) -> Runs:
+    """The runs of `whole` at `depths` and (with layer norm) `eps`, as a whole lab grid."""
+    plan = type(whole.plan).model_validate(
+        {**whole.plan.model_dump(), "depths": depths, "eps": eps, "trimmed": None}
+    )
+    held = [
+        run for run in whole.runs if run.config.depth in depths and run.config.eps in (None, *eps)
+    ]
+    return whole.model_copy(update={"plan": plan, "runs": held})
+
+
+def test_lab_grids_of_other_depths_join_keeping_every_run() -> None:
+    whole = lab_grid_runs(sample_lab_grid())
+    old = _lab_part(whole, [1, 2, 3], [0.0, 1e-5, 1.0])
+    old = old.model_copy(update={"plan": old.plan.model_copy(update={"trimmed": "Old words."})})
+    new = _lab_part(whole, [4], [1e-5])
+    joined = merge_runs([("old.json", old), ("new.json", new)])
+    plan = joined.plan_as(LabPlan)
+    assert (plan.depths, plan.eps, plan.depth_eps) == ([1, 2, 3, 4], [0.0, 1e-5, 1.0], {4: [1e-5]})
+    assert plan.trimmed == "Old words. Depth 4 recorded at eps 1e-05 only."
+    assert joined.provenance == [*old.provenance, *new.provenance]
+    # Every run of the old grid is in the joined one, equal; the new ones too, nothing else.
+    dumped = {run.model_dump_json() for run in joined.runs}
+    assert {run.model_dump_json() for run in old.runs + new.runs} == dumped
+    assert len(joined.runs) == len(old.runs) + len(new.runs)
+    # The grid the panel reads offers depth 4 at eps 1e-05 only, and misses nothing else.
+    grid = lab_grid_view(joined)
+    assert grid.cell(4, True, True, 1e-5, "gpt2", 0) is not None
+    assert all(p[0] != 4 for p in grid.missing() if p[5] == 0 and p[4] == "gpt2")
+    # Read back through the one reader, the rule stands.
+    again = parse_runs(joined.model_dump_json(), "joined.json", "lab_grid", legacy_lab_grid)
+    assert again == joined
+    with pytest.raises(MergeProblem, match=r"Depth 3 is in both old\.json and again\.json"):
+        merge_runs([("old.json", old), ("again.json", _lab_part(whole, [3], [1e-5]))])
+    other_seeds = new.model_copy(update={"plan": new.plan.model_copy(update={"seeds": [0]})})
+    with pytest.raises(MergeProblem, match="only their depths may differ"):
+        merge_runs([("old.json", old), ("seeds.json", other_seeds)])
 
 
 def test_the_one_reader_names_the_plan_a_file_holds() -> None:

@@ -24,6 +24,7 @@ from lesson_answers import (
     post_each,
     steps_to_the_gate,
 )
+from normdive.lab.grid import lab_path_for
 from normdive.lesson.translations import load_translation
 from normdive.progress.events import EventKind
 from normdive.progress.lab import MAX_CURVE_POINTS
@@ -34,6 +35,7 @@ from normdive.web.infrastructure.instructor_access import INSTRUCTOR_COOKIE, Poo
 from page_client import PageClient
 from sample_lab import TINY_BASE, TRIMMED, sample_lab_grid, write_lab_grid
 
+SHIPPED_LAB = Path(__file__).resolve().parents[1] / "recordings" / "the-transformer-block-lab.json"
 BOTH = {"depth": "2", "row": "both", "eps": "0.00001", "init": "gpt2", "seed": "0"}
 TEXT = LESSON.lab
 LAB_COMMITTED, LAB_FINISHED = EventKind.LAB_COMMITTED, EventKind.LAB_FINISHED
@@ -489,3 +491,29 @@ def test_the_instructor_view_counts_the_lab_runs(
         for row in page.select("#lab-outcomes tbody tr")
     ]
     assert matrix[0] == ["Learns the copy", "1", "0", "1"]
+
+
+def test_the_shipped_grid_offers_depths_6_and_8_and_serves_a_depth_8_curve(
+    make_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    path = write_recording(tmp_path, ablation_recording("both"))
+    lab_path_for(path).write_bytes(SHIPPED_LAB.read_bytes())
+    deep = {**BOTH, "depth": "8", "seed": "1"}
+    with PageClient(create_app(make_settings(recording_path=path))) as client:
+        close_the_gate(client)
+        panel = soup(client.get("/lab/panel").text)
+        depths = [str(o["value"]) for o in panel.select("#lab-depth option")]
+        assert depths == ["1", "2", "3", "4", "6", "8"]
+        answer = client.post("/lab/runs", data={**deep, "outcome": "learns"}, headers=JSON)
+        assert answer.status_code == 200, answer.text
+        train = soup(client.get("/lab/panel").text).select_one("#lab-train")
+        assert isinstance(train, Tag)
+        served = client.get(str(train["data-grid"])).json()
+        cells = [
+            c
+            for c in served["cells"]
+            if (c["depth"], c["layernorm"], c["residual"], c["init"], c["seed"])
+            == (8, True, True, "gpt2", 1)
+        ]
+        assert len(cells) == 1 and cells[0]["eps"] == 1e-05
+        assert cells[0]["curve"][-1]["step"] == cells[0]["final"]["step"] == 300

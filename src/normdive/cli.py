@@ -25,7 +25,14 @@ from normdive.config import (
     Settings,
     environment_variable,
 )
-from normdive.lab.grid import LAB_EXTRA_EPS_SEEDS, OFFERED_DEPTHS, OFFERED_EPS, lab_path_for
+from normdive.lab.grid import (
+    LAB_EPS,
+    LAB_EPS_ONLY_DEPTHS,
+    LAB_EXTRA_EPS_SEEDS,
+    OFFERED_DEPTHS,
+    OFFERED_EPS,
+    lab_path_for,
+)
 from normdive.recording.format import DEFAULT_SEEDS, ROW_KEYS, RowKey, RunConfig
 from normdive.recording.sweep import SWEEP_DEPTHS, shard_path_for, sweep_path_for
 
@@ -743,13 +750,23 @@ def _record_lab(ctx: typer.Context, rows: list[RowKey]) -> NoReturn:
         extra = None
     else:
         extra = parse_seeds(eps_seeds)
+    depth_list = parse_depths(depths) if depths is not None else list(OFFERED_DEPTHS)
+    eps_list = parse_eps(eps) if eps is not None else list(OFFERED_EPS)
+    # --lab-eps-seeds all asks for every eps everywhere; otherwise the deep depths are
+    # recorded at the default eps only (when it is among those asked).
+    narrow = [] if eps_seeds == "all" or LAB_EPS not in eps_list else LAB_EPS_ONLY_DEPTHS
     try:
         base = LabBase.model_validate(given)
         offered = LabOffered(
-            depths=parse_depths(depths) if depths is not None else list(OFFERED_DEPTHS),
-            eps=parse_eps(eps) if eps is not None else list(OFFERED_EPS),
+            depths=depth_list,
+            eps=eps_list,
             inits=["gpt2", "pytorch"],
             seeds=seed_list,
+            depth_eps={
+                depth: [LAB_EPS]
+                for depth in narrow
+                if depth in depth_list and eps_list != [LAB_EPS]
+            },
         )
     except ValidationError as error:
         problems = "; ".join(
@@ -856,7 +873,9 @@ def record_runs(
         str | None,
         typer.Option(
             help="With --lab: the seeds at which eps values other than 1e-05 are recorded, "
-            "or all; the file says what was left out.",
+            "or all (then depths "
+            + " and ".join(map(str, LAB_EPS_ONLY_DEPTHS))
+            + " too are recorded at every eps); the file says what was left out.",
             show_default="all"
             if LAB_EXTRA_EPS_SEEDS is None
             else ",".join(map(str, LAB_EXTRA_EPS_SEEDS)),

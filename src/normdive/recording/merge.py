@@ -6,6 +6,10 @@ Shard I of N holds every N-th run of the plan's training order from the I-th on
 that they are shards of one plan (same lesson, settings and axes), that none is missing or
 given twice and that no run is in two of them; the provenance of each shard is kept, in shard
 order.
+
+Whole lab grids that differ only in their depths (record-runs --lab --lab-depths at other
+depths, perhaps at fewer eps) join the same way into one grid, so a grid grows by depths
+without training again the runs it holds.
 """
 
 from __future__ import annotations
@@ -16,7 +20,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from normdive.recording.reader import NOUNS, validation_summary
-from normdive.recording.runs import Runs, run_label, runs_file, settings_point
+from normdive.recording.runs import (
+    LabOffered,
+    LabPlan,
+    Runs,
+    run_label,
+    runs_file,
+    settings_point,
+)
 
 
 class MergeProblem(Exception):
@@ -66,11 +77,74 @@ def _check_parts(parts: Sequence[tuple[str, Runs]]) -> int:
     return count
 
 
+def _lab_grids_joined(parts: Sequence[tuple[str, Runs]]) -> Runs:
+    """Whole lab grids of the same settings, inits and seeds but other depths, joined into one
+    grid: the union of their depths and eps, each depth keeping the eps it was recorded at
+    (the plan's depth_eps names the depths with fewer than all), every run as recorded, and
+    each file's provenance in the order given."""
+    first_name, first = parts[0]
+    plans = [part.plan_as(LabPlan) for _, part in parts]
+    held: dict[int, str] = {}
+    for (name, part), plan in zip(parts, plans, strict=True):
+        if plan.base != first.plan.base or plan.first != first.plan.first:
+            raise MergeProblem(f"{name} and {first_name} were trained with different settings.")
+        if part.lesson != first.lesson:
+            raise MergeProblem(f"{name} and {first_name} belong to different lessons.")
+        if (plan.inits, plan.seeds) != (plans[0].inits, plans[0].seeds):
+            raise MergeProblem(
+                f"{name} and {first_name} offer different inits or seeds; only their depths "
+                "may differ."
+            )
+        for depth in plan.depths:
+            if depth in held:
+                raise MergeProblem(f"Depth {depth} is in both {held[depth]} and {name}.")
+            held[depth] = name
+    eps = sorted({value for plan in plans for value in plan.eps})
+    depth_eps = {
+        depth: plan.eps_at(depth)
+        for plan in plans
+        for depth in plan.depths
+        if sorted(plan.eps_at(depth)) != eps
+    }
+    offered = LabOffered(
+        depths=sorted(held),
+        eps=eps,
+        inits=plans[0].inits,
+        seeds=plans[0].seeds,
+        depth_eps=depth_eps,
+    )
+    said = list(dict.fromkeys(plan.trimmed for plan in plans if plan.trimmed))
+    narrow = offered.depth_eps_trimmed()
+    joined = LabPlan(
+        kind="lab_grid",
+        base=first.plan.base,
+        first=first.plan.first,
+        trimmed=" ".join(said + ([narrow] if narrow else [])) or None,
+        **offered.model_dump(),
+    )
+    try:
+        return runs_file(
+            first.lesson,
+            joined,
+            [source for _, part in parts for source in part.provenance],
+            joined.file_order(run for _, part in parts for run in part.runs),
+        )
+    except ValidationError as error:
+        raise MergeProblem(
+            f"The joined lab grid is not whole: {validation_summary(error)}"
+        ) from None
+
+
 def merge_runs(parts: Sequence[tuple[str, Runs]]) -> Runs:
-    """The N shards of one plan, (name, file) each, joined into the whole file. Raises
-    MergeProblem when they are not the N shards of one plan or a run is in two of them."""
+    """The N shards of one plan, (name, file) each, joined into the whole file; or whole lab
+    grids that differ only in their depths, joined into one grid (_lab_grids_joined). Raises
+    MergeProblem when they are neither or a run is in two of them."""
     if not parts:
         raise MergeProblem("Give the shard files to merge.")
+    if len(parts) > 1 and all(
+        part.plan.kind == "lab_grid" and part.plan.shard is None for _, part in parts
+    ):
+        return _lab_grids_joined(parts)
     _check_parts(parts)
     seen: dict[tuple[Any, ...], str] = {}
     for name, part in parts:

@@ -267,6 +267,49 @@ class LabOffered(_Model):
     eps: list[float] = Field(min_length=1, description="Offered wherever layer norm is on.")
     inits: list[InitScheme] = Field(min_length=1)
     seeds: list[int] = Field(min_length=1)
+    depth_eps: dict[int, list[float]] = Field(
+        default_factory=dict,
+        description="Depths offered at fewer eps values, each with the values it has (some "
+        "of eps); every other depth has every eps.",
+    )
+
+    @model_validator(mode="after")
+    def _depth_eps_within_axes(self) -> LabOffered:
+        for depth, values in self.depth_eps.items():
+            if depth not in self.depths:
+                raise ValueError(f"depth_eps names depth {depth}, which is not offered")
+            strange = [f"{value:g}" for value in values if value not in self.eps]
+            if not values or strange:
+                raise ValueError(
+                    f"depth_eps at depth {depth}: give some of the offered eps "
+                    f"({', '.join(f'{e:g}' for e in self.eps)}), not "
+                    f"{', '.join(strange) or 'none'}"
+                )
+        return self
+
+    def eps_at(self, depth: int) -> list[float]:
+        """The eps values offered at `depth` (where layer norm is on)."""
+        return self.depth_eps.get(depth, self.eps)
+
+    def depth_eps_trimmed(self) -> str | None:
+        """The depths offered at fewer eps values, in a sentence; None: none are."""
+        if not self.depth_eps:
+            return None
+        said = {
+            depth: " and ".join(f"{e:g}" for e in values)
+            for depth, values in sorted(self.depth_eps.items())
+        }
+        groups: dict[str, list[int]] = {}
+        for depth, eps in said.items():
+            groups.setdefault(eps, []).append(depth)
+        return (
+            "; ".join(
+                f"depth{'s' if len(depths) > 1 else ''} "
+                f"{' and '.join(map(str, depths))} recorded at eps {eps} only"
+                for eps, depths in groups.items()
+            ).capitalize()
+            + "."
+        )
 
 
 class LabPlan(LabOffered, _Plan):
@@ -285,7 +328,7 @@ class LabPlan(LabOffered, _Plan):
             for init in self.inits
             for depth in self.depths
             for ln, res in (ROW_SWITCHES[key] for key in ROW_KEYS)
-            for eps in (self.eps if ln else [None])
+            for eps in (self.eps_at(depth) if ln else [None])
         ]
 
 

@@ -140,6 +140,9 @@ class LabPlan:
                 f"with layer norm, eps {' and '.join(f'{e:g}' for e in extra)} recorded at "
                 f"{where} (eps {LAB_EPS:g} at every seed)"
             )
+        narrow = self.offered.depth_eps_trimmed()
+        if narrow:
+            parts.append(narrow.rstrip("."))
         left_out = [seed for seed in OFFERED_SEEDS if seed not in self.offered.seeds]
         if left_out:
             parts.append(

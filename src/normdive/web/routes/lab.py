@@ -109,6 +109,7 @@ class LabView:
     grid_url: str = ""
     tables: tuple[GridTable, ...] = ()
     eps_options: tuple[str, ...] = ()
+    depths: tuple[int, ...] = ()  # the lesson's offered depths the grid has cells at
     rows: tuple[tuple[str, str], ...] = ()  # (key, label)
     inits: tuple[tuple[str, str], ...] = ()
     message: str | None = None  # a refusal, beside the form
@@ -141,8 +142,17 @@ def _base_words(grid: LabGridView) -> str:
     ).format(**{key: b[key] for key in _BASE_FIELDS})
 
 
+def _depths(lesson: Lesson, grid: LabGridView) -> tuple[int, ...]:
+    """The offered depths the grid has recorded cells at (all offered, if it has none): a
+    depth the lesson offers beyond the grid's is left out of the form and the tables."""
+    recorded = {cell.choice.depth for cell in grid.cells}
+    offered = tuple(lesson.lab.offered.depths)
+    return tuple(depth for depth in offered if depth in recorded) or offered
+
+
 def _tables(lesson: Lesson, grid: LabGridView) -> tuple[GridTable, ...]:
     offered = lesson.lab.offered
+    depths = _depths(lesson, grid)
     labels: dict[str, str] = {row.key: row.label for row in lesson.rows}
     comma = pgettext("between the items of a list", ", ")
     tables = []
@@ -154,7 +164,7 @@ def _tables(lesson: Lesson, grid: LabGridView) -> tuple[GridTable, ...]:
                     f"{comma}eps {shown_in(eps_text(float(eps)))}" if eps is not None else ""
                 )
                 texts = []
-                for depth in offered.depths:
+                for depth in depths:
                     found = [
                         cell
                         for cell in grid.cells
@@ -180,7 +190,7 @@ def _tables(lesson: Lesson, grid: LabGridView) -> tuple[GridTable, ...]:
             init=lesson.sweep.init_labels.get(init, init),
             seeds=seed_words(seeds) if seeds else lesson.lab.grid_none,
         )
-        tables.append(GridTable(init, caption, tuple(offered.depths), tuple(lines)))
+        tables.append(GridTable(init, caption, depths, tuple(lines)))
     return tuple(tables)
 
 
@@ -234,6 +244,7 @@ def lab_view(
         grid_url=f"/lab/grid/{grid.digest}.json",
         tables=_tables(lesson, grid),
         eps_options=tuple(f"{value.normalize():f}" for value in offered.eps),
+        depths=_depths(lesson, grid),
         rows=tuple((row.key, row.label) for row in lesson.rows),
         inits=tuple((init, lesson.sweep.init_labels.get(init, init)) for init in offered.inits),
         message=message,
