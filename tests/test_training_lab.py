@@ -245,6 +245,24 @@ def test_record_runs_lab_writes_the_grid_beside_the_recording(tmp_path: Path) ->
     assert not (tmp_path / "the-transformer-block-lab.json.partial").exists()
 
 
+def test_record_runs_lab_records_depth_8_at_the_default_eps_only(tmp_path: Path) -> None:
+    out = tmp_path / "the-transformer-block.json"
+    asked = [*TINY_LAB, "--out", str(out)]
+    asked[asked.index("1,2")] = "1,8"
+    done = subprocess.run(
+        [NORMDIVE, *asked], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    grid = read_lab_grid(lab_path_for(out))
+    assert grid.offered.depths == [1, 8] and grid.offered.depth_eps == {8: [1e-5]}
+    assert grid.trimmed is not None and "depth 8 recorded at eps 1e-05 only" in grid.trimmed
+    # Depth 8: both and layernorm_only at eps 1e-5, seeds 0 and 1, each init; none of their
+    # points missing, since eps 0 is not offered at depth 8.
+    assert len([c for c in grid.cells if c.depth == 8]) == 2 * 2 * 2
+    assert all(c.eps == 1e-5 for c in grid.cells if c.depth == 8)
+    assert not [p for p in grid.missing() if p[0] == 8 and p[1] and p[5] in (0, 1)]
+
+
 def test_record_runs_lab_refuses_the_sweeps_options(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
