@@ -5,11 +5,16 @@ and back, shards of any plan merged, and the one reader's refusals."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
+from typer.testing import CliRunner
 
+from normdive.cli import app
 from normdive.lab.grid import lab_grid_runs, lab_grid_view, legacy_lab_grid
+from normdive.recorded_files import read_runs
+from normdive.recording.files import write_runs
 from normdive.recording.format import ROW_KEYS
 from normdive.recording.merge import MergeProblem, merge_runs
 from normdive.recording.plans import (
@@ -168,3 +173,19 @@ def test_the_ablation_plan_lists_its_rows_in_the_pages_order() -> None:
     runs = ablation_runs(sample_recording(rows=("neither", "both")))
     assert runs.plan.kind == "ablation"
     assert runs.plan.rows == [key for key in ROW_KEYS if key in ("both", "neither")]
+
+
+def test_merge_recordings_joins_lab_grids_of_other_depths(tmp_path: Path) -> None:
+    whole = lab_grid_runs(sample_lab_grid())
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    write_runs(old, _lab_part(whole, [1, 2, 3], [0.0, 1e-5, 1.0]))
+    write_runs(new, _lab_part(whole, [4], [1e-5]))
+    target = tmp_path / "joined.json"
+    done = CliRunner().invoke(app, ["merge-recordings", str(old), str(new), "--out", str(target)])
+    assert done.exit_code == 0, done.output
+    assert "Merged 2 lab grids" in done.output
+    joined = read_runs(target)
+    assert joined.plan_as(LabPlan).depth_eps == {4: [1e-5]}
+    assert len(joined.provenance) == 2
+    again = CliRunner().invoke(app, ["merge-recordings", str(old), str(old), "--out", str(target)])
+    assert again.exit_code != 0 and "Depth 1 is in both" in again.output

@@ -993,7 +993,10 @@ def convert_recordings(
 def merge_recordings(
     parts: Annotated[
         list[Path],
-        typer.Argument(help="The shard files of one plan (all N of them)."),
+        typer.Argument(
+            help="The shard files of one plan (all N of them), or whole lab grids that differ "
+            "only in their depths."
+        ),
     ],
     out: Annotated[
         Path | None,
@@ -1003,7 +1006,8 @@ def merge_recordings(
         ),
     ] = None,
 ) -> None:
-    """Join the shards of one plan (record-runs [--sweep | --lab] --shard I/N) into one file.
+    """Join the shards of one plan (record-runs [--sweep | --lab] --shard I/N) into one file,
+    or whole lab grids of other depths into one grid (docs/lab.md, "Growing the grid by depths").
 
     Checks that they agree (same format, settings and plan), that none is missing or given
     twice, and that no run is in two of them; then writes the file whole or not at all.
@@ -1014,7 +1018,9 @@ def merge_recordings(
     from normdive.recording.reader import RecordingProblem
 
     try:
-        merged = merge_runs([(str(path), read_runs(path)) for path in parts])
+        read = [(str(path), read_runs(path)) for path in parts]
+        joined_shards = any(runs.plan.shard is not None for _, runs in read)
+        merged = merge_runs(read)
     except RecordingProblem as problem:
         raise _fail(problem.message) from None
     except MergeProblem as problem:
@@ -1032,6 +1038,7 @@ def merge_recordings(
     except (OSError, UnfaithfulWrite) as error:
         raise _fail(f"Could not write {target}: {error}") from None
     typer.echo(
-        f"Merged {len(parts)} shard(s), {len(merged.runs)} runs, into {target} "
+        f"Merged {len(parts)} {'shard(s)' if joined_shards else 'lab grids'}, "
+        f"{len(merged.runs)} runs, into {target} "
         f"({size / 1024:.1f} KiB)."
     )
