@@ -142,7 +142,7 @@ class LabPlan:
             )
         narrow = self.offered.depth_eps_trimmed()
         if narrow:
-            parts.append(narrow.rstrip("."))
+            parts.append(narrow[:1].lower() + narrow[1:].rstrip("."))
         left_out = [seed for seed in OFFERED_SEEDS if seed not in self.offered.seeds]
         if left_out:
             parts.append(
@@ -152,7 +152,9 @@ class LabPlan:
         missing_rows = [key for key in ROW_SWITCHES if key not in self.rows]
         if missing_rows:
             parts.append(f"rows not recorded: {', '.join(missing_rows)}")
-        return "; ".join(parts).capitalize() + "." if parts else None
+        said = "; ".join(parts)
+        # The first letter raised, the rest as written (str.capitalize would lower "GPT-2").
+        return said[:1].upper() + said[1:] + "." if parts else None
 
 
 def lab_jobs(base: LabBase, points: Sequence[Point]) -> list[LabJob]:
