@@ -302,12 +302,12 @@ class LabOffered(_Model):
         groups: dict[str, list[int]] = {}
         for depth, eps in said.items():
             groups.setdefault(eps, []).append(depth)
-        said = "; ".join(
+        sentence = "; ".join(
             f"depth{'s' if len(depths) > 1 else ''} "
             f"{' and '.join(map(str, depths))} recorded at eps {eps} only"
             for eps, depths in groups.items()
         )
-        return said[:1].upper() + said[1:] + "."
+        return sentence[:1].upper() + sentence[1:] + "."
 
 
 class LabPlan(LabOffered, _Plan):
