@@ -259,7 +259,12 @@ class _SqliteConnections:
         if old or record.info.get(READ_ONLY_FILE) is not None:
             record.invalidate()
 
-    def closed(self, _dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+    def closed(self, dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+        # The pool says "close" before it closes the connection: closed here first (closing
+        # again is harmless), so that a connection waiting in before_connect never opens while
+        # this one still holds the view.
+        with contextlib.suppress(sqlite3.Error):
+            dbapi_connection.close()
         with self._changed:
             self._open.pop(id(record), None)
             self._changed.notify_all()
