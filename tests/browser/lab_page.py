@@ -12,9 +12,10 @@ PREDICTIONS = {"both": "learns", "residual_only": "partial"}
 PREDICTIONS |= {"layernorm_only": "chance", "neither": "chance"}
 
 
-def close_the_gate(page: Page) -> None:
+def post_the_work(page: Page) -> None:
     """The learner's work, posted as the page's forms post it, so the test starts at a
-    closed gate; the walk itself is tested in test_browser_ablation."""
+    closed gate (the server's word, whatever the page's language); the walk itself is tested
+    in test_browser_ablation."""
     page.goto("/")
     token = page.request.get("/api/state").json()["csrf_token"]
     steps = [
@@ -29,5 +30,11 @@ def close_the_gate(page: Page) -> None:
             path, form=form, headers={HEADER: token, "Accept": "application/json"}
         )
         assert answer.ok, (path, answer.text())
+    assert page.request.get("/api/state").json()["state"]["gate"]["closed"] is True
     page.reload()
+
+
+def close_the_gate(page: Page) -> None:
+    """post_the_work, and the English page says the gate is met."""
+    post_the_work(page)
     expect(page.locator("#gate-status")).to_contain_text("met")

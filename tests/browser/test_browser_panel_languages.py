@@ -9,17 +9,14 @@ import json
 from collections.abc import Callable, Iterator
 
 import pytest
-from lab_page import PREDICTIONS
+from lab_page import post_the_work
 from playwright.sync_api import Page, expect
 
 from helpers import ablation_recording, build_settings, migrated_sqlite_url, write_recording
-from lesson_answers import RIGHT_NUMBERS, RIGHT_READING_ID
 from live_server import LiveServer
 from normdive.lesson.translations import load_translation
-from normdive.recording.format import ROW_KEYS
 from normdive.recording.sweep import sweep_path_for
 from normdive.web.app import create_app
-from normdive.web.security.csrf import HEADER
 from sample_lab import write_lab_grid
 from sample_sweeps import sample_sweep
 
@@ -65,27 +62,6 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     server.stop()
 
 
-def close_the_gate(page: Page) -> None:
-    """The learner's work, posted as the page's forms post it, so the test starts at a closed
-    gate (the walk itself is tested in test_browser_languages)."""
-    page.goto("/")
-    token = page.request.get("/api/state").json()["csrf_token"]
-    steps = [
-        ("/predict", {"choice": "layer_norm"}),
-        ("/numbers", RIGHT_NUMBERS),
-        ("/reading", {"choice": RIGHT_READING_ID}),
-        *((f"/rows/{key}/predict", {"outcome": o}) for key, o in PREDICTIONS.items()),
-        *((f"/rows/{key}/play", {}) for key in ROW_KEYS),
-    ]
-    for path, form in steps:
-        answer = page.request.post(
-            path, form=form, headers={HEADER: token, "Accept": "application/json"}
-        )
-        assert answer.ok, (path, answer.text())
-    assert page.request.get("/api/state").json()["state"]["gate"]["closed"] is True
-    page.reload()
-
-
 def sideways_scroll(page: Page) -> int:
     # Measured once the stylesheets are in: unstyled tables are wider than the phone.
     page.wait_for_load_state("load")
@@ -107,7 +83,7 @@ def test_the_depths_and_lab_panels_in_the_learners_language(
     lesson, missing = load_translation(language)
     assert not [key for key in missing if key.startswith(("sweep", "lab"))]
     page = new_page(locale=locale, bypass_csp=True, viewport=SMALL_PHONE, reduced_motion="reduce")
-    close_the_gate(page)
+    post_the_work(page)
     expect(page.locator("html")).to_have_attribute("lang", language)
 
     # The depth sweep's panel on the lesson page.
