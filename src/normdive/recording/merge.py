@@ -23,6 +23,7 @@ from normdive.recording.reader import NOUNS, validation_summary
 from normdive.recording.runs import (
     LabOffered,
     LabPlan,
+    PlanT,
     Runs,
     run_label,
     runs_file,
@@ -122,17 +123,7 @@ def _lab_grids_joined(parts: Sequence[tuple[str, Runs]]) -> Runs:
         trimmed=" ".join(said + ([narrow] if narrow else [])) or None,
         **offered.model_dump(),
     )
-    try:
-        return runs_file(
-            first.lesson,
-            joined,
-            [source for _, part in parts for source in part.provenance],
-            joined.file_order(run for _, part in parts for run in part.runs),
-        )
-    except ValidationError as error:
-        raise MergeProblem(
-            f"The joined lab grid is not whole: {validation_summary(error)}"
-        ) from None
+    return _whole(first, joined, parts, "The joined lab grid")
 
 
 def merge_runs(parts: Sequence[tuple[str, Runs]]) -> Runs:
@@ -156,13 +147,19 @@ def merge_runs(parts: Sequence[tuple[str, Runs]]) -> Runs:
     ordered = sorted(parts, key=lambda item: item[1].plan.shard.index if item[1].plan.shard else 0)
     first = parts[0][1]
     plan = first.plan.model_copy(update={"shard": None})
+    return _whole(first, plan, ordered, f"The merged {NOUNS[plan.kind]}")
+
+
+def _whole(first: Runs, plan: PlanT, parts: Sequence[tuple[str, Runs]], what: str) -> Runs:
+    """The file of `plan` holding every part's runs in the plan's order and every part's
+    provenance in the order of `parts`; MergeProblem, beginning with `what`, if it is not
+    whole."""
     try:
         return runs_file(
             first.lesson,
             plan,
-            [source for _, part in ordered for source in part.provenance],
+            [source for _, part in parts for source in part.provenance],
             plan.file_order(run for _, part in parts for run in part.runs),
         )
     except ValidationError as error:
-        noun = NOUNS[plan.kind]
-        raise MergeProblem(f"The merged {noun} is not whole: {validation_summary(error)}") from None
+        raise MergeProblem(f"{what} is not whole: {validation_summary(error)}") from None
