@@ -185,8 +185,6 @@ class _SqliteConnections:
         self._view = 0
         # id(record) -> the record, its view, and the thread holding it (None: idle).
         self._open: dict[int, tuple[ConnectionPoolEntry, int, int | None]] = {}
-        # Closed by _renew while idle in the pool; checkout replaces them.
-        self._closed_idle: set[int] = set()
         self._collected_view = 0
 
     def _old_view_open(self) -> bool:
@@ -199,8 +197,7 @@ class _SqliteConnections:
         """Under the lock: a new view; the idle connections of the old one are closed now."""
         self._view += 1
         for key, (record, _, holder) in list(self._open.items()):
-            if holder is None and key not in self._closed_idle:
-                self._closed_idle.add(key)
+            if holder is None:
                 with contextlib.suppress(sqlite3.Error):
                     record.dbapi_connection.close()  # type: ignore[union-attr]
                 del self._open[key]
@@ -232,15 +229,14 @@ class _SqliteConnections:
     def opened(self, _dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
         with self._changed:
             self._open[id(record)] = (record, self._view, threading.get_ident())
-            self._closed_idle.discard(id(record))
 
     def checkout(
         self, _dbapi_connection: Any, record: ConnectionPoolEntry, _proxy: PoolProxiedConnection
     ) -> None:
         with self._changed:
             key = id(record)
-            if key in self._closed_idle or key not in self._open:
-                self._closed_idle.discard(key)
+            # Not open: _renew closed it while it was idle in the pool.
+            if key not in self._open:
                 raise DisconnectionError("closed with an old view of the SQLite file")
             _, view, _ = self._open[key]
             self._open[key] = (record, view, threading.get_ident())
