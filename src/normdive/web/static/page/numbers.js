@@ -139,7 +139,7 @@ export function paintRow(element, eps, slots = element.querySelectorAll("[data-l
 export function repaint() {
   const eps = epsState();
   const found = paintTargets();
-  for (const slot of found.eps) setText(slot, eps.text);
+  for (const slot of found.eps) setText(slot, shownNumber(eps.text));
   for (const { element, slots } of found.rows) paintRow(element, eps, slots);
   for (const sentence of found.sentences) {
     setText(sentence, (eps.on ? sentence.dataset.on : sentence.dataset.off) ?? "");
