@@ -33,6 +33,9 @@ ALLOWED: dict[str, set[str]] = {
     "training": {"recording", "lab"},
     "web": {"store", "progress", "lesson", "numeric", "recording", "config", "lti", "lab", "i18n"},
 }
+# Modules below every layer (normdive/<name>.py): any layer may import them, and they
+# import nothing of normdive.
+BELOW_EVERY_LAYER = {"like_named"}
 # Only training may import torch; the web app, the numeric core and the format never do.
 TORCH_ALLOWED = {"training"}
 
@@ -61,9 +64,15 @@ def test_a_layer_imports_only_the_layers_below_it(layer: str) -> None:
             if parts[0] != "normdive" or len(parts) < 2:
                 continue
             target = parts[1]
-            if target != layer and target not in ALLOWED[layer]:
+            if target != layer and target not in ALLOWED[layer] | BELOW_EVERY_LAYER:
                 wrong.append(f"{path.relative_to(PACKAGE)} imports normdive.{target}")
     assert wrong == []
+
+
+@pytest.mark.parametrize("module", sorted(BELOW_EVERY_LAYER))
+def test_a_module_below_every_layer_imports_nothing_of_normdive(module: str) -> None:
+    imported = imports_of(PACKAGE / f"{module}.py")
+    assert sorted(name for name in imported if name.split(".")[0] == "normdive") == []
 
 
 @pytest.mark.parametrize("layer", sorted(ALLOWED))

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from normdive.like_named import like_named
 from normdive.recording.format import InitScheme, Measure, Provenance, RunConfig
 from normdive.recording.reader import (
     MAX_RECORDING_BYTES,
@@ -365,12 +366,7 @@ def lab_grid_runs(grid: LabGrid) -> Runs:
             Run(
                 config=settings_at(
                     base,
-                    layernorm=cell.layernorm,
-                    residual=cell.residual,
-                    seed=cell.seed,
-                    depth=cell.depth,
-                    init=cell.init,
-                    eps=cell.eps,
+                    **like_named(cell, "layernorm", "residual", "seed", "depth", "init", "eps"),
                 ),
                 curve=[RunPoint.model_validate(point.model_dump()) for point in cell.curve],
                 final=RunFinal.model_validate(cell.final.model_dump()),

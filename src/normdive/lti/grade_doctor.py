@@ -16,6 +16,7 @@ from enum import StrEnum
 from sqlalchemy import Engine, select
 
 from normdive.i18n.catalogues import N_, gettext
+from normdive.like_named import like_named
 from normdive.store.tables import LtiContextMember, LtiGradeTarget
 
 
@@ -393,11 +394,7 @@ def course_grades(engine: Engine, context_key: str) -> CourseGrades:
     counts = Counter(row.status for row in rows)
     acting = [
         Diagnosis(
-            learner_id=row.learner_id,
-            user_id=row.user_id,
-            resource_link_id=row.resource_link_id,
-            status=row.status,
-            last_status=row.last_status,
+            **like_named(row, "learner_id", "user_id", "resource_link_id", "status", "last_status"),
             advice=advice(row.status, row.last_status, row.last_answer, row.reason),
         )
         for row in rows

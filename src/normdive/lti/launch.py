@@ -39,6 +39,7 @@ from joserfc.errors import (
 from joserfc.jwt import JWTClaimsRegistry
 from sqlalchemy import Connection, Engine, delete, select
 
+from normdive.like_named import like_named
 from normdive.lti import registrations
 from normdive.lti.login import LOGIN_TTL, secret_digest
 from normdive.lti.platform_json import MAX_JSON_DEPTH, too_deep
@@ -186,12 +187,15 @@ def _pending(engine: Engine, state: str) -> PendingLogin:
     if row is None:
         raise refused
     return PendingLogin(
-        state=row.state,
-        registration_id=row.registration_id,
-        nonce=row.nonce,
-        target_link_uri=row.target_link_uri,
-        storage_key=row.storage_key,
-        relaunch_query=row.relaunch_query,
+        **like_named(
+            row,
+            "state",
+            "registration_id",
+            "nonce",
+            "target_link_uri",
+            "storage_key",
+            "relaunch_query",
+        )
     )
 
 

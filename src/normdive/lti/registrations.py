@@ -22,6 +22,7 @@ from sqlalchemy import ColumnElement, Engine, delete, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from normdive.config import checked_by, origin_of
+from normdive.like_named import like_named
 from normdive.store.tables import (
     LTI_IDENTIFIER_LENGTH,
     LTI_URL_LENGTH,
@@ -269,12 +270,9 @@ def _registrations(engine: Engine, *conditions: ColumnElement[bool]) -> list[Reg
                 deployments[registration_id].append(deployment_id)
     return [
         Registration(
-            id=row.id,
-            issuer=row.issuer,
-            client_id=row.client_id,
-            auth_login_url=row.auth_login_url,
-            token_url=row.token_url,
-            jwks_url=row.jwks_url,
+            **like_named(
+                row, "id", "issuer", "client_id", "auth_login_url", "token_url", "jwks_url"
+            ),
             deployment_ids=tuple(deployments[row.id]),
             prerequisite_mode=PrerequisiteMode(row.prerequisite_mode),
             frame_origins=tuple(row.frame_origins),

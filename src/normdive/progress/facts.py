@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from normdive.like_named import like_named
 from normdive.recording import reader
 from normdive.recording.format import ROW_KEYS, Recording, as_float
 
@@ -91,12 +92,8 @@ def recording_facts(recording: Recording | reader.RecordingProblem) -> Recording
         row_keys=tuple(r.key for r in rows) if problem is None else (),
         best_row=best,
         rows=rows if problem is None else (),
-        vocab_size=config.vocab_size,
-        depth=config.depth,
-        copy_length=config.copy_length,
         seed=recording.page_seed,
-        steps=config.steps,
-        init=config.init,
+        **like_named(config, "vocab_size", "depth", "copy_length", "steps", "init"),
     )
 
 

@@ -27,6 +27,7 @@ from decimal import Decimal
 from typing import Any
 
 from normdive.lesson.content import Lesson
+from normdive.like_named import like_named
 from normdive.numeric.display import non_finite_words
 from normdive.progress import figures
 from normdive.progress.sweep import listed
@@ -344,19 +345,12 @@ def provenance_view(recording: Recording, lesson: Lesson, file_name: str) -> Pro
     config = recording.config
     return ProvenanceView(
         file=file_name,
-        command=made.command,
-        script=made.script,
-        normdive_version=made.normdive_version,
-        git_commit=made.git_commit,
-        depth=config.depth,
-        copy_length=config.copy_length,
+        **like_named(made, "command", "script", "normdive_version", "git_commit"),
+        **like_named(made, "python_version", "torch_version", "device"),
+        **like_named(config, "depth", "copy_length", "steps"),
         seed=recording.page_seed,
         seeds=", ".join(str(seed) for seed in recording.seeds),
-        steps=config.steps,
         init=lesson.init_names.get(config.init, config.init),
-        python_version=made.python_version,
-        torch_version=made.torch_version,
-        device=made.device,
         created_at=_date(made.created_at),
     )
 
