@@ -364,10 +364,7 @@ def lab_grid_runs(grid: LabGrid) -> Runs:
         [grid.provenance],
         [
             Run(
-                config=settings_at(
-                    base,
-                    **like_named(cell, "layernorm", "residual", "seed", "depth", "init", "eps"),
-                ),
+                config=settings_at(base, **like_named(cell, *POINT)),
                 curve=[RunPoint.model_validate(point.model_dump()) for point in cell.curve],
                 final=RunFinal.model_validate(cell.final.model_dump()),
                 wall_s=cell.wall_s,
