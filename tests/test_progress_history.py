@@ -75,6 +75,13 @@ payloads: dict[EventKind, st.SearchStrategy[dict[str, Any]]] = {
     EventKind.LAB_FINISHED: st.fixed_dictionaries(
         {"run": st.integers(1, 3), "outcome": st.sampled_from(OUTCOMES)}
     ),
+    EventKind.RERUN_ROW_FINISHED: st.fixed_dictionaries(
+        {
+            "rerun": st.integers(1, 3),
+            "row": st.sampled_from(ROWS),
+            "outcome": st.sampled_from(OUTCOMES),
+        }
+    ),
 }
 specs = st.sampled_from(list(EventKind)).flatmap(
     lambda kind: payloads[kind].map(lambda payload: (kind, payload))

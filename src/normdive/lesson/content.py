@@ -677,6 +677,89 @@ class LabText(_Model):
         return self
 
 
+class RerunConfig(_Model):
+    """The setting the re-run trains the four rows at (the lab grid's base supplies the rest):
+    one of the lab's offered points for each row."""
+
+    depth: Annotated[int, Field(ge=1, le=LAB_MAX_DEPTH)]
+    eps: ExactDecimal
+    init: Identifier
+    seed: Annotated[int, Field(ge=0, lt=2**32)]
+
+
+class RerunText(_Model):
+    """The panel "Re-run the ablation on this device" (shown once the gate has closed) and
+    the setting it trains at. normdive.progress.rerun fills the templates from the learner's
+    re-runs, the recording and the lab grid."""
+
+    heading: Text
+    intro: Text
+    open_label: Text
+    loading: Text
+    needs_js: Text
+    page_label: Text
+    locked: Text
+    not_played: Text
+    smaller: Text  # {here}, {recorded}
+    stack: Text  # {depth}, {d_model}, {copy_length}, {steps}, {batch_size}
+    start_label: Text
+    continue_label: Text
+    again_label: Text
+    stop_label: Text
+    resume_label: Text
+    progress_label: Text
+    progress_text: Text  # {row}, {rows}, {name}, {step}, {steps}, {left}
+    hidden_text: Text
+    stopped_text: Text  # {step}, {name}
+    row_started: Text  # {row}, {rows}, {name}
+    row_finished: Text  # {name}, {accuracy}
+    restarted: Text  # {name}, {step}
+    kept_rows: Text  # {done}, {rows}
+    chart_label: Text
+    chart_legend: Text
+    table_caption: Text
+    column_row: Text
+    column_predicted: Text
+    column_recording: Text
+    column_small: Text
+    column_device: Text
+    not_yet: Text
+    no_prediction: Text
+    outcome_cell: Text  # {band}, {accuracy}
+    same_order: Text  # {relations}
+    all_same: Text
+    differs: Text  # {device}, {recorded}
+    above: Text  # {high}, {low}
+    level: Text  # {one}, {other}
+    level_points: ExactDecimal = Field(ge=0)
+    history_heading: Text
+    history_line: Text  # {number}, {finals}, {ranking}
+    pairs_differ: Counted  # {count}, counted by it
+    instructor_heading: Text
+    config: RerunConfig
+
+    @model_validator(mode="after")
+    def _templates(self) -> RerunText:
+        _named("smaller", self.smaller, ("here", "recorded"), ("here", "recorded"))
+        stack = ("depth", "d_model", "copy_length", "steps", "batch_size")
+        _named("stack", self.stack, stack, stack)
+        progress = ("row", "rows", "name", "step", "steps", "left")
+        _named("progress_text", self.progress_text, progress, ("row", "step"))
+        _named("stopped_text", self.stopped_text, ("step", "name"), ("step",))
+        _named("row_started", self.row_started, ("row", "rows", "name"), ("name",))
+        _named("row_finished", self.row_finished, ("name", "accuracy"), ("name", "accuracy"))
+        _named("restarted", self.restarted, ("name", "step"), ("name", "step"))
+        _named("kept_rows", self.kept_rows, ("done", "rows"), ("done",))
+        _named("outcome_cell", self.outcome_cell, ("band", "accuracy"), ("accuracy",))
+        _named("same_order", self.same_order, ("relations",), ("relations",))
+        _named("differs", self.differs, ("device", "recorded"), ("device", "recorded"))
+        _named("above", self.above, ("high", "low"), ("high", "low"))
+        _named("level", self.level, ("one", "other"), ("one", "other"))
+        _named("history_line", self.history_line, ("number", "finals", "ranking"), ("finals",))
+        _counted("pairs_differ", self.pairs_differ, "count", ("count",))
+        return self
+
+
 class SweepText(_Model):
     """The panel "Does it hold at other depths?", shown once the gate has closed, and the
     compare section's line about other depths. Every sentence is a template that
@@ -788,6 +871,7 @@ class Lesson(_Model):
     recording_problems: RecordingProblems
     sweep: SweepText
     lab: LabText
+    rerun: RerunText
 
     @field_validator("eps", "tolerance", mode="before")
     @classmethod
@@ -880,6 +964,21 @@ class Lesson(_Model):
                     f"reading.choices.{index}.feedback: a wrong reading's feedback must point "
                     f"at the edge row {edge}"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _rerun_is_offered(self) -> Lesson:
+        """The re-run trains at one of the lab's offered points, so the grid can hold its
+        cells and the lab's checks hold for it."""
+        offered, config = self.lab.offered, self.rerun.config
+        for name, value, among in (
+            ("depth", config.depth, offered.depths),
+            ("eps", config.eps, offered.eps),
+            ("init", config.init, offered.inits),
+            ("seed", config.seed, offered.seeds),
+        ):
+            if value not in among:
+                raise ValueError(f"rerun.config.{name}: {value} is not among lab.offered's {among}")
         return self
 
     def field(self, field_id: str) -> NumberField | None:

@@ -52,10 +52,11 @@ DATA_KEYS = frozenset(
         "learns_min_accuracy",
         "chance_max_multiple",
         "agreement_points",
+        "level_points",
     }
 )
 # Tables that are data as a whole.
-DATA_TABLES = frozenset({"lab.offered"})
+DATA_TABLES = frozenset({"lab.offered", "rerun.config"})
 
 
 def translation_resource(locale: str) -> str:

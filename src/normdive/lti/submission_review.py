@@ -260,6 +260,9 @@ def _describe(event: Event, lesson: Lesson) -> str:
             return gettext("Committed a lab prediction")
         case EventKind.LAB_FINISHED:
             return gettext("Finished the lab")
+        case EventKind.RERUN_ROW_FINISHED:
+            row = rows.get(str(payload.get("row")), str(payload.get("row")))
+            return gettext("Re-ran the row %(row)s on their device") % {"row": row}
 
 
 def timeline(events: Sequence[Event], lesson: Lesson) -> tuple[TimelineEntry, ...]:

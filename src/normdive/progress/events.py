@@ -31,6 +31,10 @@ Payloads, by kind (what normdive.progress.actions builds and derive reads):
                            "curve": [{"step", "train_loss", "heldout_loss",
                            "heldout_accuracy"}], "outcome": <the band the final accuracy
                            is in>}   (figures: numbers, or "nan" / "inf" / "-inf" / null)
+    rerun_row_finished    {"rerun": <1-based number of the learner's re-run of the ablation>,
+                           "row": <recording row key>, "config": as lab_committed's,
+                           "final", "curve", "outcome": as lab_finished's}
+                          (progress.rerun: once per row of a re-run, in the lesson's row order)
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ class EventKind(StrEnum):
     GATE_CLOSED = "gate_closed"
     LAB_COMMITTED = "lab_committed"
     LAB_FINISHED = "lab_finished"
+    RERUN_ROW_FINISHED = "rerun_row_finished"
 
 
 @dataclass(frozen=True)

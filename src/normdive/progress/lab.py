@@ -351,6 +351,15 @@ def _result(text: str, steps: int) -> tuple[dict[str, Any], list[dict[str, Any]]
     return final, points
 
 
+def read_result(text: str, steps: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A finished run's figures as the worker posts them (JSON {"final", "curve"}), checked:
+    (final, curve) as stored. Raises Invalid, saying what could not be read."""
+    try:
+        return _result(text, steps)
+    except _BadResult as problem:
+        raise Invalid(gettext(BAD_RESULT).format(problem=problem)) from None
+
+
 def finish_lab_run(
     runs: Sequence[LabRun],
     lesson: Lesson,
@@ -366,10 +375,7 @@ def finish_lab_run(
         raise Invalid(gettext(NO_SUCH_RUN).format(run=number))
     if run.final is not None:
         raise Conflict(gettext(ALREADY_FINISHED).format(run=number))
-    try:
-        final, curve = _result(text, steps)
-    except _BadResult as problem:
-        raise Invalid(gettext(BAD_RESULT).format(problem=problem)) from None
+    final, curve = read_result(text, steps)
     outcome = row_band(figure(final["heldout_accuracy"]), lesson, chance_level)
     payload = {"run": number, "final": final, "curve": curve, "outcome": outcome}
     return EventKind.LAB_FINISHED, payload
@@ -477,5 +483,6 @@ __all__ = [
     "open_run",
     "outcome_sentence",
     "parse_choice",
+    "read_result",
     "run_line",
 ]

@@ -7,6 +7,8 @@ appends to it goes through here, and none keeps the caches in step by hand.
                                                   appended once (Store.append_decided), the
                                                   learner stored on their first accepted write
     .write_lab(learner_id, decide) -> LabWritten  one lab write, decided on the lab's runs
+    .write_rerun(learner_id, decide) -> RerunWritten  one re-run write, decided on the
+                                                  learner's re-runs of the ablation
 
 What is kept, and why it never shows: each learner's latest History on this worker (Histories)
 with the state it derived to, and in the database every SNAPSHOT_EVERY_EVENTS events their
@@ -24,20 +26,23 @@ import dataclasses
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Generic, TypeVar
 
 from sqlalchemy import Engine
 
 from normdive.config import Settings
 from normdive.i18n.catalogues import current_locale
 from normdive.lesson.content import Lesson
+from normdive.lesson.translations import localized
 from normdive.progress.actions import Action, ActionRefused, Conflict, Invalid, close_gate
 from normdive.progress.events import Event, EventKind
 from normdive.progress.facts import RecordingFacts, recording_facts
 from normdive.progress.history import History
 from normdive.progress.lab import LabRun, lab_runs
+from normdive.progress.rerun import Rerun, reruns
 from normdive.progress.state import LessonState, derive
 from normdive.recording import reader
 from normdive.recording.format import Recording
@@ -186,6 +191,11 @@ class Histories:
 Act = Callable[[LessonState], Action | None]
 # A lab write's decision on the learner's lab runs (progress.lab): the event to append.
 LabDecide = Callable[[tuple[LabRun, ...]], Action]
+# A re-run write's decision on the learner's re-runs (progress.rerun): the event to append.
+RerunDecide = Callable[[tuple[Rerun, ...]], Action]
+# What the writes after the gate decide on, folded from the learner's events: their lab runs
+# or their re-runs.
+Folded = TypeVar("Folded")
 # Why a write appended nothing: what the learner sent does not fit (Conflict, 409) or cannot
 # be used (Invalid, 422), the learner is past the writes a minute allows (Throttled), or their
 # address started too many learners lately (TooManyLearners, a learner's first write only).
@@ -241,12 +251,17 @@ class Written:
 
 
 @dataclass(frozen=True)
-class LabWritten:
-    """What one lab write did: the learner's lab runs after it (those decided on when it was
-    refused), and why it was refused, if it was."""
+class AfterGateWritten(Generic[Folded]):
+    """What one write after the gate did (a lab run's or a re-run's): what the learner's
+    events fold to after it (those decided on when it was refused), and why it was refused,
+    if it was."""
 
-    runs: tuple[LabRun, ...]
+    runs: Folded
     refused: Refused | None = None
+
+
+LabWritten = AfterGateWritten[tuple[LabRun, ...]]
+RerunWritten = AfterGateWritten[tuple[Rerun, ...]]
 
 
 def _provisional(action: Action) -> Event:
@@ -466,23 +481,43 @@ class Learners:
         writes are). Refused with the lesson's locked sentence (Conflict) before the gate
         closes, Throttled past the attempts limit, or with what `decide` raises. A learner
         whose gate closed has events, so is stored: no admission here."""
+        return self._write_after_gate(learner_id, lab_runs, decide, lambda text: text.lab.locked)
+
+    def write_rerun(self, learner_id: str, decide: RerunDecide) -> RerunWritten:
+        """Decide and append one re-run write as write_lab does, on the learner's re-runs;
+        refused (Conflict) until the gate has closed and every recorded row has played."""
+        return self._write_after_gate(
+            learner_id, reruns, decide, lambda text: text.rerun.locked, all_played=True
+        )
+
+    def _write_after_gate(
+        self,
+        learner_id: str,
+        fold: Callable[[Iterable[Event]], Folded],
+        decide: Callable[[Folded], Action],
+        locked: Callable[[Lesson], str],
+        all_played: bool = False,
+    ) -> AfterGateWritten[Folded]:
         history = self.history(learner_id)
         status = self.recording_snapshot().status
+        state = self.state(learner_id, history, status)
         refusal: Refused | None = None
-        if not self.state(learner_id, history, status).gate.closed:
-            refusal = Conflict(self.lesson.lab.locked)
+        if not state.gate.closed:
+            refusal = Conflict(locked(localized(self.lesson)))
+        elif all_played and not state.ablation.all_played:
+            refusal = Conflict(localized(self.lesson).rerun.not_played)
         else:
             refusal = self._throttled(learner_id, history)
         if refusal is not None:
-            return LabWritten(lab_runs(self.store.read(learner_id, EventList()).events), refusal)
-        seen: list[tuple[LabRun, ...]] = [()]
+            return AfterGateWritten(fold(self.store.read(learner_id, EventList()).events), refusal)
+        seen: list[Folded] = []
 
         def decided(events: EventList) -> list[Action]:
-            seen[0] = lab_runs(events.events)
+            seen[:] = [fold(events.events)]
             return [decide(seen[0])]
 
         try:
             decided_on, appended = self.store.append_decided(learner_id, decided, EventList())
         except ActionRefused as refused:
-            return LabWritten(seen[0], refused)
-        return LabWritten(lab_runs((*decided_on.events, *appended)))
+            return AfterGateWritten(seen[0] if seen else fold(()), refused)
+        return AfterGateWritten(fold((*decided_on.events, *appended)))
