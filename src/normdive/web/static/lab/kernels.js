@@ -61,6 +61,20 @@ const SERIES_TOLERANCE = 1e-17;
 const SERIES_TERMS = 64;
 const INV_ODD = Float64Array.from({ length: SERIES_TERMS }, (_, n) => 1 / (2 * n + 1));
 
+// The sum of erf's series at 0 <= a < ERF_SERIES_BELOW: erf(a) = 2/sqrt(pi) exp(-a^2) times it
+// (below), so that gelu can share its exp(-a^2).
+/** @param {number} a @returns {number} */
+function erfSeries(a) {
+  const twoA2 = 2 * a * a;
+  let term = a;
+  let sum = a;
+  for (let n = 1; term > sum * SERIES_TOLERANCE && n < SERIES_TERMS; n++) {
+    term *= twoA2 * INV_ODD[n];
+    sum += term;
+  }
+  return sum;
+}
+
 // erf(x) in double precision, within about 1e-15 relative (checked against the C library's
 // erf by tests/test_lab_parity.py). |x| < 2: erf(x) = 2/sqrt(pi) exp(-x^2) sum_n
 // (2x^2)^n x / (1 3 5 ... (2n+1)) (Abramowitz and Stegun 7.1.6), a series of positive terms,
@@ -71,14 +85,7 @@ export function erf(x) {
   const a = Math.abs(x);
   if (a === 0) return x; // keeps the sign of zero
   if (a < ERF_SERIES_BELOW) {
-    const twoA2 = 2 * a * a;
-    let term = a;
-    let sum = a;
-    for (let n = 1; term > sum * SERIES_TOLERANCE && n < SERIES_TERMS; n++) {
-      term *= twoA2 * INV_ODD[n];
-      sum += term;
-    }
-    const value = TWO_OVER_SQRT_PI * Math.exp(-a * a) * sum;
+    const value = TWO_OVER_SQRT_PI * Math.exp(-a * a) * erfSeries(a);
     return x < 0 ? -value : value;
   }
   if (a !== a) return x; // NaN
@@ -91,149 +98,93 @@ export function erf(x) {
 
 // ---- the JavaScript path -------------------------------------------------------------------
 
-/** @type {Kernels} */
-export const jsKernels = {
-  // C (rows, cols) = A (rows, K) B^T, B (cols, K), plus bias[col] (bias null: none) or plus C
-  // itself (accumulate). Both operands are read along K, contiguously; each pass computes a
-  // 2 x 4 tile of C, so six loads feed eight multiply-adds and the tile stays in registers.
-  gemmNT(A, aOff, rows, K, B, bOff, cols, C, cOff, bias, biasOff, accumulate) {
-    const rows2 = rows - (rows % 2);
-    const cols4 = cols - (cols % 4);
-    const start = (/** @type {number} */ r, /** @type {number} */ c) =>
-      accumulate ? C[cOff + r * cols + c] : bias === null ? 0 : bias[biasOff + c];
-    for (let r = 0; r < rows2; r += 2) {
-      const a0 = aOff + r * K;
-      const a1 = a0 + K;
-      const c0 = cOff + r * cols;
-      const c1 = c0 + cols;
-      let c = 0;
-      for (; c < cols4; c += 4) {
-        const b0 = bOff + c * K;
-        const b1 = b0 + K;
-        const b2 = b1 + K;
-        const b3 = b2 + K;
-        let s00 = start(r, c);
-        let s01 = start(r, c + 1);
-        let s02 = start(r, c + 2);
-        let s03 = start(r, c + 3);
-        let s10 = start(r + 1, c);
-        let s11 = start(r + 1, c + 1);
-        let s12 = start(r + 1, c + 2);
-        let s13 = start(r + 1, c + 3);
-        for (let k = 0; k < K; k++) {
-          const x0 = A[a0 + k];
-          const x1 = A[a1 + k];
-          const w0 = B[b0 + k];
-          const w1 = B[b1 + k];
-          const w2 = B[b2 + k];
-          const w3 = B[b3 + k];
-          s00 += x0 * w0;
-          s01 += x0 * w1;
-          s02 += x0 * w2;
-          s03 += x0 * w3;
-          s10 += x1 * w0;
-          s11 += x1 * w1;
-          s12 += x1 * w2;
-          s13 += x1 * w3;
-        }
-        C[c0 + c] = s00;
-        C[c0 + c + 1] = s01;
-        C[c0 + c + 2] = s02;
-        C[c0 + c + 3] = s03;
+// C (rows, cols) = A B plus a start: C itself (accumulate), else bias[biasOff + c] (bias null:
+// 0). A[r, k] is read at A[aOff + r aRow + k aK] and B[k, c] at B[bOff + k bK + c bCol], so
+// either operand is used as stored or transposed, in place. Each pass computes a 2 x 4 tile of
+// C along K: two entries of A and four of B feed eight multiply-adds, in registers. Whatever
+// the layout, an entry of C is its start plus its K products added in the order of k.
+/** @param {Float64Array} A @param {number} aOff @param {number} aRow @param {number} aK
+ * @param {number} rows @param {number} K @param {Float64Array} B @param {number} bOff
+ * @param {number} bK @param {number} bCol @param {number} cols @param {Float64Array} C
+ * @param {number} cOff @param {Float64Array | null} bias @param {number} biasOff
+ * @param {boolean} accumulate */
+function gemm(A, aOff, aRow, aK, rows, K, B, bOff, bK, bCol, cols, C, cOff, bias, biasOff,
+  accumulate) {
+  const rows2 = rows - (rows % 2);
+  const cols4 = cols - (cols % 4);
+  const bCol2 = 2 * bCol;
+  const bCol3 = 3 * bCol;
+  const start = (/** @type {number} */ at, /** @type {number} */ c) =>
+    accumulate ? C[at] : bias === null ? 0 : bias[biasOff + c];
+  for (let r = 0; r < rows; r += 2) {
+    const pair = r < rows2;
+    const a0 = aOff + r * aRow;
+    const a1 = pair ? a0 + aRow : a0; // an odd last row is computed twice, stored once
+    const c0 = cOff + r * cols;
+    const c1 = c0 + cols;
+    let c = 0;
+    for (; c < cols4; c += 4) {
+      let s00 = start(c0 + c, c);
+      let s01 = start(c0 + c + 1, c + 1);
+      let s02 = start(c0 + c + 2, c + 2);
+      let s03 = start(c0 + c + 3, c + 3);
+      let s10 = pair ? start(c1 + c, c) : 0;
+      let s11 = pair ? start(c1 + c + 1, c + 1) : 0;
+      let s12 = pair ? start(c1 + c + 2, c + 2) : 0;
+      let s13 = pair ? start(c1 + c + 3, c + 3) : 0;
+      for (let k = 0, x = 0, b = bOff + c * bCol; k < K; k++, x += aK, b += bK) {
+        const x0 = A[a0 + x];
+        const x1 = A[a1 + x];
+        const w0 = B[b];
+        const w1 = B[b + bCol];
+        const w2 = B[b + bCol2];
+        const w3 = B[b + bCol3];
+        s00 += x0 * w0;
+        s01 += x0 * w1;
+        s02 += x0 * w2;
+        s03 += x0 * w3;
+        s10 += x1 * w0;
+        s11 += x1 * w1;
+        s12 += x1 * w2;
+        s13 += x1 * w3;
+      }
+      C[c0 + c] = s00;
+      C[c0 + c + 1] = s01;
+      C[c0 + c + 2] = s02;
+      C[c0 + c + 3] = s03;
+      if (pair) {
         C[c1 + c] = s10;
         C[c1 + c + 1] = s11;
         C[c1 + c + 2] = s12;
         C[c1 + c + 3] = s13;
       }
-      for (; c < cols; c++) {
-        const b0 = bOff + c * K;
-        let s0 = start(r, c);
-        let s1 = start(r + 1, c);
-        for (let k = 0; k < K; k++) {
-          const w = B[b0 + k];
-          s0 += A[a0 + k] * w;
-          s1 += A[a1 + k] * w;
-        }
-        C[c0 + c] = s0;
-        C[c1 + c] = s1;
-      }
     }
-    for (let r = rows2; r < rows; r++) {
-      const a0 = aOff + r * K;
-      for (let c = 0; c < cols; c++) {
-        const b0 = bOff + c * K;
-        let s = start(r, c);
-        for (let k = 0; k < K; k++) s += A[a0 + k] * B[b0 + k];
-        C[cOff + r * cols + c] = s;
+    for (; c < cols; c++) {
+      let s0 = start(c0 + c, c);
+      let s1 = pair ? start(c1 + c, c) : 0;
+      for (let k = 0, x = 0, b = bOff + c * bCol; k < K; k++, x += aK, b += bK) {
+        const w = B[b];
+        s0 += A[a0 + x] * w;
+        s1 += A[a1 + x] * w;
       }
+      C[c0 + c] = s0;
+      if (pair) C[c1 + c] = s1;
     }
-  },
+  }
+}
+
+/** @type {Kernels} */
+export const jsKernels = {
+  // C (rows, cols) = A (rows, K) B^T, B (cols, K), plus bias[col] (bias null: none) or plus C
+  // itself (accumulate): both operands read along K, contiguously.
+  gemmNT: (A, aOff, rows, K, B, bOff, cols, C, cOff, bias, biasOff, accumulate) =>
+    gemm(A, aOff, K, 1, rows, K, B, bOff, 1, K, cols, C, cOff, bias, biasOff, accumulate),
 
   // C (rows, cols) = A B, or C + A B (accumulate), B (K, cols) from bOff, C from cOff; A
   // (rows, K) from 0 with A[r, k] at r aRow + k aK: A itself (aRow K, aK 1) or a matrix stored
-  // transposed (aRow 1, aK its rows). Each pass computes a 2 x 4 tile of C along K: two
-  // entries of A and four of a row of B feed eight multiply-adds, in registers.
-  gemmNN(A, aRow, aK, rows, K, B, bOff, cols, C, cOff, accumulate) {
-    const rows2 = rows - (rows % 2);
-    const cols4 = cols - (cols % 4);
-    const start = (/** @type {number} */ at) => (accumulate ? C[at] : 0);
-    for (let r = 0; r < rows; r += 2) {
-      const pair = r < rows2;
-      const a0 = r * aRow;
-      const a1 = pair ? a0 + aRow : a0; // an odd last row is computed twice, stored once
-      const c0 = cOff + r * cols;
-      const c1 = c0 + cols;
-      let c = 0;
-      for (; c < cols4; c += 4) {
-        let s00 = start(c0 + c);
-        let s01 = start(c0 + c + 1);
-        let s02 = start(c0 + c + 2);
-        let s03 = start(c0 + c + 3);
-        let s10 = pair ? start(c1 + c) : 0;
-        let s11 = pair ? start(c1 + c + 1) : 0;
-        let s12 = pair ? start(c1 + c + 2) : 0;
-        let s13 = pair ? start(c1 + c + 3) : 0;
-        for (let k = 0; k < K; k++) {
-          const x0 = A[a0 + k * aK];
-          const x1 = A[a1 + k * aK];
-          const b0 = bOff + k * cols + c;
-          const w0 = B[b0];
-          const w1 = B[b0 + 1];
-          const w2 = B[b0 + 2];
-          const w3 = B[b0 + 3];
-          s00 += x0 * w0;
-          s01 += x0 * w1;
-          s02 += x0 * w2;
-          s03 += x0 * w3;
-          s10 += x1 * w0;
-          s11 += x1 * w1;
-          s12 += x1 * w2;
-          s13 += x1 * w3;
-        }
-        C[c0 + c] = s00;
-        C[c0 + c + 1] = s01;
-        C[c0 + c + 2] = s02;
-        C[c0 + c + 3] = s03;
-        if (pair) {
-          C[c1 + c] = s10;
-          C[c1 + c + 1] = s11;
-          C[c1 + c + 2] = s12;
-          C[c1 + c + 3] = s13;
-        }
-      }
-      for (; c < cols; c++) {
-        let s0 = start(c0 + c);
-        let s1 = pair ? start(c1 + c) : 0;
-        for (let k = 0; k < K; k++) {
-          const w = B[bOff + k * cols + c];
-          s0 += A[a0 + k * aK] * w;
-          s1 += A[a1 + k * aK] * w;
-        }
-        C[c0 + c] = s0;
-        if (pair) C[c1 + c] = s1;
-      }
-    }
-  },
+  // transposed (aRow 1, aK its rows).
+  gemmNN: (A, aRow, aK, rows, K, B, bOff, cols, C, cOff, accumulate) =>
+    gemm(A, 0, aRow, aK, rows, K, B, bOff, cols, 1, cols, C, cOff, null, 0, accumulate),
 
   addTo(dst, src, n) {
     for (let i = 0; i < n; i++) dst[i] += src[i];
@@ -333,15 +284,8 @@ export const jsKernels = {
       let e;
       let erfA;
       if (a < ERF_SERIES_BELOW) {
-        const twoA2 = 2 * a * a;
-        let term = a;
-        let sum = a;
-        for (let k = 1; term > sum * SERIES_TOLERANCE && k < SERIES_TERMS; k++) {
-          term *= twoA2 * INV_ODD[k];
-          sum += term;
-        }
         e = Math.exp(-a * a);
-        erfA = TWO_OVER_SQRT_PI * e * sum;
+        erfA = TWO_OVER_SQRT_PI * e * erfSeries(a);
       } else {
         e = a > ERF_ONE ? 0 : Math.exp(-a * a);
         erfA = erf(a);
