@@ -881,19 +881,15 @@ class Lesson(_Model):
     @field_validator("rows")
     @classmethod
     def _the_recordings_rows(cls, rows: list[RowText]) -> list[RowText]:
-        keys = [row.key for row in rows]
-        _unique_ids("rows", keys)
-        if sorted(keys) != sorted(ROW_KEYS):
-            raise ValueError(f"needs one row for each of {list(ROW_KEYS)}, got {keys}")
+        _each_once("rows", [row.key for row in rows], ROW_KEYS, "needs one row for each of")
         return rows
 
     @field_validator("outcomes")
     @classmethod
     def _three_outcomes(cls, outcomes: list[Outcome]) -> list[Outcome]:
-        ids = [outcome.id for outcome in outcomes]
-        _unique_ids("outcomes", ids)
-        if sorted(ids) != sorted(OUTCOME_IDS):
-            raise ValueError(f"needs the outcomes {list(OUTCOME_IDS)}, got {ids}")
+        _each_once(
+            "outcomes", [outcome.id for outcome in outcomes], OUTCOME_IDS, "needs the outcomes"
+        )
         return outcomes
 
     @field_validator("components")
@@ -1032,6 +1028,14 @@ def _unique_ids(where: str, ids: Sequence[str]) -> None:
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise ValueError(f"{where}: ids must be unique, repeated: {duplicates}")
+
+
+def _each_once(where: str, ids: list[str], expected: Sequence[str], needs: str) -> None:
+    """Raise ValueError unless `ids` are `expected`, each once, in any order: a repeated id
+    named with `where`, a missing or unknown one as "{needs} [expected], got [ids]"."""
+    _unique_ids(where, ids)
+    if sorted(ids) != sorted(expected):
+        raise ValueError(f"{needs} {list(expected)}, got {ids}")
 
 
 def parse_lesson(text: str, source: str = "<lesson>") -> Lesson:
