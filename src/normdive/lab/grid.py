@@ -19,7 +19,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from normdive.like_named import like_named
-from normdive.recording.format import InitScheme, Measure, Provenance, RunConfig
+from normdive.recording.format import InitScheme, Measure, Provenance, RunConfig, check_heads
 from normdive.recording.reader import (
     MAX_RECORDING_BYTES,
     REMEDIES,
@@ -119,8 +119,7 @@ class LabBase(_Model):
 
     @model_validator(mode="after")
     def _heads_divide_width(self) -> LabBase:
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
+        check_heads(self.d_model, self.n_heads)
         return self
 
 

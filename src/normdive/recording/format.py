@@ -130,9 +130,14 @@ class RunConfig(_Model):
 
     @model_validator(mode="after")
     def _heads_divide_width(self) -> RunConfig:
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
+        check_heads(self.d_model, self.n_heads)
         return self
+
+
+def check_heads(d_model: int, n_heads: int) -> None:
+    """Raise ValueError unless the width splits evenly over the heads (E = D / H)."""
+    if d_model % n_heads:
+        raise ValueError(f"d_model {d_model} is not divisible by n_heads {n_heads}")
 
 
 class CurvePoint(_Model):

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from normdive.recording.format import InitScheme, RunConfig
+from normdive.recording.format import InitScheme, RunConfig, check_heads
 
 
 class SelfAttention(nn.Module):
@@ -28,8 +28,7 @@ class SelfAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int) -> None:
         super().__init__()
-        if d_model % n_heads:
-            raise ValueError(f"d_model {d_model} is not divisible by n_heads {n_heads}")
+        check_heads(d_model, n_heads)
         self.n_heads = n_heads
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out = nn.Linear(d_model, d_model)
