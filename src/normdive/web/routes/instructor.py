@@ -48,6 +48,7 @@ from normdive.web.views.instructor_report import (
     pool_recording,
     pool_report,
 )
+from normdive.web.views.instructor_rerun import rerun_aggregate, rerun_report
 
 INSTRUCTOR_TEMPLATE = "instructor.html"
 EXPORT_FILENAME = "normdive-learners.csv"
@@ -110,6 +111,7 @@ def _instructor_page(svc: Services, request: Request) -> Response:
         resend_token=csrf.form_token(svc.settings.secret_key, _resend_subject(pool)),
         resent=_resent(svc, request, pool),
         lab=lab_report(svc.engine, svc.lesson, pool.context_key),
+        rerun=rerun_report(svc.engine, lesson, pool_recording(svc), pool.context_key),
     )
     response = HTMLResponse(body)
     response.headers["Cache-Control"] = CACHE_CONTROL
@@ -139,7 +141,8 @@ def _aggregate(svc: Services, request: Request) -> Response:
     pool = instructor_pool(svc, request)
     if pool is None:
         return _refused(request, NO_ACCESS)
-    response = JSONResponse(aggregate(pool_report(svc, pool)))
+    rerun = rerun_report(svc.engine, svc.lesson, pool_recording(svc), pool.context_key)
+    response = JSONResponse({**aggregate(pool_report(svc, pool)), "rerun": rerun_aggregate(rerun)})
     response.headers["Cache-Control"] = CACHE_CONTROL
     return response
 
