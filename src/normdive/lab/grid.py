@@ -36,6 +36,7 @@ from normdive.recording.runs import (
     RunFinal,
     RunPoint,
     Runs,
+    RunSettings,
     check_eps,
     runs_file,
     settings_at,
@@ -91,6 +92,7 @@ def lab_path_for(recording_path: Path) -> Path:
 
 
 _RUN = RunConfig.model_fields  # each lab field keeps the recording's constraints and wording
+_SETTINGS = RunSettings.model_fields  # and each of a run's own choices
 
 
 class _Model(BaseModel):
@@ -128,13 +130,9 @@ class LabConfig(LabBase):
 
     depth: Annotated[int, _RUN["depth"]] = LAB_DEPTH
     init: Annotated[InitScheme, _RUN["init"]] = LAB_INIT
-    layernorm: bool = Field(default=True, description="Every norm on (pre-LN and final).")
-    residual: bool = Field(default=True, description="The skip path around each sublayer.")
-    eps: float | None = Field(
-        default=LAB_EPS,
-        ge=0,
-        description="LayerNorm's epsilon (0 allowed); null exactly when layer norm is off.",
-    )
+    layernorm: Annotated[bool, _SETTINGS["layernorm"]] = True
+    residual: Annotated[bool, _SETTINGS["residual"]] = True
+    eps: Annotated[float | None, _SETTINGS["eps"]] = LAB_EPS
 
     @model_validator(mode="after")
     def _eps_with_layernorm(self) -> LabConfig:
