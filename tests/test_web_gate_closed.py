@@ -23,7 +23,7 @@ from lesson_answers import (
     steps_to_the_gate,
 )
 from normdive.progress.events import EventKind
-from normdive.progress.state import SHORT_DIGEST_CHARS
+from normdive.progress.history import SHORT_DIGEST_CHARS
 from normdive.recording.format import ROW_KEYS
 from normdive.store.db import make_engine
 from normdive.store.event_store import Store

@@ -83,11 +83,19 @@ class RowTally:
 
 
 @dataclass(frozen=True)
-class ClosedOnRecord:
-    """The first gate_closed event's payload, as stored."""
+class ClosedOn:
+    """The recording a gate closed on: the first gate_closed event's payload, as stored."""
 
-    recording_digest: str
-    recording_file: str
+    recording_digest: str  # sha256 of the file's bytes, hex
+    recording_file: str  # the file's name
+
+    @property
+    def short_digest(self) -> str:
+        return self.recording_digest[:SHORT_DIGEST_CHARS]
+
+
+# How many hex characters of a recording's digest the page shows (as git shows a commit).
+SHORT_DIGEST_CHARS = 12
 
 
 @dataclass(frozen=True)
@@ -103,7 +111,7 @@ class History:
     fields: Mapping[str, FieldTally] = dataclasses.field(default_factory=dict)
     reading_right: bool = False
     takeaway: str | None = None
-    closed_on: ClosedOnRecord | None = None
+    closed_on: ClosedOn | None = None
     opened_rungs: frozenset[int] = frozenset()
     evaluated_runs: int = 0
     rows: Mapping[str, RowTally] = dataclasses.field(default_factory=dict)
@@ -204,7 +212,7 @@ class History:
             reading_right=data["reading_right"],
             reading_picks=tuple(data["reading_picks"]),
             takeaway=data["takeaway"],
-            closed_on=ClosedOnRecord(*closed) if closed is not None else None,
+            closed_on=ClosedOn(*closed) if closed is not None else None,
             opened_rungs=frozenset(data["opened_rungs"]),
             evaluated_runs=data["evaluated_runs"],
             rows=MappingProxyType(rows),
@@ -272,7 +280,7 @@ class _Fold:
     reading_right: bool
     reading_picks: tuple[str, ...]
     takeaway: str | None
-    closed_on: ClosedOnRecord | None
+    closed_on: ClosedOn | None
     evaluated_runs: int
     first_play_at: int | None
     learner_writes: int
@@ -354,7 +362,7 @@ class _Fold:
             if type(rung) is int:
                 self.opened.add(rung)
         elif kind is EventKind.GATE_CLOSED and self.closed_on is None:
-            self.closed_on = ClosedOnRecord(
+            self.closed_on = ClosedOn(
                 recording_digest=str(payload.get("recording_digest", "")),
                 recording_file=str(payload.get("recording_file", "")),
             )

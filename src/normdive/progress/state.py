@@ -51,7 +51,13 @@ from normdive.progress.compare import CompareState, compare, revealed, takeaway_
 from normdive.progress.events import Event
 from normdive.progress.facts import RecordingFacts, RowFacts
 from normdive.progress.hints import HintsState, hints_state
-from normdive.progress.history import COUNTED_VERDICTS, GRADED_VERDICTS, History, RowTally
+from normdive.progress.history import (
+    COUNTED_VERDICTS,
+    GRADED_VERDICTS,
+    ClosedOn,
+    History,
+    RowTally,
+)
 from normdive.recording.format import ROW_KEYS
 
 __all__ = [
@@ -95,22 +101,6 @@ class ReadingState:
     right: bool  # the right reading has been locked (final)
     locks: int  # how many times a reading was locked
     feedback: str | None  # the feedback text of the latest lock
-
-
-@dataclass(frozen=True)
-class ClosedOn:
-    """The recording a gate closed on, from the first gate_closed event."""
-
-    recording_digest: str  # sha256 of the file's bytes, hex
-    recording_file: str  # the file's name
-
-    @property
-    def short_digest(self) -> str:
-        return self.recording_digest[:SHORT_DIGEST_CHARS]
-
-
-# How many hex characters of a recording's digest the page shows (as git shows a commit).
-SHORT_DIGEST_CHARS = 12
 
 
 @dataclass(frozen=True)
@@ -184,14 +174,11 @@ def derive(
     ablation = ablation_state(history, lesson, recording)
     prediction = history.prediction
     runs = history.evaluated_runs
-    closed = history.closed_on
     gate = _gate(
         lesson,
         recording,
         ablation,
-        closed_on=(
-            ClosedOn(closed.recording_digest, closed.recording_file) if closed is not None else None
-        ),
+        closed_on=history.closed_on,
         prerequisite_done=prerequisite_done,
         numbers_landed=numbers_landed,
         reading_right=reading.right,
