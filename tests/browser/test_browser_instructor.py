@@ -23,11 +23,12 @@ from helpers import (
     migrated_sqlite_url,
     write_recording,
 )
-from lesson_answers import RIGHT_READING_ID
+from lesson_answers import LESSON, RIGHT_READING_ID
 from live_server import LiveServer
 from lti_platform import CLIENT_ID, DEPLOYMENT_ID, ISSUER, LEARNER_ROLE, register_platform
 from normdive.lti.learners import member_key
 from normdive.progress.events import EventKind
+from normdive.progress.rerun import rerun_choice
 from normdive.store.db import make_engine
 from normdive.store.event_store import Store
 from normdive.store.tables import (
@@ -45,7 +46,17 @@ pytestmark = pytest.mark.browser
 
 NewPage = Callable[..., Page]
 PHONE = {"width": 375, "height": 812}
+NARROW_PHONE = {"width": 320, "height": 640}
 AXE = "node_modules/axe-core/axe.min.js"
+# A re-run's four rows as a learner's device finished them: (row key, final accuracy).
+RERUN_FINALS = (
+    ("both", 1.0),
+    ("residual_only", 0.139),
+    ("layernorm_only", 0.056),
+    ("neither", 0.056),
+)
+# The re-run's rows each learner of seed() finished, by the learner's number.
+RERUN_ROWS_DONE = {0: 4, 1: 1}
 INJECTION = '<img src=x onerror="document.title=\'pwned\'"><script>document.title="pwned"</script>'
 
 
@@ -74,6 +85,17 @@ def seed(store: Store) -> None:
         store.append(learner, EventKind.HINT_OPENED, {"rung": 1})
         text = INJECTION if number == 0 else f"Takeaway number {number}"
         store.append(learner, EventKind.TAKEAWAY_SAVED, {"text": text})
+        # The first learner re-runs the four rows on their device, the second only the first.
+        for key, accuracy in RERUN_FINALS[: RERUN_ROWS_DONE.get(number, 0)]:
+            payload = {
+                "rerun": 1,
+                "row": key,
+                "config": rerun_choice(LESSON, key).to_json(),
+                "final": {"step": 300, "heldout_loss": 1.0, "heldout_accuracy": accuracy},
+                "curve": [],
+                "outcome": "learns" if accuracy > 0.9 else "chance",
+            }
+            store.append(learner, EventKind.RERUN_ROW_FINISHED, payload)
 
 
 # A course whose platform sent its roster: five active learners (two named) and one inactive,
@@ -214,7 +236,7 @@ def open_every_disclosure(page: Page) -> None:
         summary.click()
 
 
-@pytest.mark.parametrize("viewport", [PHONE, {"width": 1280, "height": 800}])
+@pytest.mark.parametrize("viewport", [NARROW_PHONE, PHONE, {"width": 1280, "height": 800}])
 def test_axe_finds_no_violations(
     new_page: NewPage, live_server: LiveServer, viewport: dict[str, int]
 ) -> None:
@@ -225,6 +247,26 @@ def test_axe_finds_no_violations(
     assert width <= viewport["width"], f"the page scrolls sideways: {width}px"
     violations = axe_violations(page)
     assert violations == [], json.dumps(violations, indent=1)
+
+
+def test_the_re_runs_read_at_320_px(new_page: NewPage, live_server: LiveServer) -> None:
+    page = new_page(viewport=NARROW_PHONE)
+    open_view(page, live_server)
+    section = page.locator("#rerun-report")
+    expect(section.get_by_role("heading", name=LESSON.rerun.instructor_heading)).to_be_visible()
+    expect(section).to_contain_text(
+        "2 learners re-ran at least one row of the ablation on their device; 1 finished all "
+        "four rows of a re-run."
+    )
+    expect(section).to_contain_text(
+        "1 of 1 complete re-run ranked the four rows as the recording does."
+    )
+    table = section.get_by_role("table")
+    expect(table.get_by_role("row")).to_have_count(5)  # the header and four rows
+    expect(table.get_by_role("row").nth(2)).to_have_text("Residuals only13.9 %20.0 %")
+    region = section.get_by_role("region")
+    box = region.bounding_box()
+    assert box is not None and box["x"] + box["width"] <= NARROW_PHONE["width"]
 
 
 def test_the_keyboard_reaches_every_link_and_opens_every_table(
