@@ -252,9 +252,31 @@ LAB_ANSWER: Schema = {
 }
 
 
-def _lab_write(fields: dict[str, Schema], *refusals: int) -> Schema:
-    """A lab write (web.routes.lab): JSON with the panel drawn again, or (no JavaScript) a
-    redirect to /lab; refusals say why, as JSON or the lab's page."""
+RERUN_ANSWER: Schema = {
+    "type": "object",
+    "required": ["ok", "message", "results", "data", "startLabel"],
+    "properties": {
+        "ok": {"type": "boolean"},
+        "message": {"type": "string"},
+        "results": {"type": "string"},
+        "data": {"type": "string"},
+        "startLabel": {"type": "string"},
+    },
+}
+
+
+def _lab_write(
+    fields: dict[str, Schema], *refusals: int, answer: Schema = LAB_ANSWER, redirect: bool = True
+) -> Schema:
+    """A lab write (web.routes.lab, web.routes.rerun): JSON with the panel (or its results)
+    drawn again, or (no JavaScript, the lab only) a redirect to /lab; refusals say why, as
+    JSON or the lab's page."""
+    done: dict[str, Schema] = {
+        "303": {
+            "description": "Done (no JavaScript): on to the lab's page.",
+            "headers": {"Location": {"schema": {"type": "string"}}},
+        }
+    }
     return {
         "requestBody": {
             "required": False,
@@ -273,11 +295,8 @@ def _lab_write(fields: dict[str, Schema], *refusals: int) -> Schema:
         },
         "security": [{"learnerCookie": [], "formToken": []}],
         "responses": {
-            "200": _json("Done: the panel drawn again, and what to announce.", LAB_ANSWER),
-            "303": {
-                "description": "Done (no JavaScript): on to the lab's page.",
-                "headers": {"Location": {"schema": {"type": "string"}}},
-            },
+            "200": _json("Done: the panel drawn again, and what to announce.", answer),
+            **(done if redirect else {}),
             "429": {
                 **_either("Too many writes by this learner in the last minute.", REFUSAL),
                 "headers": {"Retry-After": {"schema": {"type": "string", "pattern": "^[0-9]+$"}}},
@@ -316,6 +335,21 @@ def _lab_operations(lesson: Lesson) -> dict[str, Schema]:
             "post": {
                 **_lab_write({"result": _text(description='JSON {"final", "curve"}.')}, 404),
                 "parameters": [_path_parameter("number", _text(), "The learner's lab run.")],
+            }
+        },
+        "/lab/rerun/panel": {"get": _lab_page("The re-run's panel, as HTML the page swaps in.")},
+        "/lab/reruns/{number}/rows/{row}": {
+            "post": {
+                **_lab_write(
+                    {"result": _text(description='JSON {"final", "curve"}.')},
+                    404,
+                    answer=RERUN_ANSWER,
+                    redirect=False,
+                ),
+                "parameters": [
+                    _path_parameter("number", _text(), "The learner's re-run of the ablation."),
+                    _path_parameter("row", _text(), "The row of the ablation."),
+                ],
             }
         },
     }

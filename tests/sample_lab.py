@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lesson_answers import LESSON
 from normdive.lab.grid import (
     LabBase,
     LabCell,
@@ -45,14 +46,34 @@ def _accuracy(depth: int, layernorm: bool, residual: bool) -> float:
     return 0.25 if depth > 2 else 0.6
 
 
-def sample_lab_grid(base: LabBase = TINY_BASE) -> LabGrid:
+def sample_lab_grid(base: LabBase = TINY_BASE, *, with_rerun: bool = False) -> LabGrid:
+    """The grid; `with_rerun`: with the four cells the lesson's re-run of the ablation draws
+    over too (lesson.rerun.config's depth, eps, init and seed)."""
+    depths = [1, 2, 3, 4]
+    rerun = LESSON.rerun.config
+    if with_rerun:
+        depths.append(rerun.depth)
     offered = LabOffered(
-        depths=[1, 2, 3, 4], eps=[0.0, 1e-5, 1.0], inits=["gpt2", "pytorch"], seeds=[0, 1, 2]
+        depths=depths, eps=[0.0, 1e-5, 1.0], inits=["gpt2", "pytorch"], seeds=[0, 1, 2]
     )
+    rerun_points = {
+        (
+            rerun.depth,
+            layernorm,
+            residual,
+            float(rerun.eps) if layernorm else None,
+            rerun.init,
+            rerun.seed,
+        )
+        for layernorm in (True, False)
+        for residual in (True, False)
+    }
     cells = []
     for point in offered_points(offered):
         depth, layernorm, residual, eps, init, seed = point
         if seed != 0 or point == UNRECORDED:
+            continue
+        if depth > 4 and point not in rerun_points:
             continue
         end = _accuracy(depth, layernorm, residual)
         steps = list(range(0, base.steps + 1, base.eval_every))

@@ -56,6 +56,8 @@ MAX_CURVE_POINTS = 400
 MAX_STEP = 1_000_000
 # What a figure may be spelled as, besides a number: recording.format's markers.
 NON_FINITE_MARKERS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+# The form field a finished run's figures arrive in (JSON {"final", "curve"}).
+RESULT_FIELD = "result"
 CURVE_FIELDS = ("step", "train_loss", "heldout_loss", "heldout_accuracy")
 FINAL_FIELDS = ("step", "heldout_loss", "heldout_accuracy")
 
@@ -472,6 +474,7 @@ def run_line(lesson: Lesson, run: LabRun) -> str:
 __all__ = [
     "MAX_CURVE_POINTS",
     "MAX_LAB_RUNS",
+    "RESULT_FIELD",
     "ROW_SWITCHES",
     "LabChoice",
     "LabRun",

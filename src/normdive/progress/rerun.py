@@ -52,6 +52,9 @@ NO_SUCH_ROW = N_("The ablation has no row {row}.")
 TOO_MANY_RERUNS = N_("You have re-run the ablation {count} times, as many as are kept.")
 
 Relation = Literal["above", "level", "below"]
+# Below a billionth of a point, a gap is the arithmetic's, not the runs' (0.50 - 0.48 is
+# 2.0000000000000018 points in floating point).
+GAP_NOISE_POINTS = 1e-9
 
 
 @dataclass(frozen=True)
@@ -200,7 +203,7 @@ def relation(a: float, b: float, level_points: Decimal) -> Relation:
     that is not a number counts as 0 (a run that diverged learned nothing)."""
     a, b = (x if math.isfinite(x) else 0.0 for x in (a, b))
     gap = (a - b) * 100
-    if abs(gap) <= float(level_points):
+    if abs(gap) <= float(level_points) + GAP_NOISE_POINTS:
         return "level"
     return "above" if gap > 0 else "below"
 

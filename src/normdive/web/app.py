@@ -32,7 +32,7 @@ from normdive.web.infrastructure.identity import make_signer
 from normdive.web.infrastructure.language import Language
 from normdive.web.infrastructure.learners import Histories
 from normdive.web.infrastructure.services import Services
-from normdive.web.routes import actions, instructor, lab, lti, pages, sweep
+from normdive.web.routes import actions, instructor, lab, lti, pages, rerun, sweep
 from normdive.web.security.framing import frame_signer
 from normdive.web.security.headers import SecurityHeaders
 from normdive.web.security.limits import MAX_BODY_BYTES, MAX_HEAD_BYTES, BodyLimit, HeadLimit
@@ -46,6 +46,7 @@ ROUTES: tuple[BaseRoute, ...] = (
     *actions.routes,
     *sweep.routes,
     *lab.routes,
+    *rerun.routes,
     *lti.routes,
     *instructor.routes,
 )

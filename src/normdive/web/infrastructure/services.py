@@ -33,6 +33,8 @@ from normdive.web.infrastructure.learners import (
     Learners,
     Read,
     RecordingStatus,
+    RerunDecide,
+    RerunWritten,
     Written,
 )
 from normdive.web.security.csrf import form_token
@@ -71,6 +73,10 @@ class Services:
     def write_lab(self, learner_id: str, decide: LabDecide) -> LabWritten:
         """One lab write (Learners.write_lab)."""
         return self.learners.write_lab(learner_id, decide)
+
+    def write_rerun(self, learner_id: str, decide: RerunDecide) -> RerunWritten:
+        """One write of the re-run of the ablation (Learners.write_rerun)."""
+        return self.learners.write_rerun(learner_id, decide)
 
     def recording(self) -> RecordingStatus:
         """The recording, or why it cannot be used (reader.recording_snapshot: cached per

@@ -29,12 +29,12 @@ from starlette.routing import Route
 
 from normdive.i18n.catalogues import N_, gettext, pgettext
 from normdive.i18n.numbers import shown_in
-from normdive.lab.grid import lab_path_for
 from normdive.lesson.content import Lesson
 from normdive.lesson.translations import localized
 from normdive.progress.actions import Action, ActionRefused
 from normdive.progress.figures import percent
 from normdive.progress.lab import (
+    RESULT_FIELD,
     ROW_SWITCHES,
     LabRun,
     commit_lab_run,
@@ -59,11 +59,9 @@ from normdive.web.infrastructure.identity import (
 )
 from normdive.web.infrastructure.learners import Refused, refusal_status, retry_headers
 from normdive.web.infrastructure.services import Services, services
-from normdive.web.views.lab_grid import LabGridView, lab_grid
+from normdive.web.views.lab_grid import LabGridView, grid_or_sentence
 
 PANEL_TEMPLATE = "lab_fragments.html"
-# The form field a finished run's figures arrive in (JSON {"final", "curve"}).
-RESULT_FIELD = "result"
 GRID_GONE = N_("The lab's recorded runs changed on the server; reload the page.")
 # The grid's base configuration as the panel says it (_base_words), in the order it says it.
 _BASE_FIELDS = (
@@ -119,13 +117,7 @@ class LabView:
 
 def grid_view(svc: Services) -> LabGridView | str:
     """The grid, or the lesson's sentence for one missing or unusable."""
-    grid = lab_grid(lab_path_for(svc.settings.recording_path))
-    text = localized(svc.lesson).lab
-    if grid == "missing":
-        return text.missing
-    if grid == "unusable":
-        return text.unusable
-    return grid
+    return grid_or_sentence(svc.settings.recording_path, localized(svc.lesson))
 
 
 def _percent(value: float) -> str:

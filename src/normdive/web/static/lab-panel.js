@@ -13,44 +13,44 @@
 //   and answers with the result in words (the outcome against the prediction, the recording
 //   against this device), which is shown and announced.
 
+import {
+  PROBLEM,
+  announce,
+  duration,
+  fill,
+  loadStyles,
+  loadUPlot,
+  marked,
+  measure,
+  paragraph,
+  post,
+  recordedCurve,
+  sameEps,
+} from "./lab-tools.js";
 import { pageWord } from "./page/announce.js";
 import { shownNumber } from "./page/numbers.js";
 
 // The sentences this script says itself, in the page's language (<html data-words>).
-const PROBLEM = pageWord("The lab could not be reached just now. Try again.");
 const WORDS = {
   step: pageWord("Training step"),
   accuracy: pageWord("Held-out accuracy"),
   recorded: pageWord("recorded"),
   live: pageWord("your device"),
 };
-const STYLESHEET = new URL("./lab.css", import.meta.url).href;
 const MILESTONES = [25, 50, 75];
 const CHART_HEIGHT_PX = 220;
 const MIN_CHART_WIDTH_PX = 240;
-// Relative difference under which two eps values name the same recorded cell (as
-// normdive.recording.selection.EPS_MATCH).
-const EPS_MATCH = 1e-9;
 const COLOURS = { recorded: "#8a8f98", live: "#0b5cad", ink: "#1f2328", grid: "#d0d7de" };
 
 /** @typedef {import("./lab/trainer.js").LabConfig} LabConfig */
-/** A figure as the grid spells it: a number, or "nan" / "inf" / "-inf".
- * @typedef {number | string} Figure */
-/** A curve's point, as much of it as the chart reads.
- * @typedef {{ step: number, heldout_accuracy: Figure }} Point */
-/** A recorded cell (GET /lab/grid/<digest>.json, normdive.lab.grid.LabCell), as much as is read.
- * @typedef {{ depth: number, layernorm: boolean, residual: boolean, eps: number | null,
- *   init: string, seed: number, curve: Point[] }} GridCell */
-/** @typedef {{ cells: GridCell[] }} LabGrid */
-/** A configuration as a recorded cell names it: depth, layer norm, residual, eps, init, seed.
- * @typedef {[number, boolean, boolean, number | null, string, number]} CellKey */
+/** @typedef {import("./lab-tools.js").Point} Point */
+/** @typedef {import("./lab-tools.js").CellKey} CellKey */
+/** @typedef {import("./lab-tools.js").Answer} Answer */
 /** A recorded cell as the commit form lists it (data-cells): depth, row, eps, init, seed.
  * @typedef {[number, string, number | null, string, number]} OfferedCell */
 /** The open run as the server draws it into data-run.
  * @typedef {{ run: number, config: LabConfig, seed: number, recorded: boolean, cell: CellKey,
  *   name: string }} PendingRun */
-/** A write's answer: the panel drawn again, and what to say.
- * @typedef {{ ok: boolean, message?: string, html?: string }} Answer */
 /** #lab-train as the server draws it (templates/lab_fragments.html), with its data attributes.
  * @typedef {HTMLElement & { dataset: { run: string, grid: string, progressText: string,
  *   milestone: string, hiddenText: string, stoppedText: string } }} TrainElement */
@@ -71,123 +71,6 @@ const COLOURS = { recorded: "#8a8f98", live: "#0b5cad", ink: "#1f2328", grid: "#
  *   | { type: "eval", step: number, heldout_loss: number, heldout_accuracy: number }
  *   | DoneMessage | { type: "stopped", step: number }
  *   | { type: "error", message: string }} WorkerMessage */
-
-// Named by a variable, so that the type check (tsconfig.json) takes uPlot's types from the
-// pinned package instead of checking the vendored build itself.
-const UPLOT_MODULE = "./vendor/uplot/uPlot.esm.js";
-/** @type {Promise<typeof import("uplot")> | null} */
-let uplotLoading = null;
-/** @type {Promise<LabGrid> | null} */
-let gridLoading = null;
-
-function loadStyles() {
-  const links = /** @type {NodeListOf<HTMLLinkElement>} */ (document.querySelectorAll('link[rel="stylesheet"]'));
-  if ([...links].some((l) => l.href.endsWith("/lab.css"))) {
-    return Promise.resolve();
-  }
-  const link = document.createElement("link");
-  link.rel = "stylesheet";
-  link.href = STYLESHEET;
-  const loaded = new Promise((resolve) => {
-    link.addEventListener("load", resolve, { once: true });
-    link.addEventListener("error", resolve, { once: true }); // the panel reads without it
-  });
-  document.head.append(link);
-  return loaded;
-}
-
-function loadUPlot() {
-  if (!uplotLoading) {
-    const link = document.createElement("link");
-    link.rel = "stylesheet";
-    link.href = new URL("./vendor/uplot/uPlot.min.css", import.meta.url).href;
-    document.head.append(link);
-    uplotLoading = import(UPLOT_MODULE).then((module) => module.default);
-  }
-  return uplotLoading;
-}
-
-/** @param {string} url @returns {Promise<LabGrid>} */
-function loadGrid(url) {
-  if (!gridLoading) {
-    gridLoading = fetch(url, { credentials: "same-origin" }).then((response) => {
-      if (!response.ok) throw new Error(`status ${response.status}`);
-      return response.json();
-    });
-    gridLoading.catch(() => {
-      gridLoading = null; // asked again next time
-    });
-  }
-  return gridLoading;
-}
-
-/** @param {string | undefined} text */
-function announce(text) {
-  const region = document.getElementById("announcer");
-  if (!region || !text) return;
-  region.textContent = "";
-  // A fresh text node a moment later is announced even when it repeats the last message.
-  window.setTimeout(() => {
-    region.textContent = text;
-  }, 50);
-}
-
-/** @param {string} className @param {string} text */
-function paragraph(className, text) {
-  const element = document.createElement("p");
-  element.className = className;
-  element.textContent = text;
-  return element;
-}
-
-/** @param {string} template @param {Record<string, string | number>} values */
-function fill(template, values) {
-  return template.replace(/\{(\w+)\}/g, (whole, name) => (name in values ? String(values[name]) : whole));
-}
-
-// A figure as the grid spells it: a number, or "nan" / "inf" / "-inf", or null.
-/** @param {Figure | null} value */
-function measure(value) {
-  if (typeof value === "number") return value;
-  if (value === "inf") return Infinity;
-  if (value === "-inf") return -Infinity;
-  return NaN;
-}
-
-// A figure as the server keeps it: JSON has no NaN or Infinity, so a diverged run's are
-// spelled as the recording format spells them.
-/** @param {string} _key @param {unknown} value */
-function marked(_key, value) {
-  if (typeof value !== "number" || Number.isFinite(value)) return value;
-  if (Number.isNaN(value)) return "nan";
-  return value > 0 ? "inf" : "-inf";
-}
-
-/** @param {number} seconds */
-function duration(seconds) {
-  if (!Number.isFinite(seconds)) return "–";
-  const whole = Math.max(0, Math.round(seconds));
-  return whole < 60 ? `${whole} s` : `${Math.floor(whole / 60)} min ${whole % 60} s`;
-}
-
-function csrfToken() {
-  return /** @type {HTMLMetaElement | null} */ (document.querySelector('meta[name="csrf-token"]'))?.content ?? "";
-}
-
-/** @param {string} url @param {FormData} data @returns {Promise<Answer>} */
-async function post(url, data) {
-  try {
-    const response = await fetch(url, {
-      method: "POST",
-      body: data,
-      credentials: "same-origin",
-      headers: { Accept: "application/json", "X-CSRF-Token": csrfToken() },
-    });
-    return await response.json();
-  } catch {
-    return { ok: false, message: PROBLEM };
-  }
-}
 
 /** @param {HTMLElement} details */
 export async function openPanel(details) {
@@ -261,7 +144,7 @@ function wireForm(body, form) {
         row === value("row") &&
         init === value("init") &&
         seed === Number(value("seed")) &&
-        (cellEps === null ? wantedEps === null : wantedEps !== null && Math.abs(cellEps - wantedEps) <= EPS_MATCH * Math.max(Math.abs(cellEps), Math.abs(wantedEps))),
+        sameEps(cellEps, wantedEps),
     );
     note.textContent = recorded ? "" : form.dataset.noCell;
   };
@@ -281,27 +164,6 @@ function wireForm(body, form) {
 }
 
 // ---- training --------------------------------------------------------------------------------
-
-/** @param {number | null} a @param {number | null} b */
-function sameEps(a, b) {
-  if (a === null || b === null) return a === b;
-  return Math.abs(a - b) <= EPS_MATCH * Math.max(Math.abs(a), Math.abs(b));
-}
-
-/** @param {string} url @param {CellKey} cell @returns {Promise<Point[] | null>} */
-async function recordedCurve(url, [depth, layernorm, residual, eps, init, seed]) {
-  const grid = await loadGrid(url);
-  const cell = grid.cells.find(
-    (c) =>
-      c.depth === depth &&
-      c.layernorm === layernorm &&
-      c.residual === residual &&
-      sameEps(c.eps, eps) &&
-      c.init === init &&
-      c.seed === seed,
-  );
-  return cell ? cell.curve : null;
-}
 
 /** @param {Point[]} recorded @param {Point[]} live @returns {import("uplot").AlignedData} */
 function chartData(recorded, live) {

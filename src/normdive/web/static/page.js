@@ -143,6 +143,8 @@ document.addEventListener(
     if (panel.id === "sweep-panel") import("./sweep.js").then(({ openPanel }) => openPanel(panel));
     // "Train one yourself": its module, the trainer and the grid load only now.
     if (panel.id === "lab-panel") import("./lab-panel.js").then(({ openPanel }) => openPanel(panel));
+    // "Re-run the ablation on this device": likewise, with the same trainer.
+    if (panel.id === "rerun-panel") import("./rerun.js").then(({ openPanel }) => openPanel(panel));
   },
   true,
 );

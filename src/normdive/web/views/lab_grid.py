@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from normdive.lab.grid import LabGridProblem, parse_lab_grid
+from normdive.lab.grid import LabGridProblem, lab_path_for, parse_lab_grid
+from normdive.lesson.content import Lesson
 from normdive.progress.lab import LabChoice, figure
 from normdive.recording.kept import KeptByStat
 from normdive.recording.reader import MAX_RECORDING_BYTES
@@ -95,6 +96,17 @@ def _grid_or_problem(path: Path) -> LabGridView | GridProblem:
 
 
 _grids: KeptByStat[LabGridView | GridProblem] = KeptByStat(_grid_or_problem)
+
+
+def grid_or_sentence(recording_path: Path, lesson: Lesson) -> LabGridView | str:
+    """The grid beside the recording at `recording_path`, or the lesson's sentence for one
+    missing or unusable."""
+    grid = lab_grid(lab_path_for(recording_path))
+    if grid == "missing":
+        return lesson.lab.missing
+    if grid == "unusable":
+        return lesson.lab.unusable
+    return grid
 
 
 def lab_grid(path: Path) -> LabGridView | GridProblem:

@@ -1,0 +1,374 @@
+// The panel "Re-run the ablation on this device": nothing here loads with the lesson page.
+// page.js imports this module when the panel first opens; it fetches the panel (HTML drawn by
+// the server, GET /lab/rerun/panel) and wires it:
+// - one button trains the lesson's four rows one after another, each in a module Worker
+//   (lab/worker.js, docs/lab.md), at the setting the server put in data-set; each row's
+//   held-out accuracy is drawn as it comes over the recorded lab cell of the same row, size
+//   and seed (the grid, GET /lab/grid/<digest>.json), with uPlot, loaded only now;
+// - one <progress> covers the whole set, with the row, the step and the time left for all
+//   four; Stop pauses and Resume goes on; a hidden tab pauses it too (Page Visibility);
+// - each finished row is posted (POST /lab/reruns/<n>/rows/<row>): the server keeps it once
+//   and answers with the side-by-side drawn again (and, after the fourth, the sentence
+//   composed from the numbers), which is shown and announced;
+// - the row in training and its step are kept in localStorage, so that after a reload the
+//   panel says which row was cut short and that it starts again from step 0 (the rows kept
+//   before it stay, on the server).
+
+import {
+  PROBLEM,
+  announce,
+  duration,
+  fill,
+  loadGrid,
+  loadStyles,
+  loadUPlot,
+  marked,
+  measure,
+  paragraph,
+  post,
+  sameEps,
+} from "./lab-tools.js";
+import { pageWord } from "./page/announce.js";
+
+/** @typedef {import("./lab/trainer.js").LabConfig} LabConfig */
+/** @typedef {import("./lab-tools.js").Point} Point */
+/** @typedef {import("./lab-tools.js").CellKey} CellKey */
+/** One row of the set as the server draws it into data-set (web.views.rerun._data).
+ * @typedef {{ key: string, name: string, colour: string, config: LabConfig, seed: number,
+ *   cell: CellKey, curve: Point[] | null }} SetRow */
+/** The set the browser trains next: its number, its next row, whether the set on show is
+ * whole (then Start begins the next one), the steps of a row, and the four rows.
+ * @typedef {{ number: number, next: number, shownComplete: boolean, steps: number,
+ *   rows: SetRow[] }} RerunSet */
+/** A kept row's answer (web.routes.rerun).
+ * @typedef {{ ok: boolean, message?: string, results?: string, data?: string,
+ *   startLabel?: string }} RowAnswer */
+/** What the worker posts (lab/worker.js), as much as is read here.
+ * @typedef {{ type: "progress", step: number, steps_per_second: number }
+ *   | { type: "eval", step: number, heldout_accuracy: number }
+ *   | { type: "done", curve: object[], final: object }
+ *   | { type: "stopped", step: number } | { type: "error", message: string }} WorkerMessage */
+/** #rerun-train as the server draws it (templates/rerun_fragments.html).
+ * @typedef {HTMLElement & { dataset: { set: string, grid: string, progressText: string,
+ *   hiddenText: string, stoppedText: string, rowStarted: string, restarted: string,
+ *   continueLabel: string } }} TrainElement */
+/** What localStorage keeps of the row in training.
+ * @typedef {{ number: number, row: string, step: number }} InTraining */
+
+// Where the row in training is kept between page loads (one set trains at a time).
+const IN_TRAINING_KEY = "normdive.rerun.training";
+const CHART_HEIGHT_PX = 240;
+const MIN_CHART_WIDTH_PX = 240;
+const INK = "#1f2328";
+const GRID_LINE = "#d0d7de";
+const WORDS = { step: pageWord("Training step"), accuracy: pageWord("Held-out accuracy") };
+
+/** @param {HTMLElement} details */
+export async function openPanel(details) {
+  const body = /** @type {HTMLElement | null} */ (details.querySelector("#rerun-body"));
+  if (!body || body.dataset.loaded) return;
+  body.dataset.loaded = "true";
+  body.setAttribute("aria-busy", "true");
+  const fallback = [...body.childNodes];
+  body.replaceChildren(paragraph("note", body.dataset.loading || ""));
+  try {
+    const fetched = fetch(/** @type {string} */ (body.dataset.src), {
+      headers: { Accept: "text/html" },
+      credentials: "same-origin",
+    });
+    const [response] = await Promise.all([fetched, loadStyles()]);
+    body.innerHTML = await response.text(); // a refusal too is a readable fragment
+    const train = /** @type {TrainElement | null} */ (body.querySelector("#rerun-train"));
+    if (train) wire(body, train);
+  } catch {
+    body.replaceChildren(paragraph("note", PROBLEM), ...fallback);
+    delete body.dataset.loaded; // tried again when the panel next opens
+  } finally {
+    body.removeAttribute("aria-busy");
+  }
+}
+
+/** @returns {InTraining | null} */
+function readInTraining() {
+  try {
+    const kept = JSON.parse(window.localStorage.getItem(IN_TRAINING_KEY) || "null");
+    return kept && typeof kept.row === "string" && Number.isInteger(kept.step) ? kept : null;
+  } catch {
+    return null; // storage refused (a private window) or unreadable: nothing to say
+  }
+}
+
+/** @param {InTraining | null} value */
+function keepInTraining(value) {
+  try {
+    if (value) window.localStorage.setItem(IN_TRAINING_KEY, JSON.stringify(value));
+    else window.localStorage.removeItem(IN_TRAINING_KEY);
+  } catch {
+    // storage refused: a reload then says nothing about the cut-short row
+  }
+}
+
+/** The recorded curve of each row's cell (null where the grid has none).
+ * @param {string} url @param {SetRow[]} rows @returns {Promise<(Point[] | null)[]>} */
+async function recordedCurves(url, rows) {
+  const grid = await loadGrid(url);
+  return rows.map(({ cell: [depth, layernorm, residual, eps, init, seed] }) => {
+    const found = grid.cells.find(
+      (c) =>
+        c.depth === depth &&
+        c.layernorm === layernorm &&
+        c.residual === residual &&
+        sameEps(c.eps, eps) &&
+        c.init === init &&
+        c.seed === seed,
+    );
+    return found ? found.curve : null;
+  });
+}
+
+/** Every row's recorded and live curves on the steps any of them evaluated.
+ * @param {(Point[] | null)[]} recorded @param {Point[][]} live
+ * @returns {import("uplot").AlignedData} */
+function chartData(recorded, live) {
+  const all = [...recorded.flatMap((c) => c || []), ...live.flat()];
+  const xs = [...new Set(all.map((p) => p.step))].sort((a, b) => a - b);
+  const at = (/** @type {Point[] | null} */ points) => {
+    const byStep = new Map((points || []).map((p) => [p.step, measure(p.heldout_accuracy)]));
+    return xs.map((x) => {
+      const y = byStep.get(x);
+      return y !== undefined && Number.isFinite(y) ? y : null;
+    });
+  };
+  return [xs, ...recorded.flatMap((curve, i) => [at(curve), at(live[i])])];
+}
+
+/** @param {HTMLElement} element @param {RerunSet} set @param {(Point[] | null)[]} recorded
+ * @param {Point[][]} live */
+async function makeChart(element, set, recorded, live) {
+  const UPlot = await loadUPlot();
+  const axis = { stroke: INK, grid: { stroke: GRID_LINE, width: 1 }, ticks: { stroke: GRID_LINE } };
+  const percent = (/** @type {unknown} */ _chart, /** @type {number[]} */ ticks) => ticks.map((v) => `${Math.round(v * 100)} %`);
+  /** @type {import("uplot").Series[]} */
+  const series = [{}];
+  for (const row of set.rows) {
+    series.push({ label: row.name, stroke: row.colour, width: 1.5, dash: [6, 4], spanGaps: true, points: { show: false } });
+    series.push({ label: row.name, stroke: row.colour, width: 2.5, spanGaps: true, points: { show: true, size: 4 } });
+  }
+  /** @type {import("uplot").Options} */
+  const options = {
+    width: Math.max(MIN_CHART_WIDTH_PX, element.clientWidth),
+    height: CHART_HEIGHT_PX,
+    legend: { show: false }, // the caption and the table's swatches say which line is which
+    cursor: { show: false },
+    scales: { x: { time: false, range: [0, set.steps] }, y: { range: [0, 1] } },
+    axes: [
+      { ...axis, label: WORDS.step },
+      { ...axis, label: WORDS.accuracy, size: 56, values: percent },
+    ],
+    series,
+  };
+  element.replaceChildren();
+  const plot = new UPlot(options, chartData(recorded, live), element);
+  window.addEventListener("resize", () => {
+    plot.setSize({ width: Math.max(MIN_CHART_WIDTH_PX, element.clientWidth), height: CHART_HEIGHT_PX });
+  });
+  return plot;
+}
+
+/** @param {HTMLElement} body @param {TrainElement} train */
+function wire(body, train) {
+  /** @type {RerunSet} */
+  let set = JSON.parse(train.dataset.set);
+  const rows = set.rows;
+  const steps = set.steps;
+  const start = /** @type {HTMLButtonElement} */ (train.querySelector("#rerun-start"));
+  const stop = /** @type {HTMLButtonElement} */ (train.querySelector("#rerun-stop"));
+  const resume = /** @type {HTMLButtonElement} */ (train.querySelector("#rerun-resume"));
+  const bar = /** @type {HTMLProgressElement} */ (train.querySelector("#rerun-progress"));
+  const status = /** @type {HTMLElement} */ (train.querySelector("#rerun-progress-text"));
+  const restartNote = /** @type {HTMLElement} */ (train.querySelector("#rerun-restarted"));
+  const chartElement = /** @type {HTMLElement} */ (train.querySelector("#rerun-chart"));
+  const results = /** @type {HTMLElement} */ (body.querySelector("#rerun-results"));
+  /** @type {Point[][]} the device's curves, the kept rows' as the server holds them */
+  let live = rows.map((row) => row.curve ?? []);
+  /** @type {(Point[] | null)[]} */
+  let recorded = rows.map(() => null);
+  /** @type {import("uplot") | null} */
+  let plot = null;
+  /** @type {Worker | null} */
+  let worker = null;
+  let mode = "idle"; // idle | running | stopped (by the learner) | hidden | posting
+  let index = set.next; // the row in training, or next
+  let lastStep = 0;
+
+  const redraw = () => plot?.setData(chartData(recorded, live));
+  const setMode = (/** @type {string} */ next) => {
+    mode = next;
+    stop.disabled = mode !== "running";
+    resume.disabled = mode !== "stopped";
+    start.disabled = mode !== "idle";
+  };
+  const overall = (/** @type {number} */ step) => (100 * (index * steps + step)) / (rows.length * steps);
+
+  // A row cut short by a reload (or a closed tab) starts again from step 0: say so.
+  const cut = readInTraining();
+  if (cut && !set.shownComplete && cut.number === set.number && cut.row === rows[index]?.key && cut.step > 0) {
+    restartNote.textContent = fill(train.dataset.restarted, { name: rows[index].name, step: cut.step });
+    restartNote.hidden = false;
+    start.textContent = train.dataset.continueLabel;
+  }
+  if (!set.shownComplete) bar.value = overall(0);
+
+  const onVisibility = () => {
+    if (!worker) return;
+    if (document.hidden && mode === "running") {
+      worker.postMessage({ type: "pause" });
+      setMode("hidden");
+      status.textContent = train.dataset.hiddenText;
+    } else if (!document.hidden && mode === "hidden") {
+      worker.postMessage({ type: "resume" });
+      setMode("running");
+    }
+  };
+  document.addEventListener("visibilitychange", onVisibility);
+
+  // The recorded curves and the chart are drawn while the page is idle, before the start.
+  /** @type {Promise<void> | null} */
+  let prepared = null;
+  const prepare = () => {
+    prepared ??= (async () => {
+      try {
+        recorded = await recordedCurves(train.dataset.grid, rows);
+      } catch {
+        recorded = rows.map(() => null); // the rows train all the same, drawn alone
+      }
+      plot = await makeChart(chartElement, set, recorded, live).catch(() => null);
+    })();
+    return prepared;
+  };
+  (window.requestIdleCallback ?? window.setTimeout)(prepare);
+
+  /** @param {RowAnswer} answer */
+  const showAnswer = (answer) => {
+    if (answer.results !== undefined) results.innerHTML = answer.results;
+    else results.prepend(paragraph("alert", answer.message || PROBLEM));
+    announce(answer.message || PROBLEM);
+  };
+
+  /** The set is over (whole, or refused): the server's view of it decides what comes next.
+   * @param {RowAnswer} answer */
+  const settle = (answer) => {
+    worker = null;
+    keepInTraining(null);
+    if (answer.data) set = JSON.parse(answer.data);
+    if (answer.startLabel) start.textContent = answer.startLabel;
+    setMode("idle");
+    results.focus();
+  };
+
+  /** @param {{ curve: object[], final: object }} message */
+  const finish = async (message) => {
+    const row = rows[index];
+    setMode("posting");
+    const data = new FormData();
+    data.append("result", JSON.stringify({ final: message.final, curve: message.curve }, marked));
+    const answer = /** @type {RowAnswer} */ (await post(`/lab/reruns/${set.number}/rows/${encodeURIComponent(row.key)}`, data));
+    showAnswer(answer);
+    if (!answer.ok) return settle(answer);
+    index += 1;
+    bar.value = overall(0);
+    if (index < rows.length) return trainRow();
+    bar.value = 100;
+    settle(answer);
+  };
+
+  /** @param {WorkerMessage} message */
+  const onMessage = (message) => {
+    if (message.type === "progress") {
+      lastStep = message.step;
+      bar.value = overall(message.step);
+      keepInTraining({ number: set.number, row: rows[index].key, step: message.step });
+      if (mode === "stopped") return;
+      if (mode === "hidden") {
+        status.textContent = train.dataset.hiddenText;
+        return;
+      }
+      const rate = message.steps_per_second;
+      const left = (rows.length - index) * steps - message.step;
+      status.textContent = fill(train.dataset.progressText, {
+        row: index + 1,
+        rows: rows.length,
+        name: rows[index].name,
+        step: message.step,
+        steps,
+        left: duration(left / rate),
+      });
+    } else if (message.type === "eval") {
+      live[index].push({ step: message.step, heldout_accuracy: message.heldout_accuracy });
+      redraw();
+    } else if (message.type === "done") {
+      /** @type {Worker} */ (worker).terminate(); // it sent the message
+      worker = null;
+      finish(message);
+    } else if (message.type === "stopped") {
+      setMode("stopped");
+    } else if (message.type === "error") {
+      /** @type {Worker} */ (worker).terminate();
+      status.textContent = message.message;
+      status.setAttribute("role", "alert");
+      settle({ ok: false });
+    }
+  };
+
+  const trainRow = () => {
+    const row = rows[index];
+    live[index] = [];
+    redraw();
+    lastStep = 0;
+    const wasStopped = mode === "stopped";
+    setMode("running");
+    const said = fill(train.dataset.rowStarted, { row: index + 1, rows: rows.length, name: row.name });
+    status.textContent = said;
+    announce(said);
+    keepInTraining({ number: set.number, row: row.key, step: 0 });
+    worker = new Worker(new URL("./lab/worker.js", import.meta.url), { type: "module" });
+    worker.addEventListener("message", (event) => onMessage(event.data));
+    worker.addEventListener("error", () => onMessage({ type: "error", message: PROBLEM }));
+    worker.postMessage({ type: "start", config: row.config, seed: row.seed });
+    if (wasStopped || document.hidden) {
+      worker.postMessage({ type: "pause" });
+      setMode(document.hidden ? "hidden" : "stopped");
+    }
+  };
+
+  start.addEventListener("click", async () => {
+    if (mode !== "idle") return;
+    if (set.shownComplete) {
+      // A whole set is on show: this begins the next one, from its first row.
+      set = { ...set, shownComplete: false };
+      index = 0;
+      live = rows.map(() => []);
+    } else {
+      index = set.next;
+    }
+    restartNote.hidden = true;
+    setMode("running");
+    await prepare();
+    trainRow();
+    stop.focus();
+  });
+  stop.addEventListener("click", () => {
+    if (mode !== "running" || !worker) return;
+    worker.postMessage({ type: "pause" });
+    setMode("stopped");
+    status.textContent = fill(train.dataset.stoppedText, { step: lastStep, name: rows[index].name });
+    announce(status.textContent);
+    resume.focus();
+  });
+  resume.addEventListener("click", () => {
+    if (mode !== "stopped" || !worker) return;
+    worker.postMessage({ type: "resume" });
+    setMode("running");
+    stop.focus();
+  });
+}
