@@ -46,6 +46,7 @@ from normdive.i18n.catalogues import current_locale
 from normdive.i18n.locales import DEFAULT_LOCALE
 from normdive.lesson.content import Lesson
 from normdive.lesson.translations import localized
+from normdive.like_named import like_named
 from normdive.progress.ablation import AblationState, ablation_state
 from normdive.progress.compare import CompareState, compare, revealed, takeaway_line
 from normdive.progress.events import Event
@@ -268,9 +269,6 @@ def _gate(
 ) -> GateState:
     numbers_total = len(lesson.number_fields)
     predictions_total = len(recording.row_keys)
-    predictions_recorded = ablation.predictions_recorded
-    predictions_before_play = ablation.predictions_before_play
-    best_row_played = ablation.best_row_played
     closed = closed_on is not None or (
         prerequisite_done
         and recording.problem is None
@@ -278,18 +276,18 @@ def _gate(
         and numbers_landed == numbers_total
         and reading_right
         and predictions_total > 0
-        and predictions_recorded == predictions_total
-        and predictions_before_play
-        and best_row_played
+        and ablation.predictions_recorded == predictions_total
+        and ablation.predictions_before_play
+        and ablation.best_row_played
     )
     return GateState(
         numbers_landed=numbers_landed,
         numbers_total=numbers_total,
         reading_right=reading_right,
-        predictions_recorded=predictions_recorded,
         predictions_total=predictions_total,
-        predictions_before_play=predictions_before_play,
-        best_row_played=best_row_played,
+        **like_named(
+            ablation, "predictions_recorded", "predictions_before_play", "best_row_played"
+        ),
         cannot_close_reason=None if closed_on is not None else recording.problem,
         closed=closed,
         closed_on=closed_on,
