@@ -5,6 +5,7 @@ over HTTP."""
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,9 +16,11 @@ from bs4 import BeautifulSoup, Tag
 from pydantic import SecretStr
 from sqlalchemy import Engine, insert
 from starlette.testclient import TestClient
+from typer.testing import CliRunner
 
 from helpers import SECRET_KEY, SettingsFactory, ablation_recording, write_recording
 from lesson_answers import LESSON
+from normdive.cli import app as cli
 from normdive.progress.events import EventKind
 from normdive.progress.facts import RecordingFacts, RowFacts
 from normdive.progress.rerun import rerun_choice, row_keys
@@ -293,3 +296,33 @@ def test_without_a_usable_recording_the_section_says_so_instead_of_a_figure(
     figures = client.get("/instructor/aggregate.json").json()["rerun"]
     assert figures["complete_reruns_ranked_as_the_recording"] is None
     assert not math.isnan(figures["rows"]["neither"]["device_mean_accuracy"])
+
+
+def test_the_report_command_writes_the_re_runs_beside_the_pool_figures(
+    make_settings: SettingsFactory, store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    settings = make_settings(recording_path=write_recording(tmp_path, ablation_recording()))
+    member, outsider = store.create_learner(), store.create_learner()
+    in_course(engine, member, COURSE)
+    rerun_whole(store, member, 1, SAME)
+    rerun_whole(store, outsider, 1, OTHER)
+    output = tmp_path / "learners.csv"
+    command = ["report", "--context", COURSE, "--output", str(output)]
+    result = CliRunner().invoke(
+        cli,
+        [*command, "--recording", str(settings.recording_path)],
+        env={"DATABASE_URL": settings.database_url, "NORMDIVE_SECRET_KEY": SECRET_KEY},
+    )
+    assert result.exit_code == 0, result.output
+    figures = json.loads((tmp_path / "learners.aggregate.json").read_text(encoding="utf-8"))
+    assert figures["learners"] == 1
+    assert figures["rerun"] == {
+        "learners": 1,
+        "learners_with_a_complete_rerun": 1,
+        "complete_reruns": 1,
+        "complete_reruns_ranked_as_the_recording": 1,
+        "rows": {
+            key: {"device_mean_accuracy": SAME[key], "recorded_accuracy": RECORDED[key]}
+            for key in KEYS
+        },
+    }

@@ -425,6 +425,7 @@ def report(
     from normdive.progress.report_export import Chunks, json_chunks, write_export
     from normdive.store.snapshots import Snapshots
     from normdive.web.views.instructor_report import csv_chunks, learner_summaries
+    from normdive.web.views.instructor_rerun import rerun_aggregate, rerun_report
 
     if output_format not in ("csv", "json"):
         raise _fail(f"--format {output_format!r}: give csv or json.")
@@ -439,8 +440,9 @@ def report(
             if output_format == "csv"
             else partial(json_chunks, lesson=lesson)
         )
+        reruns = {"rerun": rerun_aggregate(rerun_report(engine, lesson, facts, key))}
         try:
-            done = write_export(output, summaries, chunks, PoolReportBuilder(lesson, facts))
+            done = write_export(output, summaries, chunks, PoolReportBuilder(lesson, facts), reruns)
         except OSError as error:
             failed = error.filename or output
             raise _fail(f"Could not write {failed}: {error.strerror or error}.") from None

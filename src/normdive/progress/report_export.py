@@ -166,10 +166,12 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def aggregate(report: PoolReport) -> dict[str, Any]:
-    """The pool's figures as JSON can hold them (times as ISO 8601 UTC, keys as strings)."""
+def aggregate(report: PoolReport, beside: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The pool's figures as JSON can hold them (times as ISO 8601 UTC, keys as strings), and
+    `beside`'s, which the pool report does not hold (the re-runs', counted by the web app's
+    views from the store), under their own keys."""
     plain: dict[str, Any] = _plain(dataclasses.asdict(report))
-    return plain
+    return {**plain, **_plain(beside or {})}
 
 
 def json_chunks(summaries: Iterable[LearnerSummary], lesson: Lesson) -> Iterator[str]:
@@ -197,11 +199,15 @@ class Exported:
 
 
 def write_export(
-    output: Path, summaries: Iterable[LearnerSummary], chunks: Chunks, builder: PoolReportBuilder
+    output: Path,
+    summaries: Iterable[LearnerSummary],
+    chunks: Chunks,
+    builder: PoolReportBuilder,
+    beside: Mapping[str, Any] | None = None,
 ) -> Exported:
     """Write `chunks` of the summaries to `output`, adding each summary to `builder` as it
-    passes, then the pool's figures to aggregate_path_for(output). Raises OSError (its
-    filename says which file), or what reading the summaries raises."""
+    passes, then the pool's figures (with `beside`'s: aggregate) to aggregate_path_for(output).
+    Raises OSError (its filename says which file), or what reading the summaries raises."""
 
     def counted() -> Iterator[LearnerSummary]:
         for summary in summaries:
@@ -214,6 +220,7 @@ def write_export(
     figures = builder.report()
     summary_path = aggregate_path_for(output)
     summary_path.write_text(
-        json.dumps(aggregate(figures), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+        json.dumps(aggregate(figures, beside), indent=1, ensure_ascii=False) + "\n",
+        encoding="utf-8",
     )
     return Exported(summary_path, figures)

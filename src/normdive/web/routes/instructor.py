@@ -142,7 +142,7 @@ def _aggregate(svc: Services, request: Request) -> Response:
     if pool is None:
         return _refused(request, NO_ACCESS)
     rerun = rerun_report(svc.engine, svc.lesson, pool_recording(svc), pool.context_key)
-    response = JSONResponse({**aggregate(pool_report(svc, pool)), "rerun": rerun_aggregate(rerun)})
+    response = JSONResponse(aggregate(pool_report(svc, pool), {"rerun": rerun_aggregate(rerun)}))
     response.headers["Cache-Control"] = CACHE_CONTROL
     return response
 
