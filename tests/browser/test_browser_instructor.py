@@ -1,5 +1,6 @@
 """The instructor view in Chromium: the operator's link opens it; axe-core finds no violations
-on a laptop and at 375 px, where the page does not scroll sideways; every link and disclosure
+on a laptop, at 375 px and at 320 px, where the page does not scroll sideways; the re-runs of
+the ablation on the learners' devices read at 320 px; every link and disclosure
 is reached with Tab and opened with the keyboard; without JavaScript the disclosures still
 open their tables; a takeaway's markup stays text; a learner is refused readably. A course
 whose platform sent its roster starts the funnel from it and lists who has not opened D9, with
