@@ -449,6 +449,11 @@ BROKEN: list[tuple[str, Callable[[str], str], tuple[str, ...]]] = [
         ("rows", "repeated"),
     ),
     (
+        "a row missing",
+        _drop_block('[[rows]]\nkey = "neither"', "# A row's outcome is read"),
+        ("rows", "needs one row for each of", "neither"),
+    ),
+    (
         "a component without a name",
         _replace('residual = "the residual connections"\n', ""),
         ("components", "residual"),
