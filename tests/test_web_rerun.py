@@ -145,7 +145,7 @@ def test_the_panel_states_both_stacks_and_the_set_the_browser_trains(
         assert data["rows"][1]["config"]["eps"] is None  # residuals only: no layer norm
         assert words(panel.select_one("#rerun-start")) == TEXT.start_label
         lines = {
-            str(tr["data-row"]): [words(td) for td in tr.select("td")]
+            str(tr["data-rerun-row"]): [words(td) for td in tr.select("td")]
             for tr in panel.select("#rerun-table tbody tr")
         }
         outcomes: dict[str, str] = {o.id: o.label for o in LESSON.outcomes}
@@ -175,7 +175,7 @@ def test_four_rows_kept_once_each_in_order_then_the_sentence(
         said = first.json()["message"]
         assert said == TEXT.row_finished.format(name=LABELS["both"], accuracy="100.0 %")
         results = soup(first.json()["results"])
-        assert words(results.select_one('tr[data-row="both"] td.device')).endswith("100.0 %")
+        assert words(results.select_one('tr[data-rerun-row="both"] td.device')).endswith("100.0 %")
         assert words(results.select_one("#rerun-kept")) == TEXT.kept_rows.format(done=1, rows=4)
         again = keep(client, 1, "both", 0.5)
         assert again.status_code == 409 and "kept already" in again.json()["message"]

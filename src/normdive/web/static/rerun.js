@@ -259,7 +259,9 @@ function wire(body, train) {
    * @param {RowAnswer} answer */
   const settle = (answer) => {
     worker = null;
-    keepInTraining(null);
+    // A row the server answered for is done with; one whose figures never reached it (the
+    // network, or the page going away while they were on their way) is still to train again.
+    if (answer.results !== undefined) keepInTraining(null);
     if (answer.data) set = JSON.parse(answer.data);
     if (answer.startLabel) start.textContent = answer.startLabel;
     setMode("idle");
@@ -275,6 +277,7 @@ function wire(body, train) {
     const answer = /** @type {RowAnswer} */ (await post(`/lab/reruns/${set.number}/rows/${encodeURIComponent(row.key)}`, data));
     showAnswer(answer);
     if (!answer.ok) return settle(answer);
+    keepInTraining(null);
     index += 1;
     bar.value = overall(0);
     if (index < rows.length) return trainRow();

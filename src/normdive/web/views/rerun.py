@@ -189,6 +189,7 @@ def rerun_view(
             text.continue_label if begun else text.again_label if whole else text.start_label
         ),
         data=json.dumps(data),
+        grid_url=f"/lab/grid/{grid.digest}.json",
         rows=rows,
         kept=text.kept_rows.format(done=len(shown.rows) if shown else 0, rows=len(rows)),
         sentences=order_sentences(lesson, shown.finals(), recorded) if whole and shown else (),

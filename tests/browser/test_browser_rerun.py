@@ -1,0 +1,172 @@
+"""The panel "Re-run the ablation on this device" in Chromium, on a server whose recording has a
+tiny lab grid beside it (tests/sample_lab.py, with the re-run's four cells): nothing of it loads
+until the panel opens; from the keyboard, one button trains the four rows one after another
+through the real worker, under one progress bar, each drawn over its recorded cell; the
+side-by-side fills row by row and ends with the sentence composed from the numbers, announced;
+a reload during a row keeps the rows before it and says which row starts again, and from which
+step; axe-core finds no violations and nothing scrolls sideways at 320 px."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+
+import pytest
+from lab_page import close_the_gate
+from playwright.sync_api import Page, Route, expect
+
+from helpers import ablation_recording, build_settings, migrated_sqlite_url, write_recording
+from lesson_answers import LESSON
+from live_server import LiveServer
+from normdive.web.app import create_app
+from sample_lab import sample_lab_grid, write_lab_grid
+
+pytestmark = pytest.mark.browser
+
+NewPage = Callable[..., Page]
+NARROW = {"width": 320, "height": 740}
+AXE = "node_modules/axe-core/axe.min.js"
+TEXT = LESSON.rerun
+LABELS = [row.label for row in LESSON.rows]
+# Four tiny rows train in seconds; a loaded machine gets room, and no test asserts a time.
+TRAINED_MS = 180_000
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """This module's server: the sample recording with a tiny lab grid (and the re-run's
+    cells) beside it."""
+    folder = tmp_path_factory.mktemp("rerun-live")
+    recording = write_recording(folder, ablation_recording())
+    write_lab_grid(recording, sample_lab_grid(with_rerun=True))
+    server = LiveServer(
+        create_app(build_settings(migrated_sqlite_url(folder), folder, recording_path=recording))
+    )
+    server.start()
+    yield server
+    server.stop()
+
+
+def no_horizontal_scroll(page: Page) -> None:
+    width = page.evaluate("document.scrollingElement.scrollWidth")
+    assert width <= NARROW["width"], f"the page scrolls sideways: {width}px"
+
+
+def axe_violations(page: Page) -> list[dict[str, object]]:
+    page.add_script_tag(path=AXE)
+    found = page.evaluate("async () => (await axe.run(document)).violations")
+    return [{"id": v["id"], "nodes": [n["html"] for n in v["nodes"]]} for v in found]
+
+
+def listen_to_announcements(page: Page) -> None:
+    page.evaluate(
+        """() => {
+          window.said = [];
+          new MutationObserver(() => {
+            const text = document.getElementById("announcer").textContent;
+            if (text) window.said.push(text);
+          }).observe(document.getElementById("announcer"), { childList: true, subtree: true });
+        }"""
+    )
+
+
+def open_the_panel(page: Page) -> None:
+    """Open the panel from the keyboard; after a reload the page opens it again itself."""
+    if page.locator("#rerun-panel").get_attribute("open") is None:
+        summary = page.get_by_text(TEXT.open_label, exact=True)
+        summary.focus()
+        page.keyboard.press("Enter")
+    expect(page.locator("#rerun-train")).to_be_visible()
+
+
+def test_the_four_rows_train_fill_the_side_by_side_and_end_in_a_sentence(
+    new_page: NewPage,
+) -> None:
+    # bypass_csp lets the audit script in; the page itself runs no inline script.
+    page = new_page(bypass_csp=True, viewport=NARROW, reduced_motion="reduce")
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    close_the_gate(page)
+    page.wait_for_load_state("networkidle")
+    assert not [u for u in asked if "rerun" in u or "/lab/" in u]  # nothing until it opens
+    expect(page.get_by_role("heading", name=TEXT.heading)).to_be_visible()
+    listen_to_announcements(page)
+    open_the_panel(page)
+    assert any(u.endswith("/rerun.js") for u in asked)
+    assert not any(u.endswith("/lab/worker.js") for u in asked)  # no trainer before Start
+    expect(page.locator("#rerun-smaller")).to_contain_text("narrower")
+    table = page.get_by_role("table", name=TEXT.table_caption)
+    expect(table.get_by_role("row")).to_have_count(1 + 4)
+    no_horizontal_scroll(page)
+    assert axe_violations(page) == []
+
+    start = page.get_by_role("button", name=TEXT.start_label)
+    start.focus()
+    page.keyboard.press("Enter")
+    bar = page.get_by_role("progressbar", name=TEXT.progress_label)
+    expect(bar).to_be_visible()
+    expect(page.get_by_role("button", name=TEXT.stop_label)).to_be_focused()
+    verdict = page.locator("#rerun-verdict")
+    expect(verdict).to_be_visible(timeout=TRAINED_MS)
+    expect(verdict).to_contain_text(TEXT.same_order.split("{")[0].strip())
+    expect(page.locator("#rerun-results")).to_be_focused()
+    assert float(bar.get_attribute("value") or 0) == 100
+    for label in LABELS:
+        device = table.get_by_role("row", name=re.compile(label)).locator("td.device")
+        expect(device).to_contain_text("%")
+    expect(page.locator("#rerun-kept")).to_have_text(TEXT.kept_rows.format(done=4, rows=4))
+    chart = page.get_by_role("img", name=TEXT.chart_label)
+    expect(chart.locator("canvas")).to_have_count(1)
+    assert any("/lab/grid/" in u for u in asked)
+    assert sum(u.endswith("/lab/worker.js") for u in asked) >= 1
+    expect(page.get_by_role("button", name=TEXT.again_label)).to_be_enabled()
+    page.wait_for_function("window.said.some((text) => text.includes('as in the recording'))")
+    said = list(page.evaluate("window.said"))
+    for index, label in enumerate(LABELS, start=1):
+        started = TEXT.row_started.format(row=index, rows=4, name=label)
+        assert started in said, said
+    assert not any(re.match(r"Row \d of 4, .*: step", s) for s in said)  # milestones only
+    no_horizontal_scroll(page)
+    assert axe_violations(page) == []
+
+    page.reload()  # the kept set is drawn by the server
+    open_the_panel(page)
+    expect(page.locator("#rerun-verdict")).to_be_visible()
+    expect(page.get_by_role("button", name=TEXT.again_label)).to_be_visible()
+
+
+def test_a_reload_during_a_row_keeps_the_rows_before_and_says_which_starts_again(
+    new_page: NewPage,
+) -> None:
+    page = new_page(viewport=NARROW)
+    close_the_gate(page)
+    open_the_panel(page)
+    # The second row's figures never reach the server: the reload comes while they are on
+    # their way, so that row was cut short.
+    held: list[Route] = []
+    page.route(re.compile(r"/lab/reruns/\d+/rows/residual_only$"), lambda route: held.append(route))
+    page.get_by_role("button", name=TEXT.start_label).click()
+    page.wait_for_function(
+        "() => document.querySelector('#rerun-kept')?.textContent.includes('1 of 4')",
+        timeout=TRAINED_MS,
+    )
+    page.wait_for_function(
+        "() => (JSON.parse(localStorage.getItem('normdive.rerun.training') || 'null')?.step ?? 0) > 0 "
+        "&& JSON.parse(localStorage.getItem('normdive.rerun.training')).row === 'residual_only'",
+        timeout=TRAINED_MS,
+    )
+    step = page.evaluate("JSON.parse(localStorage.getItem('normdive.rerun.training')).step")
+    page.reload()  # the held answer goes with the page it was for
+    page.unroute(re.compile(r"/lab/reruns/\d+/rows/residual_only$"))
+    open_the_panel(page)
+    note = page.locator("#rerun-restarted")
+    expect(note).to_be_visible()
+    expect(note).to_have_text(TEXT.restarted.format(name=LABELS[1], step=step))
+    expect(page.locator("#rerun-kept")).to_have_text(TEXT.kept_rows.format(done=1, rows=4))
+    kept = page.get_by_role("row", name=re.compile(LABELS[0])).locator("td.device")
+    expect(kept).to_contain_text("%")
+    go_on = page.get_by_role("button", name=TEXT.continue_label)
+    go_on.click()
+    expect(page.locator("#rerun-verdict")).to_be_visible(timeout=TRAINED_MS)
+    expect(page.locator("#rerun-kept")).to_have_text(TEXT.kept_rows.format(done=4, rows=4))
+    assert page.evaluate("localStorage.getItem('normdive.rerun.training')") is None
