@@ -151,7 +151,8 @@ def test_a_reload_during_a_row_keeps_the_rows_before_and_says_which_starts_again
         timeout=TRAINED_MS,
     )
     page.wait_for_function(
-        "() => (JSON.parse(localStorage.getItem('normdive.rerun.training') || 'null')?.step ?? 0) > 0 "
+        "() => (JSON.parse(localStorage.getItem('normdive.rerun.training') || 'null')?.step ?? 0)"
+        " > 0 "
         "&& JSON.parse(localStorage.getItem('normdive.rerun.training')).row === 'residual_only'",
         timeout=TRAINED_MS,
     )
