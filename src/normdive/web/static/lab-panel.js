@@ -15,13 +15,13 @@
 
 import {
   PROBLEM,
+  accuracyChart,
+  accuracyData,
   announce,
   duration,
   fill,
-  loadStyles,
-  loadUPlot,
+  loadPanel,
   marked,
-  measure,
   paragraph,
   post,
   recordedCurve,
@@ -32,15 +32,11 @@ import { shownNumber } from "./page/numbers.js";
 
 // The sentences this script says itself, in the page's language (<html data-words>).
 const WORDS = {
-  step: pageWord("Training step"),
-  accuracy: pageWord("Held-out accuracy"),
   recorded: pageWord("recorded"),
   live: pageWord("your device"),
 };
 const MILESTONES = [25, 50, 75];
-const CHART_HEIGHT_PX = 220;
-const MIN_CHART_WIDTH_PX = 240;
-const COLOURS = { recorded: "#8a8f98", live: "#0b5cad", ink: "#1f2328", grid: "#d0d7de" };
+const COLOURS = { recorded: "#8a8f98", live: "#0b5cad" };
 
 /** @typedef {import("./lab/trainer.js").LabConfig} LabConfig */
 /** @typedef {import("./lab-tools.js").Point} Point */
@@ -74,31 +70,12 @@ const COLOURS = { recorded: "#8a8f98", live: "#0b5cad", ink: "#1f2328", grid: "#
 
 /** @param {HTMLElement} details */
 export async function openPanel(details) {
-  const body = /** @type {HTMLElement | null} */ (details.querySelector("#lab-body"));
-  if (!body || body.dataset.loaded) return;
-  body.dataset.loaded = "true";
-  body.setAttribute("aria-busy", "true");
-  const fallback = [...body.childNodes];
-  body.replaceChildren(paragraph("note", body.dataset.loading || ""));
-  try {
-    // The server draws #lab-body with data-src, the panel's address.
-    const fetched = fetch(/** @type {string} */ (body.dataset.src), {
-      headers: { Accept: "text/html" },
-      credentials: "same-origin",
-    });
-    const [response] = await Promise.all([fetched, loadStyles()]);
-    // Every answer, a refusal included, is a readable fragment drawn by the server.
-    body.innerHTML = await response.text();
+  await loadPanel(/** @type {HTMLElement | null} */ (details.querySelector("#lab-body")), (body) => {
     // The panel lists the learner's runs itself: the list the page drew beside the closed
     // panel goes, so that the page has one #lab-runs.
     if (body.querySelector("#lab-runs")) details.parentElement?.querySelector(":scope > #lab-runs")?.remove();
     wire(body);
-  } catch {
-    body.replaceChildren(paragraph("note", PROBLEM), ...fallback);
-    delete body.dataset.loaded; // tried again when the panel next opens
-  } finally {
-    body.removeAttribute("aria-busy");
-  }
+  });
 }
 
 // Swap in the panel the server drew with a write's answer, and put the focus at `focusId`
@@ -165,44 +142,17 @@ function wireForm(body, form) {
 
 // ---- training --------------------------------------------------------------------------------
 
-/** @param {Point[]} recorded @param {Point[]} live @returns {import("uplot").AlignedData} */
-function chartData(recorded, live) {
-  const xs = [...new Set([...recorded.map((p) => p.step), ...live.map((p) => p.step)])].sort((a, b) => a - b);
-  const at = (/** @type {Point[]} */ points) => {
-    const byStep = new Map(points.map((p) => [p.step, measure(p.heldout_accuracy)]));
-    return xs.map((x) => (byStep.has(x) && Number.isFinite(byStep.get(x)) ? byStep.get(x) : null));
-  };
-  return [xs, at(recorded), at(live)];
-}
-
 /** @param {HTMLElement} element @param {number} steps @param {Point[] | null} recorded */
-async function makeChart(element, steps, recorded) {
-  const UPlot = await loadUPlot();
-  const axis = { stroke: COLOURS.ink, grid: { stroke: COLOURS.grid, width: 1 }, ticks: { stroke: COLOURS.grid } };
-  const percent = (/** @type {unknown} */ _chart, /** @type {number[]} */ ticks) => ticks.map((v) => `${Math.round(v * 100)} %`);
-  /** @type {import("uplot").Options} */
-  const options = {
-    width: Math.max(MIN_CHART_WIDTH_PX, element.clientWidth),
-    height: CHART_HEIGHT_PX,
-    legend: { show: false }, // the figure's caption says which line is which
-    cursor: { show: false },
-    scales: { x: { time: false, range: [0, steps] }, y: { range: [0, 1] } },
-    axes: [
-      { ...axis, label: WORDS.step },
-      { ...axis, label: WORDS.accuracy, size: 56, values: percent },
-    ],
-    series: [
-      {},
+function makeChart(element, steps, recorded) {
+  return accuracyChart(
+    element,
+    steps,
+    [
       { label: WORDS.recorded, stroke: COLOURS.recorded, width: 2, dash: [6, 4], spanGaps: true, points: { show: false } },
       { label: WORDS.live, stroke: COLOURS.live, width: 2.5, spanGaps: true, points: { show: true, size: 5 } },
     ],
-  };
-  element.replaceChildren();
-  const plot = new UPlot(options, chartData(recorded || [], []), element);
-  window.addEventListener("resize", () => {
-    plot.setSize({ width: Math.max(MIN_CHART_WIDTH_PX, element.clientWidth), height: CHART_HEIGHT_PX });
-  });
-  return plot;
+    [recorded, []],
+  );
 }
 
 /** @param {HTMLElement} body @param {TrainElement} train */
@@ -230,7 +180,7 @@ function wireTrainer(body, train) {
   let mode = "idle"; // idle | running | stopped (by the learner) | hidden | done
   let lastStep = 0;
 
-  const redraw = () => plot?.setData(chartData(recorded, live));
+  const redraw = () => plot?.setData(accuracyData([recorded, live]));
   const setMode = (/** @type {string} */ next) => {
     mode = next;
     stop.disabled = mode !== "running";

@@ -3,9 +3,11 @@
 // the recorded lab grid, each once and only when a panel opens; posting a write with the
 // form token; figures as the grid spells them; announcing.
 
+import { loadStylesheet, loadUPlot, paragraph } from "./loaders.js";
 import { pageWord } from "./page/announce.js";
 
 export { announce } from "./page/announce.js";
+export { loadUPlot, paragraph } from "./loaders.js";
 
 export const PROBLEM = pageWord("The lab could not be reached just now. Try again.");
 const STYLESHEET = new URL("./lab.css", import.meta.url).href;
@@ -26,39 +28,12 @@ const EPS_MATCH = 1e-9;
 /** A write's answer: the panel drawn again, and what to say.
  * @typedef {{ ok: boolean, message?: string, html?: string }} Answer */
 
-// Named by a variable, so that the type check (tsconfig.json) takes uPlot's types from the
-// pinned package instead of checking the vendored build itself.
-const UPLOT_MODULE = "./vendor/uplot/uPlot.esm.js";
-/** @type {Promise<typeof import("uplot")> | null} */
-let uplotLoading = null;
 /** @type {Promise<LabGrid> | null} */
 let gridLoading = null;
 
+/** The lab's stylesheet, which the re-run's panel uses too. */
 export function loadStyles() {
-  const links = /** @type {NodeListOf<HTMLLinkElement>} */ (document.querySelectorAll('link[rel="stylesheet"]'));
-  if ([...links].some((l) => l.href.endsWith("/lab.css"))) {
-    return Promise.resolve();
-  }
-  const link = document.createElement("link");
-  link.rel = "stylesheet";
-  link.href = STYLESHEET;
-  const loaded = new Promise((resolve) => {
-    link.addEventListener("load", resolve, { once: true });
-    link.addEventListener("error", resolve, { once: true }); // the panel reads without it
-  });
-  document.head.append(link);
-  return loaded;
-}
-
-export function loadUPlot() {
-  if (!uplotLoading) {
-    const link = document.createElement("link");
-    link.rel = "stylesheet";
-    link.href = new URL("./vendor/uplot/uPlot.min.css", import.meta.url).href;
-    document.head.append(link);
-    uplotLoading = import(UPLOT_MODULE).then((module) => module.default);
-  }
-  return uplotLoading;
+  return loadStylesheet(STYLESHEET);
 }
 
 /** @param {string} url @returns {Promise<LabGrid>} */
@@ -73,14 +48,6 @@ export function loadGrid(url) {
     });
   }
   return gridLoading;
-}
-
-/** @param {string} className @param {string} text */
-export function paragraph(className, text) {
-  const element = document.createElement("p");
-  element.className = className;
-  element.textContent = text;
-  return element;
 }
 
 /** @param {string} template @param {Record<string, string | number>} values */
@@ -138,10 +105,10 @@ export function sameEps(a, b) {
   return Math.abs(a - b) <= EPS_MATCH * Math.max(Math.abs(a), Math.abs(b));
 }
 
-/** @param {string} url @param {CellKey} cell @returns {Promise<Point[] | null>} */
-export async function recordedCurve(url, [depth, layernorm, residual, eps, init, seed]) {
-  const grid = await loadGrid(url);
-  const cell = grid.cells.find(
+/** The grid's cell of exactly this configuration and seed (eps within EPS_MATCH), if any.
+ * @param {LabGrid} grid @param {CellKey} key @returns {GridCell | undefined} */
+export function findCell(grid, [depth, layernorm, residual, eps, init, seed]) {
+  return grid.cells.find(
     (c) =>
       c.depth === depth &&
       c.layernorm === layernorm &&
@@ -150,5 +117,89 @@ export async function recordedCurve(url, [depth, layernorm, residual, eps, init,
       c.init === init &&
       c.seed === seed,
   );
-  return cell ? cell.curve : null;
+}
+
+/** The recorded curve of the cell `key` in the grid at `url`, or null without one.
+ * @param {string} url @param {CellKey} key @returns {Promise<Point[] | null>} */
+export async function recordedCurve(url, key) {
+  return findCell(await loadGrid(url), key)?.curve ?? null;
+}
+
+// ---- panels and charts ---------------------------------------------------------------------
+
+/** Fetch a panel's contents, which the server draws at body.dataset.src, into `body` the
+ * first time it opens, with the lab's stylesheet, then `wire` them. A failure says so and
+ * keeps what the page drew; the panel is tried again when it next opens.
+ * @param {HTMLElement | null} body @param {(body: HTMLElement) => void} wire */
+export async function loadPanel(body, wire) {
+  if (!body || body.dataset.loaded) return;
+  body.dataset.loaded = "true";
+  body.setAttribute("aria-busy", "true");
+  const fallback = [...body.childNodes];
+  body.replaceChildren(paragraph("note", body.dataset.loading || ""));
+  try {
+    const fetched = fetch(/** @type {string} */ (body.dataset.src), {
+      headers: { Accept: "text/html" },
+      credentials: "same-origin",
+    });
+    const [response] = await Promise.all([fetched, loadStyles()]);
+    // Every answer, a refusal included, is a readable fragment drawn by the server.
+    body.innerHTML = await response.text();
+    wire(body);
+  } catch {
+    body.replaceChildren(paragraph("note", PROBLEM), ...fallback);
+    delete body.dataset.loaded;
+  } finally {
+    body.removeAttribute("aria-busy");
+  }
+}
+
+const CHART_HEIGHT_PX = 220;
+const MIN_CHART_WIDTH_PX = 240;
+export const INK = { text: "#1f2328", grid: "#d0d7de" };
+const AXIS_WORDS = { step: pageWord("Training step"), accuracy: pageWord("Held-out accuracy") };
+
+/** The curves' held-out accuracy on every step any of them evaluated (null where one did not,
+ * or where its figure is not a number).
+ * @param {(Point[] | null)[]} curves @returns {import("uplot").AlignedData} */
+export function accuracyData(curves) {
+  const xs = [...new Set(curves.flatMap((c) => (c || []).map((p) => p.step)))].sort((a, b) => a - b);
+  return [
+    xs,
+    ...curves.map((points) => {
+      const byStep = new Map((points || []).map((p) => [p.step, measure(p.heldout_accuracy)]));
+      return xs.map((x) => {
+        const y = byStep.get(x);
+        return y !== undefined && Number.isFinite(y) ? y : null;
+      });
+    }),
+  ];
+}
+
+/** A chart of held-out accuracy (0 to 100 %) against the training step (0 to `steps`), one
+ * line per series, drawn into `element` and kept to its width.
+ * @param {HTMLElement} element @param {number} steps @param {import("uplot").Series[]} series
+ * @param {(Point[] | null)[]} curves */
+export async function accuracyChart(element, steps, series, curves) {
+  const UPlot = await loadUPlot();
+  const axis = { stroke: INK.text, grid: { stroke: INK.grid, width: 1 }, ticks: { stroke: INK.grid } };
+  const percent = (/** @type {unknown} */ _chart, /** @type {number[]} */ ticks) => ticks.map((v) => `${Math.round(v * 100)} %`);
+  const width = () => Math.max(MIN_CHART_WIDTH_PX, element.clientWidth);
+  /** @type {import("uplot").Options} */
+  const options = {
+    width: width(),
+    height: CHART_HEIGHT_PX,
+    legend: { show: false }, // the figure's caption says which line is which
+    cursor: { show: false },
+    scales: { x: { time: false, range: [0, steps] }, y: { range: [0, 1] } },
+    axes: [
+      { ...axis, label: AXIS_WORDS.step },
+      { ...axis, label: AXIS_WORDS.accuracy, size: 56, values: percent },
+    ],
+    series: [{}, ...series],
+  };
+  element.replaceChildren();
+  const plot = new UPlot(options, accuracyData(curves), element);
+  window.addEventListener("resize", () => plot.setSize({ width: width(), height: CHART_HEIGHT_PX }));
+  return plot;
 }

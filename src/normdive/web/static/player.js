@@ -9,6 +9,8 @@
 // server-rendered table beside the chart spells them in words. Every word on the chart comes
 // from the page's HTML (data attributes), none from this file.
 
+import { loadUPlot } from "./loaders.js";
+
 const ANIMATION_MS = 3000; // "over a few seconds"
 const CHART_HEIGHT_PX = 200;
 const MIN_CHART_WIDTH_PX = 240;
@@ -41,26 +43,10 @@ const CROSS_PX = 5;
  *   plot: import("uplot") | null }} Chart */
 /** @typedef {Chart & { plot: import("uplot") }} DrawnChart */
 
-// Named by a variable, so that the type check (tsconfig.json) takes uPlot's types from the
-// pinned package instead of checking the vendored build itself.
-const UPLOT_MODULE = "./vendor/uplot/uPlot.esm.js";
-/** @type {Promise<typeof import("uplot")> | null} */
-let uplotLoading = null;
 /** @type {Map<string, Promise<RowData>>} url -> Promise of the row's curves */
 const rowData = new Map();
 /** @type {{ token: number, charts: DrawnChart[] }} */
 let current = { token: 0, charts: [] };
-
-function loadUPlot() {
-  if (!uplotLoading) {
-    const link = document.createElement("link");
-    link.rel = "stylesheet";
-    link.href = new URL("./vendor/uplot/uPlot.min.css", import.meta.url).href;
-    document.head.append(link);
-    uplotLoading = import(UPLOT_MODULE).then((module) => module.default);
-  }
-  return uplotLoading;
-}
 
 /** @param {string} url @returns {Promise<RowData>} */
 function fetchRow(url) {

@@ -16,19 +16,18 @@
 
 import {
   PROBLEM,
+  accuracyChart,
+  accuracyData,
   announce,
   duration,
   fill,
+  findCell,
   loadGrid,
-  loadStyles,
-  loadUPlot,
+  loadPanel,
   marked,
-  measure,
   paragraph,
   post,
-  sameEps,
 } from "./lab-tools.js";
-import { pageWord } from "./page/announce.js";
 
 /** @typedef {import("./lab/trainer.js").LabConfig} LabConfig */
 /** @typedef {import("./lab-tools.js").Point} Point */
@@ -57,35 +56,13 @@ import { pageWord } from "./page/announce.js";
 
 // Where the row in training is kept between page loads (one set trains at a time).
 const IN_TRAINING_KEY = "normdive.rerun.training";
-const CHART_HEIGHT_PX = 240;
-const MIN_CHART_WIDTH_PX = 240;
-const INK = "#1f2328";
-const GRID_LINE = "#d0d7de";
-const WORDS = { step: pageWord("Training step"), accuracy: pageWord("Held-out accuracy") };
 
 /** @param {HTMLElement} details */
 export async function openPanel(details) {
-  const body = /** @type {HTMLElement | null} */ (details.querySelector("#rerun-body"));
-  if (!body || body.dataset.loaded) return;
-  body.dataset.loaded = "true";
-  body.setAttribute("aria-busy", "true");
-  const fallback = [...body.childNodes];
-  body.replaceChildren(paragraph("note", body.dataset.loading || ""));
-  try {
-    const fetched = fetch(/** @type {string} */ (body.dataset.src), {
-      headers: { Accept: "text/html" },
-      credentials: "same-origin",
-    });
-    const [response] = await Promise.all([fetched, loadStyles()]);
-    body.innerHTML = await response.text(); // a refusal too is a readable fragment
+  await loadPanel(/** @type {HTMLElement | null} */ (details.querySelector("#rerun-body")), (body) => {
     const train = /** @type {TrainElement | null} */ (body.querySelector("#rerun-train"));
     if (train) wire(body, train);
-  } catch {
-    body.replaceChildren(paragraph("note", PROBLEM), ...fallback);
-    delete body.dataset.loaded; // tried again when the panel next opens
-  } finally {
-    body.removeAttribute("aria-busy");
-  }
+  });
 }
 
 /** @returns {InTraining | null} */
@@ -112,67 +89,23 @@ function keepInTraining(value) {
  * @param {string} url @param {SetRow[]} rows @returns {Promise<(Point[] | null)[]>} */
 async function recordedCurves(url, rows) {
   const grid = await loadGrid(url);
-  return rows.map(({ cell: [depth, layernorm, residual, eps, init, seed] }) => {
-    const found = grid.cells.find(
-      (c) =>
-        c.depth === depth &&
-        c.layernorm === layernorm &&
-        c.residual === residual &&
-        sameEps(c.eps, eps) &&
-        c.init === init &&
-        c.seed === seed,
-    );
-    return found ? found.curve : null;
-  });
+  return rows.map((row) => findCell(grid, row.cell)?.curve ?? null);
 }
 
-/** Every row's recorded and live curves on the steps any of them evaluated.
- * @param {(Point[] | null)[]} recorded @param {Point[][]} live
- * @returns {import("uplot").AlignedData} */
-function chartData(recorded, live) {
-  const all = [...recorded.flatMap((c) => c || []), ...live.flat()];
-  const xs = [...new Set(all.map((p) => p.step))].sort((a, b) => a - b);
-  const at = (/** @type {Point[] | null} */ points) => {
-    const byStep = new Map((points || []).map((p) => [p.step, measure(p.heldout_accuracy)]));
-    return xs.map((x) => {
-      const y = byStep.get(x);
-      return y !== undefined && Number.isFinite(y) ? y : null;
-    });
-  };
-  return [xs, ...recorded.flatMap((curve, i) => [at(curve), at(live[i])])];
+/** Each row's recorded curve (dashed) and its curve on this device (solid), in its colour.
+ * @param {(Point[] | null)[]} recorded @param {Point[][]} live */
+function paired(recorded, live) {
+  return recorded.flatMap((curve, i) => [curve, live[i]]);
 }
 
 /** @param {HTMLElement} element @param {RerunSet} set @param {(Point[] | null)[]} recorded
  * @param {Point[][]} live */
-async function makeChart(element, set, recorded, live) {
-  const UPlot = await loadUPlot();
-  const axis = { stroke: INK, grid: { stroke: GRID_LINE, width: 1 }, ticks: { stroke: GRID_LINE } };
-  const percent = (/** @type {unknown} */ _chart, /** @type {number[]} */ ticks) => ticks.map((v) => `${Math.round(v * 100)} %`);
-  /** @type {import("uplot").Series[]} */
-  const series = [{}];
-  for (const row of set.rows) {
-    series.push({ label: row.name, stroke: row.colour, width: 1.5, dash: [6, 4], spanGaps: true, points: { show: false } });
-    series.push({ label: row.name, stroke: row.colour, width: 2.5, spanGaps: true, points: { show: true, size: 4 } });
-  }
-  /** @type {import("uplot").Options} */
-  const options = {
-    width: Math.max(MIN_CHART_WIDTH_PX, element.clientWidth),
-    height: CHART_HEIGHT_PX,
-    legend: { show: false }, // the caption and the table's swatches say which line is which
-    cursor: { show: false },
-    scales: { x: { time: false, range: [0, set.steps] }, y: { range: [0, 1] } },
-    axes: [
-      { ...axis, label: WORDS.step },
-      { ...axis, label: WORDS.accuracy, size: 56, values: percent },
-    ],
-    series,
-  };
-  element.replaceChildren();
-  const plot = new UPlot(options, chartData(recorded, live), element);
-  window.addEventListener("resize", () => {
-    plot.setSize({ width: Math.max(MIN_CHART_WIDTH_PX, element.clientWidth), height: CHART_HEIGHT_PX });
-  });
-  return plot;
+function makeChart(element, set, recorded, live) {
+  const series = set.rows.flatMap((row) => [
+    { label: row.name, stroke: row.colour, width: 1.5, dash: [6, 4], spanGaps: true, points: { show: false } },
+    { label: row.name, stroke: row.colour, width: 2.5, spanGaps: true, points: { show: true, size: 4 } },
+  ]);
+  return accuracyChart(element, set.steps, series, paired(recorded, live));
 }
 
 /** @param {HTMLElement} body @param {TrainElement} train */
@@ -201,7 +134,7 @@ function wire(body, train) {
   let index = set.next; // the row in training, or next
   let lastStep = 0;
 
-  const redraw = () => plot?.setData(chartData(recorded, live));
+  const redraw = () => plot?.setData(accuracyData(paired(recorded, live)));
   const setMode = (/** @type {string} */ next) => {
     mode = next;
     stop.disabled = mode !== "running";

@@ -5,38 +5,13 @@
 // existing player (player.js) draws its curves. On the page of its own (/depths) the same
 // module draws the cell already in the player and handles picks the same way.
 
+import { loadStylesheet, paragraph } from "./loaders.js";
 import { pageWord } from "./page/announce.js";
 import { showPlayer } from "./player.js";
 import { fitScrollRegions } from "./scroll-regions.js";
 
 const PROBLEM = pageWord("The runs at other depths could not be loaded just now. Try again.");
 const STYLESHEET = new URL("./sweep.css", import.meta.url).href;
-
-// The figures' styles, once (the page of its own links them already): resolves when loaded.
-function loadStyles() {
-  const links = /** @type {NodeListOf<HTMLLinkElement>} */ (document.querySelectorAll('link[rel="stylesheet"]'));
-  const present = [...links].some((link) =>
-    link.href.endsWith("/sweep.css"),
-  );
-  if (present) return Promise.resolve();
-  const link = document.createElement("link");
-  link.rel = "stylesheet";
-  link.href = STYLESHEET;
-  const loaded = new Promise((resolve) => {
-    link.addEventListener("load", resolve, { once: true });
-    link.addEventListener("error", resolve, { once: true }); // the figures read without it
-  });
-  document.head.append(link);
-  return loaded;
-}
-
-/** @param {string} className @param {string} text */
-function paragraph(className, text) {
-  const element = document.createElement("p");
-  element.className = className;
-  element.textContent = text;
-  return element;
-}
 
 // Swap in the figures at `url` once they and `ready` (the stylesheet) have arrived, unless
 // `current()` says a later load has taken over meanwhile.
@@ -109,7 +84,7 @@ export async function openPanel(panel) {
   body.dataset.loaded = "true";
   body.replaceChildren(paragraph("placeholder", body.dataset.loading || ""));
   // The server draws #sweep-body with data-src, the figures' address.
-  await load(body, /** @type {string} */ (body.dataset.src), loadStyles());
+  await load(body, /** @type {string} */ (body.dataset.src), loadStylesheet(STYLESHEET));
 }
 
 // The latest pick: an earlier one still loading neither draws nor takes the focus.
