@@ -25,7 +25,7 @@ import itertools
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, astuple, dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -104,14 +104,12 @@ class LabChoice:
         return next(k for k, v in ROW_SWITCHES.items() if v == (self.layernorm, self.residual))
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "depth": self.depth,
-            "layernorm": self.layernorm,
-            "residual": self.residual,
-            "eps": self.eps,
-            "init": self.init,
-            "seed": self.seed,
-        }
+        return asdict(self)
+
+    def key(self) -> list[Any]:
+        """The configuration as the browser names a recorded cell: depth, layer norm,
+        residual, eps, init, seed (lab-tools.js, CellKey)."""
+        return list(astuple(self))
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LabChoice | None:

@@ -255,14 +255,7 @@ def _pending_data(lesson: Lesson, grid: LabGridView, pending: LabRun) -> str:
             "config": grid.config(choice),
             "seed": choice.seed,
             "recorded": grid.cell(choice) is not None,
-            "cell": [
-                choice.depth,
-                choice.layernorm,
-                choice.residual,
-                choice.eps,
-                choice.init,
-                choice.seed,
-            ],
+            "cell": choice.key(),
             "name": config_name(lesson, choice),
         }
     )

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, Select, select
 
 from normdive.lesson.content import Lesson
 from normdive.progress.events import EventKind
@@ -59,14 +59,16 @@ def _query(context_key: str | None) -> Any:
         payload["outcome"].as_string(),
         payload["config"],
     ).where(EventRecord.kind.in_(LAB_KINDS))
+    return in_pool(query, context_key).order_by(EventRecord.id)
+
+
+def in_pool(query: Select[Any], context_key: str | None) -> Select[Any]:
+    """`query` over events kept to the pool's learners: a course's (an LTI context's key), or
+    with None those who came outside any LMS."""
     if context_key is None:
-        query = query.where(EventRecord.learner_id.not_in(select(LtiLearner.learner_id)))
-    else:
-        members = select(LtiContextMember.learner_id).where(
-            LtiContextMember.context_key == context_key
-        )
-        query = query.where(EventRecord.learner_id.in_(members))
-    return query.order_by(EventRecord.id)
+        return query.where(EventRecord.learner_id.not_in(select(LtiLearner.learner_id)))
+    members = select(LtiContextMember.learner_id).where(LtiContextMember.context_key == context_key)
+    return query.where(EventRecord.learner_id.in_(members))
 
 
 def lab_report(engine: Engine, lesson: Lesson, context_key: str | None) -> LabReport:

@@ -25,7 +25,8 @@ from normdive.progress.facts import RecordingFacts
 from normdive.progress.figures import percent
 from normdive.progress.lab import figure
 from normdive.progress.rerun import ranking_matches, row_keys
-from normdive.store.tables import EventRecord, LtiContextMember, LtiLearner
+from normdive.store.tables import EventRecord
+from normdive.web.views.instructor_lab import in_pool
 
 Row = tuple[str, Any, Any, Any]  # learner, re-run number, row key, final held-out accuracy
 
@@ -77,14 +78,7 @@ def _query(context_key: str | None) -> Select[Any]:
         payload["row"].as_string(),
         payload[("final", "heldout_accuracy")],
     ).where(EventRecord.kind == EventKind.RERUN_ROW_FINISHED.value)
-    if context_key is None:
-        query = query.where(EventRecord.learner_id.not_in(select(LtiLearner.learner_id)))
-    else:
-        members = select(LtiContextMember.learner_id).where(
-            LtiContextMember.context_key == context_key
-        )
-        query = query.where(EventRecord.learner_id.in_(members))
-    return query.order_by(EventRecord.id)
+    return in_pool(query, context_key).order_by(EventRecord.id)
 
 
 def rerun_report(

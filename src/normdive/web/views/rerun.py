@@ -135,14 +135,7 @@ def _data(lesson: Lesson, grid: LabGridView, sets: tuple[Rerun, ...]) -> dict[st
                 "colour": ROW_COLOURS[index % len(ROW_COLOURS)],
                 "config": grid.config(choice),
                 "seed": choice.seed,
-                "cell": [
-                    choice.depth,
-                    choice.layernorm,
-                    choice.residual,
-                    choice.eps,
-                    choice.init,
-                    choice.seed,
-                ],
+                "cell": choice.key(),
                 "curve": list(kept.curve) if kept is not None else None,
             }
         )
