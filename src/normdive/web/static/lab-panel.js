@@ -26,6 +26,7 @@ import {
   post,
   recordedCurve,
   sameEps,
+  WorkerTrainer,
 } from "./lab-tools.js";
 import { pageWord } from "./page/announce.js";
 import { shownNumber } from "./page/numbers.js";
@@ -61,13 +62,7 @@ const COLOURS = { recorded: "#8a8f98", live: "#0b5cad" };
  * why not WebAssembly ("" when it was) (lab/worker.js).
  * @typedef {{ type: "done", curve: object[], final: object, steps_per_second: number,
  *   kernels: KernelPath, fallback: string }} DoneMessage */
-/** What the worker posts (lab/worker.js).
- * @typedef {{ type: "progress", step: number, steps: number, train_loss: number,
- *   steps_per_second: number, kernels: KernelPath }
- *   | { type: "eval", step: number, heldout_loss: number, heldout_accuracy: number }
- *   | DoneMessage | { type: "stopped", step: number }
- *   | { type: "error", message: string }} WorkerMessage */
-
+/** @typedef {import("./lab-tools.js").WorkerMessage} WorkerMessage */
 /** @param {HTMLElement} details */
 export async function openPanel(details) {
   await loadPanel(/** @type {HTMLElement | null} */ (details.querySelector("#lab-body")), (body) => {
@@ -175,36 +170,20 @@ function wireTrainer(body, train) {
   let recorded = [];
   /** @type {import("uplot") | null} */
   let plot = null;
-  /** @type {Worker | null} */
-  let worker = null;
-  let mode = "idle"; // idle | running | stopped (by the learner) | hidden | done
   let lastStep = 0;
+  const trainer = new WorkerTrainer({
+    stop,
+    resume,
+    status,
+    hiddenText: train.dataset.hiddenText,
+    stoppedText: () => fill(train.dataset.stoppedText, { step: lastStep }),
+    onMessage: (/** @type {WorkerMessage} */ message) => onMessage(message),
+  });
 
   const redraw = () => plot?.setData(accuracyData([recorded, live]));
-  const setMode = (/** @type {string} */ next) => {
-    mode = next;
-    stop.disabled = mode !== "running";
-    resume.disabled = mode !== "stopped";
-  };
-
-  const onVisibility = () => {
-    if (!worker) return;
-    if (document.hidden && mode === "running") {
-      worker.postMessage({ type: "pause" });
-      setMode("hidden");
-      status.textContent = train.dataset.hiddenText;
-    } else if (!document.hidden && mode === "hidden") {
-      worker.postMessage({ type: "resume" });
-      setMode("running");
-    }
-  };
-  document.addEventListener("visibilitychange", onVisibility);
 
   /** @param {DoneMessage} message */
   const finish = async (message) => {
-    setMode("done");
-    document.removeEventListener("visibilitychange", onVisibility);
-    /** @type {Worker} */ (worker).terminate(); // it sent the message
     bar.value = 100;
     const data = new FormData();
     data.append("result", JSON.stringify({ final: message.final, curve: message.curve }, marked));
@@ -225,8 +204,8 @@ function wireTrainer(body, train) {
       bar.value = Math.min(100, (100 * message.step) / steps);
       const rate = message.steps_per_second;
       // A report already on its way when the run was stopped or hidden keeps that said.
-      if (mode === "stopped") status.textContent = fill(train.dataset.stoppedText, { step: lastStep });
-      else if (mode === "hidden") status.textContent = train.dataset.hiddenText;
+      if (trainer.mode === "stopped") status.textContent = fill(train.dataset.stoppedText, { step: lastStep });
+      else if (trainer.mode === "hidden") status.textContent = train.dataset.hiddenText;
       else {
         status.textContent = fill(train.dataset.progressText, {
           step: message.step,
@@ -246,10 +225,7 @@ function wireTrainer(body, train) {
       redraw();
     } else if (message.type === "done") {
       finish(message);
-    } else if (message.type === "stopped") {
-      setMode("stopped");
     } else if (message.type === "error") {
-      setMode("done");
       status.textContent = message.message;
       status.setAttribute("role", "alert");
     }
@@ -273,29 +249,11 @@ function wireTrainer(body, train) {
   (window.requestIdleCallback ?? window.setTimeout)(prepare);
 
   start.addEventListener("click", async () => {
-    if (mode !== "idle") return;
+    if (trainer.mode !== "idle") return;
     start.disabled = true;
-    setMode("running");
     status.textContent = fill(train.dataset.progressText, { step: 0, steps, rate: "–", left: "–" });
     await prepare();
-    worker = new Worker(new URL("./lab/worker.js", import.meta.url), { type: "module" });
-    worker.addEventListener("message", (event) => onMessage(event.data));
-    worker.addEventListener("error", () => onMessage({ type: "error", message: PROBLEM }));
-    worker.postMessage({ type: "start", config: run.config, seed: run.seed });
-    stop.focus();
-  });
-  stop.addEventListener("click", () => {
-    if (mode !== "running") return;
-    /** @type {Worker} */ (worker).postMessage({ type: "pause" });
-    setMode("stopped");
-    status.textContent = fill(train.dataset.stoppedText, { step: lastStep });
-    announce(status.textContent);
-    resume.focus();
-  });
-  resume.addEventListener("click", () => {
-    if (mode !== "stopped") return;
-    /** @type {Worker} */ (worker).postMessage({ type: "resume" });
-    setMode("running");
+    trainer.start(run.config, run.seed);
     stop.focus();
   });
 }

@@ -4,7 +4,7 @@
 // form token; figures as the grid spells them; announcing.
 
 import { loadStylesheet, loadUPlot, paragraph } from "./loaders.js";
-import { pageWord } from "./page/announce.js";
+import { announce, pageWord } from "./page/announce.js";
 
 export { announce } from "./page/announce.js";
 export { loadUPlot, paragraph } from "./loaders.js";
@@ -202,4 +202,96 @@ export async function accuracyChart(element, steps, series, curves) {
   const plot = new UPlot(options, accuracyData(curves), element);
   window.addEventListener("resize", () => plot.setSize({ width: width(), height: CHART_HEIGHT_PX }));
   return plot;
+}
+
+// ---- one training run in a Worker ------------------------------------------------------------
+
+/** What the worker posts (lab/worker.js), as much as the panels read.
+ * @typedef {{ type: "progress", step: number, steps: number, train_loss: number,
+ *   steps_per_second: number, kernels: "wasm" | "js" }
+ *   | { type: "eval", step: number, heldout_loss: number, heldout_accuracy: number }
+ *   | { type: "done", curve: object[], final: object, steps_per_second: number,
+ *       kernels: "wasm" | "js", fallback: string }
+ *   | { type: "stopped", step: number }
+ *   | { type: "error", message: string }} WorkerMessage */
+/** What a panel hands its trainer: its Stop and Resume buttons, the line that says how the
+ * run goes, that line's words while the tab is hidden and once the learner stopped it, what
+ * to do with each of the worker's messages, and what to do when the mode changes.
+ * @typedef {{ stop: HTMLButtonElement, resume: HTMLButtonElement, status: HTMLElement,
+ *   hiddenText: string, stoppedText: () => string, onMessage: (message: WorkerMessage) => void,
+ *   onMode?: (mode: string) => void }} TrainerParts */
+
+/** One run at a time in a module Worker (lab/worker.js), with the panel's Stop and Resume:
+ * Stop pauses it and Resume goes on (the focus moving between the two); a hidden tab pauses
+ * it and showing the tab again goes on (Page Visibility). Modes: idle, running, stopped (by
+ * the learner), hidden, done. */
+export class WorkerTrainer {
+  /** @param {TrainerParts} parts */
+  constructor(parts) {
+    this.parts = parts;
+    this.mode = "idle";
+    /** @type {Worker | null} */
+    this.worker = null;
+    document.addEventListener("visibilitychange", () => this.onVisibility());
+    parts.stop.addEventListener("click", () => {
+      if (this.mode !== "running") return;
+      this.worker?.postMessage({ type: "pause" });
+      this.setMode("stopped");
+      parts.status.textContent = parts.stoppedText();
+      announce(parts.status.textContent);
+      parts.resume.focus();
+    });
+    parts.resume.addEventListener("click", () => {
+      if (this.mode !== "stopped") return;
+      this.worker?.postMessage({ type: "resume" });
+      this.setMode("running");
+      parts.stop.focus();
+    });
+  }
+
+  /** @param {string} next */
+  setMode(next) {
+    this.mode = next;
+    this.parts.stop.disabled = next !== "running";
+    this.parts.resume.disabled = next !== "stopped";
+    this.parts.onMode?.(next);
+  }
+
+  /** Train `config` from `seed` in a new worker; paused at once while the tab is hidden.
+   * @param {object} config @param {number} seed */
+  start(config, seed) {
+    const worker = new Worker(new URL("./lab/worker.js", import.meta.url), { type: "module" });
+    this.worker = worker;
+    worker.addEventListener("message", (event) => this.receive(event.data));
+    worker.addEventListener("error", () => this.receive({ type: "error", message: PROBLEM }));
+    worker.postMessage({ type: "start", config, seed });
+    if (document.hidden) worker.postMessage({ type: "pause" });
+    this.setMode(document.hidden ? "hidden" : "running");
+  }
+
+  /** @param {WorkerMessage} message */
+  receive(message) {
+    if (message.type === "done" || message.type === "error") this.end();
+    else if (message.type === "stopped") this.setMode("stopped");
+    this.parts.onMessage(message);
+  }
+
+  /** The worker is done with (it finished, failed, or the panel moves on). */
+  end() {
+    this.worker?.terminate();
+    this.worker = null;
+    this.setMode("done");
+  }
+
+  onVisibility() {
+    if (!this.worker) return;
+    if (document.hidden && this.mode === "running") {
+      this.worker.postMessage({ type: "pause" });
+      this.setMode("hidden");
+      this.parts.status.textContent = this.parts.hiddenText;
+    } else if (!document.hidden && this.mode === "hidden") {
+      this.worker.postMessage({ type: "resume" });
+      this.setMode("running");
+    }
+  }
 }

@@ -27,6 +27,7 @@ import {
   marked,
   paragraph,
   post,
+  WorkerTrainer,
 } from "./lab-tools.js";
 
 /** @typedef {import("./lab/trainer.js").LabConfig} LabConfig */
@@ -42,11 +43,7 @@ import {
 /** A kept row's answer (web.routes.rerun).
  * @typedef {{ ok: boolean, message?: string, results?: string, data?: string,
  *   startLabel?: string }} RowAnswer */
-/** What the worker posts (lab/worker.js), as much as is read here.
- * @typedef {{ type: "progress", step: number, steps_per_second: number }
- *   | { type: "eval", step: number, heldout_accuracy: number }
- *   | { type: "done", curve: object[], final: object }
- *   | { type: "stopped", step: number } | { type: "error", message: string }} WorkerMessage */
+/** @typedef {import("./lab-tools.js").WorkerMessage} WorkerMessage */
 /** #rerun-train as the server draws it (templates/rerun_fragments.html).
  * @typedef {HTMLElement & { dataset: { set: string, grid: string, progressText: string,
  *   hiddenText: string, stoppedText: string, rowStarted: string, restarted: string,
@@ -128,19 +125,19 @@ function wire(body, train) {
   let recorded = rows.map(() => null);
   /** @type {import("uplot") | null} */
   let plot = null;
-  /** @type {Worker | null} */
-  let worker = null;
-  let mode = "idle"; // idle | running | stopped (by the learner) | hidden | posting
+  let busy = false; // a set is in training (a row, or the post between two rows)
   let index = set.next; // the row in training, or next
   let lastStep = 0;
+  const trainer = new WorkerTrainer({
+    stop,
+    resume,
+    status,
+    hiddenText: train.dataset.hiddenText,
+    stoppedText: () => fill(train.dataset.stoppedText, { step: lastStep, name: rows[index].name }),
+    onMessage: (/** @type {WorkerMessage} */ message) => onMessage(message),
+  });
 
   const redraw = () => plot?.setData(accuracyData(paired(recorded, live)));
-  const setMode = (/** @type {string} */ next) => {
-    mode = next;
-    stop.disabled = mode !== "running";
-    resume.disabled = mode !== "stopped";
-    start.disabled = mode !== "idle";
-  };
   const overall = (/** @type {number} */ step) => (100 * (index * steps + step)) / (rows.length * steps);
 
   // A row cut short by a reload (or a closed tab) starts again from step 0: say so.
@@ -151,19 +148,6 @@ function wire(body, train) {
     start.textContent = train.dataset.continueLabel;
   }
   if (!set.shownComplete) bar.value = overall(0);
-
-  const onVisibility = () => {
-    if (!worker) return;
-    if (document.hidden && mode === "running") {
-      worker.postMessage({ type: "pause" });
-      setMode("hidden");
-      status.textContent = train.dataset.hiddenText;
-    } else if (!document.hidden && mode === "hidden") {
-      worker.postMessage({ type: "resume" });
-      setMode("running");
-    }
-  };
-  document.addEventListener("visibilitychange", onVisibility);
 
   // The recorded curves and the chart are drawn while the page is idle, before the start.
   /** @type {Promise<void> | null} */
@@ -191,20 +175,19 @@ function wire(body, train) {
   /** The set is over (whole, or refused): the server's view of it decides what comes next.
    * @param {RowAnswer} answer */
   const settle = (answer) => {
-    worker = null;
+    busy = false;
+    start.disabled = false;
     // A row the server answered for is done with; one whose figures never reached it (the
     // network, or the page going away while they were on their way) is still to train again.
     if (answer.results !== undefined) keepInTraining(null);
     if (answer.data) set = JSON.parse(answer.data);
     if (answer.startLabel) start.textContent = answer.startLabel;
-    setMode("idle");
     results.focus();
   };
 
   /** @param {{ curve: object[], final: object }} message */
   const finish = async (message) => {
     const row = rows[index];
-    setMode("posting");
     const data = new FormData();
     data.append("result", JSON.stringify({ final: message.final, curve: message.curve }, marked));
     const answer = /** @type {RowAnswer} */ (await post(`/lab/reruns/${set.number}/rows/${encodeURIComponent(row.key)}`, data));
@@ -224,8 +207,8 @@ function wire(body, train) {
       lastStep = message.step;
       bar.value = overall(message.step);
       keepInTraining({ number: set.number, row: rows[index].key, step: message.step });
-      if (mode === "stopped") return;
-      if (mode === "hidden") {
+      if (trainer.mode === "stopped") return;
+      if (trainer.mode === "hidden") {
         status.textContent = train.dataset.hiddenText;
         return;
       }
@@ -243,13 +226,8 @@ function wire(body, train) {
       live[index].push({ step: message.step, heldout_accuracy: message.heldout_accuracy });
       redraw();
     } else if (message.type === "done") {
-      /** @type {Worker} */ (worker).terminate(); // it sent the message
-      worker = null;
       finish(message);
-    } else if (message.type === "stopped") {
-      setMode("stopped");
     } else if (message.type === "error") {
-      /** @type {Worker} */ (worker).terminate();
       status.textContent = message.message;
       status.setAttribute("role", "alert");
       settle({ ok: false });
@@ -261,50 +239,33 @@ function wire(body, train) {
     live[index] = [];
     redraw();
     lastStep = 0;
-    const wasStopped = mode === "stopped";
-    setMode("running");
     const said = fill(train.dataset.rowStarted, { row: index + 1, rows: rows.length, name: row.name });
     status.textContent = said;
     announce(said);
     keepInTraining({ number: set.number, row: row.key, step: 0 });
-    worker = new Worker(new URL("./lab/worker.js", import.meta.url), { type: "module" });
-    worker.addEventListener("message", (event) => onMessage(event.data));
-    worker.addEventListener("error", () => onMessage({ type: "error", message: PROBLEM }));
-    worker.postMessage({ type: "start", config: row.config, seed: row.seed });
-    if (wasStopped || document.hidden) {
-      worker.postMessage({ type: "pause" });
-      setMode(document.hidden ? "hidden" : "stopped");
-    }
+    trainer.start(row.config, row.seed);
   };
 
   start.addEventListener("click", async () => {
-    if (mode !== "idle") return;
+    if (busy) return;
+    busy = true;
+    start.disabled = true;
     if (set.shownComplete) {
       // A whole set is on show: this begins the next one, from its first row.
       set = { ...set, shownComplete: false };
       index = 0;
       live = rows.map(() => []);
+      // The table shows the set on show until the new one's first row is kept: not its
+      // device's figures, nor its sentence.
+      for (const cell of results.querySelectorAll("td.device")) cell.textContent = results.dataset.notYet ?? "";
+      results.querySelector("#rerun-verdict")?.remove();
+      results.querySelector("#rerun-kept")?.setAttribute("hidden", "");
     } else {
       index = set.next;
     }
     restartNote.hidden = true;
-    setMode("running");
     await prepare();
     trainRow();
-    stop.focus();
-  });
-  stop.addEventListener("click", () => {
-    if (mode !== "running" || !worker) return;
-    worker.postMessage({ type: "pause" });
-    setMode("stopped");
-    status.textContent = fill(train.dataset.stoppedText, { step: lastStep, name: rows[index].name });
-    announce(status.textContent);
-    resume.focus();
-  });
-  resume.addEventListener("click", () => {
-    if (mode !== "stopped" || !worker) return;
-    worker.postMessage({ type: "resume" });
-    setMode("running");
     stop.focus();
   });
 }
