@@ -26,6 +26,7 @@ import {
   post,
   recordedCurve,
   sameEps,
+  trainingControls,
   WorkerTrainer,
 } from "./lab-tools.js";
 import { pageWord } from "./page/announce.js";
@@ -154,13 +155,7 @@ function makeChart(element, steps, recorded) {
 function wireTrainer(body, train) {
   const run = /** @type {PendingRun} */ (JSON.parse(train.dataset.run));
   const steps = run.config.steps;
-  // The server draws all of these inside #lab-train.
-  const start = /** @type {HTMLButtonElement} */ (train.querySelector("#lab-start"));
-  const stop = /** @type {HTMLButtonElement} */ (train.querySelector("#lab-stop"));
-  const resume = /** @type {HTMLButtonElement} */ (train.querySelector("#lab-resume"));
-  const bar = /** @type {HTMLProgressElement} */ (train.querySelector("#lab-progress"));
-  const status = /** @type {HTMLElement} */ (train.querySelector("#lab-progress-text"));
-  const chartElement = /** @type {HTMLElement} */ (train.querySelector("#lab-chart"));
+  const { start, stop, resume, bar, status, chartElement } = trainingControls(train, "lab");
   const figure = /** @type {HTMLElement} */ (train.querySelector("#lab-figure"));
   /** @type {Point[]} */
   const live = [];

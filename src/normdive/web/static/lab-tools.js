@@ -221,6 +221,21 @@ export async function accuracyChart(element, steps, series, curves) {
  *   hiddenText: string, stoppedText: () => string, onMessage: (message: WorkerMessage) => void,
  *   onMode?: (mode: string) => void }} TrainerParts */
 
+/** A training panel's controls, as the server draws them inside `root`: #<prefix>-start,
+ * -stop, -resume, -progress (the bar), -progress-text (the line beside it), -chart.
+ * @param {HTMLElement} root @param {string} prefix */
+export function trainingControls(root, prefix) {
+  const part = (/** @type {string} */ name) => /** @type {HTMLElement} */ (root.querySelector(`#${prefix}-${name}`));
+  return {
+    start: /** @type {HTMLButtonElement} */ (part("start")),
+    stop: /** @type {HTMLButtonElement} */ (part("stop")),
+    resume: /** @type {HTMLButtonElement} */ (part("resume")),
+    bar: /** @type {HTMLProgressElement} */ (part("progress")),
+    status: part("progress-text"),
+    chartElement: part("chart"),
+  };
+}
+
 /** One run at a time in a module Worker (lab/worker.js), with the panel's Stop and Resume:
  * Stop pauses it and Resume goes on (the focus moving between the two); a hidden tab pauses
  * it and showing the tab again goes on (Page Visibility). Modes: idle, running, stopped (by

@@ -27,6 +27,7 @@ import {
   marked,
   paragraph,
   post,
+  trainingControls,
   WorkerTrainer,
 } from "./lab-tools.js";
 
@@ -111,13 +112,8 @@ function wire(body, train) {
   let set = JSON.parse(train.dataset.set);
   const rows = set.rows;
   const steps = set.steps;
-  const start = /** @type {HTMLButtonElement} */ (train.querySelector("#rerun-start"));
-  const stop = /** @type {HTMLButtonElement} */ (train.querySelector("#rerun-stop"));
-  const resume = /** @type {HTMLButtonElement} */ (train.querySelector("#rerun-resume"));
-  const bar = /** @type {HTMLProgressElement} */ (train.querySelector("#rerun-progress"));
-  const status = /** @type {HTMLElement} */ (train.querySelector("#rerun-progress-text"));
+  const { start, stop, resume, bar, status, chartElement } = trainingControls(train, "rerun");
   const restartNote = /** @type {HTMLElement} */ (train.querySelector("#rerun-restarted"));
-  const chartElement = /** @type {HTMLElement} */ (train.querySelector("#rerun-chart"));
   const results = /** @type {HTMLElement} */ (body.querySelector("#rerun-results"));
   /** @type {Point[][]} the device's curves, the kept rows' as the server holds them */
   let live = rows.map((row) => row.curve ?? []);
