@@ -59,7 +59,7 @@ from normdive.web.infrastructure.identity import (
 )
 from normdive.web.infrastructure.learners import Refused, refusal_status, retry_headers
 from normdive.web.infrastructure.services import Services, services
-from normdive.web.views.lab_grid import LabGridView, grid_or_sentence
+from normdive.web.views.lab_grid import LabGridView, PanelView, grid_or_sentence
 
 PANEL_TEMPLATE = "lab_fragments.html"
 GRID_GONE = N_("The lab's recorded runs changed on the server; reload the page.")
@@ -94,10 +94,7 @@ class LabResult:
 
 
 @dataclass(frozen=True)
-class LabView:
-    lesson: Lesson
-    problem: str | None = None
-    refused: bool = False
+class LabView(PanelView):
     config_line: str = ""
     trimmed: str | None = None
     runs: tuple[str, ...] = ()
@@ -110,7 +107,6 @@ class LabView:
     depths: tuple[int, ...] = ()  # the lesson's offered depths the grid has cells at
     rows: tuple[tuple[str, str], ...] = ()  # (key, label)
     inits: tuple[tuple[str, str], ...] = ()
-    message: str | None = None  # a refusal, beside the form
     cells: str = "[]"  # the recorded points, so the form can say which have no cell
     pending_recorded: bool = True  # the open run has a recorded cell to be drawn against
 

@@ -29,6 +29,18 @@ CellKey = tuple[int, bool, bool, float | None, str, int]
 
 
 @dataclass(frozen=True)
+class PanelView:
+    """What each training panel (the lab's, the re-run's) shows first: the lesson, why the
+    panel cannot be used (a refusal when `refused`), and a write's refusal beside its
+    controls."""
+
+    lesson: Lesson
+    problem: str | None = None
+    refused: bool = False
+    message: str | None = None
+
+
+@dataclass(frozen=True)
 class GridCell:
     choice: LabChoice
     curve: tuple[dict[str, Any], ...]  # points as JSON (markers for non-finite figures)

@@ -30,7 +30,7 @@ from normdive.progress.rerun import (
     row_keys,
 )
 from normdive.progress.state import LessonState
-from normdive.web.views.lab_grid import LabGridView
+from normdive.web.views.lab_grid import LabGridView, PanelView
 
 # The rows' colours on the chart and beside their names in the table (Okabe and Ito's
 # palette for colour-blind readers, each at 4.5:1 or more on white), in the lesson's order.
@@ -51,10 +51,7 @@ class RerunRowView:
 
 
 @dataclass(frozen=True)
-class RerunView:
-    lesson: Lesson
-    problem: str | None = None
-    refused: bool = False
+class RerunView(PanelView):
     smaller: str = ""
     start_label: str = ""
     data: str = "{}"  # the set the browser trains next, as rerun.js reads it
@@ -63,7 +60,6 @@ class RerunView:
     kept: str = ""  # how many rows of the shown set are kept
     sentences: tuple[str, ...] = ()  # once the shown set is whole
     history: tuple[str, ...] = ()  # the earlier whole sets, one line each
-    message: str | None = None  # a refusal
 
 
 def _stack(lesson: Lesson, settings: Mapping[str, Any]) -> str:
