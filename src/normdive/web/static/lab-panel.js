@@ -21,9 +21,10 @@ import {
   duration,
   fill,
   loadPanel,
-  marked,
+  onceWhenIdle,
   paragraph,
   post,
+  postResult,
   recordedCurve,
   sameEps,
   trainingControls,
@@ -180,9 +181,7 @@ function wireTrainer(body, train) {
   /** @param {DoneMessage} message */
   const finish = async (message) => {
     bar.value = 100;
-    const data = new FormData();
-    data.append("result", JSON.stringify({ final: message.final, curve: message.curve }, marked));
-    const answer = await post(`/lab/runs/${run.run}/result`, data);
+    const answer = await postResult(`/lab/runs/${run.run}/result`, message);
     const kept = answer.ok ? figure : null; // the curve stays beside the result
     if (kept) {
       kept.removeAttribute("id");
@@ -227,21 +226,15 @@ function wireTrainer(body, train) {
   };
 
   // The recorded curve and the chart are drawn while the page is idle, before Train: the
-  // learner sees what they will be compared with, and training starts without that work on
-  // the main thread.
-  let prepared = null;
-  const prepare = () => {
-    prepared ??= (async () => {
-      try {
-        recorded = run.recorded ? (await recordedCurve(train.dataset.grid, run.cell)) || [] : [];
-      } catch {
-        recorded = []; // the run trains all the same; the chart shows it alone
-      }
-      plot = await makeChart(chartElement, steps, recorded).catch(() => null);
-    })();
-    return prepared;
-  };
-  (window.requestIdleCallback ?? window.setTimeout)(prepare);
+  // learner sees what they will be compared with.
+  const prepare = onceWhenIdle(async () => {
+    try {
+      recorded = run.recorded ? (await recordedCurve(train.dataset.grid, run.cell)) || [] : [];
+    } catch {
+      recorded = []; // the run trains all the same; the chart shows it alone
+    }
+    plot = await makeChart(chartElement, steps, recorded).catch(() => null);
+  });
 
   start.addEventListener("click", async () => {
     if (trainer.mode !== "idle") return;

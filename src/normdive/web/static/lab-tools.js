@@ -204,6 +204,26 @@ export async function accuracyChart(element, steps, series, curves) {
   return plot;
 }
 
+/** Post a finished run's figures (the worker's "done": its curve and final figures) to `url`
+ * as the form field `result`, JSON with the recording format's spelling of non-finite ones.
+ * @param {string} url @param {{ curve: object[], final: object }} done */
+export function postResult(url, done) {
+  const data = new FormData();
+  data.append("result", JSON.stringify({ final: done.final, curve: done.curve }, marked));
+  return post(url, data);
+}
+
+/** `work`, run once: when the page is next idle, or when first asked before then (what a
+ * panel draws before its Start, so that training begins without that work on the main thread).
+ * @param {() => Promise<void>} work @returns {() => Promise<void>} */
+export function onceWhenIdle(work) {
+  /** @type {Promise<void> | null} */
+  let started = null;
+  const run = () => (started ??= work());
+  (window.requestIdleCallback ?? window.setTimeout)(() => void run());
+  return run;
+}
+
 // ---- one training run in a Worker ------------------------------------------------------------
 
 /** What the worker posts (lab/worker.js), as much as the panels read.

@@ -24,9 +24,9 @@ import {
   findCell,
   loadGrid,
   loadPanel,
-  marked,
+  onceWhenIdle,
   paragraph,
-  post,
+  postResult,
   trainingControls,
   WorkerTrainer,
 } from "./lab-tools.js";
@@ -146,20 +146,14 @@ function wire(body, train) {
   if (!set.shownComplete) bar.value = overall(0);
 
   // The recorded curves and the chart are drawn while the page is idle, before the start.
-  /** @type {Promise<void> | null} */
-  let prepared = null;
-  const prepare = () => {
-    prepared ??= (async () => {
-      try {
-        recorded = await recordedCurves(train.dataset.grid, rows);
-      } catch {
-        recorded = rows.map(() => null); // the rows train all the same, drawn alone
-      }
-      plot = await makeChart(chartElement, set, recorded, live).catch(() => null);
-    })();
-    return prepared;
-  };
-  (window.requestIdleCallback ?? window.setTimeout)(prepare);
+  const prepare = onceWhenIdle(async () => {
+    try {
+      recorded = await recordedCurves(train.dataset.grid, rows);
+    } catch {
+      recorded = rows.map(() => null); // the rows train all the same, drawn alone
+    }
+    plot = await makeChart(chartElement, set, recorded, live).catch(() => null);
+  });
 
   /** @param {RowAnswer} answer */
   const showAnswer = (answer) => {
@@ -184,9 +178,8 @@ function wire(body, train) {
   /** @param {{ curve: object[], final: object }} message */
   const finish = async (message) => {
     const row = rows[index];
-    const data = new FormData();
-    data.append("result", JSON.stringify({ final: message.final, curve: message.curve }, marked));
-    const answer = /** @type {RowAnswer} */ (await post(`/lab/reruns/${set.number}/rows/${encodeURIComponent(row.key)}`, data));
+    const url = `/lab/reruns/${set.number}/rows/${encodeURIComponent(row.key)}`;
+    const answer = /** @type {RowAnswer} */ (await postResult(url, message));
     showAnswer(answer);
     if (!answer.ok) return settle(answer);
     keepInTraining(null);
