@@ -72,7 +72,7 @@ def test_the_kept_row_holds_the_lessons_setting_and_its_band() -> None:
         (1, "neither", Conflict, "comes next"),  # out of order
         (1, "both", Conflict, "kept already"),  # twice
         (2, "residual_only", Conflict, "re-run 1"),  # not the open set
-        (1, "nonsense", Invalid, "no row"),
+        (1, "nonsense", Invalid, "no row called"),
     ],
 )
 def test_refusals(number: int, row: str, refusal: type[Exception], words: str) -> None:

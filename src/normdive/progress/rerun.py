@@ -36,7 +36,7 @@ from normdive.i18n.catalogues import N_, gettext
 from normdive.lesson.content import Lesson
 from normdive.lesson.plurals import counted
 from normdive.progress.ablation import row_band
-from normdive.progress.actions import MAX_ECHOED_CHARS, Action, Conflict, Invalid
+from normdive.progress.actions import Action, Conflict, Invalid, unknown_row_message
 from normdive.progress.events import Event, EventKind
 from normdive.progress.lab import ROW_SWITCHES, Figures, LabChoice, figure, read_result
 from normdive.progress.sweep import listed
@@ -48,7 +48,6 @@ MAX_RERUNS = 20
 NOT_THIS_SET = N_("Re-run {number} is not the one being trained now (that is re-run {open}).")
 NOT_THIS_ROW = N_("The re-run trains its rows in order: {next} comes next, not {row}.")
 ALREADY_KEPT = N_("{row} is kept already in this re-run; its figures stay as they were.")
-NO_SUCH_ROW = N_("The ablation has no row {row}.")
 TOO_MANY_RERUNS = N_("You have re-run the ablation {count} times, as many as are kept.")
 
 Relation = Literal["above", "level", "below"]
@@ -59,10 +58,10 @@ GAP_NOISE_POINTS = 1e-9
 
 @dataclass(frozen=True)
 class RerunRow:
-    """One row the learner's device trained, as kept."""
+    """One row the learner's device trained, as kept (its event holds its configuration too:
+    lesson.rerun.config's when it trained)."""
 
     key: str
-    choice: LabChoice
     final: Figures
     outcome: str  # the band the final accuracy is in
     curve: tuple[Mapping[str, Any], ...]  # as stored (markers for non-finite figures)
@@ -116,9 +115,8 @@ def rerun_choice(lesson: Lesson, key: str) -> LabChoice:
 
 def _row(payload: Mapping[str, Any]) -> RerunRow | None:
     """The row a stored event holds, or None for one this version cannot read."""
-    choice = LabChoice.from_json(payload.get("config") or {})
     final = payload.get("final")
-    if choice is None or not isinstance(final, Mapping):
+    if LabChoice.from_json(payload.get("config") or {}) is None or not isinstance(final, Mapping):
         return None
     figures = Figures(
         int(final.get("step", 0)),
@@ -126,7 +124,7 @@ def _row(payload: Mapping[str, Any]) -> RerunRow | None:
         figure(final.get("heldout_accuracy")),
     )
     curve = tuple(payload.get("curve") or ())
-    return RerunRow(str(payload.get("row")), choice, figures, str(payload.get("outcome")), curve)
+    return RerunRow(str(payload.get("row")), figures, str(payload.get("outcome")), curve)
 
 
 def reruns(events: Iterable[Event]) -> tuple[Rerun, ...]:
@@ -173,7 +171,7 @@ def finish_rerun_row(
     open_number, expected = next_row(sets, lesson)
     labels: dict[str, str] = {r.key: r.label for r in lesson.rows}
     if row not in labels:
-        raise Invalid(gettext(NO_SUCH_ROW).format(row=repr(row[:MAX_ECHOED_CHARS])))
+        raise Invalid(unknown_row_message(row))
     if number != open_number:
         raise Conflict(gettext(NOT_THIS_SET).format(number=number, open=open_number))
     if row != expected:

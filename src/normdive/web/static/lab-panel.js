@@ -13,24 +13,11 @@
 //   and answers with the result in words (the outcome against the prediction, the recording
 //   against this device), which is shown and announced.
 
-import {
-  PROBLEM,
-  accuracyChart,
-  accuracyData,
-  announce,
-  duration,
-  fill,
-  loadPanel,
-  onceWhenIdle,
-  paragraph,
-  post,
-  postResult,
-  recordedCurve,
-  sameEps,
-  trainingControls,
-  WorkerTrainer,
-} from "./lab-tools.js";
-import { pageWord } from "./page/announce.js";
+import { accuracyChart, accuracyData } from "./accuracy-chart.js";
+import { PROBLEM, duration, fill, loadPanel, post, recordedCurves, sameEps } from "./lab-tools.js";
+import { paragraph } from "./loaders.js";
+import { announce, pageWord } from "./page/announce.js";
+import { WorkerTrainer, onceWhenIdle, postResult, trainingControls } from "./training-panel.js";
 import { shownNumber } from "./page/numbers.js";
 
 // The sentences this script says itself, in the page's language (<html data-words>).
@@ -64,7 +51,7 @@ const COLOURS = { recorded: "#8a8f98", live: "#0b5cad" };
  * why not WebAssembly ("" when it was) (lab/worker.js).
  * @typedef {{ type: "done", curve: object[], final: object, steps_per_second: number,
  *   kernels: KernelPath, fallback: string }} DoneMessage */
-/** @typedef {import("./lab-tools.js").WorkerMessage} WorkerMessage */
+/** @typedef {import("./training-panel.js").WorkerMessage} WorkerMessage */
 /** @param {HTMLElement} details */
 export async function openPanel(details) {
   await loadPanel(/** @type {HTMLElement | null} */ (details.querySelector("#lab-body")), (body) => {
@@ -156,7 +143,8 @@ function makeChart(element, steps, recorded) {
 function wireTrainer(body, train) {
   const run = /** @type {PendingRun} */ (JSON.parse(train.dataset.run));
   const steps = run.config.steps;
-  const { start, stop, resume, bar, status, chartElement } = trainingControls(train, "lab");
+  const controls = trainingControls(train, "lab");
+  const { start, stop, bar, status, chartElement } = controls;
   const figure = /** @type {HTMLElement} */ (train.querySelector("#lab-figure"));
   /** @type {Point[]} */
   const live = [];
@@ -166,14 +154,9 @@ function wireTrainer(body, train) {
   let recorded = [];
   /** @type {import("uplot") | null} */
   let plot = null;
-  let lastStep = 0;
-  const trainer = new WorkerTrainer({
-    stop,
-    resume,
-    status,
-    hiddenText: train.dataset.hiddenText,
-    stoppedText: () => fill(train.dataset.stoppedText, { step: lastStep }),
-    onMessage: (/** @type {WorkerMessage} */ message) => onMessage(message),
+  const trainer = new WorkerTrainer(train, controls, {
+    stoppedText: (step) => fill(train.dataset.stoppedText, { step }),
+    onMessage: (message) => onMessage(message),
   });
 
   const redraw = () => plot?.setData(accuracyData([recorded, live]));
@@ -194,13 +177,9 @@ function wireTrainer(body, train) {
   /** @param {WorkerMessage} message */
   const onMessage = (message) => {
     if (message.type === "progress") {
-      lastStep = message.step;
       bar.value = Math.min(100, (100 * message.step) / steps);
       const rate = message.steps_per_second;
-      // A report already on its way when the run was stopped or hidden keeps that said.
-      if (trainer.mode === "stopped") status.textContent = fill(train.dataset.stoppedText, { step: lastStep });
-      else if (trainer.mode === "hidden") status.textContent = train.dataset.hiddenText;
-      else {
+      if (!trainer.paused) {
         status.textContent = fill(train.dataset.progressText, {
           step: message.step,
           steps,
@@ -219,9 +198,6 @@ function wireTrainer(body, train) {
       redraw();
     } else if (message.type === "done") {
       finish(message);
-    } else if (message.type === "error") {
-      status.textContent = message.message;
-      status.setAttribute("role", "alert");
     }
   };
 
@@ -229,7 +205,8 @@ function wireTrainer(body, train) {
   // learner sees what they will be compared with.
   const prepare = onceWhenIdle(async () => {
     try {
-      recorded = run.recorded ? (await recordedCurve(train.dataset.grid, run.cell)) || [] : [];
+      const [curve] = run.recorded ? await recordedCurves(train.dataset.grid, [run.cell]) : [null];
+      recorded = curve ?? [];
     } catch {
       recorded = []; // the run trains all the same; the chart shows it alone
     }

@@ -14,22 +14,11 @@
 //   panel says which row was cut short and that it starts again from step 0 (the rows kept
 //   before it stay, on the server).
 
-import {
-  PROBLEM,
-  accuracyChart,
-  accuracyData,
-  announce,
-  duration,
-  fill,
-  findCell,
-  loadGrid,
-  loadPanel,
-  onceWhenIdle,
-  paragraph,
-  postResult,
-  trainingControls,
-  WorkerTrainer,
-} from "./lab-tools.js";
+import { accuracyChart, accuracyData } from "./accuracy-chart.js";
+import { PROBLEM, duration, fill, loadPanel, recordedCurves } from "./lab-tools.js";
+import { paragraph } from "./loaders.js";
+import { announce } from "./page/announce.js";
+import { WorkerTrainer, onceWhenIdle, postResult, trainingControls } from "./training-panel.js";
 
 /** @typedef {import("./lab/trainer.js").LabConfig} LabConfig */
 /** @typedef {import("./lab-tools.js").Point} Point */
@@ -44,7 +33,7 @@ import {
 /** A kept row's answer (web.routes.rerun).
  * @typedef {{ ok: boolean, message?: string, results?: string, data?: string,
  *   startLabel?: string }} RowAnswer */
-/** @typedef {import("./lab-tools.js").WorkerMessage} WorkerMessage */
+/** @typedef {import("./training-panel.js").WorkerMessage} WorkerMessage */
 /** #rerun-train as the server draws it (templates/rerun_fragments.html).
  * @typedef {HTMLElement & { dataset: { set: string, grid: string, progressText: string,
  *   hiddenText: string, stoppedText: string, rowStarted: string, restarted: string,
@@ -83,13 +72,6 @@ function keepInTraining(value) {
   }
 }
 
-/** The recorded curve of each row's cell (null where the grid has none).
- * @param {string} url @param {SetRow[]} rows @returns {Promise<(Point[] | null)[]>} */
-async function recordedCurves(url, rows) {
-  const grid = await loadGrid(url);
-  return rows.map((row) => findCell(grid, row.cell)?.curve ?? null);
-}
-
 /** Each row's recorded curve (dashed) and its curve on this device (solid), in its colour.
  * @param {(Point[] | null)[]} recorded @param {Point[][]} live */
 function paired(recorded, live) {
@@ -112,7 +94,8 @@ function wire(body, train) {
   let set = JSON.parse(train.dataset.set);
   const rows = set.rows;
   const steps = set.steps;
-  const { start, stop, resume, bar, status, chartElement } = trainingControls(train, "rerun");
+  const controls = trainingControls(train, "rerun");
+  const { start, stop, bar, status, chartElement } = controls;
   const restartNote = /** @type {HTMLElement} */ (train.querySelector("#rerun-restarted"));
   const results = /** @type {HTMLElement} */ (body.querySelector("#rerun-results"));
   /** @type {Point[][]} the device's curves, the kept rows' as the server holds them */
@@ -123,14 +106,9 @@ function wire(body, train) {
   let plot = null;
   let busy = false; // a set is in training (a row, or the post between two rows)
   let index = set.next; // the row in training, or next
-  let lastStep = 0;
-  const trainer = new WorkerTrainer({
-    stop,
-    resume,
-    status,
-    hiddenText: train.dataset.hiddenText,
-    stoppedText: () => fill(train.dataset.stoppedText, { step: lastStep, name: rows[index].name }),
-    onMessage: (/** @type {WorkerMessage} */ message) => onMessage(message),
+  const trainer = new WorkerTrainer(train, controls, {
+    stoppedText: (step) => fill(train.dataset.stoppedText, { step, name: rows[index].name }),
+    onMessage: (message) => onMessage(message),
   });
 
   const redraw = () => plot?.setData(accuracyData(paired(recorded, live)));
@@ -148,7 +126,7 @@ function wire(body, train) {
   // The recorded curves and the chart are drawn while the page is idle, before the start.
   const prepare = onceWhenIdle(async () => {
     try {
-      recorded = await recordedCurves(train.dataset.grid, rows);
+      recorded = await recordedCurves(train.dataset.grid, rows.map((row) => row.cell));
     } catch {
       recorded = rows.map(() => null); // the rows train all the same, drawn alone
     }
@@ -193,14 +171,9 @@ function wire(body, train) {
   /** @param {WorkerMessage} message */
   const onMessage = (message) => {
     if (message.type === "progress") {
-      lastStep = message.step;
       bar.value = overall(message.step);
       keepInTraining({ number: set.number, row: rows[index].key, step: message.step });
-      if (trainer.mode === "stopped") return;
-      if (trainer.mode === "hidden") {
-        status.textContent = train.dataset.hiddenText;
-        return;
-      }
+      if (trainer.paused) return;
       const rate = message.steps_per_second;
       const left = (rows.length - index) * steps - message.step;
       status.textContent = fill(train.dataset.progressText, {
@@ -217,8 +190,6 @@ function wire(body, train) {
     } else if (message.type === "done") {
       finish(message);
     } else if (message.type === "error") {
-      status.textContent = message.message;
-      status.setAttribute("role", "alert");
       settle({ ok: false });
     }
   };
@@ -227,7 +198,6 @@ function wire(body, train) {
     const row = rows[index];
     live[index] = [];
     redraw();
-    lastStep = 0;
     const said = fill(train.dataset.rowStarted, { row: index + 1, rows: rows.length, name: row.name });
     status.textContent = said;
     announce(said);
