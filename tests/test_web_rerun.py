@@ -155,6 +155,7 @@ def test_the_panel_states_both_stacks_and_the_set_the_browser_trains(
         assert all(line[3] == TEXT.not_yet for line in lines.values())
 
 
+@pytest.mark.both_databases
 def test_four_rows_kept_once_each_in_order_then_the_sentence(
     make_settings: SettingsFactory, recording_path: Path, store: Store
 ) -> None:
@@ -225,6 +226,7 @@ def test_a_ranking_that_differs_says_where(
         assert TEXT.all_same not in verdict
 
 
+@pytest.mark.both_databases
 def test_a_row_raced_by_several_requests_is_kept_once(
     make_settings: SettingsFactory, recording_path: Path, store: Store
 ) -> None:
