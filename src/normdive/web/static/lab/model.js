@@ -424,6 +424,24 @@ export class LabModel {
     return total / M;
   }
 
+  // A sublayer's input gradient in the stream (`into`, N rows): this.da (the gradient of the
+  // sublayer's input to its norm) back through the norm `norm` (or straight through, without
+  // layer norm), plus the skip path's `skip` (with residual connections on).
+  /** @param {Record<string, number>} ob @param {string} norm
+   * @param {Float64Array | null} xhat @param {Float64Array | null} rstd
+   * @param {number} N @param {Float64Array} into @param {Float64Array} skip */
+  _intoStream(ob, norm, xhat, rstd, N, into, skip) {
+    const { D } = this;
+    if (this.layernorm) {
+      this.kernels.layerNormBackward(this.da, N, D, this.params, ob[`${norm}.weight`],
+        /** @type {Float64Array} */ (xhat), /** @type {Float64Array} */ (rstd), into, this.grads,
+        ob[`${norm}.weight`], ob[`${norm}.bias`]);
+    } else {
+      copy(this.da, 0, into, 0, N * D);
+    }
+    if (this.residual) this.kernels.addTo(into, skip, N * D);
+  }
+
   // The gradient of the last forward()'s loss with respect to every parameter, into `grads`.
   backward() {
     const { D, T, L, R, V1, H, E } = this;
@@ -467,14 +485,7 @@ export class LabModel {
       const dmid = this.dmid;
       linearBackward(kernels, du, N, R, a2, D, P, ob["mlp.up.weight"], this.da, G, G,
         ob["mlp.up.bias"]);
-      if (this.layernorm) {
-        kernels.layerNormBackward(this.da, N, D, P, ob["norm_mlp.weight"],
-          /** @type {Float64Array} */ (k.xhat2), /** @type {Float64Array} */ (k.rstd2), dmid, G,
-          ob["norm_mlp.weight"], ob["norm_mlp.bias"]);
-      } else {
-        copy(this.da, 0, dmid, 0, N * D);
-      }
-      if (this.residual) kernels.addTo(dmid, dx, N * D);
+      this._intoStream(ob, "norm_mlp", k.xhat2, k.rstd2, N, dmid, dx);
 
       // Attention: mid = [x +] out(attn(qkv(a1))).
       linearBackward(kernels, dmid, N, D, k.y, D, P, ob["attn.out.weight"], this.dy, G, G,
@@ -484,14 +495,7 @@ export class LabModel {
       const a1 = this.layernorm ? /** @type {Float64Array} */ (k.a1) : x;
       linearBackward(kernels, this.dqkv, N, 3 * D, a1, D, P, ob["attn.qkv.weight"], this.da, G,
         G, ob["attn.qkv.bias"]);
-      if (this.layernorm) {
-        kernels.layerNormBackward(this.da, N, D, P, ob["norm_attn.weight"],
-          /** @type {Float64Array} */ (k.xhat1), /** @type {Float64Array} */ (k.rstd1), dx, G,
-          ob["norm_attn.weight"], ob["norm_attn.bias"]);
-      } else {
-        copy(this.da, 0, dx, 0, N * D);
-      }
-      if (this.residual) kernels.addTo(dx, dmid, N * D);
+      this._intoStream(ob, "norm_attn", k.xhat1, k.rstd1, N, dx, dmid);
     }
 
     // Embeddings: every row's gradient goes to its token's row and its position's row.
