@@ -237,16 +237,36 @@ def test_a_row_raced_by_several_requests_is_kept_once(
         token = client.form_token()
 
         def post_once(_: int) -> int:
-            with PageClient(app) as other:
-                other.cookies.set(COOKIE_NAME, str(cookie))
-                answer = other.post(
-                    "/lab/reruns/1/rows/both",
-                    data={"result": result(1.0)},
-                    headers={**JSON, "X-CSRF-Token": str(token)},
-                )
-                return answer.status_code
+            # A client of its own per thread, on the app the outer client started (and stops).
+            other = PageClient(app, cookies={COOKIE_NAME: str(cookie)})
+            answer = other.post(
+                "/lab/reruns/1/rows/both",
+                data={"result": result(1.0)},
+                headers={**JSON, "X-CSRF-Token": str(token)},
+            )
+            return answer.status_code
 
         with ThreadPoolExecutor(max_workers=6) as pool:
             statuses = sorted(pool.map(post_once, range(6)))
         assert statuses == [200] + [409] * 5
         assert len(kept_rows(store, client)) == 1
+
+
+def test_a_missing_grid_or_a_recording_gone_bad_is_said_plainly(
+    make_settings: SettingsFactory, tmp_path: Path, store: Store
+) -> None:
+    recording = write_recording(tmp_path, ablation_recording("both"))
+    with PageClient(create_app(make_settings(recording_path=recording))) as client:
+        post_each(client, steps_to_the_gate())
+        panel = soup(client.get("/lab/rerun/panel").text)
+        assert words(panel.select_one("#rerun-problem")) == LESSON.lab.missing
+        refused = keep(client, 1, "both", 1.0)
+        assert refused.status_code == 503 and refused.json()["message"] == LESSON.lab.missing
+        assert kept_rows(store, client) == []
+    # The gate closed, then the server lost its recording: the panel says why, not "play the
+    # four rows" (they cannot be played now).
+    gone = make_settings(recording_path=tmp_path / "gone.json")
+    with PageClient(create_app(gone), cookies=client.cookies) as later:
+        assert gate(later)["closed"] is True
+        problem = words(soup(later.get("/lab/rerun/panel").text).select_one("#rerun-problem"))
+        assert problem and problem != TEXT.not_played

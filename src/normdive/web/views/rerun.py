@@ -157,6 +157,9 @@ def rerun_view(
     sentence for one missing or unusable; `recorded_stack`: the recording's settings, for the
     sentence that compares the two stacks)."""
     text = lesson.rerun
+    if not state.ablation.available:  # the recording cannot be used: say why, as the page does
+        problem = state.ablation.problem or text.not_played
+        return RerunView(lesson, problem=problem, refused=refused, message=message)
     if not state.ablation.all_played:
         return RerunView(lesson, problem=text.not_played, refused=refused, message=message)
     if isinstance(grid, str):
