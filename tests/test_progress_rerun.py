@@ -145,9 +145,9 @@ def test_a_matching_ranking_is_said_along_the_recordings_order() -> None:
         TEXT.above.format(high=LABELS["residual_only"], low=LABELS["layernorm_only"]),
         TEXT.level.format(one=LABELS["layernorm_only"], other=LABELS["neither"]),
     ]
-    assert sentences[0] == TEXT.same_order.format(
-        relations=f"{relations[0]}, {relations[1]} and {relations[2]}"
-    )
+    assert sentences[0] == TEXT.same_order.format(relations="; ".join(relations))
+    # Each pair stays readable on its own: "“Both” ends above “Residuals only”; ..."
+    assert sentences[0].count("“") == 6
     assert sentences[-1] == TEXT.all_same
 
 
@@ -161,8 +161,10 @@ def test_where_the_two_differ_each_pair_is_named_and_counted() -> None:
         in sentences[0]
     )
     assert sentences[1] == TEXT.differs.format(
-        device=TEXT.level.format(one=LABELS["both"], other=LABELS["residual_only"]),
-        recorded=TEXT.above.format(high=LABELS["both"], low=LABELS["residual_only"]),
+        pairs=TEXT.differs_pair.format(
+            device=TEXT.level.format(one=LABELS["both"], other=LABELS["residual_only"]),
+            recorded=TEXT.above.format(high=LABELS["both"], low=LABELS["residual_only"]),
+        )
     )
     assert sentences[-1] == "1 pair of rows ranks differently from the recording."
 
@@ -171,4 +173,5 @@ def test_nothing_in_common_still_says_every_difference() -> None:
     device = {"both": 0.06, "residual_only": 0.5, "layernorm_only": 1.0, "neither": 0.3}
     sentences = order_sentences(LESSON, device, RECORDED)
     assert not sentences[0].startswith(TEXT.same_order.split("{")[0])
+    assert sentences[0].count(TEXT.clause_separator) == 4  # five pairs, in one sentence
     assert sentences[-1].startswith("5 pairs")

@@ -149,10 +149,12 @@ def test_the_panel_states_both_stacks_and_the_set_the_browser_trains(
             for tr in panel.select("#rerun-table tbody tr")
         }
         outcomes: dict[str, str] = {o.id: o.label for o in LESSON.outcomes}
-        assert lines["both"][0] == outcomes[ROW_PREDICTIONS["both"]]
-        assert lines["both"][1].endswith("100.0 %")  # the recording's outcome
-        assert lines["residual_only"][2] == "95.0 %"  # the grid's cell at the re-run's size
-        assert all(line[3] == TEXT.not_yet for line in lines.values())
+        # The device's column first (what the phone shows without scrolling), then the
+        # prediction, the recording's outcome and the grid's cell at the re-run's size.
+        assert all(line[0] == TEXT.not_yet for line in lines.values())
+        assert lines["both"][1] == outcomes[ROW_PREDICTIONS["both"]]
+        assert lines["both"][2].endswith("100.0 %")
+        assert lines["residual_only"][3] == "95.0 %"
 
 
 @pytest.mark.both_databases
@@ -217,7 +219,7 @@ def test_a_ranking_that_differs_says_where(
         verdict = words(soup(answer.json()["results"]).select_one("#rerun-verdict"))
         above = TEXT.above.format
         assert (
-            TEXT.differs.format(
+            TEXT.differs_pair.format(
                 device=above(high=LABELS["layernorm_only"], low=LABELS["residual_only"]),
                 recorded=above(high=LABELS["residual_only"], low=LABELS["layernorm_only"]),
             )

@@ -72,10 +72,10 @@ def test_the_panel_and_its_refusals_speak_german(
         head = [words(th) for th in panel.select("#rerun-table thead th")]
         assert head == [
             "Zeile",
+            "Ihr Gerät",
             "Ihre Vorhersage",
             "Die Aufnahme",
             "Aufgenommen in dieser Größe",
-            "Ihr Gerät",
         ]
 
         out_of_order = client.post(

@@ -62,9 +62,13 @@ def listen_to_announcements(page: Page) -> None:
     page.evaluate(
         """() => {
           window.said = [];
+          window.focusWhenSaid = [];
           new MutationObserver(() => {
             const text = document.getElementById("announcer").textContent;
-            if (text) window.said.push(text);
+            if (text) {
+              window.said.push(text);
+              window.focusWhenSaid.push(document.activeElement?.id || "");
+            }
           }).observe(document.getElementById("announcer"), { childList: true, subtree: true });
         }"""
     )
@@ -122,9 +126,21 @@ def test_the_four_rows_train_fill_the_side_by_side_and_end_in_a_sentence(
     expect(page.get_by_role("button", name=TEXT.again_label)).to_be_enabled()
     page.wait_for_function("window.said.some((text) => text.includes('as in the recording'))")
     said = list(page.evaluate("window.said"))
+    # Each row's start and each row's end are said; a row's end and the next row's start in
+    # one announcement, so that neither overwrites the other.
+    heard = " ".join(said)
     for index, label in enumerate(LABELS, start=1):
-        started = TEXT.row_started.format(row=index, rows=4, name=label)
-        assert started in said, said
+        assert TEXT.row_started.format(row=index, rows=4, name=label) in heard, said
+        assert f"{label} finished on your device" in heard, said
+    assert len(said) == len(set(said)), said
+    # The keyboard keeps Stop from one row to the next (its button is disabled in between).
+    focus = list(page.evaluate("window.focusWhenSaid"))
+    for text, focused in zip(said, focus, strict=True):
+        if "Row 2 of 4" in text or "Row 4 of 4" in text:
+            assert focused == "rerun-stop", (text, focused)
+    # The side-by-side fits the 320 px phone: the device's column is on screen.
+    device = table.locator("td.device").first.bounding_box()
+    assert device is not None and device["x"] + device["width"] <= NARROW["width"], device
     assert not any(re.match(r"Row \d of 4, .*: step", s) for s in said)  # milestones only
     no_horizontal_scroll(page)
     assert axe_violations(page) == []

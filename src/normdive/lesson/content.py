@@ -728,7 +728,10 @@ class RerunText(_Model):
     outcome_cell: Text  # {band}, {accuracy}
     same_order: Text  # {relations}
     all_same: Text
-    differs: Text  # {device}, {recorded}
+    differs: Text  # {pairs}
+    differs_pair: Text  # {device}, {recorded}
+    # Between the clauses of same_order's {relations} and differs' {pairs}; spaces kept.
+    clause_separator: Annotated[str, StringConstraints(min_length=1)]
     above: Text  # {high}, {low}
     level: Text  # {one}, {other}
     level_points: ExactDecimal = Field(ge=0)
@@ -752,7 +755,9 @@ class RerunText(_Model):
         _named("kept_rows", self.kept_rows, ("done", "rows"), ("done",))
         _named("outcome_cell", self.outcome_cell, ("band", "accuracy"), ("accuracy",))
         _named("same_order", self.same_order, ("relations",), ("relations",))
-        _named("differs", self.differs, ("device", "recorded"), ("device", "recorded"))
+        _named("differs", self.differs, ("pairs",), ("pairs",))
+        pair = ("device", "recorded")
+        _named("differs_pair", self.differs_pair, pair, pair)
         _named("above", self.above, ("high", "low"), ("high", "low"))
         _named("level", self.level, ("one", "other"), ("one", "other"))
         _named("history_line", self.history_line, ("number", "finals", "ranking"), ("finals",))

@@ -317,11 +317,12 @@ def _accuracy(value: float | str | None, name: str) -> None:
 def _point(raw: Any, index: int, fields: Sequence[str], steps: int) -> dict[str, Any]:
     where = f"point {index + 1}" if index >= 0 else "the final figures"
     whose = f"{where}'" if where.endswith("s") else f"{where}'s"
+    has = "have" if index < 0 else "has"
     if not isinstance(raw, dict):
-        raise _BadResult(f"{where} is not an object")
+        raise _BadResult(f"{where} {'are' if index < 0 else 'is'} not an object")
     unknown = sorted(set(raw) - set(fields))
     if unknown:
-        raise _BadResult(f"{where} has an unknown figure {unknown[0][:MAX_ECHOED_CHARS]!r}")
+        raise _BadResult(f"{where} {has} an unknown figure {unknown[0][:MAX_ECHOED_CHARS]!r}")
     point: dict[str, Any] = {"step": _step(raw.get("step"), f"{whose} step", steps)}
     for name in fields[1:]:
         point[name] = _stored_figure(raw.get(name), f"{whose} {name}")

@@ -39,7 +39,6 @@ from normdive.progress.ablation import row_band
 from normdive.progress.actions import Action, Conflict, Invalid, unknown_row_message
 from normdive.progress.events import Event, EventKind
 from normdive.progress.lab import ROW_SWITCHES, Figures, LabChoice, figure, read_result
-from normdive.progress.sweep import listed
 
 # Sets a learner keeps: each is four rows with their curves; this bounds one learner's
 # re-run events.
@@ -258,16 +257,18 @@ def order_sentences(
         pair = found.get((a, b)) or found[(b, a)]
         if pair.agrees:
             agreeing.append(_phrase(lesson, pair.first, pair.second, pair.recorded))
-    sentences = [text.same_order.format(relations=listed(agreeing))] if agreeing else []
+    joined = text.clause_separator.join
+    sentences = [text.same_order.format(relations=joined(agreeing))] if agreeing else []
     differing = [pair for pair in found.values() if not pair.agrees]
-    for pair in differing:
-        sentences.append(
-            text.differs.format(
+    if differing:
+        told = [
+            text.differs_pair.format(
                 device=_phrase(lesson, pair.first, pair.second, pair.device),
                 recorded=_phrase(lesson, pair.first, pair.second, pair.recorded),
             )
-        )
-    if differing:
+            for pair in differing
+        ]
+        sentences.append(text.differs.format(pairs=joined(told)))
         sentences.append(counted(text.pairs_differ, len(differing), count=len(differing)))
     else:
         sentences.append(text.all_same)

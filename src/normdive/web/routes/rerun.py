@@ -19,8 +19,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from normdive.i18n.catalogues import N_, gettext
 from normdive.lesson.translations import localized
-from normdive.progress.actions import Action, ActionRefused
+from normdive.progress.actions import Action, ActionRefused, unknown_row_message
 from normdive.progress.figures import percent
 from normdive.progress.lab import RESULT_FIELD
 from normdive.progress.rerun import Rerun, finish_rerun_row, reruns
@@ -36,6 +37,7 @@ from normdive.web.views.lab_grid import grid_or_sentence
 from normdive.web.views.rerun import RerunView, rerun_view
 
 PANEL_TEMPLATE = "rerun_fragments.html"
+NO_SUCH_RERUN = N_("There is no re-run {number!r}.")
 # The longest re-run number or row key a path may name (MAX_RERUNS is two digits; keys are
 # short words).
 MAX_NUMBER_CHARS = 6
@@ -140,9 +142,9 @@ async def keep_row(request: Request) -> Response:
     """Keep row `row` of re-run `number` (field `result`: JSON {"final", "curve"}); once."""
     number, row = request.path_params["number"], request.path_params["row"]
     if not (number.isascii() and number.isdigit() and len(number) <= MAX_NUMBER_CHARS):
-        return error_response(request, 404, f"There is no re-run {number[:20]!r}.")
+        return error_response(request, 404, gettext(NO_SUCH_RERUN).format(number=number[:20]))
     if len(row) > MAX_ROW_CHARS:
-        return error_response(request, 404, f"There is no row {row[:20]!r}.")
+        return error_response(request, 404, unknown_row_message(row))
     svc = services(request)
     checked = await vouched_form(request, svc.signer, svc.settings)
     if isinstance(checked, Response):

@@ -71,11 +71,19 @@ export function marked(_key, value) {
   return value > 0 ? "inf" : "-inf";
 }
 
-/** @param {number} seconds */
+/** A time in the page's language, its units short ("1 min 5 s", "1 Min. 5 Sek.", Arabic
+ * "١ د ٥ ث"), with the browser's own unit names (Intl.NumberFormat); "–" for no time.
+ * @param {number} seconds */
 export function duration(seconds) {
   if (!Number.isFinite(seconds)) return "–";
   const whole = Math.max(0, Math.round(seconds));
-  return whole < 60 ? `${whole} s` : `${Math.floor(whole / 60)} min ${whole % 60} s`;
+  const unit = (/** @type {string} */ name, /** @type {number} */ value) =>
+    new Intl.NumberFormat(document.documentElement.lang || "en", {
+      style: "unit",
+      unit: name,
+      unitDisplay: "short",
+    }).format(value);
+  return whole < 60 ? unit("second", whole) : `${unit("minute", Math.floor(whole / 60))} ${unit("second", whole % 60)}`;
 }
 
 function csrfToken() {

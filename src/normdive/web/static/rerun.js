@@ -15,9 +15,9 @@
 //   before it stay, on the server).
 
 import { accuracyChart, accuracyData } from "./accuracy-chart.js";
-import { PROBLEM, duration, fill, loadPanel, recordedCurves } from "./lab-tools.js";
+import { duration, fill, loadPanel, recordedCurves } from "./lab-tools.js";
 import { paragraph } from "./loaders.js";
-import { announce } from "./page/announce.js";
+import { announce, pageWord } from "./page/announce.js";
 import { WorkerTrainer, onceWhenIdle, postResult, trainingControls } from "./training-panel.js";
 
 /** @typedef {import("./lab/trainer.js").LabConfig} LabConfig */
@@ -28,8 +28,8 @@ import { WorkerTrainer, onceWhenIdle, postResult, trainingControls } from "./tra
  *   cell: CellKey, curve: Point[] | null }} SetRow */
 /** The set the browser trains next: its number, its next row, whether the set on show is
  * whole (then Start begins the next one), the steps of a row, and the four rows.
- * @typedef {{ number: number, next: number, shownComplete: boolean, steps: number,
- *   rows: SetRow[] }} RerunSet */
+ * @typedef {{ number: number, next: number, shownComplete: boolean, full: boolean,
+ *   steps: number, rows: SetRow[] }} RerunSet */
 /** A kept row's answer (web.routes.rerun).
  * @typedef {{ ok: boolean, message?: string, results?: string, data?: string,
  *   startLabel?: string }} RowAnswer */
@@ -43,6 +43,10 @@ import { WorkerTrainer, onceWhenIdle, postResult, trainingControls } from "./tra
 
 // Where the row in training is kept between page loads (one set trains at a time).
 const IN_TRAINING_KEY = "normdive.rerun.training";
+// Said when a row's figures did not reach the server; Continue sends them again.
+const NOT_SENT = pageWord("The server could not be reached, so this row's figures are not saved yet. Continue sends them again.");
+// The weight of each new progress report in the set's rate (an exponential average).
+const RATE_WEIGHT = 0.2;
 
 /** @param {HTMLElement} details */
 export async function openPanel(details) {
@@ -106,6 +110,8 @@ function wire(body, train) {
   let plot = null;
   let busy = false; // a set is in training (a row, or the post between two rows)
   let index = set.next; // the row in training, or next
+  /** @type {number | null} steps a second, averaged over the set's reports */
+  let rate = null;
   const trainer = new WorkerTrainer(train, controls, {
     stoppedText: (step) => fill(train.dataset.stoppedText, { step, name: rows[index].name }),
     onMessage: (message) => onMessage(message),
@@ -121,7 +127,7 @@ function wire(body, train) {
     restartNote.hidden = false;
     start.textContent = train.dataset.continueLabel;
   }
-  if (!set.shownComplete) bar.value = overall(0);
+  bar.value = set.shownComplete ? 100 : overall(0);
 
   // The recorded curves and the chart are drawn while the page is idle, before the start.
   const prepare = onceWhenIdle(async () => {
@@ -133,38 +139,52 @@ function wire(body, train) {
     plot = await makeChart(chartElement, set, recorded, live).catch(() => null);
   });
 
-  /** @param {RowAnswer} answer */
+  /** Show a write's answer: the side-by-side drawn again, or why nothing was saved.
+   * @param {RowAnswer} answer */
   const showAnswer = (answer) => {
     if (answer.results !== undefined) results.innerHTML = answer.results;
-    else results.prepend(paragraph("alert", answer.message || PROBLEM));
-    announce(answer.message || PROBLEM);
+    else results.prepend(paragraph("alert", answer.message || NOT_SENT));
   };
 
-  /** The set is over (whole, or refused): the server's view of it decides what comes next.
+  /** The set stops here (whole, refused, or a row whose figures did not reach the server):
+   * the server's view of it, when it answered, decides what comes next.
    * @param {RowAnswer} answer */
   const settle = (answer) => {
     busy = false;
-    start.disabled = false;
-    // A row the server answered for is done with; one whose figures never reached it (the
-    // network, or the page going away while they were on their way) is still to train again.
     if (answer.results !== undefined) keepInTraining(null);
     if (answer.data) set = JSON.parse(answer.data);
+    start.disabled = Boolean(set.full);
+    if (set.full) start.setAttribute("aria-describedby", "rerun-full");
     if (answer.startLabel) start.textContent = answer.startLabel;
+    announce(answer.message || NOT_SENT);
     results.focus();
   };
 
-  /** @param {{ curve: object[], final: object }} message */
+  /** A finished row whose figures did not reach the server: Continue sends them again.
+   * @type {{ curve: object[], final: object } | null} */
+  let unsent = null;
+
+  /** Post the finished row; then on to the next, or the set's end.
+   * @param {{ curve: object[], final: object }} message */
   const finish = async (message) => {
     const row = rows[index];
     const url = `/lab/reruns/${set.number}/rows/${encodeURIComponent(row.key)}`;
     const answer = /** @type {RowAnswer} */ (await postResult(url, message));
     showAnswer(answer);
+    if (answer.results === undefined) {
+      // Nothing reached the server: the row's figures wait here to be sent again.
+      unsent = message;
+      status.textContent = answer.message || NOT_SENT;
+      return settle({ ok: false, message: answer.message || NOT_SENT, startLabel: train.dataset.continueLabel });
+    }
+    unsent = null;
     if (!answer.ok) return settle(answer);
     keepInTraining(null);
     index += 1;
     bar.value = overall(0);
-    if (index < rows.length) return trainRow();
+    if (index < rows.length) return trainRow(answer.message);
     bar.value = 100;
+    status.textContent = "";
     settle(answer);
   };
 
@@ -174,7 +194,10 @@ function wire(body, train) {
       bar.value = overall(message.step);
       keepInTraining({ number: set.number, row: rows[index].key, step: message.step });
       if (trainer.paused) return;
-      const rate = message.steps_per_second;
+      // The rate over the set so far: a new row's first reports alone swing widely.
+      if (Number.isFinite(message.steps_per_second)) {
+        rate = rate === null ? message.steps_per_second : RATE_WEIGHT * message.steps_per_second + (1 - RATE_WEIGHT) * rate;
+      }
       const left = (rows.length - index) * steps - message.step;
       status.textContent = fill(train.dataset.progressText, {
         row: index + 1,
@@ -182,7 +205,7 @@ function wire(body, train) {
         name: rows[index].name,
         step: message.step,
         steps,
-        left: duration(left / rate),
+        left: duration(rate ? left / rate : NaN),
       });
     } else if (message.type === "eval") {
       live[index].push({ step: message.step, heldout_accuracy: message.heldout_accuracy });
@@ -190,17 +213,20 @@ function wire(body, train) {
     } else if (message.type === "done") {
       finish(message);
     } else if (message.type === "error") {
-      settle({ ok: false });
+      settle({ ok: false, message: message.message });
     }
   };
 
-  const trainRow = () => {
+  /** Train row `index`, saying so after `before` (the row just kept, in one announcement so
+   * that neither is lost), and keep the focus on Stop when it was there.
+   * @param {string} [before] */
+  const trainRow = (before = "") => {
     const row = rows[index];
     live[index] = [];
     redraw();
     const said = fill(train.dataset.rowStarted, { row: index + 1, rows: rows.length, name: row.name });
     status.textContent = said;
-    announce(said);
+    announce(`${before} ${said}`.trim());
     keepInTraining({ number: set.number, row: row.key, step: 0 });
     trainer.start(row.config, row.seed);
   };
@@ -224,7 +250,8 @@ function wire(body, train) {
     }
     restartNote.hidden = true;
     await prepare();
-    trainRow();
+    if (unsent) finish(unsent);
+    else trainRow();
     stop.focus();
   });
 }

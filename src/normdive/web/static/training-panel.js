@@ -69,6 +69,7 @@ export class WorkerTrainer {
     this.hiddenText = train.dataset.hiddenText ?? "";
     this.mode = "idle";
     this.step = 0; // the last step the worker reported
+    this.focusWasOnStop = false;
     /** @type {Worker | null} */
     this.worker = null;
     const { stop, resume, status } = controls;
@@ -112,6 +113,10 @@ export class WorkerTrainer {
     worker.postMessage({ type: "start", config, seed });
     if (document.hidden) worker.postMessage({ type: "pause" });
     this.setMode(document.hidden ? "hidden" : "running");
+    // The last run's end disabled Stop under the learner's focus: a set's next run gives it
+    // back, so the keyboard can still stop it.
+    if (this.focusWasOnStop && document.activeElement === document.body) this.controls.stop.focus();
+    this.focusWasOnStop = false;
   }
 
   /** @param {WorkerMessage} message */
@@ -136,6 +141,7 @@ export class WorkerTrainer {
 
   /** The worker is done with (it finished, failed, or the panel moves on). */
   end() {
+    this.focusWasOnStop = document.activeElement === this.controls.stop;
     this.worker?.terminate();
     this.worker = null;
     this.setMode("done");

@@ -174,6 +174,11 @@ PAGE_SCRIPT_WORDS = (
     N_("Held-out accuracy"),
     N_("recorded"),
     N_("your device"),
+    # The re-run of the ablation (static/rerun.js).
+    N_(
+        "The server could not be reached, so this row's figures are not saved yet. "
+        "Continue sends them again."
+    ),
     *ROW_MESSAGES,
 )
 

@@ -15,12 +15,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from normdive.i18n.catalogues import pgettext
+from markupsafe import Markup, escape
+
+from normdive.i18n.catalogues import gettext, pgettext
 from normdive.lesson.content import Lesson
 from normdive.lesson.plurals import counted
 from normdive.progress.ablation import RowState
 from normdive.progress.figures import percent
 from normdive.progress.rerun import (
+    MAX_RERUNS,
+    TOO_MANY_RERUNS,
     Rerun,
     complete,
     next_row,
@@ -45,9 +49,9 @@ class RerunRowView:
     label: str
     colour: str
     predicted: str
-    recording: str  # the recorded ablation's outcome: band and accuracy
-    small: str  # the lab grid's cell at the re-run's setting: its final accuracy
-    device: str  # what the learner's device did, or "not yet"
+    recording: str  # the recorded ablation's outcome: band and accuracy (HTML)
+    small: str  # the lab grid's cell at the re-run's setting: its final accuracy (HTML)
+    device: str  # what the learner's device did, or "not yet" (HTML)
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,7 @@ class RerunView(PanelView):
     kept: str = ""  # how many rows of the shown set are kept
     sentences: tuple[str, ...] = ()  # once the shown set is whole
     history: tuple[str, ...] = ()  # the earlier whole sets, one line each
+    full: str | None = None  # why no other set can begin: as many are kept as the lab keeps
 
 
 def _stack(lesson: Lesson, settings: Mapping[str, Any]) -> str:
@@ -83,17 +88,28 @@ def _row_view(
         label=row.label,
         colour=colour,
         predicted=row.prediction_label or text.no_prediction,
-        recording=text.outcome_cell.format(band=result.band_label, accuracy=result.accuracy_text)
+        recording=_outcome(text.outcome_cell, result.band_label, result.accuracy_text)
         if result is not None
         else text.not_yet,
-        small=percent(cell.final_accuracy) if cell is not None else lesson.lab.grid_none,
-        device=text.outcome_cell.format(
-            band=outcomes.get(kept.outcome, kept.outcome),
-            accuracy=percent(kept.final.heldout_accuracy),
+        small=_figure(percent(cell.final_accuracy)) if cell is not None else lesson.lab.grid_none,
+        device=_outcome(
+            text.outcome_cell,
+            outcomes.get(kept.outcome, kept.outcome),
+            percent(kept.final.heldout_accuracy),
         )
         if kept is not None
         else text.not_yet,
     )
+
+
+def _figure(text: str) -> Markup:
+    """A figure kept on one line ("100.0 %" never breaks before its "%")."""
+    return Markup('<span class="figure">{}</span>').format(text)
+
+
+def _outcome(template: str, band: str, accuracy: str) -> Markup:
+    """An outcome in the table: its band and its figure, as the lesson's template puts them."""
+    return escape(template).format(band=band, accuracy=_figure(accuracy))
 
 
 def _history_line(lesson: Lesson, rerun: Rerun, recorded: dict[str, float]) -> str:
@@ -138,6 +154,7 @@ def _data(lesson: Lesson, grid: LabGridView, sets: tuple[Rerun, ...]) -> dict[st
     return {
         "number": number,
         "next": keys.index(key),
+        "full": number > MAX_RERUNS,
         "shownComplete": shown is not None and complete(shown, lesson),
         "steps": grid.steps,
         "rows": rows,
@@ -174,6 +191,7 @@ def rerun_view(
     data = _data(lesson, grid, sets)
     begun = shown is not None and not whole
     here = _stack(lesson, {**grid.base, "depth": text.config.depth})
+    full = data["full"] and whole
     return RerunView(
         lesson,
         smaller=text.smaller.format(here=here, recorded=_stack(lesson, recorded_stack)),
@@ -190,6 +208,7 @@ def rerun_view(
             for earlier in sets[:-1]
             if complete(earlier, lesson)
         ),
+        full=gettext(TOO_MANY_RERUNS).format(count=MAX_RERUNS) if full else None,
         message=message,
         refused=refused,
     )
