@@ -17,6 +17,7 @@ from bs4 import BeautifulSoup, Tag
 from helpers import SettingsFactory, ablation_recording, write_recording
 from lesson_answers import JSON, LESSON, ROW_PREDICTIONS, post_each, steps_to_the_gate
 from normdive.progress.events import EventKind
+from normdive.progress.rerun import MAX_RERUNS
 from normdive.store.event_store import EventList, Store
 from normdive.web.app import create_app
 from normdive.web.infrastructure.identity import COOKIE_NAME
@@ -272,3 +273,22 @@ def test_a_missing_grid_or_a_recording_gone_bad_is_said_plainly(
         assert gate(later)["closed"] is True
         problem = words(soup(later.get("/lab/rerun/panel").text).select_one("#rerun-problem"))
         assert problem and problem != TEXT.not_played
+
+
+def test_after_the_last_set_kept_the_panel_says_so_before_anything_trains(
+    make_settings: SettingsFactory, recording_path: Path
+) -> None:
+    settings = make_settings(recording_path=recording_path, attempts_per_minute=10_000)
+    with PageClient(create_app(settings)) as client:
+        post_each(client, steps_to_the_gate())
+        for number in range(1, MAX_RERUNS + 1):
+            for key in ROWS:
+                assert keep(client, number, key, SAME_RANKING[key]).status_code == 200
+        panel = soup(client.get("/lab/rerun/panel").text)
+        start = panel.select_one("#rerun-start")
+        assert isinstance(start, Tag) and start.has_attr("disabled")
+        assert start["aria-describedby"] == "rerun-full"
+        assert str(MAX_RERUNS) in words(panel.select_one("#rerun-full"))
+        train = panel.select_one("#rerun-train")
+        assert isinstance(train, Tag) and json.loads(str(train["data-set"]))["full"] is True
+        assert keep(client, MAX_RERUNS + 1, ROWS[0], 1.0).status_code == 409

@@ -193,3 +193,29 @@ def test_a_reload_during_a_row_keeps_the_rows_before_and_says_which_starts_again
     expect(page.locator("#rerun-verdict")).to_be_visible(timeout=TRAINED_MS)
     expect(page.locator("#rerun-kept")).to_have_text(TEXT.kept_rows.format(done=4, rows=4))
     assert page.evaluate("localStorage.getItem('normdive.rerun.training')") is None
+
+
+def test_a_row_whose_figures_did_not_reach_the_server_is_sent_again_not_trained_again(
+    new_page: NewPage,
+) -> None:
+    page = new_page(viewport=NARROW)
+    close_the_gate(page)
+    open_the_panel(page)
+    first_row = re.compile(r"/lab/reruns/\d+/rows/both$")
+    # The first row's post never reaches the server: a captive portal answers it instead
+    # (a dropped connection reads the same to the page, and Chromium logs it as an error).
+    page.route(first_row, lambda route: route.fulfill(status=200, body="<html>Sign in</html>"))
+    page.get_by_role("button", name=TEXT.start_label).click()
+    go_on = page.get_by_role("button", name=TEXT.continue_label)
+    expect(go_on).to_be_enabled(timeout=TRAINED_MS)
+    expect(page.locator("#rerun-results .alert")).to_contain_text("Continue sends them again")
+    page.unroute(first_row)
+    started: list[str] = []
+    page.on("worker", lambda worker: started.append(worker.url))
+    go_on.click()
+    expect(page.locator("#rerun-kept")).to_contain_text(
+        TEXT.kept_rows.format(done=1, rows=4), timeout=TRAINED_MS
+    )
+    expect(page.locator("#rerun-verdict")).to_be_visible(timeout=TRAINED_MS)
+    # Continue sent the kept figures, then trained the three other rows: three workers.
+    assert len(started) == 3, started

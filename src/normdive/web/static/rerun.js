@@ -15,7 +15,7 @@
 //   before it stay, on the server).
 
 import { accuracyChart, accuracyData } from "./accuracy-chart.js";
-import { duration, fill, loadPanel, recordedCurves } from "./lab-tools.js";
+import { PROBLEM, duration, fill, loadPanel, recordedCurves } from "./lab-tools.js";
 import { paragraph } from "./loaders.js";
 import { announce, pageWord } from "./page/announce.js";
 import { WorkerTrainer, onceWhenIdle, postResult, trainingControls } from "./training-panel.js";
@@ -170,13 +170,16 @@ function wire(body, train) {
     const row = rows[index];
     const url = `/lab/reruns/${set.number}/rows/${encodeURIComponent(row.key)}`;
     const answer = /** @type {RowAnswer} */ (await postResult(url, message));
-    showAnswer(answer);
     if (answer.results === undefined) {
-      // Nothing reached the server: the row's figures wait here to be sent again.
+      // Nothing the server kept (the network, or a refusal of the request itself): the
+      // row's figures wait here to be sent again. The server's own words, when it said any.
       unsent = message;
-      status.textContent = answer.message || NOT_SENT;
-      return settle({ ok: false, message: answer.message || NOT_SENT, startLabel: train.dataset.continueLabel });
+      const said = answer.message && answer.message !== PROBLEM ? answer.message : NOT_SENT;
+      showAnswer({ ok: false, message: said });
+      status.textContent = said;
+      return settle({ ok: false, message: said, startLabel: train.dataset.continueLabel });
     }
+    showAnswer(answer);
     unsent = null;
     if (!answer.ok) return settle(answer);
     keepInTraining(null);
