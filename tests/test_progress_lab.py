@@ -86,13 +86,25 @@ def posted(accuracy: str = "1.0", curve_accuracy: str = "0.5", loss: str = "0.5"
     """A finished run's figures as a client posts them, each spelled as the JSON token given
     (so NaN, Infinity and 1e999999 reach the parser as sent): `accuracy` the final one,
     `curve_accuracy` the first point's, `loss` every loss but the first point's training loss."""
+    # The last point is the final evaluation, as the trainer posts it, when `accuracy` is one
+    # a point may hold (else the final figures alone are refused, as the tests want).
+    last = accuracy if _a_share(accuracy) else "0.5"
+    shares = {0: curve_accuracy, STEPS: last}
     points = [
-        f'{{"step": {step}, "train_loss": {"null" if step == 0 else loss}, '
-        f'"heldout_loss": {loss}, "heldout_accuracy": {curve_accuracy if step == 0 else "0.5"}}}'
+        f'{{"step": {step}, "train_loss": {"null" if step == 0 else loss}, "heldout_loss": '
+        f'{loss}, "heldout_accuracy": {shares.get(step, "0.5")}}}'
         for step in range(0, STEPS + 1, EVAL_EVERY)
     ]
     final = f'{{"step": {STEPS}, "heldout_loss": {loss}, "heldout_accuracy": {accuracy}}}'
     return f'{{"final": {final}, "curve": [{", ".join(points)}]}}'
+
+
+def _a_share(token: str) -> bool:
+    try:
+        value = json.loads(token)
+    except ValueError:
+        return False
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
 
 
 def finish(text: str) -> dict[str, Any]:
@@ -236,3 +248,15 @@ def test_the_comparison_and_a_kept_run_in_the_locales_writing() -> None:
     with activated("ar"):
         arabic = run_line(localized(LESSON), run(0.1, 0.5, 0.9))
     assert arabic.startswith("كلاهما، العمق 2، eps 0.00001، تهيئة GPT-2، البذرة 0: ")
+
+
+def test_final_figures_that_are_not_the_curves_last_point_are_refused() -> None:
+    # The trainer's final figures are its last evaluation's: a curve ending at 0.5 with a final
+    # 0.9 was not posted by it.
+    body = json.loads(posted(accuracy="0.9"))
+    body["curve"][-1]["heldout_accuracy"] = 0.5
+    with pytest.raises(Invalid, match="are not its curve's last point"):
+        finish(json.dumps(body))
+    body["curve"] = body["curve"][:-1]  # a curve that stops before the final step
+    with pytest.raises(Invalid, match="are not its curve's last point"):
+        finish(json.dumps(body))

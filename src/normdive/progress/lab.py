@@ -349,6 +349,11 @@ def _result(text: str, steps: int) -> tuple[dict[str, Any], list[dict[str, Any]]
     final = _point(body.get("final"), -1, FINAL_FIELDS, steps)
     if final["step"] != steps:
         raise _BadResult(f"it ended at step {final['step']}, not at step {steps}")
+    # The trainer's final figures are its last evaluation's (lab/worker.js): a result whose
+    # curve ends elsewhere, or otherwise, was not a run's.
+    last = points[-1]
+    if any(last[name] != final[name] for name in FINAL_FIELDS):
+        raise _BadResult("its final figures are not its curve's last point")
     return final, points
 
 
