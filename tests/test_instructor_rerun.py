@@ -321,8 +321,23 @@ def test_the_report_command_writes_the_re_runs_beside_the_pool_figures(
         "learners_with_a_complete_rerun": 1,
         "complete_reruns": 1,
         "complete_reruns_ranked_as_the_recording": 1,
+        "learners_whose_first_complete_rerun_ranked_as_the_recording": 1,
         "rows": {
             key: {"device_mean_accuracy": SAME[key], "recorded_accuracy": RECORDED[key]}
             for key in KEYS
         },
     }
+
+
+def test_each_learner_counts_once_by_their_first_complete_rerun() -> None:
+    # One learner's many matching re-runs do not outweigh another's: a learner is counted by
+    # the first re-run that held all four rows.
+    rows = [
+        *whole("a", 1, OTHER),
+        *whole("a", 2, SAME),
+        *whole("a", 3, SAME),
+        *whole("b", 1, SAME),
+    ]
+    report = tally(LESSON, RECORDING, rows)
+    assert (report.complete, report.matching) == (4, 3)
+    assert (report.whole_learners, report.first_matching) == (2, 1)

@@ -58,6 +58,9 @@ class RerunReport:
     complete: int  # complete re-runs (a learner's set holding all four rows)
     matching: int | None  # complete re-runs ranked as the recording; None: it cannot be used
     rows: tuple[RerunRowLine, ...]  # in the lesson's order
+    # Learners whose first complete re-run ranked as the recording (one learner's many
+    # re-runs count once here); None: it cannot be used.
+    first_matching: int | None = None
 
     @property
     def empty(self) -> bool:
@@ -125,6 +128,17 @@ def tally(lesson: Lesson, recording: RecordingFacts, rows: Iterable[Row]) -> Rer
             for finals in whole.values()
         )
     )
+    first: dict[str, dict[str, float]] = {}  # each learner's first complete re-run
+    for (learner, _number), finals in sorted(whole.items(), key=lambda item: item[0][1]):
+        first.setdefault(learner, finals)
+    first_matching = (
+        None
+        if recorded is None
+        else sum(
+            ranking_matches(finals, recorded, keys, lesson.rerun.level_points)
+            for finals in first.values()
+        )
+    )
     labels: dict[str, str] = {row.key: row.label for row in lesson.rows}
     lines = tuple(
         RerunRowLine(
@@ -141,6 +155,7 @@ def tally(lesson: Lesson, recording: RecordingFacts, rows: Iterable[Row]) -> Rer
         complete=len(whole),
         matching=matching,
         rows=lines,
+        first_matching=first_matching,
     )
 
 
@@ -160,5 +175,6 @@ def rerun_aggregate(report: RerunReport) -> dict[str, Any]:
         "learners_with_a_complete_rerun": report.whole_learners,
         "complete_reruns": report.complete,
         "complete_reruns_ranked_as_the_recording": report.matching,
+        "learners_whose_first_complete_rerun_ranked_as_the_recording": report.first_matching,
         "rows": rows,
     }
