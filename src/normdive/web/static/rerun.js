@@ -181,7 +181,12 @@ function wire(body, train) {
     }
     showAnswer(answer);
     unsent = null;
-    if (!answer.ok) return settle(answer);
+    if (!answer.ok) {
+      // Refused (another tab kept this row first, say): the table and the answer say why;
+      // the status line would only repeat a row that is over.
+      status.textContent = "";
+      return settle(answer);
+    }
     keepInTraining(null);
     index += 1;
     bar.value = overall(0);
