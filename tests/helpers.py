@@ -9,11 +9,13 @@ import contextlib
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, create_engine, text
+from bs4 import BeautifulSoup, Tag
+from sqlalchemy import Engine, create_engine, insert, text
 from sqlalchemy.pool import NullPool
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
@@ -22,6 +24,7 @@ from normdive.config import Settings
 from normdive.recording.format import Recording, RowKey
 from normdive.recording.plans import ablation_runs
 from normdive.store.db import upgrade
+from normdive.store.tables import LtiContextMember, LtiLearner
 from page_client import PageClient
 from sample_recordings import SAMPLE_FINALS, sample_recording
 
@@ -199,3 +202,27 @@ def write_recording(folder: Path, recording: Recording | str) -> Path:
     body = recording if isinstance(recording, str) else ablation_runs(recording).model_dump_json()
     path.write_text(body, encoding="utf-8")
     return path
+
+
+# --- reading a page, and a learner in a course -------------------------------------------------
+
+
+def soup(html: str) -> BeautifulSoup:
+    return BeautifulSoup(html, "html.parser")
+
+
+def words(tag: Tag | None) -> str:
+    """A tag's text as one line, its whitespace folded (the tag must be there)."""
+    assert isinstance(tag, Tag)
+    return " ".join(tag.get_text().split())
+
+
+def in_course(engine: Engine, learner: str, course: str) -> None:
+    """`learner` as an LTI learner who launched from `course` (its context key)."""
+    with engine.begin() as connection:
+        connection.execute(insert(LtiLearner).values(link_key=learner * 2, learner_id=learner))
+        connection.execute(
+            insert(LtiContextMember).values(
+                context_key=course, learner_id=learner, last_launch_at=datetime.now(UTC)
+            )
+        )

@@ -7,25 +7,30 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup, Tag
 from pydantic import SecretStr
-from sqlalchemy import Engine, insert
+from sqlalchemy import Engine
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
-from helpers import SECRET_KEY, SettingsFactory, ablation_recording, write_recording
+from helpers import (
+    SECRET_KEY,
+    SettingsFactory,
+    ablation_recording,
+    in_course,
+    words,
+    write_recording,
+)
 from lesson_answers import LESSON
 from normdive.cli import app as cli
 from normdive.progress.events import EventKind
 from normdive.progress.facts import RecordingFacts, RowFacts
 from normdive.progress.rerun import rerun_choice, row_keys
 from normdive.store.event_store import Store
-from normdive.store.tables import LtiContextMember, LtiLearner
 from normdive.web.app import create_app
 from normdive.web.infrastructure.instructor_access import INSTRUCTOR_COOKIE, Pool, cookie_value
 from normdive.web.views.instructor_rerun import (
@@ -172,16 +177,6 @@ def test_a_recording_lacking_a_row_cannot_be_used() -> None:
     assert tally(LESSON, lacking, whole("a", 1, SAME)).matching is None
 
 
-def in_course(engine: Engine, learner: str, course: str) -> None:
-    with engine.begin() as connection:
-        connection.execute(insert(LtiLearner).values(link_key=learner * 2, learner_id=learner))
-        connection.execute(
-            insert(LtiContextMember).values(
-                context_key=course, learner_id=learner, last_launch_at=datetime.now(UTC)
-            )
-        )
-
-
 def finished(store: Store, learner: str, number: int, key: str, accuracy: float | str) -> None:
     """A rerun_row_finished event as progress.rerun.finish_rerun_row writes it."""
     curve = [
@@ -241,11 +236,6 @@ def section_of(client: TestClient) -> Tag:
     section = page.select_one("#rerun-report")
     assert isinstance(section, Tag)
     return section
-
-
-def words(tag: Tag | None) -> str:
-    assert isinstance(tag, Tag)
-    return " ".join(tag.get_text().split())
 
 
 def test_the_section_says_when_nobody_has_re_run(client: TestClient) -> None:

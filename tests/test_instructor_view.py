@@ -15,7 +15,7 @@ from pydantic import SecretStr
 from sqlalchemy import Engine, delete, insert, text
 from starlette.testclient import TestClient
 
-from helpers import SECRET_KEY
+from helpers import SECRET_KEY, in_course
 from lesson_answers import LESSON
 from normdive.progress.events import EventKind
 from normdive.progress.facts import RecordingFacts
@@ -23,7 +23,7 @@ from normdive.progress.history import History
 from normdive.progress.report import PoolReportBuilder, summary_from_record
 from normdive.store.event_store import Store
 from normdive.store.snapshots import Snapshots
-from normdive.store.tables import EventRecord, Learner, LtiContextMember, LtiLearner
+from normdive.store.tables import EventRecord, Learner
 from normdive.web.infrastructure.instructor_access import INSTRUCTOR_COOKIE, Pool, cookie_value
 from normdive.web.routes.instructor import TAKEAWAYS_SHOWN
 from normdive.web.views.instructor_report import learner_summaries
@@ -32,16 +32,6 @@ from normdive.web.views.pool_reports import PoolReports
 COURSE = "c" * 64
 ROWS = [row.key for row in LESSON.rows]
 OTHER_COURSE = "d" * 64
-
-
-def in_course(engine: Engine, learner: str, course: str) -> None:
-    with engine.begin() as connection:
-        connection.execute(insert(LtiLearner).values(link_key=learner * 2, learner_id=learner))
-        connection.execute(
-            insert(LtiContextMember).values(
-                context_key=course, learner_id=learner, last_launch_at=datetime.now(UTC)
-            )
-        )
 
 
 def predicting(store: Store, choice: str, takeaway: str | None = None) -> str:

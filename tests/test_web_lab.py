@@ -7,17 +7,24 @@ input answered with a message, never a 500."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from bs4 import BeautifulSoup, Tag
+from bs4 import Tag
 from pydantic import SecretStr
-from sqlalchemy import Engine, insert
+from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
-from helpers import SECRET_KEY, SettingsFactory, ablation_recording, write_recording
+from helpers import (
+    SECRET_KEY,
+    SettingsFactory,
+    ablation_recording,
+    in_course,
+    soup,
+    words,
+    write_recording,
+)
 from lesson_answers import (
     JSON,
     LESSON,
@@ -29,7 +36,6 @@ from normdive.lesson.translations import load_translation
 from normdive.progress.events import EventKind
 from normdive.progress.lab import MAX_CURVE_POINTS
 from normdive.store.event_store import EventList, Store
-from normdive.store.tables import LtiContextMember, LtiLearner
 from normdive.web.app import create_app
 from normdive.web.infrastructure.instructor_access import INSTRUCTOR_COOKIE, Pool, cookie_value
 from page_client import PageClient
@@ -41,16 +47,6 @@ TEXT = LESSON.lab
 LAB_COMMITTED, LAB_FINISHED = EventKind.LAB_COMMITTED, EventKind.LAB_FINISHED
 # A whole number past a float's range: JSON has no bound on one.
 HUGE_WHOLE_NUMBER = "1" + "0" * 400
-
-
-def in_course(engine: Engine, learner: str, course: str) -> None:
-    with engine.begin() as connection:
-        connection.execute(insert(LtiLearner).values(link_key=learner * 2, learner_id=learner))
-        connection.execute(
-            insert(LtiContextMember).values(
-                context_key=course, learner_id=learner, last_launch_at=datetime.now(UTC)
-            )
-        )
 
 
 def as_instructor(client: TestClient, pool: Pool) -> None:
@@ -67,15 +63,6 @@ def close_the_gate(client: TestClient) -> None:
 def gate(client: TestClient) -> dict[str, Any]:
     state: dict[str, Any] = client.get("/api/state").json()["state"]["gate"]
     return state
-
-
-def soup(html: str) -> BeautifulSoup:
-    return BeautifulSoup(html, "html.parser")
-
-
-def words(tag: Tag | None) -> str:
-    assert isinstance(tag, Tag)
-    return " ".join(tag.get_text().split())
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bs4 import BeautifulSoup, Tag
+from bs4 import Tag
 
-from helpers import SettingsFactory, ablation_recording, write_recording
+from helpers import SettingsFactory, ablation_recording, soup, words, write_recording
 from lesson_answers import JSON, LESSON, ROW_PREDICTIONS, post_each, steps_to_the_gate
 from normdive.progress.events import EventKind
 from normdive.progress.rerun import MAX_RERUNS
@@ -37,15 +37,6 @@ def recording_path(tmp_path: Path) -> Path:
     path = write_recording(tmp_path, ablation_recording("both"))
     write_lab_grid(path, sample_lab_grid(with_rerun=True))
     return path
-
-
-def soup(html: str) -> BeautifulSoup:
-    return BeautifulSoup(html, "html.parser")
-
-
-def words(tag: Tag | None) -> str:
-    assert isinstance(tag, Tag)
-    return " ".join(tag.get_text().split())
 
 
 def result(accuracy: float, steps: int = TINY_BASE.steps) -> str:

@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bs4 import BeautifulSoup, Tag
 from pydantic import SecretStr
 from starlette.testclient import TestClient
 
-from helpers import SECRET_KEY, SettingsFactory, ablation_recording, write_recording
+from helpers import SECRET_KEY, SettingsFactory, ablation_recording, soup, words, write_recording
 from lesson_answers import JSON, LESSON, post_each, steps_to_the_gate
 from normdive.lesson.translations import load_translation
 from normdive.progress.events import EventKind
@@ -35,15 +34,6 @@ def recording_path(tmp_path: Path) -> Path:
     path = write_recording(tmp_path, ablation_recording("both"))
     write_lab_grid(path, sample_lab_grid(with_rerun=True))
     return path
-
-
-def soup(html: str) -> BeautifulSoup:
-    return BeautifulSoup(html, "html.parser")
-
-
-def words(tag: Tag | None) -> str:
-    assert isinstance(tag, Tag)
-    return " ".join(tag.get_text().split())
 
 
 def in_german(client: TestClient) -> None:

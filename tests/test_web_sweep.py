@@ -11,7 +11,7 @@ import pytest
 from bs4 import BeautifulSoup, Tag
 from starlette.testclient import TestClient
 
-from helpers import SettingsFactory, ablation_recording, write_recording
+from helpers import SettingsFactory, ablation_recording, soup, words, write_recording
 from lesson_answers import (
     JSON,
     LESSON,
@@ -35,15 +35,6 @@ def close_the_gate(
 ) -> None:
     post_each(client, steps_to_the_gate(choice, played))
     assert client.get("/api/state").json()["state"]["gate"]["closed"] is True
-
-
-def soup(html: str) -> BeautifulSoup:
-    return BeautifulSoup(html, "html.parser")
-
-
-def words(tag: Tag | None) -> str:
-    assert isinstance(tag, Tag)
-    return " ".join(tag.get_text().split())
 
 
 @pytest.fixture

@@ -12,20 +12,16 @@ import re
 from collections.abc import Callable, Iterator
 
 import pytest
-from lab_page import close_the_gate
+from lab_page import axe_violations, close_the_gate, no_horizontal_scroll, serve_with_grid
 from playwright.sync_api import Page, expect
 
-from helpers import ablation_recording, build_settings, migrated_sqlite_url, write_recording
 from lesson_answers import LESSON
 from live_server import LiveServer
-from normdive.web.app import create_app
-from sample_lab import write_lab_grid
 
 pytestmark = pytest.mark.browser
 
 NewPage = Callable[..., Page]
 PHONE = {"width": 375, "height": 812}
-AXE = "node_modules/axe-core/axe.min.js"
 TEXT = LESSON.lab
 CONFIG = "Both, depth 1, eps 0.00001, GPT-2 initialisation, seed 0"
 # The tiny run trains in seconds; a loaded machine gets room, and no test asserts a time.
@@ -35,26 +31,7 @@ TRAINED_MS = 120_000
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """This module's server: the sample recording with a tiny lab grid beside it."""
-    folder = tmp_path_factory.mktemp("lab-live")
-    recording = write_recording(folder, ablation_recording())
-    write_lab_grid(recording)
-    server = LiveServer(
-        create_app(build_settings(migrated_sqlite_url(folder), folder, recording_path=recording))
-    )
-    server.start()
-    yield server
-    server.stop()
-
-
-def no_horizontal_scroll(page: Page) -> None:
-    width = page.evaluate("document.scrollingElement.scrollWidth")
-    assert width <= PHONE["width"], f"the page scrolls sideways: {width}px"
-
-
-def axe_violations(page: Page) -> list[dict[str, object]]:
-    page.add_script_tag(path=AXE)
-    found = page.evaluate("async () => (await axe.run(document)).violations")
-    return [{"id": v["id"], "nodes": [n["html"] for n in v["nodes"]]} for v in found]
+    yield from serve_with_grid(tmp_path_factory, "lab-live")
 
 
 def announced(page: Page) -> list[str]:
@@ -101,7 +78,7 @@ def test_a_tiny_run_is_predicted_trained_drawn_kept_and_announced(new_page: NewP
     expect(page.get_by_label(TEXT.eps_label)).to_be_disabled()  # eps only with layer norm
     page.get_by_label(TEXT.rows_label).select_option("both")
     page.get_by_label("Learns the copy").check()
-    no_horizontal_scroll(page)
+    no_horizontal_scroll(page, PHONE["width"])
     assert axe_violations(page) == []
     page.get_by_role("button", name=TEXT.commit_label).focus()
     page.keyboard.press("Enter")
@@ -132,7 +109,7 @@ def test_a_tiny_run_is_predicted_trained_drawn_kept_and_announced(new_page: NewP
     assert len(milestones) == len(set(milestones)), said
     assert any(s.startswith(TEXT.milestone.format(percent=100)) for s in said), said
     assert not any(re.match(r"Step \d", s) for s in said)  # milestones, not every step
-    no_horizontal_scroll(page)
+    no_horizontal_scroll(page, PHONE["width"])
     assert axe_violations(page) == []
 
     page.reload()
@@ -153,7 +130,7 @@ def test_without_javascript_the_panel_says_so_and_links_the_grid_as_a_table(
     table = page.get_by_role("table", name=re.compile("recorded lab runs, GPT-2"))
     expect(table).to_be_visible()
     expect(table.get_by_role("row")).to_have_count(1 + 8)  # a header and eight rows
-    no_horizontal_scroll(page)
+    no_horizontal_scroll(page, PHONE["width"])
 
 
 def test_the_lab_opened_is_open_again_after_a_reload(new_page: NewPage) -> None:

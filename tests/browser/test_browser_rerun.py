@@ -12,20 +12,17 @@ import re
 from collections.abc import Callable, Iterator
 
 import pytest
-from lab_page import close_the_gate
+from lab_page import axe_violations, close_the_gate, no_horizontal_scroll, serve_with_grid
 from playwright.sync_api import Page, Route, expect
 
-from helpers import ablation_recording, build_settings, migrated_sqlite_url, write_recording
 from lesson_answers import LESSON
 from live_server import LiveServer
-from normdive.web.app import create_app
-from sample_lab import sample_lab_grid, write_lab_grid
+from sample_lab import sample_lab_grid
 
 pytestmark = pytest.mark.browser
 
 NewPage = Callable[..., Page]
 NARROW = {"width": 320, "height": 740}
-AXE = "node_modules/axe-core/axe.min.js"
 TEXT = LESSON.rerun
 LABELS = [row.label for row in LESSON.rows]
 # Four tiny rows train in seconds; a loaded machine gets room, and no test asserts a time.
@@ -36,26 +33,7 @@ TRAINED_MS = 180_000
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """This module's server: the sample recording with a tiny lab grid (and the re-run's
     cells) beside it."""
-    folder = tmp_path_factory.mktemp("rerun-live")
-    recording = write_recording(folder, ablation_recording())
-    write_lab_grid(recording, sample_lab_grid(with_rerun=True))
-    server = LiveServer(
-        create_app(build_settings(migrated_sqlite_url(folder), folder, recording_path=recording))
-    )
-    server.start()
-    yield server
-    server.stop()
-
-
-def no_horizontal_scroll(page: Page) -> None:
-    width = page.evaluate("document.scrollingElement.scrollWidth")
-    assert width <= NARROW["width"], f"the page scrolls sideways: {width}px"
-
-
-def axe_violations(page: Page) -> list[dict[str, object]]:
-    page.add_script_tag(path=AXE)
-    found = page.evaluate("async () => (await axe.run(document)).violations")
-    return [{"id": v["id"], "nodes": [n["html"] for n in v["nodes"]]} for v in found]
+    yield from serve_with_grid(tmp_path_factory, "rerun-live", sample_lab_grid(with_rerun=True))
 
 
 def listen_to_announcements(page: Page) -> None:
@@ -101,7 +79,7 @@ def test_the_four_rows_train_fill_the_side_by_side_and_end_in_a_sentence(
     expect(page.locator("#rerun-smaller")).to_contain_text("narrower")
     table = page.get_by_role("table", name=TEXT.table_caption)
     expect(table.get_by_role("row")).to_have_count(1 + 4)
-    no_horizontal_scroll(page)
+    no_horizontal_scroll(page, NARROW["width"])
     assert axe_violations(page) == []
 
     start = page.get_by_role("button", name=TEXT.start_label)
@@ -142,7 +120,7 @@ def test_the_four_rows_train_fill_the_side_by_side_and_end_in_a_sentence(
     device = table.locator("td.device").first.bounding_box()
     assert device is not None and device["x"] + device["width"] <= NARROW["width"], device
     assert not any(re.match(r"Row \d of 4, .*: step", s) for s in said)  # milestones only
-    no_horizontal_scroll(page)
+    no_horizontal_scroll(page, NARROW["width"])
     assert axe_violations(page) == []
 
     page.reload()  # the kept set is drawn by the server
