@@ -25,6 +25,7 @@ from normdive.progress.actions import Action, ActionRefused, unknown_row_message
 from normdive.progress.figures import percent
 from normdive.progress.lab import RESULT_FIELD
 from normdive.progress.rerun import Rerun, finish_rerun_row, reruns
+from normdive.progress.state import LessonState
 from normdive.recording.format import Recording
 from normdive.store.event_store import EventList
 from normdive.web.infrastructure.admission import vouched_learner
@@ -52,12 +53,17 @@ def _recorded_stack(svc: Services) -> dict[str, Any]:
 
 
 def _view(
-    svc: Services, learner_id: str, sets: tuple[Rerun, ...], message: str | None = None
+    svc: Services,
+    learner_id: str,
+    sets: tuple[Rerun, ...],
+    message: str | None = None,
+    state: LessonState | None = None,
 ) -> RerunView:
+    """The panel drawn for the learner (`state`: theirs, when the caller derived it already)."""
     lesson = localized(svc.lesson)
     return rerun_view(
         lesson,
-        svc.state_of(learner_id),
+        state if state is not None else svc.state_of(learner_id),
         grid_or_sentence(svc.settings.recording_path, lesson),
         sets,
         _recorded_stack(svc),
@@ -77,12 +83,13 @@ def _sets(svc: Services, learner_id: str) -> tuple[Rerun, ...]:
 
 def _panel(svc: Services, request: Request) -> Response:
     learner = resolve_learner(request, svc.signer)
-    if not svc.state_of(learner.id).gate.closed:
+    state = svc.state_of(learner.id)
+    if not state.gate.closed:
         lesson = localized(svc.lesson)
         view = RerunView(lesson, problem=lesson.rerun.locked, refused=True)
         status = 409
     else:
-        view = _view(svc, learner.id, _sets(svc, learner.id))
+        view = _view(svc, learner.id, _sets(svc, learner.id), state=state)
         status = 200
     response = HTMLResponse(_render(svc, "rerun_body", view), status)
     attach_cookie(response, learner, svc.signer, svc.settings)

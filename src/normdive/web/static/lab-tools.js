@@ -24,7 +24,8 @@ const EPS_MATCH = 1e-9;
 /** A configuration as a recorded cell names it: depth, layer norm, residual, eps, init, seed.
  * @typedef {[number, boolean, boolean, number | null, string, number]} CellKey */
 /** A write's answer: the panel drawn again, and what to say.
- * @typedef {{ ok: boolean, message?: string, html?: string }} Answer */
+ * `unreached`: the request never had the server's answer (the network, or no JSON came back).
+ * @typedef {{ ok: boolean, message?: string, html?: string, unreached?: boolean }} Answer */
 
 /** @type {Promise<LabGrid> | null} */
 let gridLoading = null;
@@ -101,7 +102,7 @@ export async function post(url, data) {
     });
     return await response.json();
   } catch {
-    return { ok: false, message: PROBLEM };
+    return { ok: false, message: PROBLEM, unreached: true };
   }
 }
 

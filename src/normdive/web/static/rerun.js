@@ -15,7 +15,7 @@
 //   before it stay, on the server).
 
 import { accuracyChart, accuracyData } from "./accuracy-chart.js";
-import { PROBLEM, duration, fill, loadPanel, recordedCurves } from "./lab-tools.js";
+import { duration, fill, loadPanel, recordedCurves } from "./lab-tools.js";
 import { paragraph } from "./loaders.js";
 import { announce, pageWord } from "./page/announce.js";
 import { WorkerTrainer, onceWhenIdle, postResult, trainingControls } from "./training-panel.js";
@@ -32,7 +32,7 @@ import { WorkerTrainer, onceWhenIdle, postResult, trainingControls } from "./tra
  *   steps: number, rows: SetRow[] }} RerunSet */
 /** A kept row's answer (web.routes.rerun).
  * @typedef {{ ok: boolean, message?: string, results?: string, data?: string,
- *   startLabel?: string }} RowAnswer */
+ *   startLabel?: string, unreached?: boolean }} RowAnswer */
 /** @typedef {import("./training-panel.js").WorkerMessage} WorkerMessage */
 /** #rerun-train as the server draws it (templates/rerun_fragments.html).
  * @typedef {HTMLElement & { dataset: { set: string, grid: string, progressText: string,
@@ -174,7 +174,7 @@ function wire(body, train) {
       // Nothing the server kept (the network, or a refusal of the request itself): the
       // row's figures wait here to be sent again. The server's own words, when it said any.
       unsent = message;
-      const said = answer.message && answer.message !== PROBLEM ? answer.message : NOT_SENT;
+      const said = answer.unreached || !answer.message ? NOT_SENT : answer.message;
       showAnswer({ ok: false, message: said });
       status.textContent = said;
       return settle({ ok: false, message: said, startLabel: train.dataset.continueLabel });

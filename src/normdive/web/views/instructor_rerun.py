@@ -120,25 +120,17 @@ def tally(lesson: Lesson, recording: RecordingFacts, rows: Iterable[Row]) -> Rer
         sets.setdefault((learner, number), {}).setdefault(key, _counted(figure(accuracy)))
     whole = {found: finals for found, finals in sets.items() if finals.keys() >= set(keys)}
     recorded = recorded_finals(lesson, recording)
-    matching = (
-        None
-        if recorded is None
-        else sum(
-            ranking_matches(finals, recorded, keys, lesson.rerun.level_points)
-            for finals in whole.values()
-        )
-    )
     first: dict[str, dict[str, float]] = {}  # each learner's first complete re-run
     for (learner, _number), finals in sorted(whole.items(), key=lambda item: item[0][1]):
         first.setdefault(learner, finals)
-    first_matching = (
-        None
-        if recorded is None
-        else sum(
-            ranking_matches(finals, recorded, keys, lesson.rerun.level_points)
-            for finals in first.values()
-        )
-    )
+
+    def matching(sets: Iterable[dict[str, float]]) -> int | None:
+        """How many of `sets` ranked the rows as the recording; None when it cannot be used."""
+        if recorded is None:
+            return None
+        level = lesson.rerun.level_points
+        return sum(ranking_matches(finals, recorded, keys, level) for finals in sets)
+
     labels: dict[str, str] = {row.key: row.label for row in lesson.rows}
     lines = tuple(
         RerunRowLine(
@@ -153,9 +145,9 @@ def tally(lesson: Lesson, recording: RecordingFacts, rows: Iterable[Row]) -> Rer
         learners=len({learner for learner, _ in sets}),
         whole_learners=len({learner for learner, _ in whole}),
         complete=len(whole),
-        matching=matching,
+        matching=matching(whole.values()),
         rows=lines,
-        first_matching=first_matching,
+        first_matching=matching(first.values()),
     )
 
 
