@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -338,14 +339,24 @@ class GradeBook:
     scores: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     lineitems_created: list[dict[str, Any]] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
-    # path -> a body answered with 200 instead of what the endpoint would answer (a platform
-    # that answers something else).
+    # path -> a body answered with `raw_status` instead of what the endpoint would answer (a
+    # platform that answers something else: JSON, or an HTML page where it starts with "<").
     raw_answers: dict[str, bytes] = field(default_factory=dict)
+    raw_status: int = 200
     deleted: set[str] = field(default_factory=set)
     refused_users: set[str] = field(default_factory=set)
     revoked_tokens: set[str] = field(default_factory=set)
     token_refusal: str | None = None
     requests: list[str] = field(default_factory=list)
+    # Open edX's rule: a score stamped as one it holds for the user is refused (400 "Score
+    # already exists for the provided timestamp"), an earlier one too.
+    strict_timestamps: bool = False
+    # While set, a score is taken and its answer held back until released: a sender killed
+    # meanwhile never hears that the platform took it.
+    held: threading.Event | None = None
+    # Scores taken whose answer is then lost (the connection closed unanswered), this many.
+    lose_answers: int = 0
+    stamps: dict[tuple[str, str], str] = field(default_factory=dict)
 
     @property
     def token_url(self) -> str:
@@ -407,8 +418,9 @@ def grade_book_server(book: GradeBook) -> Iterator[GradeBook]:
                 return
             if path in book.raw_answers:
                 data = book.raw_answers[path]
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
+                self.send_response(book.raw_status)
+                page = data.lstrip().startswith(b"<")
+                self.send_header("Content-Type", "text/html" if page else "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -461,7 +473,27 @@ def grade_book_server(book: GradeBook) -> Iterator[GradeBook]:
                     book.refused.append(f"{path}: content type")
                     self._answer(415)
                     return
+                held = book.stamps.get((path, body.get("userId")))
+                if book.strict_timestamps and held is not None:
+                    if held == body["timestamp"]:
+                        self._answer(
+                            400, {"error": "Score already exists for the provided timestamp"}
+                        )
+                        return
+                    if datetime.fromisoformat(held) > datetime.fromisoformat(body["timestamp"]):
+                        self._answer(
+                            400,
+                            {"error": "Score timestamp can only be updated to a later point "},
+                        )
+                        return
+                book.stamps[(path, body.get("userId"))] = body["timestamp"]
                 book.scores.append((self.path, body))
+                if book.held is not None:
+                    book.held.wait(timeout=60)
+                if book.lose_answers > 0:
+                    book.lose_answers -= 1
+                    self.close_connection = True
+                    return
                 self._answer(200)
                 return
             self._answer(404)

@@ -137,8 +137,8 @@ def test_a_staff_launch_opens_its_own_course_only(
     assert landed.headers["location"] == "/instructor"
     page = teacher.get("/instructor")
     assert page.status_code == 200, page.text
-    # The teacher launched too: three members of course A, none of course B.
-    assert "3 learners" in page.text
+    # Two learners of course A (the teacher is staff, not a learner), none of course B.
+    assert "2 learners" in page.text
     assert "alpha-one" in page.text and "alpha-two" in page.text
     assert "bravo-one" not in page.text
     # Course B's instructor sees B's and not A's.

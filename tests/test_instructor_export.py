@@ -21,6 +21,7 @@ from helpers import SECRET_KEY, SettingsFactory, ablation_recording, write_recor
 from normdive.cli import app as cli
 from normdive.config import Settings
 from normdive.lesson.content import load_lesson
+from normdive.lti.roster import Roster, RosterEntry
 from normdive.progress.report import summarise
 from normdive.progress.report_export import columns
 from normdive.store.event_store import Store
@@ -197,7 +198,7 @@ def test_the_views_csv_matches_the_hand_computed_rows(client: TestClient) -> Non
     assert answer.status_code == 200
     assert answer.headers["content-type"] == "text/csv; charset=utf-8"
     assert "attachment" in answer.headers["content-disposition"]
-    header = answer.text.splitlines()[0].split(",")
+    header = next(csv.reader(io.StringIO(answer.text)))
     assert header == columns(load_lesson())
     assert rows_of(answer.text) == EXPECTED
 
@@ -246,6 +247,33 @@ def test_a_cell_that_a_spreadsheet_would_run_is_written_as_text() -> None:
     summary = summarise("=cmd", [], lesson, "both", launched_at=T0)
     text = "".join(csv_chunks([summary], lesson))
     assert rows_of(text)[0]["learner"] == "'=cmd"
+
+
+# A roster name a learner chose, and what each spreadsheet reader makes of the file.
+HOSTILE_NAME = "Smith;=cmd|' /C calc'!A0;"
+FORMULA_STARTS = ("=", "+", "-", "@")
+
+
+@pytest.mark.parametrize("separator", [",", ";", "\t"])
+def test_no_reader_of_the_csv_finds_a_cell_it_would_run(separator: str) -> None:
+    lesson = load_lesson()
+    summary = summarise("learner-1", [], lesson, "both", launched_at=T0)
+    member = RosterEntry(
+        key="k" * 64,
+        status="Active",
+        roles=("Learner", '=HYPERLINK("x")'),
+        name=HOSTILE_NAME,
+        email="\t@evil.example",
+        learner_id="learner-1",
+    )
+    roster = Roster(fetched_at=T0, problem=None, members=(member,))
+    text = "".join(csv_chunks([summary], lesson, roster=roster))
+    cells = [cell for row in csv.reader(io.StringIO(text), delimiter=separator) for cell in row]
+    assert cells, separator
+    assert not [cell for cell in cells if cell.lstrip(' \t"').startswith(FORMULA_STARTS)]
+    if separator == ",":  # the comma reader gets every cell whole, the name neutralised
+        assert "Smith;'=cmd|' /C calc'!A0;" in cells
+        assert "'\t'@evil.example" in cells  # neutralised at its head and after its tab
 
 
 def test_the_csv_is_made_as_it_is_read() -> None:

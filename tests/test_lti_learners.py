@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 from joserfc.jwk import RSAKey
-from sqlalchemy import Engine, insert
+from sqlalchemy import Engine, insert, select
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
@@ -26,12 +26,14 @@ from lti_platform import (
     signed,
 )
 from normdive.config import Settings
-from normdive.lti.learners import is_staff, latest_course
+from normdive.lti.learners import latest_course
 from normdive.lti.registrations import PrerequisiteMode
 from normdive.progress.events import EventKind
 from normdive.store.event_store import Store
 from normdive.store.tables import LtiContextMember, LtiLearner
+from normdive.web.app import create_app
 from normdive.web.infrastructure.identity import COOKIE_NAME
+from normdive.web.infrastructure.instructor_access import INSTRUCTOR_COOKIE
 
 LOCKED = 'id="locked-title"'
 
@@ -121,7 +123,6 @@ STAFF = [
     INSTRUCTOR_ROLE,
     "http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant",
     "http://purl.imsglobal.org/vocab/lis/v2/membership#ContentDeveloper",
-    "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator",
     "Instructor",
 ]
 
@@ -140,29 +141,6 @@ def test_staff_pass_the_lock_whatever_the_mode(
     learner = launched(client, platform_key, lti_roles=[role])
     assert LOCKED not in client.get("/").text
     assert prerequisite_sources(store, learner) == ["lti_staff"]
-
-
-@pytest.mark.parametrize(
-    ("roles", "staff"),
-    [
-        (STAFF[:1], True),
-        (["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"], False),
-        (["http://purl.imsglobal.org/vocab/lis/v2/membership#Mentor"], False),
-        (["https://example.com/roles#Instructor"], False),  # another vocabulary
-        # Made up, though they end in a staff name.
-        (["x#Instructor"], False),
-        (["#Instructor"], False),
-        (["http://purl.imsglobal.org/vocab/lis/v2/evil#Administrator"], False),
-        (["http://purl.imsglobal.org/vocab/lis/v2/membership/Learner#Instructor"], False),
-        (["http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#"], False),
-        (["http://purl.imsglobal.org/vocab/lis/v2/institution/person#Student"], False),
-        (["Learner", "http://purl.imsglobal.org/vocab/lis/v2/system/person#Administrator"], True),
-        (["http://purl.imsglobal.org/vocab/lis/v2/membership/Administrator#Support"], True),
-        ([], False),
-    ],
-)
-def test_who_counts_as_staff(roles: list[str], staff: bool) -> None:
-    assert is_staff(tuple(roles)) is staff
 
 
 def test_each_deployment_and_subject_is_its_own_learner(
@@ -259,3 +237,59 @@ def test_the_page_shows_a_launched_learner_their_courses_predictions(
         _predicting(store, "residual", "a" * 64, engine)
     assert opening_total(in_course) == 5
     assert opening_total(anonymous[0]) == 5
+
+
+LIS = "http://purl.imsglobal.org/vocab/lis/v2/"
+# What Canvas sends a student of this course who teaches another course of the account.
+LEARNER_WHO_TEACHES_ELSEWHERE = [
+    f"{LIS}membership#Learner",
+    f"{LIS}institution/person#Instructor",
+    f"{LIS}institution/person#Student",
+]
+ADMINISTRATOR = [f"{LIS}institution/person#Administrator", f"{LIS}system/person#Administrator"]
+
+
+def _landing(client: TestClient, key: RSAKey, roles: list[str]) -> str:
+    asked = login(client)
+    answer = launch(client, signed(launch_claims(asked.nonce, lti_roles=roles), key), asked.state)
+    assert answer.status_code == 303, answer.text
+    return str(answer.headers["location"])
+
+
+@pytest.mark.parametrize("roles", [LEARNER_WHO_TEACHES_ELSEWHERE, ADMINISTRATOR])
+def test_an_institution_role_makes_nobody_staff_of_this_course(
+    make_browser: Callable[[], TestClient],
+    engine: Engine,
+    jwks: KeySetServer,
+    platform_key: RSAKey,
+    roles: list[str],
+) -> None:
+    register_platform(engine, jwks.url)
+    classmate = make_browser()
+    launched(classmate, platform_key, sub="classmate")
+    client = make_browser()
+    assert _landing(client, platform_key, roles) == "/"
+    assert client.cookies.get(INSTRUCTOR_COOKIE) is None
+    assert client.get("/instructor").status_code == 403
+    with engine.connect() as connection:
+        kept = connection.execute(select(LtiContextMember.course_role)).scalars().all()
+    assert sorted(kept) == sorted(
+        ["learner", "learner" if roles is LEARNER_WHO_TEACHES_ELSEWHERE else "other"]
+    )
+
+
+@pytest.mark.parametrize(("opted_in", "landing"), [(True, "/instructor"), (False, "/")])
+def test_administrators_are_staff_where_the_deployment_opts_in(
+    make_settings: SettingsFactory,
+    engine: Engine,
+    jwks: KeySetServer,
+    platform_key: RSAKey,
+    opted_in: bool,
+    landing: str,
+) -> None:
+    settings = make_settings(dev_prerequisite_done=False, lti_administrators_are_staff=opted_in)
+    register_platform(engine, jwks.url)
+    with client_factory(create_app(settings), TestClient, base_url=TOOL_ORIGIN) as make:
+        client = make()
+        assert _landing(client, platform_key, ADMINISTRATOR) == landing
+        assert (client.get("/instructor").status_code == 200) is opted_in

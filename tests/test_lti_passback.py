@@ -926,3 +926,107 @@ def test_a_refused_token_leaves_the_links_claim_free_for_the_next_round(
     clock.advance(passback.FIRST_RETRY_S)  # well within a claim's lease
     assert sender.send_due().sent == 1  # not kept waiting for a claim nobody holds
     assert len(book.lineitems_created) == 1
+
+
+LIS = "http://purl.imsglobal.org/vocab/lis/v2/"
+
+
+@pytest.mark.parametrize(
+    "roles",
+    [
+        [f"{LIS}membership#Instructor"],
+        [f"{LIS}membership#Learner", f"{LIS}membership#Instructor"],  # staff wins
+        [f"{LIS}membership#Mentor"],
+        [f"{LIS}institution/person#Student"],  # no context role
+    ],
+)
+def test_only_a_learner_of_the_course_is_a_grade_target(
+    launch_as: LaunchAs, book: GradeBook, sender: Sender, engine: Engine, roles: list[str]
+) -> None:
+    launch_as(sub="teacher", lti_roles=roles)
+    assert passback.targets(engine) == []
+    assert sender.send_due().tried == 0
+    assert book.scores == []
+
+
+def test_a_learner_who_becomes_staff_is_graded_no_more(
+    launch_as: LaunchAs, book: GradeBook, sender: Sender, engine: Engine
+) -> None:
+    launch_as(sub="sam")
+    assert sender.send_due().sent == 1
+    launch_as(sub="sam", lti_roles=[f"{LIS}membership/Instructor#TeachingAssistant"])
+    assert passback.targets(engine) == []
+
+
+def test_an_empty_line_item_claim_is_no_line_item(
+    launch_as: LaunchAs, book: GradeBook, sender: Sender, engine: Engine
+) -> None:
+    """Moodle, once the tool made the link's line item in the container, names it "" in the
+    launches after: the link's line item the tool holds takes their scores."""
+    launch_as(sub="ada", with_lineitem=False)
+    assert sender.send_due().sent == 1
+    endpoint = {**book.endpoint_claim(with_lineitem=False), "lineitem": ""}
+    launch_as(sub="bob", **{"https://purl.imsglobal.org/spec/lti-ags/claim/endpoint": endpoint})
+    assert sender.send_due().sent == 1
+    assert [score["userId"] for _, score in book.scores] == ["ada", "bob"]
+    assert {path for path, _ in book.scores} == {"/lineitems/1/scores"}
+    assert len(book.lineitems_created) == 1
+    assert _state(engine, "bob", "resource-link-1").status == "sent"
+
+
+def test_a_platform_holding_the_score_already_is_sent_not_refused(
+    launch_as: LaunchAs, book: GradeBook, sender: Sender, engine: Engine
+) -> None:
+    """A target whose send was cut short before its timestamp was kept (as before this
+    version kept it): the strict platform says it holds a score with that timestamp."""
+    book.strict_timestamps = True
+    launch_as(sub="ada")
+    assert sender.send_due().sent == 1
+    with engine.begin() as connection:
+        connection.execute(
+            LtiGradeTarget.__table__.update().values(
+                status="due", due_at=datetime.now(UTC), sent_score=None, sent_timestamp=None
+            )
+        )
+    report = sender.send_due()
+    assert (report.sent, report.failed) == (1, 0)
+    [target] = passback.targets(engine)
+    assert target.status == "sent" and not target.needs_attention
+
+
+def test_a_send_whose_answer_was_lost_goes_again_stamped_later(
+    launch_as: LaunchAs, book: GradeBook, sender: Sender, engine: Engine, clock: Clock
+) -> None:
+    book.strict_timestamps = True
+    book.lose_answers = 1
+    launch_as(sub="eve")
+    assert sender.send_due().failed == 1  # the platform took it; the answer never came
+    clock.advance(passback.MAX_RETRY_S)
+    assert sender.send_due().sent == 1
+    first, second = (datetime.fromisoformat(score["timestamp"]) for _, score in book.scores)
+    assert second > first
+    [target] = passback.targets(engine)
+    assert target.status == "sent" and book.refused == []
+
+
+def test_a_token_endpoints_error_page_is_said_in_a_line_not_quoted(
+    launch_as: LaunchAs, book: GradeBook, sender: Sender, engine: Engine, database_url: str
+) -> None:
+    """Moodle's token endpoint answers an HTML page when its HTTP security keeps it from
+    fetching the tool's key set."""
+    page = (
+        b"<!DOCTYPE html><html><head><title>Error</title></head><body><div class='error'>"
+        b"Exception - JWK Set did not contain any keys</div><script>var M = {};</script>"
+        b"</body></html>"
+    )
+    book.raw_answers["/token"] = page
+    book.raw_status = 500
+    launch_as(sub="ada")
+    assert sender.send_due().failed == 1
+    [target] = passback.targets(engine)
+    assert target.reason is not None
+    assert "could not fetch the tool's key set" in target.reason
+    assert '"cURL blocked hosts list"' in target.reason
+    assert "<" not in target.reason and "var M" not in target.reason
+    assert target.last_answer is None
+    assert "var M" not in outbox_command(database_url)

@@ -13,14 +13,18 @@ import pytest
 from bs4 import BeautifulSoup
 from joserfc.jwk import RSAKey
 from pydantic import SecretStr
-from sqlalchemy import Engine
+from sqlalchemy import Engine, insert, select
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from helpers import SettingsFactory
 from lesson_answers import RIGHT_READING_ID
 from lti_platform import (
+    CLIENT_ID,
+    DEPLOYMENT_ID,
     INSTRUCTOR_ROLE,
+    ISSUER,
+    LEARNER_ROLE,
     KeySetServer,
     browser,
     launch,
@@ -33,9 +37,11 @@ from normdive.config import Settings
 from normdive.lesson.content import load_lesson
 from normdive.lesson.translations import localized
 from normdive.lti import submission_review
+from normdive.lti.learners import latest_course, member_key
 from normdive.lti.submission_review import Review, grant_token
 from normdive.progress.events import EventKind
 from normdive.store.event_store import Store
+from normdive.store.tables import LtiRegistration, LtiRosterMember, LtiRosterService
 from normdive.web.infrastructure.identity import COOKIE_NAME
 from tamper import altered_signature
 
@@ -110,6 +116,20 @@ def _work(store: Store, learner: str) -> None:
     store.append(learner, EventKind.TAKEAWAY_SAVED, {"text": "Residuals carry the copy."})
 
 
+def _grant_cookie(answer: Any) -> str:
+    """The Set-Cookie header that carries the review grant."""
+    [cookie] = [
+        header
+        for header in answer.headers.get_list("set-cookie")
+        if header.startswith(f"{submission_review.REVIEW_COOKIE}=")
+    ]
+    return str(cookie)
+
+
+def _granted_token(answer: Any) -> str:
+    return _grant_cookie(answer).split(";", 1)[0].split("=", 1)[1]
+
+
 def _text(node: Any) -> str:
     return " ".join(node.get_text().split())
 
@@ -128,14 +148,20 @@ def test_a_staff_request_opens_that_learners_d9_read_only(
     store.append(bob, EventKind.TAKEAWAY_SAVED, {"text": "Bob's own line."})
     teacher, answer = _review(app, clients, platform_key)
     assert answer.status_code == 303, answer.text
+    # The grant is in a cookie scoped to Ada's review page, never in an address.
     location = answer.headers["location"]
-    assert location.startswith(f"{submission_review.REVIEW_PATH}/{ada}?grant=")
+    assert location == f"{submission_review.REVIEW_PATH}/{ada}"
+    granted = _grant_cookie(answer)
+    assert f"Path={location};" in granted and "HttpOnly" in granted and "Partitioned" in granted
     # The reviewer is not signed in as the learner, nor as anyone.
     assert teacher.cookies.get(COOKIE_NAME) is None
     page = teacher.get(location)
     assert page.status_code == 200, page.text
     assert page.headers["cache-control"] == "no-store"
     soup = BeautifulSoup(page.text, "html.parser")
+    # No link the page draws (its languages among them) carries the grant.
+    token = _granted_token(answer)
+    assert token not in page.text and "grant=" not in page.text
     assert _text(soup.find(id="review-banner")).startswith("Viewing Ada Lovelace as they left it.")
     main = soup.find("main")
     assert main is not None
@@ -178,8 +204,11 @@ def test_a_learner_may_review_only_their_own_work(
     # Her own: allowed, through a grant for her alone.
     client, answer = _review(app, clients, platform_key, sub="ada", staff=False)
     assert answer.status_code == 303
-    assert answer.headers["location"].startswith(f"{submission_review.REVIEW_PATH}/{ada}?")
-    assert client.get(answer.headers["location"]).status_code == 200
+    assert answer.headers["location"] == f"{submission_review.REVIEW_PATH}/{ada}"
+    own = client.get(answer.headers["location"])
+    assert own.status_code == 200
+    banner = BeautifulSoup(own.text, "html.parser").find(id="review-banner")
+    assert _text(banner).startswith("Your work as you left it.")
 
 
 def test_an_unknown_user_gets_a_readable_page(
@@ -232,14 +261,24 @@ def test_a_grant_opens_only_its_learner_and_only_while_it_holds(
     ada = _learner(app, clients, platform_key, "ada")
     bob = _learner(app, clients, platform_key, "bob")
     teacher, answer = _review(app, clients, platform_key)
-    token = answer.headers["location"].split("grant=", 1)[1]
-    assert teacher.get(f"{submission_review.REVIEW_PATH}/{ada}?grant={token}").status_code == 200
-    for url in (
-        f"{submission_review.REVIEW_PATH}/{bob}?grant={token}",  # another learner
-        f"{submission_review.REVIEW_PATH}/{ada}",  # no grant
-        f"{submission_review.REVIEW_PATH}/{ada}?grant={altered_signature(token)}",
+    token = _granted_token(answer)
+    assert teacher.get(f"{submission_review.REVIEW_PATH}/{ada}").status_code == 200
+    # A grant in a link's query is exchanged for the cookie, and the address cleaned.
+    stranger = browser(app).__enter__()
+    clients.append(stranger)
+    linked = stranger.get(f"{submission_review.REVIEW_PATH}/{ada}?grant={token}")
+    assert linked.status_code == 303
+    assert linked.headers["location"] == f"{submission_review.REVIEW_PATH}/{ada}"
+    assert _granted_token(linked) == token
+    assert stranger.get(linked.headers["location"]).status_code == 200
+    for client, url in (
+        (teacher, f"{submission_review.REVIEW_PATH}/{bob}?grant={token}"),  # another learner
+        (teacher, f"{submission_review.REVIEW_PATH}/{bob}"),  # Ada's cookie is not Bob's
+        (browser(app).__enter__(), f"{submission_review.REVIEW_PATH}/{ada}"),  # no grant
+        (teacher, f"{submission_review.REVIEW_PATH}/{ada}?grant={altered_signature(token)}"),
     ):
-        refused = teacher.get(url)
+        clients.append(client)
+        refused = client.get(url)
         assert refused.status_code == 403, url
         assert "Open the review again from the platform's gradebook" in _alert(refused)
     review = Review(learner_id=ada, context_key=None, reviewer="r", label="Ada", own=False)
@@ -266,7 +305,7 @@ def test_the_review_writes_nothing(
     before = len(store.events_for(ada))
     teacher, answer = _review(app, clients, platform_key)
     location = answer.headers["location"]
-    token = location.split("grant=", 1)[1]
+    token = _granted_token(answer)
     assert teacher.post(location, data={"grant": token}).status_code == 405
     for path in ("/takeaway", "/predict", "/reading", "/rows/both/play"):
         refused = teacher.post(
@@ -342,3 +381,72 @@ def test_the_review_and_its_timeline_speak_the_reviewers_language(
     both = translated.row("both")
     assert both is not None
     assert any(played.format(row=both.label) in entry for entry in timeline)
+
+
+def test_a_learner_who_teaches_elsewhere_cannot_review_a_classmate(
+    app: Starlette, clients: list[TestClient], platform_key: RSAKey
+) -> None:
+    _learner(app, clients, platform_key, "ada")
+    lis = "http://purl.imsglobal.org/vocab/lis/v2/"
+    roles = [
+        f"{lis}membership#Learner",
+        f"{lis}institution/person#Instructor",
+        f"{lis}institution/person#Student",
+    ]
+    _, answer = _review(app, clients, platform_key, sub="eve", staff=False, lti_roles=roles)
+    assert answer.status_code == 403
+    assert "review_not_allowed" in answer.text
+    assert submission_review.REVIEW_COOKIE not in answer.headers.get("set-cookie", "")
+
+
+def test_a_review_names_the_learner_when_the_request_does_not(
+    app: Starlette, clients: list[TestClient], platform_key: RSAKey, engine: Engine
+) -> None:
+    # Ada's launch named her; the platform's review request (as Moodle's) names only her id.
+    ada = _learner(app, clients, platform_key, "ada")
+    teacher, answer = _review(app, clients, platform_key, for_user={"user_id": "ada"})
+    page = teacher.get(answer.headers["location"])
+    banner = BeautifulSoup(page.text, "html.parser").find(id="review-banner")
+    assert _text(banner).startswith("Viewing Ada Learner as they left it.")
+    # The course's roster, where it names her, names her first.
+    course = latest_course(engine, ada)
+    assert course is not None
+    with engine.begin() as connection:
+        registration = connection.execute(select(LtiRegistration.id)).scalar_one()
+        connection.execute(
+            insert(LtiRosterService).values(
+                context_key=course,
+                registration_id=registration,
+                deployment_id=DEPLOYMENT_ID,
+                memberships_url="https://platform.example.edu/memberships",
+            )
+        )
+        connection.execute(
+            insert(LtiRosterMember).values(
+                context_key=course,
+                link_key=member_key(ISSUER, CLIENT_ID, DEPLOYMENT_ID, "ada"),
+                status="Active",
+                roles=LEARNER_ROLE,
+                name="Ada Lovelace",
+            )
+        )
+    teacher, answer = _review(app, clients, platform_key, for_user={"user_id": "ada"})
+    page = teacher.get(answer.headers["location"])
+    banner = BeautifulSoup(page.text, "html.parser").find(id="review-banner")
+    assert _text(banner).startswith("Viewing Ada Lovelace as they left it.")
+    # Someone the course's roster names who never opened D9.
+    with engine.begin() as connection:
+        connection.execute(
+            insert(LtiRosterMember).values(
+                context_key=course,
+                link_key=member_key(ISSUER, CLIENT_ID, DEPLOYMENT_ID, "sam"),
+                status="Active",
+                roles=LEARNER_ROLE,
+                name="Sam Student",
+            )
+        )
+    _, answer = _review(app, clients, platform_key, for_user={"user_id": "sam"})
+    assert answer.status_code == 200
+    assert "Sam Student has not opened D9 from this course yet" in _text(
+        BeautifulSoup(answer.text, "html.parser").find("main")
+    )

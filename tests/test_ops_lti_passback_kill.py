@@ -12,12 +12,14 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, func, insert, select
+from sqlalchemy import Engine, func, insert, select, update
 
 from lti_platform import GradeBook, grade_book_server, register_platform
 from normdive.lti import tool_keys
@@ -126,4 +128,54 @@ def test_no_score_is_lost_to_a_kill_while_the_platform_is_down(
     lost = LEARNERS - len(received)
     assert lost == 0
     assert len(book.scores) == LEARNERS  # and none twice
+    assert book.refused == []
+
+
+def test_a_score_the_platform_took_before_a_kill_is_sent_once_more_stamped_later(
+    database_url: str, engine: Engine, store: Store, book: GradeBook, tmp_path: Path
+) -> None:
+    """The platform takes the score, the worker is killed before the answer comes; the next
+    worker sends it again stamped later, which a platform refusing a repeated timestamp (Open
+    edX) takes, and the target is sent, not refused."""
+    from normdive.lti.registrations import all_registrations
+
+    registration = all_registrations(engine)[0]
+    learner = store.create_learner()
+    with engine.begin() as connection:
+        connection.execute(
+            insert(LtiGradeTarget).values(
+                learner_id=learner,
+                target_key="k" * 64,
+                registration_id=registration.id,
+                user_id="user-1",
+                resource_link_id="link",
+                lineitem_url=f"{book.base}/lineitems/d9",
+            )
+        )
+    store.append(learner, EventKind.ROW_PREDICTED, {"row": "both", "outcome": "learns"})
+    book.strict_timestamps = True
+    book.held = threading.Event()
+    first = _worker(database_url, tmp_path)
+    try:
+        _wait_for(lambda: len(book.scores) == 1, "the platform to take the score")
+    finally:
+        _kill(first)
+        book.held.set()
+    book.held = None
+    # The lease the killed worker held on the target (passback.CLAIM_LEASE_S), run out.
+    with engine.begin() as connection:
+        connection.execute(update(LtiGradeTarget).values(due_at=datetime.now(UTC)))
+
+    def sent() -> bool:
+        with engine.connect() as connection:
+            status = connection.execute(select(LtiGradeTarget.status)).scalar_one()
+        return status == "sent"
+
+    second = _worker(database_url, tmp_path)
+    try:
+        _wait_for(sent, "the target to be sent")
+    finally:
+        _kill(second)
+    stamps = [score["timestamp"] for _, score in book.scores]
+    assert len(stamps) == 2 and stamps[1] > stamps[0], stamps
     assert book.refused == []

@@ -93,6 +93,16 @@ def test_a_number_of_more_digits_than_python_converts_is_a_readable_422(
     assert client.get("/api/state").json()["learner_id"] == learner_id
 
 
+@pytest.mark.parametrize("length", ["9" * 5_000, "0" * 4_999 + "1"])
+def test_a_content_length_of_thousands_of_digits_is_a_readable_4xx(
+    client: TestClient, length: str
+) -> None:
+    response = client.post(
+        "/numbers", content=b"row1_mean=2", headers={**JSON, "Content-Length": length}
+    )
+    assert 400 <= response.status_code < 500
+
+
 def test_an_unexpected_error_s_500_carries_the_security_headers(app: Starlette) -> None:
     async def broken(_request: Request) -> None:
         raise RuntimeError("a bug")

@@ -215,6 +215,10 @@ def test_a_run_that_differs_from_its_cell_says_where_and_one_without_a_cell_says
         ({**BOTH, "row": "<b>", "outcome": "learns"}, "does not offer row"),
         ({**BOTH, "init": "xavier", "outcome": "learns"}, "does not offer initialisation"),
         ({**BOTH, "seed": "7", "outcome": "learns"}, "does not offer seed '7'"),
+        # More digits than int() converts: refused before it is converted, never a 500.
+        ({**BOTH, "depth": "1" * 5_000, "outcome": "learns"}, "does not offer depth '111"),
+        ({**BOTH, "seed": "9" * 5_000, "outcome": "learns"}, "does not offer seed '999"),
+        ({**BOTH, "depth": "0002", "seed": "0" * 5_000, "outcome": "x"}, "does not offer outcome"),
         ({**BOTH, "outcome": "maybe"}, "does not offer outcome"),
     ],
 )
@@ -470,8 +474,8 @@ def test_the_instructor_view_counts_the_lab_runs(
         [c.get_text() for c in row.select("th, td")] for row in page.select("#lab-configs tbody tr")
     ]
     assert configs == [
-        ["Both, depth 2, eps 0.00001, GPT-2 initialisation, seed 0", "2", "1", "1"],
-        ["Neither, depth 4, GPT-2 initialisation, seed 0", "1", "1", "0"],
+        ["Both, depth 2, eps 0.00001, GPT-2 initialisation, seed 0", "2", "2", "1", "1", "0"],
+        ["Neither, depth 4, GPT-2 initialisation, seed 0", "1", "1", "1", "0", "0"],
     ]
     matrix = [
         [c.get_text() for c in row.select("th, td")]

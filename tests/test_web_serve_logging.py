@@ -15,6 +15,7 @@ import pytest
 from pydantic import SecretStr
 
 from helpers import SECRET_KEY, migrated_sqlite_url
+from normdive.lti.submission_review import Review, grant_token, review_url
 from normdive.web.infrastructure.instructor_access import Pool, instructor_link
 from normdive.web.infrastructure.logging_setup import (
     CUT_MARKER,
@@ -138,3 +139,21 @@ def test_normdives_info_lines_are_logged_with_time_level_and_logger(
         "client left before its request arrived whole: POST /takeaway"
     )
     wait_for_log(server, TIMESTAMP + re.escape(info))
+
+
+@pytest.mark.slow
+def test_a_review_grant_stays_out_of_the_access_log(server: ServerProcess) -> None:
+    learner = "a" * 32
+    review = Review(learner_id=learner, context_key=None, reviewer="r", label="Ada", own=False)
+    token = grant_token(review, SecretStr(SECRET_KEY))
+    answer = httpx.get(
+        f"{server.url}{review_url(learner, token)}",
+        timeout=REQUEST_TIMEOUT_S,
+        follow_redirects=False,
+    )
+    # Exchanged for the page's cookie, at a clean address.
+    assert answer.status_code == 303
+    assert answer.headers["location"] == f"/lti/review/{learner}"
+    line = wait_for_log(server, r'"GET /lti/review/\S* HTTP/1.1" 303')
+    assert f"?grant={REDACTED} " in line
+    assert token not in server.log_path.read_text(errors="replace")

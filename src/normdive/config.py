@@ -73,10 +73,14 @@ DEFAULT_INSTRUCTOR_ACCESS_TTL_S = 8 * 60 * 60
 # enrolments change a few times a day, and an instructor launching over and over must not
 # make D9 read a roster of thousands each time.
 DEFAULT_ROSTER_REFRESH_S = 15 * 60
-# Keep roster members' names and emails when the platform sends them (it sends them only
-# where its administrator lets the tool have them): the instructor view names who has not
-# started. Off, they are never stored, and the next refresh forgets those stored before.
+# Keep roster members' names and emails, and a launching user's name, when the platform sends
+# them (it sends them only where its administrator lets the tool have them): the instructor
+# view names who has not started, and a submission review whom it shows. Off, they are never
+# stored, and the next refresh or launch forgets those stored before.
 DEFAULT_ROSTER_KEEP_NAMES = True
+# Off: a platform's or institution's administrator who is not staff of the course by a context
+# role is a learner there, as the LTI roles say (normdive.lti.roles).
+DEFAULT_LTI_ADMINISTRATORS_ARE_STAFF = False
 
 
 def estimated_bits(text: str) -> float:
@@ -197,8 +201,11 @@ class Settings(DatabaseSettings):
     instructor_access_ttl_s: int = Field(default=DEFAULT_INSTRUCTOR_ACCESS_TTL_S, ge=1)
     # The least time, in seconds, between two fetches of a course's roster.
     roster_refresh_s: float = Field(default=DEFAULT_ROSTER_REFRESH_S, ge=0)
-    # Keep roster members' names and emails when the platform sends them.
+    # Keep roster members' names and emails, and launching users' names, when sent.
     roster_keep_names: bool = DEFAULT_ROSTER_KEEP_NAMES
+    # Treat a platform's or institution's administrator (system/person#Administrator or
+    # #SysAdmin, institution/person#Administrator) as staff of every course they launch from.
+    lti_administrators_are_staff: bool = DEFAULT_LTI_ADMINISTRATORS_ARE_STAFF
     # The origin learners and platforms reach the tool at (https://host[:port]). The URLs the
     # tool gives out (its LTI configuration, launch and redirect URLs, links it prints) are built
     # from it. Unset: from each request's Host (or a trusted proxy's X-Forwarded-Host/-Proto).

@@ -22,9 +22,9 @@ from sqlalchemy import Engine
 from normdive.lesson.content import Lesson
 from normdive.lti import tool_keys
 from normdive.lti.launch import CLAIM, DEEP_LINKING_REQUEST, LTI_VERSION, RESOURCE_LINK_ITEM, Launch
-from normdive.lti.learners import is_staff
 from normdive.lti.passback import lineitem_declaration
 from normdive.lti.refusal import Refusal
+from normdive.lti.roles import is_staff
 
 DEEP_LINKING_RESPONSE = "LtiDeepLinkingResponse"
 DL_CLAIM = "https://purl.imsglobal.org/spec/lti-dl/claim/"
@@ -39,11 +39,18 @@ class DeepLinkingResponse:
     title: str
 
 
-def respond(engine: Engine, launch: Launch, lesson: Lesson, launch_url: str) -> DeepLinkingResponse:
+def respond(
+    engine: Engine,
+    launch: Launch,
+    lesson: Lesson,
+    launch_url: str,
+    *,
+    administrators_are_staff: bool = False,
+) -> DeepLinkingResponse:
     """The signed response offering the lesson; a Refusal for a learner's request (only those
     who teach or build the course pick content)."""
     assert launch.message_type == DEEP_LINKING_REQUEST and launch.deep_linking is not None
-    if not is_staff(launch.roles):
+    if not is_staff(launch.roles, administrators_are_staff=administrators_are_staff):
         raise Refusal(
             403,
             "not_staff",

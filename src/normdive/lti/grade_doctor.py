@@ -17,7 +17,7 @@ from sqlalchemy import Engine, select
 
 from normdive.i18n.catalogues import N_, gettext
 from normdive.like_named import like_named
-from normdive.store.tables import LtiContextMember, LtiGradeTarget
+from normdive.store.tables import LtiGradeTarget, course_learners
 
 
 class TargetStatus(StrEnum):
@@ -72,6 +72,9 @@ class KnownAnswer:
     status: int
     words: str
     sentence: str
+    # The answer says the platform holds the score it was sent: a send before it whose answer
+    # was lost took it, so the target is sent.
+    holds_score: bool = False
 
 
 # Each from the platform's own source or its documentation's error table.
@@ -151,6 +154,7 @@ KNOWN_ANSWERS = (
             "Open edX has a score with this timestamp already: D9 sends the next score stamped "
             "later; nothing to do"
         ),
+        holds_score=True,
     ),
     KnownAnswer(
         "Open edX",
@@ -239,6 +243,17 @@ def token_refused(said: str, issuer: str, retry_minutes: float) -> str:
         f"the platform refused the token ({said}): the client may have been disabled or "
         "deleted, or the tool's key set URL changed in its settings on "
         f"{issuer}. D9 tries again, at least every {retry_minutes:g} minutes"
+    )
+
+
+def error_page_for_token(status: int, issuer: str) -> str:
+    """A token endpoint's HTML page instead of an OAuth 2 answer, in one line: never quoted."""
+    return (
+        f"the platform's token endpoint answered {status} with an error page, not a token: it "
+        "most likely could not fetch the tool's key set (/lti/jwks). In Moodle, take the "
+        "tool's host off Site administration > General > Security > HTTP security > \"cURL "
+        'blocked hosts list" and add its port to "cURL allowed ports list"; elsewhere, '
+        f"check that {issuer} can reach the tool"
     )
 
 
@@ -372,11 +387,7 @@ ACTION_LISTED = 200
 
 def course_grades(engine: Engine, context_key: str) -> CourseGrades:
     """The grade targets of the learners who launched from the course (its context key)."""
-    learners = (
-        select(LtiContextMember.learner_id)
-        .where(LtiContextMember.context_key == context_key)
-        .scalar_subquery()
-    )
+    learners = course_learners(context_key).scalar_subquery()
     with engine.connect() as connection:
         rows = connection.execute(
             select(

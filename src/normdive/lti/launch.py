@@ -163,6 +163,8 @@ class Launch:
     deep_linking: Mapping[str, Any] | None = None
     # A submission review request's for_user claim (its user_id checked); None otherwise.
     for_user: Mapping[str, Any] | None = None
+    # The user's name, when the platform shares it (OpenID Connect's name claims).
+    user_name: str | None = None
     # The user's language as the platform names it (launch_presentation.locale: a BCP 47
     # tag such as "de-DE"), when it names one; the web app chooses the lesson's locale from it.
     locale: str | None = None
@@ -514,7 +516,7 @@ def validate(engine: Engine, *, id_token: str, state: str, proof: BrowserProof) 
             "unregistered_platform",
             "The platform this login was started for was removed since.",
         )
-    claims = _claims(engine, id_token, registration, login)
+    claims = _blank_as_absent(_claims(engine, id_token, registration, login))
     _authorized_party(claims, registration)
     _lti_claims(claims, registration, login)
     _check_stored_claims(claims)
@@ -546,7 +548,52 @@ def validate(engine: Engine, *, id_token: str, state: str, proof: BrowserProof) 
         names_roles=names_roles if isinstance(names_roles, Mapping) else None,
         for_user=claims[FOR_USER_CLAIM] if message_type == SUBMISSION_REVIEW_REQUEST else None,
         locale=_presentation_locale(claims),
+        user_name=person_name(claims),
     )
+
+
+# The claims whose members a platform may send as "" for "none": Moodle names a resource
+# link's line item "" once the tool made one in the container.
+CLAIMS_WITH_OPTIONAL_MEMBERS = (
+    AGS_ENDPOINT_CLAIM,
+    NRPS_CLAIM,
+    CONTEXT_CLAIM,
+    FOR_USER_CLAIM,
+    LAUNCH_PRESENTATION_CLAIM,
+    RESOURCE_LINK_CLAIM,
+)
+
+
+def _blank_as_absent(claims: Mapping[str, Any]) -> dict[str, Any]:
+    """The claims with every blank text among those claims' members left out, as if the
+    platform had not sent it."""
+    cleaned = dict(claims)
+    for name in CLAIMS_WITH_OPTIONAL_MEMBERS:
+        claim = claims.get(name)
+        if isinstance(claim, Mapping):
+            cleaned[name] = {
+                key: value
+                for key, value in claim.items()
+                if not (isinstance(value, str) and not value.strip())
+            }
+    return cleaned
+
+
+# The most characters of a user's name kept from a launch.
+MAX_NAME_CHARS = 200
+
+
+def person_name(claims: Mapping[str, Any]) -> str | None:
+    """A person's name from OpenID Connect's standard claims (name, else given_name and
+    family_name), as an id_token and the for_user claim carry them, when printable; None
+    without one."""
+    name = claims.get("name")
+    if isinstance(name, str) and name.strip() and name.isprintable():
+        return name.strip()[:MAX_NAME_CHARS]
+    parts = [claims.get("given_name"), claims.get("family_name")]
+    given = [part for part in parts if isinstance(part, str) and part.isprintable()]
+    joined = " ".join(given).strip()
+    return joined[:MAX_NAME_CHARS] if joined else None
 
 
 def _presentation_locale(claims: Mapping[str, Any]) -> str | None:

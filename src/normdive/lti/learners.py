@@ -23,30 +23,11 @@ from normdive.lti import passback
 from normdive.lti.launch import Launch
 from normdive.lti.refusal import Refusal
 from normdive.lti.registrations import CUSTOM_PREREQUISITE_PARAMETER, PrerequisiteMode
+from normdive.lti.roles import CourseRole, course_role
 from normdive.store.event_store import Store, new_learner_id, reading_connection
 from normdive.store.prerequisite import PrerequisiteSource, record_prerequisite_done
 from normdive.store.tables import Learner, LtiContextMember, LtiLearner
 
-# LIS v2 roles (LTI 1.3 core, appendix A.2) whose holders teach or run the course, not take
-# it: they pass the 8.5 lock. Only these exact spellings count, so that a role a platform made
-# up ("…/lis/v2/evil#Administrator", "x#Instructor") is not staff.
-LIS_VOCABULARY = "http://purl.imsglobal.org/vocab/lis/v2/"
-# Context roles, in full and as the short names the specification still allows, and the
-# sub-roles of each (…/membership/Instructor#TeachingAssistant).
-STAFF_CONTEXT_ROLES = frozenset({"Instructor", "ContentDeveloper", "Administrator"})
-STAFF_ROLES = frozenset(
-    {
-        *STAFF_CONTEXT_ROLES,
-        "TeachingAssistant",
-        *(f"{LIS_VOCABULARY}membership#{name}" for name in STAFF_CONTEXT_ROLES),
-        f"{LIS_VOCABULARY}institution/person#Instructor",
-        f"{LIS_VOCABULARY}institution/person#Administrator",
-        f"{LIS_VOCABULARY}system/person#Administrator",
-    }
-)
-STAFF_SUB_ROLE_PREFIXES = tuple(
-    f"{LIS_VOCABULARY}membership/{name}#" for name in sorted(STAFF_CONTEXT_ROLES)
-)
 # How many times a launch retries after another launch of the same user or course stored
 # the same row at the same moment (the second finds the first's row).
 CONCURRENT_LAUNCH_TRIES = 2
@@ -90,37 +71,33 @@ def context_key(launch: Launch) -> str | None:
     )
 
 
-def is_staff(roles: tuple[str, ...]) -> bool:
-    return any(
-        role in STAFF_ROLES
-        or (role.startswith(STAFF_SUB_ROLE_PREFIXES) and role.partition("#")[2].isalpha())
-        for role in roles
-    )
-
-
-def _learner(connection: Connection, key: str) -> tuple[str, bool]:
+def _learner(connection: Connection, key: str, name: str | None) -> tuple[str, bool]:
     found = connection.execute(
-        select(LtiLearner.learner_id).where(LtiLearner.link_key == key)
-    ).scalar_one_or_none()
+        select(LtiLearner.learner_id, LtiLearner.name).where(LtiLearner.link_key == key)
+    ).first()
     if found is not None:
-        return found, False
+        if found.name != name:
+            connection.execute(
+                update(LtiLearner).where(LtiLearner.link_key == key).values(name=name)
+            )
+        return found.learner_id, False
     learner_id = new_learner_id()
     connection.execute(insert(Learner).values(id=learner_id, created_by=None))
-    connection.execute(insert(LtiLearner).values(link_key=key, learner_id=learner_id))
+    connection.execute(insert(LtiLearner).values(link_key=key, learner_id=learner_id, name=name))
     return learner_id, True
 
 
-def _remember_course(connection: Connection, key: str, learner_id: str) -> None:
+def _remember_course(connection: Connection, key: str, learner_id: str, role: CourseRole) -> None:
     now = datetime.now(UTC)
     updated = connection.execute(
         update(LtiContextMember)
         .where(LtiContextMember.context_key == key, LtiContextMember.learner_id == learner_id)
-        .values(last_launch_at=now)
+        .values(last_launch_at=now, course_role=role.value)
     ).rowcount
     if not updated:
         connection.execute(
             insert(LtiContextMember).values(
-                context_key=key, learner_id=learner_id, last_launch_at=now
+                context_key=key, learner_id=learner_id, last_launch_at=now, course_role=role.value
             )
         )
 
@@ -151,20 +128,35 @@ def _prerequisite_source(launch: Launch, staff: bool) -> PrerequisiteSource | No
     return None
 
 
-def sign_in(engine: Engine, store: Store, launch: Launch) -> SignedIn:
-    """Consume the launch's login and map it to its learner and course, in one transaction;
-    then record 8.5 as done when the registration's mode (or a staff role) says so. Raises
-    Refusal (nothing stored) when the nonce was used meanwhile."""
+def sign_in(
+    engine: Engine,
+    store: Store,
+    launch: Launch,
+    *,
+    administrators_are_staff: bool = False,
+    keep_names: bool = False,
+) -> SignedIn:
+    """Consume the launch's login and map it to its learner (with their name, where
+    `keep_names`) and course with their role there, in one transaction, keeping a grade
+    target only for a learner (lti.roles); then record 8.5 as done when the registration's
+    mode (or a staff role) says so. Raises Refusal (nothing stored) when the nonce was used
+    meanwhile."""
     key = user_key(launch)
     course = context_key(launch)
+    role = course_role(launch.roles, administrators_are_staff=administrators_are_staff)
     for attempt in range(CONCURRENT_LAUNCH_TRIES):
         try:
             with engine.begin() as connection:
                 launches.consume(connection, launch.login)
-                learner_id, new = _learner(connection, key)
+                learner_id, new = _learner(
+                    connection, key, launch.user_name if keep_names else None
+                )
                 if course is not None:
-                    _remember_course(connection, course, learner_id)
-                passback.record_grade_target(connection, launch, learner_id)
+                    _remember_course(connection, course, learner_id, role)
+                if role is CourseRole.LEARNER:
+                    passback.record_grade_target(connection, launch, learner_id)
+                else:
+                    passback.forget_grade_target(connection, launch, learner_id)
             break
         except IntegrityError:
             if attempt + 1 == CONCURRENT_LAUNCH_TRIES:
@@ -174,7 +166,7 @@ def sign_in(engine: Engine, store: Store, launch: Launch) -> SignedIn:
                     "Another launch of the same user stored the same learner at the same "
                     "moment, twice over. Launch the activity again.",
                 ) from None
-    staff = is_staff(launch.roles)
+    staff = role is CourseRole.STAFF
     source = _prerequisite_source(launch, staff)
     if source is not None:
         record_prerequisite_done(store, learner_id, source)

@@ -37,7 +37,9 @@ How, in two steps per round of `normdive lti passback`:
    learner's or anyone's. The score is derived from the learner's whole history at send time
    (the latest; its parts only grow), skipped when the platform has it already (or refused
    exactly it), stamped with the time of the learner's latest event but always later than the
-   last one sent there (the platform keeps the score with the latest timestamp), and posted
+   last one sent there, kept before the request so that a send cut short is never stamped
+   the same again (the platform keeps the score with the latest timestamp; a strict one
+   refuses a repeated timestamp, and its "already exists" means it took that score), and posted
    with an access token from OAuth 2 client credentials and a client assertion JWT signed
    with the tool's key (RFC 7523; tool_keys).
 
@@ -93,11 +95,11 @@ from normdive.progress.facts import recording_facts_at
 from normdive.progress.state import derive
 from normdive.store.event_store import Store, as_utc
 from normdive.store.tables import (
-    LtiContextMember,
     LtiGradeTarget,
     LtiLinkLineitem,
     LtiRegistration,
     LtiScoreOutbox,
+    course_learners,
 )
 
 logger = logging.getLogger(__name__)
@@ -309,6 +311,18 @@ def record_grade_target(connection: Connection, launch: Launch, learner_id: str)
     return True
 
 
+def forget_grade_target(connection: Connection, launch: Launch, learner_id: str) -> None:
+    """Drop the user's grade target for this launch's link, in the launch's transaction: a
+    launch whose roles make them no learner of the course (lti.roles) is never graded there,
+    and what was refused for them is nothing the instructor must fix."""
+    connection.execute(
+        delete(LtiGradeTarget).where(
+            LtiGradeTarget.learner_id == learner_id,
+            LtiGradeTarget.target_key == _target_key(launch),
+        )
+    )
+
+
 def enqueue(connection: Connection, learner_id: str) -> None:
     """Put the learner in the outbox now (as the trigger on events does)."""
     now = datetime.now(UTC)
@@ -403,6 +417,14 @@ def targets(engine: Engine) -> list[TargetState]:
     return sorted(found, key=lambda t: (not t.needs_attention, not t.waiting, t.due_at or far))
 
 
+# The start of an HTML page, as a platform's error page begins.
+HTML_PAGE = re.compile(rb"\s*<(!doctype|html)", re.IGNORECASE)
+
+
+def is_error_page(body: bytes) -> bool:
+    return HTML_PAGE.match(body) is not None
+
+
 def platform_words(body: bytes) -> str:
     """The start of what a platform said, as one line of printable text: an OAuth 2 or JSON
     error's message where it gave one, an HTML page's text, or the body as it is."""
@@ -419,7 +441,7 @@ def platform_words(body: bytes) -> str:
         ]
         if said:
             text = ": ".join(said)
-    elif re.match(r"\s*<(!doctype|html)", text, re.IGNORECASE):
+    elif is_error_page(body):
         text = re.sub(r"<[^>]*>", " ", text)
     line = " ".join("".join(c if c.isprintable() else " " for c in text).split())
     if len(line) > ANSWER_EXCERPT_CHARS:
@@ -462,6 +484,14 @@ class Outcome:
     refused_score: dict[str, Any] | None = None
     # False: decided without a request (the platform has this score, or refused exactly it).
     requested: bool = True
+
+
+def holds_it_already(answer: Answer) -> bool:
+    """Whether a refusal of a score says the platform holds a score with its timestamp (Open
+    edX: "Score already exists for the provided timestamp"): a timestamp is never put on two
+    different scores (next_timestamp), so it holds this one."""
+    known = grade_doctor.known_answer(answer.status, answer.words)
+    return known is not None and known.holds_score
 
 
 def _said(answer: Answer) -> str:
@@ -691,6 +721,20 @@ class Sender:
                     .values(due_at=now)
                 )
 
+    def _stamp(self, target: Any, timestamp: datetime) -> None:
+        """Keep the timestamp a score is about to be sent with, before it is sent: a send whose
+        answer never came (a crash, a lost connection) is followed by one stamped later, which
+        a platform refusing a repeated timestamp takes."""
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(LtiGradeTarget)
+                .where(
+                    LtiGradeTarget.learner_id == target.learner_id,
+                    LtiGradeTarget.target_key == target.target_key,
+                )
+                .values(sent_timestamp=timestamp)
+            )
+
     def _score(self, learner_id: str, work: _Round) -> Score:
         if learner_id not in work.scores:
             events = self.store.events_for(learner_id)
@@ -733,8 +777,8 @@ class Sender:
                 return found
             lineitem, source = found, LineitemSource.CREATED
         score = self._score(target.learner_id, work)
-        last_sent = target.sent_timestamp
-        timestamp = next_timestamp(score.timestamp, last_sent)
+        timestamp = next_timestamp(score.timestamp, target.sent_timestamp)
+        self._stamp(target, timestamp)
         outcome = self._post_score(registration, lineitem, content, timestamp, work)
         if (
             outcome.status is TargetStatus.GONE
@@ -778,7 +822,7 @@ class Sender:
         if isinstance(answer, Outcome):
             return answer
         failed = _outcome_of(answer, "the line item", content, grade_doctor.SCORE_REFUSED)
-        if failed is not None:
+        if failed is not None and not holds_it_already(answer):
             return failed
         return Outcome(TargetStatus.SENT, answer_status=answer.status, sent=(content, timestamp))
 
@@ -1043,6 +1087,14 @@ class Sender:
             raise _TokenFailed(outage(what, None, str(error))) from None
         except httpx.InvalidURL:
             raise _TokenFailed(outage(what, None, "not a URL")) from None
+        if answer.status != 200 and is_error_page(answer.body):
+            # A token endpoint answers OAuth 2 errors in JSON; a page is an exception it did not
+            # catch, as Moodle's is when its HTTP security stops it fetching the tool's keys.
+            reason = (
+                f"{grade_doctor.error_page_for_token(answer.status, registration.issuer)}. D9 "
+                f"tries again, at least every {MAX_RETRY_S / 60:g} minutes"
+            )
+            raise _TokenFailed(Outcome(TargetStatus.FAILING, answer.status, None, reason))
         if answer.status >= 500 or answer.status in OUTAGE_STATUSES:
             raise _TokenFailed(outage(what, answer))
         if answer.status != 200:
@@ -1184,11 +1236,7 @@ def resend_changed(
     learner's targets on the same platform in another course are theirs too, and go when stale."""
     store = Store(engine)
     with engine.connect() as connection:
-        learners = (
-            select(LtiContextMember.learner_id)
-            .where(LtiContextMember.context_key == context_key)
-            .scalar_subquery()
-        )
+        learners = course_learners(context_key).scalar_subquery()
         rows = connection.execute(
             select(
                 LtiGradeTarget.learner_id,

@@ -42,12 +42,14 @@ from sqlalchemy import Engine, and_, delete, insert, select, update
 
 from normdive.config import origin_of
 from normdive.lti import registrations
+from normdive.lti.grade_doctor import error_page_for_token
 from normdive.lti.launch import Launch
-from normdive.lti.learners import LIS_VOCABULARY, context_key, member_key
-from normdive.lti.passback import platform_origins, platform_words
+from normdive.lti.learners import context_key, member_key
+from normdive.lti.passback import is_error_page, platform_origins, platform_words
 from normdive.lti.platform_http import AnswerTooLarge, read_body
 from normdive.lti.platform_json import NotPlatformJson, parsed
 from normdive.lti.registrations import Registration, url_problem
+from normdive.lti.roles import LIS_VOCABULARY, CourseRole, course_role
 from normdive.lti.service_token import token_form
 from normdive.store.event_store import as_utc
 from normdive.store.tables import (
@@ -63,8 +65,6 @@ logger = logging.getLogger(__name__)
 MEMBERSHIPS_SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
 MEMBERSHIPS_MEDIA_TYPE = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
 LEARNER_ROLE = f"{LIS_VOCABULARY}membership#Learner"
-# A member with any of these roles is a learner: the full role, its short name, its sub-roles.
-LEARNER_SUB_ROLE_PREFIX = f"{LIS_VOCABULARY}membership/Learner#"
 ROLE_FILTER_PARAMETER = "role"
 LIMIT_PARAMETER = "limit"
 # Members asked for a page (NRPS 2.0, 2.4.2: the platform may send fewer). Canvas sends 10 a
@@ -146,10 +146,8 @@ def foreign(url: str, registration: Registration, what: str) -> str | None:
 
 
 def is_learner(roles: tuple[str, ...]) -> bool:
-    return any(
-        role in (LEARNER_ROLE, "Learner") or role.startswith(LEARNER_SUB_ROLE_PREFIX)
-        for role in roles
-    )
+    """A learner of the course by the roster's roles, as a launch with them would be."""
+    return course_role(roles) is CourseRole.LEARNER
 
 
 def first_page(url: str, members_per_page: int) -> str:
@@ -256,6 +254,11 @@ def _token(engine: Engine, registration: Registration, fetch: _Fetch) -> str:
         what,
         data=token_form(engine, registration, (MEMBERSHIPS_SCOPE,)),
     )
+    if status != 200 and is_error_page(body):
+        raise RosterProblem(
+            f"{error_page_for_token(status, registration.issuer)}. D9 tries again at the next "
+            "refresh"
+        )
     if status != 200:
         raise RosterProblem(
             f"the platform refused the token ({status}: {platform_words(body)}): the tool may "

@@ -8,49 +8,54 @@ wherever a platform looks for it, naming no other URL: on every line item it ask
 line items service) and among the messages of its dynamic registration.
 
 Who may review whom:
-- staff of the course (learners.is_staff) any learner who launched D9 from that course;
+- staff of the course (lti.roles: by a context role) any learner who launched D9 from that course;
 - a learner only themselves (for_user's user_id is their own sub: Submission Review 1.0 lets
   a platform offer learners a review of their own submission);
 - anyone else is refused, before anything is stored.
 
 The reviewer's session never becomes the learner's: the request signs nobody in and sets no
 learner cookie. It consumes the login (an id_token reviews once) and answers with the review
-page's address, which carries a review grant: signed with the secret key under a salt of its
-own, naming the learner, the course (its context key) and the reviewer (their user key), and
-good until REVIEW_GRANT_TTL_S after the request. The review page shows only the learner its
-grant names, only while the grant holds; it has no form, and the lesson's writes take only
-the learner cookie, which a grant is not. The page and its timeline are in the reviewer's
-language (the lesson's text in that locale, the rest through the catalogues).
+page's address and a review grant in a cookie scoped to that page (REVIEW_COOKIE): signed with
+the secret key under a salt of its own, naming the learner, the course (its context key) and
+the reviewer (their user key), and good until REVIEW_GRANT_TTL_S after the request. The grant
+stays out of every address, so out of access logs and Referers; a grant that arrives in a
+link's query is exchanged for the cookie and the address cleaned. The review page shows only
+the learner its grant names, only while the grant holds; it has no form, and the lesson's
+writes take only the learner cookie, which a grant is not. The page and its timeline are in
+the reviewer's language (the lesson's text in that locale, the rest through the catalogues).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from itsdangerous import BadSignature, URLSafeSerializer
 from pydantic import SecretStr
-from sqlalchemy import Engine, select
+from sqlalchemy import Connection, Engine, select
 
 from normdive.i18n.catalogues import gettext, ngettext
 from normdive.lesson.content import Lesson
 from normdive.lti import launch as launches
-from normdive.lti.launch import Launch
-from normdive.lti.learners import context_key, is_staff, user_key
+from normdive.lti.launch import MAX_NAME_CHARS, Launch, person_name
+from normdive.lti.learners import context_key, user_key
 from normdive.lti.refusal import Refusal
+from normdive.lti.roles import is_staff
 from normdive.progress.events import Event, EventKind
-from normdive.store.tables import LtiContextMember, LtiLearner
+from normdive.store.tables import LtiContextMember, LtiLearner, LtiRosterMember
 
 # How long a review grant opens the review page: a reviewer reads one learner's work, then
 # launches the next from the gradebook.
 REVIEW_GRANT_TTL_S = 15 * 60
 # Distinguishes a review grant's signature from any other use of the secret key.
 GRANT_SALT = "normdive.lti-review-grant"
-# The review page's path, the learner's id after it, and the grant's query parameter.
+# The review page's path, the learner's id after it; the grant's cookie, scoped to that
+# learner's page, and the query parameter a grant in a link arrives in.
 REVIEW_PATH = "/lti/review"
+REVIEW_COOKIE = "normdive_review"
 GRANT_PARAMETER = "grant"
 # The most of a learner's events the timeline lists (the latest ones).
 TIMELINE_SHOWN = 500
@@ -71,8 +76,9 @@ class Review:
     context_key: str | None
     # The reviewer's user key (learners.user_key): who the grant was given to.
     reviewer: str
-    # How the page names the learner: the for_user claim's name if the platform sent one,
-    # else its user_id.
+    # How the page names the learner: the for_user claim's name, else their name in the
+    # course's roster, else the one their own launch gave, else (their own review) this
+    # launch's, else the user_id.
     label: str
     # The reviewer is looking at their own work.
     own: bool
@@ -84,21 +90,30 @@ class ReviewGrant:
     context_key: str | None
     reviewer: str
     label: str
+    own: bool
     expires_at: float
 
 
-def _label(for_user: Mapping[str, Any]) -> str:
-    name = for_user.get("name")
-    if isinstance(name, str) and name.strip() and name.isprintable():
-        return name.strip()[:200]
-    given, family = for_user.get("given_name"), for_user.get("family_name")
-    parts = [part for part in (given, family) if isinstance(part, str) and part.isprintable()]
-    if parts and " ".join(parts).strip():
-        return " ".join(parts).strip()[:200]
-    return str(for_user["user_id"])
+def _launch_name(connection: Connection, user: str) -> str | None:
+    return connection.execute(
+        select(LtiLearner.name).where(LtiLearner.link_key == user)
+    ).scalar_one_or_none()
 
 
-def open_review(engine: Engine, launch: Launch) -> Review:
+def _roster_name(connection: Connection, course: str | None, member: str) -> str | None:
+    if course is None:
+        return None
+    name = connection.execute(
+        select(LtiRosterMember.name).where(
+            LtiRosterMember.context_key == course, LtiRosterMember.link_key == member
+        )
+    ).scalar_one_or_none()
+    return name[:MAX_NAME_CHARS] if name else None
+
+
+def open_review(
+    engine: Engine, launch: Launch, *, administrators_are_staff: bool = False
+) -> Review:
     """Check who may review whom (a Refusal, nothing stored, otherwise), consume the
     login, and find the learner reviewed among the course's."""
     for_user = launch.for_user
@@ -106,7 +121,7 @@ def open_review(engine: Engine, launch: Launch) -> Review:
         raise Refusal(400, "not_a_review", "This launch is not a submission review request.")
     user_id = str(for_user["user_id"])
     own = user_id == launch.subject
-    staff = is_staff(launch.roles)
+    staff = is_staff(launch.roles, administrators_are_staff=administrators_are_staff)
     if not (own or staff):
         raise Refusal(
             403,
@@ -126,6 +141,13 @@ def open_review(engine: Engine, launch: Launch) -> Review:
     reviewed_key = user_key(replace(launch, subject=user_id))
     with engine.begin() as connection:
         launches.consume(connection, launch.login)
+        label = (
+            person_name(for_user)
+            or _roster_name(connection, course, reviewed_key)
+            or _launch_name(connection, reviewed_key)
+            or (launch.user_name if own else None)
+            or user_id
+        )
         learner_id = connection.execute(
             select(LtiLearner.learner_id).where(LtiLearner.link_key == reviewed_key)
         ).scalar_one_or_none()
@@ -142,7 +164,7 @@ def open_review(engine: Engine, launch: Launch) -> Review:
         learner_id=learner_id,
         context_key=course,
         reviewer=user_key(launch),
-        label=_label(for_user),
+        label=label,
         own=own,
     )
 
@@ -163,6 +185,7 @@ def grant_token(review: Review, secret_key: SecretStr, now: float | None = None)
                 "context": review.context_key,
                 "reviewer": review.reviewer,
                 "label": review.label,
+                "own": review.own,
                 "exp": issued + REVIEW_GRANT_TTL_S,
             }
         )
@@ -196,12 +219,19 @@ def grant_from(
         context_key=context if isinstance(context, str) else None,
         reviewer=payload["reviewer"],
         label=payload["label"],
+        own=payload.get("own") is True,
         expires_at=float(expires_at),
     )
 
 
+def review_path(learner_id: str) -> str:
+    """The learner's review page, which is also the path its grant's cookie is scoped to."""
+    return f"{REVIEW_PATH}/{learner_id}"
+
+
 def review_url(learner_id: str, token: str) -> str:
-    return f"{REVIEW_PATH}/{learner_id}?{GRANT_PARAMETER}={token}"
+    """A link carrying the grant, which the page exchanges for its cookie on arrival."""
+    return f"{review_path(learner_id)}?{GRANT_PARAMETER}={token}"
 
 
 @dataclass(frozen=True)

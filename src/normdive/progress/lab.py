@@ -56,6 +56,8 @@ MAX_CURVE_POINTS = 400
 MAX_STEP = 1_000_000
 # What a figure may be spelled as, besides a number: recording.format's markers.
 NON_FINITE_MARKERS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+# The most digits a depth or seed may have (the offered ones have one or two).
+MAX_CHOICE_DIGITS = 6
 # The form field a finished run's figures arrive in (JSON {"final", "curve"}).
 RESULT_FIELD = "result"
 CURVE_FIELDS = ("step", "train_loss", "heldout_loss", "heldout_accuracy")
@@ -207,9 +209,13 @@ def _pick_int(form: Mapping[str, str], name: str, label: str, offered: Sequence[
     raw = form.get(name, "").strip()
     if not raw:
         raise Invalid(gettext(MISSING_CHOICE).format(name=_field(label)))
-    if not (raw.isascii() and raw.isdigit()) or int(raw) not in offered:
+    # Bounded before it is converted: int() refuses a text of thousands of digits.
+    digits = raw.lstrip("0") or "0"
+    if not (raw.isascii() and raw.isdigit() and len(digits) <= MAX_CHOICE_DIGITS):
         raise _offered(label, raw, offered)
-    return int(raw)
+    if int(digits) not in offered:
+        raise _offered(label, raw, offered)
+    return int(digits)
 
 
 def parse_choice(form: Mapping[str, str], lesson: Lesson) -> LabChoice:

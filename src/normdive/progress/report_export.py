@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -51,6 +52,13 @@ from normdive.progress.report import (
 # A spreadsheet runs a cell that starts with one of these as a formula (CSV injection);
 # such a cell is written with a leading apostrophe.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# What a spreadsheet may split a .csv file on: Excel in much of Europe splits on ";", and some
+# readers on a tab. A formula start after one of them is neutralised too, as a cell may begin
+# there for a reader that does not honour the quotes around every cell.
+SEPARATORS = (",", ";", "\t", "|")
+_FORMULA_AFTER_SEPARATOR = re.compile(
+    "([" + re.escape("".join(SEPARATORS)) + "])(?=[" + re.escape("".join(FORMULA_STARTS)) + "])"
+)
 
 
 def columns(lesson: Lesson) -> list[str]:
@@ -153,7 +161,10 @@ def record(summary: LearnerSummary, lesson: Lesson) -> dict[str, str]:
 
 
 def spreadsheet_safe(value: str) -> str:
-    return f"'{value}" if value.startswith(FORMULA_STARTS) else value
+    """`value` as no spreadsheet runs it: an apostrophe before a formula start at its head or
+    after any separator (the writer quotes every cell, OWASP's advice on CSV injection)."""
+    safe = _FORMULA_AFTER_SEPARATOR.sub(r"\1'", value)
+    return f"'{safe}" if safe.startswith(FORMULA_STARTS) else safe
 
 
 def _plain(value: Any) -> Any:

@@ -64,9 +64,9 @@ from normdive.store.tables import (
     LEARNER_ID_LENGTH,
     EventRecord,
     Learner,
-    LtiContextMember,
     LtiLearner,
     PredictionTally,
+    course_learners,
 )
 
 __all__ = [
@@ -489,9 +489,7 @@ def _course_counts(connection: Connection, course: str) -> PredictionCounts:
 
 
 # The learners of one course (the bound parameter `course`, an LTI context's key).
-_IN_COURSE = EventRecord.learner_id.in_(
-    select(LtiContextMember.learner_id).where(LtiContextMember.context_key == bindparam("course"))
-)
+_IN_COURSE = EventRecord.learner_id.in_(course_learners(bindparam("course")))
 # Learners of the course who committed the opening prediction.
 _COURSE_COMMITTED_QUERY = select(func.count(EventRecord.learner_id.distinct())).where(
     EventRecord.kind == EventKind.PREDICTION_COMMITTED.value, _IN_COURSE

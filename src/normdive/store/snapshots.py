@@ -38,7 +38,7 @@ from normdive.store.event_store import (
     as_utc,
     reading_connection,
 )
-from normdive.store.tables import PAYLOAD_TYPE
+from normdive.store.tables import PAYLOAD_TYPE, STAFF_COURSE_ROLE
 
 logger = logging.getLogger(__name__)
 
@@ -82,15 +82,17 @@ _STALE = "(COALESCE(s.lesson_key <> :lesson_key, FALSE) OR " + _EVENTS_AFTER + "
 
 def _pool_query(snapshot_column: str, *, course: bool) -> TextualSelect:
     """Each member of a pool with `snapshot_column` of their snapshot and whether it is stale,
-    by learner id: a course's members (an LTI context's key, bound as :course), with or
-    without events, or the learners no LMS launched who have events."""
+    by learner id: a course's learners (its members but staff; an LTI context's key, bound as
+    :course), with or without events, or the learners no LMS launched who have events."""
     if course:
         member = "m.learner_id"
         source = (
             "SELECT m.learner_id AS learner_id, m.last_launch_at AS launched_at, "
             "{column}, {stale} AS stale FROM lti_context_members m "
             "LEFT JOIN learner_snapshots s ON s.learner_id = m.learner_id "
-            "WHERE m.context_key = :course ORDER BY m.learner_id"
+            "WHERE m.context_key = :course AND m.course_role <> '"
+            + STAFF_COURSE_ROLE
+            + "' ORDER BY m.learner_id"
         )
     else:
         member = "l.id"

@@ -26,10 +26,12 @@ from sqlalchemy import (
     Integer,
     MetaData,
     PrimaryKeyConstraint,
+    Select,
     String,
     Text,
     UniqueConstraint,
     func,
+    select,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -278,7 +280,8 @@ class LtiToolKey(Base):
 
 class LtiLearner(Base):
     """The learner a platform's user is: SHA-256 of (issuer, client id, deployment id, sub)
-    -> learner id, so the same person launching again, from any device, resumes."""
+    -> learner id, so the same person launching again, from any device, resumes; and their
+    name as their latest launch gave it, where the operator keeps names (a review names them)."""
 
     __tablename__ = "lti_learners"
 
@@ -289,11 +292,19 @@ class LtiLearner(Base):
         nullable=False,
         unique=True,
     )
+    name: Mapped[str | None] = mapped_column(String(LTI_IDENTIFIER_LENGTH), nullable=True)
+
+
+# A course member's role there (normdive.lti.roles.CourseRole's values); a course's learners
+# are its members who are not staff (course_learners).
+LTI_COURSE_ROLE_LENGTH = 10
+STAFF_COURSE_ROLE = "staff"
 
 
 class LtiContextMember(Base):
-    """A learner launched from a course (an LTI context): SHA-256 of (issuer, client id,
-    deployment id, context id), and when they last launched from it."""
+    """A user launched from a course (an LTI context): SHA-256 of (issuer, client id,
+    deployment id, context id), when they last launched from it, and their role there as that
+    launch showed it (staff are members, but not the course's learners)."""
 
     __tablename__ = "lti_context_members"
     __table_args__ = (
@@ -307,6 +318,18 @@ class LtiContextMember(Base):
         CHAR(LEARNER_ID_LENGTH), ForeignKey("learners.id", ondelete="CASCADE"), nullable=False
     )
     last_launch_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    course_role: Mapped[str] = mapped_column(
+        String(LTI_COURSE_ROLE_LENGTH), server_default="learner", nullable=False
+    )
+
+
+def course_learners(context_key: Any) -> Select[Any]:
+    """The learner ids of a course's learners: its members but its staff. `context_key` is a
+    context key or a bound parameter standing for one."""
+    return select(LtiContextMember.learner_id).where(
+        LtiContextMember.context_key == context_key,
+        LtiContextMember.course_role != STAFF_COURSE_ROLE,
+    )
 
 
 # A grade target's status and line item source (normdive.lti.passback.TargetStatus and
@@ -341,8 +364,8 @@ class LtiGradeTarget(Base):
     # The launch's line item, or the one the tool created in `lineitems_url` (None until then).
     lineitem_url: Mapped[str | None] = mapped_column(String(LTI_URL_LENGTH), nullable=True)
     lineitems_url: Mapped[str | None] = mapped_column(String(LTI_URL_LENGTH), nullable=True)
-    # The last score the platform took (its JSON, less the timestamp) and that timestamp:
-    # the same score is not sent again, and a new one is stamped later than the last.
+    # The last score the platform took (its JSON, less the timestamp): not sent again. The
+    # latest timestamp a score was sent with, kept before its answer: the next is later.
     sent_score: Mapped[dict[str, Any] | None] = mapped_column(PAYLOAD_TYPE, nullable=True)
     sent_timestamp: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     # What the platform last made of this target (passback.TargetStatus): due (not tried yet),

@@ -21,14 +21,21 @@ from urllib.parse import unquote_plus
 from uvicorn.config import LOGGING_CONFIG
 
 from normdive.lti.dynamic_registration import INVITE_PARAMETER
+from normdive.lti.submission_review import GRANT_PARAMETER
 from normdive.web.infrastructure.instructor_access import ACCESS_PARAMETER
 
 ACCESS_LOGGER = "uvicorn.access"
 # Query parameters whose value is a credential: an instructor link's token (good for the
-# instructor view's TTL), a dynamic registration invitation (a week), the platform's
-# registration token, and an LTI id_token, which platforms post but a misconfigured one could
-# send in the query of a GET.
-SECRET_QUERY_PARAMETERS = (ACCESS_PARAMETER, INVITE_PARAMETER, "registration_token", "id_token")
+# instructor view's TTL), a submission review grant (minutes), a dynamic registration
+# invitation (a week), the platform's registration token, and an LTI id_token, which platforms
+# post but a misconfigured one could send in the query of a GET.
+SECRET_QUERY_PARAMETERS = (
+    ACCESS_PARAMETER,
+    GRANT_PARAMETER,
+    INVITE_PARAMETER,
+    "registration_token",
+    "id_token",
+)
 REDACTED = "[redacted]"
 # The longest path (with its query) the access log shows; what is left is counted instead.
 MAX_LOGGED_PATH_CHARS = 512

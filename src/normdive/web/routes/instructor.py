@@ -49,6 +49,7 @@ from normdive.web.views.instructor_report import (
     pool_report,
 )
 from normdive.web.views.instructor_rerun import rerun_aggregate, rerun_report
+from normdive.web.views.lab_grid import LabGridView, grid_or_sentence
 
 INSTRUCTOR_TEMPLATE = "instructor.html"
 EXPORT_FILENAME = "normdive-learners.csv"
@@ -65,6 +66,12 @@ def instructor_pool(svc: Services, request: Request) -> Pool | None:
         svc.settings.secret_key,
         svc.settings.instructor_access_ttl_s,
     )
+
+
+def _lab_grid(svc: Services) -> LabGridView | None:
+    """The lab grid the pool's runs are held to; None when it cannot be used."""
+    found = grid_or_sentence(svc.settings.recording_path, svc.lesson)
+    return found if isinstance(found, LabGridView) else None
 
 
 def _refused(request: Request, message: str) -> Response:
@@ -110,7 +117,7 @@ def _instructor_page(svc: Services, request: Request) -> Response:
         resend_path=RESEND_PATH,
         resend_token=csrf.form_token(svc.settings.secret_key, _resend_subject(pool)),
         resent=_resent(svc, request, pool),
-        lab=lab_report(svc.engine, svc.lesson, pool.context_key),
+        lab=lab_report(svc.engine, svc.lesson, _lab_grid(svc), pool.context_key),
         rerun=rerun_report(svc.engine, lesson, pool_recording(svc), pool.context_key),
     )
     response = HTMLResponse(body)

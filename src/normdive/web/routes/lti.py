@@ -31,7 +31,10 @@ and the administrator of a platform not registered yet must be able to read it i
 from __future__ import annotations
 
 import logging
+import math
+import time
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
@@ -61,7 +64,7 @@ from normdive.lti.launch import (
     NeedsPlatformStorage,
     PendingLogin,
 )
-from normdive.lti.learners import sign_in
+from normdive.lti.learners import SignedIn, sign_in
 from normdive.lti.login import LOGIN_TTL, begin_login, storage_key_name
 from normdive.lti.refusal import Refusal
 from normdive.lti.registrations import Registration, all_registrations, by_id
@@ -242,6 +245,16 @@ def _read_platform_storage(svc: Services, login: PendingLogin, fields: dict[str,
     )
 
 
+def _sign_in(svc: Services, launch: Launch) -> SignedIn:
+    return sign_in(
+        svc.engine,
+        svc.store,
+        launch,
+        administrators_are_staff=svc.settings.lti_administrators_are_staff,
+        keep_names=svc.settings.roster_keep_names,
+    )
+
+
 def _launch(svc: Services, request: Request, fields: dict[str, str]) -> Response:
     state = fields.get("state", "")
     proof = BrowserProof(
@@ -257,7 +270,7 @@ def _launch(svc: Services, request: Request, fields: dict[str, str]) -> Response
             return _deep_linking(svc, request, launch, state)
         if launch.message_type == SUBMISSION_REVIEW_REQUEST:
             return _submission_review(svc, launch, state)
-        signed_in = sign_in(svc.engine, svc.store, launch)
+        signed_in = _sign_in(svc, launch)
     except NeedsPlatformStorage as needed:
         return _read_platform_storage(svc, needed.login, fields)
     except Refusal as refusal:
@@ -331,7 +344,11 @@ def _deep_linking(svc: Services, request: Request, launch: Launch, state: str) -
     """The content picker's page: the lesson, and a button that posts the signed response
     back to the platform. Refusals raise before the login is consumed."""
     answer = deep_linking.respond(
-        svc.engine, launch, svc.lesson, own_origin(svc, request) + LAUNCH_PATH
+        svc.engine,
+        launch,
+        svc.lesson,
+        own_origin(svc, request) + LAUNCH_PATH,
+        administrators_are_staff=svc.settings.lti_administrators_are_staff,
     )
     with svc.engine.begin() as connection:
         launches.consume(connection, launch.login)
@@ -353,7 +370,9 @@ def _submission_review(svc: Services, launch: Launch, state: str) -> Response:
     """A gradebook's submission review request: the review page, through a review grant
     (lti.submission_review); nobody is signed in. Refusals raise before the login is
     consumed."""
-    review = submission_review.open_review(svc.engine, launch)
+    review = submission_review.open_review(
+        svc.engine, launch, administrators_are_staff=svc.settings.lti_administrators_are_staff
+    )
     logger.info(
         "LTI submission review from %s (deployment %s): learner %s%s",
         launch.registration.issuer,
@@ -367,29 +386,55 @@ def _submission_review(svc: Services, launch: Launch, state: str) -> Response:
             REVIEW_TEMPLATE,
             lesson=localized(svc.lesson),
             label=review.label,
+            own=review.own,
             state=None,
             timeline=(),
         )
     else:
         token = submission_review.grant_token(review, svc.settings.secret_key)
-        response = _framable(
-            svc,
-            RedirectResponse(submission_review.review_url(review.learner_id, token), 303),
+        response = _with_review_grant(
+            svc, review.learner_id, token, "", submission_review.REVIEW_GRANT_TTL_S
         )
     set_framed_cookie(response, STATE_COOKIE_PREFIX + state, "", max_age=0, path=LAUNCH_PATH)
     return response
 
 
+def _with_review_grant(
+    svc: Services, learner_id: str, token: str, query: str, max_age: int
+) -> Response:
+    """A redirect to the learner's review page at a clean address (`query` without the grant),
+    the grant in the cookie scoped to that page, for as long as the grant holds."""
+    path = submission_review.review_path(learner_id)
+    response = _framable(svc, RedirectResponse(f"{path}?{query}" if query else path, 303))
+    set_framed_cookie(
+        response,
+        submission_review.REVIEW_COOKIE,
+        token,
+        max_age=max_age,
+        path=path,
+    )
+    return response
+
+
 def _review_page(svc: Services, request: Request, learner_id: str) -> Response:
-    """One learner's D9 as they left it, read-only, for the holder of a review grant."""
+    """One learner's D9 as they left it, read-only, for the holder of a review grant: in the
+    page's cookie, or in a link's query, which is exchanged for the cookie at once."""
+    in_query = request.query_params.get(submission_review.GRANT_PARAMETER)
+    token = (
+        in_query if in_query is not None else request.cookies.get(submission_review.REVIEW_COOKIE)
+    )
     try:
-        grant = submission_review.grant_from(
-            request.query_params.get(submission_review.GRANT_PARAMETER),
-            learner_id,
-            svc.settings.secret_key,
-        )
+        grant = submission_review.grant_from(token, learner_id, svc.settings.secret_key)
     except Refusal as refusal:
         return refused(svc, "submission review", refusal, REVIEW_REFUSED_TITLE)
+    if in_query is not None:
+        rest = [
+            (name, value)
+            for name, value in request.query_params.multi_items()
+            if name != submission_review.GRANT_PARAMETER
+        ]
+        left = max(1, math.ceil(grant.expires_at - time.time()))
+        return _with_review_grant(svc, learner_id, in_query, urlencode(rest), left)
     state = svc.state_of(grant.learner_id)
     lesson = localized(svc.lesson)  # its text in the reviewer's language
     return _render(
@@ -397,6 +442,7 @@ def _review_page(svc: Services, request: Request, learner_id: str) -> Response:
         REVIEW_TEMPLATE,
         lesson=lesson,
         label=grant.label,
+        own=grant.own,
         state=state,
         prediction=next(
             (c.label for c in lesson.predict.choices if c.id == state.prediction), None

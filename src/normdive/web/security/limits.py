@@ -73,13 +73,26 @@ class HeadLimit:
         await self.app(scope, receive, send)
 
 
+# A Content-Length of more digits than this is larger than any body taken, unread.
+MAX_LENGTH_DIGITS = 18
+
+
+def declared_length(text: str) -> int | None:
+    """A Content-Length's value, bounded before it is converted (int() refuses thousands of
+    digits): None when it is no number, 10 ** MAX_LENGTH_DIGITS for any longer one."""
+    if not (text.isascii() and text.isdigit()):
+        return None
+    digits = text.lstrip("0") or "0"
+    if len(digits) > MAX_LENGTH_DIGITS:
+        return int(10**MAX_LENGTH_DIGITS)
+    return int(digits)
+
+
 def announces_body(scope: Scope) -> bool:
     """Whether the request says a body follows its head (RFC 9112, section 6.3)."""
     headers = Headers(scope=scope)
-    length = headers.get("content-length", "")
-    return "transfer-encoding" in headers or (
-        length.isascii() and length.isdigit() and int(length) > 0
-    )
+    length = declared_length(headers.get("content-length", ""))
+    return "transfer-encoding" in headers or (length is not None and length > 0)
 
 
 def closing(message: Message) -> Message:
@@ -114,8 +127,8 @@ class BodyLimit:
             response = error_response(Request(scope), 400, TWO_LENGTHS, CLOSE)
             await response(scope, receive, send)
             return
-        declared = headers.get("content-length", "")
-        if declared.isascii() and declared.isdigit() and int(declared) > self.max_bytes:
+        declared = declared_length(headers.get("content-length", ""))
+        if declared is not None and declared > self.max_bytes:
             response = error_response(Request(scope), 413, TOO_LARGE, CLOSE)
             await response(scope, receive, send)
             return

@@ -74,7 +74,8 @@ def csv_chunks(
     names = columns(lesson) + (list(ROSTER_COLUMNS) if roster is not None else [])
     on_roster = roster.by_learner() if roster is not None else {}
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=names, lineterminator="\r\n")
+    # Every cell quoted: a reader splitting on ";" or a tab keeps a cell holding one whole.
+    writer = csv.DictWriter(buffer, fieldnames=names, lineterminator="\r\n", quoting=csv.QUOTE_ALL)
     # The header in the instructor's language (report_export.headers); the cells as ever.
     writer.writerow(dict(zip(names, headers(names, lesson), strict=True)))
     pending = 0
