@@ -40,12 +40,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from importlib import metadata
 from typing import Any
 
 import httpx
 from sqlalchemy import Engine, and_, func, insert, select, update
 
+from normdive.config import Settings
 from normdive.i18n.locales import DEFAULT_LOCALE, supported
+from normdive.lesson.content import Lesson
 from normdive.lesson.translations import localized
 from normdive.lti.passback import MAX_RETRY_S, platform_words, retry_delay
 from normdive.progress.events import Event, EventKind
@@ -103,6 +106,27 @@ class StatementStatus(StrEnum):
     VOIDING = "voiding"  # sent, and to be voided on request
     VOIDED = "voided"  # voided in the LRS
     WITHHELD = "withheld"  # removed on request before it was sent: never sent
+
+
+class NoPublicOrigin(ValueError):
+    """Statements name activities under the tool's public origin, which is not set."""
+
+
+def deployment_tool(settings: Settings, lesson: Lesson) -> Tool:
+    """What this deployment's statements share: its public origin (NORMDIVE_PUBLIC_ORIGIN,
+    required: a statement's IRIs must not depend on the host a request named), normdive's
+    version, the lesson, and the actor identity the deployment chose."""
+    if settings.public_origin is None:
+        raise NoPublicOrigin(
+            "NORMDIVE_PUBLIC_ORIGIN is not set: the statements' activity IRIs are built from "
+            "the origin learners reach the tool at (https://host)"
+        )
+    return Tool(
+        origin=settings.public_origin,
+        version=metadata.version("normdive"),
+        lesson=lesson,
+        identity=settings.xapi_actor,
+    )
 
 
 def system_clock() -> datetime:
@@ -197,8 +221,20 @@ class Sender:
     ) -> None:
         self.engine = engine
         self.tool = tool
+        self._own_client = client is None
         self.client = client or httpx.Client(timeout=XAPI_TIMEOUT_S, follow_redirects=False)
         self.clock = clock
+
+    def close(self) -> None:
+        """Close the connections of the client this sender made."""
+        if self._own_client:
+            self.client.close()
+
+    def __enter__(self) -> Sender:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
     def send_due(self, limit: int = ROUND_SIZE) -> RoundReport:
         now = self.clock()
@@ -396,15 +432,21 @@ def _done(row: _Row) -> StatementStatus:
 def _events(engine: Engine, event_ids: list[int]) -> dict[int, Event]:
     with engine.connect() as connection:
         rows = connection.execute(
-            select(EventRecord).where(EventRecord.id.in_(event_ids))
-        ).scalars()
-        return {
-            row.id: Event(
-                row.id, row.learner_id, EventKind(row.kind), row.payload, as_utc(row.created_at)
-            )
-            for row in rows
-            if row.kind in STATEMENT_KINDS
-        }
+            select(
+                EventRecord.id,
+                EventRecord.learner_id,
+                EventRecord.kind,
+                EventRecord.payload,
+                EventRecord.created_at,
+            ).where(EventRecord.id.in_(event_ids))
+        ).all()
+    return {
+        row.id: Event(
+            row.id, row.learner_id, EventKind(row.kind), row.payload, as_utc(row.created_at)
+        )
+        for row in rows
+        if row.kind in STATEMENT_KINDS
+    }
 
 
 def _learners(
@@ -418,7 +460,7 @@ def _learners(
         links = {
             (row.learner_id, row.link_key): row
             for row in connection.execute(
-                select(LtiLearnerLink, LtiRegistration.issuer)
+                select(*LtiLearnerLink.__table__.columns, LtiRegistration.issuer)
                 .join(LtiRegistration, LtiRegistration.id == LtiLearnerLink.registration_id)
                 .where(LtiLearnerLink.learner_id.in_(learner_ids))
             ).all()
@@ -438,19 +480,18 @@ def _learners(
         link = None
         language = DEFAULT_LOCALE
         if row is not None:
-            kept = row.LtiLearnerLink
             link = LtiLink(
-                link_key=kept.link_key,
+                link_key=row.link_key,
                 issuer=row.issuer,
-                user_id=kept.user_id,
-                resource_link_id=kept.resource_link_id,
-                resource_link_title=kept.resource_link_title,
-                context_key=kept.context_key,
-                context_id=kept.context_id,
-                context_title=kept.context_title,
-                platform=kept.platform,
+                user_id=row.user_id,
+                resource_link_id=row.resource_link_id,
+                resource_link_title=row.resource_link_title,
+                context_key=row.context_key,
+                context_id=row.context_id,
+                context_title=row.context_title,
+                platform=row.platform,
             )
-            language = supported(kept.locale) or DEFAULT_LOCALE
+            language = supported(row.locale) or DEFAULT_LOCALE
         name, email = people.get(learner_id, (None, None))
         found[(learner_id, link_key)] = (Learner(learner_id, link, name, email), language)
     return found
@@ -533,7 +574,7 @@ def attention(engine: Engine, context_key: str | None = None, limit: int = 100) 
         StatementStatus.VOIDING,
     ]
     query = (
-        select(XapiOutbox, EventRecord.kind)
+        select(*XapiOutbox.__table__.columns, EventRecord.kind)
         .join(EventRecord, EventRecord.id == XapiOutbox.event_id)
         .where(XapiOutbox.status.in_([status.value for status in waiting]))
     )
@@ -550,15 +591,15 @@ def attention(engine: Engine, context_key: str | None = None, limit: int = 100) 
         rows = connection.execute(query.order_by(XapiOutbox.event_id.desc()).limit(limit)).all()
     found = [
         RowState(
-            event_id=row.XapiOutbox.event_id,
-            learner_id=row.XapiOutbox.learner_id,
+            event_id=row.event_id,
+            learner_id=row.learner_id,
             kind=row.kind,
-            status=StatementStatus(row.XapiOutbox.status),
-            due_at=as_utc(row.XapiOutbox.due_at) if row.XapiOutbox.due_at else None,
-            attempts=row.XapiOutbox.attempts,
-            last_status=row.XapiOutbox.last_status,
-            reason=row.XapiOutbox.reason,
-            lrs=names.get(row.XapiOutbox.lrs_id) if row.XapiOutbox.lrs_id else None,
+            status=StatementStatus(row.status),
+            due_at=as_utc(row.due_at) if row.due_at else None,
+            attempts=row.attempts,
+            last_status=row.last_status,
+            reason=row.reason,
+            lrs=names.get(row.lrs_id) if row.lrs_id else None,
         )
         for row in rows
     ]
@@ -607,6 +648,18 @@ def resend(engine: Engine, learner_id: str, clock: Callable[[], datetime] = syst
             .values(status=StatementStatus.DUE, due_at=now, attempts=0, claim=None)
         ).rowcount
     return int(again)
+
+
+def resend_refused(engine: Engine, clock: Callable[[], datetime] = system_clock) -> int:
+    """Queue again every row an LRS refused, or that found no LRS (after the LRS's
+    administrator fixed what it refused, or an LRS was added). The rows queued."""
+    with engine.begin() as connection:
+        queued = connection.execute(
+            update(XapiOutbox)
+            .where(XapiOutbox.status.in_([StatementStatus.REFUSED, StatementStatus.NO_LRS]))
+            .values(status=StatementStatus.DUE, due_at=clock(), attempts=0, claim=None)
+        ).rowcount
+    return int(queued)
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,9 @@ tool's public origin with their definitions (names in English and the learner's 
 the ADL activity type, and for the questions the interaction type and correct responses,
 xAPI 1.0.3 Data 2.4.4.1), a result where the event holds one, and a context naming the LTI
 course and resource link. A statement's id is a UUID derived from the tool's origin, the
-event's id and the statement's place in it (RFC 4122 version 5), so that the same event sent
-twice is the same statement and an LRS keeps it once (xAPI 1.0.3 Communication 2.1.2).
+learner's and the event's ids and the statement's place in it (RFC 4122 version 5), so that
+the same event sent twice is the same statement and an LRS keeps it once (xAPI 1.0.3
+Communication 2.1.2).
 """
 
 from __future__ import annotations
@@ -124,9 +125,11 @@ class Tool:
         return f"{self.origin}/xapi/extensions/{name}"
 
 
-def statement_id(tool: Tool, event_id: int, part: int) -> str:
-    """The id of the `part`-th statement of an event: the same for the same event, always."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{tool.origin}/xapi/statements/{event_id}/{part}"))
+def statement_id(tool: Tool, event: Event, part: int) -> str:
+    """The id of the `part`-th statement of an event: the same for the same event, always, and
+    another for any other event, of any database (the learner's id is 128 random bits)."""
+    name = f"{tool.origin}/xapi/statements/{event.learner_id}/{event.id}/{part}"
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, name))
 
 
 def registration(tool: Tool, learner: Learner) -> str:
@@ -450,7 +453,7 @@ def statements_of(
     made = []
     for part, (verb, activity, result) in enumerate(_objects_and_results(tool, texts, event)):
         statement: Statement = {
-            "id": statement_id(tool, event.id, part),
+            "id": statement_id(tool, event, part),
             "actor": who,
             "verb": _verb(verb),
             "object": activity,
