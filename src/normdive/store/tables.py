@@ -6,8 +6,10 @@ it; `learner_snapshots` keeps each learner's folded history as a starting point 
 The `lti_*` tables hold what an LTI 1.3 launch needs on any worker (normdive.lti): the
 platforms registered, their deployments, the logins in flight (states and nonces), the
 platforms' key sets, the tool's own keys, and which learner and course a launch stands for.
-The Alembic migrations under store/migrations/ create exactly these (a test compares the two).
-Portable types only: the same models run on SQLite and PostgreSQL.
+The `xapi_*` tables hold the Learning Record Stores statements go to and the outbox of events
+whose statements are due (normdive.xapi), and lti_learner_links what each launch said of its
+resource link. The Alembic migrations under store/migrations/ create exactly these (a test
+compares the two). Portable types only: the same models run on SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
