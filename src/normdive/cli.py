@@ -816,7 +816,13 @@ LEARNER_OPTION = typer.Option(help="The learner's id (32 hex characters, as the 
     "Without --learner, every learner's refused ones. Reads DATABASE_URL.",
 )
 def xapi_resend(
-    learner: Annotated[str | None, LEARNER_OPTION] = None,
+    learner: Annotated[
+        str | None,
+        typer.Option(
+            help="The learner's id (32 hex characters, as the page shows).",
+            show_default="every learner's refused ones",
+        ),
+    ] = None,
 ) -> None:
     from normdive.xapi.outbox import resend, resend_refused
 

@@ -107,19 +107,24 @@ def remove(engine: Engine, name: str) -> bool:
 
 def sync_environment(engine: Engine, settings: Settings) -> Lrs | None:
     """Store the environment's LRS as ENVIRONMENT_LRS (the deployment's), updated to what the
-    environment says; remove it when the environment names none. LrsProblem when the
+    environment says; remove it when the environment names none. Writes only what changes
+    (a server may start on a database it cannot write to yet). LrsProblem when the
     environment's cannot be stored (no key or secret; another deployment LRS stored)."""
+    kept = {lrs.name: lrs for lrs in stored(engine)}
     if settings.xapi_endpoint is None:
-        remove(engine, ENVIRONMENT_LRS)
+        if ENVIRONMENT_LRS in kept:
+            remove(engine, ENVIRONMENT_LRS)
         return None
     secret = settings.xapi_secret.get_secret_value() if settings.xapi_secret else ""
     key = settings.xapi_key or ""
     problem = _problem(ENVIRONMENT_LRS, settings.xapi_endpoint, key, secret)
     if problem is not None:
         raise LrsProblem(f"NORMDIVE_XAPI_ENDPOINT, _KEY, _SECRET: {problem}")
-    kept = {lrs.name: lrs for lrs in stored(engine)}
     if ENVIRONMENT_LRS not in kept:
         return add(engine, ENVIRONMENT_LRS, settings.xapi_endpoint, key, secret)
+    now = kept[ENVIRONMENT_LRS]
+    if (now.endpoint, now.key, now.secret) == (settings.xapi_endpoint, key, secret):
+        return now
     with engine.begin() as connection:
         connection.execute(
             update(XapiLrs)
