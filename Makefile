@@ -68,6 +68,17 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/uv
 	$(UV_INSTALL) -e '.[test]'
 	touch $@ $(VENV)/.installed-base
 
+# Ralph, the real LRS the xAPI tests and benchmark send to (scripts/ralph_lrs.py), in a venv of
+# its own: its extras pin click and importlib-metadata below what our packages may need.
+RALPH_VENV := .venv-ralph
+RALPH_REQUIREMENTS := scripts/ralph-requirements.txt
+
+$(RALPH_VENV)/.installed: $(RALPH_REQUIREMENTS) | $(BIN)/uv
+	$(PYTHON) -m venv $(RALPH_VENV)
+	$(BIN)/uv pip install --quiet --python $(RALPH_VENV)/bin/python --no-deps \
+	  -r $(RALPH_REQUIREMENTS)
+	touch $@
+
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --silent
 	touch $@
@@ -104,10 +115,10 @@ run: $(VENV)/.installed-base $(DEV_SECRET)
 
 # mypy runs beside pytest, not before it: its quarter-minute takes a share of the two cores
 # while the tests run, instead of a quarter-minute of its own first (bench/RESULTS.md, "Set-up").
-test: os-packages $(VENV)/.installed-test node_modules/.installed lint
+test: os-packages $(VENV)/.installed-test $(RALPH_VENV)/.installed node_modules/.installed lint
 	$(MAKE) --no-print-directory -j2 typecheck pytest
 
-pytest: $(VENV)/.installed-test
+pytest: $(VENV)/.installed-test $(RALPH_VENV)/.installed
 	$(BIN)/python -m pytest $(XDIST)
 
 # --- parts of `make test` ----------------------------------------------------------
@@ -142,7 +153,7 @@ record-lab: $(VENV)/.installed-test
 	$(BIN)/normdive record-runs --lab
 
 clean-venv:
-	rm -rf $(VENV) node_modules
+	rm -rf $(VENV) $(RALPH_VENV) node_modules
 
 include mk/i18n.mk
 include mk/wasm.mk

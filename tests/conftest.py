@@ -13,7 +13,8 @@ to use a server you run). Each worker migrates one template database once; each 
 copy of it, dropped afterwards. Every test that needs PostgreSQL gets the `postgresql` marker
 here; `--no-postgresql` (`make unit`) deselects those, starts no cluster, and runs the
 `both_databases` tests on SQLite alone. Every test that takes an app (or the settings
-for one) gets the `http` marker."""
+for one) gets the `http` marker. `ralph` is a real LRS (Ralph, scripts/ralph_lrs.py), started
+once in the process that first asks for it and stopped at its end."""
 
 from __future__ import annotations
 
@@ -69,6 +70,7 @@ hypothesis.settings.load_profile("full")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 from pg_cluster import ClusterError, PostgresCluster  # noqa: E402  (scripts/ is not a package)
+from ralph_lrs import RalphServer  # noqa: E402
 
 # The PostgreSQL server's URL (its first database), handed from the xdist controller to workers.
 POSTGRES_URL_ENV = "NORMDIVE_TEST_POSTGRES_URL"
@@ -281,6 +283,18 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     folder = tmp_path_factory.mktemp("live")
     settings = build_settings(migrated_sqlite_url(folder), folder)
     with LiveServer(create_app(settings)) as server:
+        yield server
+
+
+# --- a real LRS ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def ralph() -> Iterator[RalphServer]:
+    """Ralph, a real xAPI LRS (scripts/ralph_lrs.py: its file-system back end on a free port of
+    127.0.0.1), started on first use in the process and stopped at its end whatever happens.
+    Its statements are shared: each test tells its own apart by its learners."""
+    with RalphServer() as server:
         yield server
 
 

@@ -31,7 +31,13 @@ ALLOWED: dict[str, set[str]] = {
     # LTI 1.3 (registrations, login, launch): over the store, under the web app.
     "lti": {"store", "progress", "lesson", "config", "i18n"},
     "training": {"recording", "lab"},
-    "web": {"store", "progress", "lesson", "numeric", "recording", "config", "lti", "lab", "i18n"},
+    # Learning records (xAPI): the events as statements, and their delivery to an LRS. Over
+    # lti: a statement names the learner's LTI link, and the gate's score as passback sends it.
+    "xapi": {"store", "progress", "lesson", "numeric", "config", "lti", "i18n"},
+    "web": {
+        *("store", "progress", "lesson", "numeric", "recording", "config", "lti", "lab", "i18n"),
+        "xapi",
+    },
 }
 # Modules below every layer (normdive/<name>.py): any layer may import them, and they
 # import nothing of normdive.

@@ -47,6 +47,9 @@ TABLES = {
     "lti_roster_services",
     "lti_roster_members",
     "lti_link_lineitems",
+    "lti_learner_links",
+    "xapi_lrs",
+    "xapi_outbox",
 }
 
 

@@ -320,6 +320,13 @@ def test_every_commands_options_show_a_default_or_say_they_are_required() -> Non
         ("record-runs",),
         ("report",),
         ("serve",),
+        ("xapi", "add"),
+        ("xapi", "forget"),
+        ("xapi", "list"),
+        ("xapi", "remove"),
+        ("xapi", "resend"),
+        ("xapi", "send"),
+        ("xapi", "status"),
     ]
     for words in commands:
         result = CliRunner().invoke(app, [*words, "--help"], env={"COLUMNS": "250"})

@@ -49,6 +49,11 @@ lti_app = typer.Typer(
     help="LTI 1.3: the platforms (LMSs) registered to launch the lesson.", no_args_is_help=True
 )
 app.add_typer(lti_app, name="lti")
+xapi_app = typer.Typer(
+    help="Learning records: the learners' events as xAPI statements in a Learning Record Store.",
+    no_args_is_help=True,
+)
+app.add_typer(xapi_app, name="xapi")
 
 # A command refuses invalid settings with click's status for a usage error; `serve` refuses
 # to start with it. A command that fails at its work ends with 1.
@@ -95,6 +100,7 @@ def serve(
     problems = readiness_problems(settings)
     if problems:
         _refuse_to_serve(problems)
+    _store_environment_lrs(settings)
     run(APP_FACTORY, host=host, port=port, workers=workers, reload=reload)
 
 
@@ -630,6 +636,217 @@ def lti_roster(
     if done.members is None:
         raise _fail(f"The roster was not fetched: {done.problem}.")
     typer.echo(f"The roster lists {done.members} learner(s); the instructor view counts from it.")
+
+
+def _store_environment_lrs(settings: Settings) -> None:
+    """Store the environment's LRS (NORMDIVE_XAPI_ENDPOINT, _KEY, _SECRET), or forget the one
+    stored from it when it names none: the outbox queues statements while an LRS is stored."""
+    from normdive.xapi.lrs import LrsProblem, sync_environment
+
+    with opened_store(settings.database_url) as engine:
+        try:
+            sync_environment(engine, settings)
+        except LrsProblem as problem:
+            raise _fail(str(problem), EXIT_SETTINGS_INVALID) from None
+
+
+# An LRS's name, as `normdive xapi add` stored it.
+LRS_NAME_OPTION = typer.Option("--name", help="The LRS's name here (how the commands name it).")
+
+
+@xapi_app.command(
+    "add",
+    help="Store a Learning Record Store that the learners' statements go to: its statements "
+    "resource and the key and secret it gave D9 (HTTP Basic). Without --context, the "
+    "deployment's; with it, one course's, which takes that course's learners' statements "
+    "instead. From now on every event of note is queued for it; `normdive xapi send` sends "
+    "them. Reads DATABASE_URL.",
+)
+def xapi_add(
+    endpoint: Annotated[
+        str,
+        typer.Option(
+            help="The LRS's statements resource, e.g. https://lrs.example.edu/xAPI/statements."
+        ),
+    ],
+    key: Annotated[str, typer.Option(help="The key (user name) the LRS gave D9.")],
+    secret: Annotated[
+        str,
+        typer.Option(help="The secret (password) the LRS gave D9.", prompt=True, hide_input=True),
+    ],
+    name: Annotated[str, LRS_NAME_OPTION] = "lrs",
+    context: Annotated[
+        str | None,
+        typer.Option(
+            help="A course's context key (64 hex characters): this LRS takes its learners' "
+            "statements.",
+            show_default="the deployment's LRS",
+        ),
+    ] = None,
+) -> None:
+    from normdive.xapi.lrs import LrsProblem, add
+
+    key_of_course = _context_key(context) if context is not None else None
+    with opened_store(_database_url()) as engine:
+        try:
+            stored = add(engine, name, endpoint, key, secret, key_of_course)
+        except LrsProblem as problem:
+            raise _fail(f"Not stored: {problem}.") from None
+    typer.echo(f"Stored the LRS {stored.name!r} for {stored.scope}: {stored.endpoint}")
+
+
+@xapi_app.command("list", help="List the LRSs stored (their secrets left out). Reads DATABASE_URL.")
+def xapi_list() -> None:
+    from normdive.xapi.lrs import stored
+
+    with opened_store(_database_url()) as engine:
+        found = stored(engine)
+    if not found:
+        typer.echo("No LRS is stored: xAPI is off (`normdive xapi add`, or NORMDIVE_XAPI_*).")
+    for lrs in found:
+        typer.echo(f"{lrs.name}: {lrs.endpoint} (key {lrs.key}) for {lrs.scope}")
+
+
+@xapi_app.command(
+    "remove",
+    help="Forget a stored LRS. Its statements not sent wait for the next LRS of their course or "
+    "deployment. Reads DATABASE_URL.",
+)
+def xapi_remove(name: Annotated[str, LRS_NAME_OPTION]) -> None:
+    from normdive.xapi.lrs import remove
+
+    with opened_store(_database_url()) as engine:
+        if not remove(engine, name):
+            raise _fail(f"No LRS is named {name!r} (`normdive xapi list`).")
+    typer.echo(f"Forgot the LRS {name!r}.")
+
+
+@xapi_app.command(
+    "send",
+    help="Send the statements in the outbox to the LRSs, round after round (run it beside "
+    "`normdive serve`, with the same settings; several may run). Failures wait and try "
+    "again; a statement an LRS refuses is kept with its reason (`normdive xapi status`). "
+    "Needs NORMDIVE_PUBLIC_ORIGIN, the origin the statements' IRIs are under.",
+)
+def xapi_send(
+    once: Annotated[
+        bool,
+        typer.Option(
+            "--once", help="Send what is due now, then stop.", show_default="round after round"
+        ),
+    ] = False,
+) -> None:
+    import logging
+
+    from normdive.lesson.content import load_lesson
+    from normdive.xapi.outbox import NoPublicOrigin, Sender, deployment_tool, run
+
+    settings = _settings()
+    try:
+        tool = deployment_tool(settings, load_lesson())
+    except NoPublicOrigin as problem:
+        raise _fail(str(problem), EXIT_SETTINGS_INVALID) from None
+    _store_environment_lrs(settings)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    with opened_store(settings.database_url) as engine, Sender(engine, tool) as sender:
+        try:
+            run(sender, once=once)
+        except KeyboardInterrupt:
+            typer.echo("Stopped.")
+
+
+@xapi_app.command(
+    "status",
+    help="Say how the learners' statements stand: how many were sent, wait, or were refused, "
+    "and for each refused or waiting event the LRS's last answer. Reads DATABASE_URL.",
+)
+def xapi_status(
+    context: Annotated[
+        str | None,
+        typer.Option(help="Only one course's learners (its context key).", show_default="all"),
+    ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="As JSON, for scripts.", show_default="plain text"),
+    ] = False,
+) -> None:
+    import json
+
+    from normdive.xapi.lrs import stored
+    from normdive.xapi.outbox import attention, counts
+
+    key = _context_key(context) if context is not None else None
+    with opened_store(_database_url()) as engine:
+        found, rows, lrss = counts(engine, key), attention(engine, key), stored(engine)
+    if as_json:
+        document = {
+            "lrs": [
+                {"name": lrs.name, "endpoint": lrs.endpoint, "scope": lrs.scope} for lrs in lrss
+            ],
+            "events": {status.value: n for status, n in found.items()},
+            "attention": [row.as_json() for row in rows],
+        }
+        typer.echo(json.dumps(document, indent=2))
+        return
+    if not lrss:
+        typer.echo("No LRS is stored: xAPI is off (`normdive xapi add`, or NORMDIVE_XAPI_*).")
+    typer.echo(
+        "Events of note: "
+        + ", ".join(f"{n} {status.value.replace('_', ' ')}" for status, n in found.items())
+        + "."
+    )
+    for row in rows:
+        due = f"; next try {row.due_at:%Y-%m-%d %H:%M:%S} UTC" if row.due_at else ""
+        typer.echo(
+            f"  event {row.event_id} ({row.kind}) of learner {row.learner_id}: "
+            f"{row.status.value}, LRS {row.lrs or '-'}, last answer {row.last_status or 'none'}"
+            f"{due}"
+        )
+        if row.reason:
+            typer.echo(f"    {row.reason}")
+
+
+LEARNER_OPTION = typer.Option(help="The learner's id (32 hex characters, as the page shows).")
+
+
+@xapi_app.command(
+    "resend",
+    help="Queue a learner's statements again (all of them: the LRS keeps each once), those "
+    "refused or stored before an LRS was set included; `normdive xapi send` sends them. "
+    "Without --learner, every learner's refused ones. Reads DATABASE_URL.",
+)
+def xapi_resend(
+    learner: Annotated[
+        str | None,
+        typer.Option(
+            help="The learner's id (32 hex characters, as the page shows).",
+            show_default="every learner's refused ones",
+        ),
+    ] = None,
+) -> None:
+    from normdive.xapi.outbox import resend, resend_refused
+
+    with opened_store(_database_url()) as engine:
+        queued = resend(engine, learner) if learner is not None else resend_refused(engine)
+    typer.echo(f"{queued} event(s) queued to be sent again.")
+
+
+@xapi_app.command(
+    "forget",
+    help="Remove a learner's statements from the LRS on their request: each one that may have "
+    "reached it is voided (xAPI's way to withdraw a statement; the LRS leaves a voided "
+    "statement out of every query), and those not sent are never sent. `normdive xapi send` "
+    "sends the voiding statements. Reads DATABASE_URL.",
+)
+def xapi_forget(learner: Annotated[str, LEARNER_OPTION]) -> None:
+    from normdive.xapi.outbox import forget
+
+    with opened_store(_database_url()) as engine:
+        done = forget(engine, learner)
+    typer.echo(
+        f"{done.voiding} event(s)' statements to be voided in the LRS, {done.withheld} never "
+        "to be sent."
+    )
 
 
 @app.command("check-recording")

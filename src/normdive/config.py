@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable
+from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated
@@ -83,6 +84,25 @@ DEFAULT_ROSTER_KEEP_NAMES = True
 DEFAULT_LTI_ADMINISTRATORS_ARE_STAFF = False
 
 
+class ActorIdentity(StrEnum):
+    """What identifies a learner in the xAPI statements D9 sends an LRS (NORMDIVE_XAPI_ACTOR).
+    Names and emails come only from a course's roster, so only where the platform sent them
+    and NORMDIVE_ROSTER_KEEP_NAMES kept them; a learner without one is identified by the
+    account alone."""
+
+    # The LTI account (the platform's issuer and the user's sub), or an anonymous learner's
+    # random id under the tool's origin: nothing the LRS can read a person from.
+    ACCOUNT = "account"
+    # The account, and the learner's name.
+    ACCOUNT_AND_NAME = "account-and-name"
+    # The learner's email (mbox) in place of the account, and their name.
+    EMAIL_AND_NAME = "email-and-name"
+
+
+# Off by default: an LRS reads nothing that names a person unless the deployment chooses so.
+DEFAULT_XAPI_ACTOR = ActorIdentity.ACCOUNT
+
+
 def estimated_bits(text: str) -> float:
     """len(text) x the Shannon entropy of its character frequencies, in bits."""
     counts = Counter(text).values()
@@ -109,6 +129,9 @@ def origin_of(url: str) -> str | None:
     return f"{parts.scheme}://{shown}" + (f":{port}" if written else "")
 
 
+XAPI_ENDPOINT_HOW_TO = (
+    "give the LRS's statements resource, e.g. https://lrs.example.edu/xAPI/statements"
+)
 ORIGIN_HOW_TO = "give https://host (and :port if any), without a path, the host in ASCII"
 
 
@@ -210,6 +233,22 @@ class Settings(DatabaseSettings):
     # tool gives out (its LTI configuration, launch and redirect URLs, links it prints) are built
     # from it. Unset: from each request's Host (or a trusted proxy's X-Forwarded-Host/-Proto).
     public_origin: str | None = None
+    # The deployment's Learning Record Store (xAPI): its statements resource, and the key and
+    # secret it knows D9 by. Unset: none from the environment (`normdive xapi add` stores one).
+    xapi_endpoint: str | None = None
+    xapi_key: str | None = None
+    xapi_secret: SecretStr | None = None
+    # What identifies a learner in the statements (ActorIdentity).
+    xapi_actor: ActorIdentity = DEFAULT_XAPI_ACTOR
+
+    @field_validator("xapi_endpoint")
+    @classmethod
+    def _an_http_url(cls, text: str | None) -> str | None:
+        if text is None or not text.strip():
+            return None
+        if origin_of(text.strip()) is None:
+            raise ValueError(f"{text!r} is not an http(s) URL: {XAPI_ENDPOINT_HOW_TO}")
+        return text.strip()
 
     @field_validator("public_origin")
     @classmethod

@@ -91,8 +91,12 @@ CUSTOM_CLAIM = CLAIM + "custom"
 AGS_ENDPOINT_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
 NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
 LAUNCH_PRESENTATION_CLAIM = CLAIM + "launch_presentation"
+TOOL_PLATFORM_CLAIM = CLAIM + "tool_platform"
 # A BCP 47 tag is short; a longer "locale" is not one.
 MAX_LOCALE_CHARS = 35
+# The longest title or platform name kept from a launch (the platform's to choose; a
+# title is shown, not matched).
+MAX_OPTIONAL_TEXT_CHARS = 255
 # Submission Review 1.0: the user whose work is reviewed (user_id; names and roles optional).
 FOR_USER_CLAIM = CLAIM + "for_user"
 
@@ -168,6 +172,10 @@ class Launch:
     # The user's language as the platform names it (launch_presentation.locale: a BCP 47
     # tag such as "de-DE"), when it names one; the web app chooses the lesson's locale from it.
     locale: str | None = None
+    # The resource link's title, and the platform's name (its tool_platform claim's name, else
+    # its product family code), when the launch gives them: the learner's xAPI context.
+    resource_link_title: str | None = None
+    platform_name: str | None = None
 
 
 def _pending(engine: Engine, state: str) -> PendingLogin:
@@ -549,6 +557,9 @@ def validate(engine: Engine, *, id_token: str, state: str, proof: BrowserProof) 
         for_user=claims[FOR_USER_CLAIM] if message_type == SUBMISSION_REVIEW_REQUEST else None,
         locale=_presentation_locale(claims),
         user_name=person_name(claims),
+        resource_link_title=None if deep_linking else _text(claims, RESOURCE_LINK_CLAIM, "title"),
+        platform_name=_text(claims, TOOL_PLATFORM_CLAIM, "name")
+        or _text(claims, TOOL_PLATFORM_CLAIM, "product_family_code"),
     )
 
 
@@ -594,6 +605,16 @@ def person_name(claims: Mapping[str, Any]) -> str | None:
     given = [part for part in parts if isinstance(part, str) and part.isprintable()]
     joined = " ".join(given).strip()
     return joined[:MAX_NAME_CHARS] if joined else None
+
+
+def _text(claims: Mapping[str, Any], claim: str, name: str) -> str | None:
+    """An optional text of an object claim, cut to MAX_OPTIONAL_TEXT_CHARS; None when the
+    claim or the text is missing, empty or not text (optional claims are not refused)."""
+    found = claims.get(claim)
+    value = found.get(name) if isinstance(found, Mapping) else None
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return value.strip()[:MAX_OPTIONAL_TEXT_CHARS]
 
 
 def _presentation_locale(claims: Mapping[str, Any]) -> str | None:

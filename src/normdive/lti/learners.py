@@ -20,13 +20,13 @@ from sqlalchemy.exc import IntegrityError
 
 from normdive.lti import launch as launches
 from normdive.lti import passback
-from normdive.lti.launch import Launch
+from normdive.lti.launch import RESOURCE_LINK_REQUEST, Launch
 from normdive.lti.refusal import Refusal
 from normdive.lti.registrations import CUSTOM_PREREQUISITE_PARAMETER, PrerequisiteMode
 from normdive.lti.roles import CourseRole, course_role
 from normdive.store.event_store import Store, new_learner_id, reading_connection
 from normdive.store.prerequisite import PrerequisiteSource, record_prerequisite_done
-from normdive.store.tables import Learner, LtiContextMember, LtiLearner
+from normdive.store.tables import Learner, LtiContextMember, LtiLearner, LtiLearnerLink
 
 # How many times a launch retries after another launch of the same user or course stored
 # the same row at the same moment (the second finds the first's row).
@@ -102,6 +102,31 @@ def _remember_course(connection: Connection, key: str, learner_id: str, role: Co
         )
 
 
+def _remember_link(
+    connection: Connection, launch: Launch, learner_id: str, course: str | None
+) -> None:
+    """Keep the resource link this launch came from, and what it said of it, as the
+    learner's latest (lti_learner_links): what they do next is recorded in its context."""
+    key = passback.link_key(launch)
+    values = {
+        "registration_id": launch.registration.id,
+        "user_id": launch.subject,
+        "resource_link_id": launch.resource_link_id,
+        "resource_link_title": launch.resource_link_title,
+        "context_key": course,
+        "context_id": launch.context_id,
+        "context_title": launch.context_title,
+        "platform": launch.platform_name,
+        "locale": launch.locale,
+        "last_launch_at": datetime.now(UTC),
+    }
+    mine = (LtiLearnerLink.learner_id == learner_id, LtiLearnerLink.link_key == key)
+    if not connection.execute(update(LtiLearnerLink).where(*mine).values(**values)).rowcount:
+        connection.execute(
+            insert(LtiLearnerLink).values(learner_id=learner_id, link_key=key, **values)
+        )
+
+
 def latest_course(engine: Engine, learner_id: str) -> str | None:
     """The course (context key) the learner last launched from; None for a learner no LMS
     launched, or launched from outside any course. Its learners are the pool whose
@@ -153,6 +178,8 @@ def sign_in(
                 )
                 if course is not None:
                     _remember_course(connection, course, learner_id, role)
+                if launch.message_type == RESOURCE_LINK_REQUEST:
+                    _remember_link(connection, launch, learner_id, course)
                 if role is CourseRole.LEARNER:
                     passback.record_grade_target(connection, launch, learner_id)
                 else:

@@ -248,7 +248,9 @@ def foreign_reason(url: str, registration: Registration) -> str | None:
     return grade_doctor.foreign(origin_of(url) or repr(url), registration.issuer, allowed)
 
 
-def _target_key(launch: Launch) -> str:
+def link_key(launch: Launch) -> str:
+    """The resource link's key: SHA-256 of (issuer, client id, deployment id, resource link
+    id), the grade targets' target_key and the learner links' link_key."""
     registration = launch.registration
     parts = (
         registration.issuer,
@@ -274,7 +276,7 @@ def record_grade_target(connection: Connection, launch: Launch, learner_id: str)
     for url in (lineitem, lineitems):
         if isinstance(url, str) and (why := foreign_reason(url, launch.registration)):
             logger.warning("grade target of learner %s: %s", learner_id, why)
-    key = _target_key(launch)
+    key = link_key(launch)
     where = (LtiGradeTarget.learner_id == learner_id, LtiGradeTarget.target_key == key)
     values: dict[str, Any] = {
         "registration_id": launch.registration.id,
@@ -318,7 +320,7 @@ def forget_grade_target(connection: Connection, launch: Launch, learner_id: str)
     connection.execute(
         delete(LtiGradeTarget).where(
             LtiGradeTarget.learner_id == learner_id,
-            LtiGradeTarget.target_key == _target_key(launch),
+            LtiGradeTarget.target_key == link_key(launch),
         )
     )
 

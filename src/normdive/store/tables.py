@@ -6,8 +6,10 @@ it; `learner_snapshots` keeps each learner's folded history as a starting point 
 The `lti_*` tables hold what an LTI 1.3 launch needs on any worker (normdive.lti): the
 platforms registered, their deployments, the logins in flight (states and nonces), the
 platforms' key sets, the tool's own keys, and which learner and course a launch stands for.
-The Alembic migrations under store/migrations/ create exactly these (a test compares the two).
-Portable types only: the same models run on SQLite and PostgreSQL.
+The `xapi_*` tables hold the Learning Record Stores statements go to and the outbox of events
+whose statements are due (normdive.xapi), and lti_learner_links what each launch said of its
+resource link. The Alembic migrations under store/migrations/ create exactly these (a test
+compares the two). Portable types only: the same models run on SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
@@ -483,3 +485,108 @@ class LtiScoreOutbox(Base):
     due_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     attempts: Mapped[int] = mapped_column(Integer, nullable=False)
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+# A BCP 47 language tag as a platform names the learner's (launch_presentation.locale).
+LOCALE_TAG_LENGTH = 35
+
+
+class LtiLearnerLink(Base):
+    """An LTI resource link a learner launched, with what its launch said about it: the
+    platform's user (sub), the course, their titles, the platform's name and the learner's
+    language. `link_key` is SHA-256 of (issuer, client id, deployment id, resource link id),
+    as lti_grade_targets.target_key. The learner's latest launch is the context of what they
+    do next: their xAPI statements' actor and context (normdive.xapi; migration 0012)."""
+
+    __tablename__ = "lti_learner_links"
+    __table_args__ = (
+        PrimaryKeyConstraint("learner_id", "link_key"),
+        # A learner's latest link (the xAPI outbox trigger reads it with each event).
+        Index("ix_lti_learner_links_learner_id_last_launch_at", "learner_id", "last_launch_at"),
+    )
+
+    learner_id: Mapped[str] = mapped_column(
+        CHAR(LEARNER_ID_LENGTH), ForeignKey("learners.id", ondelete="CASCADE"), nullable=False
+    )
+    link_key: Mapped[str] = mapped_column(CHAR(LTI_DIGEST_LENGTH), nullable=False)
+    registration_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("lti_registrations.id", ondelete="CASCADE"), nullable=False
+    )
+    user_id: Mapped[str] = mapped_column(String(LTI_IDENTIFIER_LENGTH), nullable=False)
+    resource_link_id: Mapped[str] = mapped_column(String(LTI_IDENTIFIER_LENGTH), nullable=False)
+    resource_link_title: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # lti_context_members.context_key of the launch's course (None: launched outside any).
+    context_key: Mapped[str | None] = mapped_column(CHAR(LTI_DIGEST_LENGTH), nullable=True)
+    context_id: Mapped[str | None] = mapped_column(String(LTI_IDENTIFIER_LENGTH), nullable=True)
+    context_title: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # The platform's name as its tool_platform claim gives it (None: the claim named none).
+    platform: Mapped[str | None] = mapped_column(String(LTI_IDENTIFIER_LENGTH), nullable=True)
+    locale: Mapped[str | None] = mapped_column(String(LOCALE_TAG_LENGTH), nullable=True)
+    last_launch_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+# An LRS's name (`normdive xapi add --name`), and an outbox row's status
+# (normdive.xapi.outbox.StatementStatus): the longest is well under these.
+XAPI_LRS_NAME_LENGTH = 64
+XAPI_STATUS_LENGTH = 10
+
+
+class XapiLrs(Base):
+    """A Learning Record Store the learners' xAPI statements go to: its statements resource
+    and the key and secret it knows D9 by (HTTP Basic). `context_key` None: the deployment's
+    LRS, for every learner whose course has none of its own (normdive.xapi.lrs)."""
+
+    __tablename__ = "xapi_lrs"
+    __table_args__ = (UniqueConstraint("name"),)
+
+    id: Mapped[int] = mapped_column(Integer, Identity(), primary_key=True)
+    name: Mapped[str] = mapped_column(String(XAPI_LRS_NAME_LENGTH), nullable=False)
+    endpoint: Mapped[str] = mapped_column(String(LTI_URL_LENGTH), nullable=False)
+    key: Mapped[str] = mapped_column(String(LTI_IDENTIFIER_LENGTH), nullable=False)
+    secret: Mapped[str] = mapped_column(String(LTI_IDENTIFIER_LENGTH), nullable=False)
+    context_key: Mapped[str | None] = mapped_column(CHAR(LTI_DIGEST_LENGTH), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), nullable=False
+    )
+
+
+class XapiOutbox(Base):
+    """An event whose xAPI statements go to an LRS: put here by the database itself (a
+    trigger on events, migration 0012) in the same transaction as the event, while an LRS is
+    set, with the learner's latest LTI link then. Each row is claimed, sent, retried and
+    reported on its own (normdive.xapi.outbox), and kept once sent: a learner's statements
+    can be voided or sent again on request."""
+
+    __tablename__ = "xapi_outbox"
+    __table_args__ = (
+        # The rows due to be sent, soonest first (every round of the sender).
+        Index("ix_xapi_outbox_due_at", "due_at"),
+        # A learner's rows (their statements removed or sent again on request).
+        Index("ix_xapi_outbox_learner_id", "learner_id"),
+        # The rows one round of one sender claimed.
+        Index("ix_xapi_outbox_claim", "claim"),
+    )
+
+    event_id: Mapped[int] = mapped_column(
+        EVENT_ID_TYPE, ForeignKey("events.id", ondelete="CASCADE"), primary_key=True
+    )
+    learner_id: Mapped[str] = mapped_column(
+        CHAR(LEARNER_ID_LENGTH), ForeignKey("learners.id", ondelete="CASCADE"), nullable=False
+    )
+    # lti_learner_links.link_key of the learner's latest launch when the event was stored.
+    link_key: Mapped[str | None] = mapped_column(CHAR(LTI_DIGEST_LENGTH), nullable=True)
+    status: Mapped[str] = mapped_column(
+        String(XAPI_STATUS_LENGTH), server_default="due", nullable=False
+    )
+    # When the row is tried next; None: nothing to send.
+    due_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # Outage answers in a row: the backoff's exponent.
+    attempts: Mapped[int] = mapped_column(Integer, server_default="0", nullable=False)
+    # The round that claimed the row last (a random token), so a sender reads back its own.
+    claim: Mapped[str | None] = mapped_column(CHAR(LTI_DIGEST_LENGTH), nullable=True)
+    # The LRS the row went to, or was last tried at.
+    lrs_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # The LRS's last answer (None: no answer) and what it means, in words.
+    last_status: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    updated_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
