@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup, Tag
+from pydantic import SecretStr
 from sqlalchemy import Engine, create_engine, insert, text
 from sqlalchemy.pool import NullPool
 from starlette.applications import Starlette
@@ -25,6 +26,7 @@ from normdive.recording.format import Recording, RowKey
 from normdive.recording.plans import ablation_runs
 from normdive.store.db import upgrade
 from normdive.store.tables import LtiContextMember, LtiLearner
+from normdive.web.infrastructure.instructor_access import INSTRUCTOR_COOKIE, Pool, cookie_value
 from page_client import PageClient
 from sample_recordings import SAMPLE_FINALS, sample_recording
 
@@ -226,3 +228,11 @@ def in_course(engine: Engine, learner: str, course: str) -> None:
                 context_key=course, learner_id=learner, last_launch_at=datetime.now(UTC)
             )
         )
+
+
+def as_instructor(client: TestClient, pool: Pool) -> None:
+    """`client` holds the instructor view's cookie for `pool`, as a link or staff launch
+    sets it."""
+    client.cookies.set(
+        INSTRUCTOR_COOKIE, cookie_value(pool, SecretStr(SECRET_KEY)), path="/instructor"
+    )

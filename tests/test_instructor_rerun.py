@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup, Tag
-from pydantic import SecretStr
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
@@ -21,6 +20,7 @@ from helpers import (
     SECRET_KEY,
     SettingsFactory,
     ablation_recording,
+    as_instructor,
     in_course,
     words,
     write_recording,
@@ -32,7 +32,7 @@ from normdive.progress.facts import RecordingFacts, RowFacts
 from normdive.progress.rerun import rerun_choice, row_keys
 from normdive.store.event_store import Store
 from normdive.web.app import create_app
-from normdive.web.infrastructure.instructor_access import INSTRUCTOR_COOKIE, Pool, cookie_value
+from normdive.web.infrastructure.instructor_access import Pool
 from normdive.web.views.instructor_rerun import (
     Row,
     rerun_aggregate,
@@ -223,12 +223,6 @@ def test_the_query_reads_each_pool_apart(store: Store, engine: Engine) -> None:
     assert (course.learners, course.complete, course.matching) == (1, 1, 0)
     assert [line.device for line in course.rows] == [OTHER[key] for key in KEYS]
     assert rerun_report(engine, LESSON, RECORDING, OTHER_COURSE).empty
-
-
-def as_instructor(client: TestClient, pool: Pool) -> None:
-    client.cookies.set(
-        INSTRUCTOR_COOKIE, cookie_value(pool, SecretStr(SECRET_KEY)), path="/instructor"
-    )
 
 
 def section_of(client: TestClient) -> Tag:

@@ -11,11 +11,10 @@ from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup
-from pydantic import SecretStr
 from sqlalchemy import Engine, delete, insert, text
 from starlette.testclient import TestClient
 
-from helpers import SECRET_KEY, in_course
+from helpers import as_instructor, in_course
 from lesson_answers import LESSON
 from normdive.progress.events import EventKind
 from normdive.progress.facts import RecordingFacts
@@ -24,7 +23,7 @@ from normdive.progress.report import PoolReportBuilder, summary_from_record
 from normdive.store.event_store import Store
 from normdive.store.snapshots import Snapshots
 from normdive.store.tables import EventRecord, Learner
-from normdive.web.infrastructure.instructor_access import INSTRUCTOR_COOKIE, Pool, cookie_value
+from normdive.web.infrastructure.instructor_access import Pool
 from normdive.web.routes.instructor import TAKEAWAYS_SHOWN
 from normdive.web.views.instructor_report import learner_summaries
 from normdive.web.views.pool_reports import PoolReports
@@ -83,12 +82,6 @@ def test_a_course_streams_its_members_one_learner_at_a_time(store: Store, engine
     assert [m.learner_id for m in pool] == [anonymous]
     assert pool[0].launched_at is None
     assert summary_from_record(anonymous, pool[0].record, None).opening == "layer_norm"
-
-
-def as_instructor(client: TestClient, pool: Pool) -> None:
-    client.cookies.set(
-        INSTRUCTOR_COOKIE, cookie_value(pool, SecretStr(SECRET_KEY)), path="/instructor"
-    )
 
 
 INJECTION = '<script>alert("x")</script><img src=x onerror=alert(1)>'

@@ -12,14 +12,13 @@ from typing import Any
 
 import pytest
 from bs4 import Tag
-from pydantic import SecretStr
 from sqlalchemy import Engine
 from starlette.testclient import TestClient
 
 from helpers import (
-    SECRET_KEY,
     SettingsFactory,
     ablation_recording,
+    as_instructor,
     in_course,
     soup,
     words,
@@ -37,7 +36,7 @@ from normdive.progress.events import EventKind
 from normdive.progress.lab import MAX_CURVE_POINTS
 from normdive.store.event_store import EventList, Store
 from normdive.web.app import create_app
-from normdive.web.infrastructure.instructor_access import INSTRUCTOR_COOKIE, Pool, cookie_value
+from normdive.web.infrastructure.instructor_access import Pool
 from page_client import PageClient
 from sample_lab import TINY_BASE, TRIMMED, sample_lab_grid, write_lab_grid
 
@@ -47,12 +46,6 @@ TEXT = LESSON.lab
 LAB_COMMITTED, LAB_FINISHED = EventKind.LAB_COMMITTED, EventKind.LAB_FINISHED
 # A whole number past a float's range: JSON has no bound on one.
 HUGE_WHOLE_NUMBER = "1" + "0" * 400
-
-
-def as_instructor(client: TestClient, pool: Pool) -> None:
-    client.cookies.set(
-        INSTRUCTOR_COOKIE, cookie_value(pool, SecretStr(SECRET_KEY)), path="/instructor"
-    )
 
 
 def close_the_gate(client: TestClient) -> None:

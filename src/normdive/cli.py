@@ -773,7 +773,7 @@ def xapi_status(
     import json
 
     from normdive.xapi.lrs import stored
-    from normdive.xapi.outbox import attention, counts
+    from normdive.xapi.outbox import StatementStatus, attention, counts, refusal_sentence
 
     key = _context_key(context) if context is not None else None
     with opened_store(_database_url()) as engine:
@@ -802,7 +802,9 @@ def xapi_status(
             f"{row.status.value}, LRS {row.lrs or '-'}, last answer {row.last_status or 'none'}"
             f"{due}"
         )
-        if row.reason:
+        if row.status is StatementStatus.REFUSED:
+            typer.echo(f"    {refusal_sentence(row)}")
+        elif row.reason:
             typer.echo(f"    {row.reason}")
 
 

@@ -496,7 +496,7 @@ class LtiLearnerLink(Base):
     platform's user (sub), the course, their titles, the platform's name and the learner's
     language. `link_key` is SHA-256 of (issuer, client id, deployment id, resource link id),
     as lti_grade_targets.target_key. The learner's latest launch is the context of what they
-    do next: their xAPI statements' actor and context (normdive.xapi; migration 0012)."""
+    do next: their xAPI statements' actor and context (normdive.xapi; migration 0013)."""
 
     __tablename__ = "lti_learner_links"
     __table_args__ = (
@@ -552,7 +552,7 @@ class XapiLrs(Base):
 
 class XapiOutbox(Base):
     """An event whose xAPI statements go to an LRS: put here by the database itself (a
-    trigger on events, migration 0012) in the same transaction as the event, while an LRS is
+    trigger on events, migration 0013) in the same transaction as the event, while an LRS is
     set, with the learner's latest LTI link then. Each row is claimed, sent, retried and
     reported on its own (normdive.xapi.outbox), and kept once sent: a learner's statements
     can be voided or sent again on request."""

@@ -1,7 +1,7 @@
 """Delivering the learners' statements to the LRS, once, whatever fails: the outbox's sender.
 
 The database puts each event a statement is made of in xapi_outbox, in the event's own
-transaction, while an LRS is set (a trigger, migration 0012): the learner's request never
+transaction, while an LRS is set (a trigger, migration 0013): the learner's request never
 waits for an LRS. `normdive xapi send` (several may run) then works round after round:
 
 1. Claim. Up to ROUND_SIZE due rows are taken in one UPDATE (each row's due_at moved
@@ -186,12 +186,16 @@ def outage(answer: Answer) -> Outcome:
     )
 
 
-def refused(answer: Answer, statement_id: str) -> Outcome:
-    return Outcome(
-        StatementStatus.REFUSED,
-        last_status=answer.status,
-        reason=f"The LRS refused statement {statement_id}: {answer.status} {answer.words}. "
-        "Once its administrator has fixed what it refused, `normdive xapi resend` sends it.",
+def refused(answer: Answer) -> Outcome:
+    """A refusal, kept as the LRS's own words (worded where it is shown: refusal_sentence)."""
+    return Outcome(StatementStatus.REFUSED, last_status=answer.status, reason=answer.words)
+
+
+def refusal_sentence(row: RowState) -> str:
+    """What `normdive xapi status` says of a refused row."""
+    return (
+        f"The LRS refused it ({row.last_status or 'no status'}, {row.reason or 'no reason'}). "
+        "Once its administrator has fixed what it refused, `normdive xapi resend` sends it."
     )
 
 
@@ -346,7 +350,7 @@ class Sender:
                 continue
             if _is_outage(answer):
                 return outage(answer)
-            return refused(answer, statement["id"])
+            return refused(answer)
         return Outcome(_done(row), last_status=answer.status, reason=held)
 
     def _post(self, lrs: Lrs, statements: list[Statement]) -> Answer:
@@ -547,11 +551,20 @@ class RowState:
         }
 
 
-def counts(engine: Engine, context_key: str | None = None) -> dict[StatementStatus, int]:
+# The rows of the learners no LMS launched.
+_OUTSIDE_LMS = XapiOutbox.learner_id.not_in(select(LtiLearner.learner_id))
+
+
+def counts(
+    engine: Engine, context_key: str | None = None, *, outside_lms: bool = False
+) -> dict[StatementStatus, int]:
     """Rows by status: every row, or those of one course's learners (their latest link's
-    course when the event was stored)."""
+    course when the event was stored), or with `outside_lms` those of the learners no LMS
+    launched."""
     query = select(XapiOutbox.status, func.count()).group_by(XapiOutbox.status)
-    if context_key is not None:
+    if outside_lms:
+        query = query.where(_OUTSIDE_LMS)
+    elif context_key is not None:
         query = query.join(
             LtiLearnerLink,
             and_(
@@ -564,9 +577,12 @@ def counts(engine: Engine, context_key: str | None = None) -> dict[StatementStat
     return {status: found.get(status, 0) for status in StatementStatus}
 
 
-def attention(engine: Engine, context_key: str | None = None, limit: int = 100) -> list[RowState]:
+def attention(
+    engine: Engine, context_key: str | None = None, limit: int = 100, *, outside_lms: bool = False
+) -> list[RowState]:
     """The rows that need someone (refused) or wait on an outage (failing, voiding, no LRS),
-    refused first, newest first: of every learner, or of one course's."""
+    refused first, newest first: of every learner, of one course's, or with `outside_lms` of
+    those no LMS launched."""
     waiting = [
         StatementStatus.REFUSED,
         StatementStatus.FAILING,
@@ -578,7 +594,9 @@ def attention(engine: Engine, context_key: str | None = None, limit: int = 100) 
         .join(EventRecord, EventRecord.id == XapiOutbox.event_id)
         .where(XapiOutbox.status.in_([status.value for status in waiting]))
     )
-    if context_key is not None:
+    if outside_lms:
+        query = query.where(_OUTSIDE_LMS)
+    elif context_key is not None:
         query = query.join(
             LtiLearnerLink,
             and_(

@@ -49,6 +49,7 @@ from normdive.web.views.instructor_report import (
     pool_report,
 )
 from normdive.web.views.instructor_rerun import rerun_aggregate, rerun_report
+from normdive.web.views.instructor_xapi import records_report
 from normdive.web.views.lab_grid import LabGridView, grid_or_sentence
 
 INSTRUCTOR_TEMPLATE = "instructor.html"
@@ -119,6 +120,7 @@ def _instructor_page(svc: Services, request: Request) -> Response:
         resent=_resent(svc, request, pool),
         lab=lab_report(svc.engine, svc.lesson, _lab_grid(svc), pool.context_key),
         rerun=rerun_report(svc.engine, lesson, pool_recording(svc), pool.context_key),
+        records=records_report(svc.engine, lesson, pool.context_key),
     )
     response = HTMLResponse(body)
     response.headers["Cache-Control"] = CACHE_CONTROL
