@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
@@ -704,3 +705,11 @@ def test_a_large_roster_costs_no_learner_a_write(
     assert statuses and set(statuses) == {200}, statuses
     kept = roster.roster_of(engine, course_key(engine))
     assert kept is not None and len(kept.members) == MANY_MEMBERS
+
+
+def test_readme_says_how_a_roster_is_stored() -> None:
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    assert (
+        f"A course roster is stored {roster.STORE_BATCH_ROWS:,} members a transaction, with a "
+        f"pause of {roster.SQLITE_BATCH_PAUSE_S:g} s between two on SQLite" in readme
+    )

@@ -40,7 +40,11 @@ from normdive.lti import roster
 from normdive.lti.launch import NRPS_CLAIM
 from normdive.store.tables import LtiRosterService
 from normdive.web.app import REQUEST_THREADS, create_app
-from normdive.web.infrastructure.roster_refreshes import ROSTER_THREADS, RosterRefreshes
+from normdive.web.infrastructure.roster_refreshes import (
+    ROSTER_THREADS,
+    ROSTER_WAITING,
+    RosterRefreshes,
+)
 from normdive.web.infrastructure.services import Services
 from normdive.web.routes.lti import STATE_COOKIE_PREFIX
 
@@ -207,3 +211,13 @@ def test_rosters_trickling_from_eight_courses_hold_no_learner(
     fetched = [roster.roster_of(svc.engine, key) for key in keys]
     assert len(fetched) == COURSES
     assert all(kept is not None and kept.enrolled == len(members) for kept in fetched)
+
+
+def test_readme_says_how_many_threads_fetch_rosters() -> None:
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    assert (
+        f"Beside its {REQUEST_THREADS} request threads, each worker fetches course rosters "
+        f"(LTI, below) on {ROSTER_THREADS} threads of its own" in readme
+    )
+    assert f"with at most {ROSTER_WAITING} courses waiting" in readme
+    assert f"(up to its {roster.ROSTER_DEADLINE_S:g} s deadline)" in readme
