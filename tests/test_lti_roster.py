@@ -579,6 +579,17 @@ def test_texts_no_database_stores_are_stored_without_them_and_the_rest_kept(
     assert by_name["Lone  Half"] == (LEARNER_ROLE,)
 
 
+@pytest.mark.both_databases
+def test_a_memberships_url_no_database_stores_is_not_kept(
+    engine: Engine, book: RosterBook, launch_as: LaunchAs
+) -> None:
+    named = {"context_memberships_url": f"{book.memberships_url}\x00"}
+    launch_as("teacher-1", INSTRUCTOR_ROLE, **{NRPS_CLAIM: named})  # answered, not a 503
+    with engine.connect() as connection:
+        assert connection.execute(select(LtiRosterService.context_key)).all() == []
+    assert book.tokens_issued == 0
+
+
 @pytest.mark.parametrize("busy_timeout_s", [0.2])
 def test_a_roster_the_database_refused_to_store_is_a_problem_and_tried_again(
     app: Starlette, engine: Engine, book: RosterBook, launch_as: LaunchAs, settings: Settings

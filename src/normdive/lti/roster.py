@@ -125,8 +125,8 @@ class Member:
 def memberships_url(launch: Launch) -> str | None:
     """The memberships URL the launch's NRPS claim names, or None (no claim, not a URL)."""
     claim = launch.names_roles or {}
-    url = claim.get("context_memberships_url")
-    if not isinstance(url, str) or url_problem(url) is not None:
+    url = _unspaced(claim.get("context_memberships_url"))
+    if url is None or url_problem(url) is not None:
         return None
     return url
 
@@ -191,9 +191,9 @@ def _text(value: Any) -> str | None:
     return kept.strip()[:LTI_IDENTIFIER_LENGTH] or None
 
 
-def _role(value: Any) -> str | None:
-    """A role as it is stored, or None: a role is a URI or a short name, with no space (the
-    stored roles are parted by spaces) and none of the characters _text leaves out."""
+def _unspaced(value: Any) -> str | None:
+    """A role or a URL as it is stored, or None: it holds no space (the stored roles are
+    parted by spaces, and a URL has none) and none of the characters _text leaves out."""
     if not isinstance(value, str) or not value or value != "".join(value.split()):
         return None
     if any(unicodedata.category(c) in UNSTORED for c in value):
@@ -216,7 +216,7 @@ def members_of(
         roles = entry.get("roles")
         if not isinstance(user, str) or not user or not isinstance(roles, list):
             continue
-        named = tuple(role for role in map(_role, roles) if role is not None)
+        named = tuple(role for role in map(_unspaced, roles) if role is not None)
         status = entry.get("status", ACTIVE)
         if status == DELETED or not is_learner(named):
             continue
