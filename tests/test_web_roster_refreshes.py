@@ -11,6 +11,7 @@ them."""
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -130,15 +131,23 @@ def test_a_refresh_that_raises_costs_only_its_course(caplog: pytest.LogCaptureFi
     def refresh(course: str) -> None:
         if course == "broken":
             raise RuntimeError("a bug in one course's refresh")
+        if course == "locked":
+            raise sqlite3.OperationalError("database is locked")
         done.append(course)
 
     refreshes = RosterRefreshes(refresh, threads=1)
-    with caplog.at_level(logging.ERROR):
-        assert refreshes.ask("broken") and refreshes.ask("fine")
+    with caplog.at_level(logging.WARNING):
+        assert all(refreshes.ask(course) for course in ("broken", "locked", "fine"))
         assert refreshes.wait_until_idle(WAIT_S)
     assert done == ["fine"]
     assert "roster of course broken: the refresh failed" in caplog.text
     assert "a bug in one course's refresh" in caplog.text
+    # A failing database, as a request's: one line, no traceback.
+    [locked] = [record for record in caplog.records if "course locked" in record.getMessage()]
+    assert locked.getMessage() == (
+        "roster of course locked not refreshed: the database failed: database is locked"
+    )
+    assert locked.exc_info is None
 
 
 # --- a platform trickling its rosters, over real HTTP -----------------------------------------

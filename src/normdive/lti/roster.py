@@ -456,10 +456,7 @@ def refresh(
     after the interval); a store that fails gives it up (the next staff launch tries again).
     Either says why in the course's `problem`."""
     moment = now or datetime.now(UTC)
-    try:
-        claimed = _claim(engine, course, moment, interval_s, force)
-    except DATABASE_ERRORS as error:
-        return Refreshed(None, f"the database refused the refresh ({failure_reason(error)})")
+    claimed = _claim(engine, course, moment, interval_s, force)
     if isinstance(claimed, Refreshed):
         return claimed
     registration = registrations.by_id(engine, claimed.registration_id)

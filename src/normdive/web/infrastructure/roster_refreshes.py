@@ -7,7 +7,8 @@ wait all of that: on a request thread, a few such courses held every thread, and
 of its own, started when asked and ended when nothing waits. A course is refreshed one at a
 time: asked again while its refresh waits or runs, it is not queued again. At most
 ROSTER_WAITING courses wait; past that an ask is dropped, and the course's next staff launch
-asks again (a refresh claims the course only when it starts).
+asks again (a refresh claims the course only when it starts). A refresh that fails logs one
+line (a database failure, as the requests' do, without a traceback).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable
+
+from normdive.store.db import failure_reason, is_database_failure
 
 logger = logging.getLogger(__name__)
 
@@ -81,8 +84,15 @@ class RosterRefreshes:
                 course = self._queue.popleft()
             try:
                 self._refresh(course)
-            except Exception:  # a roster thread outlives any one course's failure
-                logger.exception("roster of course %s: the refresh failed", course)
+            except Exception as error:  # a roster thread outlives any one course's failure
+                if is_database_failure(error):
+                    logger.warning(
+                        "roster of course %s not refreshed: the database failed: %s",
+                        course,
+                        failure_reason(error),
+                    )
+                else:
+                    logger.exception("roster of course %s: the refresh failed", course)
             finally:
                 with self._changed:
                     self._asked.discard(course)
