@@ -12,7 +12,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -546,7 +546,8 @@ class RosterBook(GradeBook):
     `page_size` at a time with `Link: <...>; rel="next"` (NRPS 2.0, 2.4.2), honouring the
     `role` filter, and refuses a missing or wrong token or Accept. `next_origin` puts the
     next pages elsewhere; `padding` adds that many bytes to each page; `trickle_s` sends
-    each page a byte at a time, that many seconds apart, until `released`."""
+    each page a byte at a time, that many seconds apart, until `released`; `on_page` is
+    called as each page is about to be sent."""
 
     members: list[dict[str, Any]] = field(default_factory=list)
     page_size: int = 2
@@ -556,6 +557,7 @@ class RosterBook(GradeBook):
     released: threading.Event = field(default_factory=threading.Event)
     scopes_asked: list[str] = field(default_factory=list)
     pages_served: list[str] = field(default_factory=list)
+    on_page: Callable[[], object] | None = None
 
     @property
     def memberships_url(self) -> str:
@@ -644,6 +646,8 @@ def roster_server(book: RosterBook) -> Iterator[RosterBook]:
                 self._answer(406, {"error": "not acceptable"})
                 return
             book.pages_served.append(self.path)
+            if book.on_page is not None:
+                book.on_page()
             body, following = book.page({k: v[0] for k, v in parse_qs(parts.query).items()})
             link = {"Link": f'<{following}>; rel="next"'} if following else {}
             self._answer(200, body, link)

@@ -21,7 +21,10 @@ succeeded and the last was refused (pytest's -rP shows it).
   writable mapping of the -shm may be killed by SIGBUS at its next write to it (ext4 refuses
   a write fault on a page of an immutable file; SQLite maps the -shm): uvicorn starts another,
   and the requests that worker held get no answer. Nothing the server can do prevents it, so
-  that test lets a write go unanswered while the spell lasts, never after.
+  that test lets a write go unanswered while the spell lasts, never after. And once more with
+  `normdive serve` as it starts by default, one worker under uvicorn's supervisor, whose
+  worker the spell kills (with the kernel's signal, sent by the test where the spell did not):
+  another is started and writes once the spell ends.
 - PostgreSQL: in the middle of the burst, the database set read-only (ALTER DATABASE ... SET
   default_transaction_read_only) and its sessions ended, as a failover or a restart ends them,
   so that the server's new sessions begin read-only; then back. A session keeps the setting
@@ -40,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -56,7 +60,7 @@ from sqlalchemy.pool import NullPool
 
 from normdive.store.db import READ_ONLY_FILE, SQLITE_SIDE_FILES, SQLITE_VIEW_WAIT_S, make_engine
 from normdive.store.event_store import Store
-from ops_server import STOP_TIMEOUT_S, Learner, ServerProcess
+from ops_server import NORMDIVE, START_TIMEOUT_S, STOP_TIMEOUT_S, Learner, ServerProcess
 
 pytestmark = pytest.mark.slow
 
@@ -123,16 +127,16 @@ def _new_learner_writes(url: str) -> httpx.Response | None:
         learner.close()
 
 
-def _first_write_after(url: str, ended: float) -> float:
+def _first_write_after(url: str, ended: float, deadline_s: float) -> float:
     """Seconds from `ended` until a new learner's takeaway is saved, trying until the deadline."""
     while True:
         answer = _new_learner_writes(url)
         waited = time.monotonic() - ended
         if answer is not None and answer.status_code == 200:
             return waited
-        if waited > RECOVERY_DEADLINE_S:
+        if waited > deadline_s:
             raise AssertionError(
-                f"no write succeeded within {RECOVERY_DEADLINE_S} s of the database taking "
+                f"no write succeeded within {deadline_s} s of the database taking "
                 f"writes again: last answer {answer.status_code if answer else None} "
                 f"{answer.text[:200] if answer else ''}"
             )
@@ -144,11 +148,12 @@ def _assert_recovers(
     spell: contextlib.ExitStack,
     begins: Spell | None = None,
     allowed_during: frozenset[int] = frozenset(),
+    recovery_deadline_s: float = RECOVERY_DEADLINE_S,
 ) -> None:
     """A burst of writes across a spell, then the writes after it. `begins` starts the spell
     in the middle of the burst (without it, the spell began before: `spell` holds it); closing
     `spell` ends it. Answered 200 or 503 throughout, or also `allowed_during` while the spell
-    lasts."""
+    lasts; the first write after it saved within `recovery_deadline_s`."""
     with _burst(server.url) as answers:
         time.sleep(BEFORE_SPELL_S)  # writes flowing
         if begins is not None:
@@ -163,8 +168,10 @@ def _assert_recovers(
     assert {status for _, status in answers[during:]} <= {200, 503}
     assert any(status != 200 for _, status in answers[:during]), "the spell refused no write"
     saved = [at - ended for at, status in answers if at > ended and status == 200]
-    recovered_s = min(saved) if saved else _first_write_after(server.url, ended)
-    assert recovered_s <= RECOVERY_DEADLINE_S, recovered_s
+    recovered_s = (
+        min(saved) if saved else _first_write_after(server.url, ended, recovery_deadline_s)
+    )
+    assert recovered_s <= recovery_deadline_s, recovered_s
     refused = [at - ended for at, status in answers if at > ended and status != 200]
     print(
         f"after the spell: first write saved at {recovered_s:.2f} s, "
@@ -253,6 +260,65 @@ def test_sqlite_writes_again_after_the_file_was_read_only_mid_burst(
             begins=lambda: _immutable(Path(database)),
             allowed_during=frozenset({NO_ANSWER}),
         )
+
+
+def _serving_process(server: ServerProcess) -> int:
+    """The process that answers `server`'s requests: its worker, or the server itself where it
+    has none (a worker is started by multiprocessing's spawn, whose command line says so)."""
+    assert server.process is not None
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            parent = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+            if (
+                parent == server.process.pid
+                and b"--multiprocessing-fork" in (entry / "cmdline").read_bytes()
+            ):
+                return int(entry.name)
+    return server.process.pid
+
+
+# How long the spell lasts before its worker is sent SIGBUS, when the spell has not killed it.
+SIGBUS_AFTER_S = 0.5
+
+
+@contextlib.contextmanager
+def _immutable_then_sigbus(database: Path, server: ServerProcess) -> Iterator[None]:
+    """The spell, and the serving process killed as the kernel kills it: the spell kills it
+    only when its next write reaches the -shm it mapped writable before the -wal refuses one,
+    so where it has not within SIGBUS_AFTER_S, it is sent the same signal."""
+    worker = _serving_process(server)
+    with _immutable(database):
+        time.sleep(SIGBUS_AFTER_S)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(worker, signal.SIGBUS)
+        yield
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the immutable attribute needs root")
+def test_the_default_serve_outlives_its_worker_killed_mid_burst(
+    database_url: str, tmp_path: Path
+) -> None:
+    """`normdive serve` as it starts by default (no --workers): a supervisor and one worker.
+    The spell kills the worker (SIGBUS), and the supervisor starts another, which writes again
+    once the spell ends."""
+    database = make_url(database_url).database
+    assert database
+    default = [NORMDIVE, "serve", "--port", "{port}"]
+    with (
+        _kept_open(database),
+        ServerProcess(database_url, tmp_path, command=default) as server,
+        contextlib.ExitStack() as spell,
+    ):
+        _assert_recovers(
+            server,
+            spell,
+            begins=lambda: _immutable_then_sigbus(Path(database), server),
+            allowed_during=frozenset({NO_ANSWER}),
+            # The worker started in place of the one killed must import the app first.
+            recovery_deadline_s=START_TIMEOUT_S,
+        )
+        log = server.log_path.read_text(errors="replace")
+    assert "died" in log, server.log()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the immutable attribute needs root")

@@ -114,7 +114,8 @@ def test_serve_serves_the_page_without_importing_torch(tmp_path: Path) -> None:
             process.terminate()
             process.wait(timeout=30)
     loaded = imported_modules(log_path.read_text(encoding="utf-8"))
-    assert "normdive.web.routes.pages" in loaded  # one worker: the app runs in this very process
+    # The worker, a process of its own, runs with the same -X options and stderr.
+    assert "normdive.web.routes.pages" in loaded
     assert {name for name in loaded if name.split(".")[0] == "torch"} == set()
 
 

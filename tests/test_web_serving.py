@@ -1,12 +1,14 @@
 """How the server runs: Nagle's algorithm off on every connection, including those accepted from
 a listening socket bound the way uvicorn binds one for several workers (protocol number 0),
-which asyncio leaves with Nagle on; a few request threads per worker. Real sockets on
-127.0.0.1; nothing here measures time."""
+which asyncio leaves with Nagle on; a few request threads per worker; a lone worker that
+cannot start stops the server. Real sockets on 127.0.0.1; nothing here measures time."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import anyio.to_thread
@@ -14,6 +16,7 @@ import pytest
 import uvicorn
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
+from uvicorn.config import STARTUP_FAILURE
 from uvicorn.server import ServerState
 
 from fresh_loop import run_in_fresh_loop
@@ -89,3 +92,18 @@ def test_requests_run_on_a_few_threads_per_worker(app: Starlette) -> None:
     with TestClient(app) as client:
         assert client.portal is not None
         assert client.portal.call(tokens) == REQUEST_THREADS
+
+
+@pytest.mark.slow
+def test_a_worker_that_cannot_start_stops_the_server_with_uvicorns_status() -> None:
+    # One worker, supervised as several are: its failure to start ends the supervisor too,
+    # with the status uvicorn.run gives a lone worker's failure.
+    code = (
+        "from normdive.web.infrastructure.serving import run; "
+        "run('no_module_of_that_name:app', host='127.0.0.1', port=0, workers=1)"
+    )
+    ended = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert ended.returncode == STARTUP_FAILURE, ended.stderr[-2000:]
+    assert "failed to start" in ended.stderr

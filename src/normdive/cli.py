@@ -634,7 +634,7 @@ def lti_roster(
             force=force,
         )
     if done.members is None:
-        raise _fail(f"The roster was not fetched: {done.problem}.")
+        raise _fail(f"The roster was not refreshed: {done.problem}.")
     typer.echo(f"The roster lists {done.members} learner(s); the instructor view counts from it.")
 
 

@@ -15,22 +15,31 @@ refresh asks that URL for the course's learners and replaces the course's stored
   MAX_PAGES pages of at most MAX_PAGE_BYTES each, all within ROSTER_DEADLINE_S; the service
   URL and every next page stay on the registration's origins (passback.platform_origins, as
   for grade tokens: a bearer token goes nowhere else).
+The members are stored under a generation of the refresh's own, STORE_BATCH_ROWS a
+transaction (on SQLite, with a pause between two that lets a learner's write in), and shown in
+one UPDATE of the course's `generation` once all are stored; readers see that generation
+alone, read in one statement. Then the older generations are deleted, a batch at a time.
 A refresh that fails keeps the members as they were and says why in `problem`.
 
 A member is keyed as lti_learners keys a user (learners.member_key: issuer, client id,
 deployment id and the member's user_id, which is the launch's sub), so a member who launched is
 the learner they became. Kept: their status (Active, Inactive) and roles; their name and email
-only when the platform sends them and the operator keeps them (NORMDIVE_ROSTER_KEEP_NAMES).
+only when the platform sends them and the operator keeps them (NORMDIVE_ROSTER_KEEP_NAMES), and
+no text with a character a database may refuse (a NUL, another control character, a lone
+surrogate): a name or email is kept without them, a role that holds one is left out.
 
 A course's roster is refreshed at most once per NORMDIVE_ROSTER_REFRESH_S, whoever asks (a
-staff launch, after its answer is sent; `normdive lti roster --context KEY`): the first to ask
-claims the refresh in one UPDATE.
+staff launch, on a roster thread of the server process, web.infrastructure.roster_refreshes;
+`normdive lti roster --context KEY`): the first to ask claims the refresh in one UPDATE. A
+fetch that fails keeps the claim (the platform is asked again after the interval); a store
+the database refused gives it up, so the next launch tries again.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -38,7 +47,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 import httpx
-from sqlalchemy import Engine, and_, delete, insert, select, update
+from sqlalchemy import Engine, Row, and_, delete, insert, select, update
 
 from normdive.config import origin_of
 from normdive.lti import registrations
@@ -51,6 +60,7 @@ from normdive.lti.platform_json import NotPlatformJson, parsed
 from normdive.lti.registrations import Registration, url_problem
 from normdive.lti.roles import LIS_VOCABULARY, CourseRole, course_role
 from normdive.lti.service_token import token_form
+from normdive.store.db import DATABASE_ERRORS, failure_reason
 from normdive.store.event_store import as_utc
 from normdive.store.tables import (
     LTI_IDENTIFIER_LENGTH,
@@ -87,6 +97,16 @@ DELETED = "Deleted"
 STATUSES = (ACTIVE, INACTIVE)
 # A member's short id where no name is kept: this many characters of their key.
 SHORT_ID_CHARS = 8
+# Unicode categories no stored text holds: control characters (NUL among them) and surrogates.
+UNSTORED = ("Cc", "Cs")
+# Members stored in one transaction. SQLite has one writer at a time, so a learner's write
+# waits for the batch being written (at most its busy timeout, 10 s, then a 503): a batch of
+# 2,000 takes a few tens of milliseconds.
+STORE_BATCH_ROWS = 2_000
+# A pause between two batches on SQLite, longer than the longest sleep of its busy handler
+# between two tries for the lock (100 ms, sqliteDefaultBusyCallback in sqlite3.c), so every
+# writer waiting for it gets it in between. PostgreSQL locks rows: nothing waits there.
+SQLITE_BATCH_PAUSE_S = 0.12
 
 
 class RosterProblem(Exception):
@@ -105,8 +125,8 @@ class Member:
 def memberships_url(launch: Launch) -> str | None:
     """The memberships URL the launch's NRPS claim names, or None (no claim, not a URL)."""
     claim = launch.names_roles or {}
-    url = claim.get("context_memberships_url")
-    if not isinstance(url, str) or url_problem(url) is not None:
+    url = _unspaced(claim.get("context_memberships_url"))
+    if url is None or url_problem(url) is not None:
         return None
     return url
 
@@ -160,9 +180,23 @@ def first_page(url: str, members_per_page: int) -> str:
 
 
 def _text(value: Any) -> str | None:
-    if not isinstance(value, str) or not value.strip():
+    """A name or email as it is stored: whitespace runs made one space, and without the
+    characters no text of a person holds and a database may refuse (PostgreSQL refuses a NUL
+    in any text, and neither database encodes a lone surrogate, which JSON can carry)."""
+    if not isinstance(value, str):
         return None
-    return value.strip()[:LTI_IDENTIFIER_LENGTH]
+    kept = "".join(c for c in " ".join(value.split()) if unicodedata.category(c) not in UNSTORED)
+    return kept.strip()[:LTI_IDENTIFIER_LENGTH] or None
+
+
+def _unspaced(value: Any) -> str | None:
+    """A role or a URL as it is stored, or None: it holds no space (the stored roles are
+    parted by spaces, and a URL has none) and none of the characters _text leaves out."""
+    if not isinstance(value, str) or not value or value != "".join(value.split()):
+        return None
+    if any(unicodedata.category(c) in UNSTORED for c in value):
+        return None
+    return value
 
 
 def members_of(
@@ -180,7 +214,7 @@ def members_of(
         roles = entry.get("roles")
         if not isinstance(user, str) or not user or not isinstance(roles, list):
             continue
-        named = tuple(role for role in roles if isinstance(role, str))
+        named = tuple(role for role in map(_unspaced, roles) if role is not None)
         status = entry.get("status", ACTIVE)
         if status == DELETED or not is_learner(named):
             continue
@@ -351,6 +385,63 @@ class Refreshed:
     problem: str | None = None
 
 
+@dataclass(frozen=True)
+class Batches:
+    """How a refresh stores its members: `rows` a transaction, `pause_s` between two on SQLite."""
+
+    rows: int = STORE_BATCH_ROWS
+    pause_s: float = SQLITE_BATCH_PAUSE_S
+
+
+def _busy(service: Row[datetime | None, datetime | None, str | None], interval_s: float) -> str:
+    """Why a refresh claimed within the interval keeps another from starting, from what the
+    last one stored: the roster, or nothing yet (under way, or failed)."""
+    started = as_utc(service.refresh_started_at)
+    since = f"{started:%Y-%m-%d %H:%M:%S} UTC, less than {interval_s:g} s ago"
+    if service.fetched_at is not None and as_utc(service.fetched_at) >= started:
+        return f"refreshed at {since}"
+    told = f"; the last problem recorded: {service.problem}" if service.problem else ""
+    return f"a refresh began at {since}, and has stored nothing: it is under way, or failed{told}"
+
+
+def _claim(
+    engine: Engine, course: str, moment: datetime, interval_s: float, force: bool
+) -> Row[int, str, str, int] | Refreshed:
+    """Claim the course's next refresh: its service and the generation to store under, or a
+    Refreshed saying why not."""
+    fresh = LtiRosterService.refresh_started_at.is_(None) | (
+        LtiRosterService.refresh_started_at < moment - timedelta(seconds=interval_s)
+    )
+    mine = LtiRosterService.context_key == course
+    with engine.begin() as connection:
+        claimed = connection.execute(
+            update(LtiRosterService)
+            .where(mine, *(() if force else (fresh,)))
+            .values(
+                refresh_started_at=moment,
+                latest_generation=LtiRosterService.latest_generation + 1,
+            )
+            .returning(
+                LtiRosterService.registration_id,
+                LtiRosterService.deployment_id,
+                LtiRosterService.memberships_url,
+                LtiRosterService.latest_generation,
+            )
+        ).first()
+        if claimed is not None:
+            return claimed
+        service = connection.execute(
+            select(
+                LtiRosterService.refresh_started_at,
+                LtiRosterService.fetched_at,
+                LtiRosterService.problem,
+            ).where(mine)
+        ).first()
+    if service is None:
+        return Refreshed(None, "no launch from this course named its roster service")
+    return Refreshed(None, _busy(service, interval_s))
+
+
 def refresh(
     engine: Engine,
     course: str,
@@ -360,76 +451,135 @@ def refresh(
     force: bool = False,
     client: httpx.Client | None = None,
     bounds: Bounds = Bounds(),
+    batches: Batches = Batches(),
     now: datetime | None = None,
 ) -> Refreshed:
     """Fetch the course's roster and keep it, unless a refresh began less than `interval_s`
-    ago (`force`: whenever)."""
+    ago (`force`: whenever). A fetch that fails keeps that claim (the platform is asked again
+    after the interval); a store that fails gives it up (the next staff launch tries again).
+    Either says why in the course's `problem`."""
     moment = now or datetime.now(UTC)
-    fresh = LtiRosterService.refresh_started_at.is_(None) | (
-        LtiRosterService.refresh_started_at < moment - timedelta(seconds=interval_s)
-    )
-    mine = LtiRosterService.context_key == course
-    with engine.begin() as connection:
-        service = connection.execute(
-            select(
-                LtiRosterService.registration_id,
-                LtiRosterService.deployment_id,
-                LtiRosterService.memberships_url,
-                LtiRosterService.refresh_started_at,
-            ).where(mine)
-        ).first()
-        if service is None:
-            return Refreshed(None, "no launch from this course named its roster service")
-        claimed = connection.execute(
-            update(LtiRosterService)
-            .where(mine, *(() if force else (fresh,)))
-            .values(refresh_started_at=moment)
-        ).rowcount
-    if not claimed:
-        started = as_utc(service.refresh_started_at) if service.refresh_started_at else moment
-        return Refreshed(
-            None,
-            f"refreshed at {started:%Y-%m-%d %H:%M:%S} UTC, less than {interval_s:g} s ago",
-        )
-    registration = registrations.by_id(engine, service.registration_id)
+    claimed = _claim(engine, course, moment, interval_s, force)
+    if isinstance(claimed, Refreshed):
+        return claimed
+    registration = registrations.by_id(engine, claimed.registration_id)
     if registration is None:
         return Refreshed(None, "the course's platform was removed")
     try:
         members = fetch_members(
             engine,
             registration,
-            service.deployment_id,
-            service.memberships_url,
+            claimed.deployment_id,
+            claimed.memberships_url,
             keep_names=keep_names,
             client=client,
             bounds=bounds,
         )
     except RosterProblem as problem:
-        logger.warning("roster of course %s: %s", course, problem)
-        with engine.begin() as connection:
-            connection.execute(update(LtiRosterService).where(mine).values(problem=str(problem)))
-        return Refreshed(None, str(problem))
-    with engine.begin() as connection:
-        connection.execute(delete(LtiRosterMember).where(LtiRosterMember.context_key == course))
-        if members:
-            connection.execute(
-                insert(LtiRosterMember),
-                [
-                    {
-                        "context_key": course,
-                        "link_key": member.key,
-                        "status": member.status,
-                        "roles": " ".join(member.roles),
-                        "name": member.name,
-                        "email": member.email,
-                    }
-                    for member in members
-                ],
-            )
-        connection.execute(
-            update(LtiRosterService).where(mine).values(fetched_at=moment, problem=None)
+        return _failed(engine, course, str(problem), give_up_claim=False)
+    try:
+        _store(engine, course, claimed.latest_generation, members, moment, batches)
+    except DATABASE_ERRORS as error:
+        return _failed(
+            engine,
+            course,
+            f"the platform sent {len(members)} learner(s), but the database refused to store "
+            f"them ({failure_reason(error)}): D9 tries again at the next staff launch",
+            give_up_claim=True,
         )
+    try:
+        _forget_older(engine, course, batches)
+    except DATABASE_ERRORS as error:
+        # Seen by nobody; the next refresh forgets them.
+        logger.warning("roster of course %s: older members kept: %s", course, failure_reason(error))
     return Refreshed(len(members))
+
+
+def _failed(engine: Engine, course: str, problem: str, *, give_up_claim: bool) -> Refreshed:
+    """Say why in the course's `problem` (and give up the claim, so the next launch tries
+    again) where the database lets us; the log says it in any case."""
+    logger.warning("roster of course %s: %s", course, problem)
+    values: dict[str, Any] = {"problem": problem}
+    if give_up_claim:
+        values["refresh_started_at"] = None
+    try:
+        with engine.begin() as connection:
+            connection.execute(
+                update(LtiRosterService)
+                .where(LtiRosterService.context_key == course)
+                .values(values)
+            )
+    except DATABASE_ERRORS as error:
+        logger.warning(
+            "roster of course %s: the problem was not recorded either: %s",
+            course,
+            failure_reason(error),
+        )
+    return Refreshed(None, problem)
+
+
+def _pause(engine: Engine, batches: Batches) -> None:
+    if engine.dialect.name == "sqlite":
+        time.sleep(batches.pause_s)
+
+
+def _store(
+    engine: Engine,
+    course: str,
+    generation: int,
+    members: list[Member],
+    moment: datetime,
+    batches: Batches,
+) -> None:
+    """Store `members` under `generation`, a batch a transaction, then show them: whole or not
+    at all, since readers see only the course's `generation`. A newer refresh shown already
+    stays shown."""
+    rows = [
+        {
+            "context_key": course,
+            "generation": generation,
+            "link_key": member.key,
+            "status": member.status,
+            "roles": " ".join(member.roles),
+            "name": member.name,
+            "email": member.email,
+        }
+        for member in members
+    ]
+    for start in range(0, len(rows), batches.rows):
+        if start:
+            _pause(engine, batches)
+        with engine.begin() as connection:
+            connection.execute(insert(LtiRosterMember), rows[start : start + batches.rows])
+    with engine.begin() as connection:
+        connection.execute(
+            update(LtiRosterService)
+            .where(
+                LtiRosterService.context_key == course,
+                LtiRosterService.generation < generation,
+            )
+            .values(generation=generation, fetched_at=moment, problem=None)
+        )
+
+
+def _forget_older(engine: Engine, course: str, batches: Batches) -> None:
+    """Delete the course's members older than the generation shown, a batch a transaction
+    (those of a refresh under way, newer, stay)."""
+    shown = (
+        select(LtiRosterService.generation)
+        .where(LtiRosterService.context_key == course)
+        .scalar_subquery()
+    )
+    older = and_(LtiRosterMember.context_key == course, LtiRosterMember.generation < shown)
+    while True:
+        with engine.begin() as connection:
+            batch = select(LtiRosterMember.link_key).where(older).limit(batches.rows)
+            forgotten = connection.execute(
+                delete(LtiRosterMember).where(older, LtiRosterMember.link_key.in_(batch))
+            ).rowcount
+        if not forgotten:
+            return
+        _pause(engine, batches)
 
 
 @dataclass(frozen=True)
@@ -484,7 +634,8 @@ class Roster:
 
 
 def roster_of(engine: Engine, course: str | None) -> Roster | None:
-    """The course's roster as last fetched whole, or None (no course, or never fetched)."""
+    """The course's roster as last fetched whole, or None (no course, or never fetched): the
+    members of the generation shown, read in one statement, so one roster whole."""
     if course is None:
         return None
     with engine.connect() as connection:
@@ -511,6 +662,13 @@ def roster_of(engine: Engine, course: str | None) -> Roster | None:
                 and_(
                     LtiContextMember.learner_id == LtiLearner.learner_id,
                     LtiContextMember.context_key == course,
+                ),
+            )
+            .join(
+                LtiRosterService,
+                and_(
+                    LtiRosterService.context_key == LtiRosterMember.context_key,
+                    LtiRosterService.generation == LtiRosterMember.generation,
                 ),
             )
             .where(LtiRosterMember.context_key == course)

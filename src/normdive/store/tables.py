@@ -443,20 +443,27 @@ class LtiRosterService(Base):
     fetched_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     # Why the last refresh kept the members as they were, in words (None: it did not fail).
     problem: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # The members readers see are this generation's (0: those stored before generations).
+    generation: Mapped[int] = mapped_column(Integer, server_default="0", nullable=False)
+    # The newest generation a refresh was given: each stores its members under its own, in
+    # short transactions, and makes it the one seen only once all are stored (migration 0013).
+    latest_generation: Mapped[int] = mapped_column(Integer, server_default="0", nullable=False)
 
 
 class LtiRosterMember(Base):
     """A learner on a course's roster (NRPS): SHA-256 of (issuer, client id, deployment id,
-    user_id), the same key as lti_learners.link_key, so a member who launched is found."""
+    user_id), the same key as lti_learners.link_key, so a member who launched is found; in the
+    generation of the refresh that stored them (the course's `generation` is the one seen)."""
 
     __tablename__ = "lti_roster_members"
-    __table_args__ = (PrimaryKeyConstraint("context_key", "link_key"),)
+    __table_args__ = (PrimaryKeyConstraint("context_key", "generation", "link_key"),)
 
     context_key: Mapped[str] = mapped_column(
         CHAR(LTI_DIGEST_LENGTH),
         ForeignKey("lti_roster_services.context_key", ondelete="CASCADE"),
         nullable=False,
     )
+    generation: Mapped[int] = mapped_column(Integer, server_default="0", nullable=False)
     link_key: Mapped[str] = mapped_column(CHAR(LTI_DIGEST_LENGTH), nullable=False)
     status: Mapped[str] = mapped_column(String(LTI_ROSTER_STATUS_LENGTH), nullable=False)
     # The member's roles, space-separated (role URIs hold no space).

@@ -1,12 +1,14 @@
 """What a request handler has to hand: settings, lesson, store, signer and renderer, built
 once per app by create_app; a learner's read and write (web.infrastructure.learners, one owner
-for both); and the page's view, with the recording's views and the pool's predictions.
+for both); the page's view, with the recording's views and the pool's predictions; and the
+threads that refresh course rosters (web.infrastructure.roster_refreshes).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from functools import partial
 from typing import cast
 
 from itsdangerous import Signer
@@ -15,6 +17,7 @@ from starlette.requests import Request
 
 from normdive.config import Settings
 from normdive.lesson.content import Lesson
+from normdive.lti import roster
 from normdive.lti.learners import latest_course
 from normdive.progress.lab import lab_runs, run_line
 from normdive.progress.state import LessonState
@@ -37,6 +40,7 @@ from normdive.web.infrastructure.learners import (
     RerunWritten,
     Written,
 )
+from normdive.web.infrastructure.roster_refreshes import RosterRefreshes
 from normdive.web.security.csrf import form_token
 from normdive.web.views.page import PageView, Refusal, build_page_view
 from normdive.web.views.pool_reports import PoolReports
@@ -55,12 +59,22 @@ class Services:
     snapshots: Snapshots
     pool_reports: PoolReports
     learners: Learners = field(init=False)
+    rosters: RosterRefreshes = field(init=False)
 
     def __post_init__(self) -> None:
         learners = Learners(
             self.settings, self.lesson, self.engine, self.store, self.histories, self.snapshots
         )
         object.__setattr__(self, "learners", learners)
+        rosters = RosterRefreshes(
+            partial(
+                roster.refresh,
+                self.engine,
+                keep_names=self.settings.roster_keep_names,
+                interval_s=self.settings.roster_refresh_s,
+            )
+        )
+        object.__setattr__(self, "rosters", rosters)
 
     def read(self, learner_id: str) -> Read:
         """The learner now (Learners.read: the gate's closing recorded when due)."""

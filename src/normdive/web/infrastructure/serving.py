@@ -20,6 +20,13 @@ body has its own deadline in the app (Settings.body_timeout_s, web.security.limi
 holds under any server. A proxy in front should still set its own (README, "Deploying it"): it can
 refuse slow clients before they cost this process a connection.
 
+Supervised, one worker included. uvicorn's supervisor (Multiprocess) starts a worker in place
+of one that dies; uvicorn.run uses it only for two or more, and a lone worker that died left
+nothing serving. A worker can die of no fault of its own: SQLite maps its WAL index (the -shm)
+into memory, shared and writable, and once the file is made immutable (chattr +i: ext4 writes
+the mapped pages back and write-protects them) the kernel answers the next write to one with
+SIGBUS, which no process survives (tests/test_ops_write_recovery.py).
+
 Logging is web.infrastructure.logging_setup's: uvicorn's lines, the access log with secrets and long
 paths cut, and normdive's own lines with a timestamp, level and logger name.
 """
@@ -28,10 +35,13 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import sys
 from typing import Any
 
 import h11
+from uvicorn.config import STARTUP_FAILURE
 from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.supervisors import Multiprocess
 
 from normdive.web.infrastructure.logging_setup import logging_config
 from normdive.web.security.limits import MAX_HEAD_BYTES
@@ -104,19 +114,43 @@ def connection_options() -> dict[str, Any]:
     }
 
 
+class Supervisor(Multiprocess):
+    """uvicorn's supervisor, which notices a worker that died during a health check at once.
+
+    It checks each worker every half second: a ping down a pipe, and a wait of up to
+    WORKER_HEALTHCHECK_TIMEOUT_S for the answer. It keeps the worker's end of that pipe open
+    itself, so a worker that died with a ping unanswered (as one killed while busy often does)
+    never closes it, and was replaced only after the whole wait, 30 s. Closed here (the worker
+    has its own copy from its start), the wait ends when the worker does."""
+
+    def keep_subprocess_alive(self) -> None:
+        for worker in self.processes:
+            worker.child_conn.close()  # closing again is harmless
+        super().keep_subprocess_alive()
+
+
 def run(app: str, *, host: str, port: int, workers: int, reload: bool = False) -> None:
-    """Serve the ASGI app factory named by `app` ("module:function") until stopped."""
+    """Serve the ASGI app factory named by `app` ("module:function") until stopped: `workers`
+    processes under uvicorn's supervisor, which starts another in place of one that dies, one
+    worker included (uvicorn.run serves a single worker in its own process, unsupervised)."""
     import uvicorn
 
-    uvicorn.run(
-        app,
-        factory=True,
-        host=host,
-        port=port,
-        workers=None if reload else workers,
-        reload=reload,
+    options: dict[str, Any] = {
+        "factory": True,
+        "host": host,
+        "port": port,
         # Applied by uvicorn in every process it serves from, workers and reloads included.
-        log_config=logging_config(),
-        timeout_worker_healthcheck=WORKER_HEALTHCHECK_TIMEOUT_S,
+        "log_config": logging_config(),
+        "timeout_worker_healthcheck": WORKER_HEALTHCHECK_TIMEOUT_S,
         **connection_options(),
-    )
+    }
+    if reload:
+        uvicorn.run(app, reload=True, **options)
+        return
+    config = uvicorn.Config(app, workers=workers, **options)
+    supervisor = Supervisor(config, sockets=[config.bind_socket()])
+    supervisor.run()
+    # The supervisor stops when a worker fails before serving (the app or the socket is
+    # broken, and would be in every worker it started): the server failed to start.
+    if any(worker.exitcode == STARTUP_FAILURE for worker in supervisor.processes):
+        sys.exit(STARTUP_FAILURE)

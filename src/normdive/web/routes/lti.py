@@ -36,7 +36,6 @@ import time
 from typing import Any
 from urllib.parse import urlencode
 
-from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.requests import Request
@@ -310,24 +309,19 @@ def _launch(svc: Services, request: Request, fields: dict[str, str]) -> Response
     # The platform's language for this user, below a choice made on the page (a launch
     # without one forgets an earlier launch's).
     keep_locale(response, LAUNCH_COOKIE, supported(launch.locale), svc.settings, framed=True)
-    _refresh_roster_after(svc, response, launch, signed_in.staff)
+    _refresh_roster(svc, launch, signed_in.staff)
     return response
 
 
-def _refresh_roster_after(svc: Services, response: Response, launch: Launch, staff: bool) -> None:
-    """Keep the course's roster service when the launch names one; on a staff launch, fetch
-    the roster once the answer is sent (a background task: the launch never waits for the
-    platform), at most once per NORMDIVE_ROSTER_REFRESH_S and within roster.ROSTER_DEADLINE_S."""
+def _refresh_roster(svc: Services, launch: Launch, staff: bool) -> None:
+    """Keep the course's roster service when the launch names one; on a staff launch, ask for
+    the roster, fetched on a roster thread (web.infrastructure.roster_refreshes: neither the
+    launch nor any other request waits for the platform), at most once per
+    NORMDIVE_ROSTER_REFRESH_S and within roster.ROSTER_DEADLINE_S."""
     course = roster.remember_service(svc.engine, launch)
     if course is None or not staff:
         return
-    response.background = BackgroundTask(
-        roster.refresh,
-        svc.engine,
-        course,
-        keep_names=svc.settings.roster_keep_names,
-        interval_s=svc.settings.roster_refresh_s,
-    )
+    svc.rosters.ask(course)
 
 
 def _launch_locale(request: Request, launch: Launch) -> str:
