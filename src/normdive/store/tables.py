@@ -446,7 +446,7 @@ class LtiRosterService(Base):
     # The members readers see are this generation's (0: those stored before generations).
     generation: Mapped[int] = mapped_column(Integer, server_default="0", nullable=False)
     # The newest generation a refresh was given: each stores its members under its own, in
-    # short transactions, and makes it the one seen only once all are stored (migration 0013).
+    # short transactions, and makes it the one seen only once all are stored (migration 0014).
     latest_generation: Mapped[int] = mapped_column(Integer, server_default="0", nullable=False)
 
 

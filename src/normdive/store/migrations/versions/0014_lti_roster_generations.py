@@ -6,7 +6,7 @@ learner's write waits for a whole roster, and readers still see one roster whole
 import sqlalchemy as sa
 from alembic import op
 
-revision, down_revision = "0013", "0011"
+revision, down_revision = "0014", "0013"
 
 SERVICES = "lti_roster_services"
 MEMBERS = "lti_roster_members"
