@@ -96,8 +96,50 @@ def open_panel(page: Page, panel: str) -> None:
     page.locator(f"#{panel}-panel > summary").click()
 
 
+def commit_a_lab_run(page: Page) -> None:
+    """Open the lab's panel and commit its tiny run: Both, depth 1, predicted to learn."""
+    open_panel(page, "lab")
+    page.locator("#lab-depth").select_option("1")
+    page.locator("#lab-row").select_option("both")
+    page.locator("#lab-commit input[name=outcome][value=learns]").check()
+    page.locator("#lab-commit-button").click()
+    expect(page.locator("#lab-start")).to_be_enabled()
+
+
+@pytest.mark.parametrize("language", ["de", "ar"])
+def test_the_training_charts_titles_lie_whole_in_german_and_arabic(
+    new_page: NewPage, language: str
+) -> None:
+    # In German the title ran off the top of the canvas; in Arabic it lost its first letter.
+    locale, _, _, heldout, step = LANGUAGES[language]
+    lesson, _ = load_translation(language)
+    page = new_page(locale=locale, viewport=SMALL_PHONE, reduced_motion="reduce")
+    post_the_work(page)
+    commit_a_lab_run(page)
+    read_chart(page.get_by_role("img", name=lesson.lab.chart_label), heldout, step)
+    open_panel(page, "rerun")
+    read_chart(page.get_by_role("img", name=lesson.rerun.chart_label), heldout, step)
+
+
+def test_the_charts_percentages_read_as_the_server_writes_them_in_arabic(
+    new_page: NewPage,
+) -> None:
+    # The canvas wrote "% 100" on the Arabic page, where the server's tables write "100 %".
+    locale, accuracy, _, heldout, step = LANGUAGES["ar"]
+    lesson, _ = load_translation("ar")
+    page = new_page(locale=locale, viewport=SMALL_PHONE, reduced_motion="reduce")
+    post_the_work(page)
+    expect(page.locator("#final-accuracy")).to_contain_text("%")
+    assert page.locator("#final-accuracy").inner_text().endswith(" %")
+    read_percent_chart(page.locator("#chart-accuracy"), accuracy, step)
+    commit_a_lab_run(page)
+    read_percent_chart(page.get_by_role("img", name=lesson.lab.chart_label), heldout, step)
+    open_panel(page, "rerun")
+    read_percent_chart(page.get_by_role("img", name=lesson.rerun.chart_label), heldout, step)
+
+
 @pytest.mark.parametrize("language", sorted(LANGUAGES))
-def test_every_chart_reads_whole_in_the_learners_language_at_320_px(
+def test_every_chart_grows_and_reads_whole_in_the_learners_language_at_320_px(
     new_page: NewPage, language: str
 ) -> None:
     locale, accuracy, loss, heldout, step = LANGUAGES[language]
@@ -119,11 +161,7 @@ def test_every_chart_reads_whole_in_the_learners_language_at_320_px(
     no_horizontal_scroll(page, SMALL_PHONE["width"])
 
     # The lab: a tiny run grows over its recorded cell.
-    open_panel(page, "lab")
-    page.locator("#lab-depth").select_option("1")
-    page.locator("#lab-row").select_option("both")
-    page.locator("#lab-commit input[name=outcome][value=learns]").check()
-    page.locator("#lab-commit-button").click()
+    commit_a_lab_run(page)
     lab_chart = page.get_by_role("img", name=lesson.lab.chart_label)
     read_percent_chart(lab_chart, heldout, step)
     expect(lab_chart.locator(".recorded path.line")).to_have_count(1)
