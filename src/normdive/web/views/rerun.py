@@ -1,8 +1,9 @@
 """What the panel "Re-run the ablation on this device" shows: the stack it trains against the
-recording's, the controls with the set the browser trains next (as JSON for rerun.js), and
-the side-by-side of the four rows (the learner's prediction, the recording's outcome, the
-lab grid's cell at the re-run's size, what the device did), with the sentence composed from
-the numbers once a set is whole, and the learner's earlier sets.
+recording's, the controls with the set the browser trains next (as JSON for rerun.js), the
+chart (each row's recorded cell and its curve on the device), and the side-by-side of the
+four rows (the learner's prediction, the recording's outcome, the lab grid's cell at the
+re-run's size, what the device did), with the sentence composed from the numbers once a set
+is whole, and the learner's earlier sets.
 
     rerun_view(lesson, state, grid, sets, recorded_stack, message=None, refused=False)
         -> RerunView
