@@ -2,6 +2,11 @@
 protocol, against a real `normdive serve` on 127.0.0.1:
 
     .venv/bin/python bench/phone.py
+    .venv/bin/python bench/phone.py --against BASE/src   # side by side with another commit
+
+With --against (the src/ of another tree, a `git worktree` of the base commit, say) a second
+server runs that tree's code, and each repeat visits the two in turn (ABBA), so that the
+machine's load falls on both alike; each side is reported, then the two medians' ratio.
 
 Emulated: a phone 375 px wide (3x pixels, touch, mobile viewport), the CPU slowed 4x
 (Emulation.setCPUThrottlingRate) and a slow 4G network (Network.emulateNetworkConditions:
@@ -41,6 +46,7 @@ here depends on the machine (software rasterising, shared cores) more than on th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -415,6 +421,12 @@ def report(visits: list[Visit]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=REPEATS)
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="another tree's src/ (a git worktree of the base commit, say): its server is "
+        "measured too, a first visit of each in turn",
+    )
     args = parser.parse_args()
     print(
         f"cores {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}; Chromium {CHROMIUM}; "
@@ -423,26 +435,51 @@ def main() -> None:
         f"kbit/s up; {args.repeats} first visits",
         flush=True,
     )
-    visits = []
-    with TemporaryDirectory(prefix="normdive-phone-") as folder:
-        database = f"sqlite:///{Path(folder) / 'phone.sqlite3'}"
-        with normdive_server(database) as (url, _process), sync_playwright() as playwright:
+    # Each side's server (this tree's code, and --against's on the PYTHONPATH before it).
+    sides = {"this tree": {}}
+    if args.against is not None:
+        sides[str(args.against)] = {"PYTHONPATH": str(args.against.resolve())}
+    visits: dict[str, list[Visit]] = {name: [] for name in sides}
+    charts = {}
+    with TemporaryDirectory(prefix="normdive-phone-") as folder, contextlib.ExitStack() as servers:
+        urls = {
+            name: servers.enter_context(
+                normdive_server(f"sqlite:///{Path(folder) / f'phone-{i}.sqlite3'}", **env)
+            )[0]
+            for i, (name, env) in enumerate(sides.items())
+        }
+        with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
                 executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
             )
             try:
                 # One visit first, not counted: Chromium's first page pays for starting its
                 # renderer and network service, as a phone's browser already running does not.
-                visit(browser, url + "/")
-                for _ in range(args.repeats):
-                    visits.append(visit(browser, url + "/"))
-                    print(f"  LCP {visits[-1].lcp_ms:.0f} ms", file=sys.stderr, flush=True)
-                charts = chart_bytes(browser, url)
+                for url in urls.values():
+                    visit(browser, url + "/")
+                for repeat in range(args.repeats):
+                    # ABBA: each side goes first as often as the other.
+                    order = list(urls.items())
+                    for name, url in order if repeat % 4 in (0, 3) else order[::-1]:
+                        visits[name].append(visit(browser, url + "/"))
+                        print(f"  {name}: LCP {visits[name][-1].lcp_ms:.0f} ms", file=sys.stderr)
+                charts = {name: chart_bytes(browser, url) for name, url in urls.items()}
             finally:
                 browser.close()
-    report(visits)
-    for name, (total, urls) in charts.items():
-        print(f"{name}: {total:,} B ({'; '.join(urls)})")
+    for name in sides:
+        print(f"--- {name}")
+        report(visits[name])
+        for action, (total, fetched) in charts[name].items():
+            print(f"{action}: {total:,} B ({'; '.join(fetched)})")
+    if args.against is not None:
+        ours, theirs = (visits[name] for name in sides)
+        for label, value in (("LCP", "lcp_ms"), ("bytes to interactive", "bytes_total")):
+            mine = statistics.median(getattr(one, value) for one in ours)
+            base = statistics.median(getattr(one, value) for one in theirs)
+            print(
+                f"median {label}: this tree {mine:,.0f}, {args.against} {base:,.0f}: "
+                f"{mine / base:.3f}x"
+            )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 
