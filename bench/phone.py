@@ -2,6 +2,11 @@
 protocol, against a real `normdive serve` on 127.0.0.1:
 
     .venv/bin/python bench/phone.py
+    .venv/bin/python bench/phone.py --against BASE/src   # side by side with another commit
+
+With --against (the src/ of another tree, a `git worktree` of the base commit, say) a second
+server runs that tree's code, and each repeat visits the two in turn (ABBA), so that the
+machine's load falls on both alike; each side is reported, then the two medians' ratio.
 
 Emulated: a phone 375 px wide (3x pixels, touch, mobile viewport), the CPU slowed 4x
 (Emulation.setCPUThrottlingRate) and a slow 4G network (Network.emulateNetworkConditions:
@@ -14,9 +19,9 @@ preset). Each repeat is a first visit in a fresh browser context (empty cache, n
 - bytes transferred until interactive: every response's encodedDataLength (compressed body
   plus headers, from Network.loadingFinished) of the requests sent before the load event
   (page.js has run by then: it marks <html> with class "js"); the URLs are listed, so that
-  nothing else (uPlot, player.js, the recording's rows) loads with the page; also listed,
-  apart: what the page asked for after its load event and received within the next half
-  second (page.js fetches the modules that answer the learner's actions then, while idle);
+  nothing else (a panel's scripts) loads with the page; also listed, apart: what the page
+  asked for after its load event and received within the next half second (page.js fetches
+  the modules that answer the learner's actions then, while idle);
 - a repeat visit in the same context (what the HTTP cache spares);
 - the epsilon switch to repaint, once the learner has committed the opening prediction: inside
   a requestAnimationFrame callback, mark, click the switch (its change handler recomputes and
@@ -24,7 +29,12 @@ preset). Each repeat is a first visit in a fresh browser context (empty cache, n
   which Chromium delivers after the frame's style, layout and paint; so the span covers the
   handlers and the rendering work they cause, without the wait for the next vsync. Also
   printed: how much of it the handlers take, the same span when only the switch itself is
-  redrawn (its checked state toggled, no event), and with nothing changed at all.
+  redrawn (its checked state toggled, no event), and with nothing changed at all;
+- the bytes a chart costs once the gate has closed, each in a first visit of its own (the
+  network and CPU not slowed: only bytes are counted): the page with a row in its player,
+  then (from the page loaded) playing a row again, opening the lab's panel and committing a
+  run, opening the re-run's panel; until the chart is drawn and the network has been idle
+  for half a second.
 
 Medians over the repeats (after one visit not counted, which starts Chromium's renderer); the
 switch's figure is the median of SWITCH_FLIPS flips per repeat, with the switch scrolled into
@@ -36,6 +46,7 @@ here depends on the machine (software rasterising, shared cores) more than on th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -46,6 +57,7 @@ from typing import Any
 
 from playwright.sync_api import Browser, CDPSession, Page, sync_playwright
 
+from normdive.lesson.content import load_lesson
 from servers import normdive_server
 
 CHROMIUM = "/usr/bin/chromium"
@@ -67,8 +79,30 @@ GOAL_SWITCH_RATIO = 1.5
 # After interactive: how long the page is left idle before LCP is read and the learner acts.
 SETTLE_MS = 500
 TIMEOUT_MS = 60_000
-# Resources that must not load with the page (they load when a row is played).
-LAZY_MARKERS = ("uPlot", "player.js", "/recording/")
+# Resources that must not load with the page (they load when a panel opens).
+LAZY_MARKERS = ("sweep.js", "lab-panel.js", "rerun.js", "accuracy-chart.js", "/lab/", "/depths")
+# A learner who gets everything right (tests/lesson_answers.py): the six numbers as typed.
+RIGHT_NUMBERS = {
+    "row1_mean": "2",
+    "row1_variance": "2/3",
+    "row1_denominator": "0.8165",
+    "row2_mean": "3",
+    "row2_variance": "3",
+    "row2_denominator": "1.732",
+}
+ROW_PREDICTIONS = {"both": "learns", "residual_only": "partial"}
+ROW_PREDICTIONS |= {"layernorm_only": "chance", "neither": "chance"}
+# Each chart measured: what the learner clicks, and the frame that holds the chart once drawn
+# (a canvas before the server drew every chart, an SVG since).
+CHART_ACTIONS = {
+    "the page, a row in the player": ((), "#chart-accuracy"),
+    "play a row again": (("#row-both-play",), "#chart-accuracy"),
+    "open the lab, commit a run": (
+        ("#lab-panel > summary", "#lab-commit [value=learns]", "#lab-commit-button"),
+        "#lab-chart",
+    ),
+    "open the re-run": (("#rerun-panel > summary",), "#rerun-chart"),
+}
 
 OBSERVE_LCP = """
 window.__lcp = 0;
@@ -287,6 +321,54 @@ def visit(browser: Browser, url: str) -> Visit:
         context.close()
 
 
+def close_the_gate(page: Page) -> None:
+    """Post a whole lesson's work as the page's forms do, every row played."""
+    page.goto("/")
+    token = page.request.get("/api/state").json()["csrf_token"]
+    right = next(choice.id for choice in load_lesson().reading.choices if choice.correct)
+    steps = [
+        ("/predict", {"choice": "layer_norm"}),
+        ("/numbers", RIGHT_NUMBERS),
+        ("/reading", {"choice": right}),
+        *((f"/rows/{key}/predict", {"outcome": o}) for key, o in ROW_PREDICTIONS.items()),
+        *((f"/rows/{key}/play", {}) for key in ROW_PREDICTIONS),
+    ]
+    for path, form in steps:
+        answer = page.request.post(
+            path, form=form, headers={"X-CSRF-Token": token, "Accept": "application/json"}
+        )
+        assert answer.ok, (path, answer.status)
+
+
+def chart_bytes(browser: Browser, url: str) -> dict[str, tuple[int, list[str]]]:
+    """Bytes and URLs each of CHART_ACTIONS costs, each in a first visit of its own."""
+    costs = {}
+    for name, (clicks, frame) in CHART_ACTIONS.items():
+        context = browser.new_context(base_url=url, viewport=VIEWPORT, reduced_motion="reduce")
+        try:
+            page = context.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            cdp = page.context.new_cdp_session(page)
+            cdp.send("Network.enable")
+            close_the_gate(page)
+            if clicks:
+                page.reload()
+                page.wait_for_load_state("networkidle")
+            transfers = Transfers(cdp)
+            if not clicks:
+                page.reload()
+            for selector in clicks:
+                page.click(selector)
+            page.wait_for_selector(f"{frame} canvas, {frame} svg")
+            page.wait_for_load_state("networkidle")
+            page.wait_for_timeout(SETTLE_MS)
+            total, _, urls = transfers.summary()
+            costs[name] = (total, [url for url in urls if "from the cache" not in url])
+        finally:
+            context.close()
+    return costs
+
+
 def report(visits: list[Visit]) -> None:
     print(
         "| repeat | LCP ms | bytes to interactive | by type | then while idle "
@@ -321,7 +403,7 @@ def report(visits: list[Visit]) -> None:
     print(f"then while idle ({SETTLE_MS} ms): {'; '.join(visits[0].idle_urls) or 'nothing'}")
     print(f"repeat visit: {'; '.join(visits[0].repeat_urls)}")
     lazy = [url for one in visits for url in one.urls if any(m in url for m in LAZY_MARKERS)]
-    print(f"uPlot, player.js or recording data before interactive: {lazy or 'none'}")
+    print(f"a panel's scripts or figures before interactive: {lazy or 'none'}")
     for name, value, goal, unit in (
         ("LCP", lcp, GOAL_LCP_MS, "ms"),
         ("bytes to interactive", size, GOAL_BYTES, "B"),
@@ -339,6 +421,12 @@ def report(visits: list[Visit]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=REPEATS)
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="another tree's src/ (a git worktree of the base commit, say): its server is "
+        "measured too, a first visit of each in turn",
+    )
     args = parser.parse_args()
     print(
         f"cores {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}; Chromium {CHROMIUM}; "
@@ -347,23 +435,51 @@ def main() -> None:
         f"kbit/s up; {args.repeats} first visits",
         flush=True,
     )
-    visits = []
-    with TemporaryDirectory(prefix="normdive-phone-") as folder:
-        database = f"sqlite:///{Path(folder) / 'phone.sqlite3'}"
-        with normdive_server(database) as (url, _process), sync_playwright() as playwright:
+    # Each side's server (this tree's code, and --against's on the PYTHONPATH before it).
+    sides = {"this tree": {}}
+    if args.against is not None:
+        sides[str(args.against)] = {"PYTHONPATH": str(args.against.resolve())}
+    visits: dict[str, list[Visit]] = {name: [] for name in sides}
+    charts = {}
+    with TemporaryDirectory(prefix="normdive-phone-") as folder, contextlib.ExitStack() as servers:
+        urls = {
+            name: servers.enter_context(
+                normdive_server(f"sqlite:///{Path(folder) / f'phone-{i}.sqlite3'}", **env)
+            )[0]
+            for i, (name, env) in enumerate(sides.items())
+        }
+        with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
                 executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
             )
             try:
                 # One visit first, not counted: Chromium's first page pays for starting its
                 # renderer and network service, as a phone's browser already running does not.
-                visit(browser, url + "/")
-                for _ in range(args.repeats):
-                    visits.append(visit(browser, url + "/"))
-                    print(f"  LCP {visits[-1].lcp_ms:.0f} ms", file=sys.stderr, flush=True)
+                for url in urls.values():
+                    visit(browser, url + "/")
+                for repeat in range(args.repeats):
+                    # ABBA: each side goes first as often as the other.
+                    order = list(urls.items())
+                    for name, url in order if repeat % 4 in (0, 3) else order[::-1]:
+                        visits[name].append(visit(browser, url + "/"))
+                        print(f"  {name}: LCP {visits[name][-1].lcp_ms:.0f} ms", file=sys.stderr)
+                charts = {name: chart_bytes(browser, url) for name, url in urls.items()}
             finally:
                 browser.close()
-    report(visits)
+    for name in sides:
+        print(f"--- {name}")
+        report(visits[name])
+        for action, (total, fetched) in charts[name].items():
+            print(f"{action}: {total:,} B ({'; '.join(fetched)})")
+    if args.against is not None:
+        ours, theirs = (visits[name] for name in sides)
+        for label, value in (("LCP", "lcp_ms"), ("bytes to interactive", "bytes_total")):
+            mine = statistics.median(getattr(one, value) for one in ours)
+            base = statistics.median(getattr(one, value) for one in theirs)
+            print(
+                f"median {label}: this tree {mine:,.0f}, {args.against} {base:,.0f}: "
+                f"{mine / base:.3f}x"
+            )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 

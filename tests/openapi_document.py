@@ -58,16 +58,6 @@ STATE: Schema = {
         "csrf_token": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
     },
 }
-ROW_CURVES: Schema = {
-    "type": "object",
-    "required": ["ok", "key", "label", "series"],
-    "properties": {
-        "ok": {"const": True},
-        "key": {"type": "string"},
-        "label": {"type": "string"},
-        "series": {"type": "array", "items": {"type": "object"}},
-    },
-}
 HEALTH: Schema = {
     "type": "object",
     "required": ["ok"],
@@ -319,17 +309,6 @@ def _lab_operations(lesson: Lesson) -> dict[str, Schema]:
     return {
         "/lab": {"get": _lab_page("The lab as a page: the learner's runs and the grid.")},
         "/lab/panel": {"get": _lab_page("The lab's panel, as HTML the page swaps in.")},
-        "/lab/grid/{digest}.json": {
-            "get": {
-                "parameters": [_path_parameter("digest", _text(), "The grid's digest.")],
-                "responses": {
-                    "200": _json("The recorded lab grid.", {"type": "object"}),
-                    "304": {"description": "The browser's copy is current."},
-                    "404": _json("No grid here, or not the digest of the one served.", REFUSAL),
-                    "503": _json("The lab grid cannot be used right now.", REFUSAL),
-                },
-            }
-        },
         "/lab/runs": {"post": _lab_write(choice)},
         "/lab/runs/{number}/result": {
             "post": {
@@ -555,36 +534,8 @@ def operations(lesson: Lesson) -> dict[str, dict[str, Schema]]:
                 "responses": {"200": _json("The learner's state and form token.", STATE)},
             }
         },
-        "/recording/rows/{key}.json": {
-            "get": {
-                "parameters": [row_key],
-                "security": optional_learner,
-                "responses": {
-                    "200": _json("The row's recorded curves, every seed.", ROW_CURVES),
-                    "404": _json("No such row.", REFUSAL),
-                    "409": _json("The learner has not played this row yet.", REFUSAL),
-                    "503": _json("The recording cannot be used right now.", REFUSAL),
-                },
-            }
-        },
         "/depths": {"get": _sweep_page("The runs at other depths, as a page.")},
         "/depths/panel": {"get": _sweep_page("The runs at other depths, as the panel's HTML.")},
-        "/depths/cells/{cell}.json": {
-            "get": {
-                "parameters": [
-                    _path_parameter(
-                        "cell", _text(), 'A cell of the sweep: "depth-init-row", e.g. 8-gpt2-both.'
-                    )
-                ],
-                "security": optional_learner,
-                "responses": {
-                    "200": _json("The cell's recorded curves, every seed.", ROW_CURVES),
-                    "404": _json("No such cell in the sweep.", REFUSAL),
-                    "409": _json("The learner's gate has not closed yet.", REFUSAL),
-                    "503": _json("The sweep cannot be used right now.", REFUSAL),
-                },
-            }
-        },
         **_lab_operations(lesson),
         **_lti_operations(),
         **_instructor_operations(),

@@ -22,7 +22,6 @@ GRID = LabGridView(
     base={"steps": 40, "vocab_size": 4},
     cells=(GridCell(NEITHER, (), 0.25), GridCell(BOTH, (), 1.0)),
     trimmed=None,
-    document=b"{}",
 )
 
 

@@ -86,7 +86,7 @@ def test_a_stranger_never_sees_alice(
     assert seen["learner_id"] != state_of(alice)["learner_id"]
     page = mallory.get("/").text
     assert ALICE_WORDS not in page
-    assert mallory.get("/recording/rows/both.json").status_code == 409  # Mallory never played
+    assert "curve-svg" not in mallory.get("/?play=both").text  # Mallory never played
 
 
 @pytest.mark.parametrize(
@@ -216,6 +216,7 @@ def test_alice_s_curves_are_hers_alone(
 ) -> None:
     assert alice.post("/rows/neither/predict", data={"outcome": "chance"}).status_code == 303
     assert alice.post("/rows/both/play").status_code == 303
-    assert alice.get("/recording/rows/both.json").status_code == 200
+    assert 'data-player-row="both"' in alice.get("/?play=both").text
     mallory = make_client()
-    assert mallory.get("/recording/rows/both.json").status_code == 409
+    shown = mallory.get("/?play=both").text
+    assert "data-player-row" not in shown and "curve-svg" not in shown

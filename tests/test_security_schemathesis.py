@@ -57,30 +57,27 @@ from page_client import PageClient
 from tamper import altered_signature
 
 WRONG_READINGS = (WRONG_READING_ID, OTHER_WRONG_READING_CHOICE.id)
-# Every operation the app routes (33), as "METHOD /path".
+# Every operation the app routes (30), as "METHOD /path".
 OPERATIONS = route_operations(ROUTES)
 # Cases per operation and mode. Where Hypothesis runs out of distinct cases sooner, fewer are
 # sent: GET /healthz and GET /api/state take no parameter and no body (one case each: what
-# varies is the credentials, set below), no query of GET / is invalid (every value is text,
-# so no negative cases), and a row's curves take one of four keys (four valid cases). Each
-# operation's floor is MIN_CASES; they add up to at least TOTAL_CASES.
+# varies is the credentials, set below), and no query of GET / is invalid (every value is text,
+# so no negative cases). Each operation's floor is MIN_CASES; they add up to at least
+# TOTAL_CASES.
 EXAMPLES = {GenerationMode.POSITIVE: 84, GenerationMode.NEGATIVE: 42}
 FLOORS = {
     "GET /healthz": 1,
     "GET /api/state": 1,
     "GET /": 80,
-    "GET /recording/rows/{key}.json": 40,
-    # The sweep's figures: a text query (no negative cases) or one path parameter, refused
-    # alike (409) until the gate has closed, which no generated learner reaches.
+    # The sweep's figures: a text query (no negative cases), refused alike (409) until the gate
+    # has closed, which no generated learner reaches.
     "GET /depths": 40,
     "GET /depths/panel": 40,
-    "GET /depths/cells/{cell}.json": 40,
     # The lab's panel and page take nothing and are refused alike (409) until the gate has
-    # closed; its grid takes one path parameter.
+    # closed.
     "GET /lab": 1,
     "GET /lab/panel": 1,
     "GET /lab/rerun/panel": 1,
-    "GET /lab/grid/{digest}.json": 40,
     # The tool's keys and Canvas's configuration take nothing: one case each.
     "GET /lti/jwks": 1,
     "GET /lti/canvas.json": 1,
@@ -253,7 +250,7 @@ def run_mode(
 
 
 def test_the_floors_add_up_to_the_total() -> None:
-    assert len(OPERATIONS) == 33
+    assert len(OPERATIONS) == 30
     assert sum(MIN_CASES.values()) >= TOTAL_CASES
 
 

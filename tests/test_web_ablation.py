@@ -1,5 +1,5 @@
 """The ablation over HTTP: row predictions (POST /rows/{row}/predict), plays
-(POST /rows/{row}/play), the row's curves (GET /recording/rows/{row}.json), hints
+(POST /rows/{row}/play) and the played row's curves drawn by the server, hints
 (POST /hints/{rung}), compare with the aggregate of all learners, the gate, and recordings
 that are missing, corrupt or lack the rows. Sample recordings written to tmp files only."""
 
@@ -185,14 +185,16 @@ def test_the_first_load_stays_small_and_carries_no_curves(client: TestClient) ->
     client.post("/rows/both/play")
     html = client.get("/").text
     soup = soup_of(html)
-    # No chart library and no recorded series in the page: page.js fetches them when needed.
+    # One script, no chart library and no recorded series in the page: the server draws the
+    # played row's curves as SVG.
     assert "uPlot" not in html and "heldout" not in html
     assert [s["src"] for s in soup.select("script[src]")] == [
         next(str(s["src"]) for s in soup.select("script[src]"))
     ]
     assert len(html.encode()) < 64 * 1024
-    # The player names the row played (page.js fetches its curves); the page holds none.
-    assert one(soup, "#player")["data-src"] == "/recording/rows/both.json"
+    player = one(soup, "#player")
+    assert player["data-player-row"] == "both" and not player.has_attr("data-src")
+    assert len(player.select(".charts svg.curve-svg")) == 2
 
 
 # --- row predictions -----------------------------------------------------------------------------
@@ -254,10 +256,10 @@ def test_an_unknown_row_has_one_message_wherever_it_is_named(client: TestClient)
     key = "x" * 100
     expected = unknown_row_message(key)
     assert expected == f"There is no row called {'x' * MAX_ECHOED_CHARS!r} in this lesson."
-    posted = client.post(f"/rows/{key}/play", headers=JSON)
-    fetched = client.get(f"/recording/rows/{key}.json")
-    assert posted.status_code == fetched.status_code == 404
-    assert posted.json()["message"] == fetched.json()["message"] == expected
+    for action in ("play", "predict"):
+        posted = client.post(f"/rows/{key}/{action}", headers=JSON)
+        assert posted.status_code == 404
+        assert posted.json()["message"] == expected
 
 
 # --- plays ---------------------------------------------------------------------------------------
@@ -287,12 +289,11 @@ def test_playing_a_row_records_it_and_shows_its_figures_without_javascript(
     soup = page(client, response.headers["location"].split("#")[0])
     player = one(soup, "#player")
     assert player["data-player-row"] == "both"
-    assert player["data-src"] == "/recording/rows/both.json"
     assert text(player, "h5") == "Both, seed 0"
     assert text(player, "#final-accuracy") == "100.0 %"
     assert text(player, "#final-loss") == "0.003"
     assert text(player, "#final-full-accuracy") == "step 600"  # a step, not a percentage
-    # The server draws the charts (for a page without JavaScript): the note says what they show.
+    # The server draws the charts, with or without JavaScript: the note says what they show.
     note = one(player, "#player-note")
     assert " ".join(note.get_text().split()).startswith(
         "600 training steps. The same row was recorded at seeds 1 and 2 too."
@@ -303,11 +304,13 @@ def test_playing_a_row_records_it_and_shows_its_figures_without_javascript(
     assert table[0][0] == "step"
     assert [line[0] for line in table[1:]] == ["0", "300", "600"]
     assert table[-1][1:] == ["100.0 %", "0.003", "100.0 %"]
-    # Both charts are labelled images whose figures are in that table; without JavaScript,
-    # each frame holds the server's drawing.
-    for chart in player.select(".chart"):
-        assert chart["role"] == "img" and "table below" in str(chart["aria-label"])
-        assert one(chart, "noscript svg.curve-svg").select("path.line")
+    # Both charts are labelled images whose figures are in that table; each frame holds the
+    # server's drawing.
+    charts = player.select(".charts [role=img]")
+    assert len(charts) == 2
+    for chart in charts:
+        assert "table below" in str(chart["aria-label"])
+        assert one(chart, "svg.curve-svg").select("path.line")
     assert "Learns the copy" in text(soup, "#row-both-result")
     assert state(client)["evaluated_runs"] == 1
     # Replaying is allowed and counted as a play; only a row's first play is a run.
@@ -348,35 +351,6 @@ def test_json_play_returns_the_regions_to_swap(client: TestClient) -> None:
     )
 
 
-def test_the_curves_open_once_the_row_has_played(client: TestClient) -> None:
-    commit(client)
-    predict_all(client)
-    before = client.get("/recording/rows/residual_only.json")
-    assert before.status_code == 409
-    assert before.json() == {
-        "ok": False,
-        "message": "Play the “Residuals only” row first; its curves open once it has played.",
-    }
-    client.post("/rows/residual_only/play")
-    data = client.get("/recording/rows/residual_only.json")
-    assert data.status_code == 200
-    body = data.json()
-    assert (body["key"], body["seed"], body["steps"]) == ("residual_only", 0, 600)
-    assert body["chance_level"] == 0.0625 and body["learns_min"] == 0.9
-    assert body["chance_max"] == 0.125
-    assert [s["seed"] for s in body["series"]] == [0, 1, 2]
-    assert [s["page"] for s in body["series"]] == [True, False, False]
-    page_seed = body["series"][0]
-    assert page_seed["step"] == [0, 300, 600]
-    assert page_seed["loss"][1] == "nan"  # the recording's marker, never dropped
-    assert page_seed["accuracy"][-1] == 0.2
-    # The other seeds spread around it.
-    assert body["series"][2]["accuracy"][1] != page_seed["accuracy"][1]
-    missing = client.get("/recording/rows/best.json")
-    assert missing.status_code == 404
-    assert missing.json()["message"] == "There is no row called 'best' in this lesson."
-
-
 def test_a_plain_visit_shows_the_row_first_played_last(client: TestClient) -> None:
     commit(client)
     predict_all(client)
@@ -398,7 +372,6 @@ def test_a_learner_sees_none_of_anothers_state(learner: Learner) -> None:
     predict_all(first)
     first.post("/rows/both/play")
     first.post("/hints/1")
-    assert second.get("/recording/rows/both.json").status_code == 409
     soup = page(second, "/?play=both")
     assert soup.select_one("#committed-prediction") is None
     assert soup.select("[id$=-prediction]") == []
@@ -734,7 +707,6 @@ def test_a_recording_that_cannot_be_used_is_said_in_lesson_words(
         assert played.status_code == 409 and sentence in played.json()["message"]
         predicted = client.post("/rows/both/predict", data={"outcome": "learns"})
         assert predicted.status_code == 409
-        assert client.get("/recording/rows/both.json").status_code == 503
         assert state(client)["gate"]["closed"] is False  # type: ignore[index]
     # The author's message, with the path, went to the log.
     assert any(str(path) in record.getMessage() for record in caplog.records)

@@ -65,11 +65,10 @@ def test_the_labs_webassembly_is_compressed(client: TestClient) -> None:
 
 
 def test_modules_imported_by_relative_url_share_the_version(client: TestClient) -> None:
-    # page.js imports ./page/numbers.js, which imports ../layernorm.js; page/played-row.js
-    # imports ../player.js, which loads ./vendor/uplot/...: same versioned folder.
+    # page.js imports ./page/numbers.js, which imports ../layernorm.js; the panels' modules
+    # import ../page/growing.js and their stylesheet: same versioned folder.
     base = static_url("", static_version())
-    names = ("page/numbers.js", "layernorm.js", "player.js", "vendor/uplot/uPlot.esm.js")
-    for name in (*names, "vendor/uplot/uPlot.min.css"):
+    for name in ("page/numbers.js", "layernorm.js", "page/growing.js", "lab.css"):
         response = client.get(base + name, headers=GZIP)
         assert response.status_code == 200, name
         assert response.headers["cache-control"] == IMMUTABLE

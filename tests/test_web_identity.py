@@ -125,7 +125,7 @@ def test_a_validly_signed_id_the_store_does_not_know_is_that_learner_stored_on_f
 def test_reading_without_a_cookie_stores_nothing_but_signs_an_id(
     make_client: Callable[[], TestClient], settings: Settings
 ) -> None:
-    for path in ("/", "/api/state", "/recording/rows/both.json", "/healthz"):
+    for path in ("/", "/api/state", "/depths/panel", "/healthz"):
         visitor = make_client()
         response = visitor.get(path)
         assert response.status_code in (200, 409, 503), path

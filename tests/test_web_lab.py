@@ -1,8 +1,8 @@
 """The panel "Train one yourself" over HTTP: there only once the gate has closed, and never
 part of it; a configuration committed once, from the lesson's offered values, before it
-trains; a finished run's figures validated and kept once; what a reload shows; the grid as
-JSON under its digest, kept for good; the no-JavaScript page with the grid as a table; bad
-input answered with a message, never a 500."""
+trains; a finished run's figures validated and kept once; what a reload shows; the open run's
+chart drawn by the server over its recorded cell; the no-JavaScript page with the grid as a
+table; bad input answered with a message, never a 500."""
 
 from __future__ import annotations
 
@@ -144,7 +144,8 @@ def test_commit_then_finish_keeps_the_run_and_never_changes_the_gate(
         train = body.select_one("#lab-train")
         assert isinstance(train, Tag)
         run = json.loads(str(train["data-run"]))
-        assert run["run"] == 1 and run["seed"] == 0 and run["recorded"] is True
+        assert run["run"] == 1 and run["seed"] == 0
+        assert len(recorded_lines(train)) == 1
         assert run["config"]["d_model"] == TINY_BASE.d_model
         assert run["config"]["depth"] == 2 and run["config"]["eps"] == 1e-5
         assert "Both, depth 2, eps 0.00001" in answer.json()["message"]
@@ -184,7 +185,7 @@ def test_a_run_that_differs_from_its_cell_says_where_and_one_without_a_cell_says
         unrecorded = {"depth": "4", "row": "neither", "init": "pytorch", "seed": "0"}
         answer = client.post("/lab/runs", data={**unrecorded, "outcome": "chance"}, headers=JSON)
         train = soup(answer.json()["html"]).select_one("#lab-train")
-        assert isinstance(train, Tag) and json.loads(str(train["data-run"]))["recorded"] is False
+        assert isinstance(train, Tag) and recorded_lines(train) == []
         assert TEXT.no_cell in words(train)
         said = client.post(
             "/lab/runs/2/result", data={"result": result(0.25)}, headers=JSON
@@ -339,7 +340,12 @@ def test_writes_need_the_form_token(make_settings: SettingsFactory, recording_pa
         assert answer.status_code == 403
 
 
-def test_the_grid_is_served_under_its_digest_and_kept(
+def recorded_lines(train: Tag) -> list[Tag]:
+    """The recorded cells' lines on the open run's chart."""
+    return train.select("#lab-chart svg.curve-svg .recorded path.line")
+
+
+def test_the_open_runs_chart_is_drawn_by_the_server_over_its_recorded_cell(
     make_settings: SettingsFactory, recording_path: Path
 ) -> None:
     with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
@@ -347,14 +353,28 @@ def test_the_grid_is_served_under_its_digest_and_kept(
         client.post("/lab/runs", data={**BOTH, "outcome": "learns"}, headers=JSON)
         train = soup(client.get("/lab/panel").text).select_one("#lab-train")
         assert isinstance(train, Tag)
-        url = str(train["data-grid"])
-        answer = client.get(url, headers={"Accept-Encoding": "gzip"})
-        assert answer.status_code == 200
-        assert answer.headers["cache-control"] == "public, max-age=31536000, immutable"
-        assert answer.headers["content-encoding"] == "gzip"
-        assert answer.json()["base"]["d_model"] == TINY_BASE.d_model
-        etag = answer.headers["etag"]
-        assert client.get(url, headers={"If-None-Match": etag}).status_code == 304
+        frame = train.select_one("#lab-chart")
+        assert isinstance(frame, Tag)
+        assert frame["role"] == "img" and frame["aria-label"] == TEXT.chart_label
+        svg = frame.select_one("svg.curve-svg")
+        assert isinstance(svg, Tag) and svg["aria-hidden"] == "true"
+        # The plot's box and last step, for the script that grows the run's line.
+        left, top, right, bottom, steps = (float(n) for n in str(svg["data-plot"]).split())
+        assert left < right and top < bottom and steps == TINY_BASE.steps
+        # The recorded cell, dashed, from step 0 to the last; the run's line empty until the
+        # worker reports, its end marker hidden.
+        [recorded] = recorded_lines(train)
+        assert str(recorded["d"]).startswith(f"M{left:g} ")
+        run = svg.select_one('[data-series="run"]')
+        assert isinstance(run, Tag) and "device" in run["class"]
+        assert run.select_one("path.line")["d"] == ""  # type: ignore[index]
+        assert run.select_one("path.marker")["visibility"] == "hidden"  # type: ignore[index]
+        ticks = [t.get_text() for t in svg.select("text.tick")]
+        assert ticks[:5] == ["0 %", "25 %", "50 %", "75 %", "100 %"]
+        titles = [t.get_text() for t in svg.select("text.axis-title")]
+        assert titles == ["Held-out accuracy", "Training step"]
+        # Nothing of the grid is fetched: the page holds no address of it.
+        assert "/lab/grid/" not in client.get("/lab/panel").text
         assert client.get("/lab/grid/0000000000000000.json").status_code == 404
 
 
@@ -424,7 +444,6 @@ def test_a_missing_or_unusable_grid_is_said_plainly(
         assert words(soup(client.get("/lab/panel").text).select_one("#lab-problem")) == (
             TEXT.missing
         )
-        assert client.get("/lab/grid/0000000000000000.json").status_code == 404
         write_lab_grid(recording, sample_lab_grid())
         path = recording.with_name("the-transformer-block-lab.json")
         path.write_text("{", encoding="utf-8")
@@ -477,7 +496,7 @@ def test_the_instructor_view_counts_the_lab_runs(
     assert matrix[0] == ["Learns the copy", "1", "0", "1"]
 
 
-def test_the_shipped_grid_offers_depths_6_and_8_and_serves_a_depth_8_curve(
+def test_the_shipped_grid_offers_depths_6_and_8_and_draws_a_depth_8_curve(
     make_settings: SettingsFactory, tmp_path: Path
 ) -> None:
     path = write_recording(tmp_path, ablation_recording("both"))
@@ -492,12 +511,11 @@ def test_the_shipped_grid_offers_depths_6_and_8_and_serves_a_depth_8_curve(
         assert answer.status_code == 200, answer.text
         train = soup(client.get("/lab/panel").text).select_one("#lab-train")
         assert isinstance(train, Tag)
-        served = client.get(str(train["data-grid"])).json()
-        cells = [
-            c
-            for c in served["cells"]
-            if (c["depth"], c["layernorm"], c["residual"], c["init"], c["seed"])
-            == (8, True, True, "gpt2", 1)
-        ]
-        assert len(cells) == 1 and cells[0]["eps"] == 1e-05
-        assert cells[0]["curve"][-1]["step"] == cells[0]["final"]["step"] == 300
+        # The recorded cell of depth 8, seed 1, eps 1e-5 is drawn to its last step, 300.
+        [recorded] = recorded_lines(train)
+        svg = train.select_one("svg.curve-svg")
+        assert isinstance(svg, Tag)
+        _, _, right, _, steps = (float(n) for n in str(svg["data-plot"]).split())
+        assert steps == 300
+        last_x = str(recorded["d"]).rsplit("L", 1)[-1].split()[0]
+        assert float(last_x) == right

@@ -402,7 +402,7 @@ def test_the_page_states_the_lessons_epsilon_and_the_script_reads_it_from_there(
 ) -> None:
     assert one(page(client), "main")["data-eps"] == str(LESSON.eps)
     static = Path(__file__).resolve().parents[1] / "src" / "normdive" / "web" / "static"
-    scripts = [static / name for name in ("page.js", "player.js", "layernorm.js")]
+    scripts = [static / name for name in ("page.js", "layernorm.js")]
     for script in scripts + sorted((static / "page").glob("*.js")):
         assert str(LESSON.eps) not in script.read_text(encoding="utf-8"), script.name
 

@@ -1,10 +1,9 @@
-"""The recording as the page shows it (normdive.web.views.player), and the vendored uPlot."""
+"""The recording as the page shows it (normdive.web.views.player): every chart drawn by the
+server."""
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 import math
 import re
 from pathlib import Path
@@ -30,16 +29,14 @@ from normdive.web.views.player import (
     player_view,
     provenance_view,
     row_key,
-    row_payload,
 )
-from normdive.web.views.rendering import STATIC_DIR, Renderer
+from normdive.web.views.rendering import Renderer
 from sample_recordings import sample_recording
 
 LESSON = load_lesson()
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = read_recording(REPO / "recordings" / "the-transformer-block.json")
 FRAGMENTS = Renderer().env.get_template("fragments.html").module
-VENDOR = STATIC_DIR / "vendor" / "uplot"
 RECORDING = ablation_recording()
 
 
@@ -73,7 +70,6 @@ def test_the_player_shows_the_page_seeds_curve_and_final_figures() -> None:
         0,
         (1, 2),
     )
-    assert view.data_url == "/recording/rows/residual_only.json"
     assert [p.step for p in view.points] == [0, 300, 600]
     middle = view.points[1]
     assert (middle.loss, middle.non_finite) == ("not a number", True)
@@ -230,17 +226,22 @@ def test_the_player_draws_its_curves_on_the_server() -> None:
     # The played loss is not a number at step 300: its line breaks there, with a cross.
     assert loss.lines[-1].path.count("M") == 2 and len(loss.crosses) == 1
     assert not loss.rules
-    # Without JavaScript the frames hold the drawing (a named image), not an apology.
+    # The frames hold the drawing (a named image), with or without JavaScript; its axes are
+    # titled, the value axis above the plot.
     state = SimpleNamespace(ablation=SimpleNamespace(available=True))
     soup = BeautifulSoup(
         str(FRAGMENTS.player(SimpleNamespace(lesson=LESSON, player=view, state=state))),
         "html.parser",
     )
-    for chart in soup.select(".chart"):
+    charts = soup.select(".charts .curve-frame")
+    assert [chart["id"] for chart in charts] == ["chart-accuracy", "chart-loss"]
+    for chart, title in zip(charts, ("Accuracy", "Loss"), strict=True):
         assert str(chart["role"]) == "img" and "against training step" in str(chart["aria-label"])
-        drawing = chart.select_one("noscript svg.curve-svg")
-        assert drawing is not None and drawing.select("path.line")
-        assert "needs JavaScript" not in chart.get_text()
+        drawing = chart.select_one("svg.curve-svg")
+        assert drawing is not None and drawing.find_parent("noscript") is None
+        assert drawing.select(".plot path.line")
+        titles = [text.get_text() for text in drawing.select("text.axis-title")]
+        assert titles == [title, "Training step"]
     # One row played: nothing to draw together yet.
     assert view.together is None and soup.select_one("#together") is None
 
@@ -298,30 +299,3 @@ def test_a_single_recorded_update_draws_one_chart() -> None:
         row["block_grad_norms"] = row["block_grad_norms"][:1]
     view = gradients_view(Recording.model_validate(data), LESSON)
     assert view is not None and [chart.step for chart in view.charts] == [1]
-
-
-def test_the_row_payload_holds_every_seed_with_its_markers() -> None:
-    payload = row_payload(RECORDING, LESSON, NON_FINITE_ROW)
-    assert payload is not None
-    assert [series["seed"] for series in payload["series"]] == [0, 1, 2]
-    assert payload["series"][0]["loss"][1] == "nan"
-    assert payload["chance_level"] == 1 / 16 and payload["chance_max"] == 0.125
-    # It is JSON as it stands (the markers are strings, never NaN).
-    assert json.loads(json.dumps(payload, allow_nan=False)) == payload
-    assert row_payload(RECORDING, LESSON, "best") is None
-
-
-@pytest.mark.node  # reads node_modules (npm ci)
-def test_the_vendored_uplot_is_the_pinned_package_unchanged() -> None:
-    readme = (VENDOR / "README.md").read_text(encoding="utf-8")
-    package = json.loads((REPO / "package.json").read_text(encoding="utf-8"))
-    version = package["devDependencies"]["uplot"]
-    assert readme.startswith(f"# uPlot {version} (vendored)")
-    for name in ("uPlot.esm.js", "uPlot.min.css", "LICENSE"):
-        digest = hashlib.sha256((VENDOR / name).read_bytes()).hexdigest()
-        assert re.search(rf"`{re.escape(name)}`.*`{digest}`", readme), name
-        # `make test` installs the pinned package (npm ci) before the tests run.
-        package_dir = REPO / "node_modules" / "uplot"
-        source = package_dir / name if name == "LICENSE" else package_dir / "dist" / name
-        assert hashlib.sha256(source.read_bytes()).hexdigest() == digest, name
-    assert "MIT" in (VENDOR / "LICENSE").read_text(encoding="utf-8")

@@ -1,8 +1,9 @@
 """The panel "Re-run the ablation on this device" over HTTP: there only once the gate has closed,
 trained only once every recorded row has played, and never part of the gate; the four rows
 kept once each, in the lesson's order; the side-by-side drawn by the server with the sentence
-composed from the numbers once a set is whole; bad input answered with a message, never a 500;
-a row raced by several requests kept once."""
+composed from the numbers once a set is whole; the chart drawn by the server, each row's
+recorded cell and its kept curve in the row's colour; bad input answered with a message, never
+a 500; a row raced by several requests kept once."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from normdive.progress.rerun import MAX_RERUNS
 from normdive.store.event_store import EventList, Store
 from normdive.web.app import create_app
 from normdive.web.infrastructure.identity import COOKIE_NAME
+from normdive.web.views.rerun import ROW_COLOURS
 from page_client import PageClient
 from sample_lab import TINY_BASE, sample_lab_grid, write_lab_grid
 
@@ -147,6 +149,40 @@ def test_the_panel_states_both_stacks_and_the_set_the_browser_trains(
         assert lines["both"][1] == outcomes[ROW_PREDICTIONS["both"]]
         assert lines["both"][2].endswith("100.0 %")
         assert lines["residual_only"][3] == "95.0 %"
+
+
+def test_the_chart_draws_each_rows_recorded_cell_and_its_kept_curve(
+    make_settings: SettingsFactory, recording_path: Path
+) -> None:
+    with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
+        post_each(client, steps_to_the_gate())
+        assert keep(client, 1, "both", 1.0).status_code == 200
+        panel = soup(client.get("/lab/rerun/panel").text)
+        frame = panel.select_one("#rerun-chart")
+        assert isinstance(frame, Tag)
+        assert frame["role"] == "img" and frame["aria-label"] == TEXT.chart_label
+        svg = frame.select_one("svg.curve-svg[data-plot]")
+        assert isinstance(svg, Tag)
+        # Each row's recorded cell dashed, in the colour its name has in the table.
+        recorded = svg.select("g.recorded")
+        assert [g["color"] for g in recorded] == list(ROW_COLOURS)
+        assert all(g.select_one("path.line")["d"] for g in recorded)  # type: ignore[index]
+        swatches = [
+            panel.select_one(f'tr[data-rerun-row="{key}"] .swatch rect')["fill"]  # type: ignore[index]
+            for key in ROWS
+        ]
+        assert swatches == list(ROW_COLOURS)
+        # One line per row for the device, named for the script that grows it: the kept row's
+        # curve as the server holds it, the others empty until they train.
+        device = {str(g["data-series"]): g for g in svg.select("g.device")}
+        assert list(device) == ROWS
+        assert [g["color"] for g in device.values()] == list(ROW_COLOURS)
+        lines = {key: str(g.select_one("path.line")["d"]) for key, g in device.items()}  # type: ignore[index]
+        assert lines["both"].startswith("M") and lines["both"].count("L") == 4
+        assert all(lines[key] == "" for key in ROWS[1:])
+        # The rows' end markers differ in shape as well as colour.
+        markers = {str(g.select_one("path.marker")["d"]) for g in device.values()}  # type: ignore[index]
+        assert len(markers) == 4
 
 
 @pytest.mark.both_databases

@@ -1,7 +1,7 @@
 """The panel "Does it hold at other depths?" over HTTP: there only once the gate has closed,
 its figures only when asked for (never in the lesson page), a plain sentence when no sweep
-is recorded, the table and sentences from the sweep file, any cell in the player, its
-curves as JSON, and the compare section's line about other depths."""
+is recorded, the table and sentences from the sweep file, any cell in the player with its
+curves drawn by the server, and the compare section's line about other depths."""
 
 from __future__ import annotations
 
@@ -57,8 +57,6 @@ def test_before_the_gate_closes_there_is_no_panel_and_no_figures(
             answer = client.get(url)
             assert answer.status_code == 409
             assert words(soup(answer.text).select_one("#sweep-problem")) == LESSON.sweep.locked
-        answer = client.get("/depths/cells/8-gpt2-both.json")
-        assert answer.status_code == 409 and answer.json()["message"] == LESSON.sweep.locked
 
 
 def test_the_panel_says_so_plainly_when_no_sweep_is_recorded(
@@ -88,7 +86,7 @@ def test_the_lesson_page_holds_none_of_the_sweeps_figures(
     with PageClient(create_app(make_settings(recording_path=recording_path))) as client:
         close_the_gate(client)
         html = client.get("/").text
-    assert "heatmap" not in html and "/depths/cells/" not in html
+    assert "heatmap" not in html and "sweep-player" not in html
     assert sweep_sentences(sample_sweep(), LESSON)[0] not in html
 
 
@@ -186,7 +184,6 @@ def test_any_cell_plays_in_the_player_with_and_without_javascript(
         page = soup(client.get("/depths?cell=16-pytorch-residual_only").text)
         player = page.select_one("#sweep-player")
         assert isinstance(player, Tag)
-        assert player["data-src"] == "/depths/cells/16-pytorch-residual_only.json"
         assert words(player.select_one("#sweep-player-title")) == (
             "Residuals only, depth 16, PyTorch's default initialisation, seed 0"
         )
@@ -198,7 +195,7 @@ def test_any_cell_plays_in_the_player_with_and_without_javascript(
         assert isinstance(selected, Tag) and selected["aria-current"] == "true"
 
         # A cell with other seeds names their final figures in words, and what the charts
-        # draw: the server draws them for a page without JavaScript too.
+        # draw: the server draws them, with or without JavaScript.
         other = soup(client.get("/depths?cell=4-gpt2-layernorm_only").text)
         note_tag = other.select_one("#sweep-player-note")
         assert isinstance(note_tag, Tag)
@@ -209,26 +206,18 @@ def test_any_cell_plays_in_the_player_with_and_without_javascript(
         chart_note = note_tag.select_one("[data-chart-note]")
         assert isinstance(chart_note, Tag) and not chart_note.has_attr("hidden")
         assert "faint lines" in words(chart_note)
-        drawing = other.select_one("#sweep-chart-accuracy noscript svg.curve-svg")
+        drawing = other.select_one("#sweep-chart-accuracy svg.curve-svg")
         assert drawing is not None
         assert [line["class"] for line in drawing.select("g > path.line")] == [["line"]] * 3
         assert drawing.select_one("polygon.band") is not None
-
-        data = client.get("/depths/cells/16-pytorch-residual_only.json").json()
-        assert data["ok"] is True and data["seed"] == 0 and data["label"] == "Residuals only"
-        assert [s["seed"] for s in data["series"]] == [0]  # depth 16 trained one seed
-        assert data["series"][0]["page"] is True
-        assert data["series"][0]["accuracy"][-1] == 1.0
+        # Depth 16 trained one seed: its one line, no band.
+        alone = player.select_one("#sweep-chart-accuracy svg.curve-svg")
+        assert alone is not None and len(alone.select("g > path.line")) == 1
+        assert alone.select_one("polygon.band") is None
 
         for bad in ("3-gpt2-both", "8-xavier-both", "8-gpt2-half", "x", "8-gpt2-both-2"):
-            assert client.get(f"/depths/cells/{bad}.json").status_code == 404, bad
             assert client.get(f"/depths?cell={bad}").status_code == 200  # the table, no player
         assert soup(client.get("/depths?cell=x").text).select_one("#sweep-player h3") is None
-        long_name = "a" * 15_000  # repeated back only in part
-        refused = client.get(f"/depths/cells/{long_name}.json")
-        assert refused.status_code == 404
-        assert refused.json()["message"].startswith(f"The sweep has no cell '{'a' * 40}' (")
-        assert len(refused.content) < 200
 
 
 def test_an_unusable_sweep_is_a_plain_sentence_not_an_error(
@@ -240,7 +229,6 @@ def test_an_unusable_sweep_is_a_plain_sentence_not_an_error(
         answer = client.get("/depths/panel")
         assert answer.status_code == 200
         assert words(soup(answer.text).select_one("#sweep-problem")) == LESSON.sweep.unusable
-        assert client.get("/depths/cells/8-gpt2-both.json").status_code == 503
         assert client.get("/").status_code == 200
 
 

@@ -140,8 +140,17 @@ def gradient_plots(page: Page):  # type: ignore[no-untyped-def]
 
 
 def charts_drawn(page: Page) -> None:
-    expect(page.locator("#chart-accuracy canvas")).to_have_count(1)
-    expect(page.locator("#chart-loss canvas")).to_have_count(1)
+    expect(page.locator("#chart-accuracy svg.curve-svg")).to_have_count(1)
+    expect(page.locator("#chart-loss svg.curve-svg")).to_have_count(1)
+
+
+def plot_clip(page: Page) -> str:
+    """How the accuracy chart's curves are clipped now: an inset while they grow, else none."""
+    return str(
+        page.evaluate(
+            "() => getComputedStyle(document.querySelector('#chart-accuracy .plot')).clipPath"
+        )
+    )
 
 
 # --- the walk ---------------------------------------------------------------------------------
@@ -214,7 +223,11 @@ def test_a_learner_walks_from_the_locked_page_to_a_closed_gate(new_page: NewPage
     expect(page.locator("#player")).to_be_focused()
     expect(page.locator("#final-figures")).to_be_hidden()
     charts_drawn(page)
+    # The server's curves grow with CSS: clipped from the right while the figures wait.
+    expect(page.locator("#player .charts")).to_have_class(re.compile(r"\bgrowing\b"))
+    assert plot_clip(page).startswith("inset(")
     expect(page.locator("#final-figures")).to_be_visible(timeout=ANIMATION_TIMEOUT_MS)
+    assert plot_clip(page) == "none"
     expect(page.locator("#final-accuracy")).to_have_text("20.0 %")
     expect(page.locator("#announcer")).to_contain_text(LESSON.ablation.final_heading)
     runs(page, 5)
@@ -231,12 +244,13 @@ def test_a_learner_walks_from_the_locked_page_to_a_closed_gate(new_page: NewPage
     rung(page, 2).click()
     expect(page.locator("#hint-2-text")).to_contain_text("the residual connections")
 
-    # Under prefers-reduced-motion a play shows everything at once.
+    # Under prefers-reduced-motion a play shows everything at once, the curves unclipped.
     page.emulate_media(reduced_motion="reduce")
     for key in ("layernorm_only", "neither"):
         play_button(page, key).click()
         expect(page.locator("#player-title")).to_have_text(f"{ROW_LABELS[key]}, seed 0")
         expect(page.locator(f"#row-{key}-result")).to_be_visible()
+        assert plot_clip(page) == "none"
     # The rows played so far share one chart, named with where each ended.
     together = page.get_by_role("img", name=re.compile(r"against training step: Residuals only"))
     expect(together).to_be_visible()

@@ -182,10 +182,11 @@ def test_the_whole_page_works_under_its_policy(
     for key in PREDICTIONS:
         predict_row(page, key)
     page.get_by_role("button", name=f"{LESSON.ablation.play_label} ({ROW_LABELS['both']})").click()
-    # player.js, uPlot and the row's curves load now; the charts draw on canvases.
-    expect(page.locator("#chart-accuracy canvas")).to_have_count(1, timeout=20_000)
+    # The row's curves, drawn by the server, grow with CSS under the policy's style-src.
+    expect(page.locator("#player .charts")).to_have_class(re.compile(r"\bgrowing\b"))
+    expect(page.locator("#chart-accuracy svg.curve-svg")).to_have_count(1)
     page.reload()
-    expect(page.locator("#chart-loss canvas")).to_have_count(1, timeout=20_000)
+    expect(page.locator("#chart-loss svg.curve-svg")).to_have_count(1)
 
     assert watched.violations() == []
     assert watched.errors == []

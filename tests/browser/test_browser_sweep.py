@@ -120,8 +120,10 @@ def test_the_panel_loads_when_opened_and_plays_any_cell(new_page: NewPage) -> No
     page.wait_for_function("() => window.chartNotesHiddenAtFocus !== undefined")
     assert page.evaluate("window.chartNotesHiddenAtFocus") is False
     expect(page.locator("#sweep-player")).to_be_focused()
-    expect(page.locator("#sweep-chart-accuracy canvas")).to_have_count(1)
-    expect(page.locator("#sweep-chart-loss canvas")).to_have_count(1)
+    expect(page.locator("#sweep-chart-accuracy svg.curve-svg")).to_have_count(1)
+    expect(page.locator("#sweep-chart-loss svg.curve-svg")).to_have_count(1)
+    # A picked cell's curves grow as a played row's do.
+    expect(page.locator("#sweep-player .charts")).to_have_class(re.compile(r"\bgrowing\b"))
     expect(page.locator("#sweep-final-accuracy")).to_have_text("87.9 %")
     # A screen reader hears what now plays, and where it ended.
     expect(page.get_by_role("status")).to_have_text(
@@ -192,12 +194,13 @@ def test_the_page_of_its_own_draws_the_cell_and_passes_axe(new_page: NewPage) ->
     page.on("request", lambda request: seen.append(request))
     close_the_gate(page)
     page.goto("/depths?cell=16-pytorch-residual_only#sweep-player")
-    expect(page.locator("#sweep-chart-accuracy canvas")).to_have_count(1)
+    expect(page.locator("#sweep-chart-accuracy svg.curve-svg")).to_have_count(1)
     page.get_by_text("Show the curve as a table").click()
     no_horizontal_scroll(page)
     violations = axe_violations(page)
     assert violations == [], json.dumps(violations, indent=1)
-    assert any(r.url.endswith("/depths/cells/16-pytorch-residual_only.json") for r in seen)
+    # Drawn by the server: no curves fetched, no chart library.
+    assert not [r.url for r in seen if r.url.endswith(".json") or "uPlot" in r.url]
 
     # A pick here names its cell in the address, so a reload plays it again.
     page.get_by_role("link", name=CELL).click()
@@ -211,7 +214,7 @@ def test_of_two_quick_picks_the_later_plays_and_keeps_the_focus(new_page: NewPag
     page = new_page(viewport=PHONE, reduced_motion="reduce")
     close_the_gate(page)
     page.goto("/depths?cell=16-pytorch-residual_only#sweep-player")
-    expect(page.locator("#sweep-chart-accuracy canvas")).to_have_count(1)
+    expect(page.locator("#sweep-chart-accuracy svg.curve-svg")).to_have_count(1)
     # The first pick's answer is held back until the second pick has played.
     held: list[Route] = []
     page.route(

@@ -25,7 +25,7 @@ import itertools
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, astuple, dataclass
+from dataclasses import asdict, dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -107,11 +107,6 @@ class LabChoice:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-    def key(self) -> list[Any]:
-        """The configuration as the browser names a recorded cell: depth, layer norm,
-        residual, eps, init, seed (lab-tools.js, CellKey)."""
-        return list(astuple(self))
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LabChoice | None:

@@ -5,7 +5,7 @@ one costs no disk read and no compression; and gzip for every other response (pa
 URLs: `/static/<version>/<name>` where <version> is rendering.static_version (a hash of every
 static file), so a release changes every asset URL. Under the current version an answer may be
 kept for a year without asking again (`immutable`); page.js's relative imports (layernorm.js,
-player.js, uPlot) resolve under the same versioned folder and are kept as long. Any other URL
+the panels' modules) resolve under the same versioned folder and are kept as long. Any other URL
 (`/static/<name>`, or an older release's version) answers with `no-cache`: the browser keeps the
 file but checks its ETag before each use, so it never holds on to an outdated file.
 

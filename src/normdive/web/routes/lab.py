@@ -1,8 +1,8 @@
 """Routes of the panel "Train one yourself": the panel's controls as a fragment the lesson page
-loads when the panel opens, the same panel as a page of its own (without JavaScript: the
-learner's runs and the recorded lab grid as a table), the grid as JSON for the browser's
-chart (under its digest, kept for good), and the two writes: commit a prediction for an
-offered configuration, and keep a finished run's figures.
+loads when the panel opens (with the open run's chart, its recorded cell drawn), the same
+panel as a page of its own (without JavaScript: the learner's runs and the recorded lab grid
+as a table), and the two writes: commit a prediction for an offered configuration, and keep a
+finished run's figures.
 
 Every route answers only once the learner's gate has closed; the lab's events are no part of
 the gate (progress.lab). The grid (beside the recording, normdive.lab.grid.lab_path_for) is read
@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from normdive.i18n.catalogues import N_, gettext, pgettext
+from normdive.i18n.catalogues import gettext, pgettext
 from normdive.i18n.numbers import shown_in
 from normdive.lesson.content import Lesson
 from normdive.lesson.translations import localized
@@ -50,7 +50,6 @@ from normdive.progress.lab import (
 from normdive.progress.sweep import seed_words
 from normdive.store.event_store import EventList
 from normdive.web.infrastructure.admission import vouched_learner
-from normdive.web.infrastructure.assets import IMMUTABLE, etag_matches
 from normdive.web.infrastructure.errors import error_response, wants_json
 from normdive.web.infrastructure.forms import vouched_form
 from normdive.web.infrastructure.identity import (
@@ -59,10 +58,13 @@ from normdive.web.infrastructure.identity import (
 )
 from normdive.web.infrastructure.learners import Refused, refusal_status, retry_headers
 from normdive.web.infrastructure.services import Services, services
+from normdive.web.views.charts import CurveChart
 from normdive.web.views.lab_grid import LabGridView, PanelView, grid_or_sentence
+from normdive.web.views.training_chart import TrainingLine, training_chart
 
 PANEL_TEMPLATE = "lab_fragments.html"
-GRID_GONE = N_("The lab's recorded runs changed on the server; reload the page.")
+# The open run's curve on the panel's chart, as lab-panel.js names it.
+LIVE_LINE = "run"
 # The grid's base configuration as the panel says it (_base_words), in the order it says it.
 _BASE_FIELDS = (
     "d_model",
@@ -101,7 +103,6 @@ class LabView(PanelView):
     pending: str | None = None  # the open run, in words
     pending_data: str | None = None  # the open run as the browser trains it (JSON)
     result: LabResult | None = None  # the latest finished run
-    grid_url: str = ""
     tables: tuple[GridTable, ...] = ()
     eps_options: tuple[str, ...] = ()
     depths: tuple[int, ...] = ()  # the lesson's offered depths the grid has cells at
@@ -109,6 +110,7 @@ class LabView(PanelView):
     inits: tuple[tuple[str, str], ...] = ()
     cells: str = "[]"  # the recorded points, so the form can say which have no cell
     pending_recorded: bool = True  # the open run has a recorded cell to be drawn against
+    chart: CurveChart | None = None  # the open run's chart: its recorded cell, if any
 
 
 def grid_view(svc: Services) -> LabGridView | str:
@@ -207,7 +209,8 @@ def lab_view(
     if isinstance(grid, str):
         return LabView(lesson, problem=grid, runs=lines, refused=refused)
     pending = open_run(runs)
-    recorded = pending is None or grid.cell(pending.choice) is not None
+    cell = grid.cell(pending.choice) if pending is not None else None
+    recorded = pending is None or cell is not None
     finished = [run for run in runs if run.final is not None]
     offered = lesson.lab.offered
     cells = [
@@ -229,7 +232,6 @@ def lab_view(
         pending_data=_pending_data(lesson, grid, pending) if pending is not None else None,
         pending_recorded=recorded,
         result=_result(lesson, grid, finished[-1]) if finished else None,
-        grid_url=f"/lab/grid/{grid.digest}.json",
         tables=_tables(lesson, grid),
         eps_options=tuple(f"{value.normalize():f}" for value in offered.eps),
         depths=_depths(lesson, grid),
@@ -238,20 +240,23 @@ def lab_view(
         message=message,
         refused=refused,
         cells=json.dumps(cells),
+        chart=training_chart(
+            grid.steps,
+            [TrainingLine(LIVE_LINE, "", cell.curve if cell is not None else None)],
+        )
+        if pending is not None
+        else None,
     )
 
 
 def _pending_data(lesson: Lesson, grid: LabGridView, pending: LabRun) -> str:
-    """What the trainer needs of the open run, as JSON: its number, config, seed, whether
-    its cell was recorded, the cell, and its name."""
+    """What the trainer needs of the open run, as JSON: its number, config, seed and name."""
     choice = pending.choice
     return json.dumps(
         {
             "run": pending.number,
             "config": grid.config(choice),
             "seed": choice.seed,
-            "recorded": grid.cell(choice) is not None,
-            "cell": choice.key(),
             "name": config_name(lesson, choice),
         }
     )
@@ -304,29 +309,6 @@ async def lab_page(request: Request) -> Response:
 async def lab_panel(request: Request) -> Response:
     """The panel's controls, runs and grid, as the lesson page swaps them in."""
     return await run_in_threadpool(_lab_page, services(request), request, True)
-
-
-def _grid_document(svc: Services, request: Request, digest: str) -> Response:
-    grid = grid_view(svc)
-    if isinstance(grid, str):
-        # No grid on this server is no such document; one that cannot be read, an outage.
-        missing = grid == localized(svc.lesson).lab.missing
-        return JSONResponse({"ok": False, "message": grid}, 404 if missing else 503)
-    if digest != grid.digest:
-        return JSONResponse({"ok": False, "message": gettext(GRID_GONE)}, 404)
-    etag = f'"{grid.digest}"'
-    headers = {"Cache-Control": IMMUTABLE, "ETag": etag, "Vary": "Accept-Encoding"}
-    if etag_matches(request.headers.get("if-none-match", ""), etag):
-        return Response(status_code=304, headers=headers)
-    # Compressed by CompressResponses for a client that accepts gzip.
-    return Response(grid.document, media_type="application/json", headers=headers)
-
-
-async def grid_document(request: Request) -> Response:
-    """The recorded lab grid for the chart, under its digest: kept for good by the browser.
-    Not behind the gate: it is the course's recording, the same for every learner."""
-    digest = request.path_params["digest"]
-    return await run_in_threadpool(_grid_document, services(request), request, digest)
 
 
 class _NoGrid(ActionRefused):
@@ -418,7 +400,6 @@ async def finish_run(request: Request) -> Response:
 routes = [
     Route("/lab", lab_page, methods=["GET"]),
     Route("/lab/panel", lab_panel, methods=["GET"]),
-    Route("/lab/grid/{digest}.json", grid_document, methods=["GET"]),
     Route("/lab/runs", commit_run, methods=["POST"]),
     Route("/lab/runs/{number}/result", finish_run, methods=["POST"]),
 ]

@@ -1,5 +1,4 @@
-"""Routes that read: the lesson page, the learner's state as JSON, one recorded row's curves
-for the chart, the health check."""
+"""Routes that read: the lesson page, the learner's state as JSON, the health check."""
 
 from __future__ import annotations
 
@@ -14,15 +13,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from normdive.progress.actions import unknown_row_message
 from normdive.progress.state import LessonState
-from normdive.recording.format import Recording, non_finite_marker
+from normdive.recording.format import non_finite_marker
 from normdive.web.infrastructure.flash import FLASH_COOKIE, clear_flash, refusal_from
 from normdive.web.infrastructure.identity import attach_cookie, resolve_learner
 from normdive.web.infrastructure.services import services
 from normdive.web.security.csrf import form_token
 from normdive.web.views.page import CARRIED_PARAMS, PLAY_PARAM, carry_from, eps_is_on
-from normdive.web.views.player import row_payload
 
 
 def _player_row(state: LessonState, asked: str | None) -> str | None:
@@ -112,39 +109,6 @@ def state_json(request: Request) -> Response:
     return response
 
 
-NOT_PLAYED = "Play the {label} row first; its curves open once it has played."
-
-
-def _refused(http_status: int, message: str) -> JSONResponse:
-    return JSONResponse({"ok": False, "message": message}, http_status)
-
-
-def row_data(request: Request) -> Response:
-    """One row's recorded curves (every seed), for the chart; once the learner played it."""
-    svc, key = services(request), request.path_params["key"]
-    learner = resolve_learner(request, svc.signer)
-    recording_status = svc.recording()
-    state = svc.state_of(learner.id, recording_status)
-    row = state.ablation.row(key)
-    response: Response
-    if svc.lesson.row(key) is None:
-        response = _refused(404, unknown_row_message(key))
-    elif not state.ablation.available or not isinstance(recording_status, Recording):
-        problem = state.ablation.problem or svc.lesson.ablation.unavailable
-        response = _refused(503, problem)
-    elif row is None or row.plays == 0:
-        label = row.label if row is not None else key
-        response = _refused(409, NOT_PLAYED.format(label=f"“{label}”"))
-    else:
-        payload = row_payload(recording_status, svc.lesson, key)
-        if payload is None:  # the lesson knows the row, the recording does not
-            response = _refused(503, svc.lesson.ablation.unavailable)
-        else:
-            response = JSONResponse(payload)
-    attach_cookie(response, learner, svc.signer, svc.settings)
-    return response
-
-
 def health(request: Request) -> Response:
     """For load balancers: 200 when the progress store answers."""
     with services(request).engine.connect() as connection:
@@ -155,6 +119,5 @@ def health(request: Request) -> Response:
 routes = [
     Route("/", lesson_page, methods=["GET"]),
     Route("/api/state", state_json, methods=["GET"]),
-    Route("/recording/rows/{key}.json", row_data, methods=["GET"]),
     Route("/healthz", health, methods=["GET"]),
 ]

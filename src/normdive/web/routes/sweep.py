@@ -1,6 +1,6 @@
 """Routes of the panel "Does it hold at other depths?": its figures as a fragment the lesson
-page loads when the panel opens, the same as a page of its own (for a page without
-JavaScript, and a picked cell in the player), and one cell's curves for the chart.
+page loads when the panel opens, and the same as a page of its own (for a page without
+JavaScript, and a picked cell in the player).
 
 Each answers only once the learner's gate has closed (the panel never changes the gate), and
 reads the sweep file (beside the recording, recording.sweep.sweep_path_for) only when asked:
@@ -10,12 +10,10 @@ the lesson page itself never reads it for the panel.
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from normdive.i18n.catalogues import gettext
 from normdive.lesson.translations import localized
-from normdive.progress.actions import MAX_ECHOED_CHARS
 from normdive.recording.format import Recording
 from normdive.recording.reader import RecordingProblem
 from normdive.recording.sweep import sweep_path_for
@@ -23,7 +21,7 @@ from normdive.recording.sweep_reader import sweep_status
 from normdive.web.infrastructure.identity import attach_cookie, resolve_learner
 from normdive.web.infrastructure.learners import log_recording_problem
 from normdive.web.infrastructure.services import Services, services
-from normdive.web.views.sweep import CELL_PARAM, SweepPanelView, cell_payload, sweep_panel_view
+from normdive.web.views.sweep import CELL_PARAM, SweepPanelView, sweep_panel_view
 
 
 def panel_for(svc: Services, picked: str | None) -> SweepPanelView:
@@ -71,36 +69,7 @@ def sweep_panel(request: Request) -> Response:
     return _sweep_page(services(request), request, True)
 
 
-def _cell_data(svc: Services, request: Request, cell: str) -> Response:
-    learner = resolve_learner(request, svc.signer)
-    response: Response
-    if not _gate_closed(svc, learner.id):
-        response = JSONResponse({"ok": False, "message": localized(svc.lesson).sweep.locked}, 409)
-    else:
-        status = sweep_status(sweep_path_for(svc.settings.recording_path))
-        if isinstance(status, RecordingProblem):
-            text = localized(svc.lesson).sweep
-            message = text.missing if status.reason == "missing" else text.unusable
-            response = JSONResponse({"ok": False, "message": message}, 503)
-        elif (payload := cell_payload(status, localized(svc.lesson), cell)) is None:
-            shown = cell[:MAX_ECHOED_CHARS]
-            message = gettext(
-                "The sweep has no cell {cell} (depth-init-row, e.g. 8-gpt2-both)."
-            ).format(cell=repr(shown))
-            response = JSONResponse({"ok": False, "message": message}, 404)
-        else:
-            response = JSONResponse(payload)
-    attach_cookie(response, learner, svc.signer, svc.settings)
-    return response
-
-
-def cell_data(request: Request) -> Response:
-    """One cell's recorded curves (every seed), for the chart; once the gate has closed."""
-    return _cell_data(services(request), request, request.path_params["cell"])
-
-
 routes = [
     Route("/depths", sweep_page, methods=["GET"]),
     Route("/depths/panel", sweep_panel, methods=["GET"]),
-    Route("/depths/cells/{cell}.json", cell_data, methods=["GET"]),
 ]

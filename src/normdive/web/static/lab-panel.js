@@ -5,40 +5,32 @@
 //   server answers with the panel drawn again, Train in it;
 // - Train starts the trainer in a module Worker (lab/worker.js, docs/lab.md), so the page
 //   stays responsive; its held-out accuracy is drawn as it comes over the recorded run of the
-//   same configuration and seed (the grid, GET /lab/grid/<digest>.json, kept for good), with
-//   uPlot, itself loaded only now; a <progress> shows the step, steps a second and time left,
-//   and 25, 50, 75 and 100 % are announced;
+//   same configuration and seed, which the server drew (accuracy-chart.js); a <progress> shows
+//   the step, steps a second and time left, and 25, 50, 75 and 100 % are announced;
 // - Stop pauses the worker and Resume goes on; a hidden tab pauses it too (Page Visibility);
 // - the finished run's figures are posted (POST /lab/runs/<n>/result): the server keeps them
 //   and answers with the result in words (the outcome against the prediction, the recording
 //   against this device), which is shown and announced.
 
-import { accuracyChart, accuracyData } from "./accuracy-chart.js";
-import { PROBLEM, duration, fill, loadPanel, post, recordedCurves, sameEps } from "./lab-tools.js";
+import { growingCurve } from "./accuracy-chart.js";
+import { PROBLEM, duration, fill, loadPanel, post, sameEps } from "./lab-tools.js";
 import { paragraph } from "./loaders.js";
-import { announce, pageWord } from "./page/announce.js";
-import { WorkerTrainer, onceWhenIdle, postResult, trainingControls } from "./training-panel.js";
+import { announce } from "./page/announce.js";
+import { WorkerTrainer, postResult, trainingControls } from "./training-panel.js";
 import { shownNumber } from "./page/numbers.js";
 
-// The sentences this script says itself, in the page's language (<html data-words>).
-const WORDS = {
-  recorded: pageWord("recorded"),
-  live: pageWord("your device"),
-};
 const MILESTONES = [25, 50, 75];
-const COLOURS = { recorded: "#8a8f98", live: "#0b5cad" };
+// The run's curve on the panel's chart (web.routes.lab.LIVE_LINE).
+const LIVE_LINE = "run";
 
 /** @typedef {import("./lab/trainer.js").LabConfig} LabConfig */
-/** @typedef {import("./lab-tools.js").Point} Point */
-/** @typedef {import("./lab-tools.js").CellKey} CellKey */
 /** @typedef {import("./lab-tools.js").Answer} Answer */
 /** A recorded cell as the commit form lists it (data-cells): depth, row, eps, init, seed.
  * @typedef {[number, string, number | null, string, number]} OfferedCell */
 /** The open run as the server draws it into data-run.
- * @typedef {{ run: number, config: LabConfig, seed: number, recorded: boolean, cell: CellKey,
- *   name: string }} PendingRun */
+ * @typedef {{ run: number, config: LabConfig, seed: number, name: string }} PendingRun */
 /** #lab-train as the server draws it (templates/lab_fragments.html), with its data attributes.
- * @typedef {HTMLElement & { dataset: { run: string, grid: string, progressText: string,
+ * @typedef {HTMLElement & { dataset: { run: string, progressText: string,
  *   milestone: string, hiddenText: string, stoppedText: string } }} TrainElement */
 /** The commit form's choices of a configuration, each a <select>.
  * @typedef {"depth" | "row" | "eps" | "init" | "seed"} Choice */
@@ -126,19 +118,6 @@ function wireForm(body, form) {
 
 // ---- training --------------------------------------------------------------------------------
 
-/** @param {HTMLElement} element @param {number} steps @param {Point[] | null} recorded */
-function makeChart(element, steps, recorded) {
-  return accuracyChart(
-    element,
-    steps,
-    [
-      { label: WORDS.recorded, stroke: COLOURS.recorded, width: 2, dash: [6, 4], spanGaps: true, points: { show: false } },
-      { label: WORDS.live, stroke: COLOURS.live, width: 2.5, spanGaps: true, points: { show: true, size: 5 } },
-    ],
-    [recorded, []],
-  );
-}
-
 /** @param {HTMLElement} body @param {TrainElement} train */
 function wireTrainer(body, train) {
   const run = /** @type {PendingRun} */ (JSON.parse(train.dataset.run));
@@ -146,20 +125,13 @@ function wireTrainer(body, train) {
   const controls = trainingControls(train, "lab");
   const { start, stop, bar, status, chartElement } = controls;
   const figure = /** @type {HTMLElement} */ (train.querySelector("#lab-figure"));
-  /** @type {Point[]} */
-  const live = [];
+  const curve = growingCurve(chartElement, LIVE_LINE);
   /** @type {Set<number>} */
   const said = new Set();
-  /** @type {Point[]} */
-  let recorded = [];
-  /** @type {import("uplot") | null} */
-  let plot = null;
   const trainer = new WorkerTrainer(train, controls, {
     stoppedText: (step) => fill(train.dataset.stoppedText, { step }),
     onMessage: (message) => onMessage(message),
   });
-
-  const redraw = () => plot?.setData(accuracyData([recorded, live]));
 
   /** @param {DoneMessage} message */
   const finish = async (message) => {
@@ -194,30 +166,16 @@ function wireTrainer(body, train) {
         }
       }
     } else if (message.type === "eval") {
-      live.push({ step: message.step, heldout_accuracy: message.heldout_accuracy });
-      redraw();
+      curve.add(message.step, message.heldout_accuracy);
     } else if (message.type === "done") {
       finish(message);
     }
   };
 
-  // The recorded curve and the chart are drawn while the page is idle, before Train: the
-  // learner sees what they will be compared with.
-  const prepare = onceWhenIdle(async () => {
-    try {
-      const [curve] = run.recorded ? await recordedCurves(train.dataset.grid, [run.cell]) : [null];
-      recorded = curve ?? [];
-    } catch {
-      recorded = []; // the run trains all the same; the chart shows it alone
-    }
-    plot = await makeChart(chartElement, steps, recorded).catch(() => null);
-  });
-
-  start.addEventListener("click", async () => {
+  start.addEventListener("click", () => {
     if (trainer.mode !== "idle") return;
     start.disabled = true;
     status.textContent = fill(train.dataset.progressText, { step: 0, steps, rate: "–", left: "–" });
-    await prepare();
     trainer.start(run.config, run.seed);
     stop.focus();
   });

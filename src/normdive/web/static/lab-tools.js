@@ -1,8 +1,7 @@
 // What the two training panels share ("Train one yourself", lab-panel.js, and "Re-run the
-// ablation on this device", rerun.js): loading the panel's fragment and its stylesheet, and the
-// recorded lab grid, each once and only when a panel opens; posting a write with the form
-// token; figures as the grid spells them. Their chart is accuracy-chart.js, their runs
-// training-panel.js.
+// ablation on this device", rerun.js): loading the panel's fragment and its stylesheet, once
+// and only when a panel opens; posting a write with the form token; figures as the recording
+// format spells them. Their chart is accuracy-chart.js, their runs training-panel.js.
 
 import { loadStylesheet, paragraph } from "./loaders.js";
 import { pageWord } from "./page/announce.js";
@@ -13,54 +12,18 @@ const STYLESHEET = new URL("./lab.css", import.meta.url).href;
 // normdive.recording.selection.EPS_MATCH).
 const EPS_MATCH = 1e-9;
 
-/** A figure as the grid spells it: a number, or "nan" / "inf" / "-inf".
- * @typedef {number | string} Figure */
-/** A curve's point, as much of it as the charts read.
- * @typedef {{ step: number, heldout_accuracy: Figure }} Point */
-/** A recorded cell (GET /lab/grid/<digest>.json, normdive.lab.grid.LabCell), as much as is read.
- * @typedef {{ depth: number, layernorm: boolean, residual: boolean, eps: number | null,
- *   init: string, seed: number, curve: Point[] }} GridCell */
-/** @typedef {{ cells: GridCell[] }} LabGrid */
-/** A configuration as a recorded cell names it: depth, layer norm, residual, eps, init, seed.
- * @typedef {[number, boolean, boolean, number | null, string, number]} CellKey */
 /** A write's answer: the panel drawn again, and what to say.
  * `unreached`: the request never had the server's answer (the network, or no JSON came back).
  * @typedef {{ ok: boolean, message?: string, html?: string, unreached?: boolean }} Answer */
-
-/** @type {Promise<LabGrid> | null} */
-let gridLoading = null;
 
 /** The lab's stylesheet, which the re-run's panel uses too. */
 export function loadStyles() {
   return loadStylesheet(STYLESHEET);
 }
 
-/** @param {string} url @returns {Promise<LabGrid>} */
-export function loadGrid(url) {
-  if (!gridLoading) {
-    gridLoading = fetch(url, { credentials: "same-origin" }).then((response) => {
-      if (!response.ok) throw new Error(`status ${response.status}`);
-      return response.json();
-    });
-    gridLoading.catch(() => {
-      gridLoading = null; // asked again next time
-    });
-  }
-  return gridLoading;
-}
-
 /** @param {string} template @param {Record<string, string | number>} values */
 export function fill(template, values) {
   return template.replace(/\{(\w+)\}/g, (whole, name) => (name in values ? String(values[name]) : whole));
-}
-
-// A figure as the grid spells it: a number, or "nan" / "inf" / "-inf", or null.
-/** @param {Figure | null} value */
-export function measure(value) {
-  if (typeof value === "number") return value;
-  if (value === "inf") return Infinity;
-  if (value === "-inf") return -Infinity;
-  return NaN;
 }
 
 // A figure as the server keeps it: JSON has no NaN or Infinity, so a diverged run's are
@@ -110,27 +73,6 @@ export async function post(url, data) {
 export function sameEps(a, b) {
   if (a === null || b === null) return a === b;
   return Math.abs(a - b) <= EPS_MATCH * Math.max(Math.abs(a), Math.abs(b));
-}
-
-/** The grid's cell of exactly this configuration and seed (eps within EPS_MATCH), if any.
- * @param {LabGrid} grid @param {CellKey} key @returns {GridCell | undefined} */
-export function findCell(grid, [depth, layernorm, residual, eps, init, seed]) {
-  return grid.cells.find(
-    (c) =>
-      c.depth === depth &&
-      c.layernorm === layernorm &&
-      c.residual === residual &&
-      sameEps(c.eps, eps) &&
-      c.init === init &&
-      c.seed === seed,
-  );
-}
-
-/** The recorded curve of each cell of `keys` in the grid at `url` (null for one it lacks).
- * @param {string} url @param {CellKey[]} keys @returns {Promise<(Point[] | null)[]>} */
-export async function recordedCurves(url, keys) {
-  const grid = await loadGrid(url);
-  return keys.map((key) => findCell(grid, key)?.curve ?? null);
 }
 
 // ---- panels ----------------------------------------------------------------------------------

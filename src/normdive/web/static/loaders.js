@@ -1,24 +1,6 @@
-// What the scripts loaded after the page (the player, the depth sweep's panel, the lab's and
-// the re-run's panels) fetch at most once each, and only when first asked: uPlot with its
-// stylesheet, and a panel's own stylesheet.
-
-// Named by a variable, so that the type check (tsconfig.json) takes uPlot's types from the
-// pinned package instead of checking the vendored build itself.
-const UPLOT_MODULE = "./vendor/uplot/uPlot.esm.js";
-/** @type {Promise<typeof import("uplot")> | null} */
-let uplotLoading = null;
-
-/** uPlot, imported once, its stylesheet put in the page beside it. */
-export function loadUPlot() {
-  if (!uplotLoading) {
-    const link = document.createElement("link");
-    link.rel = "stylesheet";
-    link.href = new URL("./vendor/uplot/uPlot.min.css", import.meta.url).href;
-    document.head.append(link);
-    uplotLoading = import(UPLOT_MODULE).then((module) => module.default);
-  }
-  return uplotLoading;
-}
+// What the scripts loaded after the page (the depth sweep's panel, the lab's and the re-run's
+// panels) fetch at most once each, and only when first asked: a panel's own stylesheet; and
+// the paragraph a panel says a note in.
 
 /** The stylesheet `href` (a page of its own may link it already): resolves once it has
  * loaded, or failed (the panel reads without it).

@@ -11,7 +11,7 @@
 //   stops and warns before leaving unsaved text;
 // - page/drafts.js: numbers typed and not checked yet are kept in this tab and typed back in
 //   after a reload;
-// - page/played-row.js: a played row's curves are drawn by player.js, loaded only then;
+// - page/played-row.js: a played row's curves grow, then its figures show;
 // - page/address.js: the URL follows the switch, the learner's own row and the row played.
 // - The panel "Does it hold at other depths?" (once the gate has closed) costs nothing until
 //   it opens: then sweep.js loads and fetches its figures; the lab panel likewise.

@@ -4,7 +4,7 @@
 // - one button trains the lesson's four rows one after another, each in a module Worker
 //   (lab/worker.js, docs/lab.md), at the setting the server put in data-set; each row's
 //   held-out accuracy is drawn as it comes over the recorded lab cell of the same row, size
-//   and seed (the grid, GET /lab/grid/<digest>.json), with uPlot, loaded only now;
+//   and seed, which the server drew (accuracy-chart.js);
 // - one <progress> covers the whole set, with the row, the step and the time left for all
 //   four; Stop pauses and Resume goes on; a hidden tab pauses it too (Page Visibility);
 // - each finished row is posted (POST /lab/reruns/<n>/rows/<row>): the server keeps it once
@@ -14,18 +14,15 @@
 //   panel says which row was cut short and that it starts again from step 0 (the rows kept
 //   before it stay, on the server).
 
-import { accuracyChart, accuracyData } from "./accuracy-chart.js";
-import { duration, fill, loadPanel, recordedCurves } from "./lab-tools.js";
+import { growingCurve } from "./accuracy-chart.js";
+import { duration, fill, loadPanel } from "./lab-tools.js";
 import { paragraph } from "./loaders.js";
 import { announce, pageWord } from "./page/announce.js";
-import { WorkerTrainer, onceWhenIdle, postResult, trainingControls } from "./training-panel.js";
+import { WorkerTrainer, postResult, trainingControls } from "./training-panel.js";
 
 /** @typedef {import("./lab/trainer.js").LabConfig} LabConfig */
-/** @typedef {import("./lab-tools.js").Point} Point */
-/** @typedef {import("./lab-tools.js").CellKey} CellKey */
 /** One row of the set as the server draws it into data-set (web.views.rerun._data).
- * @typedef {{ key: string, name: string, colour: string, config: LabConfig, seed: number,
- *   cell: CellKey, curve: Point[] | null }} SetRow */
+ * @typedef {{ key: string, name: string, config: LabConfig, seed: number }} SetRow */
 /** The set the browser trains next: its number, its next row, whether the set on show is
  * whole (then Start begins the next one), the steps of a row, and the four rows.
  * @typedef {{ number: number, next: number, shownComplete: boolean, full: boolean,
@@ -35,7 +32,7 @@ import { WorkerTrainer, onceWhenIdle, postResult, trainingControls } from "./tra
  *   startLabel?: string, unreached?: boolean }} RowAnswer */
 /** @typedef {import("./training-panel.js").WorkerMessage} WorkerMessage */
 /** #rerun-train as the server draws it (templates/rerun_fragments.html).
- * @typedef {HTMLElement & { dataset: { set: string, grid: string, progressText: string,
+ * @typedef {HTMLElement & { dataset: { set: string, progressText: string,
  *   hiddenText: string, stoppedText: string, rowStarted: string, restarted: string,
  *   continueLabel: string } }} TrainElement */
 /** What localStorage keeps of the row in training.
@@ -76,22 +73,6 @@ function keepInTraining(value) {
   }
 }
 
-/** Each row's recorded curve (dashed) and its curve on this device (solid), in its colour.
- * @param {(Point[] | null)[]} recorded @param {Point[][]} live */
-function paired(recorded, live) {
-  return recorded.flatMap((curve, i) => [curve, live[i]]);
-}
-
-/** @param {HTMLElement} element @param {RerunSet} set @param {(Point[] | null)[]} recorded
- * @param {Point[][]} live */
-function makeChart(element, set, recorded, live) {
-  const series = set.rows.flatMap((row) => [
-    { label: row.name, stroke: row.colour, width: 1.5, dash: [6, 4], spanGaps: true, points: { show: false } },
-    { label: row.name, stroke: row.colour, width: 2.5, spanGaps: true, points: { show: true, size: 4 } },
-  ]);
-  return accuracyChart(element, set.steps, series, paired(recorded, live));
-}
-
 /** @param {HTMLElement} body @param {TrainElement} train */
 function wire(body, train) {
   /** @type {RerunSet} */
@@ -102,12 +83,8 @@ function wire(body, train) {
   const { start, stop, bar, status, chartElement } = controls;
   const restartNote = /** @type {HTMLElement} */ (train.querySelector("#rerun-restarted"));
   const results = /** @type {HTMLElement} */ (body.querySelector("#rerun-results"));
-  /** @type {Point[][]} the device's curves, the kept rows' as the server holds them */
-  let live = rows.map((row) => row.curve ?? []);
-  /** @type {(Point[] | null)[]} */
-  let recorded = rows.map(() => null);
-  /** @type {import("uplot") | null} */
-  let plot = null;
+  // Each row's curve on this device, drawn by the server as far as the set on show has kept it.
+  const curves = rows.map((row) => growingCurve(chartElement, row.key));
   let busy = false; // a set is in training (a row, or the post between two rows)
   let index = set.next; // the row in training, or next
   /** @type {number | null} steps a second, averaged over the set's reports */
@@ -117,7 +94,6 @@ function wire(body, train) {
     onMessage: (message) => onMessage(message),
   });
 
-  const redraw = () => plot?.setData(accuracyData(paired(recorded, live)));
   const overall = (/** @type {number} */ step) => (100 * (index * steps + step)) / (rows.length * steps);
 
   // A row cut short by a reload (or a closed tab) starts again from step 0: say so.
@@ -128,16 +104,6 @@ function wire(body, train) {
     start.textContent = train.dataset.continueLabel;
   }
   bar.value = set.shownComplete ? 100 : overall(0);
-
-  // The recorded curves and the chart are drawn while the page is idle, before the start.
-  const prepare = onceWhenIdle(async () => {
-    try {
-      recorded = await recordedCurves(train.dataset.grid, rows.map((row) => row.cell));
-    } catch {
-      recorded = rows.map(() => null); // the rows train all the same, drawn alone
-    }
-    plot = await makeChart(chartElement, set, recorded, live).catch(() => null);
-  });
 
   /** Show a write's answer: the side-by-side drawn again, or why nothing was saved.
    * @param {RowAnswer} answer */
@@ -216,8 +182,7 @@ function wire(body, train) {
         left: duration(rate ? left / rate : NaN),
       });
     } else if (message.type === "eval") {
-      live[index].push({ step: message.step, heldout_accuracy: message.heldout_accuracy });
-      redraw();
+      curves[index].add(message.step, message.heldout_accuracy);
     } else if (message.type === "done") {
       finish(message);
     } else if (message.type === "error") {
@@ -230,8 +195,7 @@ function wire(body, train) {
    * @param {string} [before] */
   const trainRow = (before = "") => {
     const row = rows[index];
-    live[index] = [];
-    redraw();
+    curves[index].clear();
     const said = fill(train.dataset.rowStarted, { row: index + 1, rows: rows.length, name: row.name });
     status.textContent = said;
     announce(`${before} ${said}`.trim());
@@ -239,7 +203,7 @@ function wire(body, train) {
     trainer.start(row.config, row.seed);
   };
 
-  start.addEventListener("click", async () => {
+  start.addEventListener("click", () => {
     if (busy) return;
     busy = true;
     start.disabled = true;
@@ -247,7 +211,7 @@ function wire(body, train) {
       // A whole set is on show: this begins the next one, from its first row.
       set = { ...set, shownComplete: false };
       index = 0;
-      live = rows.map(() => []);
+      for (const curve of curves) curve.clear();
       // The table shows the set on show until the new one's first row is kept: not its
       // device's figures, nor its sentence.
       for (const cell of results.querySelectorAll("td.device")) cell.textContent = results.dataset.notYet ?? "";
@@ -257,7 +221,6 @@ function wire(body, train) {
       index = set.next;
     }
     restartNote.hidden = true;
-    await prepare();
     if (unsent) finish(unsent);
     else trainRow();
     stop.focus();

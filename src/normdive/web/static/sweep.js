@@ -1,13 +1,13 @@
 // The panel "Does it hold at other depths?": nothing here loads with the lesson page. page.js
 // imports this module when the panel first opens; it then fetches the panel's figures (HTML
 // drawn by the server's templates, the same as the page without JavaScript gets) and swaps
-// them in, with their stylesheet (sweep.css). Picking a cell fetches the figures again with that cell in the player, and the
-// existing player (player.js) draws its curves. On the page of its own (/depths) the same
-// module draws the cell already in the player and handles picks the same way.
+// them in, with their stylesheet (sweep.css). Picking a cell fetches the figures again with
+// that cell in the player, whose curves grow as a played row's do. On the page of its own
+// (/depths) the same module handles picks the same way.
 
 import { loadStylesheet, paragraph } from "./loaders.js";
 import { pageWord } from "./page/announce.js";
-import { showPlayer } from "./player.js";
+import { growCurves } from "./page/growing.js";
 import { fitScrollRegions } from "./scroll-regions.js";
 
 const PROBLEM = pageWord("The runs at other depths could not be loaded just now. Try again.");
@@ -30,30 +30,6 @@ async function load(body, url, ready = Promise.resolve(), current = () => true) 
   } finally {
     if (current()) body.removeAttribute("aria-busy");
   }
-}
-
-// Draw the cell in the player; `then` runs once, as soon as its charts are drawn, or could
-// not be, or were not because another player was drawn meanwhile.
-/** @param {ParentNode} root @param {boolean} animate @param {() => void} [then] */
-function draw(root, animate, then = () => {}) {
-  const player = /** @type {HTMLElement | null} */ (root.querySelector("#sweep-player[data-src]"));
-  let done = false;
-  const once = () => {
-    if (!done) {
-      done = true;
-      then();
-    }
-  };
-  if (!player) {
-    once();
-    return;
-  }
-  showPlayer(player, { animate, onCharts: once })
-    .then(once)
-    .catch(() => {
-      player.querySelector(".charts")?.replaceChildren(paragraph("note", PROBLEM));
-      once();
-    });
 }
 
 // Say what now plays in a polite live region (the lesson page's, or the page of its own's):
@@ -103,18 +79,16 @@ async function pick(link, body) {
   // On the page of its own the address names the cell now in the player, so a reload or a
   // shared link plays it again; inside the lesson the address stays the lesson's.
   const target = new URL(link.href, window.location.href);
-  const playing = body.querySelector("#sweep-player[data-src]");
+  const player = /** @type {HTMLElement | null} */ (body.querySelector("#sweep-player"));
+  const playing = player?.querySelector(".charts");
   if (playing && target.pathname === window.location.pathname) {
     window.history.replaceState(null, "", target);
   }
-  // Focus moves to the player once its charts and the sentences about them are shown, so a
-  // screen reader reads the player whole.
-  const player = /** @type {HTMLElement | null} */ (body.querySelector("#sweep-player"));
-  draw(body, true, () => {
-    if (!current()) return;
-    player?.focus();
-    announcePlayed(player);
-  });
+  // Focus moves to the player, which the server drew whole, so a screen reader reads it whole;
+  // its curves grow meanwhile.
+  player?.focus();
+  announcePlayed(player);
+  if (player) growCurves(player);
 }
 
 document.addEventListener("click", (event) => {
@@ -129,5 +103,4 @@ document.addEventListener("click", (event) => {
   pick(link, body);
 });
 
-draw(document, false);
 fitScrollRegions();

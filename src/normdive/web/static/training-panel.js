@@ -1,6 +1,6 @@
-// What both training panels (lab-panel.js, rerun.js) do with a run: find their controls, draw
-// what they can before the learner starts, train in a module Worker with Stop, Resume and a
-// hidden tab's pause, and post the finished run's figures.
+// What both training panels (lab-panel.js, rerun.js) do with a run: find their controls, train
+// in a module Worker with Stop, Resume and a hidden tab's pause, and post the finished run's
+// figures.
 
 import { PROBLEM, marked, post } from "./lab-tools.js";
 import { announce } from "./page/announce.js";
@@ -12,17 +12,6 @@ export function postResult(url, done) {
   const data = new FormData();
   data.append("result", JSON.stringify({ final: done.final, curve: done.curve }, marked));
   return post(url, data);
-}
-
-/** `work`, run once: when the page is next idle, or when first asked before then (what a
- * panel draws before its Start, so that training begins without that work on the main thread).
- * @param {() => Promise<void>} work @returns {() => Promise<void>} */
-export function onceWhenIdle(work) {
-  /** @type {Promise<void> | null} */
-  let started = null;
-  const run = () => (started ??= work());
-  (window.requestIdleCallback ?? window.setTimeout)(() => void run());
-  return run;
 }
 
 // ---- one training run in a Worker ------------------------------------------------------------

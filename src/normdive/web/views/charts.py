@@ -1,7 +1,8 @@
-"""The charts the server draws as SVG: a row's curves against training step, the curves of
-several rows on one chart, and the per-block gradient norms as a dot plot on a logarithmic
-scale. Pure geometry (no I/O, no lesson text): the templates write the SVG from these
-figures, so a page without JavaScript shows the same pictures.
+"""The page's charts, all drawn by the server as SVG: a row's curves against training step,
+the curves of several rows on one chart, the training panels' accuracy against step (whose
+live lines the page's script extends as a run reports), and the per-block gradient norms as a
+dot plot on a logarithmic scale. Pure geometry (no I/O, no lesson text): the templates write
+the SVG from these figures (templates/charts.html).
 
 Every chart lives in a viewBox of CHART_WIDTH user units across and scales to its column, so
 a unit is about a CSS pixel on a 375 px phone. The rows told apart on one chart differ in
@@ -17,13 +18,17 @@ from dataclasses import dataclass
 
 # The viewBox's width; about a phone's column, so 11-unit text reads as 11 px there.
 CHART_WIDTH = 340
-# The curve charts' plot box inside the viewBox: room on the left for "100 %", below for the
-# step ticks and the axis title.
-CURVE_HEIGHT = 210
+# The curve charts' plot box inside the viewBox: room on the left for "100 %", above for the
+# value axis's title, below for the step ticks and the step axis's title.
+CURVE_HEIGHT = 222
 CURVE_LEFT = 46
 CURVE_RIGHT = 322  # room for the last step's label, centred on the plot's edge
-CURVE_TOP = 10
-CURVE_BOTTOM = 172
+CURVE_TOP = 22
+CURVE_BOTTOM = 184
+# The value axis's title: one horizontal line above the plot from the viewBox's left edge, so a
+# long one ("Genauigkeit auf zurückgehaltenen Daten", about 190 units) is never cut.
+VALUE_TITLE_X = 4
+VALUE_TITLE_Y = 12
 # A curve chart's step axis and a loss axis get about this many ticks (1, 2, 2.5 or 5 times
 # a power of ten apart).
 TARGET_TICKS = 5
@@ -160,8 +165,10 @@ def power_text(exponent: int) -> str:
 
 @dataclass(frozen=True)
 class CurveSeries:
-    """One line's data: `css` says how it looks ("played", "other" for a faint seed, or a
-    series_style's class), `marker` the shape at its end (None: none)."""
+    """One line's data: `css` says how it looks ("played", "other" for a faint seed,
+    "recorded" or "device" for a training panel's, or a series_style's class), `marker` the
+    shape at its end (None: none). `key` names a line the page's script grows as a run reports
+    (its marker drawn, hidden, before it has a point); `colour` is a CSS colour of its own."""
 
     label: str
     steps: tuple[int, ...]
@@ -169,6 +176,8 @@ class CurveSeries:
     css: str
     dash: str = ""
     marker: str | None = None
+    key: str = ""
+    colour: str = ""
 
 
 @dataclass(frozen=True)
@@ -179,6 +188,8 @@ class CurveLine:
     path: str  # broken where a value is not a finite number
     marker: str  # the marker's path (at 0, 0), "" for none
     end: tuple[float, float] | None  # where the marker goes: its last finite point
+    key: str = ""
+    colour: str = ""
 
 
 @dataclass(frozen=True)
@@ -203,6 +214,14 @@ class CurveChart:
     lines: tuple[CurveLine, ...]  # faint ones first, so the played ones draw on top
     rules: tuple[Rule, ...]
     crosses: tuple[str, ...]  # paths of crosses where a drawn line is not a finite number
+    steps: int  # the step at the plot's right edge
+    value_title_x: float = VALUE_TITLE_X
+    value_title_y: float = VALUE_TITLE_Y
+
+    @property
+    def grows(self) -> bool:
+        """Whether the page's script grows a line of it (then it reads the plot's geometry)."""
+        return any(line.key for line in self.lines)
 
 
 def _traced(
@@ -239,9 +258,8 @@ def curve_chart(
     """Lines of `series` against step 0..`steps`. `percent`: the values are fractions on a
     0 .. 100 % axis; otherwise the axis runs from 0 to the highest finite value (a loss).
     `rules`: (value, text) reference lines. A line breaks at a value that is not a finite
-    number; a non-faint line marks it with a cross at the top (minus infinity: the bottom),
-    as the JavaScript chart does. The faint seeds (css "other") span a band when two or
-    more of them are drawn."""
+    number; a non-faint line marks it with a cross at the top (minus infinity: the bottom).
+    The faint seeds (css "other") span a band when two or more of them are drawn."""
     finite = [v for s in series for v in s.values if math.isfinite(v)]
     y_values: tuple[float, ...]
     if percent:
@@ -264,9 +282,11 @@ def curve_chart(
     for item in sorted(series, key=lambda s: s.css != "other"):
         path, last, item_crosses = _traced(item, x_at, y_at)
         crosses += item_crosses
-        marker = marker_path(item.marker) if item.marker and last else ""
+        marker = marker_path(item.marker) if item.marker and (last or item.key) else ""
         end = _clear_of([line.end for line in lines if line.end], last) if marker else None
-        lines.append(CurveLine(item.label, item.css, item.dash, path, marker, end))
+        lines.append(
+            CurveLine(item.label, item.css, item.dash, path, marker, end, item.key, item.colour)
+        )
 
     return CurveChart(
         width=CHART_WIDTH,
@@ -283,6 +303,7 @@ def curve_chart(
         lines=tuple(lines),
         rules=tuple(Rule(_r(y_at(value)), text) for value, text in rules),
         crosses=tuple(crosses),
+        steps=max(steps, 1),
     )
 
 

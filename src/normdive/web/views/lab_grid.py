@@ -1,14 +1,12 @@
 """The lab grid as the page uses it: read through normdive.lab.grid's reader, kept per file
-(a change noticed by its stat), and reduced to what the panel draws and what the learner's
-browser fetches: the base configuration, each recorded cell's curve and final figures, and
-what the recording trimmed.
+(a change noticed by its stat), and reduced to what the panels draw: the base configuration,
+each recorded cell's curve and final figures, and what the recording trimmed.
 
 The grid lives beside the recording: `<recording stem>-lab.json` (normdive.lab.grid.lab_path_for).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from dataclasses import asdict, dataclass
@@ -52,12 +50,6 @@ class LabGridView:
     base: dict[str, Any]  # the base LabConfig's fields, as JSON
     cells: tuple[GridCell, ...]
     trimmed: str | None  # what the recording left out, in words; None: nothing
-    document: bytes  # the grid as the browser fetches it (JSON, compact)
-
-    @property
-    def digest(self) -> str:
-        """Names this grid's bytes in its URL, so a browser may keep it for good."""
-        return hashlib.sha256(self.document).hexdigest()[:16]
 
     @property
     def steps(self) -> int:
@@ -95,8 +87,7 @@ def _view(raw: bytes, name: str) -> LabGridView:
             final = figure(cell["final"]["heldout_accuracy"])
             cells.append(GridCell(choice, tuple(cell["curve"]), final))
     trimmed = grid.trimmed.strip().rstrip(".") if grid.trimmed and grid.trimmed.strip() else None
-    document = json.dumps(plain, separators=(",", ":")).encode()
-    return LabGridView(plain["base"], tuple(cells), trimmed, document)
+    return LabGridView(plain["base"], tuple(cells), trimmed)
 
 
 def _grid_or_problem(path: Path) -> LabGridView | GridProblem:

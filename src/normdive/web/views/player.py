@@ -1,19 +1,13 @@
 """The recording as the page shows it: the row in the player (its curves drawn as SVG, its
 curve as a table and its final figures), every played row's curve on one chart, the
-provenance card, the per-block gradient norms as dot plots, and the JSON the chart fetches.
-Pure functions of the Recording and the Lesson (no I/O, no learner state), so each view is
-computed once per recording and kept (web.views.kept): every learner who plays a row is shown
-the same objects, which the renderer keeps drawn in turn (web.views.rendering).
+provenance card and the per-block gradient norms as dot plots. Pure functions of the
+Recording and the Lesson (no I/O, no learner state), so each view is computed once per
+recording and kept (web.views.kept): every learner who plays a row is shown the same objects,
+which the renderer keeps drawn in turn (web.views.rendering).
 
-The server draws every chart (web.views.charts) so that a page without JavaScript shows what each
-row did. With JavaScript, page.js fetches `row_payload` from GET /recording/rows/{key}.json
-when a row is played or shown again and player.js draws the played row's curves with uPlot
-in place of the server's drawing (which sits in <noscript>, so the curves still grow when
-played).
-
-Non-finite figures are never dropped: the table spells them in words, the charts mark them
-with a cross, and the JSON keeps the recording's markers ("nan", "inf", "-inf") so the
-JavaScript chart can mark those points.
+The server draws every chart (web.views.charts), with or without JavaScript; a row just
+played grows its curves with CSS. Non-finite figures are never dropped: the table spells them
+in words and the charts mark them with a cross.
 """
 
 from __future__ import annotations
@@ -45,8 +39,6 @@ from normdive.web.views.charts import (
 )
 from normdive.web.views.kept import kept
 
-# Where the chart fetches one row's curves (every seed of it).
-ROW_DATA_URL = "/recording/rows/{key}.json"
 # Significant digits of a gradient norm: they span several orders of magnitude, so a fixed
 # number of decimals would show the vanishing ones as 0.000.
 NORM_DIGITS = 3
@@ -76,7 +68,6 @@ class PlayerView:
     seed: int  # the page seed
     other_seeds: tuple[int, ...]  # the seeds drawn faintly behind it
     steps: int
-    data_url: str
     points: tuple[CurvePointView, ...]
     accuracy: str
     loss: str
@@ -84,14 +75,14 @@ class PlayerView:
     full_accuracy_step: int | None
     learns_min: str  # the band edges the accuracy chart draws as dashed lines: "90 %"
     chance_max: str  # "12.5 %"
-    accuracy_chart: CurveChart  # the server's drawing of what player.js draws
+    accuracy_chart: CurveChart
     loss_chart: CurveChart
     together: TogetherView | None = None  # two or more rows played: their curves on one chart
 
     @property
     def marks_crosses(self) -> bool:
         """Whether the charts mark a point with a cross: one of the played curve's points is not
-        a finite number (player.js marks the played curve only)."""
+        a finite number (the faint seeds' are not marked)."""
         return any(point.non_finite for point in self.points)
 
 
@@ -219,7 +210,6 @@ def _row_player(recording: Recording, lesson: Lesson, key: str) -> PlayerView | 
         seed=row.seed,
         other_seeds=tuple(found.seed for found in others),
         steps=recording.config.steps,
-        data_url=ROW_DATA_URL.format(key=row.key),
         points=curve_points(row),
         accuracy=figures.percent(as_float(row.final.heldout_accuracy)),
         loss=figures.loss(as_float(row.final.heldout_loss)),
@@ -261,9 +251,9 @@ def _series(row: Row, name: str, label: str, css: str, **look: Any) -> CurveSeri
 def curve_charts(
     row: Row, others: Sequence[Row], steps: int, learns_min: Decimal, chance_max: Decimal
 ) -> tuple[CurveChart, CurveChart]:
-    """The row's held-out accuracy and loss against step, as player.js draws them: the
-    played seed in full, the other seeds faint behind it (a band between them when there
-    are two or more), the band edges dashed on the accuracy chart."""
+    """The row's held-out accuracy and loss against step: the played seed in full, the other
+    seeds faint behind it (a band between them when there are two or more), the band edges
+    dashed on the accuracy chart."""
     edges = [(float(edge), figures.exact_percent(edge)) for edge in (learns_min, chance_max)]
     charts = []
     for name, percent in (("heldout_accuracy", True), ("heldout_loss", False)):
@@ -422,38 +412,3 @@ def gradients_view(recording: Recording, lesson: Lesson) -> GradientsView | None
             for point in sorted(row.block_grad_norms, key=lambda p: p.step)
         ),
     )
-
-
-def row_payload(recording: Recording, lesson: Lesson, key: str) -> dict[str, Any] | None:
-    """What the chart draws for one row: every seed's held-out accuracy and loss by step
-    (the page seed first), the chance level and the band edges. Non-finite values keep the
-    recording's markers. None when the recording has no such row at its page seed."""
-    text, known = lesson.row(key), row_key(key)
-    if text is None or known is None or recording.row(known) is None:
-        return None
-    seeds = [recording.page_seed, *(s for s in recording.seeds if s != recording.page_seed)]
-    series = []
-    for seed in seeds:
-        row = recording.row(known, seed)
-        if row is None:
-            continue
-        series.append(
-            {
-                "seed": seed,
-                "page": seed == recording.page_seed,
-                "step": [point.step for point in row.curve],
-                "accuracy": [point.heldout_accuracy for point in row.curve],
-                "loss": [point.heldout_loss for point in row.curve],
-            }
-        )
-    return {
-        "ok": True,
-        "key": key,
-        "label": text.label,
-        "seed": recording.page_seed,
-        "steps": recording.config.steps,
-        "chance_level": 1 / recording.config.vocab_size,
-        "learns_min": float(lesson.bands.learns_min_accuracy),
-        "chance_max": float(_chance_max(recording, lesson)),
-        "series": series,
-    }

@@ -166,14 +166,9 @@ COMPILED_TEMPLATES = CompiledTemplates()
 # as numeric/rows.py words them), written on <html data-words> in the page's language.
 PAGE_SCRIPT_WORDS = (
     N_("The server could not be reached, so nothing was saved. Try again."),
-    N_("The recorded curves could not be loaded just now; the table holds the same figures."),
     # The depth sweep's and the lab's panels (static/sweep.js, static/lab-panel.js).
     N_("The runs at other depths could not be loaded just now. Try again."),
     N_("The lab could not be reached just now. Try again."),
-    N_("Training step"),
-    N_("Held-out accuracy"),
-    N_("recorded"),
-    N_("your device"),
     # The re-run of the ablation (static/rerun.js).
     N_(
         "The server could not be reached, so this row's figures are not saved yet. "

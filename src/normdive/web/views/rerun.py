@@ -1,8 +1,9 @@
 """What the panel "Re-run the ablation on this device" shows: the stack it trains against the
-recording's, the controls with the set the browser trains next (as JSON for rerun.js), and
-the side-by-side of the four rows (the learner's prediction, the recording's outcome, the
-lab grid's cell at the re-run's size, what the device did), with the sentence composed from
-the numbers once a set is whole, and the learner's earlier sets.
+recording's, the controls with the set the browser trains next (as JSON for rerun.js), the
+chart (each row's recorded cell and its curve on the device), and the side-by-side of the
+four rows (the learner's prediction, the recording's outcome, the lab grid's cell at the
+re-run's size, what the device did), with the sentence composed from the numbers once a set
+is whole, and the learner's earlier sets.
 
     rerun_view(lesson, state, grid, sets, recorded_stack, message=None, refused=False)
         -> RerunView
@@ -34,7 +35,9 @@ from normdive.progress.rerun import (
     row_keys,
 )
 from normdive.progress.state import LessonState
+from normdive.web.views.charts import CurveChart, series_style
 from normdive.web.views.lab_grid import LabGridView, PanelView
+from normdive.web.views.training_chart import TrainingLine, training_chart
 
 # The rows' colours on the chart and beside their names in the table (Okabe and Ito's
 # palette for colour-blind readers, each at 4.5:1 or more on white), in the lesson's order.
@@ -59,7 +62,7 @@ class RerunView(PanelView):
     smaller: str = ""
     start_label: str = ""
     data: str = "{}"  # the set the browser trains next, as rerun.js reads it
-    grid_url: str = ""
+    chart: CurveChart | None = None
     rows: tuple[RerunRowView, ...] = ()
     kept: str = ""  # how many rows of the shown set are kept
     sentences: tuple[str, ...] = ()  # once the shown set is whole
@@ -129,26 +132,42 @@ def _history_line(lesson: Lesson, rerun: Rerun, recorded: dict[str, float]) -> s
     return lesson.rerun.history_line.format(number=rerun.number, finals=shown, ranking=ranking)
 
 
+def _chart(lesson: Lesson, grid: LabGridView, shown: Rerun | None) -> CurveChart:
+    """Each row's recorded cell, dashed, and its curve on the device in the set on show."""
+    labels: dict[str, str] = {row.key: row.label for row in lesson.rows}
+    lines = []
+    for index, key in enumerate(row_keys(lesson)):
+        cell = grid.cell(rerun_choice(lesson, key))
+        kept = shown.row(key) if shown is not None else None
+        lines.append(
+            TrainingLine(
+                key=key,
+                label=labels[key],
+                recorded=cell.curve if cell is not None else None,
+                device=kept.curve if kept is not None else (),
+                colour=ROW_COLOURS[index % len(ROW_COLOURS)],
+                marker=series_style(index).marker,
+            )
+        )
+    return training_chart(grid.steps, lines)
+
+
 def _data(lesson: Lesson, grid: LabGridView, sets: tuple[Rerun, ...]) -> dict[str, Any]:
     """The set the browser trains next: its number, the index of its next row, and each row's
-    configuration, seed, recorded cell and (for the set on show) its kept curve."""
+    configuration and seed."""
     number, key = next_row(sets, lesson)
     keys = row_keys(lesson)
     shown = sets[-1] if sets else None
     labels: dict[str, str] = {row.key: row.label for row in lesson.rows}
     rows = []
-    for index, row_key in enumerate(keys):
+    for row_key in keys:
         choice = rerun_choice(lesson, row_key)
-        kept = shown.row(row_key) if shown is not None else None
         rows.append(
             {
                 "key": row_key,
                 "name": labels[row_key],
-                "colour": ROW_COLOURS[index % len(ROW_COLOURS)],
                 "config": grid.config(choice),
                 "seed": choice.seed,
-                "cell": choice.key(),
-                "curve": list(kept.curve) if kept is not None else None,
             }
         )
     return {
@@ -199,7 +218,7 @@ def rerun_view(
             text.continue_label if begun else text.again_label if whole else text.start_label
         ),
         data=json.dumps(data),
-        grid_url=f"/lab/grid/{grid.digest}.json",
+        chart=_chart(lesson, grid, shown),
         rows=rows,
         kept=text.kept_rows.format(done=len(shown.rows) if shown else 0, rows=len(rows)),
         sentences=order_sentences(lesson, shown.finals(), recorded) if whole and shown else (),

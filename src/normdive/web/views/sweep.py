@@ -5,8 +5,7 @@ functions of the Sweep and the Lesson (no I/O, no learner state).
 
 The table is the heatmap: it works without JavaScript and reads as a table to a screen reader;
 the colour (a class per tenth of accuracy, CSS in page.css) only repeats what the figures say.
-A cell's curves are fetched by the player (player.js) from GET /depths/cells/{cell}.json,
-in the same shape as a recording row's, so the existing player draws them.
+A picked cell's curves are drawn in the same player as a recording row's.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
 
 from normdive.i18n.catalogues import pgettext
 from normdive.lesson.content import Lesson
@@ -26,10 +24,9 @@ from normdive.recording.sweep_reader import Cell, cells
 from normdive.web.views.kept import kept
 from normdive.web.views.player import PlayerView, curve_charts, curve_points, row_key
 
-# Where the standalone page, the panel's fragment and a cell's curves are served.
+# Where the standalone page and the panel's fragment are served.
 SWEEP_PAGE_URL = "/depths"
 SWEEP_PANEL_URL = "/depths/panel"
-SWEEP_CELL_URL = "/depths/cells/{cell}.json"
 # The query parameter naming the cell in the player.
 CELL_PARAM = "cell"
 # The heatmap's classes: heat-0 (chance or below) .. heat-10 (every token right).
@@ -202,7 +199,6 @@ def _player(sweep: Sweep, lesson: Lesson, picked: str) -> tuple[PlayerView, str,
         seed=row.seed,
         other_seeds=others,
         steps=sweep.config.steps,
-        data_url=SWEEP_CELL_URL.format(cell=picked),
         points=curve_points(row),
         accuracy=figures.percent(as_float(row.final.heldout_accuracy)),
         loss=figures.loss(as_float(row.final.heldout_loss)),
@@ -291,34 +287,3 @@ def sweep_panel_view(
         player_heading=player[1] if player else "",
         player_note=player[2] if player else "",
     )
-
-
-def cell_payload(sweep: Sweep, lesson: Lesson, picked: str) -> dict[str, Any] | None:
-    """What the player draws for one cell, in the shape of a recording row's payload
-    (web.views.player.row_payload): every seed's held-out accuracy and loss by step, the first seed
-    first. None when the sweep has no such cell."""
-    cell = _picked_cell(sweep, lesson, picked)
-    if cell is None:
-        return None
-    first = cell.runs[0]
-    series = [
-        {
-            "seed": run.row.seed,
-            "page": run is first,
-            "step": [point.step for point in run.row.curve],
-            "accuracy": [point.heldout_accuracy for point in run.row.curve],
-            "loss": [point.heldout_loss for point in run.row.curve],
-        }
-        for run in cell.runs
-    ]
-    return {
-        "ok": True,
-        "key": cell.key,
-        "label": cell.label,
-        "seed": first.row.seed,
-        "steps": sweep.config.steps,
-        "chance_level": 1 / sweep.config.vocab_size,
-        "learns_min": float(lesson.bands.learns_min_accuracy),
-        "chance_max": float(lesson.bands.chance_max_multiple / Decimal(sweep.config.vocab_size)),
-        "series": series,
-    }

@@ -1,12 +1,10 @@
-// The player: playing a row posts like any form (forms.js), then player.js (loaded only now)
-// draws the row's curves, growing over a few seconds (at once under prefers-reduced-motion);
-// the row's final figures show when the curves are complete. A reload shows the same row
-// again, without animation.
+// The player: playing a row posts like any form (forms.js), and the server's answer draws the
+// row's curves, which grow over a few seconds (at once under prefers-reduced-motion); the row's
+// final figures show when the curves are complete. A reload shows the same row again, whole.
 
 import { rememberInUrl } from "./address.js";
-import { announce, pageWord } from "./announce.js";
-
-const CURVES_PROBLEM = pageWord("The recorded curves could not be loaded just now; the table holds the same figures.");
+import { announce } from "./announce.js";
+import { growCurves } from "./growing.js";
 
 function reducedMotion() {
   return window.matchMedia("(prefers-reduced-motion: reduce)").matches;
@@ -27,39 +25,30 @@ export function gateClosed() {
   return Boolean(document.getElementById("gate")?.classList.contains("closed"));
 }
 
-// Draw the row in #player (player.js and uPlot load now, not with the page). `animate`: a row
-// just played grows its curves and keeps its results hidden until they are complete.
+// The row in #player is `key`: the address and the forms carry it. `animate`: a row just played
+// grows its curves and keeps its results hidden until they are complete, then says them.
 // `closing`: the gate's verdict, said again after the row's figures when this play closed it.
 /** @param {string} key the row's key @param {boolean} animate @param {string} closing */
 export async function showPlayedRow(key, animate, closing = "") {
   const player = document.getElementById("player");
-  if (!player || !player.dataset.src) return;
+  if (!player || !player.dataset.playerRow) return;
   rememberInUrl("play", key);
   for (const field of /** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll("[data-play-field]"))) {
     field.value = key;
   }
+  if (!animate) return;
   const shown = /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll(`[data-result-for="${key}"]`));
-  const held = animate && !reducedMotion() ? [...shown] : [];
+  const held = reducedMotion() ? [] : [...shown];
   for (const element of held) element.hidden = true;
   // A row just played grows in the player, which on a phone is below the button pressed: bring
   // its top on screen so that the growing curves are seen. Focus goes with it, or the next Tab
   // would jump back to the button, now off screen; where the player was already in view, focus
   // stays on the button, ready for the next row.
-  if (animate && player.getBoundingClientRect().top > window.innerHeight / 3) {
+  if (player.getBoundingClientRect().top > window.innerHeight / 3) {
     player.focus({ preventScroll: true });
     player.scrollIntoView({ block: "start", behavior: reducedMotion() ? "auto" : "smooth" });
   }
-  try {
-    const { showPlayer } = await import("../player.js");
-    const result = await showPlayer(player, { animate });
-    if (animate && result.drawn) announce([finalFiguresText(player), closing].filter(Boolean).join(" "));
-  } catch {
-    const note = document.createElement("p");
-    note.className = "alert";
-    note.setAttribute("role", "alert");
-    note.textContent = CURVES_PROBLEM;
-    player.querySelector(".charts")?.replaceChildren(note);
-  } finally {
-    for (const element of held) element.hidden = false;
-  }
+  const whole = await growCurves(player);
+  for (const element of held) element.hidden = false;
+  if (whole) announce([finalFiguresText(player), closing].filter(Boolean).join(" "));
 }
