@@ -299,6 +299,7 @@ class Ablation(_Model):
     committed_text: Text  # introduces a row's committed prediction, which never changes
     play_label: Text
     replay_label: Text
+    playing_text: Text  # {row}: what a play announces, the row now in the player
     play_locked: Text  # {missing}, {total}: why the play buttons are disabled (also the 409)
     final_heading: Text
     accuracy_label: Text
@@ -323,6 +324,7 @@ class Ablation(_Model):
         _template(self.statement, RUN_FIELDS, ("depth", "seed"))
         _template(self.initialisation_named, ("init",), ("init",))
         _template(self.play_locked, ("missing", "total"), ("missing",))
+        _template(self.playing_text, ("row",), ("row",))
         _template(self.full_accuracy_value, ("step",), ("step",))
         _template(self.gradients_scale_note, ("low", "high"), ("low", "high"))
         _template(self.gradients_chart_label, ("step", "low", "high"), ("step",))
@@ -333,6 +335,7 @@ class Ablation(_Model):
             "statement",
             "initialisation_named",
             "play_locked",
+            "playing_text",
             "full_accuracy_value",
             "gradients_scale_note",
             "gradients_chart_label",

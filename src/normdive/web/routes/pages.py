@@ -14,6 +14,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from normdive.i18n.catalogues import N_, gettext
+from normdive.lesson.translations import localized
 from normdive.progress.actions import unknown_row_message
 from normdive.progress.state import LessonState
 from normdive.recording.format import Recording, non_finite_marker
@@ -112,7 +114,7 @@ def state_json(request: Request) -> Response:
     return response
 
 
-NOT_PLAYED = "Play the {label} row first; its curves open once it has played."
+NOT_PLAYED = N_("Play the {label} row first; its curves open once it has played.")
 
 
 def _refused(http_status: int, message: str) -> JSONResponse:
@@ -122,23 +124,24 @@ def _refused(http_status: int, message: str) -> JSONResponse:
 def row_data(request: Request) -> Response:
     """One row's recorded curves (every seed), for the chart; once the learner played it."""
     svc, key = services(request), request.path_params["key"]
+    lesson = localized(svc.lesson)
     learner = resolve_learner(request, svc.signer)
     recording_status = svc.recording()
     state = svc.state_of(learner.id, recording_status)
     row = state.ablation.row(key)
     response: Response
-    if svc.lesson.row(key) is None:
+    if lesson.row(key) is None:
         response = _refused(404, unknown_row_message(key))
     elif not state.ablation.available or not isinstance(recording_status, Recording):
-        problem = state.ablation.problem or svc.lesson.ablation.unavailable
+        problem = state.ablation.problem or lesson.ablation.unavailable
         response = _refused(503, problem)
     elif row is None or row.plays == 0:
         label = row.label if row is not None else key
-        response = _refused(409, NOT_PLAYED.format(label=f"“{label}”"))
+        response = _refused(409, gettext(NOT_PLAYED).format(label=f"“{label}”"))
     else:
-        payload = row_payload(recording_status, svc.lesson, key)
+        payload = row_payload(recording_status, lesson, key)
         if payload is None:  # the lesson knows the row, the recording does not
-            response = _refused(503, svc.lesson.ablation.unavailable)
+            response = _refused(503, lesson.ablation.unavailable)
         else:
             response = JSONResponse(payload)
     attach_cookie(response, learner, svc.signer, svc.settings)

@@ -10,6 +10,7 @@
 // from the page's HTML (data attributes), none from this file.
 
 import { loadUPlot } from "./loaders.js";
+import { withPageLocale } from "./page/language.js";
 
 const ANIMATION_MS = 3000; // "over a few seconds"
 const CHART_HEIGHT_PX = 200;
@@ -51,7 +52,7 @@ let current = { token: 0, charts: [] };
 /** @param {string} url @returns {Promise<RowData>} */
 function fetchRow(url) {
   if (!rowData.has(url)) {
-    const loading = fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+    const loading = fetch(url, { headers: withPageLocale({ Accept: "application/json" }), credentials: "same-origin" })
       .then(async (response) => {
         const body = await response.json();
         if (!response.ok) throw new Error(body.message || `status ${response.status}`);
