@@ -196,9 +196,7 @@ def test_a_field_folds_its_entries(
         assert (f.attempts, f.landed, f.last_raw, f.last_verdict, f.message) == expected
 
 
-GERMAN_NOT_A_NUMBER = (
-    "Das ist keine Zahl. Schreiben Sie eine Zahl wie 0,667, -1,5, 2/3 oder 1e-3."
-)
+GERMAN_NOT_A_NUMBER = "Das ist keine Zahl. Schreiben Sie eine Zahl wie 0,667, -1,5, 2/3 oder 1e-3."
 
 
 @pytest.mark.parametrize(

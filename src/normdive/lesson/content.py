@@ -646,7 +646,7 @@ class LabText(_Model):
     below: Text
     agreement_points: ExactDecimal = Field(gt=0)
     no_cell: Text
-    trimmed: Text  # {what}
+    trimmed: Text  # {count} of the {offered} runs the lab offers are not recorded
     runs_heading: Text
     run_untrained: Text  # {config}, {predicted}
     run_done: Text  # {config}, {predicted}, {actual}, {accuracy}
@@ -671,7 +671,7 @@ class LabText(_Model):
         differs = ["points", "direction", "step", "live", "recorded", "tolerance"]
         differs += ["end_live", "end_recorded"]
         _counted("differs", self.differs, "points", differs, ("points", "step"))
-        _named("trimmed", self.trimmed, ("what",), ("what",))
+        _named("trimmed", self.trimmed, ("count", "offered"), ("count", "offered"))
         _named("run_untrained", self.run_untrained, ("config", "predicted"), ("config",))
         run_done = ("config", "predicted", "actual", "accuracy")
         _named("run_done", self.run_done, run_done, ("config",))

@@ -217,7 +217,9 @@ def lab_view(
     return LabView(
         lesson,
         config_line=lesson.lab.config_line.format(config=_base_words(grid)),
-        trimmed=lesson.lab.trimmed.format(what=grid.trimmed) if grid.trimmed else None,
+        trimmed=lesson.lab.trimmed.format(count=grid.left_out, offered=grid.offered_runs)
+        if grid.left_out
+        else None,
         runs=lines,
         pending=(
             lesson.lab.committed_text.format(

@@ -1,7 +1,7 @@
 """The lab grid as the page uses it: read through normdive.lab.grid's reader, kept per file
 (a change noticed by its stat), and reduced to what the panel draws and what the learner's
 browser fetches: the base configuration, each recorded cell's curve and final figures, and
-what the recording trimmed.
+how much of what it offers the recording left out.
 
 The grid lives beside the recording: `<recording stem>-lab.json` (normdive.lab.grid.lab_path_for).
 """
@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from normdive.lab.grid import LabGridProblem, lab_path_for, parse_lab_grid
+from normdive.lab.grid import LabGridProblem, lab_path_for, offered_points, parse_lab_grid
 from normdive.lesson.content import Lesson
 from normdive.progress.lab import LabChoice, figure
 from normdive.recording.kept import KeptByStat
@@ -51,7 +51,11 @@ class GridCell:
 class LabGridView:
     base: dict[str, Any]  # the base LabConfig's fields, as JSON
     cells: tuple[GridCell, ...]
-    trimmed: str | None  # what the recording left out, in words; None: nothing
+    # How many of the runs the grid offers (lab.grid.offered_points) have no recorded cell, of
+    # how many: counted, so that the page says it in its own language (the grid's `trimmed`
+    # sentence is the recorder's, in English, for authors).
+    left_out: int
+    offered_runs: int
     document: bytes  # the grid as the browser fetches it (JSON, compact)
 
     @property
@@ -94,9 +98,10 @@ def _view(raw: bytes, name: str) -> LabGridView:
         if choice is not None:
             final = figure(cell["final"]["heldout_accuracy"])
             cells.append(GridCell(choice, tuple(cell["curve"]), final))
-    trimmed = grid.trimmed.strip().rstrip(".") if grid.trimmed and grid.trimmed.strip() else None
+    offered = offered_points(grid.offered)
+    left_out = sum(grid.cell(*point) is None for point in offered)
     document = json.dumps(plain, separators=(",", ":")).encode()
-    return LabGridView(plain["base"], tuple(cells), trimmed, document)
+    return LabGridView(plain["base"], tuple(cells), left_out, len(offered), document)
 
 
 def _grid_or_problem(path: Path) -> LabGridView | GridProblem:
