@@ -54,7 +54,8 @@ _PAGE_TEXTS = """
     const text = node.textContent.replace(/\\s+/g, " ").trim();
     if (text) texts.push(text);
   }
-  for (const element of document.body.querySelectorAll("[aria-label], [title], [alt], [placeholder]")) {
+  const named = "[aria-label], [title], [alt], [placeholder]";
+  for (const element of document.body.querySelectorAll(named)) {
     if (skipped(element)) continue;
     for (const name of ["aria-label", "title", "alt", "placeholder"]) {
       const value = element.getAttribute(name);
@@ -75,9 +76,52 @@ NAMES = re.compile(
 )
 # Words of English that German does not share (so a German sentence holds none of them).
 ENGLISH_WORDS = frozenset(
-    """the and your you of is are this that with which not has have to for row rows its be
-    been from or at on it by than when would there here what about were yet each once only
-    played predicted recorded device learns""".split()
+    {
+        "the",
+        "and",
+        "your",
+        "you",
+        "of",
+        "is",
+        "are",
+        "this",
+        "that",
+        "with",
+        "which",
+        "not",
+        "has",
+        "have",
+        "to",
+        "for",
+        "row",
+        "rows",
+        "its",
+        "be",
+        "been",
+        "from",
+        "or",
+        "at",
+        "on",
+        "it",
+        "by",
+        "than",
+        "when",
+        "would",
+        "there",
+        "here",
+        "what",
+        "about",
+        "were",
+        "yet",
+        "each",
+        "once",
+        "only",
+        "played",
+        "predicted",
+        "recorded",
+        "device",
+        "learns",
+    }
 )
 LATIN_WORD = re.compile(r"[A-Za-z]+")
 

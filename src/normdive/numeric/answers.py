@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 import re
 import sys
-from dataclasses import dataclass, field
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
 from types import MappingProxyType

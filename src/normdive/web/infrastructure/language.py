@@ -3,10 +3,10 @@
 Every request is answered in one locale (i18n.locales.negotiate): the language of the page
 that asked, which the page's scripts send as the `X-Page-Locale` header (an answer to a page
 is drawn in that page's language, whatever another tab chose since); else the learner's
-choice, kept in the `normdive_locale` cookie; else the locale an LTI launch named, kept by the launch in
-`normdive_launch_locale`; else the browser's Accept-Language; else English. The locale is set
-for the request's context (i18n.catalogues), so the templates and the composed sentences read
-it, and kept in the request's state (`request.state.locale`).
+choice, kept in the `normdive_locale` cookie; else the locale an LTI launch named, kept by the
+launch in `normdive_launch_locale`; else the browser's Accept-Language; else English. The
+locale is set for the request's context (i18n.catalogues), so the templates and the composed
+sentences read it, and kept in the request's state (`request.state.locale`).
 
 The switch is a link (it works without JavaScript): a GET whose address carries
 `?lang=CODE` keeps the choice in the cookie and answers 303 to the same address without it,
