@@ -623,7 +623,11 @@ class LabText(_Model):
     predict_legend: Text
     commit_label: Text
     commit_note: Text
-    committed_text: Text  # {predicted}, {config}
+    # Whole sentences per case, never a clause slotted into another sentence's frame: by the
+    # outcome predicted, what a committed run says ({config}); by the outcome predicted and
+    # then the one the run reached, what its result says.
+    committed: dict[OutcomeId, Text]
+    verdicts: dict[OutcomeId, dict[OutcomeId, Text]]
     open_run: Text  # {config}
     train_label: Text
     stop_label: Text
@@ -637,8 +641,6 @@ class LabText(_Model):
     chart_legend: Text
     result_heading: Text
     result_figures: Text  # {step}, {accuracy}, {loss}
-    predicted_right: Text  # {predicted}, {actual}
-    predicted_wrong: Text  # {predicted}, {actual}
     agrees: Counted  # {points}, {live}, {recorded}; counted by points
     # Counted by points; {points}, {direction}, {step}, {live}, {recorded}, {tolerance}, {end_*}
     differs: Counted
@@ -659,14 +661,19 @@ class LabText(_Model):
     @model_validator(mode="after")
     def _templates(self) -> LabText:
         _named("config_line", self.config_line, ("config",), ("config",))
-        _named("committed_text", self.committed_text, ("predicted", "config"), ("predicted",))
+        _every_outcome("committed", self.committed)
+        for outcome, sentence in self.committed.items():
+            _named(f"committed.{outcome}", sentence, ("config",), ("config",))
+        _every_outcome("verdicts", self.verdicts)
+        for predicted, by_actual in self.verdicts.items():
+            _every_outcome(f"verdicts.{predicted}", by_actual)
+            for actual, sentence in by_actual.items():
+                _named(f"verdicts.{predicted}.{actual}", sentence, ())
         _named("open_run", self.open_run, ("config",), ("config",))
         _named("progress_text", self.progress_text, ("step", "steps", "rate", "left"), ("step",))
         _named("stopped_text", self.stopped_text, ("step",), ("step",))
         _named("milestone", self.milestone, ("percent",), ("percent",))
         _named("result_figures", self.result_figures, ("step", "accuracy", "loss"))
-        for name in ("predicted_right", "predicted_wrong"):
-            _named(name, getattr(self, name), ("predicted", "actual"), ("predicted", "actual"))
         _counted("agrees", self.agrees, "points", ("points", "live", "recorded"), ("points",))
         differs = ["points", "direction", "step", "live", "recorded", "tolerance"]
         differs += ["end_live", "end_recorded"]
@@ -678,6 +685,16 @@ class LabText(_Model):
         _counted("too_many", self.too_many, "count", ("count",))
         _named("grid_caption", self.grid_caption, ("init", "seeds"), ("init",))
         return self
+
+    def committed_sentence(self, predicted: str, config: str) -> str:
+        """What a run committed with the outcome `predicted` says ("" for an unknown one)."""
+        sentence = next((s for key, s in self.committed.items() if key == predicted), "")
+        return sentence.format(config=config)
+
+    def verdict(self, predicted: str, actual: str) -> str:
+        """The prediction beside what the run did ("" for an unknown outcome)."""
+        by_actual = next((v for key, v in self.verdicts.items() if key == predicted), {})
+        return next((s for key, s in by_actual.items() if key == actual), "")
 
 
 class RerunConfig(_Model):
@@ -1006,6 +1023,13 @@ class Lesson(_Model):
     def predict_choice(self, choice_id: str) -> Choice | None:
         """The opening question's choice with this id, or None."""
         return next((c for c in self.predict.choices if c.id == choice_id), None)
+
+
+def _every_outcome(name: str, table: Mapping[OutcomeId, object]) -> None:
+    """A table keyed by outcome must have a key for each of them."""
+    missing = [outcome for outcome in OUTCOME_IDS if outcome not in table]
+    if missing:
+        raise ValueError(f"{name}: give a sentence for each outcome; missing {missing[0]}")
 
 
 def _named(name: str, text: str, allowed: Iterable[str], required: Iterable[str] = ()) -> None:

@@ -222,9 +222,7 @@ def lab_view(
         else None,
         runs=lines,
         pending=(
-            lesson.lab.committed_text.format(
-                predicted=_predicted(lesson, pending), config=config_name(lesson, pending.choice)
-            )
+            lesson.lab.committed_sentence(pending.predicted, config_name(lesson, pending.choice))
             if pending is not None
             else None
         ),
@@ -257,11 +255,6 @@ def _pending_data(lesson: Lesson, grid: LabGridView, pending: LabRun) -> str:
             "name": config_name(lesson, choice),
         }
     )
-
-
-def _predicted(lesson: Lesson, run: LabRun) -> str:
-    outcome = next((o for o in lesson.outcomes if o.id == run.predicted), None)
-    return outcome.predicted if outcome is not None else run.predicted
 
 
 def _runs(svc: Services, learner_id: str) -> tuple[LabRun, ...]:
