@@ -37,6 +37,7 @@ from normdive.i18n.numbers import (
     VALUE_WORDS,
     decimal_symbol,
     list_separator,
+    minus_sign,
     shown,
     shown_in,
     shown_row,
@@ -225,6 +226,7 @@ def make_environment(templates_dir: Path = TEMPLATES_DIR) -> Environment:
     env.filters["numrow"] = lambda xs: shown_row([format_number(x) for x in xs])
     env.filters["figures"] = lambda value: shown_in(str(value))
     env.globals["decimal_symbol"] = lambda: decimal_symbol(current_locale())
+    env.globals["minus_sign"] = lambda: minus_sign(current_locale())
     env.globals["list_separator"] = list_separator
     env.globals["page_words"] = lambda: json.dumps(
         {sentence: gettext(sentence) for sentence in PAGE_SCRIPT_WORDS}
