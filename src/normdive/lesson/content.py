@@ -445,6 +445,8 @@ class Takeaway(_Model):
     # another tab or on another device); stale_cleared for a newer takeaway saved empty.
     stale: Text
     stale_cleared: Text
+    # Under the box while a refusal's newer takeaway is shown above it: no autosave then.
+    merging_text: Text
     # The pre-filled line once the learner has played both single-component rows: composed
     # from what the recording showed (ANSWER_FIELDS and RUN_FIELDS).
     composed_line: Text
