@@ -12,10 +12,17 @@ import re
 from collections.abc import Callable, Iterator
 
 import pytest
-from lab_page import axe_violations, close_the_gate, no_horizontal_scroll, serve_with_grid
+from lab_page import (
+    axe_violations,
+    close_the_gate,
+    no_horizontal_scroll,
+    post_the_work,
+    serve_with_grid,
+)
 from playwright.sync_api import Page, Route, expect
 
 from lesson_answers import LESSON
+from normdive.lesson.translations import load_translation
 from live_server import LiveServer
 from sample_lab import sample_lab_grid
 
@@ -133,6 +140,48 @@ def test_the_four_rows_train_fill_the_side_by_side_and_end_in_a_sentence(
     history = page.locator("#rerun-history")
     expect(history).to_contain_text(TEXT.history_line.split("{")[0] + "1", timeout=TRAINED_MS)
     expect(page.locator("#rerun-verdict")).to_be_visible(timeout=TRAINED_MS)
+
+
+# What a box of the page overflows by, sideways, and where each of the table's cells ends.
+FIT = """(table) => {
+  const region = table.closest(".table-scroll");
+  const box = region.getBoundingClientRect();
+  const caption = table.querySelector("caption");
+  const outside = [...table.querySelectorAll("th, td")].filter((cell) => {
+    const drawn = cell.getBoundingClientRect();
+    return drawn.width > 0 && (drawn.left < box.left - 0.5 || drawn.right > box.right + 0.5);
+  });
+  return {
+    region: region.scrollWidth - region.clientWidth,
+    caption: caption.scrollWidth - caption.clientWidth,
+    outside: outside.map((cell) => cell.textContent.trim()),
+  };
+}"""
+
+
+@pytest.mark.parametrize(
+    ("language", "width"), [("de", 320), ("de", 375), ("ar", 320), ("en", 375)]
+)
+def test_the_side_by_side_reads_on_a_phone_without_scrolling_sideways(
+    new_page: NewPage, language: str, width: int
+) -> None:
+    lesson = load_translation(language)[0] if language != "en" else LESSON
+    page = new_page(locale=language, viewport={"width": width, "height": 740})
+    post_the_work(page)
+    summary = page.get_by_text(lesson.rerun.open_label, exact=True)
+    summary.click()
+    expect(page.locator("#rerun-train")).to_be_visible()
+    table = page.get_by_role("table", name=lesson.rerun.table_caption)
+    expect(table).to_be_visible()
+    page.wait_for_load_state("load")
+    fit = table.evaluate(FIT)
+    # Every column on screen in its box, the caption whole: nothing to scroll sideways to.
+    assert fit == {"region": 0, "caption": 0, "outside": []}, fit
+    # Still a table to a screen reader: its five headings, four rows of a heading and four cells.
+    expect(table.get_by_role("columnheader")).to_have_count(5)
+    expect(table.get_by_role("rowheader")).to_have_count(4)
+    expect(table.get_by_role("cell")).to_have_count(16)
+    no_horizontal_scroll(page, width)
 
 
 def test_a_reload_during_a_row_keeps_the_rows_before_and_says_which_starts_again(
