@@ -222,6 +222,48 @@ def test_a_reload_during_a_row_keeps_the_rows_before_and_says_which_starts_again
     assert page.evaluate("localStorage.getItem('normdive.rerun.training')") is None
 
 
+def test_a_second_tab_says_another_tab_is_training_and_shows_what_the_server_keeps(
+    new_page: NewPage,
+) -> None:
+    one = new_page(viewport=NARROW)
+    close_the_gate(one)
+    open_the_panel(one)
+    # Tab one's second row is held on its way to the server: tab one is mid-set.
+    held: list[Route] = []
+    second_row = re.compile(r"/lab/reruns/\d+/rows/residual_only$")
+    one.route(second_row, lambda route: held.append(route))
+    one.get_by_role("button", name=TEXT.start_label).click()
+    one.wait_for_function(
+        "() => JSON.parse(localStorage.getItem('normdive.rerun.training') || 'null')?.row"
+        " === 'residual_only'",
+        timeout=TRAINED_MS,
+    )
+
+    two = one.context.new_page()
+    two.goto("/")
+    open_the_panel(two)
+    note = two.locator("#rerun-restarted")
+    expect(note).to_be_visible()
+    expect(note).to_contain_text(TEXT.elsewhere.split("{")[0].strip())
+    expect(note).to_contain_text(LABELS[1])
+    expect(note).not_to_contain_text(TEXT.restarted.split("{")[0].strip())
+    expect(two.locator("#rerun-start")).to_be_disabled()  # nothing to continue here
+
+    # Tab one goes on; tab two, untouched, ends showing what the server holds.
+    waited = 0
+    while not held and waited < TRAINED_MS:
+        one.wait_for_timeout(100)
+        waited += 100
+    held[0].continue_()
+    one.unroute(second_row)
+    expect(one.locator("#rerun-verdict")).to_be_visible(timeout=TRAINED_MS)
+    expect(two.locator("#rerun-kept")).to_have_text(
+        TEXT.kept_rows.format(done=4, rows=4), timeout=TRAINED_MS
+    )
+    expect(two.locator("#rerun-verdict")).to_be_visible()
+    expect(two.locator("#rerun-restarted")).to_be_hidden()
+
+
 def test_a_row_whose_figures_did_not_reach_the_server_is_sent_again_not_trained_again(
     new_page: NewPage,
 ) -> None:

@@ -736,6 +736,7 @@ class RerunText(_Model):
     row_started: Text  # {row}, {rows}, {name}
     row_finished: Text  # {name}, {accuracy}
     restarted: Text  # {name}, {step}
+    elsewhere: Text  # {name}, {step}: another tab is training the re-run
     kept_rows: Text  # {done}, {rows}
     chart_label: Text
     chart_legend: Text
@@ -774,6 +775,7 @@ class RerunText(_Model):
         _named("row_started", self.row_started, ("row", "rows", "name"), ("name",))
         _named("row_finished", self.row_finished, ("name", "accuracy"), ("name", "accuracy"))
         _named("restarted", self.restarted, ("name", "step"), ("name", "step"))
+        _named("elsewhere", self.elsewhere, ("name", "step"), ("name",))
         _named("kept_rows", self.kept_rows, ("done", "rows"), ("done",))
         _named("outcome_cell", self.outcome_cell, ("band", "accuracy"), ("accuracy",))
         _named("same_order", self.same_order, ("relations",), ("relations",))
