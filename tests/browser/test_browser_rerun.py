@@ -22,8 +22,8 @@ from lab_page import (
 from playwright.sync_api import Page, Route, expect
 
 from lesson_answers import LESSON
-from normdive.lesson.translations import load_translation
 from live_server import LiveServer
+from normdive.lesson.translations import load_translation
 from sample_lab import sample_lab_grid
 
 pytestmark = pytest.mark.browser
