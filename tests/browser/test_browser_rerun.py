@@ -264,6 +264,27 @@ def test_a_second_tab_says_another_tab_is_training_and_shows_what_the_server_kee
     expect(two.locator("#rerun-restarted")).to_be_hidden()
 
 
+def test_the_time_left_in_german_ends_its_sentence_with_one_full_stop(new_page: NewPage) -> None:
+    # "30 Sek." ends in the abbreviation's own stop; the sentence around it adds none after it.
+    german = load_translation("de")[0].rerun
+    page = new_page(locale="de-DE", viewport=NARROW)
+    post_the_work(page)
+    page.get_by_text(german.open_label, exact=True).click()
+    expect(page.locator("#rerun-train")).to_be_visible()
+    page.evaluate(
+        """() => {
+          window.shown = [];
+          const status = document.getElementById("rerun-progress-text");
+          new MutationObserver(() => window.shown.push(status.textContent)).observe(
+            status, { childList: true, characterData: true, subtree: true });
+        }"""
+    )
+    page.get_by_role("button", name=german.start_label).click()
+    expect(page.locator("#rerun-verdict")).to_be_visible(timeout=TRAINED_MS)
+    shown = [text for text in page.evaluate("window.shown") if re.search(r"Sek\.|Min\.", text)]
+    assert shown and not [text for text in shown if ".." in text], shown
+
+
 def test_a_row_whose_figures_did_not_reach_the_server_is_sent_again_not_trained_again(
     new_page: NewPage,
 ) -> None:

@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from normdive.i18n.catalogues import N_, gettext, pgettext
+from normdive.i18n.catalogues import N_, gettext, ngettext, pgettext
 from normdive.i18n.numbers import shown_in
 from normdive.lesson.content import Lesson
 from normdive.lesson.translations import localized
@@ -123,10 +123,16 @@ def _percent(value: float) -> str:
 
 def _base_words(grid: LabGridView) -> str:
     b = grid.base
-    return gettext(
+    # Counted by {eval_every}, the number a noun follows last ("every 25 steps"; in Arabic
+    # "كل 25 خطوة", the singular after 11 to 99).
+    return ngettext(
         "width {d_model} with {n_heads} heads, {steps} training steps of {batch_size} "
         "sequences, copying {copy_length} symbols of {vocab_size}, held-out figures every "
-        "{eval_every} steps"
+        "{eval_every} step",
+        "width {d_model} with {n_heads} heads, {steps} training steps of {batch_size} "
+        "sequences, copying {copy_length} symbols of {vocab_size}, held-out figures every "
+        "{eval_every} steps",
+        int(b["eval_every"]),
     ).format(**{key: b[key] for key in _BASE_FIELDS})
 
 
