@@ -378,11 +378,11 @@ def test_without_javascript_the_lab_page_shows_the_grid_as_a_table(
         assert isinstance(said, Tag) and TEXT.needs_js in words(said)
         table = page.select_one("#lab-grid-gpt2")
         assert isinstance(table, Tag)
-        lines = [[c.get_text() for c in row.select("th, td")] for row in table.select("tbody tr")]
+        lines = [[words(c) for c in row.select("th, td")] for row in table.select("tbody tr")]
         assert lines[0] == ["Both, eps 0", "100.0 %", "100.0 %", "100.0 %", "100.0 %"]
         pytorch = page.select_one("#lab-grid-pytorch")
         assert isinstance(pytorch, Tag)
-        last = [c.get_text() for c in pytorch.select("tbody tr")[-1].select("th, td")]
+        last = [words(c) for c in pytorch.select("tbody tr")[-1].select("th, td")]
         assert last == ["Neither", "60.0 %", "60.0 %", "25.0 %", TEXT.grid_none]  # not recorded
         assert page.select_one("#lab-commit") is None
 
