@@ -77,8 +77,10 @@ BAD_BREAKS = """(element) => {
     const char = node.data[at];
     if (drawn) {
       const broken = top !== null && drawn.top > top + 2;
-      const wordGoesOn = /[\\p{L}\\p{N}]/u.test(char) && /[\\p{L}\\p{N}]/u.test(before.at(-1) ?? "");
-      if (broken && (char === "%" || wordGoesOn)) bad.push([before.slice(-12), node.data.slice(at, at + 12)]);
+      const letter = /[\\p{L}\\p{N}]/u;
+      const wordGoesOn = letter.test(char) && letter.test(before.at(-1) ?? "");
+      const after = node.data.slice(at, at + 12);
+      if (broken && (char === "%" || wordGoesOn)) bad.push([before.slice(-12), after]);
       top = drawn.top;
     }
     before += char;
