@@ -6,7 +6,8 @@
 - an answer is drawn in the language of the page that asked, whatever another tab chose;
 - the lab's result and committed run in German are whole German sentences, and its
   initialisation choice a name, not a fragment of a sentence;
-- in Arabic a negative number's minus is drawn before its digits (CLDR's left-to-right mark);
+- in Arabic a negative number's minus is drawn before its digits (CLDR's left-to-right mark),
+  and "every 25 steps" counts its steps with the singular Arabic takes after 25;
 - at 320 px a "%" never starts a line apart from its number, in any of the three languages,
   and the German title breaks its long word only at a hyphen."""
 
@@ -18,12 +19,13 @@ from collections.abc import Callable, Iterator
 import pytest
 from hearing import english_texts, heard, listen
 from lab_page import post_the_work, serve_with_grid
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Browser, Locator, Page, expect
 
 from live_server import LiveServer
 from normdive.lesson.content import Lesson
 from normdive.lesson.translations import load_translation
 from normdive.recording.format import ROW_KEYS
+from sample_lab import TINY_BASE, sample_lab_grid
 
 pytestmark = pytest.mark.browser
 
@@ -256,6 +258,28 @@ def test_at_320_px_a_percent_stays_with_its_number(new_page: NewPage, language: 
         if found[1].startswith("%")
     ]
     assert broken == []
+
+
+@pytest.fixture(scope="module")
+def every_25_steps(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A server whose lab grid evaluates every 25 steps (Arabic counts 25 with a singular)."""
+    base = TINY_BASE.model_copy(update={"steps": 50, "eval_every": 25})
+    yield from serve_with_grid(tmp_path_factory, "every-25-live", sample_lab_grid(base))
+
+
+def test_arabic_counts_the_grids_evaluation_steps(
+    browser: Browser, every_25_steps: LiveServer
+) -> None:
+    context = browser.new_context(base_url=every_25_steps.url, locale="ar")
+    try:
+        page = context.new_page()
+        post_the_work(page)
+        page.get_by_text(ARABIC.lab.open_label, exact=True).click()
+        config = page.locator("#lab-config")
+        expect(config).to_contain_text("كل 25 خطوة")
+        expect(config).not_to_contain_text("25 خطوات")
+    finally:
+        context.close()
 
 
 def test_the_german_title_breaks_only_at_a_hyphen(new_page: NewPage) -> None:
