@@ -63,6 +63,7 @@ from normdive.web.views.lab_grid import LabGridView, PanelView, grid_or_sentence
 
 PANEL_TEMPLATE = "lab_fragments.html"
 GRID_GONE = N_("The lab's recorded runs changed on the server; reload the page.")
+NO_LAB_RUN = N_("There is no lab run {number!r}.")
 # The grid's base configuration as the panel says it (_base_words), in the order it says it.
 _BASE_FIELDS = (
     "d_model",
@@ -406,7 +407,7 @@ async def finish_run(request: Request) -> Response:
     number = request.path_params["number"]
     lesson = localized(services(request).lesson)
     if not (number.isascii() and number.isdigit() and len(number) <= 6):
-        return error_response(request, 404, f"There is no lab run {number[:20]!r}.")
+        return error_response(request, 404, gettext(NO_LAB_RUN).format(number=number[:20]))
 
     def decide(runs: tuple[LabRun, ...], grid: LabGridView, form: dict[str, str]) -> Action:
         return finish_lab_run(
