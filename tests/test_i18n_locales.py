@@ -69,5 +69,10 @@ def test_the_order_of_choice(
     assert negotiate(chosen=chosen, launched=launched, accept_language=header) == locale
 
 
+def test_the_asking_pages_own_language_comes_first() -> None:
+    assert negotiate(chosen="ar", launched="de", accept_language="en", page="de-DE") == "de"
+    assert negotiate(chosen="ar", launched=None, accept_language=None, page="fr") == "ar"
+
+
 def test_a_long_header_is_read_only_so_far() -> None:
     assert negotiate(chosen=None, launched=None, accept_language="fr," * 2000 + "de") == "en"

@@ -34,8 +34,11 @@ def test_the_marked_words_are_the_ones_display_writes() -> None:
     [
         ("en", "-1.224736", "-1.224736"),
         ("de", "-1.224736", "-1,224736"),
-        ("ar", "-1.224736", "-1.224736"),
+        # CLDR's Arabic minus with Latin digits: a left-to-right mark, then the hyphen-minus.
+        ("ar", "-1.224736", "\u200e-1.224736"),
+        ("ar", "1.224736", "1.224736"),
         ("de", "1e-5", "1e-5"),
+        ("ar", "1e-5", "1e-5"),
         ("de", "not a number", "keine Zahl"),
         ("en", "not a number", "not a number"),
         ("ar", "infinity", "ما لا نهاية"),
@@ -50,6 +53,11 @@ def test_a_number_is_shown_in_the_locales_writing(locale: str, text: str, expect
 def test_rows_and_figures_in_sentences() -> None:
     assert shown_row(["1.5", "-2.000000"], "de") == "[1,5; -2,000000]"
     assert shown_row(["1.5", "-2.000000"], "en") == "[1.5, -2.000000]"
+    assert shown_row(["1.5", "-2.000000"], "ar") == "[1.5, \u200e-2.000000]"
+    # A sign only where a number begins: the hyphens of names and exponents are kept.
+    assert shown_in("GPT-2 at 1e-3: -0.5 and (-2)", "ar") == (
+        "GPT-2 at 1e-3: \u200e-0.5 and (\u200e-2)"
+    )
     assert shown_in("21.3 % after 1200 steps, loss 0.012", "de") == (
         "21,3 % after 1200 steps, loss 0,012"
     )
@@ -77,10 +85,12 @@ def test_english_keeps_its_readable_refusal_of_a_comma() -> None:
     assert refused.message == "Use a point for the decimals, not a comma: 1.224."
 
 
-def test_a_refusal_speaks_the_current_locale() -> None:
+def test_a_refusal_speaks_the_locale_it_is_read_in() -> None:
     with activated("de"):
         refused = parse_answer("abc", decimal_comma=True)
-    assert isinstance(refused, FormatError)
-    assert refused.message == (
-        "Das ist keine Zahl. Schreiben Sie eine Zahl wie 0,667, -1,5, 2/3 oder 1e-3."
-    )
+        assert isinstance(refused, FormatError)
+        assert refused.message == (
+            "Das ist keine Zahl. Schreiben Sie eine Zahl wie 0,667, -1,5, 2/3 oder 1e-3."
+        )
+    # A code, worded when read: the same refusal read on an English page is English.
+    assert refused.message.startswith("That is not a number.")

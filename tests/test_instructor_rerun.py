@@ -257,7 +257,7 @@ def test_the_section_counts_and_compares_with_the_recording(
         ) in text
         assert "1 of 2 complete re-runs ranked the four rows as the recording does." in text
         lines = [
-            [cell.get_text() for cell in row.select("th, td")]
+            [words(cell) for cell in row.select("th, td")]
             for row in section_of(client).select("#rerun-rows tbody tr")
         ]
         assert lines[0] == ["Both", "100.0 %", "100.0 %"]

@@ -102,7 +102,9 @@ def test_accepted_answers_are_exact(raw: str, value: Fraction, canonical: str | 
     ],
 )
 def test_format_errors_say_what_is_wrong(raw: str, message: str) -> None:
-    assert parse_answer(raw) == FormatError(raw=raw, message=message)
+    parsed = parse_answer(raw)
+    assert isinstance(parsed, FormatError)
+    assert (parsed.raw, parsed.message) == (raw, message)
 
 
 def test_sixty_four_characters_is_still_accepted() -> None:

@@ -117,7 +117,7 @@ def test_the_six_numbers_of_the_seed_all_land() -> None:
     entries = _graded(SIX_RIGHT)
     assert [e["field"] for e in entries] == [f.id for f in LESSON.number_fields]
     assert {e["verdict"] for e in entries} == {"right"}
-    assert all(e["slip"] is None and e["message"] is None for e in entries)
+    assert all(e["slip"] is None and "problem" not in e for e in entries)
 
 
 @pytest.mark.parametrize(
@@ -147,17 +147,31 @@ def test_one_number_is_graded_at_the_lessons_eps_and_tolerance(
         "parsed": parsed,
         "verdict": verdict,
         "slip": slip,
-        "message": None,
     }
 
 
-@pytest.mark.parametrize("raw", ["abc", "2,5", "nan", "1/0", "9" * 65])
-def test_a_format_error_is_recorded_with_the_parsers_message(raw: str) -> None:
-    (graded,) = _graded({"row1_mean": raw})
-    assert graded["verdict"] == "format_error"
-    assert graded["parsed"] is None and graded["slip"] is None
-    assert graded["raw"] == raw
-    assert isinstance(graded["message"], str) and graded["message"]
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        ("abc", {"code": "not_a_number", "args": {}}),
+        ("2,5", {"code": "decimal_comma", "args": {"number": "2.5"}}),
+        ("nan", {"code": "nan", "args": {}}),
+        ("1/0", {"code": "divides_by_zero", "args": {}}),
+        ("9" * 65, {"code": "too_long", "args": {"limit": 64, "length": 65}}),
+    ],
+)
+def test_a_format_error_is_recorded_as_the_parsers_code_not_a_sentence(
+    raw: str, problem: dict[str, Any]
+) -> None:
+    # Stored in German or Arabic, it holds the same facts as in English: no sentence of any
+    # ("2,5" is a number in German).
+    for locale in ("en", "ar") if raw == "2,5" else ("en", "de", "ar"):
+        with activated(locale):
+            (graded,) = _graded({"row1_mean": raw})
+        assert graded["verdict"] == "format_error"
+        assert graded["parsed"] is None and graded["slip"] is None
+        assert graded["raw"] == raw
+        assert graded["problem"] == problem and "message" not in graded
 
 
 def test_raw_text_is_capped_before_storing() -> None:
@@ -792,14 +806,14 @@ def test_every_locale_grades_the_same_value_alike(
         for raw in {text, written_in(locale, text)}:  # the locale's writing and a point
             (graded,) = _graded({field: raw})
             assert (graded["verdict"], graded["slip"]) == (verdict, slip), (locale, raw)
-            assert (graded["message"] is not None) == (verdict == "format_error")
+            assert ("problem" in graded) == (verdict == "format_error")
 
 
 def test_a_decimal_comma_is_read_only_where_the_locale_writes_one() -> None:
     with activated("en"):
         (graded,) = _graded({"row2_denominator": "1,732"})
     assert graded["verdict"] == "format_error"
-    assert graded["message"] == "Use a point for the decimals, not a comma: 1.732."
+    assert graded["problem"] == {"code": "decimal_comma", "args": {"number": "1.732"}}
     with activated("de"):
         (graded,) = _graded({"row2_denominator": "1,732"})
     assert (graded["verdict"], graded["parsed"], graded["raw"]) == ("right", "1.732", "1,732")

@@ -9,6 +9,7 @@ import pytest
 
 from lesson_answers import LESSON
 from lesson_answers import RIGHT_READING_CHOICE as RIGHT_READING
+from normdive.i18n.catalogues import activated
 from normdive.progress.actions import close_gate
 from normdive.progress.events import Event, EventKind
 from normdive.progress.state import (
@@ -46,17 +47,13 @@ def entry(
     verdict: str,
     raw: str = "1",
     slip: str | None = None,
-    message: str | None = None,
+    problem: str | None = None,
 ) -> dict[str, Any]:
+    """One answer of a numbers_checked event; a format error's `problem` is its code."""
     parsed = None if verdict == "format_error" else raw
-    return {
-        "field": field,
-        "raw": raw,
-        "parsed": parsed,
-        "verdict": verdict,
-        "slip": slip,
-        "message": message,
-    }
+    found = {"problem": {"code": problem, "args": {}}} if problem is not None else {}
+    answer = {"field": field, "raw": raw, "parsed": parsed, "verdict": verdict, "slip": slip}
+    return answer | found
 
 
 def checked(*entries: dict[str, Any]) -> tuple[EventKind, dict[str, Any]]:
@@ -130,14 +127,15 @@ def test_the_first_committed_prediction_wins_a_race() -> None:
 
 
 SLIP_TEXT = LESSON.slip_feedback["mean_not_divided"]
-FORMAT_TEXT = "That is not a number."
+NOT_A_NUMBER = "not_a_number"
+FORMAT_TEXT = "That is not a number. Write a number such as 0.667, -1.5, 2/3 or 1e-3."
 
 
 @pytest.mark.parametrize(
     ("entries", "expected"),
     [
         pytest.param(
-            [entry("row1_mean", "format_error", "abc", message=FORMAT_TEXT)],
+            [entry("row1_mean", "format_error", "abc", problem=NOT_A_NUMBER)],
             (0, False, "abc", "format_error", FORMAT_TEXT),
             id="a format error costs no attempt",
         ),
@@ -159,7 +157,7 @@ FORMAT_TEXT = "That is not a number."
         pytest.param(
             [
                 entry("row1_mean", "wrong", "6", slip="mean_not_divided"),
-                entry("row1_mean", "format_error", "2,0", message=FORMAT_TEXT),
+                entry("row1_mean", "format_error", "2,0", problem=NOT_A_NUMBER),
                 entry("row1_mean", "wrong", "3"),
                 entry("row1_mean", "right", "2"),
             ],
@@ -170,7 +168,7 @@ FORMAT_TEXT = "That is not a number."
             [
                 entry("row1_mean", "right", "2.001"),
                 entry("row1_mean", "wrong", "9"),
-                entry("row1_mean", "format_error", "x", message=FORMAT_TEXT),
+                entry("row1_mean", "format_error", "x", problem=NOT_A_NUMBER),
                 entry("row1_mean", "right", "2"),
             ],
             (1, True, "2.001", "right", None),
@@ -198,13 +196,60 @@ def test_a_field_folds_its_entries(
         assert (f.attempts, f.landed, f.last_raw, f.last_verdict, f.message) == expected
 
 
+GERMAN_NOT_A_NUMBER = "Das ist keine Zahl. Schreiben Sie eine Zahl wie 0,667, -1,5, 2/3 oder 1e-3."
+
+
+@pytest.mark.parametrize(
+    ("answer", "locale", "said"),
+    [
+        pytest.param(
+            entry("row1_mean", "format_error", "zwei", problem=NOT_A_NUMBER),
+            "en",
+            FORMAT_TEXT,
+            id="a code, drawn in English",
+        ),
+        pytest.param(
+            entry("row1_mean", "format_error", "zwei", problem=NOT_A_NUMBER),
+            "de",
+            GERMAN_NOT_A_NUMBER,
+            id="the same code, drawn in German",
+        ),
+        pytest.param(
+            entry("row1_mean", "format_error", "zwei") | {"message": GERMAN_NOT_A_NUMBER},
+            "en",
+            FORMAT_TEXT,
+            id="an older sentence in German, drawn in English from the text typed",
+        ),
+        pytest.param(
+            entry("row1_mean", "format_error", "1,5") | {"message": "Use a point …"},
+            "de",
+            "Schreiben Sie die Nachkommastellen mit einem Punkt, nicht mit einem Komma: 1.5.",
+            id="an older refused decimal comma, drawn where a comma is a point",
+        ),
+        pytest.param(
+            entry("row1_mean", "format_error", "2", problem="a_code_of_a_newer_version")
+            | {"message": "Kept as it was."},
+            "en",
+            "Kept as it was.",
+            id="nothing else to go by: the sentence kept",
+        ),
+    ],
+)
+def test_a_format_error_is_worded_when_drawn_in_the_pages_language(
+    answer: dict[str, Any], locale: str, said: str
+) -> None:
+    with activated(locale):
+        field_state = state(done(), predicted(), checked(answer)).fields["row1_mean"]
+    assert (field_state.last_verdict, field_state.message) == ("format_error", said)
+
+
 @pytest.mark.parametrize(
     ("specs", "runs"),
     [
         pytest.param((), 0, id="nothing"),
         pytest.param((done(), predicted(), saved("x")), 0, id="commits and saves are not runs"),
         pytest.param(
-            (checked(entry("row1_mean", "format_error", "x", message=FORMAT_TEXT)),),
+            (checked(entry("row1_mean", "format_error", "x", problem=NOT_A_NUMBER)),),
             0,
             id="a check of format errors only",
         ),
@@ -214,7 +259,7 @@ def test_a_field_folds_its_entries(
                 checked(
                     entry("row1_mean", "right", "2"),
                     entry("row1_variance", "wrong"),
-                    entry("row2_mean", "format_error", "x", message=FORMAT_TEXT),
+                    entry("row2_mean", "format_error", "x", problem=NOT_A_NUMBER),
                 ),
             ),
             1,
@@ -229,7 +274,7 @@ def test_a_field_folds_its_entries(
         pytest.param(
             (
                 checked(entry("row1_mean", "wrong")),
-                checked(entry("row1_mean", "format_error", "x", message=FORMAT_TEXT)),
+                checked(entry("row1_mean", "format_error", "x", problem=NOT_A_NUMBER)),
                 locked(WRONG_READINGS[1].id, False),
                 checked(entry("row1_mean", "right", "2")),
                 saved("y"),

@@ -16,9 +16,11 @@ import pytest
 from sqlalchemy import Engine, select, text
 
 from lesson_answers import LESSON, RIGHT_NUMBERS, RIGHT_READING_ID, WRONG_READING_ID
+from normdive.i18n.catalogues import activated
 from normdive.progress.events import EventKind
 from normdive.progress.history import History
 from normdive.progress.report import summary_from_record, summary_record
+from normdive.progress.state import RecordingFacts, derive
 from normdive.store.event_store import Store
 from normdive.store.snapshots import SNAPSHOT_EVERY_EVENTS, Snapshots, due
 from normdive.store.tables import LearnerSnapshot
@@ -108,6 +110,34 @@ def test_a_read_folds_what_is_missing_and_keeps_it(
     later = snapshots.read(learner)
     assert later == fold(store, learner) and later.takeaway == "scale, then shift"
     assert kept_at(engine, learner) == later.last_event_id
+
+
+GERMAN_NOT_A_NUMBER = "Das ist keine Zahl. Schreiben Sie eine Zahl wie 0,667, -1,5, 2/3 oder 1e-3."
+
+
+def test_a_format_error_stored_as_an_older_sentence_is_drawn_in_the_pages_language(
+    store: Store, snapshots: Snapshots
+) -> None:
+    # A history written before format errors were stored as codes holds the sentence, worded
+    # in the language of the page that checked (German here). Read from the database and kept
+    # in a snapshot, it is drawn in the language of the page drawn now.
+    learner = working(store)
+    older = {"field": "row1_mean", "raw": "zwei", "parsed": None, "verdict": "format_error"}
+    older |= {"slip": None, "message": GERMAN_NOT_A_NUMBER}
+    newer = {"field": "row1_variance", "raw": "drei", "parsed": None, "verdict": "format_error"}
+    newer |= {"slip": None, "problem": {"code": "not_a_number", "args": {}}}
+    store.append(learner, EventKind.NUMBERS_CHECKED, {"answers": [older, newer]})
+    facts = RecordingFacts(problem="no rows")
+    for history in (snapshots.read(learner), snapshots.read(learner)):  # folded, then kept
+        for locale, said in (
+            ("en", "That is not a number. Write a number such as 0.667, -1.5, 2/3 or 1e-3."),
+            ("de", GERMAN_NOT_A_NUMBER),
+        ):
+            with activated(locale):
+                fields = derive(history, LESSON, recording=facts, dev_prerequisite_done=True).fields
+            assert fields["row1_mean"].message == said
+            assert fields["row1_variance"].message == said
+            assert fields["row1_mean"].attempts == 0  # still no attempt used
 
 
 def test_a_kept_snapshot_only_moves_forwards(

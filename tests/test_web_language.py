@@ -202,3 +202,24 @@ def test_your_own_row_is_named_in_the_languages_writing(
     response = client.get("/", params={"row": typed}, headers={"Accept-Language": language})
     named = BeautifulSoup(response.text, "html.parser").select_one("#own-row [data-ln=input]")
     assert named is not None and named.get_text(strip=True) == label
+
+
+def test_an_answer_is_drawn_in_the_language_of_the_page_that_asked(client: TestClient) -> None:
+    # The learner picked Arabic in another tab (the cookie says so); the German page's check is
+    # answered in German: its regions and what it says.
+    client.cookies.set(CHOICE_COOKIE, "ar")
+    client.post("/predict", data={"choice": "residual"}, headers={"X-Page-Locale": "de"})
+    answer = client.post(
+        "/numbers",
+        data={"row1_mean": "zwei"},
+        headers={"Accept": "application/json", "X-Page-Locale": "de"},
+    )
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["message"].startswith("Mittelwert von [1, 2, 3]: Nicht geprüft")
+    assert "Das ist keine Zahl." in body["message"]
+    assert "Das ist keine Zahl." in body["fragments"]["numbers"]
+    assert "x-page-locale" in answer.headers["vary"].lower()
+    # Without the page's word, the cookie decides, as for a page drawn anew.
+    assert lang_and_dir(html_of(client)) == ("ar", "rtl")
+    assert lang_and_dir(html_of(client, **{"X-Page-Locale": "fr"})) == ("ar", "rtl")

@@ -281,7 +281,8 @@ def test_several_played_rows_share_one_chart_told_apart_without_colour() -> None
     figure = soup.select_one("#together")
     assert figure is not None and figure["data-result-for"] == "neither"
     frame = figure.select_one('[role="img"]')
-    assert frame is not None and frame["aria-label"] == together.label
+    # Drawn with each "%" held to its figure by a no-break space.
+    assert frame is not None and frame["aria-label"] == together.label.replace(" %", "\u00a0%")
     # Drawn outside <noscript>: it shows with JavaScript too.
     assert figure.find_parent("noscript") is None and figure.select("svg.curve-svg path.line")
     legend = [item.get_text(strip=True) for item in figure.select("#together-legend li")]

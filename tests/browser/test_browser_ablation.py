@@ -318,7 +318,7 @@ def test_a_second_learner_sees_none_of_the_first_but_the_aggregate(
     commit(second, "Residual connections")
     opening = second.locator("#aggregate-opening li")
     expect(opening).to_have_count(2)
-    expect(opening.first).to_have_text(re.compile(r"^Layer norm: \d+ of \d+ \(\d+ %\)$"))
+    expect(opening.first).to_have_text(re.compile(r"^Layer norm: \d+ of \d+ \(\d+\s%\)$"))
     expect(second.locator("#aggregate-both")).to_contain_text("Shown once you have committed")
     predict_row(second, "both")
     expect(second.locator("#aggregate-both li")).to_have_count(3)

@@ -12,7 +12,13 @@ import re
 from collections.abc import Callable, Iterator
 
 import pytest
-from lab_page import axe_violations, close_the_gate, no_horizontal_scroll, serve_with_grid
+from lab_page import (
+    axe_violations,
+    close_the_gate,
+    no_horizontal_scroll,
+    post_the_work,
+    serve_with_grid,
+)
 from playwright.sync_api import Page, expect
 
 from lesson_answers import LESSON
@@ -133,6 +139,30 @@ def test_without_javascript_the_panel_says_so_and_links_the_grid_as_a_table(
     table = page.get_by_role("table", name=re.compile("recorded lab runs, GPT-2"))
     expect(table).to_be_visible()
     expect(table.get_by_role("row")).to_have_count(1 + 8)  # a header and eight rows
+    no_horizontal_scroll(page, PHONE["width"])
+
+
+# Each caption's text as laid out, against the width of the box its table scrolls in.
+CAPTIONS = """() => [...document.querySelectorAll(".table-scroll caption")].map((caption) => {
+  const text = document.createRange();
+  text.selectNodeContents(caption);
+  const box = caption.closest(".table-scroll").getBoundingClientRect();
+  const drawn = text.getBoundingClientRect();
+  return { width: Math.round(drawn.width), box: Math.round(box.width),
+           inside: drawn.left >= box.left - 0.5 && drawn.right <= box.right + 0.5 };
+})"""
+
+
+@pytest.mark.parametrize("language", ["en", "de", "ar"])
+def test_without_javascript_the_grids_captions_wrap_on_a_phone(
+    new_page: NewPage, language: str
+) -> None:
+    page = new_page(java_script_enabled=False, viewport=PHONE, locale=language)
+    post_the_work(page)
+    page.goto("/lab")
+    expect(page.locator(".lab-grid table").first).to_be_visible()
+    captions = page.evaluate(CAPTIONS)
+    assert captions and all(c["inside"] and c["width"] <= c["box"] for c in captions), captions
     no_horizontal_scroll(page, PHONE["width"])
 
 

@@ -18,7 +18,10 @@ from playwright.sync_api import Locator, Page, expect
 from lesson_answers import LESSON
 from lesson_answers import RIGHT_READING_CHOICE as RIGHT_READING
 from lesson_answers import WRONG_READING_CHOICE as WRONG_READING
+from normdive.i18n.catalogues import activated, gettext
+from normdive.i18n.locales import supported
 from normdive.lesson.plurals import counted
+from normdive.lesson.translations import localized
 from normdive.progress.actions import NO_NUMBER_TYPED, NO_PREDICTION_CHOSEN
 
 pytestmark = pytest.mark.browser
@@ -263,6 +266,34 @@ def test_the_switch_stays_under_the_finger_as_it_flips(new_page: NewPage) -> Non
     after = switch.bounding_box()
     assert before is not None and after is not None
     assert after["y"] == before["y"]
+
+
+@pytest.mark.parametrize("locale", ["en", "de-DE"])
+def test_a_typed_over_answer_is_described_as_not_checked_yet(
+    new_page: NewPage, locale: str
+) -> None:
+    # The slip's feedback describes "6", the answer it judged; a screen reader reading the
+    # field with another value in it hears that it is not checked yet instead.
+    lesson = localized(LESSON, supported(locale))
+    page = new_page(locale=locale)
+    page.goto("/")
+    page.get_by_role("radio", name=lesson.predict.choices[1].label).check()
+    page.get_by_role("button", name=lesson.predict.commit_label).click()
+    label = next(f.label for f in lesson.number_fields if f.id == "row1_mean")
+    mean = page.get_by_label(label, exact=True)
+    slip = lesson.slip_feedback["mean_not_divided"]
+    mean.fill("6")
+    page.get_by_role("button", name=lesson.numbers.check_label).click()
+    expect(mean).to_have_accessible_description(re.compile(re.escape(slip)))
+    with activated(supported(locale) or "en"):
+        not_yet = gettext("Not checked yet.")
+    mean.fill("7")
+    expect(mean).not_to_have_accessible_description(re.compile(re.escape(slip)))
+    expect(mean).to_have_accessible_description(re.compile(re.escape(not_yet)))
+    expect(mean).not_to_have_attribute("aria-invalid", "true")
+    mean.fill("6")  # the answer judged, typed again: its verdict is back
+    expect(mean).to_have_accessible_description(re.compile(re.escape(slip)))
+    expect(mean).not_to_have_accessible_description(re.compile(re.escape(not_yet)))
 
 
 def test_the_answer_hint_waits_for_the_row_predictions(new_page: NewPage) -> None:

@@ -12,11 +12,18 @@ import re
 from collections.abc import Callable, Iterator
 
 import pytest
-from lab_page import axe_violations, close_the_gate, no_horizontal_scroll, serve_with_grid
+from lab_page import (
+    axe_violations,
+    close_the_gate,
+    no_horizontal_scroll,
+    post_the_work,
+    serve_with_grid,
+)
 from playwright.sync_api import Page, Route, expect
 
 from lesson_answers import LESSON
 from live_server import LiveServer
+from normdive.lesson.translations import load_translation
 from sample_lab import sample_lab_grid
 
 pytestmark = pytest.mark.browser
@@ -147,6 +154,48 @@ def test_the_four_rows_train_fill_the_side_by_side_and_end_in_a_sentence(
     expect(page.locator("#rerun-verdict")).to_be_visible(timeout=TRAINED_MS)
 
 
+# What a box of the page overflows by, sideways, and where each of the table's cells ends.
+FIT = """(table) => {
+  const region = table.closest(".table-scroll");
+  const box = region.getBoundingClientRect();
+  const caption = table.querySelector("caption");
+  const outside = [...table.querySelectorAll("th, td")].filter((cell) => {
+    const drawn = cell.getBoundingClientRect();
+    return drawn.width > 0 && (drawn.left < box.left - 0.5 || drawn.right > box.right + 0.5);
+  });
+  return {
+    region: region.scrollWidth - region.clientWidth,
+    caption: caption.scrollWidth - caption.clientWidth,
+    outside: outside.map((cell) => cell.textContent.trim()),
+  };
+}"""
+
+
+@pytest.mark.parametrize(
+    ("language", "width"), [("de", 320), ("de", 375), ("ar", 320), ("en", 375)]
+)
+def test_the_side_by_side_reads_on_a_phone_without_scrolling_sideways(
+    new_page: NewPage, language: str, width: int
+) -> None:
+    lesson = load_translation(language)[0] if language != "en" else LESSON
+    page = new_page(locale=language, viewport={"width": width, "height": 740})
+    post_the_work(page)
+    summary = page.get_by_text(lesson.rerun.open_label, exact=True)
+    summary.click()
+    expect(page.locator("#rerun-train")).to_be_visible()
+    table = page.get_by_role("table", name=lesson.rerun.table_caption)
+    expect(table).to_be_visible()
+    page.wait_for_load_state("load")
+    fit = table.evaluate(FIT)
+    # Every column on screen in its box, the caption whole: nothing to scroll sideways to.
+    assert fit == {"region": 0, "caption": 0, "outside": []}, fit
+    # Still a table to a screen reader: its five headings, four rows of a heading and four cells.
+    expect(table.get_by_role("columnheader")).to_have_count(5)
+    expect(table.get_by_role("rowheader")).to_have_count(4)
+    expect(table.get_by_role("cell")).to_have_count(16)
+    no_horizontal_scroll(page, width)
+
+
 def test_a_reload_during_a_row_keeps_the_rows_before_and_says_which_starts_again(
     new_page: NewPage,
 ) -> None:
@@ -187,6 +236,69 @@ def test_a_reload_during_a_row_keeps_the_rows_before_and_says_which_starts_again
     expect(page.locator("#rerun-verdict")).to_be_visible(timeout=TRAINED_MS)
     expect(page.locator("#rerun-kept")).to_have_text(TEXT.kept_rows.format(done=4, rows=4))
     assert page.evaluate("localStorage.getItem('normdive.rerun.training')") is None
+
+
+def test_a_second_tab_says_another_tab_is_training_and_shows_what_the_server_keeps(
+    new_page: NewPage,
+) -> None:
+    one = new_page(viewport=NARROW)
+    close_the_gate(one)
+    open_the_panel(one)
+    # Tab one's second row is held on its way to the server: tab one is mid-set.
+    held: list[Route] = []
+    second_row = re.compile(r"/lab/reruns/\d+/rows/residual_only$")
+    one.route(second_row, lambda route: held.append(route))
+    one.get_by_role("button", name=TEXT.start_label).click()
+    one.wait_for_function(
+        "() => JSON.parse(localStorage.getItem('normdive.rerun.training') || 'null')?.row"
+        " === 'residual_only'",
+        timeout=TRAINED_MS,
+    )
+
+    two = one.context.new_page()
+    two.goto("/")
+    open_the_panel(two)
+    note = two.locator("#rerun-restarted")
+    expect(note).to_be_visible()
+    expect(note).to_contain_text(TEXT.elsewhere.split("{")[0].strip())
+    expect(note).to_contain_text(LABELS[1])
+    expect(note).not_to_contain_text(TEXT.restarted.split("{")[0].strip())
+    expect(two.locator("#rerun-start")).to_be_disabled()  # nothing to continue here
+
+    # Tab one goes on; tab two, untouched, ends showing what the server holds.
+    waited = 0
+    while not held and waited < TRAINED_MS:
+        one.wait_for_timeout(100)
+        waited += 100
+    held[0].continue_()
+    one.unroute(second_row)
+    expect(one.locator("#rerun-verdict")).to_be_visible(timeout=TRAINED_MS)
+    expect(two.locator("#rerun-kept")).to_have_text(
+        TEXT.kept_rows.format(done=4, rows=4), timeout=TRAINED_MS
+    )
+    expect(two.locator("#rerun-verdict")).to_be_visible()
+    expect(two.locator("#rerun-restarted")).to_be_hidden()
+
+
+def test_the_time_left_in_german_ends_its_sentence_with_one_full_stop(new_page: NewPage) -> None:
+    # "30 Sek." ends in the abbreviation's own stop; the sentence around it adds none after it.
+    german = load_translation("de")[0].rerun
+    page = new_page(locale="de-DE", viewport=NARROW)
+    post_the_work(page)
+    page.get_by_text(german.open_label, exact=True).click()
+    expect(page.locator("#rerun-train")).to_be_visible()
+    page.evaluate(
+        """() => {
+          window.shown = [];
+          const status = document.getElementById("rerun-progress-text");
+          new MutationObserver(() => window.shown.push(status.textContent)).observe(
+            status, { childList: true, characterData: true, subtree: true });
+        }"""
+    )
+    page.get_by_role("button", name=german.start_label).click()
+    expect(page.locator("#rerun-verdict")).to_be_visible(timeout=TRAINED_MS)
+    shown = [text for text in page.evaluate("window.shown") if re.search(r"Sek\.|Min\.", text)]
+    assert shown and not [text for text in shown if ".." in text], shown
 
 
 def test_a_row_whose_figures_did_not_reach_the_server_is_sent_again_not_trained_again(

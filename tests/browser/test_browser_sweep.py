@@ -127,7 +127,7 @@ def test_the_panel_loads_when_opened_and_plays_any_cell(new_page: NewPage) -> No
     expect(page.locator("#sweep-final-accuracy")).to_have_text("87.9 %")
     # A screen reader hears what now plays, and where it ended.
     expect(page.get_by_role("status")).to_have_text(
-        re.compile(rf"^{re.escape(CELL_HEADING)}\. Where the row ended: .*87\.9 %")
+        re.compile(rf"^{re.escape(CELL_HEADING)}\. Where the row ended: .*87\.9\s%")
     )
     expect(page.locator("#sweep-player-note [data-chart-note]")).to_be_visible()
     # The lesson page (its player naming the row shown), not another one.

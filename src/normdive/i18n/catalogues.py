@@ -19,6 +19,8 @@ from contextvars import ContextVar
 from importlib import resources
 from pathlib import Path
 
+from babel.lists import format_list
+
 from normdive.i18n.locales import DEFAULT_LOCALE, LOCALES
 
 CATALOGUE_DIR = Path(str(resources.files("normdive.i18n").joinpath("locale")))
@@ -81,3 +83,9 @@ def pgettext(context: str, message: str) -> str:
     """`message` in the current locale, told apart from the same words elsewhere by
     `context`."""
     return translations(_current.get()).pgettext(context, message)
+
+
+def listed(items: list[str]) -> str:
+    """`items` as one list in the current locale's words (CLDR's list patterns, from Babel):
+    "A and B" in English, "A und B" in German, "A وB" in Arabic."""
+    return str(format_list(items, locale=_current.get())) if items else ""

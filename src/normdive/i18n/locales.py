@@ -1,8 +1,10 @@
 """Which locales the lesson speaks, and which one a request gets.
 
-The order (negotiate): a choice the learner made on the page (kept in a cookie), the locale
-an LTI launch named (launch_presentation.locale, kept in a cookie by the launch), the
-browser's Accept-Language (RFC 9110, section 12.5.4), then English. A tag is matched by its
+The order (negotiate): the language of the page that asked, which its scripts send with every
+request they make (so that an answer is drawn in the page's language, whatever another tab
+chose since), a choice the learner made on the page (kept in a cookie), the locale an LTI
+launch named (launch_presentation.locale, kept in a cookie by the launch), the browser's
+Accept-Language (RFC 9110, section 12.5.4), then English. A tag is matched by its
 primary language subtag: "de-DE", "de-AT" and "de" are all German.
 """
 
@@ -65,7 +67,15 @@ def first_supported(tags: Iterable[str | None]) -> str | None:
     return None
 
 
-def negotiate(*, chosen: str | None, launched: str | None, accept_language: str | None) -> str:
-    """The locale of a request: the learner's choice, the launch's locale, the browser's
-    first supported language, or English; each only when it names a supported locale."""
-    return first_supported((chosen, launched, *accepted(accept_language))) or DEFAULT_LOCALE
+def negotiate(
+    *,
+    chosen: str | None,
+    launched: str | None,
+    accept_language: str | None,
+    page: str | None = None,
+) -> str:
+    """The locale of a request: the asking page's own, the learner's choice, the launch's
+    locale, the browser's first supported language, or English; each only when it names a
+    supported locale."""
+    tags = (page, chosen, launched, *accepted(accept_language))
+    return first_supported(tags) or DEFAULT_LOCALE

@@ -299,6 +299,7 @@ class Ablation(_Model):
     committed_text: Text  # introduces a row's committed prediction, which never changes
     play_label: Text
     replay_label: Text
+    playing_text: Text  # {row}: what a play announces, the row now in the player
     play_locked: Text  # {missing}, {total}: why the play buttons are disabled (also the 409)
     final_heading: Text
     accuracy_label: Text
@@ -323,6 +324,7 @@ class Ablation(_Model):
         _template(self.statement, RUN_FIELDS, ("depth", "seed"))
         _template(self.initialisation_named, ("init",), ("init",))
         _template(self.play_locked, ("missing", "total"), ("missing",))
+        _template(self.playing_text, ("row",), ("row",))
         _template(self.full_accuracy_value, ("step",), ("step",))
         _template(self.gradients_scale_note, ("low", "high"), ("low", "high"))
         _template(self.gradients_chart_label, ("step", "low", "high"), ("step",))
@@ -333,6 +335,7 @@ class Ablation(_Model):
             "statement",
             "initialisation_named",
             "play_locked",
+            "playing_text",
             "full_accuracy_value",
             "gradients_scale_note",
             "gradients_chart_label",
@@ -442,6 +445,8 @@ class Takeaway(_Model):
     # another tab or on another device); stale_cleared for a newer takeaway saved empty.
     stale: Text
     stale_cleared: Text
+    # Under the box while a refusal's newer takeaway is shown above it: no autosave then.
+    merging_text: Text
     # The pre-filled line once the learner has played both single-component rows: composed
     # from what the recording showed (ANSWER_FIELDS and RUN_FIELDS).
     composed_line: Text
@@ -620,7 +625,11 @@ class LabText(_Model):
     predict_legend: Text
     commit_label: Text
     commit_note: Text
-    committed_text: Text  # {predicted}, {config}
+    # Whole sentences per case, never a clause slotted into another sentence's frame: by the
+    # outcome predicted, what a committed run says ({config}); by the outcome predicted and
+    # then the one the run reached, what its result says.
+    committed: dict[OutcomeId, Text]
+    verdicts: dict[OutcomeId, dict[OutcomeId, Text]]
     open_run: Text  # {config}
     train_label: Text
     stop_label: Text
@@ -634,8 +643,6 @@ class LabText(_Model):
     chart_legend: Text
     result_heading: Text
     result_figures: Text  # {step}, {accuracy}, {loss}
-    predicted_right: Text  # {predicted}, {actual}
-    predicted_wrong: Text  # {predicted}, {actual}
     agrees: Counted  # {points}, {live}, {recorded}; counted by points
     # Counted by points; {points}, {direction}, {step}, {live}, {recorded}, {tolerance}, {end_*}
     differs: Counted
@@ -643,7 +650,7 @@ class LabText(_Model):
     below: Text
     agreement_points: ExactDecimal = Field(gt=0)
     no_cell: Text
-    trimmed: Text  # {what}
+    trimmed: Text  # {count} of the {offered} runs the lab offers are not recorded
     runs_heading: Text
     run_untrained: Text  # {config}, {predicted}
     run_done: Text  # {config}, {predicted}, {actual}, {accuracy}
@@ -656,25 +663,40 @@ class LabText(_Model):
     @model_validator(mode="after")
     def _templates(self) -> LabText:
         _named("config_line", self.config_line, ("config",), ("config",))
-        _named("committed_text", self.committed_text, ("predicted", "config"), ("predicted",))
+        _every_outcome("committed", self.committed)
+        for outcome, sentence in self.committed.items():
+            _named(f"committed.{outcome}", sentence, ("config",), ("config",))
+        _every_outcome("verdicts", self.verdicts)
+        for predicted, by_actual in self.verdicts.items():
+            _every_outcome(f"verdicts.{predicted}", by_actual)
+            for actual, sentence in by_actual.items():
+                _named(f"verdicts.{predicted}.{actual}", sentence, ())
         _named("open_run", self.open_run, ("config",), ("config",))
         _named("progress_text", self.progress_text, ("step", "steps", "rate", "left"), ("step",))
         _named("stopped_text", self.stopped_text, ("step",), ("step",))
         _named("milestone", self.milestone, ("percent",), ("percent",))
         _named("result_figures", self.result_figures, ("step", "accuracy", "loss"))
-        for name in ("predicted_right", "predicted_wrong"):
-            _named(name, getattr(self, name), ("predicted", "actual"), ("predicted", "actual"))
         _counted("agrees", self.agrees, "points", ("points", "live", "recorded"), ("points",))
         differs = ["points", "direction", "step", "live", "recorded", "tolerance"]
         differs += ["end_live", "end_recorded"]
         _counted("differs", self.differs, "points", differs, ("points", "step"))
-        _named("trimmed", self.trimmed, ("what",), ("what",))
+        _named("trimmed", self.trimmed, ("count", "offered"), ("count", "offered"))
         _named("run_untrained", self.run_untrained, ("config", "predicted"), ("config",))
         run_done = ("config", "predicted", "actual", "accuracy")
         _named("run_done", self.run_done, run_done, ("config",))
         _counted("too_many", self.too_many, "count", ("count",))
         _named("grid_caption", self.grid_caption, ("init", "seeds"), ("init",))
         return self
+
+    def committed_sentence(self, predicted: str, config: str) -> str:
+        """What a run committed with the outcome `predicted` says ("" for an unknown one)."""
+        sentence = next((s for key, s in self.committed.items() if key == predicted), "")
+        return sentence.format(config=config)
+
+    def verdict(self, predicted: str, actual: str) -> str:
+        """The prediction beside what the run did ("" for an unknown outcome)."""
+        by_actual = next((v for key, v in self.verdicts.items() if key == predicted), {})
+        return next((s for key, s in by_actual.items() if key == actual), "")
 
 
 class RerunConfig(_Model):
@@ -714,6 +736,7 @@ class RerunText(_Model):
     row_started: Text  # {row}, {rows}, {name}
     row_finished: Text  # {name}, {accuracy}
     restarted: Text  # {name}, {step}
+    elsewhere: Text  # {name}, {step}: another tab is training the re-run
     kept_rows: Text  # {done}, {rows}
     chart_label: Text
     chart_legend: Text
@@ -752,6 +775,7 @@ class RerunText(_Model):
         _named("row_started", self.row_started, ("row", "rows", "name"), ("name",))
         _named("row_finished", self.row_finished, ("name", "accuracy"), ("name", "accuracy"))
         _named("restarted", self.restarted, ("name", "step"), ("name", "step"))
+        _named("elsewhere", self.elsewhere, ("name", "step"), ("name",))
         _named("kept_rows", self.kept_rows, ("done", "rows"), ("done",))
         _named("outcome_cell", self.outcome_cell, ("band", "accuracy"), ("accuracy",))
         _named("same_order", self.same_order, ("relations",), ("relations",))
@@ -1003,6 +1027,13 @@ class Lesson(_Model):
     def predict_choice(self, choice_id: str) -> Choice | None:
         """The opening question's choice with this id, or None."""
         return next((c for c in self.predict.choices if c.id == choice_id), None)
+
+
+def _every_outcome(name: str, table: Mapping[OutcomeId, object]) -> None:
+    """A table keyed by outcome must have a key for each of them."""
+    missing = [outcome for outcome in OUTCOME_IDS if outcome not in table]
+    if missing:
+        raise ValueError(f"{name}: give a sentence for each outcome; missing {missing[0]}")
 
 
 def _named(name: str, text: str, allowed: Iterable[str], required: Iterable[str] = ()) -> None:

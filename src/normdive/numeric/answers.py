@@ -9,6 +9,9 @@ same comparison in Fraction arithmetic, without a Fraction's gcd on every step.
 
 Guards against hostile input come before any arithmetic: the length limit first, then the
 exponent's size (a string like "1e999999999" would otherwise build a billion-digit integer).
+
+A format error is a code and its arguments (FormatError.code, .args: what a history keeps),
+worded only when it is shown, in the locale being drawn then (format_words).
 """
 
 from __future__ import annotations
@@ -16,9 +19,12 @@ from __future__ import annotations
 import math
 import re
 import sys
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
 from fractions import Fraction
-from typing import Protocol
+from types import MappingProxyType
+from typing import Any, Protocol
 
 from normdive.i18n.catalogues import gettext
 from normdive.numeric.numbers import (
@@ -48,24 +54,76 @@ _COMMA_DECIMAL = re.compile(r"[+-]?[0-9]*,[0-9]+")
 DECIMAL_COMMA = ","
 
 
+class FormatCode(StrEnum):
+    """Why a text is not a number the lesson can grade; each code's arguments in brackets."""
+
+    TOO_LONG = "too_long"  # {limit, length}: characters allowed, characters typed
+    RAISED_OR_LOWERED = "raised_or_lowered"  # {character}: the first one found
+    EMPTY = "empty"
+    NOT_A_NUMBER = "not_a_number"
+    NAN = "nan"
+    INFINITE = "infinite"
+    DECIMAL_COMMA = "decimal_comma"  # {number}: the text with a point for its comma
+    FRACTION_FORM = "fraction_form"
+    DIVIDES_BY_ZERO = "divides_by_zero"
+    EXPONENT_OUT_OF_RANGE = "exponent_out_of_range"  # {limit}: the largest exponent
+    TOO_LARGE = "too_large"
+
+
+_BY_PROBLEM = {
+    Problem.NOT_A_NUMBER: FormatCode.NOT_A_NUMBER,
+    Problem.FRACTION_FORM: FormatCode.FRACTION_FORM,
+    Problem.DIVIDES_BY_ZERO: FormatCode.DIVIDES_BY_ZERO,
+    Problem.EXPONENT_OUT_OF_RANGE: FormatCode.EXPONENT_OUT_OF_RANGE,
+}
+
+
 def _examples() -> str:
     """How to write an answer, with examples in the current locale's writing."""
     return gettext("Write a number such as 0.667, -1.5, 2/3 or 1e-3.")
 
 
-def _problem_words(problem: Problem) -> str:
-    """What each way a text is not a number says about an answer, in the current locale."""
-    match problem:
-        case Problem.NOT_A_NUMBER:
+def format_words(code: str, args: Mapping[str, Any]) -> str | None:
+    """The format error `code` with its `args` in the current locale's words: what is wrong,
+    and how to write it. None for a code this version does not know."""
+    match code:
+        case FormatCode.TOO_LONG:
+            return gettext(
+                "That is too long: an answer can be at most %(limit)d characters "
+                "(this one has %(length)d)."
+            ) % {"limit": int(args.get("limit", MAX_ANSWER_CHARS)), "length": int(args["length"])}
+        case FormatCode.RAISED_OR_LOWERED:
+            return gettext(
+                "“%(character)s” is a raised or lowered character: write the number on the "
+                "line, with powers of ten as in 1e-3."
+            ) % {"character": str(args["character"])}
+        case FormatCode.EMPTY:
+            return gettext("Type a number first.") + " " + _examples()
+        case FormatCode.NOT_A_NUMBER:
             return gettext("That is not a number.") + " " + _examples()
-        case Problem.FRACTION_FORM:
+        case FormatCode.NAN:
+            return (
+                gettext("That is not a number (NaN); the answer is a finite number.")
+                + " "
+                + _examples()
+            )
+        case FormatCode.INFINITE:
+            return gettext("That is infinite; the answer is a finite number.") + " " + _examples()
+        case FormatCode.DECIMAL_COMMA:
+            return gettext("Use a point for the decimals, not a comma: %(number)s.") % {
+                "number": str(args["number"])
+            }
+        case FormatCode.FRACTION_FORM:
             return gettext("Write a fraction as one plain number over another, like 2/3 or -1.5/4.")
-        case Problem.DIVIDES_BY_ZERO:
+        case FormatCode.DIVIDES_BY_ZERO:
             return gettext("That divides by zero: the number under the / cannot be 0.")
-        case Problem.EXPONENT_OUT_OF_RANGE:
+        case FormatCode.EXPONENT_OUT_OF_RANGE:
             return gettext(
                 "That exponent is out of range: keep it between -%(limit)d and %(limit)d."
-            ) % {"limit": MAX_ABS_EXPONENT}
+            ) % {"limit": int(args.get("limit", MAX_ABS_EXPONENT))}
+        case FormatCode.TOO_LARGE:
+            return gettext("That number is too large to work with here.") + " " + _examples()
+    return None
 
 
 class Ratio(Protocol):
@@ -100,10 +158,16 @@ class ParsedAnswer:
 
 @dataclass(frozen=True)
 class FormatError:
-    """Why the text is not a number we can grade, and how to write it."""
+    """Why the text is not a number we can grade: a code and its arguments (FormatCode)."""
 
     raw: str
-    message: str  # what is wrong and how to write it, for a learner
+    code: FormatCode
+    args: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def message(self) -> str:
+        """What is wrong and how to write it, for a learner, in the current locale."""
+        return format_words(self.code, self.args) or ""
 
 
 def _canonical(number: TypedDecimal) -> str:
@@ -141,26 +205,14 @@ def parse_answer(raw: str, *, decimal_comma: bool = False) -> ParsedAnswer | For
     refused, naming the point. The value, and so the grading, is the same either way."""
     if len(raw) > MAX_ANSWER_CHARS:
         return FormatError(
-            raw,
-            gettext(
-                "That is too long: an answer can be at most %(limit)d characters "
-                "(this one has %(length)d)."
-            )
-            % {"limit": MAX_ANSWER_CHARS, "length": len(raw)},
+            raw, FormatCode.TOO_LONG, {"limit": MAX_ANSWER_CHARS, "length": len(raw)}
         )
     raised = raised_or_lowered(raw)
     if raised is not None:
-        return FormatError(
-            raw,
-            gettext(
-                "“%(character)s” is a raised or lowered character: write the number on the "
-                "line, with powers of ten as in 1e-3."
-            )
-            % {"character": raised},
-        )
+        return FormatError(raw, FormatCode.RAISED_OR_LOWERED, {"character": raised})
     text = normalised(raw).strip()
     if not text:
-        return FormatError(raw, gettext("Type a number first.") + " " + _examples())
+        return FormatError(raw, FormatCode.EMPTY)
     if decimal_comma and DECIMAL_COMMA in text and "." not in text:
         text = text.replace(DECIMAL_COMMA, ".")
     try:
@@ -171,23 +223,17 @@ def parse_answer(raw: str, *, decimal_comma: bool = False) -> ParsedAnswer | For
             return _within_range(raw, numerator, denominator, _canonical(number))
         if is_non_finite(text):
             lowered = text.lstrip("+-").lower()
-            what = (
-                gettext("That is not a number (NaN); the answer is a finite number.")
-                if lowered == "nan"
-                else gettext("That is infinite; the answer is a finite number.")
-            )
-            return FormatError(raw, f"{what} {_examples()}")
+            return FormatError(raw, FormatCode.NAN if lowered == "nan" else FormatCode.INFINITE)
         if _COMMA_DECIMAL.fullmatch(text):
-            return FormatError(
-                raw,
-                gettext("Use a point for the decimals, not a comma: %(number)s.")
-                % {"number": text.replace(",", ".")},
-            )
+            return FormatError(raw, FormatCode.DECIMAL_COMMA, {"number": text.replace(",", ".")})
         if FRACTION_SLASH not in text:
-            return FormatError(raw, _problem_words(Problem.NOT_A_NUMBER))
+            return FormatError(raw, FormatCode.NOT_A_NUMBER)
         numerator, denominator = parse_fraction(text)
     except NotANumber as refused:
-        return FormatError(raw, _problem_words(refused.problem))
+        code = _BY_PROBLEM[refused.problem]
+        if code is FormatCode.EXPONENT_OUT_OF_RANGE:
+            return FormatError(raw, code, {"limit": MAX_ABS_EXPONENT})
+        return FormatError(raw, code)
     # lowest terms: "4/6" -> "2/3", "4/2" -> "2"
     return _within_range(raw, numerator, denominator, _lowest_terms_text(numerator, denominator))
 
@@ -196,8 +242,7 @@ def _within_range(
     raw: str, numerator: int, denominator: int, canonical: str
 ) -> ParsedAnswer | FormatError:
     if abs(numerator) > _LARGEST_INTEGER * denominator:  # |value| > LARGEST_VALUE
-        message = gettext("That number is too large to work with here.")
-        return FormatError(raw, f"{message} {_examples()}")
+        return FormatError(raw, FormatCode.TOO_LARGE)
     return ParsedAnswer(raw=raw, numerator=numerator, denominator=denominator, canonical=canonical)
 
 

@@ -23,7 +23,7 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-from normdive.i18n.catalogues import N_, gettext, ngettext
+from normdive.i18n.catalogues import N_, gettext, listed, ngettext
 from normdive.i18n.numbers import uses_decimal_comma
 from normdive.lesson.content import Lesson
 from normdive.numeric.answers import FormatError, ParsedAnswer, parse_answer
@@ -66,6 +66,7 @@ SAME_READING_AGAIN = N_(
     "That reading is the one you locked in last, and its feedback stands. Pick a different "
     "reading to lock in."
 )
+UNKNOWN_FIELD = N_("There is no number field called {field!r} in this lesson.")
 UNKNOWN_ROW = N_("There is no row called {row!r} in this lesson.")
 ROW_ALREADY_PREDICTED = N_(
     "Your prediction for the {label} row is already committed, and it stays."
@@ -171,7 +172,7 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
     _require_prediction(state, lesson)
     unknown = sorted(set(answers) - {number_field.id for number_field in lesson.number_fields})
     if unknown:
-        raise Invalid(f"There is no number field called {unknown[0]!r} in this lesson.")
+        raise Invalid(gettext(UNKNOWN_FIELD).format(field=unknown[0][:MAX_ECHOED_CHARS]))
     open_fields = [f for f in lesson.number_fields if not state.fields[f.id].landed]
     if not open_fields:
         raise Conflict(gettext(ALL_NUMBERS_LANDED).format(count=len(lesson.number_fields)))
@@ -192,7 +193,7 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
         if not _unchanged(state.fields[f.id], raw, parsed_by_field[f.id])
     ]
     if not changed and blanked:
-        raise Conflict(gettext(NOTHING_CHANGED_BUT_BLANKED).format(labels=" and ".join(blanked)))
+        raise Conflict(gettext(NOTHING_CHANGED_BUT_BLANKED).format(labels=listed(blanked)))
     if not typed:
         landed_typed = [
             f.label
@@ -202,7 +203,7 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
         if landed_typed:
             # A second request with an answer that has just landed (a double click, two tabs)
             # is told so, as a duplicate of any once-only fact is: 409, not "type a number".
-            raise Conflict(gettext(ALREADY_LANDED).format(labels=", ".join(landed_typed)))
+            raise Conflict(gettext(ALREADY_LANDED).format(labels=listed(landed_typed)))
         raise Invalid(gettext(NO_NUMBER_TYPED))
     if not changed:
         raise Conflict(gettext(NOTHING_CHANGED))
@@ -218,7 +219,9 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
                     "parsed": None,
                     "verdict": "format_error",
                     "slip": None,
-                    "message": parsed.message,
+                    # What was wrong, as a code and its arguments: worded when it is drawn,
+                    # in the page's language then (numeric.answers.format_words).
+                    "problem": {"code": str(parsed.code), "args": dict(parsed.args)},
                 }
             )
             continue
@@ -236,7 +239,6 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
                 "parsed": parsed.canonical,
                 "verdict": "right" if result.right else "wrong",
                 "slip": result.slip,
-                "message": None,
             }
         )
     return EventKind.NUMBERS_CHECKED, {"answers": entries}

@@ -10,7 +10,11 @@ Payloads, by kind (what normdive.progress.actions builds and derive reads):
     prediction_committed  {"choice": <predict choice id>}
     numbers_checked       {"answers": [{"field", "raw", "parsed" (canonical text or null),
                             "verdict" ("right" | "wrong" | "format_error"), "slip" (or null),
-                            "message" (the parser's format message, or null)}]}
+                            and for a format error "problem": {"code" (a FormatCode of
+                            numeric.answers), "args" (its arguments)}}]}
+                          (an older history holds "message", the format error worded in the
+                          language of the page that checked, instead of "problem": read as
+                          progress.state._format_message says)
     reading_locked        {"choice": <reading choice id>, "right": bool}
     takeaway_saved        {"text": str}
     row_predicted         {"row": <recording row key>, "outcome": "learns" | "partial" | "chance"}

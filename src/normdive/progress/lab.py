@@ -448,13 +448,7 @@ def comparison(lesson: Lesson, run: LabRun, recorded: Sequence[Mapping[str, Any]
 
 def outcome_sentence(lesson: Lesson, run: LabRun) -> str:
     """The prediction against what the run did."""
-    outcomes: dict[str, Outcome] = {o.id: o for o in lesson.outcomes}
-    predicted = outcomes.get(run.predicted)
-    actual = outcomes.get(run.outcome or "")
-    if predicted is None or actual is None:
-        return ""
-    template = lesson.lab.predicted_right if predicted is actual else lesson.lab.predicted_wrong
-    return template.format(predicted=predicted.predicted, actual=actual.actual)
+    return lesson.lab.verdict(run.predicted, run.outcome or "")
 
 
 def run_line(lesson: Lesson, run: LabRun) -> str:

@@ -47,6 +47,7 @@ from normdive.i18n.locales import DEFAULT_LOCALE
 from normdive.lesson.content import Lesson
 from normdive.lesson.translations import localized
 from normdive.like_named import like_named
+from normdive.numeric.answers import FormatError, format_words, parse_answer
 from normdive.progress.ablation import AblationState, ablation_state
 from normdive.progress.compare import CompareState, compare, revealed, takeaway_line
 from normdive.progress.events import Event
@@ -208,11 +209,37 @@ def derive(
     )
 
 
+def _format_message(entry: Mapping[str, Any]) -> str | None:
+    """A format error in the current locale's words, from its code and arguments. An entry of
+    an older shape holds the sentence it was worded in then ("message"), maybe in another
+    language: its text as typed says again what was wrong (the parser is deterministic), read
+    as a decimal-comma locale reads it and, if that makes it a number, as the others do; the
+    old sentence only when neither finds a problem."""
+    problem = entry.get("problem")
+    if isinstance(problem, Mapping):
+        args = problem.get("args")
+        try:
+            worded = format_words(
+                str(problem.get("code")), args if isinstance(args, Mapping) else {}
+            )
+        except (KeyError, TypeError, ValueError):
+            worded = None  # arguments this version cannot read: worded from the text below
+        if worded:
+            return worded
+    raw = entry.get("raw")
+    if isinstance(raw, str):
+        for decimal_comma in (True, False):
+            parsed = parse_answer(raw, decimal_comma=decimal_comma)
+            if isinstance(parsed, FormatError):
+                return parsed.message
+    message = entry.get("message")
+    return str(message) if message else None
+
+
 def _message(entry: Mapping[str, Any], lesson: Lesson) -> str | None:
     verdict = entry.get("verdict")
     if verdict == "format_error":
-        message = entry.get("message")
-        return str(message) if message else None
+        return _format_message(entry)
     if verdict == "wrong":
         slip = entry.get("slip")
         if isinstance(slip, str) and slip in lesson.slip_feedback:

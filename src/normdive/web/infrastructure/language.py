@@ -1,10 +1,12 @@
 """The language a request is answered in, and the language switch.
 
-Every request is answered in one locale (i18n.locales.negotiate): the learner's choice, kept
-in the `normdive_locale` cookie; else the locale an LTI launch named, kept by the launch in
-`normdive_launch_locale`; else the browser's Accept-Language; else English. The locale is set
-for the request's context (i18n.catalogues), so the templates and the composed sentences read
-it, and kept in the request's state (`request.state.locale`).
+Every request is answered in one locale (i18n.locales.negotiate): the language of the page
+that asked, which the page's scripts send as the `X-Page-Locale` header (an answer to a page
+is drawn in that page's language, whatever another tab chose since); else the learner's
+choice, kept in the `normdive_locale` cookie; else the locale an LTI launch named, kept by the
+launch in `normdive_launch_locale`; else the browser's Accept-Language; else English. The
+locale is set for the request's context (i18n.catalogues), so the templates and the composed
+sentences read it, and kept in the request's state (`request.state.locale`).
 
 The switch is a link (it works without JavaScript): a GET whose address carries
 `?lang=CODE` keeps the choice in the cookie and answers 303 to the same address without it,
@@ -29,6 +31,8 @@ from normdive.web.security.framing import FRAME_COOKIE, set_lesson_cookie
 CHOICE_COOKIE = "normdive_locale"
 LAUNCH_COOKIE = "normdive_launch_locale"
 SWITCH_PARAM = "lang"
+# The header the page's scripts send with every request, naming the page's own language.
+PAGE_LOCALE_HEADER = "X-Page-Locale"
 # A year, as the learner's own cookie: a choice outlives a course's term.
 LOCALE_COOKIE_MAX_AGE_S = 365 * 24 * 60 * 60
 
@@ -104,6 +108,7 @@ class Language:
             chosen=request.cookies.get(CHOICE_COOKIE),
             launched=request.cookies.get(LAUNCH_COOKIE),
             accept_language=request.headers.get("accept-language"),
+            page=request.headers.get(PAGE_LOCALE_HEADER),
         )
         scope.setdefault("state", {})["locale"] = locale
         set_locale(locale)
@@ -112,7 +117,9 @@ class Language:
         async def send_varied(message: Message) -> None:
             # The answer depends on these headers; caches that keep it must know.
             if message["type"] == "http.response.start":
-                MutableHeaders(scope=message).add_vary_header("Accept-Language")
+                headers = MutableHeaders(scope=message)
+                headers.add_vary_header("Accept-Language")
+                headers.add_vary_header(PAGE_LOCALE_HEADER)
             await send(message)
 
         await self.app(scope, receive, send_varied)

@@ -37,6 +37,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from normdive.lesson.content import Lesson
+from normdive.lesson.translations import localized
 from normdive.lti.platform_json import NotPlatformJson, parsed
 from normdive.progress.actions import (
     Action,
@@ -173,10 +174,10 @@ def _row_predict_announcement(
 
 
 def _row_play_announcement(
-    state: LessonState, _lesson: Lesson, target: Target, _p: Mapping[str, Any]
+    state: LessonState, lesson: Lesson, target: Target, _p: Mapping[str, Any]
 ) -> str:
     row = state.ablation.row(target.row)
-    return f"Playing the {row.label} row." if row is not None else ""
+    return lesson.ablation.playing_text.format(row=row.label) if row is not None else ""
 
 
 def _hint_announcement(
@@ -272,8 +273,9 @@ def _write(
     svc: Services, request: Request, action: FormAction, post: _Post, learner_id: str
 ) -> Response:
     """The whole write, in one worker thread: one service call (Services.write: admitted,
-    throttled, decided and appended), then the answer."""
-    lesson = svc.lesson
+    throttled, decided and appended), then the answer. What it refuses or says is in the
+    request's language (the lesson's text in it)."""
+    lesson = localized(svc.lesson)
     written = svc.write(
         learner_id,
         lambda state: action.act(state, lesson, post.fields, post.target),
@@ -376,9 +378,10 @@ def _rendered(
 def _announced(svc: Services, action: FormAction, post: _Post, written: Written) -> str:
     """What a success says: the action's announcement, and the gate's when it closed it."""
     payload = written.outcome[1] if written.outcome is not None else {}
-    message = action.announce(written.state, svc.lesson, post.target, payload)
+    lesson = localized(svc.lesson)  # the request's language
+    message = action.announce(written.state, lesson, post.target, payload)
     if written.closed_gate:
-        message = f"{_as_sentence(message)} {svc.lesson.gate.met}".strip()
+        message = f"{_as_sentence(message)} {lesson.gate.met}".strip()
     return message
 
 

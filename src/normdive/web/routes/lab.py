@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from normdive.i18n.catalogues import gettext, pgettext
+from normdive.i18n.catalogues import N_, gettext, ngettext, pgettext
 from normdive.i18n.numbers import shown_in
 from normdive.lesson.content import Lesson
 from normdive.lesson.translations import localized
@@ -65,6 +65,7 @@ from normdive.web.views.training_chart import TrainingLine, training_chart
 PANEL_TEMPLATE = "lab_fragments.html"
 # The open run's curve on the panel's chart, as lab-panel.js names it.
 LIVE_LINE = "run"
+NO_LAB_RUN = N_("There is no lab run {number!r}.")
 # The grid's base configuration as the panel says it (_base_words), in the order it says it.
 _BASE_FIELDS = (
     "d_model",
@@ -125,10 +126,16 @@ def _percent(value: float) -> str:
 
 def _base_words(grid: LabGridView) -> str:
     b = grid.base
-    return gettext(
+    # Counted by {eval_every}, the number a noun follows last ("every 25 steps"; in Arabic
+    # "كل 25 خطوة", the singular after 11 to 99).
+    return ngettext(
         "width {d_model} with {n_heads} heads, {steps} training steps of {batch_size} "
         "sequences, copying {copy_length} symbols of {vocab_size}, held-out figures every "
-        "{eval_every} steps"
+        "{eval_every} step",
+        "width {d_model} with {n_heads} heads, {steps} training steps of {batch_size} "
+        "sequences, copying {copy_length} symbols of {vocab_size}, held-out figures every "
+        "{eval_every} steps",
+        int(b["eval_every"]),
     ).format(**{key: b[key] for key in _BASE_FIELDS})
 
 
@@ -220,12 +227,12 @@ def lab_view(
     return LabView(
         lesson,
         config_line=lesson.lab.config_line.format(config=_base_words(grid)),
-        trimmed=lesson.lab.trimmed.format(what=grid.trimmed) if grid.trimmed else None,
+        trimmed=lesson.lab.trimmed.format(count=grid.left_out, offered=grid.offered_runs)
+        if grid.left_out
+        else None,
         runs=lines,
         pending=(
-            lesson.lab.committed_text.format(
-                predicted=_predicted(lesson, pending), config=config_name(lesson, pending.choice)
-            )
+            lesson.lab.committed_sentence(pending.predicted, config_name(lesson, pending.choice))
             if pending is not None
             else None
         ),
@@ -260,11 +267,6 @@ def _pending_data(lesson: Lesson, grid: LabGridView, pending: LabRun) -> str:
             "name": config_name(lesson, choice),
         }
     )
-
-
-def _predicted(lesson: Lesson, run: LabRun) -> str:
-    outcome = next((o for o in lesson.outcomes if o.id == run.predicted), None)
-    return outcome.predicted if outcome is not None else run.predicted
 
 
 def _runs(svc: Services, learner_id: str) -> tuple[LabRun, ...]:
@@ -387,7 +389,7 @@ async def finish_run(request: Request) -> Response:
     number = request.path_params["number"]
     lesson = localized(services(request).lesson)
     if not (number.isascii() and number.isdigit() and len(number) <= 6):
-        return error_response(request, 404, f"There is no lab run {number[:20]!r}.")
+        return error_response(request, 404, gettext(NO_LAB_RUN).format(number=number[:20]))
 
     def decide(runs: tuple[LabRun, ...], grid: LabGridView, form: dict[str, str]) -> Action:
         return finish_lab_run(

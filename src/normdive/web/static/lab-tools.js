@@ -5,6 +5,7 @@
 
 import { loadStylesheet, paragraph } from "./loaders.js";
 import { pageWord } from "./page/announce.js";
+import { withPageLocale } from "./page/language.js";
 
 export const PROBLEM = pageWord("The lab could not be reached just now. Try again.");
 const STYLESHEET = new URL("./lab.css", import.meta.url).href;
@@ -61,7 +62,7 @@ export async function post(url, data) {
       method: "POST",
       body: data,
       credentials: "same-origin",
-      headers: { Accept: "application/json", "X-CSRF-Token": csrfToken() },
+      headers: withPageLocale({ Accept: "application/json", "X-CSRF-Token": csrfToken() }),
     });
     return await response.json();
   } catch {
@@ -89,7 +90,7 @@ export async function loadPanel(body, wire) {
   body.replaceChildren(paragraph("note", body.dataset.loading || ""));
   try {
     const fetched = fetch(/** @type {string} */ (body.dataset.src), {
-      headers: { Accept: "text/html" },
+      headers: withPageLocale({ Accept: "text/html" }),
       credentials: "same-origin",
     });
     const [response] = await Promise.all([fetched, loadStyles()]);

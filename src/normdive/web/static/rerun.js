@@ -12,7 +12,10 @@
 //   composed from the numbers), which is shown and announced;
 // - the row in training and its step are kept in localStorage, so that after a reload the
 //   panel says which row was cut short and that it starts again from step 0 (the rows kept
-//   before it stay, on the server).
+//   before it stay, on the server); a panel opened in a second tab while another trains (its
+//   step kept moments ago) says so instead, offers nothing to start, and draws the panel again
+//   from the server each time that tab keeps a row (the storage event), so it shows what the
+//   server holds.
 
 import { growingCurve } from "./accuracy-chart.js";
 import { duration, fill, loadPanel } from "./lab-tools.js";
@@ -34,22 +37,34 @@ import { WorkerTrainer, postResult, trainingControls } from "./training-panel.js
 /** #rerun-train as the server draws it (templates/rerun_fragments.html).
  * @typedef {HTMLElement & { dataset: { set: string, progressText: string,
  *   hiddenText: string, stoppedText: string, rowStarted: string, restarted: string,
- *   continueLabel: string } }} TrainElement */
-/** What localStorage keeps of the row in training.
- * @typedef {{ number: number, row: string, step: number }} InTraining */
+ *   elsewhere: string, continueLabel: string } }} TrainElement */
+/** What localStorage keeps of the row in training: which tab trains it, and when its step was
+ * kept (ms).
+ * @typedef {{ number: number, row: string, step: number, tab?: string, at?: number }} InTraining */
 
-// Where the row in training is kept between page loads (one set trains at a time).
+// Where the row in training is kept between page loads (one set trains at a time), and this
+// tab's name, which a reload keeps (sessionStorage) and another tab does not share.
 const IN_TRAINING_KEY = "normdive.rerun.training";
+const TAB_KEY = "normdive.rerun.tab";
 // Said when a row's figures did not reach the server; Continue sends them again.
 const NOT_SENT = pageWord("The server could not be reached, so this row's figures are not saved yet. Continue sends them again.");
 // The weight of each new progress report in the set's rate (an exponential average).
 const RATE_WEIGHT = 0.2;
+// A tab training keeps its step far more often than this (every progress report); a step kept
+// longer ago than this is a tab closed or hidden (which pauses), not one training now.
+const TRAINING_ELSEWHERE_MS = 15_000;
 
 /** @param {HTMLElement} details */
 export async function openPanel(details) {
-  await loadPanel(/** @type {HTMLElement | null} */ (details.querySelector("#rerun-body")), (body) => {
-    const train = /** @type {TrainElement | null} */ (body.querySelector("#rerun-train"));
-    if (train) wire(body, train);
+  await load(/** @type {HTMLElement | null} */ (details.querySelector("#rerun-body")));
+}
+
+/** The panel's contents from the server, wired.
+ * @param {HTMLElement | null} body */
+async function load(body) {
+  await loadPanel(body, (loaded) => {
+    const train = /** @type {TrainElement | null} */ (loaded.querySelector("#rerun-train"));
+    if (train) wire(loaded, train);
   });
 }
 
@@ -63,10 +78,25 @@ function readInTraining() {
   }
 }
 
+/** This tab's name, the same after a reload; "" where storage is refused.
+ * @returns {string} */
+function thisTab() {
+  try {
+    let name = window.sessionStorage.getItem(TAB_KEY);
+    if (!name) {
+      name = Math.random().toString(36).slice(2);
+      window.sessionStorage.setItem(TAB_KEY, name);
+    }
+    return name;
+  } catch {
+    return "";
+  }
+}
+
 /** @param {InTraining | null} value */
 function keepInTraining(value) {
   try {
-    if (value) window.localStorage.setItem(IN_TRAINING_KEY, JSON.stringify(value));
+    if (value) window.localStorage.setItem(IN_TRAINING_KEY, JSON.stringify({ ...value, tab: thisTab(), at: Date.now() }));
     else window.localStorage.removeItem(IN_TRAINING_KEY);
   } catch {
     // storage refused: a reload then says nothing about the cut-short row
@@ -96,9 +126,40 @@ function wire(body, train) {
 
   const overall = (/** @type {number} */ step) => (100 * (index * steps + step)) / (rows.length * steps);
 
-  // A row cut short by a reload (or a closed tab) starts again from step 0: say so.
+  /** Another tab is training this set: say where it is, and offer nothing to start.
+   * @param {InTraining} there */
+  const elsewhere = (there) => {
+    const name = rows.find((row) => row.key === there.row)?.name ?? there.row;
+    restartNote.textContent = fill(train.dataset.elsewhere, { name, step: there.step });
+    restartNote.hidden = false;
+    start.disabled = true;
+  };
+  // What another tab keeps of its training: where it is now, or (gone) a row kept or its set
+  // ended, so this panel is drawn again from what the server holds. Never this tab's own
+  // writes (the storage event comes only to the other tabs); once this tab trains, it stops.
+  const listening = new AbortController();
+  window.addEventListener(
+    "storage",
+    (event) => {
+      if (event.key !== IN_TRAINING_KEY || busy) return;
+      const there = readInTraining();
+      if (there) elsewhere(there);
+      else {
+        listening.abort();
+        delete body.dataset.loaded;
+        load(body);
+      }
+    },
+    { signal: listening.signal },
+  );
+
+  // A row whose step another tab kept moments ago is that tab's, training; any other was cut
+  // short by a reload (or a closed tab) and starts again from step 0: say which.
   const cut = readInTraining();
-  if (cut && !set.shownComplete && cut.number === set.number && cut.row === rows[index]?.key && cut.step > 0) {
+  const ours = cut && !set.shownComplete && cut.number === set.number && cut.row === rows[index]?.key;
+  const training = cut && cut.tab !== thisTab() && Date.now() - (cut.at ?? 0) < TRAINING_ELSEWHERE_MS;
+  if (cut && ours && training) elsewhere(cut);
+  else if (cut && ours && cut.step > 0) {
     restartNote.textContent = fill(train.dataset.restarted, { name: rows[index].name, step: cut.step });
     restartNote.hidden = false;
     start.textContent = train.dataset.continueLabel;
@@ -206,6 +267,7 @@ function wire(body, train) {
   start.addEventListener("click", () => {
     if (busy) return;
     busy = true;
+    listening.abort(); // this tab trains now: the others follow it
     start.disabled = true;
     if (set.shownComplete) {
       // A whole set is on show: this begins the next one, from its first row.

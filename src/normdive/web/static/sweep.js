@@ -8,6 +8,7 @@
 import { loadStylesheet, paragraph } from "./loaders.js";
 import { pageWord } from "./page/announce.js";
 import { growCurves } from "./page/growing.js";
+import { withPageLocale } from "./page/language.js";
 import { fitScrollRegions } from "./scroll-regions.js";
 
 const PROBLEM = pageWord("The runs at other depths could not be loaded just now. Try again.");
@@ -20,7 +21,7 @@ const STYLESHEET = new URL("./sweep.css", import.meta.url).href;
 async function load(body, url, ready = Promise.resolve(), current = () => true) {
   body.setAttribute("aria-busy", "true");
   try {
-    const fetched = fetch(url, { headers: { Accept: "text/html" }, credentials: "same-origin" });
+    const fetched = fetch(url, { headers: withPageLocale({ Accept: "text/html" }), credentials: "same-origin" });
     const [response] = await Promise.all([fetched, ready]);
     const html = await response.text();
     // Every answer, a refusal included, is a readable fragment drawn by the server.

@@ -1,6 +1,7 @@
 """The lab grid as the page uses it: read through normdive.lab.grid's reader, kept per file
 (a change noticed by its stat), and reduced to what the panels draw: the base configuration,
-each recorded cell's curve and final figures, and what the recording trimmed.
+each recorded cell's curve and final figures, and how much of what it offers the recording
+left out.
 
 The grid lives beside the recording: `<recording stem>-lab.json` (normdive.lab.grid.lab_path_for).
 """
@@ -13,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from normdive.lab.grid import LabGridProblem, lab_path_for, parse_lab_grid
+from normdive.lab.grid import LabGridProblem, lab_path_for, offered_points, parse_lab_grid
 from normdive.lesson.content import Lesson
 from normdive.progress.lab import LabChoice, figure
 from normdive.recording.kept import KeptByStat
@@ -49,7 +50,11 @@ class GridCell:
 class LabGridView:
     base: dict[str, Any]  # the base LabConfig's fields, as JSON
     cells: tuple[GridCell, ...]
-    trimmed: str | None  # what the recording left out, in words; None: nothing
+    # How many of the runs the grid offers (lab.grid.offered_points) have no recorded cell, of
+    # how many: counted, so that the page says it in its own language (the grid's `trimmed`
+    # sentence is the recorder's, in English, for authors).
+    left_out: int
+    offered_runs: int
 
     @property
     def steps(self) -> int:
@@ -86,8 +91,9 @@ def _view(raw: bytes, name: str) -> LabGridView:
         if choice is not None:
             final = figure(cell["final"]["heldout_accuracy"])
             cells.append(GridCell(choice, tuple(cell["curve"]), final))
-    trimmed = grid.trimmed.strip().rstrip(".") if grid.trimmed and grid.trimmed.strip() else None
-    return LabGridView(plain["base"], tuple(cells), trimmed)
+    offered = offered_points(grid.offered)
+    left_out = sum(grid.cell(*point) is None for point in offered)
+    return LabGridView(plain["base"], tuple(cells), left_out, len(offered))
 
 
 def _grid_or_problem(path: Path) -> LabGridView | GridProblem:

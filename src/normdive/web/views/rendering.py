@@ -37,6 +37,7 @@ from normdive.i18n.numbers import (
     VALUE_WORDS,
     decimal_symbol,
     list_separator,
+    minus_sign,
     shown,
     shown_in,
     shown_row,
@@ -203,6 +204,7 @@ def make_environment(templates_dir: Path = TEMPLATES_DIR) -> Environment:
         bytecode_cache=COMPILED_TEMPLATES,
         # {% trans %} and _(): the interface's words from the current locale's catalogue.
         extensions=["jinja2.ext.i18n"],
+        finalize=unbroken_percent,
     )
     env.install_gettext_callables(  # type: ignore[attr-defined]
         gettext, ngettext, newstyle=True, pgettext=pgettext
@@ -220,6 +222,7 @@ def make_environment(templates_dir: Path = TEMPLATES_DIR) -> Environment:
     env.filters["numrow"] = lambda xs: shown_row([format_number(x) for x in xs])
     env.filters["figures"] = lambda value: shown_in(str(value))
     env.globals["decimal_symbol"] = lambda: decimal_symbol(current_locale())
+    env.globals["minus_sign"] = lambda: minus_sign(current_locale())
     env.globals["list_separator"] = list_separator
     env.globals["page_words"] = lambda: json.dumps(
         {sentence: gettext(sentence) for sentence in PAGE_SCRIPT_WORDS}
@@ -227,6 +230,21 @@ def make_environment(templates_dir: Path = TEMPLATES_DIR) -> Environment:
     env.globals["value_words"] = lambda: json.dumps({word: gettext(word) for word in VALUE_WORDS})
     env.filters["breakable"] = breakable
     return env
+
+
+# A number and its percent sign, parted by a space ("90 %", "21,3 %": progress.figures).
+_NUMBER_THEN_PERCENT = re.compile(r"(?<=\d) %")
+
+
+def unbroken_percent(value: Any) -> Any:
+    """Every text a template draws with its numbers' "%" held to them by a no-break space, so
+    that a narrow line never parts "90" from "%" (the sentences are composed with a plain
+    space: only how they are drawn changes)."""
+    if isinstance(value, Markup):  # HTML already safe: only a space changes
+        return Markup(_NUMBER_THEN_PERCENT.sub("\u00a0%", str(value)))
+    if isinstance(value, str):
+        return _NUMBER_THEN_PERCENT.sub("\u00a0%", value)
+    return value
 
 
 def _in_locale(macro: Callable[..., Markup]) -> Callable[..., Markup]:

@@ -36,15 +36,25 @@ export function restoreDrafts() {
 }
 
 // A field's verdict speaks of the answer it was given for (data-graded). While the field holds
-// anything else, as typed or as a draft typed back, the verdict is set aside, as the server does
-// for an answer it echoes unchecked (fragments.html, `retyped`); typed again, it comes back.
+// anything else, as typed or as a draft typed back, the verdict is set aside and the field is
+// described as not checked yet (a screen reader reads a description even when it is hidden),
+// as the server does for an answer it echoes unchecked (fragments.html, `retyped`); typed
+// again, the verdict comes back.
 /** @param {HTMLInputElement} input */
 export function showVerdictIfItApplies(input) {
   const graded = input.dataset.graded;
   if (graded === undefined) return;
   const applies = input.value.trim() === graded.trim();
   const feedback = document.getElementById(`${input.id}-feedback`);
+  const unchecked = document.getElementById(`${input.id}-unchecked`);
   if (feedback) feedback.hidden = !applies;
+  if (unchecked) unchecked.hidden = applies;
+  const described = (input.getAttribute("aria-describedby") ?? "").split(/\s+/).filter(Boolean);
+  const [now, before] = applies ? ["feedback", "unchecked"] : ["unchecked", "feedback"];
+  input.setAttribute(
+    "aria-describedby",
+    described.map((id) => (id === `${input.id}-${before}` ? `${input.id}-${now}` : id)).join(" "),
+  );
   if (applies && input.hasAttribute("data-graded-invalid")) input.setAttribute("aria-invalid", "true");
   else input.removeAttribute("aria-invalid");
 }

@@ -3,6 +3,7 @@
 // region. One tap sends one request.
 
 import { NETWORK_PROBLEM, announce } from "./announce.js";
+import { withPageLocale } from "./language.js";
 import { gateClosed, showPlayedRow } from "./played-row.js";
 import { holdOnScreen, swapFragments } from "./regions.js";
 
@@ -24,7 +25,7 @@ export async function post(form) {
   const response = await fetch(form.action, {
     method: "POST",
     body: new URLSearchParams(/** @type {any} */ (new FormData(form))),
-    headers: { Accept: "application/json", "X-CSRF-Token": csrfToken() },
+    headers: withPageLocale({ Accept: "application/json", "X-CSRF-Token": csrfToken() }),
     credentials: "same-origin",
   });
   return { status: response.status, answer: await response.json() };

@@ -44,26 +44,30 @@ export function epsState() {
 // A number as layernorm.js writes it: digits, at most one point, an optional exponent.
 const WRITTEN_NUMBER = /^[-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?$/;
 
-/** How the page writes numbers, from <html>: its decimal symbol (data-decimal), what separates
+/** How the page writes numbers, from <html>: its decimal symbol (data-decimal), its minus sign
+ * (data-minus: CLDR's, a left-to-right mark before the hyphen-minus in Arabic), what separates
  * a row's numbers (data-list-separator) and the words for values that are not finite numbers
  * (data-value-words), as the server writes them (i18n.numbers).
- * @returns {{ decimal: string, separator: string, words: Record<string, string> }} */
+ * @returns {{ decimal: string, minus: string, separator: string, words: Record<string, string> }} */
 function pageWriting() {
   const data = document.documentElement.dataset;
   return {
     decimal: data.decimal ?? ".",
+    minus: data.minus ?? "-",
     separator: data.listSeparator ?? ", ",
     words: data.valueWords ? JSON.parse(data.valueWords) : {},
   };
 }
 
 /** A number layernorm.js wrote (with a point) as the page writes it: "-1.224736" is
- * "-1,224736" on a German page; a word for a value in the page's language.
+ * "-1,224736" on a German page, "\u200e-1.224736" on an Arabic one; a word for a value in the
+ * page's language.
  * @param {string} text @returns {string} */
 export function shownNumber(text) {
   const writing = pageWriting();
   if (!WRITTEN_NUMBER.test(text)) return writing.words[text] ?? text;
-  return writing.decimal === "." ? text : text.replace(".", writing.decimal);
+  const written = writing.decimal === "." ? text : text.replace(".", writing.decimal);
+  return written.startsWith("-") ? writing.minus + written.slice(1) : written;
 }
 
 /** A row's numbers as the page writes them: "[1,5; -2]" on a German page.

@@ -4,6 +4,10 @@
 // are), with the saved text it was typed over: a reload or a phone's discarded tab within the
 // autosave's moment brings it back, unless the takeaway was saved since (in another tab), when
 // the draft is no longer the latest word.
+//
+// A save refused because another tab or device saved a newer takeaway quotes the newer words
+// (#takeaway-newer, above the box). They stay there, and nothing saves by itself, until the
+// learner presses Save: an autosave of a half-merged text would replace words not yet read.
 
 import { NETWORK_PROBLEM, announce } from "./announce.js";
 import { TAKEAWAY_DRAFT, draftStore, keepTakeawayDraft } from "./kept.js";
@@ -55,6 +59,22 @@ function takeBase(form, html) {
   if (typeof base === "string" && field instanceof HTMLInputElement) field.value = base;
 }
 
+/** The refusal's newer takeaway above the box, while it is shown. @returns {HTMLElement | null} */
+function newerShown() {
+  const note = document.getElementById("takeaway-newer");
+  return note && !note.hidden ? note : null;
+}
+
+/** Quotes a refusal's newer takeaway above the box (said at once: role="alert"), or takes it
+ * away (`message` null).
+ * @param {string | null} message */
+function showNewer(message) {
+  const note = document.getElementById("takeaway-newer");
+  if (!note) return;
+  note.textContent = message ?? "";
+  note.hidden = message === null;
+}
+
 /** Types back a draft kept in this tab, over the text it was typed over. */
 export function restoreTakeawayDraft() {
   const parts = takeawayParts();
@@ -88,6 +108,10 @@ export function onTakeawayInput() {
     setTakeawayStatus(problem, true);
     return;
   }
+  if (newerShown()) {
+    setTakeawayStatus(parts.form.dataset.textMerging ?? "", false);
+    return;
+  }
   setTakeawayStatus(parts.form.dataset.textUnsaved ?? "", false);
   timer = window.setTimeout(() => saveTakeaway(false), AUTOSAVE_DELAY_MS);
 }
@@ -101,12 +125,23 @@ export async function saveTakeaway(byButton) {
     timer = window.setTimeout(() => saveTakeaway(byButton), AUTOSAVE_DELAY_MS);
     return;
   }
+  // Nothing saves by itself over newer words on show (the button's save is the learner's).
+  if (!byButton && newerShown()) return;
   const sent = parts.text.value;
+  const base = parts.form.elements.namedItem("base");
+  const baseBefore = base instanceof HTMLInputElement ? base.value : null;
   busy.add(parts.form);
   setTakeawayStatus(parts.form.dataset.textSaving ?? "", false);
   try {
     const { answer } = await post(parts.form);
     takeBase(parts.form, answer.fragments?.["takeaway-status"]);
+    if (!answer.ok && base instanceof HTMLInputElement && base.value !== baseBefore) {
+      // Refused for a newer takeaway saved elsewhere: its words stay above the box.
+      showNewer(answer.message);
+      setTakeawayStatus(parts.form.dataset.textMerging ?? "", false);
+      return;
+    }
+    if (answer.ok && byButton) showNewer(null);
     if (answer.ok) rememberSaved(sent);
     if (answer.ok && parts.text.value === sent) draftStore()?.removeItem(TAKEAWAY_DRAFT);
     if (answer.ok && parts.text.value !== sent) {
