@@ -21,7 +21,8 @@ UNRECORDED = LabChoice(depth=3, layernorm=True, residual=True, eps=1e-5, init="g
 GRID = LabGridView(
     base={"steps": 40, "vocab_size": 4},
     cells=(GridCell(NEITHER, (), 0.25), GridCell(BOTH, (), 1.0)),
-    trimmed=None,
+    left_out=0,
+    offered_runs=2,
 )
 
 

@@ -375,7 +375,7 @@ def test_the_open_runs_chart_is_drawn_by_the_server_over_its_recorded_cell(
         assert run.select_one("path.line")["d"] == ""  # type: ignore[index]
         assert run.select_one("path.marker")["visibility"] == "hidden"  # type: ignore[index]
         ticks = [t.get_text() for t in svg.select("text.tick")]
-        assert ticks[:5] == ["0 %", "25 %", "50 %", "75 %", "100 %"]
+        assert ticks[:5] == ["0\u00a0%", "25\u00a0%", "50\u00a0%", "75\u00a0%", "100\u00a0%"]
         titles = [t.get_text() for t in svg.select("text.axis-title")]
         assert titles == ["Held-out accuracy", "Training step"]
         # Nothing of the grid is fetched: the page holds no address of it.

@@ -36,7 +36,8 @@ LANGUAGES = {
     ),
     "ar": ("ar", "الدقة", "الخسارة", "الدقة على البيانات المحجوزة", "خطوة التدريب"),
 }
-PERCENT_TICKS = ["0 %", "25 %", "50 %", "75 %", "100 %"]
+# A percentage keeps its sign on its line: a no-break space between them.
+PERCENT_TICKS = ["0\u00a0%", "25\u00a0%", "50\u00a0%", "75\u00a0%", "100\u00a0%"]
 # A curve drawn from step 0 on: a move, then a line to each evaluation.
 GROWN = re.compile(r"^M[\d.]+ [\d.]+(L[\d.]+ [\d.]+)+$")
 # A tiny run or row trains in seconds; a loaded machine gets room, and no test asserts a time.
@@ -130,7 +131,7 @@ def test_the_charts_percentages_read_as_the_server_writes_them_in_arabic(
     page = new_page(locale=locale, viewport=SMALL_PHONE, reduced_motion="reduce")
     post_the_work(page)
     expect(page.locator("#final-accuracy")).to_contain_text("%")
-    assert page.locator("#final-accuracy").inner_text().endswith(" %")
+    assert page.locator("#final-accuracy").inner_text().endswith("\u00a0%")
     read_percent_chart(page.locator("#chart-accuracy"), accuracy, step)
     commit_a_lab_run(page)
     read_percent_chart(page.get_by_role("img", name=lesson.lab.chart_label), heldout, step)
