@@ -1,10 +1,7 @@
 """The grade-sync doctor: what each grade target's last answer means, and what to do, in
-plain words. The one table of these sentences: passback writes them as each target's reason,
-and `normdive lti outbox --why` and the instructor view read them back.
-
-A platform's known answers get their own sentence (KNOWN_ANSWERS: Moodle, Canvas, Open edX,
-matched on the status and the words the platform sent); anything else is explained by its kind
-(an outage, a refusal, a deleted line item, a refused token) and quotes the platform.
+plain words. Passback writes these sentences as each target's reason; `normdive lti outbox
+--why` and the instructor view read them back. Known platform answers (KNOWN_ANSWERS) get their
+own sentence; anything else is explained by its kind and quotes the platform.
 """
 
 from __future__ import annotations
@@ -21,26 +18,22 @@ from normdive.store.tables import LtiGradeTarget, course_learners
 
 
 class TargetStatus(StrEnum):
-    """What the platform last made of a grade target (lti_grade_targets.status). Defined here,
-    beside the sentences for each, and used by passback, which imports this module."""
+    """What the platform last made of a grade target (lti_grade_targets.status)."""
 
-    # Recorded by a launch; not tried yet.
     DUE = "due"
-    # The platform took the latest score.
     SENT = "sent"
-    # An outage (5xx, a timeout, no connection): tried again at due_at.
+    # An outage: tried again at due_at.
     FAILING = "failing"
-    # The platform refused the score or the tool's access: tried again with a changed score.
+    # Tried again with a changed score.
     REFUSED = "refused"
-    # The line item was deleted: nothing is sent until a launch names a line item.
+    # Line item deleted: nothing is sent until a launch names one.
     GONE = "gone"
-    # The line item is on no origin of the registration: the tool sends no token there.
+    # On no origin of the registration: no token goes there.
     FOREIGN = "foreign"
 
 
-# The instructor view translates these sentences where it shows them (advice); what passback
-# stores as a target's reason, and the command line, stay English. A sentence's %(resend)s is
-# RESEND.
+# Translated where the instructor view shows them (advice); stored reasons and the CLI stay
+# English. %(resend)s is RESEND.
 RESEND = N_("then use Resend changed grades (or `normdive lti resend --context KEY`)")
 ANSWERED = N_("%(sentence)s (%(platform)s answered %(said)s)")
 NO_ANSWER = N_("no answer")
@@ -65,15 +58,13 @@ NO_LINEITEM = (
 
 @dataclass(frozen=True)
 class KnownAnswer:
-    """A platform's answer D9 recognises: its status, words it contains (lower case), and
-    what it means with what to do."""
+    """An answer D9 recognises: its status, words it contains (lower case), what to do."""
 
     platform: str
     status: int
     words: str
     sentence: str
-    # The answer says the platform holds the score it was sent: a send before it whose answer
-    # was lost took it, so the target is sent.
+    # A send before whose answer was lost took the score: the target is sent.
     holds_score: bool = False
 
 
@@ -169,7 +160,6 @@ KNOWN_ANSWERS = (
 
 
 def known_answer(status: int | None, words: str | None) -> KnownAnswer | None:
-    """The known answer this is, or None."""
     if status is None or not words:
         return None
     said = words.lower()
@@ -186,7 +176,6 @@ def quoted(status: int | None, words: str | None) -> str:
 
 
 def _filled(sentence: str, translate: bool) -> str:
-    """A table's sentence with RESEND in its place, in the current locale where `translate`."""
     if translate:
         return gettext(sentence) % {"resend": gettext(RESEND)}
     return sentence % {"resend": RESEND}
@@ -229,8 +218,7 @@ def redirected(what: str) -> str:
 
 
 def refused(refusal: str, status: int, words: str) -> str:
-    """A 4xx answer's sentence: a known answer's own, else `refusal` ("meaning; check") with
-    the platform quoted."""
+    """A known answer's sentence, else `refusal` ("meaning; check") quoting the platform."""
     known = known_answer(status, words)
     if known is not None:
         return _answered(known, status, words, translate=False)
@@ -247,7 +235,7 @@ def token_refused(said: str, issuer: str, retry_minutes: float) -> str:
 
 
 def error_page_for_token(status: int, issuer: str) -> str:
-    """A token endpoint's HTML page instead of an OAuth 2 answer, in one line: never quoted."""
+    """An HTML page instead of a token, never quoted."""
     return (
         f"the platform's token endpoint answered {status} with an error page, not a token: it "
         "most likely could not fetch the tool's key set (/lti/jwks). In Moodle, take the "
@@ -283,7 +271,7 @@ def not_a_url(url: str) -> str:
     return f"{url!r} is not a URL a request can go to: check the platform"
 
 
-# What to do for a target by its state, when its last try left no sentence of its own.
+# When a target's last try left no sentence of its own.
 BY_STATUS: dict[str, str] = {
     TargetStatus.DUE: N_("waiting to be sent: nothing to do"),
     TargetStatus.SENT: N_("the platform has the latest score: nothing to do"),
@@ -302,15 +290,13 @@ BY_STATUS: dict[str, str] = {
     ),
 }
 
-# States an instructor or administrator may have to act on.
 NEEDS_ACTION = frozenset(
     {TargetStatus.REFUSED, TargetStatus.GONE, TargetStatus.FOREIGN, TargetStatus.FAILING}
 )
 
 
 def advice(status: str, answer_status: int | None, answer: str | None, reason: str | None) -> str:
-    """What to do about a target, in plain words and the current locale: a known answer's
-    sentence, else the sentence its last try wrote (which quotes the platform; stored in
+    """In the current locale: a known answer's sentence, else the last try's (stored in
     English), else its state's."""
     if status in (TargetStatus.REFUSED, TargetStatus.GONE, TargetStatus.FAILING):
         known = known_answer(answer_status, answer)
@@ -326,7 +312,6 @@ def advice(status: str, answer_status: int | None, answer: str | None, reason: s
 UNKNOWN_STATE = N_("state %(status)s")
 
 
-# How the instructor view names each state, in its counts.
 STATE_NAMES: dict[str, str] = {
     TargetStatus.DUE: N_("waiting to be sent"),
     TargetStatus.SENT: N_("up to date"),
@@ -355,8 +340,7 @@ class Diagnosis:
 
 @dataclass(frozen=True)
 class CourseGrades:
-    """The grade targets of one course's learners: how many in each state, and those that
-    need someone to act, each with what to do."""
+    """One course's targets: how many in each state, and those needing action."""
 
     counts: dict[str, int]
     needing_action: tuple[Diagnosis, ...]
@@ -366,8 +350,7 @@ class CourseGrades:
         return sum(self.counts.values())
 
     def summary(self) -> str:
-        """'2 refused by the platform, 40 up to date': each state present, those needing
-        action first, in the current locale (a count beside its state's name)."""
+        """'2 refused by the platform, 40 up to date', those needing action first."""
         order = sorted(self.counts, key=lambda state: (state not in NEEDS_ACTION, state))
         return gettext(LIST_SEPARATOR).join(
             gettext(COUNTED_STATE) % {"count": self.counts[state], "state": gettext(name)}
@@ -376,17 +359,16 @@ class CourseGrades:
         )
 
 
-# One state's count in the summary, and what joins them (Arabic joins with its own comma).
+# Arabic joins with its own comma.
 COUNTED_STATE = N_("%(count)s %(state)s")
 LIST_SEPARATOR = N_(", ")
 
 
-# The most targets needing action the instructor view lists (the CLI lists them all).
+# The instructor view lists this many (the CLI all).
 ACTION_LISTED = 200
 
 
 def course_grades(engine: Engine, context_key: str) -> CourseGrades:
-    """The grade targets of the learners who launched from the course (its context key)."""
     learners = course_learners(context_key).scalar_subquery()
     with engine.connect() as connection:
         rows = connection.execute(

@@ -1,65 +1,10 @@
-"""Grade passback (LTI Assignment and Grade Services 2.0): each grade target on its own.
+"""Grade passback (LTI Assignment and Grade Services 2.0): the gate's progress as a score,
+sent to each grade target (one per learner and resource link) on its own.
 
-What goes back is the gate's progress as a score: the parts done out of the gate's parts
-(the six numbers, the reading, the four row predictions, the best row played; 12 with the
-shipped lesson). Once the gate closes the score is full and final (a closed gate stays closed
-whatever recording is served later), with activityProgress Completed and gradingProgress
-FullyGraded; before, InProgress and Pending.
-
-Where it goes: a launch offering the score scope records a grade target (lti_grade_targets),
-one per (learner, resource link): the launch's line item, or, when it names only the line
-items container, the resource link's one line item there, shared by the link's learners
-(lti_link_lineitems): the first send claims the link's row (unique, so two learners' first
-sends at once make one), asks the container for a line item of the link (AGS 2.0, 3.2: GET
-filtered by resource_link_id), and creates one only when there is none (label, scoreMaximum,
-resourceLinkId, and submissionReview: Submission Review 1.0, lti.submission_review). A target
-whose link is being claimed by another send waits LINK_WAIT_S.
-A line item that a launch names is never changed, though the lineitem scope would let the
-tool PUT submissionReview on it: a PUT replaces the whole line item (AGS 2.0, 3.2), so the
-tool would write back the label, maximum and dates it read, over an instructor's edit made
-meanwhile in the gradebook; the platform that made the column chose what its gradebook
-offers; and the review is declared where Submission Review 1.0 lets a tool declare it for the
-line items of its links: the deep linking response's line item and the registration's
-messages (lti.submission_review).
-A bearer token goes only to a URL on one of the registration's origins (platform_origins: its
-issuer, its three endpoints and its --frame-origin hosts); a line item elsewhere is `foreign`
-and never sent to.
-
-How, in two steps per round of `normdive lti passback`:
-1. Fan-out. A write that may change the gate puts the learner in lti_score_outbox in the same
-   transaction (a trigger on events; migration 0005). The worker turns each such row into
-   "due now" on the learner's targets that may take a new score (sent, refused, foreign, not
-   tried yet), bumps each target's score_version, and deletes the row. A failing target keeps
-   its backoff (a learner's writes must not hammer a platform that is down), and a gone one
-   stays gone.
-2. Send. Each due target is claimed (one UPDATE, so several workers may run), sent, and its
-   outcome written on it alone, so one target's failure never delays another's, the same
-   learner's or anyone's. The score is derived from the learner's whole history at send time
-   (the latest; its parts only grow), skipped when the platform has it already (or refused
-   exactly it), stamped with the time of the learner's latest event but always later than the
-   last one sent there, kept before the request so that a send cut short is never stamped
-   the same again (the platform keeps the score with the latest timestamp; a strict one
-   refuses a repeated timestamp, and its "already exists" means it took that score), and posted
-   with an access token from OAuth 2 client credentials and a client assertion JWT signed
-   with the tool's key (RFC 7523; tool_keys).
-
-What the platform answers decides the target's state (TargetStatus; `normdive lti outbox`
-shows it with the reason in words for the platform's administrator; every reason is
-lti.grade_doctor's sentence, which also says what to do, and `resend_changed` queues again
-the targets of a course whose platform copy may be stale):
-- 2xx: sent.
-- 404 or 410 on a line item: it was deleted in the gradebook. A line item this tool created is
-  created again, once, and the score sent there; one the launch named is `gone` until a launch
-  names a line item again.
-- 401 or 403: a new token is fetched and the request made once more (once per registration
-  and round); refused again, it is `refused` with the platform's words.
-- Any other 3xx or 4xx (400 and 422 above all: Moodle answers 400 "Incorrect score received"
-  for a user who cannot be graded): `refused`; tried again only with a changed score.
-- 5xx, 408, 425, 429, a timeout, a refused connection: an outage, `failing`, tried again after
-  FIRST_RETRY_S doubling up to MAX_RETRY_S. A token endpoint that fails fails every target of
-  its registration in that round with one request.
-Answers are read up to MAX_ANSWER_BYTES as they arrive, within PASSBACK_TIMEOUT_S; a crash loses
-nothing, as each state is in the database before and after each request.
+A write that may change the gate queues the learner in lti_score_outbox (a trigger on events,
+migration 0005); `Sender` fans them out to their targets, claims each due target with one
+UPDATE (several workers may run) and writes its outcome on it alone, so a crash loses nothing.
+What each answer leads to: README, "Use it from an LMS"; the reasons' words: lti.grade_doctor.
 """
 
 from __future__ import annotations
@@ -111,54 +56,46 @@ LINEITEM_MEDIA_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
 LINEITEM_CONTAINER_MEDIA_TYPE = "application/vnd.ims.lis.v2.lineitemcontainer+json"
 # The line items container's filter on a resource link (AGS 2.0, 3.2).
 RESOURCE_LINK_PARAMETER = "resource_link_id"
-# What a learner's state may be reviewed in (Submission Review 1.0, 3.1: the line item's
-# submissionReview.reviewableStatus, from the score's activityProgress values): the tool's
-# launch URL is the review URL (the resource link's target), so the line item names none.
+# Submission Review 1.0, 3.1 (activityProgress values); the review URL is the launch URL, so
+# the line item names none.
 REVIEWABLE_STATUS = ("InProgress", "Submitted", "Completed")
-# How long one request to a platform may take, in seconds, its whole answer included.
+# One request, its whole answer included.
 PASSBACK_TIMEOUT_S = 10.0
 # A token or a new line item is a few hundred bytes; an error page a few KiB.
 MAX_ANSWER_BYTES = 64 * 1024
-# How much of a platform's words a target keeps and shows.
 ANSWER_EXCERPT_CHARS = 200
-# A failing target waits this long, doubling with each outage answer in a row, up to
-# MAX_RETRY_S: a platform back from an outage gets every score within five minutes.
+# Doubling per outage answer in a row: a platform back from an outage has every score in 5 min.
 FIRST_RETRY_S = 5.0
 MAX_RETRY_S = 300.0
 # An access token is used until this long before the platform says it expires.
 TOKEN_MARGIN_S = 30
-# The most requests one target's send makes: a token, a line item, the score, a new token and
-# the score again, a line item again and the score there.
+# A token, a line item, the score, a new token, the score, a new line item, the score there.
 REQUESTS_PER_SEND = 7
-# How long a worker holds a target while it sends it; a worker that dies holding it leaves it
-# due again after this.
+# A worker that dies holding a target leaves it due again after this.
 CLAIM_LEASE_S = REQUESTS_PER_SEND * PASSBACK_TIMEOUT_S
 # Targets sent, and learners fanned out, in one round of `normdive lti passback`.
 ROUND_SIZE = 50
-# How much later than the last score sent a new score is stamped, at the least.
 SCORE_TIMESTAMP_STEP = timedelta(milliseconds=1)
-# How often the passback worker looks for due scores, in seconds.
 POLL_INTERVAL_S = 2.0
-# How long a target waits while another sender makes its link's line item, in seconds.
+# While another sender makes the link's line item.
 LINK_WAIT_S = FIRST_RETRY_S
 
-# Answers that say the platform is down or busy for now (RFC 9110: 408 Request Timeout, 425
-# Too Early, 429 Too Many Requests; every 5xx).
+# Down or busy for now (RFC 9110: Request Timeout, Too Early, Too Many Requests; every 5xx).
 OUTAGE_STATUSES = frozenset({408, 425, 429})
 GONE_STATUSES = frozenset({404, 410})
 AUTH_STATUSES = frozenset({401, 403})
 
 
-# The targets a write may make due now: the failing keep their backoff, the gone stay gone.
+# Due again on a write: the failing keep their backoff (a learner's writes must not hammer a
+# platform that is down), the gone stay gone.
 FANNED_OUT = (TargetStatus.DUE, TargetStatus.SENT, TargetStatus.REFUSED, TargetStatus.FOREIGN)
 
 
 class LineitemSource(StrEnum):
     """Who made a target's line item URL (None in the column: the launch named it)."""
 
-    # This tool, in the launch's line items container.
     CREATED = "created"
-    # This tool again, after the one it created was deleted: not created a third time.
+    # After the one it created was deleted: never created a third time.
     RECREATED = "recreated"
 
 
@@ -185,9 +122,8 @@ def stamped(content: dict[str, Any], timestamp: datetime) -> dict[str, Any]:
 
 
 def next_timestamp(latest_event: datetime, last_sent: datetime | None) -> datetime:
-    """The new score's timestamp: its latest event's time, but always after the last score
-    sent to the same line item (events may share a second, and a platform keeps only a score
-    stamped later than the one it has; AGS 2.0, 3.4.5)."""
+    """The latest event's time, but after the last score sent to the line item: a platform
+    keeps only a score stamped later than the one it has (AGS 2.0, 3.4.5)."""
     moment = latest_event.astimezone(UTC)
     if last_sent is None:
         return moment
@@ -222,10 +158,8 @@ def gate_score(events: Sequence[Event], lesson: Lesson, recording_path: Path) ->
 
 
 def platform_origins(registration: Registration) -> tuple[str, ...]:
-    """The origins a bearer token for this registration may go to: its issuer's, its three
-    endpoints' and its frame origins (the hosts its courses are on: Canvas serves its grade
-    services on the school's host, https://school.instructure.com, while its issuer and token
-    endpoint are canvas.instructure.com and sso.canvaslms.com)."""
+    """Where a bearer token may go: the issuer's, endpoints' and frame origins (Canvas serves
+    grades on the school's host, its token endpoint on sso.canvaslms.com)."""
     found = [
         origin_of(url)
         for url in (
@@ -240,8 +174,7 @@ def platform_origins(registration: Registration) -> tuple[str, ...]:
 
 
 def foreign_reason(url: str, registration: Registration) -> str | None:
-    """Why a token must not go to `url`, or None when it is on one of the registration's
-    origins."""
+    """Why a token must not go to `url`; None when it may."""
     allowed = platform_origins(registration)
     if origin_of(url) in allowed:
         return None
@@ -249,8 +182,7 @@ def foreign_reason(url: str, registration: Registration) -> str | None:
 
 
 def link_key(launch: Launch) -> str:
-    """The resource link's key: SHA-256 of (issuer, client id, deployment id, resource link
-    id), the grade targets' target_key and the learner links' link_key."""
+    """SHA-256 of (issuer, client id, deployment id, resource link id)."""
     registration = launch.registration
     parts = (
         registration.issuer,
@@ -262,9 +194,8 @@ def link_key(launch: Launch) -> str:
 
 
 def record_grade_target(connection: Connection, launch: Launch, learner_id: str) -> bool:
-    """Remember where this launch's scores go, when it offers the score scope (in the
-    launch's transaction). True when it does. A launch that names a line item makes a gone
-    target due again (the platform's gradebook has a line item for the link again)."""
+    """Where this launch's scores go, if it offers the score scope (True). A launch naming a
+    line item makes a gone target due again."""
     endpoint = launch.ags_endpoint or {}
     scopes = endpoint.get("scope")
     lineitem = endpoint.get("lineitem")
@@ -301,22 +232,20 @@ def record_grade_target(connection: Connection, launch: Launch, learner_id: str)
         )
     else:
         if isinstance(lineitem, str) and lineitem != kept.lineitem_url:
-            # A line item of the platform's own: what was sent or refused went elsewhere.
+            # What was sent or refused went to another line item.
             values.update(
                 lineitem_url=lineitem, lineitem_source=None, sent_score=None, refused_score=None
             )
         if isinstance(lineitem, str) and kept.status == TargetStatus.GONE:
             values.update(status=TargetStatus.DUE, due_at=now, attempts=0)
         connection.execute(update(LtiGradeTarget).where(*where).values(**values))
-    # A launch sends the score as it stands (a first launch: nothing done yet).
     enqueue(connection, learner_id)
     return True
 
 
 def forget_grade_target(connection: Connection, launch: Launch, learner_id: str) -> None:
-    """Drop the user's grade target for this launch's link, in the launch's transaction: a
-    launch whose roles make them no learner of the course (lti.roles) is never graded there,
-    and what was refused for them is nothing the instructor must fix."""
+    """For a launch whose roles make the user no learner (lti.roles): never graded there, and
+    nothing refused for them for the instructor to fix."""
     connection.execute(
         delete(LtiGradeTarget).where(
             LtiGradeTarget.learner_id == learner_id,
@@ -326,7 +255,7 @@ def forget_grade_target(connection: Connection, launch: Launch, learner_id: str)
 
 
 def enqueue(connection: Connection, learner_id: str) -> None:
-    """Put the learner in the outbox now (as the trigger on events does)."""
+    """As the trigger on events does."""
     now = datetime.now(UTC)
     bumped = connection.execute(
         update(LtiScoreOutbox)
@@ -364,7 +293,6 @@ class TargetState:
 
     @property
     def waiting(self) -> bool:
-        """Something to send: due now or later, or never taken yet."""
         return self.due_at is not None
 
     @property
@@ -390,8 +318,7 @@ class TargetState:
 
 
 def targets(engine: Engine) -> list[TargetState]:
-    """Every grade target, those needing attention first, then those waiting, soonest first
-    (`normdive lti outbox`)."""
+    """Those needing attention first, then those waiting, soonest first."""
     with engine.connect() as connection:
         issuers = dict(connection.execute(select(LtiRegistration.id, LtiRegistration.issuer)).all())
         rows = connection.execute(
@@ -419,7 +346,6 @@ def targets(engine: Engine) -> list[TargetState]:
     return sorted(found, key=lambda t: (not t.needs_attention, not t.waiting, t.due_at or far))
 
 
-# The start of an HTML page, as a platform's error page begins.
 HTML_PAGE = re.compile(rb"\s*<(!doctype|html)", re.IGNORECASE)
 
 
@@ -428,8 +354,7 @@ def is_error_page(body: bytes) -> bool:
 
 
 def platform_words(body: bytes) -> str:
-    """The start of what a platform said, as one line of printable text: an OAuth 2 or JSON
-    error's message where it gave one, an HTML page's text, or the body as it is."""
+    """One printable line: an OAuth 2 or JSON error's message, an HTML page's text, or the body."""
     text = body.decode("utf-8", "replace")
     try:
         data = parsed(body)
@@ -489,9 +414,8 @@ class Outcome:
 
 
 def holds_it_already(answer: Answer) -> bool:
-    """Whether a refusal of a score says the platform holds a score with its timestamp (Open
-    edX: "Score already exists for the provided timestamp"): a timestamp is never put on two
-    different scores (next_timestamp), so it holds this one."""
+    """A refusal saying the platform holds a score with this timestamp (Open edX): no timestamp
+    goes on two scores (next_timestamp), so it holds this one."""
     known = grade_doctor.known_answer(answer.status, answer.words)
     return known is not None and known.holds_score
 
@@ -516,7 +440,6 @@ def _answered(
     reason: str,
     refused_score: dict[str, Any] | None = None,
 ) -> Outcome:
-    """The outcome of a request the platform answered with `answer`, as `reason` reads it."""
     return Outcome(
         status,
         answer_status=answer.status,
@@ -527,8 +450,7 @@ def _answered(
 
 
 def _outcome_of(answer: Answer, what: str, content: dict[str, Any], refusal: str) -> Outcome | None:
-    """What a non-2xx answer to a request about `what` means (`refusal`: what a 4xx answer
-    means; what to check), or None for 2xx."""
+    """None for 2xx. `refusal`: what a 4xx means, and what to check."""
     status = answer.status
     if 200 <= status < 300:
         return None
@@ -547,11 +469,10 @@ def _outcome_of(answer: Answer, what: str, content: dict[str, Any], refusal: str
 
 @dataclass
 class RoundReport:
-    # Scores a platform took.
     sent: int = 0
-    # Targets tried that did not take one (failing, refused, gone, foreign).
+    # Failing, refused, gone, foreign.
     failed: int = 0
-    # Targets claimed (sent, failed, or found to have their score already).
+    # Claimed: sent, failed, or found to have their score already.
     tried: int = 0
 
 
@@ -570,17 +491,14 @@ class _Token:
 class _Round:
     number: int
     scores: dict[str, Score] = field(default_factory=dict)
-    # A registration whose token endpoint failed this round: that outcome, for its targets.
+    # One failed token request fails every target of its registration this round.
     token_failures: dict[int, Outcome] = field(default_factory=dict)
-    # An origin that gave no answer this round (each try may cost PASSBACK_TIMEOUT_S): that
-    # outcome, for the other targets there, so that one platform's silence does not hold
-    # back every other platform's targets behind it.
+    # Each try may cost PASSBACK_TIMEOUT_S: one silent platform must not hold back the others.
     silent: dict[str, Outcome] = field(default_factory=dict)
 
 
 class Sender:
-    """Sends the due grade targets; keeps access tokens between rounds. `clock` gives the
-    time targets are due by (the tests move it instead of waiting)."""
+    """Sends the due grade targets; keeps access tokens between rounds. `clock`: tests move it."""
 
     def __init__(
         self,
@@ -628,8 +546,7 @@ class Sender:
         return report
 
     def fan_out(self, limit: int = ROUND_SIZE) -> int:
-        """Make the targets of learners in the outbox due (FANNED_OUT), bump their
-        score_version, and delete each row as it was read. The learners fanned out."""
+        """Make the outbox's learners' targets due (FANNED_OUT); the number of learners."""
         now = self.clock()
         with self.engine.connect() as connection:
             rows = connection.execute(
@@ -662,8 +579,7 @@ class Sender:
         return len(rows)
 
     def _claim(self, learner_id: str, target_key: str, now: datetime) -> Any:
-        """Take the target for CLAIM_LEASE_S (one UPDATE, so two workers never both take
-        it), and read it as taken."""
+        """One UPDATE, so two workers never both take it."""
         mine = (LtiGradeTarget.learner_id == learner_id, LtiGradeTarget.target_key == target_key)
         with self.engine.begin() as connection:
             claimed = connection.execute(
@@ -676,8 +592,8 @@ class Sender:
             return connection.execute(select(LtiGradeTarget).where(*mine)).one()
 
     def _settle(self, target: Any, outcome: Outcome) -> None:
-        """Write a try's outcome on its target. A write to the learner's score since the
-        claim (score_version moved) leaves it due now, whatever this try sent."""
+        """A write to the learner's score since the claim (score_version moved) leaves the
+        target due now, whatever this try sent."""
         now = self.clock()
         mine = (
             LtiGradeTarget.learner_id == target.learner_id,
@@ -724,9 +640,8 @@ class Sender:
                 )
 
     def _stamp(self, target: Any, timestamp: datetime) -> None:
-        """Keep the timestamp a score is about to be sent with, before it is sent: a send whose
-        answer never came (a crash, a lost connection) is followed by one stamped later, which
-        a platform refusing a repeated timestamp takes."""
+        """Kept before the send: one whose answer never came is followed by one stamped later,
+        which a platform refusing a repeated timestamp takes."""
         with self.engine.begin() as connection:
             connection.execute(
                 update(LtiGradeTarget)
@@ -744,7 +659,7 @@ class Sender:
         return work.scores[learner_id]
 
     def _send_target(self, target: Any, work: _Round) -> Outcome | None:
-        """Send one target its latest score; None when there was nothing to send."""
+        """None when there was nothing to send."""
         registration = registrations.by_id(self.engine, target.registration_id)
         if registration is None:
             return None  # removed meanwhile: its targets go with it
@@ -787,8 +702,7 @@ class Sender:
             and source is LineitemSource.CREATED
             and target.lineitems_url is not None
         ):
-            # Deleted in the gradebook, and this tool made it: make it again, once (or take the
-            # one another learner's send made again).
+            # Deleted in the gradebook: made again once (or another learner's send did).
             logger.warning("line item %s of learner %s was deleted", lineitem, target.learner_id)
             again = self._link_lineitem(
                 registration, target, LineitemSource.RECREATED, lineitem, work
@@ -836,24 +750,20 @@ class Sender:
         replacing: str | None,
         work: _Round,
     ) -> str | Outcome:
-        """The resource link's line item, kept on the target (with sent scores forgotten: it
-        has none of this learner's yet), or why not. One per link (lti_link_lineitems): the
-        one another learner's send made, else, under the link's claim, one the container
-        holds for the link (AGS 2.0, 3.2: GET filtered by resource_link_id), else a new one.
-        `replacing`: the link's line item the platform says is gone."""
+        """The resource link's one line item (lti_link_lineitems), or why not: another send's,
+        else one the container holds for the link (AGS 2.0, 3.2), else a new one. `replacing`:
+        the one the platform says is gone."""
         now = self.clock()
         claimed = self._claim_link(registration, target.target_key, replacing, now)
         if isinstance(claimed, str):
             return self._keep_lineitem(registration, target, claimed, source)
         if not claimed:
-            # Another sender holds the claim: this target is tried again once it has made it.
             return Outcome(TargetStatus.DUE, reason=grade_doctor.LINEITEM_BEING_MADE)
         found: str | Outcome | None = None
         try:
             found = self._find_or_create(registration, target, replacing, work)
         finally:
-            # However the send ends (a refused token, a store error), the claim ends with it:
-            # the line item found or made, or none for the next send to claim again.
+            # However the send ends (a refused token, a store error), the claim ends with it.
             self._release_link(target.target_key, found, now)
         if isinstance(found, Outcome):
             return found
@@ -868,8 +778,6 @@ class Sender:
         return found
 
     def _release_link(self, link_key: str, found: str | Outcome | None, now: datetime) -> None:
-        """End this sender's claim on the link, with the line item it found or made (or
-        none: the next send claims it again)."""
         with self.engine.begin() as connection:
             connection.execute(
                 update(LtiLinkLineitem)
@@ -926,8 +834,7 @@ class Sender:
     def _find_lineitem(
         self, registration: Registration, target: Any, replacing: str | None, work: _Round
     ) -> str | Outcome | None:
-        """A line item the container already holds for the link (not `replacing`), an
-        outage, or None (none there, or a platform that cannot say: then one is created)."""
+        """None: none there, or a platform that cannot say (then one is created)."""
         url = with_query(target.lineitems_url, RESOURCE_LINK_PARAMETER, target.resource_link_id)
         answer = self._request(registration, url, None, LINEITEM_CONTAINER_MEDIA_TYPE, work)
         if isinstance(answer, Outcome):
@@ -956,7 +863,6 @@ class Sender:
     def _create_lineitem(
         self, registration: Registration, target: Any, work: _Round
     ) -> str | Outcome:
-        """A new line item in the target's container for its resource link, or why not."""
         body = lineitem_body(self.lesson, target.resource_link_id)
         content = self._score(target.learner_id, work).content(target.user_id)
         answer = self._request(registration, target.lineitems_url, body, LINEITEM_MEDIA_TYPE, work)
@@ -1001,9 +907,8 @@ class Sender:
         media_type: str,
         work: _Round,
     ) -> Answer | Outcome:
-        """POST `body` (GET when None) with the registration's token; on 401 or 403 once more
-        with a new token (unless the token is this round's already). An Outcome when no
-        answer came."""
+        """POST `body` (GET when None); on 401 or 403 once more with a new token, unless it is
+        this round's. An Outcome when no answer came."""
         origin = origin_of(url) or url
         if origin in work.silent:
             return work.silent[origin]
@@ -1024,7 +929,6 @@ class Sender:
         return answer
 
     def _post(self, url: str, body: dict[str, Any] | None, media_type: str, token: str) -> Answer:
-        """POST `body` as `media_type`; with no body, GET what answers as `media_type`."""
         if body is None:
             return self._exchange(
                 url,
@@ -1046,8 +950,6 @@ class Sender:
         headers: dict[str, str] | None = None,
         method: str = "POST",
     ) -> Answer:
-        """One request and its answer, read up to MAX_ANSWER_BYTES within
-        PASSBACK_TIMEOUT_S."""
         started = time.monotonic()
 
         def in_time() -> None:
@@ -1090,8 +992,8 @@ class Sender:
         except httpx.InvalidURL:
             raise _TokenFailed(outage(what, None, "not a URL")) from None
         if answer.status != 200 and is_error_page(answer.body):
-            # A token endpoint answers OAuth 2 errors in JSON; a page is an exception it did not
-            # catch, as Moodle's is when its HTTP security stops it fetching the tool's keys.
+            # OAuth 2 errors are JSON; a page is an uncaught exception, as Moodle's when its HTTP
+            # security stops it fetching the tool's keys.
             reason = (
                 f"{grade_doctor.error_page_for_token(answer.status, registration.issuer)}. D9 "
                 f"tries again, at least every {MAX_RETRY_S / 60:g} minutes"
@@ -1125,15 +1027,12 @@ class Sender:
 
 
 class _TokenFailed(Exception):
-    """No token from a registration's endpoint: the outcome for each of its targets."""
-
     def __init__(self, outcome: Outcome) -> None:
         super().__init__(outcome.reason)
         self.outcome = outcome
 
 
 def _lineitem_id(answer: Answer) -> str:
-    """The new line item's id (its URL) from the platform's answer, or Unusable."""
     try:
         created = parsed(answer.body)["id"]
     except (NotPlatformJson, KeyError, TypeError):
@@ -1148,11 +1047,7 @@ def _lineitem_id(answer: Answer) -> str:
 
 
 def lineitem_declaration(lesson: Lesson) -> dict[str, Any]:
-    """The line item the tool asks a platform for, wherever it asks: a label, the gate's parts
-    as scoreMaximum, and submissionReview (Submission Review 1.0, 3.1: the gradebook may open a
-    learner's work in D9 in any of REVIEWABLE_STATUS, at the resource link's own launch URL).
-    Deep linking's lineItem (lti.deep_linking) is this; the line item made through the line
-    items service (lineitem_body) is this with its resource link."""
+    """The line item the tool asks for, in deep linking and through the grade service."""
     return {
         "label": f"{lesson.id.upper()} {lesson.title}",
         "scoreMaximum": parts_total(lesson),
@@ -1166,7 +1061,6 @@ def lineitem_body(lesson: Lesson, resource_link_id: str) -> dict[str, Any]:
 
 
 def with_query(url: str, name: str, value: str) -> str:
-    """`url` with name=value added to its query (what it had kept)."""
     parts = urlsplit(url)
     added = urlencode({name: value})
     query = f"{parts.query}&{added}" if parts.query else added
@@ -1174,7 +1068,7 @@ def with_query(url: str, name: str, value: str) -> str:
 
 
 def scores_url(lineitem_url: str) -> str:
-    """The line item's scores endpoint: its path + /scores, its query kept (AGS 2.0, 3.4)."""
+    """Path + /scores, query kept (AGS 2.0, 3.4)."""
     parts = urlsplit(lineitem_url)
     return urlunsplit(
         (parts.scheme, parts.netloc, parts.path.rstrip("/") + "/scores", parts.query, "")
@@ -1182,7 +1076,7 @@ def scores_url(lineitem_url: str) -> str:
 
 
 def outbox_size(engine: Engine) -> int:
-    """Grade targets with something to send (due now or later)."""
+    """Grade targets due now or later."""
     with engine.connect() as connection:
         return int(
             connection.execute(
@@ -1209,17 +1103,13 @@ def run(sender: Sender, *, once: bool = False, poll_s: float = POLL_INTERVAL_S) 
 class ResendReport:
     """What `resend_changed` did for one course's targets."""
 
-    # Targets whose platform copy may be stale, now due.
     queued: int
-    # Targets the platform took the latest score for: left alone.
     up_to_date: int
-    # Targets nothing can be sent to (the line item gone, or on a foreign host).
+    # Gone or foreign.
     unsendable: int
 
 
 def _stale(status: TargetStatus, sent_score: Any, content: dict[str, Any]) -> bool:
-    """Whether a target's platform copy may differ from the learner's latest score: its last
-    answer was not a success, or what it took is not this score."""
     return status is not TargetStatus.SENT or sent_score != content
 
 
@@ -1230,12 +1120,8 @@ def resend_changed(
     recording_path: Path,
     clock: Callable[[], datetime] = system_clock,
 ) -> ResendReport:
-    """Make due now every grade target of the course's learners (lti_context_members) whose
-    platform copy may be stale (`_stale`), with what the platform refused forgotten, so that the
-    next round sends each its latest score once: after an enrolment was fixed or a course
-    published. Targets up to date are left alone; gone and foreign ones are counted, not sent
-    (nothing can go there until a launch names a line item, or the host is registered). A
-    learner's targets on the same platform in another course are theirs too, and go when stale."""
+    """Make due every target of the course's learners whose platform copy may be stale, what
+    was refused forgotten. A learner's targets in other courses go too when stale."""
     store = Store(engine)
     with engine.connect() as connection:
         learners = course_learners(context_key).scalar_subquery()
