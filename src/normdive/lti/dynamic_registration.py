@@ -1,23 +1,9 @@
-"""LTI Dynamic Registration 1.0: an administrator pastes one URL into the platform, and the
-registration is stored.
+"""LTI Dynamic Registration 1.0: an administrator pastes one URL (`normdive lti invite`: good
+for a week and one registration) into the platform, and the registration is stored.
 
-The operator makes that URL with `normdive lti invite`: /lti/register with an invitation
-signed with the secret key, good for INVITE_MAX_AGE_S and for one registration, so that nobody
-else can register a platform here (a leaked URL that has been used registers nothing more).
-The platform opens it with `openid_configuration` (its OpenID configuration's URL) and usually
-a `registration_token`. The tool fetches the configuration (the issuer must
-be the configuration URL's own site, and every endpoint https) and the key set it names, posts
-its client registration (tool_config's facts) to the platform's registration endpoint, and
-stores what comes back (client id, deployment id) with the configuration's endpoints as a
-registration, and the key set with it.
-
-Every URL here is named by whoever holds the invitation, so the exchange is bounded in time
-(REGISTRATION_DEADLINE_S for all of it), in size (MAX_ANSWER_BYTES an answer), in number
-(MAX_REGISTRATIONS_AT_ONCE, and one attempt per invitation each INVITE_RETRY_INTERVAL_S), and in
-place (registrations.registrant_url_problem: https, and this machine only in development). It
-runs on the event loop, so it holds none of the threads that serve learners. A fetch that gets
-no 2xx answer is refused in one sentence, whatever happened (the log says which), so that the
-tool cannot be used to learn what answers at an address.
+Whoever holds the invitation names every URL here, so the exchange is bounded in time, size,
+number and place, holds no thread that serves learners, and refuses a fetch without a 2xx
+answer in one sentence whatever happened: the tool cannot be used to probe an address.
 """
 
 from __future__ import annotations
@@ -69,28 +55,22 @@ INVITE_SALT = "normdive.lti-registration-invite"
 INVITE_MAX_AGE_S = 7 * 24 * 60 * 60
 PLATFORM_CONFIGURATION = "https://purl.imsglobal.org/spec/lti-platform-configuration"
 TOOL_CONFIGURATION = "https://purl.imsglobal.org/spec/lti-tool-configuration"
-# How long the whole exchange with a registering platform may take, in seconds: its OpenID
-# configuration, its key set and the registration, from the first connect to the last byte,
-# however the platform paces its bytes. Then the registration is refused.
+# The whole exchange (configuration, key set, registration), first connect to last byte,
+# however the platform paces its bytes.
 REGISTRATION_DEADLINE_S = 10.0
-# The most each of the platform's answers may hold, in bytes.
 MAX_ANSWER_BYTES = 256 * 1024
-# Registrations one server process runs at once; one more is refused at once (503). Each holds
-# no thread while it waits on the platform (learners' requests keep every thread), but a
-# connection and up to MAX_ANSWER_BYTES per answer, for up to REGISTRATION_DEADLINE_S.
+# Per process, then 503: each holds no thread, but a connection and up to MAX_ANSWER_BYTES an
+# answer for up to REGISTRATION_DEADLINE_S.
 MAX_REGISTRATIONS_AT_ONCE = 4
-# After an attempt with an invitation begins, how long its next is refused (429), in seconds.
-# An invitation stays good until it registers a platform (an administrator fixing their
-# platform's settings tries again), so this bounds what a leaked one makes the tool send: one
-# attempt at a time, a few a minute, each to the URLs the invitation's holder names.
+# An invitation's next attempt is refused (429) this long: it stays good until it registers a
+# platform, so this bounds what a leaked one makes the tool send.
 INVITE_RETRY_INTERVAL_S = REGISTRATION_DEADLINE_S
-# What each of the platform's answers is called in a refusal.
+# Names in refusals.
 CONFIGURATION = "OpenID configuration"
 KEY_SET = "key set"
 REGISTRATION_ENDPOINT = "registration endpoint"
 
-# The clock the retry interval is measured on, in seconds (monotonic). The tests put a clock of
-# their own here, to move it past the interval without waiting.
+# Tests put their own here, to pass the retry interval without waiting.
 clock: Callable[[], float] = time.monotonic
 
 
@@ -104,7 +84,6 @@ def invite_url(origin: str, secret_key: SecretStr) -> str:
     return f"{origin}{REGISTER_PATH}?{INVITE_PARAMETER}={token}"
 
 
-# The refusal of an invitation that has registered a platform, as a sentence.
 USED_UP = f"{INVITE_USED[0].upper()}{INVITE_USED[1:]}."
 
 
@@ -114,8 +93,8 @@ def invite_digest(nonce: str) -> str:
 
 
 def check_invite(engine: Engine, token: str, secret_key: SecretStr) -> str:
-    """The invitation's digest (invite_digest), or a Refusal unless `token` is an invitation
-    this server made, younger than a week, that has not registered a platform yet."""
+    """The invitation's digest, or a Refusal unless it is this server's, younger than a week,
+    and unused."""
     try:
         nonce = _signer(secret_key).unsign(token, max_age=INVITE_MAX_AGE_S).decode()
     except SignatureExpired:
@@ -139,10 +118,8 @@ def check_invite(engine: Engine, token: str, secret_key: SecretStr) -> str:
 
 
 class _Attempts:
-    """The registrations this process runs: at most MAX_REGISTRATIONS_AT_ONCE together, and
-    one invitation's next attempt no sooner than INVITE_RETRY_INTERVAL_S after its last began.
-    Shared by every event loop and thread of the process (a plain lock, never held across an
-    await)."""
+    """The registrations this process runs, shared by its event loops and threads (a plain
+    lock, never held across an await)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -189,9 +166,7 @@ _attempts = _Attempts()
 
 
 def _unreachable(what: str, url: str, detail: str) -> Refusal:
-    """The one refusal for a fetch that got no 2xx answer within the deadline, whatever the
-    reason (`detail`, logged for the operator): refused, timed out, TLS failed, a 404 and a
-    500 read alike, so that a refusal never tells a registrant what answers at an address."""
+    """Refused, timed out, TLS failed, a 404 and a 500 read alike; `detail` goes to the log."""
     logger.info("dynamic registration: the platform's %s at %s: %s", what, url[:200], detail)
     return Refusal(
         400,
@@ -205,9 +180,7 @@ def _unreachable(what: str, url: str, detail: str) -> Refusal:
 async def _answer(
     http: httpx.AsyncClient, deadline: float, method: str, url: str, what: str, **sent: Any
 ) -> bytes:
-    """The body of the platform's 2xx answer, read as it arrives (at most MAX_ANSWER_BYTES:
-    a platform cannot make the tool hold more) and by `deadline` (on anyio's clock: the one
-    deadline of the whole registration), or the Refusal saying why not."""
+    """The 2xx answer's body, read as it arrives, by `deadline` (anyio's clock), or a Refusal."""
     try:
         with anyio.fail_at(deadline):
             answer = await fetch(http, method, url, MAX_ANSWER_BYTES, **sent)
@@ -237,11 +210,8 @@ def _json(body: bytes, what: str) -> dict[str, Any]:
 
 
 def client_registration(origin: str, lesson: Lesson) -> dict[str, Any]:
-    """The tool's OpenID client registration with its LTI tool configuration. Its messages are
-    every message the tool takes (launch.MESSAGE_TYPES), each at the launch URL: declaring
-    LtiSubmissionReviewRequest there (Dynamic Registration 1.0, the tool configuration's
-    messages; Submission Review 1.0) tells a platform that its gradebook may open a learner's
-    D9, for line items the platform made itself too."""
+    """The OpenID client registration; its messages, LtiSubmissionReviewRequest among them, let
+    a platform's gradebook open a learner's D9 for line items it made itself too."""
     launch = origin + LAUNCH_PATH
     return {
         "application_type": "web",
@@ -297,9 +267,7 @@ async def _exchange(
     lesson: Lesson,
     this_machine_allowed: bool,
 ) -> _Registered:
-    """The configuration, the key set and the registration, fetched in that order (a platform
-    whose key set cannot be read is not sent a registration it would keep), all of them within
-    REGISTRATION_DEADLINE_S from now."""
+    """In this order: a platform whose key set cannot be read is sent no registration to keep."""
     deadline = anyio.current_time() + REGISTRATION_DEADLINE_S
     async with httpx.AsyncClient(timeout=REGISTRATION_DEADLINE_S, follow_redirects=False) as http:
         configuration = _json(
@@ -383,13 +351,8 @@ async def register_dynamically(
     invite: str | None = None,
     this_machine_allowed: bool = False,
 ) -> Registration:
-    """Fetch the platform's configuration and key set, register the tool with it, store the
-    result (with `invite`, check_invite's digest, used up). Every fetch together within
-    REGISTRATION_DEADLINE_S, holding no thread while it waits (the database's short steps run
-    on a worker thread). A Refusal (nothing stored) for anything the platform gets wrong, when
-    the invitation registered a platform meanwhile, or when the attempt must wait (_Attempts).
-    `this_machine_allowed`: the platform's URLs may name this machine (the development setting
-    NORMDIVE_DEV_LTI_LOOPBACK)."""
+    """Register the tool with the platform and store the result, `invite` used up; a Refusal,
+    nothing stored, otherwise. `this_machine_allowed`: NORMDIVE_DEV_LTI_LOOPBACK."""
     if registration_token is not None and not registration_token.isprintable():
         raise Refusal(400, "registration_failed", "The registration token is malformed.")
     if not configuration_url.isprintable():

@@ -1,20 +1,7 @@
-"""The launch: the id_token a platform posts back after the login, validated completely
-(LTI 1.3 core 5.1.3 and the 1EdTech Security Framework 5.1.3), or refused.
-
-In order, each failure a Refusal with a message for the platform's administrator:
-the token's size; the state (issued here, unexpired, and bound to this browser); the JOSE
-header (RS256 only, so `alg: none` and HS256 signed with the public key are refused before
-any key is used; a key id); the signature, against the registered platform's key set
-(platform_keys); the claims `iss`, `aud` and `azp`, `exp` and `iat` (60 s of leeway), `sub`
-and the nonce the login stored; then the LTI claims: a registered deployment id, the message
-type and version 1.3.0, the target link URI the login was given, and the resource link;
-last, that each claim a launch stores (sub, the resource link's id, the grade service's line
-item URLs) fits its column and holds only printable characters, so a launch the database could
-not store is refused for what it is. JSON that nests too deep is a malformed id_token
-(platform_json).
-
-Validating stores nothing. `consume` then deletes the login's state and nonce, inside the
-caller's transaction, so an id_token serves one launch only: replayed, its nonce is gone.
+"""The launch: the id_token a platform posts back after the login, validated completely (LTI 1.3
+core 5.1.3, 1EdTech Security Framework 5.1.3), or a Refusal that tells the platform's
+administrator what is wrong. `validate` stores nothing; `consume` deletes the login's state and
+nonce in the caller's transaction, so an id_token serves one launch only.
 """
 
 from __future__ import annotations
@@ -56,9 +43,10 @@ from normdive.store.tables import (
 
 logger = logging.getLogger(__name__)
 
-# The 1EdTech Security Framework requires RS256 for id_tokens; nothing else is accepted.
+# The 1EdTech Security Framework requires RS256; checked before any key is used, so `alg: none`
+# and HS256 signed with the public key never reach one.
 ID_TOKEN_ALGORITHM = "RS256"
-# Clock skew allowed between the platform and this server for exp and iat, in seconds.
+# Clock skew allowed for exp and iat.
 CLOCK_LEEWAY_S = 60
 # A real id_token is 2 to 8 KiB (Canvas, with custom claims and AGS endpoints, about 6).
 MAX_ID_TOKEN_BYTES = 32 * 1024
@@ -69,14 +57,12 @@ LOGIN_TTL_MINUTES = int(LOGIN_TTL.total_seconds() // 60)
 RESOURCE_LINK_REQUEST = "LtiResourceLinkRequest"
 # Deep Linking 2.0: an instructor picking the lesson in the platform's content picker.
 DEEP_LINKING_REQUEST = "LtiDeepLinkingRequest"
-# Submission Review 1.0: a gradebook opening one learner's work (the for_user claim) in the
-# tool; it names a resource link and the line item under review as a resource link launch does.
+# Submission Review 1.0: a gradebook opening one learner's work (for_user) in the tool.
 SUBMISSION_REVIEW_REQUEST = "LtiSubmissionReviewRequest"
 MESSAGE_TYPES = (RESOURCE_LINK_REQUEST, DEEP_LINKING_REQUEST, SUBMISSION_REVIEW_REQUEST)
 # The messages that name a resource link (LTI 1.3 core 5.3.5; Submission Review 1.0).
 LINKED_MESSAGE_TYPES = (RESOURCE_LINK_REQUEST, SUBMISSION_REVIEW_REQUEST)
 DEEP_LINKING_SETTINGS_CLAIM = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
-# The content item type the lesson is offered as.
 RESOURCE_LINK_ITEM = "ltiResourceLink"
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
@@ -94,8 +80,7 @@ LAUNCH_PRESENTATION_CLAIM = CLAIM + "launch_presentation"
 TOOL_PLATFORM_CLAIM = CLAIM + "tool_platform"
 # A BCP 47 tag is short; a longer "locale" is not one.
 MAX_LOCALE_CHARS = 35
-# The longest title or platform name kept from a launch (the platform's to choose; a
-# title is shown, not matched).
+# A title or platform name is shown, never matched: cut, not refused.
 MAX_OPTIONAL_TEXT_CHARS = 255
 # Submission Review 1.0: the user whose work is reviewed (user_id; names and roles optional).
 FOR_USER_CLAIM = CLAIM + "for_user"
@@ -158,22 +143,17 @@ class Launch:
     context_id: str | None
     context_title: str | None
     custom: Mapping[str, str] = field(default_factory=dict)
-    # The Assignment and Grade Services endpoint claim, when the platform offers it.
     ags_endpoint: Mapping[str, Any] | None = None
-    # The Names and Role Provisioning Services claim (context_memberships_url), when offered.
     names_roles: Mapping[str, Any] | None = None
     message_type: str = RESOURCE_LINK_REQUEST
     # A deep linking request's settings (deep_link_return_url, data, ...); None otherwise.
     deep_linking: Mapping[str, Any] | None = None
     # A submission review request's for_user claim (its user_id checked); None otherwise.
     for_user: Mapping[str, Any] | None = None
-    # The user's name, when the platform shares it (OpenID Connect's name claims).
     user_name: str | None = None
-    # The user's language as the platform names it (launch_presentation.locale: a BCP 47
-    # tag such as "de-DE"), when it names one; the web app chooses the lesson's locale from it.
+    # launch_presentation.locale, a BCP 47 tag such as "de-DE".
     locale: str | None = None
-    # The resource link's title, and the platform's name (its tool_platform claim's name, else
-    # its product family code), when the launch gives them: the learner's xAPI context.
+    # The learner's xAPI context.
     resource_link_title: str | None = None
     platform_name: str | None = None
 
@@ -385,9 +365,8 @@ LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
 def is_return_address(url: str) -> bool:
-    """Whether `url` is one the browser may post the signed answer to: https with a host, or
-    http on this machine. Never javascript:, data: or the like, which would run or show
-    whatever the answer page's form pointed at."""
+    """https with a host, or http on this machine: never javascript:, data: or the like, which
+    would run or show whatever the answer page's form pointed at."""
     try:
         parts = urlsplit(url)
         host = parts.hostname
@@ -428,9 +407,7 @@ def _deep_linking_settings(claims: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _submission_review_claims(claims: Mapping[str, Any]) -> None:
-    """Submission Review 1.0, 4.2: the request names the user whose work is reviewed
-    (for_user, with its user_id) and the line item under review (the grade service claim's
-    lineitem)."""
+    """Submission Review 1.0, 4.2: for_user with its user_id, and the line item under review."""
     for_user = claims.get(FOR_USER_CLAIM)
     user_id = for_user.get("user_id") if isinstance(for_user, Mapping) else None
     if not isinstance(user_id, str) or not user_id:
@@ -452,9 +429,8 @@ def _submission_review_claims(claims: Mapping[str, Any]) -> None:
 
 
 def _storable(value: str, claim: str, what: str, limit: int) -> None:
-    """A Refusal unless `value` fits a column of `limit` characters and holds only printable
-    characters: no control character (PostgreSQL's text cannot hold NUL) and no invisible
-    formatting one, which no identifier or URL a platform sends has."""
+    """A Refusal unless it fits `limit` and is printable (PostgreSQL's text cannot hold NUL; no
+    identifier or URL a platform sends has an invisible formatting character)."""
     if len(value) > limit:
         raise Refusal(
             400,
@@ -472,9 +448,8 @@ def _storable(value: str, claim: str, what: str, limit: int) -> None:
 
 
 def _check_stored_claims(claims: Mapping[str, Any]) -> None:
-    """Refuse a launch whose claims the launch's rows could not hold. The subject is checked
-    in every launch (OpenID Connect Core 2 allows at most 255 ASCII characters, as LTI 1.3
-    does for the resource link's id); the line item URLs whenever the endpoint claim has them."""
+    """Refuse a launch the database could not store (OpenID Connect Core 2 allows a sub of 255
+    ASCII characters, as LTI 1.3 does a resource link's id)."""
     _storable(claims["sub"], "sub", "subject", LTI_IDENTIFIER_LENGTH)
     if claims[MESSAGE_TYPE_CLAIM] in LINKED_MESSAGE_TYPES:
         _storable(
@@ -492,9 +467,8 @@ def _check_stored_claims(claims: Mapping[str, Any]) -> None:
 
 
 def validate(engine: Engine, *, id_token: str, state: str, proof: BrowserProof) -> Launch:
-    """The launch this id_token and state stand for, or a Refusal. `proof` is what the
-    request shows of the browser that started the login. NeedsPlatformStorage when only the
-    platform's storage can show it."""
+    """The launch, or a Refusal; NeedsPlatformStorage when only the platform's storage can show
+    the browser started the login."""
     if len(id_token) > MAX_ID_TOKEN_BYTES:
         raise Refusal(
             413,
@@ -576,8 +550,6 @@ CLAIMS_WITH_OPTIONAL_MEMBERS = (
 
 
 def _blank_as_absent(claims: Mapping[str, Any]) -> dict[str, Any]:
-    """The claims with every blank text among those claims' members left out, as if the
-    platform had not sent it."""
     cleaned = dict(claims)
     for name in CLAIMS_WITH_OPTIONAL_MEMBERS:
         claim = claims.get(name)
@@ -590,14 +562,12 @@ def _blank_as_absent(claims: Mapping[str, Any]) -> dict[str, Any]:
     return cleaned
 
 
-# The most characters of a user's name kept from a launch.
 MAX_NAME_CHARS = 200
 
 
 def person_name(claims: Mapping[str, Any]) -> str | None:
-    """A person's name from OpenID Connect's standard claims (name, else given_name and
-    family_name), as an id_token and the for_user claim carry them, when printable; None
-    without one."""
+    """OpenID Connect's name, else given_name and family_name, when printable (the id_token's
+    and the for_user claim's)."""
     name = claims.get("name")
     if isinstance(name, str) and name.strip() and name.isprintable():
         return name.strip()[:MAX_NAME_CHARS]
@@ -608,8 +578,7 @@ def person_name(claims: Mapping[str, Any]) -> str | None:
 
 
 def _text(claims: Mapping[str, Any], claim: str, name: str) -> str | None:
-    """An optional text of an object claim, cut to MAX_OPTIONAL_TEXT_CHARS; None when the
-    claim or the text is missing, empty or not text (optional claims are not refused)."""
+    """An optional text of an object claim; None when missing or malformed, never refused."""
     found = claims.get(claim)
     value = found.get(name) if isinstance(found, Mapping) else None
     if not isinstance(value, str) or not value.strip():
@@ -618,8 +587,7 @@ def _text(claims: Mapping[str, Any], claim: str, name: str) -> str | None:
 
 
 def _presentation_locale(claims: Mapping[str, Any]) -> str | None:
-    """launch_presentation.locale, when it is a short text (LTI 1.3, section 5.4.4); a
-    malformed one is ignored, as the claim is optional."""
+    """LTI 1.3, 5.4.4; a malformed one is ignored, as the claim is optional."""
     presentation = claims.get(LAUNCH_PRESENTATION_CLAIM)
     locale = presentation.get("locale") if isinstance(presentation, Mapping) else None
     if isinstance(locale, str) and 0 < len(locale) <= MAX_LOCALE_CHARS:

@@ -1,10 +1,5 @@
-"""The platforms registered to launch the lesson, kept in the database.
-
-A registration is one (issuer, client id) pair, as the platform's administrator gives them,
-with the platform's three URLs (OIDC authorization, OAuth 2 token, key set), the deployment
-ids it may launch from, and how lesson 8.5 is known to be done for its learners. Registered
-with `normdive lti register`, listed with `normdive lti list`, removed with
-`normdive lti remove` (which removes its logins in flight and cached keys with it).
+"""The platforms registered to launch the lesson: one (issuer, client id) each, with its URLs,
+deployments and how 8.5 is known to be done (`normdive lti register`, `list`, `remove`).
 """
 
 from __future__ import annotations
@@ -35,21 +30,18 @@ from normdive.store.tables import (
 class PrerequisiteMode(StrEnum):
     """How lesson 8.5 is known to be done for a platform's learners."""
 
-    # The platform gates the lesson (its own conditional release): a launch means 8.5 is done.
+    # The platform gates the lesson: a launch means 8.5 is done.
     PLATFORM = "platform"
-    # The lesson waits for the report it takes outside an LMS (POST /api/prerequisite or
-    # `normdive prerequisite done`).
+    # POST /api/prerequisite, as outside an LMS.
     REPORT = "report"
-    # The launch's custom parameter says (CUSTOM_PREREQUISITE_PARAMETER, "true" when done).
+    # CUSTOM_PREREQUISITE_PARAMETER is "true" when done.
     CUSTOM = "custom"
 
 
 DEFAULT_PREREQUISITE_MODE = PrerequisiteMode.PLATFORM
-# The custom launch parameter that carries the state of 8.5 in PrerequisiteMode.CUSTOM; the
-# platform's administrator sets it to a substitution of their course's completion data.
+# The administrator sets it to a substitution of the course's completion data.
 CUSTOM_PREREQUISITE_PARAMETER = "lesson_8_5_done"
-# Hosts a registration may name over plain http: a platform on this machine (development and
-# tests). Every other URL must be https, so keys and tokens never cross a network in clear.
+# Plain http only on this machine: keys and tokens never cross a network in clear.
 LOOPBACK_NAMES = frozenset({"localhost"})
 # Every name under it is this machine too (RFC 6761, section 6.3).
 LOOPBACK_DOMAIN = ".localhost"
@@ -60,7 +52,7 @@ class RegistrationProblem(ValueError):
 
 
 class UnknownRegistration(LookupError):
-    """No registration for this issuer and client id."""
+    pass
 
 
 @dataclass(frozen=True)
@@ -76,10 +68,8 @@ class Registration:
     frame_origins: tuple[str, ...] = ()
 
     def framing_origins(self) -> tuple[str, ...]:
-        """The origins that may frame the lesson in this platform's launches: the issuer's,
-        the login URL's, and those registered with --frame-origin (the course pages' host,
-        where it differs, as on Canvas: issuer canvas.instructure.com, courses on
-        school.instructure.com)."""
+        """The issuer's, the login URL's, and the --frame-origin hosts (Canvas's courses are on
+        school.instructure.com, its issuer canvas.instructure.com)."""
         found = [origin_of(self.issuer), origin_of(self.auth_login_url), *self.frame_origins]
         return tuple(dict.fromkeys(origin for origin in found if origin is not None))
 
@@ -98,8 +88,8 @@ def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
 
 
 def _is_loopback(host: str) -> bool:
-    """Whether `host` is this machine as written: a loopback name or address (an IPv4 one
-    mapped into IPv6 too), or the unspecified address, which a connect takes for this machine."""
+    """A loopback name or address (IPv4-mapped too), or the unspecified address, which a
+    connect takes for this machine."""
     if host in LOOPBACK_NAMES or host.endswith(LOOPBACK_DOMAIN):
         return True
     address = _address(host)
@@ -109,8 +99,7 @@ def _is_loopback(host: str) -> bool:
 
 
 def url_problem(url: str) -> str | None:
-    """Why `url` cannot be a platform's endpoint, or None: https with a host (plain http only
-    on this machine), no fragment, at most LTI_URL_LENGTH characters."""
+    """Why `url` cannot be a platform's endpoint, or None."""
     if len(url) > LTI_URL_LENGTH:
         return f"longer than {LTI_URL_LENGTH} characters"
     try:
@@ -128,12 +117,9 @@ def url_problem(url: str) -> str | None:
 
 
 def registrant_url_problem(url: str, *, this_machine_allowed: bool) -> str | None:
-    """Why a platform registering itself (dynamic registration) may not name `url`, or None.
-    The operator's rule (url_problem), and this machine (any scheme) only when
-    `this_machine_allowed` (NORMDIVE_DEV_LTI_LOOPBACK, for development and tests): in
-    production a registrant names https URLs on other hosts, and cannot make the tool knock on
-    the ports of the machine it runs on. Refused before any connection, so nothing a refusal
-    says depends on what listens there."""
+    """url_problem, and this machine only when `this_machine_allowed`: a registrant cannot make
+    the tool knock on its own ports. Refused before any connection, so no refusal depends on
+    what listens there."""
     problem = url_problem(url)
     if problem is not None:
         return problem
@@ -142,7 +128,6 @@ def registrant_url_problem(url: str, *, this_machine_allowed: bool) -> str | Non
     return None
 
 
-# A platform's endpoint, refused with url_problem's reason.
 Endpoint = Annotated[str, checked_by(url_problem)]
 
 
@@ -196,7 +181,7 @@ def validated(**fields: object) -> RegistrationInput:
 
 
 class InviteUsed(RegistrationProblem):
-    """The dynamic registration invitation registered a platform already."""
+    pass
 
 
 INVITE_USED = (
@@ -208,10 +193,8 @@ INVITE_USED = (
 def register(
     engine: Engine, given: RegistrationInput, *, invite: str | None = None
 ) -> Registration:
-    """Store a registration. RegistrationProblem when its issuer and client id are taken;
-    InviteUsed when `invite` (a dynamic registration invitation's digest, recorded with the
-    registration in one transaction) registered a platform already: its key decides, so an
-    earlier look (invite_used, before the platform is asked) needs no second one here."""
+    """RegistrationProblem when the issuer and client id are taken; InviteUsed when `invite`
+    (an invitation's digest, stored in the same transaction) registered a platform already."""
     storing = "registration"
     try:
         with engine.begin() as connection:
@@ -236,8 +219,7 @@ def register(
                 ],
             )
             if invite is not None:
-                # Its key makes it once under any concurrency: a registration racing this one
-                # with the same invitation fails here, and stores nothing.
+                # Its key makes it once under any concurrency: a racing one stores nothing.
                 storing = "invite"
                 connection.execute(
                     insert(LtiUsedInvite).values(invite=invite, registration_id=registration_id)
@@ -286,8 +268,7 @@ def all_registrations(engine: Engine) -> list[Registration]:
 
 
 def find(engine: Engine, issuer: str, client_id: str | None) -> Registration | None:
-    """The registration of `issuer` and `client_id`; with no client id, the issuer's only
-    registration (None when it has none or several: the platform must say which)."""
+    """With no client id, the issuer's only registration (None when it has several)."""
     if client_id is not None:
         found = _registrations(
             engine, LtiRegistration.issuer == issuer, LtiRegistration.client_id == client_id
@@ -330,7 +311,6 @@ def describe(registration: Registration) -> Sequence[str]:
 
 
 def invite_used(engine: Engine, invite: str) -> bool:
-    """Whether the invitation with this digest has registered a platform."""
     with engine.connect() as connection:
         found = connection.execute(
             select(LtiUsedInvite.invite).where(LtiUsedInvite.invite == invite)

@@ -1,38 +1,10 @@
 """A course's roster from its platform (LTI Names and Role Provisioning Services 2.0).
 
-A launch that carries the service's claim names the course's memberships URL; the tool keeps
-it per course (lti_roster_services, keyed by the context key of lti_context_members). A
-refresh asks that URL for the course's learners and replaces the course's stored members
-(lti_roster_members) with what it got, whole or not at all:
-- a token from the registration's token endpoint, with the scope
-  contextmembership.readonly, by OAuth 2 client credentials (service_token, as grade
-  passback gets its own);
-- GET with Accept: application/vnd.ims.lti-nrps.v2.membershipcontainer+json, the `role`
-  filter naming the Learner role (NRPS 2.0, 2.4.1: only learners are needed, to count who has
-  not started) and a `limit` of MEMBERS_PER_PAGE; members the platform sends anyway with no
-  learner role are left out;
-- each page's `Link: <...>; rel="next"` followed to the end (NRPS 2.0, 2.4.2), within
-  MAX_PAGES pages of at most MAX_PAGE_BYTES each, all within ROSTER_DEADLINE_S; the service
-  URL and every next page stay on the registration's origins (passback.platform_origins, as
-  for grade tokens: a bearer token goes nowhere else).
-The members are stored under a generation of the refresh's own, STORE_BATCH_ROWS a
-transaction (on SQLite, with a pause between two that lets a learner's write in), and shown in
-one UPDATE of the course's `generation` once all are stored; readers see that generation
-alone, read in one statement. Then the older generations are deleted, a batch at a time.
-A refresh that fails keeps the members as they were and says why in `problem`.
-
-A member is keyed as lti_learners keys a user (learners.member_key: issuer, client id,
-deployment id and the member's user_id, which is the launch's sub), so a member who launched is
-the learner they became. Kept: their status (Active, Inactive) and roles; their name and email
-only when the platform sends them and the operator keeps them (NORMDIVE_ROSTER_KEEP_NAMES), and
-no text with a character a database may refuse (a NUL, another control character, a lone
-surrogate): a name or email is kept without them, a role that holds one is left out.
-
-A course's roster is refreshed at most once per NORMDIVE_ROSTER_REFRESH_S, whoever asks (a
-staff launch, on a roster thread of the server process, web.infrastructure.roster_refreshes;
-`normdive lti roster --context KEY`): the first to ask claims the refresh in one UPDATE. A
-fetch that fails keeps the claim (the platform is asked again after the interval); a store
-the database refused gives it up, so the next launch tries again.
+A launch naming the course's memberships URL keeps it (lti_roster_services). A refresh, at most
+once per NORMDIVE_ROSTER_REFRESH_S whoever asks, reads every page of the course's learners and
+stores them under a generation of its own, shown in one UPDATE once all are stored: readers see
+a roster whole. A member is keyed as lti_learners keys a user (learners.member_key), so a
+member who launched is the learner they became.
 """
 
 from __future__ import annotations
@@ -74,20 +46,17 @@ logger = logging.getLogger(__name__)
 
 MEMBERSHIPS_SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
 MEMBERSHIPS_MEDIA_TYPE = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
+# The `role` filter (NRPS 2.0, 2.4.1): only learners are counted.
 LEARNER_ROLE = f"{LIS_VOCABULARY}membership#Learner"
 ROLE_FILTER_PARAMETER = "role"
 LIMIT_PARAMETER = "limit"
-# Members asked for a page (NRPS 2.0, 2.4.2: the platform may send fewer). Canvas sends 10 a
-# page unless asked, and at most 50; Moodle and Open edX send all at once unless asked.
+# NRPS 2.0, 2.4.2: a platform may send fewer (Canvas at most 50; Moodle and Open edX all).
 MEMBERS_PER_PAGE = 100
-# The most pages one refresh reads. Platforms page at 10 to 1,000 members (Canvas 10 unless
-# asked, at most 50 a page; Moodle all at once unless asked): 200 pages is a course of 10,000
-# at Canvas's most.
+# A course of 10,000 at Canvas's 50 a page.
 MAX_PAGES = 200
-# The most bytes one page may take: a member is 100-400 bytes with a name and email, so 1,000
-# members fit many times over.
+# A member is 100-400 bytes with a name and email: 1,000 fit many times over.
 MAX_PAGE_BYTES = 2 * 1024 * 1024
-# How long one refresh may take, every request of it together (a token and every page).
+# A token and every page together.
 ROSTER_DEADLINE_S = 60.0
 # The statuses a member may have (NRPS 2.0, 2.3: Active when the platform names none).
 ACTIVE = "Active"
@@ -95,17 +64,14 @@ INACTIVE = "Inactive"
 # Only in an answer of differences (`since`); a whole roster leaves such members out.
 DELETED = "Deleted"
 STATUSES = (ACTIVE, INACTIVE)
-# A member's short id where no name is kept: this many characters of their key.
 SHORT_ID_CHARS = 8
-# Unicode categories no stored text holds: control characters (NUL among them) and surrogates.
+# Control characters (NUL among them) and surrogates: no stored text holds them.
 UNSTORED = ("Cc", "Cs")
-# Members stored in one transaction. SQLite has one writer at a time, so a learner's write
-# waits for the batch being written (at most its busy timeout, 10 s, then a 503): a batch of
-# 2,000 takes a few tens of milliseconds.
+# A transaction's rows: on SQLite a learner's write waits for the batch (a busy timeout of 10 s,
+# then a 503), and 2,000 take a few tens of milliseconds.
 STORE_BATCH_ROWS = 2_000
-# A pause between two batches on SQLite, longer than the longest sleep of its busy handler
-# between two tries for the lock (100 ms, sqliteDefaultBusyCallback in sqlite3.c), so every
-# writer waiting for it gets it in between. PostgreSQL locks rows: nothing waits there.
+# Longer than SQLite's longest busy-handler sleep (100 ms, sqliteDefaultBusyCallback in
+# sqlite3.c), so every waiting writer gets the lock in between. PostgreSQL locks rows.
 SQLITE_BATCH_PAUSE_S = 0.12
 
 
@@ -132,8 +98,7 @@ def memberships_url(launch: Launch) -> str | None:
 
 
 def remember_service(engine: Engine, launch: Launch) -> str | None:
-    """Keep the course's memberships URL when the launch names one (a launch from a course
-    offering the service); the course's context key, or None."""
+    """Keep the memberships URL the launch names; the course's context key, or None."""
     course = context_key(launch)
     url = memberships_url(launch)
     if course is None or url is None:
@@ -153,8 +118,7 @@ def remember_service(engine: Engine, launch: Launch) -> str | None:
 
 
 def foreign(url: str, registration: Registration, what: str) -> str | None:
-    """Why the roster's token must not go to `url`, or None: the rule grade tokens follow
-    (passback.platform_origins), in the roster's words."""
+    """Why the token must not go to `url`, or None: passback.platform_origins' rule."""
     allowed = platform_origins(registration)
     if origin_of(url) in allowed:
         return None
@@ -166,7 +130,6 @@ def foreign(url: str, registration: Registration, what: str) -> str | None:
 
 
 def is_learner(roles: tuple[str, ...]) -> bool:
-    """A learner of the course by the roster's roles, as a launch with them would be."""
     return course_role(roles) is CourseRole.LEARNER
 
 
@@ -180,9 +143,8 @@ def first_page(url: str, members_per_page: int) -> str:
 
 
 def _text(value: Any) -> str | None:
-    """A name or email as it is stored: whitespace runs made one space, and without the
-    characters no text of a person holds and a database may refuse (PostgreSQL refuses a NUL
-    in any text, and neither database encodes a lone surrogate, which JSON can carry)."""
+    """Without UNSTORED characters: PostgreSQL refuses a NUL in any text, and neither database
+    encodes a lone surrogate, which JSON can carry."""
     if not isinstance(value, str):
         return None
     kept = "".join(c for c in " ".join(value.split()) if unicodedata.category(c) not in UNSTORED)
@@ -190,8 +152,8 @@ def _text(value: Any) -> str | None:
 
 
 def _unspaced(value: Any) -> str | None:
-    """A role or a URL as it is stored, or None: it holds no space (the stored roles are
-    parted by spaces, and a URL has none) and none of the characters _text leaves out."""
+    """A role or URL, or None if it holds a space (stored roles are parted by spaces) or an
+    UNSTORED character."""
     if not isinstance(value, str) or not value or value != "".join(value.split()):
         return None
     if any(unicodedata.category(c) in UNSTORED for c in value):
@@ -202,8 +164,7 @@ def _unspaced(value: Any) -> str | None:
 def members_of(
     page: Any, registration: Registration, deployment_id: str, keep_names: bool
 ) -> Iterator[Member]:
-    """The learners one page of a membership container lists (others, and members without a
-    user_id, are left out)."""
+    """The learners one page lists (others, and members without a user_id, left out)."""
     listed = page.get("members") if isinstance(page, Mapping) else None
     if not isinstance(listed, list):
         raise RosterProblem("a page of the roster lists no members")
@@ -394,8 +355,6 @@ class Batches:
 
 
 def _busy(service: Row[datetime | None, datetime | None, str | None], interval_s: float) -> str:
-    """Why a refresh claimed within the interval keeps another from starting, from what the
-    last one stored: the roster, or nothing yet (under way, or failed)."""
     started = as_utc(service.refresh_started_at)
     since = f"{started:%Y-%m-%d %H:%M:%S} UTC, less than {interval_s:g} s ago"
     if service.fetched_at is not None and as_utc(service.fetched_at) >= started:
@@ -407,8 +366,7 @@ def _busy(service: Row[datetime | None, datetime | None, str | None], interval_s
 def _claim(
     engine: Engine, course: str, moment: datetime, interval_s: float, force: bool
 ) -> Row[int, str, str, int] | Refreshed:
-    """Claim the course's next refresh: its service and the generation to store under, or a
-    Refreshed saying why not."""
+    """The service and the generation to store under, or a Refreshed saying why not."""
     fresh = LtiRosterService.refresh_started_at.is_(None) | (
         LtiRosterService.refresh_started_at < moment - timedelta(seconds=interval_s)
     )
@@ -454,10 +412,9 @@ def refresh(
     batches: Batches = Batches(),
     now: datetime | None = None,
 ) -> Refreshed:
-    """Fetch the course's roster and keep it, unless a refresh began less than `interval_s`
-    ago (`force`: whenever). A fetch that fails keeps that claim (the platform is asked again
-    after the interval); a store that fails gives it up (the next staff launch tries again).
-    Either says why in the course's `problem`."""
+    """Unless a refresh began less than `interval_s` ago (`force`: whenever). A failed fetch
+    keeps the claim (the platform is asked again after the interval); a failed store gives it
+    up. Either says why in the course's `problem`."""
     moment = now or datetime.now(UTC)
     claimed = _claim(engine, course, moment, interval_s, force)
     if isinstance(claimed, Refreshed):
@@ -496,8 +453,7 @@ def refresh(
 
 
 def _failed(engine: Engine, course: str, problem: str, *, give_up_claim: bool) -> Refreshed:
-    """Say why in the course's `problem` (and give up the claim, so the next launch tries
-    again) where the database lets us; the log says it in any case."""
+    """Say why in the course's `problem` where the database lets us, and always in the log."""
     logger.warning("roster of course %s: %s", course, problem)
     values: dict[str, Any] = {"problem": problem}
     if give_up_claim:
@@ -531,9 +487,8 @@ def _store(
     moment: datetime,
     batches: Batches,
 ) -> None:
-    """Store `members` under `generation`, a batch a transaction, then show them: whole or not
-    at all, since readers see only the course's `generation`. A newer refresh shown already
-    stays shown."""
+    """A batch a transaction, then shown at once: readers see only the course's `generation`.
+    A newer refresh shown already stays shown."""
     rows = [
         {
             "context_key": course,
@@ -563,8 +518,7 @@ def _store(
 
 
 def _forget_older(engine: Engine, course: str, batches: Batches) -> None:
-    """Delete the course's members older than the generation shown, a batch a transaction
-    (those of a refresh under way, newer, stay)."""
+    """Older than the generation shown (a refresh under way, newer, stays), in batches."""
     shown = (
         select(LtiRosterService.generation)
         .where(LtiRosterService.context_key == course)
@@ -600,7 +554,6 @@ class RosterEntry:
 
     @property
     def label(self) -> str:
-        """How the instructor view names them: their name, else their short id."""
         return self.name or f"member {self.short_id}"
 
 
@@ -612,7 +565,6 @@ class Roster:
 
     @property
     def enrolled(self) -> int:
-        """Active learners on the roster."""
         return sum(member.status == ACTIVE for member in self.members)
 
     @property
@@ -634,8 +586,7 @@ class Roster:
 
 
 def roster_of(engine: Engine, course: str | None) -> Roster | None:
-    """The course's roster as last fetched whole, or None (no course, or never fetched): the
-    members of the generation shown, read in one statement, so one roster whole."""
+    """As last fetched whole, read in one statement; None: no course, or never fetched."""
     if course is None:
         return None
     with engine.connect() as connection:

@@ -1,28 +1,9 @@
 """Submission Review 1.0: a gradebook opens one learner's D9 in the tool, as they left it.
 
-A platform sends LtiSubmissionReviewRequest (validated by normdive.lti.launch: a resource
-link, the for_user claim with its user_id, and the line item under review) to the tool's
-launch URL, the resource link's target, which is the review URL. The tool declares the review
-wherever a platform looks for it, naming no other URL: on every line item it asks for
-(passback.lineitem_declaration: the deep linking response's and those it creates through the
-line items service) and among the messages of its dynamic registration.
-
-Who may review whom:
-- staff of the course (lti.roles: by a context role) any learner who launched D9 from that course;
-- a learner only themselves (for_user's user_id is their own sub: Submission Review 1.0 lets
-  a platform offer learners a review of their own submission);
-- anyone else is refused, before anything is stored.
-
-The reviewer's session never becomes the learner's: the request signs nobody in and sets no
-learner cookie. It consumes the login (an id_token reviews once) and answers with the review
-page's address and a review grant in a cookie scoped to that page (REVIEW_COOKIE): signed with
-the secret key under a salt of its own, naming the learner, the course (its context key) and
-the reviewer (their user key), and good until REVIEW_GRANT_TTL_S after the request. The grant
-stays out of every address, so out of access logs and Referers; a grant that arrives in a
-link's query is exchanged for the cookie and the address cleaned. The review page shows only
-the learner its grant names, only while the grant holds; it has no form, and the lesson's
-writes take only the learner cookie, which a grant is not. The page and its timeline are in
-the reviewer's language (the lesson's text in that locale, the rest through the catalogues).
+Staff of the course may review any learner who launched from it, a learner only themselves.
+The reviewer's session never becomes the learner's: the request signs nobody in, and answers
+with a short-lived grant in a cookie scoped to that learner's review page, which no write of
+the lesson takes. README, "Use it from an LMS", says where each platform offers it.
 """
 
 from __future__ import annotations
@@ -47,17 +28,14 @@ from normdive.lti.roles import is_staff
 from normdive.progress.events import Event, EventKind
 from normdive.store.tables import LtiContextMember, LtiLearner, LtiRosterMember
 
-# How long a review grant opens the review page: a reviewer reads one learner's work, then
-# launches the next from the gradebook.
+# A reviewer reads one learner's work, then launches the next from the gradebook.
 REVIEW_GRANT_TTL_S = 15 * 60
 # Distinguishes a review grant's signature from any other use of the secret key.
 GRANT_SALT = "normdive.lti-review-grant"
-# The review page's path, the learner's id after it; the grant's cookie, scoped to that
-# learner's page, and the query parameter a grant in a link arrives in.
+# REVIEW_PATH/{learner id}, the grant's cookie scoped to it; a grant in a link is ?grant=.
 REVIEW_PATH = "/lti/review"
 REVIEW_COOKIE = "normdive_review"
 GRANT_PARAMETER = "grant"
-# The most of a learner's events the timeline lists (the latest ones).
 TIMELINE_SHOWN = 500
 
 EXPIRED_OR_FORGED = (
@@ -74,13 +52,10 @@ class Review:
     # The learner reviewed; None when the platform's user never opened D9 from the course.
     learner_id: str | None
     context_key: str | None
-    # The reviewer's user key (learners.user_key): who the grant was given to.
+    # learners.user_key: who the grant was given to.
     reviewer: str
-    # How the page names the learner: the for_user claim's name, else their name in the
-    # course's roster, else the one their own launch gave, else (their own review) this
-    # launch's, else the user_id.
+    # for_user's name, else the roster's, else their own launch's, else the user_id.
     label: str
-    # The reviewer is looking at their own work.
     own: bool
 
 
@@ -195,8 +170,7 @@ def grant_token(review: Review, secret_key: SecretStr, now: float | None = None)
 def grant_from(
     token: str | None, learner_id: str, secret_key: SecretStr, now: float | None = None
 ) -> ReviewGrant:
-    """The grant `token` is, when it is valid now and names `learner_id`; a Refusal (403)
-    otherwise."""
+    """Valid now and naming `learner_id`, or a Refusal (403)."""
     refused = Refusal(403, "review_grant_refused", EXPIRED_OR_FORGED)
     if not token:
         raise refused
@@ -225,12 +199,12 @@ def grant_from(
 
 
 def review_path(learner_id: str) -> str:
-    """The learner's review page, which is also the path its grant's cookie is scoped to."""
+    """Also the path its grant's cookie is scoped to."""
     return f"{REVIEW_PATH}/{learner_id}"
 
 
 def review_url(learner_id: str, token: str) -> str:
-    """A link carrying the grant, which the page exchanges for its cookie on arrival."""
+    """The page exchanges the grant for its cookie on arrival."""
     return f"{review_path(learner_id)}?{GRANT_PARAMETER}={token}"
 
 
@@ -247,7 +221,6 @@ def _choice_label(choices: Sequence[Any], choice_id: object) -> str:
 
 
 def _describe(event: Event, lesson: Lesson) -> str:
-    """One event in words, as the review's timeline lists it."""
     payload = event.payload
     rows: dict[str, str] = {row.key: row.label for row in lesson.rows}
     outcomes: dict[str, str] = {outcome.id: outcome.label for outcome in lesson.outcomes}
