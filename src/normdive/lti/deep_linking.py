@@ -1,12 +1,6 @@
 """Deep Linking 2.0: an instructor picks the lesson in the platform's content picker, and the
-tool answers with a signed LtiDeepLinkingResponse holding one ltiResourceLink content item:
-the lesson, with a line item so the platform makes its gradebook column: the label, the
-score maximum and submissionReview (passback.lineitem_declaration), which tells a platform
-that follows Submission Review 1.0 that its gradebook may open a learner's D9 (Moodle keeps
-it on the activity it makes from the response).
-
-The response JWT is signed with the tool's key (tool_keys); the platform verifies it with the
-tool's key set (/lti/jwks). The browser posts it to the request's deep_link_return_url.
+tool answers with a signed LtiDeepLinkingResponse: one ltiResourceLink with a line item
+(passback.lineitem_declaration), from which the platform makes its gradebook column.
 """
 
 from __future__ import annotations
@@ -47,8 +41,7 @@ def respond(
     *,
     administrators_are_staff: bool = False,
 ) -> DeepLinkingResponse:
-    """The signed response offering the lesson; a Refusal for a learner's request (only those
-    who teach or build the course pick content)."""
+    """A Refusal for a learner's request: only those who teach or build the course pick content."""
     assert launch.message_type == DEEP_LINKING_REQUEST and launch.deep_linking is not None
     if not is_staff(launch.roles, administrators_are_staff=administrators_are_staff):
         raise Refusal(

@@ -1,11 +1,7 @@
-"""What a validated launch does: the platform's user becomes (or is again) one learner, the
-course they came from is remembered, and lesson 8.5 is recorded as the registration says.
-
-A user is (issuer, client id, deployment id, sub); its SHA-256 keys lti_learners, so the same
-person launching again, from any device, is the same learner. The course is the LTI context,
-keyed the same way with the context id (lti_context_members). The login's state and nonce are
-consumed in the same transaction that maps the learner, so a launch either happens whole or
-leaves nothing behind.
+"""What a validated launch does: the platform's user becomes (or is again) one learner, keyed by
+SHA-256 of (issuer, client id, deployment id, sub), so the same person is the same learner on
+any device; their course is remembered, and 8.5 recorded as the registration says. The login is
+consumed in the same transaction, so a launch happens whole or leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -28,8 +24,7 @@ from normdive.store.event_store import Store, new_learner_id, reading_connection
 from normdive.store.prerequisite import PrerequisiteSource, record_prerequisite_done
 from normdive.store.tables import Learner, LtiContextMember, LtiLearner, LtiLearnerLink
 
-# How many times a launch retries after another launch of the same user or course stored
-# the same row at the same moment (the second finds the first's row).
+# Another launch of the same user or course storing the same row at once: the second finds it.
 CONCURRENT_LAUNCH_TRIES = 2
 
 
@@ -105,8 +100,7 @@ def _remember_course(connection: Connection, key: str, learner_id: str, role: Co
 def _remember_link(
     connection: Connection, launch: Launch, learner_id: str, course: str | None
 ) -> None:
-    """Keep the resource link this launch came from, and what it said of it, as the
-    learner's latest (lti_learner_links): what they do next is recorded in its context."""
+    """The learner's latest link (lti_learner_links): what they do next is in its context."""
     key = passback.link_key(launch)
     values = {
         "registration_id": launch.registration.id,
@@ -128,10 +122,8 @@ def _remember_link(
 
 
 def latest_course(engine: Engine, learner_id: str) -> str | None:
-    """The course (context key) the learner last launched from; None for a learner no LMS
-    launched, or launched from outside any course. Its learners are the pool whose
-    predictions the learner's page shows (Store.prediction_counts). On every page view, so
-    read as the store's reads are: one round trip (store.event_store.reading_connection)."""
+    """The course the learner last launched from, or None. Read on every page view, so in one
+    round trip (store.event_store.reading_connection)."""
     with reading_connection(engine) as connection:
         return connection.execute(
             select(LtiContextMember.context_key)
@@ -161,11 +153,9 @@ def sign_in(
     administrators_are_staff: bool = False,
     keep_names: bool = False,
 ) -> SignedIn:
-    """Consume the launch's login and map it to its learner (with their name, where
-    `keep_names`) and course with their role there, in one transaction, keeping a grade
-    target only for a learner (lti.roles); then record 8.5 as done when the registration's
-    mode (or a staff role) says so. Raises Refusal (nothing stored) when the nonce was used
-    meanwhile."""
+    """Map the launch to its learner and course in one transaction, a grade target only for a
+    learner (lti.roles); then record 8.5 as the registration (or a staff role) says. Refusal,
+    nothing stored, when the nonce was used meanwhile."""
     key = user_key(launch)
     course = context_key(launch)
     role = course_role(launch.roles, administrators_are_staff=administrators_are_staff)

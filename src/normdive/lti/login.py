@@ -1,14 +1,8 @@
-"""OIDC third-party login initiation (LTI 1.3 core 5.1.1, OpenID Connect Core 4).
-
-The platform sends the browser here (GET or POST) with its issuer, a login hint, the target
-link URI and, optionally, its client id, a deployment id and a message hint. The tool answers
-by sending the browser to the platform's authorization endpoint with a fresh state and nonce,
-which it stores first (lti_states, lti_nonces), so the launch can land on any worker. The
-state is also bound to this browser, so a state carried to another browser is refused at the
-launch: by a cookie named after the state (the web layer's), and, when the platform offers
-its storage (`lti_storage_target`, LTI client-side postMessages), by a secret the login page
-puts there, whose digest the state keeps: a browser that keeps no third-party cookie still
-keeps the platform's storage.
+"""OIDC third-party login initiation (LTI 1.3 core 5.1.1, OpenID Connect Core 4): a state and
+nonce, stored first so the launch can land on any worker, and the browser sent to the
+platform's authorization endpoint. The state is bound to this browser by a cookie (the web
+layer's) and, where the platform offers its storage (LTI client-side postMessages), by a secret
+put there: a browser that keeps no third-party cookie still keeps the platform's storage.
 """
 
 from __future__ import annotations
@@ -31,8 +25,7 @@ from normdive.lti.registrations import Registration
 from normdive.store.event_store import as_utc
 from normdive.store.tables import LTI_IDENTIFIER_LENGTH, LTI_URL_LENGTH, LtiNonce, LtiState
 
-# How long a login may take to come back as a launch: the platform's authorization step is
-# one redirect, but a learner may sit on the platform's login page first.
+# One redirect, but a learner may sit on the platform's login page first.
 LOGIN_TTL = timedelta(minutes=10)
 # 32 random bytes, URL-safe: 43 characters, in the database's 64.
 SECRET_BYTES = 32
@@ -60,8 +53,7 @@ MAX_STORAGE_TARGET_LENGTH = 64
 
 @dataclass(frozen=True)
 class PlatformStorage:
-    """The platform's storage (LTI client-side postMessages, lti-pm-s) a login uses: the
-    frame to post to, the origin it answers from, and the key and secret value to put there."""
+    """The platform's storage (lti-pm-s): the frame to post to, its origin, the key and secret."""
 
     target: str
     origin: str
@@ -71,8 +63,7 @@ class PlatformStorage:
 
 @dataclass(frozen=True)
 class LoginRedirect:
-    """Where to send the browser (the platform's authorization endpoint, with the request in
-    its query) and the state minted for it; with the platform's storage when it offers it."""
+    """The authorization endpoint with the request in its query, and the state minted."""
 
     url: str
     state: str
@@ -81,7 +72,6 @@ class LoginRedirect:
 
 
 def storage_key_name(state: str) -> str:
-    """The key the login's secret is kept under in the platform's storage."""
     return f"normdive_state_{state}"
 
 
@@ -107,8 +97,7 @@ def _parameter(params: Mapping[str, str], name: str, *, required: bool, limit: i
             f"The platform's login request's {name} is longer than {limit} characters.",
         )
     if not value.isprintable():
-        # NUL and other control characters: no identifier holds them (and PostgreSQL text
-        # cannot hold NUL).
+        # No identifier holds a control character, and PostgreSQL text cannot hold NUL.
         raise Refusal(
             400,
             "login_parameter_malformed",
@@ -130,9 +119,8 @@ def same_origin(url: str, origin: str) -> bool:
 def _refuse_when_too_many_open(
     connection: Connection, created_by: str, limit: int, now: datetime
 ) -> None:
-    """Refusal (429) when `created_by` has `limit` logins begun and not finished. Reads only,
-    so a refused login takes no write lock. Logins begun at the same moment may each see the
-    count below the limit, as with the new-learner limit (web.security.ratelimit)."""
+    """Refusal (429) at `limit` open logins. Reads only, so a refused login takes no write lock;
+    logins begun at one moment may each see the count below it, as in web.security.ratelimit."""
     open_logins = LtiState.created_by == created_by, LtiState.expires_at >= now
     count = connection.execute(select(func.count()).where(*open_logins)).scalar_one()
     if count < limit:
@@ -167,11 +155,9 @@ def begin_login(
     created_by: str,
     open_limit: int,
 ) -> LoginRedirect:
-    """Store a state and nonce for the login the platform initiated and say where to send the
-    browser; a Refusal (nothing stored) when the request is not one a registration allows, or
-    when the client address `created_by` (a keyed hash) already has `open_limit` logins begun
-    and not finished. `own_origin` is this tool's origin as the browser reached it;
-    `launch_url` is where the platform must post the id_token (the redirect_uri)."""
+    """A Refusal, nothing stored, when no registration allows it or `created_by` (a keyed hash
+    of the client address) has `open_limit` logins open. `own_origin`: as the browser reached
+    the tool; `launch_url`: the redirect_uri."""
     issuer = _parameter(params, "iss", required=True, limit=LTI_IDENTIFIER_LENGTH)
     login_hint = _parameter(params, "login_hint", required=True, limit=MAX_HINT_LENGTH)
     target_link_uri = _parameter(params, "target_link_uri", required=True, limit=LTI_URL_LENGTH)

@@ -1,14 +1,7 @@
-"""JSON a platform sends (its key set, its OpenID configuration and registration answer, an
-id_token's claims, the host platform's prerequisite report), read so that its shape cannot
-fail a request the way its content can.
-
-Python's json parser recurses once per level of nesting, so `[[[[...` a few thousand deep
-raises RecursionError, which is no ValueError; a number of more than 4,300 digits raises a
-plain ValueError (Python's int conversion limit). Here they, every other parse failure, and a
-value nested deeper than MAX_JSON_DEPTH are one NotPlatformJson (a ValueError), which each
-caller turns into its readable refusal. The depth limit also keeps what is stored (a key set)
-readable back: a value just under the parser's limit where it was fetched could exceed it
-where it is read, deeper in the stack.
+"""JSON a platform sends, read so that its shape cannot fail a request the way its content can:
+a parse failure, a RecursionError (`[[[[...` a few thousand deep), an over-long integer and a
+value nested deeper than MAX_JSON_DEPTH are one NotPlatformJson (a ValueError). The depth limit
+also keeps a stored key set readable back deeper in the stack.
 """
 
 from __future__ import annotations
@@ -16,8 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-# The deepest nesting accepted. A key set nests three levels ({"keys": [{...}]}), an LTI
-# launch's claims and a platform's configuration four or five; this is far beyond either.
+# A key set nests three levels, a launch's claims or a configuration four or five.
 MAX_JSON_DEPTH = 32
 
 
@@ -26,8 +18,7 @@ class NotPlatformJson(ValueError):
 
 
 def too_deep(value: object) -> bool:
-    """True when `value` (parsed JSON) nests objects and arrays deeper than MAX_JSON_DEPTH.
-    Walked with a stack of its own, so any depth is measured without recursing."""
+    """Walked with a stack of its own, so any depth is measured without recursing."""
     pending: list[tuple[object, int]] = [(value, 1)]
     while pending:
         item, depth = pending.pop()
@@ -44,12 +35,10 @@ def too_deep(value: object) -> bool:
 
 
 def parsed(data: bytes | str) -> Any:
-    """`data` parsed as JSON; NotPlatformJson when it is not JSON or nests too deep."""
     try:
         value = json.loads(data)
     except (ValueError, RecursionError):
-        # ValueError covers malformed JSON, bytes that are not UTF-8 and integers of more
-        # digits than Python converts.
+        # Malformed JSON, bytes not UTF-8, integers of more digits than Python converts.
         raise NotPlatformJson("not JSON") from None
     if too_deep(value):
         raise NotPlatformJson(f"nested deeper than {MAX_JSON_DEPTH} levels")

@@ -1,18 +1,7 @@
-"""A platform's public keys (its JWKS, RFC 7517), which sign its id_tokens.
-
-The key set is fetched from the registration's JWKS URL with a timeout, kept in the database
-(lti_platform_key_sets) so every worker shares one copy, and fetched again when an id_token
-names a key id the copy lacks (the platform rotated its keys), or a key id whose stored key
-fails to verify the token's signature (the platform replaced the key and kept its id). A key
-id still missing after that fetch is refused.
-
-An unknown key id costs nothing before the signature is checked, so anyone holding a login's
-state (one public GET /lti/login) could send made-up key ids for as long as the state lives.
-Each worker process therefore begins at most one fetch of a registration's key set every
-JWKS_REFETCH_COOLDOWN_S, successful or not: launches that miss at the same moment wait for
-that one fetch and share it, and a launch that misses within the cooldown is refused at once,
-without a request to the platform. A rotated key is found by the first launch that names it
-after the cooldown. joserfc parses the key set and does every key operation.
+"""A platform's public keys (its JWKS, RFC 7517), which sign its id_tokens: fetched from its
+JWKS URL, kept in the database for every worker, and fetched again for a key id the copy lacks
+or whose key fails a signature. An unknown key id costs a sender nothing, so each process
+fetches a registration's key set at most once per JWKS_REFETCH_COOLDOWN_S.
 """
 
 from __future__ import annotations
@@ -40,35 +29,28 @@ from normdive.store.tables import LtiPlatformKeySet
 
 logger = logging.getLogger(__name__)
 
-# How long fetching a platform's key set may take, in seconds, all of it: connecting, the
-# headers and the whole body (platform_http.fetch_within), however the platform paces its
-# bytes. A platform that does not answer is refused in seconds, not held for the operating
-# system's TCP timeout.
+# Connecting, headers and body together, however the platform paces its bytes: refused in
+# seconds, not after the operating system's TCP timeout.
 JWKS_FETCH_TIMEOUT_S = 5.0
 # A key set of a dozen RSA keys is about 6 KiB; anything far beyond is not a key set.
 MAX_JWKS_BYTES = 256 * 1024
-# After a fetch of a registration's key set begins, how long (seconds) a launch naming a key
-# id the stored copy lacks is refused without fetching again. A platform that rotates its
-# keys waits at most this long for the tool to take its new key.
+# A platform that rotates its keys waits at most this long for the tool to take the new one.
 JWKS_REFETCH_COOLDOWN_S = 60.0
 
-# The clock the cooldown is measured on, in seconds (monotonic). The tests put a clock of their
-# own here, to move it past the cooldown without waiting.
+# Tests put their own here, to pass the cooldown without waiting.
 clock: Callable[[], float] = time.monotonic
 
 
 @dataclass
 class _Fetches:
-    """One registration's key set fetches in this process: one at a time (launches that miss
-    together wait for it and share what it stored), and when the last one began."""
+    """One at a time: launches that miss together wait for it and share what it stored."""
 
     lock: threading.Lock = field(default_factory=threading.Lock)
     began_at: float | None = None
 
 
-# Keyed by the database (a registration's id is only unique within its database), the
-# registration's id and its JWKS URL (a registration given a new URL starts afresh). One entry
-# per registration this process has fetched for.
+# By database (an id is unique only within one), registration id and JWKS URL (a new URL
+# starts afresh).
 _fetches: dict[tuple[str, int, str], _Fetches] = {}
 _fetches_guard = threading.Lock()
 
@@ -80,7 +62,6 @@ def _fetches_of(engine: Engine, registration: Registration) -> _Fetches:
 
 
 def _fetch(registration: Registration) -> dict[str, object]:
-    """The key set at the registration's JWKS URL, as JSON, or a Refusal saying why not."""
 
     def unreachable(why: str) -> Refusal:
         return Refusal(
@@ -115,7 +96,7 @@ def _fetch(registration: Registration) -> dict[str, object]:
 
 
 def key_set_of(body: bytes, url: str) -> dict[str, object]:
-    """`body` (what `url` served) as a JSON Web Key Set, or a Refusal saying it is none."""
+    """A JSON Web Key Set, or a Refusal."""
     try:
         key_set = parsed(body)
         KeySet.import_key_set(key_set)
@@ -173,8 +154,6 @@ def _rsa_key(key_set: dict[str, object] | None, kid: str) -> RSAKey | None:
 def _refused_within_cooldown(
     engine: Engine, registration: Registration, kid: str, since_s: float
 ) -> Refusal:
-    """Why a launch that misses within the cooldown is refused: the last fetch stored a key
-    set without this key, or stored none (it failed)."""
     wait_s = max(1, math.ceil(JWKS_REFETCH_COOLDOWN_S - since_s))
     if _cached(engine, registration) is None:
         return Refusal(
@@ -206,14 +185,9 @@ def same_key(one: RSAKey | None, other: RSAKey | None) -> bool:
 def signing_key(
     engine: Engine, registration: Registration, kid: str, *, distrusted: RSAKey | None = None
 ) -> RSAKey:
-    """The platform's RSA public key with this key id: from the cached key set, else from a
-    fresh fetch when none began within the cooldown. A Refusal when the platform has no such
-    key (or none is known within the cooldown).
-
-    `distrusted`: the key under this id that a token's signature just failed to verify with.
-    A platform may replace a key and keep its id, so the stored copy counts as missing and is
-    fetched again, within the same cooldown. Returned again when the platform still serves it
-    (or the cooldown holds): the caller then refuses the signature."""
+    """From the cached key set, else a fetch unless one began within the cooldown; a Refusal
+    when there is no such key. `distrusted`: the key a signature just failed with (a platform
+    may replace a key and keep its id), returned if still served: the caller then refuses."""
     key = _rsa_key(_cached(engine, registration), kid)
     if key is not None and not same_key(key, distrusted):
         return key

@@ -1,9 +1,6 @@
-"""What a user is in the course they launched from, read from the LTI roles claim.
-
-Only context roles (LIS v2 `membership`, LTI 1.3 core appendix A.2.3) speak for the course: an
-institution role such as `institution/person#Instructor` says what the person is elsewhere,
-so a student who teaches another course stays a learner here. A system or institution
-administrator is staff only where the deployment opts in (NORMDIVE_LTI_ADMINISTRATORS_ARE_STAFF).
+"""What a user is in the course they launched from, by the LTI roles claim's context roles only
+(LIS v2 `membership`, LTI 1.3 core A.2.3): an institution role says what the person is
+elsewhere. Administrators are staff only with NORMDIVE_LTI_ADMINISTRATORS_ARE_STAFF.
 """
 
 from __future__ import annotations
@@ -13,14 +10,11 @@ import enum
 LIS_VOCABULARY = "http://purl.imsglobal.org/vocab/lis/v2/"
 CONTEXT_ROLE = f"{LIS_VOCABULARY}membership#"
 CONTEXT_SUB_ROLE = f"{LIS_VOCABULARY}membership/"
-# Context roles whose holders teach or build the course (and each of their sub-roles, such as
-# membership/Instructor#TeachingAssistant). A Mentor sees only the users the platform names for
-# them, so never the class.
+# With their sub-roles. A Mentor sees only the users the platform names for them: never staff.
 STAFF_CONTEXT_ROLES = frozenset({"Instructor", "ContentDeveloper", "Administrator"})
 LEARNER_CONTEXT_ROLE = "Learner"
 # LTI 1.1's short name for a teaching assistant, still sent by some platforms in 1.3 launches.
 LEGACY_SHORT_NAMES = {"TeachingAssistant": "Instructor"}
-# The administrators of the whole platform or institution, staff only by the deployment's choice.
 ADMINISTRATOR_ROLES = frozenset(
     {
         f"{LIS_VOCABULARY}system/person#Administrator",
@@ -37,9 +31,8 @@ class CourseRole(enum.Enum):
 
 
 def context_role(role: str) -> str | None:
-    """The principal context role `role` names, in full, as a sub-role or by its short name
-    (LTI 1.3 lets platforms send "Instructor" for membership#Instructor); None for any other
-    role, including made-up ones that merely end in a role's name."""
+    """In full, as a sub-role or by its short name (LTI 1.3 allows "Instructor"); None for any
+    other role, made-up ones that merely end in a role's name included."""
     if role.startswith(CONTEXT_ROLE):
         name = role.removeprefix(CONTEXT_ROLE)
     elif role.startswith(CONTEXT_SUB_ROLE):
@@ -52,9 +45,7 @@ def context_role(role: str) -> str | None:
 
 
 def course_role(roles: tuple[str, ...], *, administrators_are_staff: bool = False) -> CourseRole:
-    """Staff by a staff context role (or, where the deployment opts in, a platform or
-    institution administrator role), else a learner by the Learner context role, else other.
-    Staff wins: a teacher who is also enrolled as a learner is never graded."""
+    """Staff wins: a teacher who is also enrolled as a learner is never graded."""
     named = {context_role(role) for role in roles}
     if named & STAFF_CONTEXT_ROLES or (
         administrators_are_staff and not ADMINISTRATOR_ROLES.isdisjoint(roles)

@@ -1,7 +1,6 @@
-"""The request for an access token to a platform's services (LTI Advantage: grade passback,
-the course roster): OAuth 2 client credentials with a client assertion JWT signed with the
-tool's key (RFC 7523; 1EdTech Security Framework 1.0, 4.1). What the platform answers is each
-caller's to read: passback and the roster word its refusals for their own readers."""
+"""The request for an access token to a platform's services: OAuth 2 client credentials with a
+client assertion JWT signed with the tool's key (RFC 7523; 1EdTech Security Framework 1.0, 4.1).
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""What the tool tells a platform about itself: its URLs, the messages it takes and the
-services it uses. Canvas reads it as a developer key's JSON configuration (GET
-/lti/canvas.json); dynamic registration sends the same facts as an OpenID client
-registration (lti/dynamic_registration.py)."""
+"""What the tool tells a platform about itself: its URLs, messages and services, as Canvas's
+developer key JSON configuration (GET /lti/canvas.json); dynamic registration sends the same.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +15,7 @@ from normdive.lti.roster import MEMBERSHIPS_SCOPE
 LOGIN_PATH = "/lti/login"
 LAUNCH_PATH = "/lti/launch"
 JWKS_PATH = "/lti/jwks"
-# The services the tool asks for: sending scores, creating the line item it sends to, and
-# reading the course's roster (who has not opened D9 yet).
+# Scores, the line item they go to, and the roster (who has not opened D9 yet).
 SCOPES = (LINEITEM_SCOPE, SCORE_SCOPE, MEMBERSHIPS_SCOPE)
 # Canvas's privacy level: the tool needs only the user's opaque id (sub), no name or email.
 CANVAS_PRIVACY_LEVEL = "anonymous"
@@ -29,9 +27,8 @@ def title(lesson: Lesson) -> str:
 
 
 def canvas_configuration(origin: str, lesson: Lesson) -> dict[str, Any]:
-    """A Canvas developer key's JSON configuration for the tool at `origin`. It declares no
-    submission review: a Canvas placement's message_type is a resource link or a deep linking
-    request, and Canvas's gradebook sends no LtiSubmissionReviewRequest."""
+    """No submission review: a Canvas placement's message_type cannot be one, and Canvas's
+    gradebook sends none."""
     launch = origin + LAUNCH_PATH
     return {
         "title": title(lesson),

@@ -1,10 +1,6 @@
-"""The tool's own signing keys: RSA, kept in the database (lti_tool_keys) so every worker
-signs with the same one and publishes the same set.
-
-The newest key not retired signs (the client assertions of grade passback, RFC 7523). The
-tool's key set (GET /lti/jwks, the URL a platform registers) publishes every key not retired.
-`normdive lti rotate-key` makes a new key the signing one and retires all but the previous,
-which stays published so assertions it signed a moment ago still verify.
+"""The tool's own RSA signing keys, kept in the database (lti_tool_keys) so every worker signs
+with the same one and publishes the same set (GET /lti/jwks). After `normdive lti rotate-key`
+the previous key stays published, so assertions it signed a moment ago still verify.
 """
 
 from __future__ import annotations
