@@ -1,12 +1,7 @@
-"""The Learning Record Stores a deployment sends statements to (xapi_lrs): each one's
-statements resource and the key and secret it knows D9 by (HTTP Basic, xAPI 1.0.3
-Communication 4.1), stored as the LTI registrations are. One is the deployment's (no course);
-a course may have its own, which then takes its learners' statements instead.
-
-`normdive xapi add` stores one; the environment's (NORMDIVE_XAPI_ENDPOINT, _KEY, _SECRET) is
-stored under the name ENVIRONMENT_LRS by `normdive serve` and `normdive xapi send` as they
-start, and removed when the environment names none. While no LRS is stored, nothing is queued
-(the outbox trigger checks): xAPI is off until one is set.
+"""The Learning Record Stores a deployment sends statements to (xapi_lrs): each one's statements
+resource and its HTTP Basic key and secret (xAPI 1.0.3 Communication 4.1). One is the
+deployment's; a course's own takes its learners' statements instead. While none is stored the
+outbox trigger queues nothing: xAPI is off.
 """
 
 from __future__ import annotations
@@ -18,7 +13,7 @@ from sqlalchemy import Engine, delete, insert, select, update
 from normdive.config import Settings, origin_of
 from normdive.store.tables import XAPI_LRS_NAME_LENGTH, XapiLrs
 
-# The name the environment's LRS is stored under.
+# NORMDIVE_XAPI_ENDPOINT's, stored by `normdive serve` and `normdive xapi send` as they start.
 ENVIRONMENT_LRS = "environment"
 
 
@@ -99,17 +94,14 @@ def _problem(name: str, endpoint: str, key: str, secret: str) -> str | None:
 
 
 def remove(engine: Engine, name: str) -> bool:
-    """Forget the LRS named `name`; False when there is none. Statements waiting for it wait
-    for the next LRS of their course or deployment."""
+    """False when there is none. Statements waiting for it wait for the next LRS."""
     with engine.begin() as connection:
         return bool(connection.execute(delete(XapiLrs).where(XapiLrs.name == name)).rowcount)
 
 
 def sync_environment(engine: Engine, settings: Settings) -> Lrs | None:
-    """Store the environment's LRS as ENVIRONMENT_LRS (the deployment's), updated to what the
-    environment says; remove it when the environment names none. Writes only what changes
-    (a server may start on a database it cannot write to yet). LrsProblem when the
-    environment's cannot be stored (no key or secret; another deployment LRS stored)."""
+    """Make ENVIRONMENT_LRS what the environment says, writing only what changes (a server may
+    start on a database it cannot write to yet). LrsProblem when it cannot be stored."""
     kept = {lrs.name: lrs for lrs in stored(engine)}
     if settings.xapi_endpoint is None:
         if ENVIRONMENT_LRS in kept:

@@ -1,34 +1,10 @@
 """Delivering the learners' statements to the LRS, once, whatever fails: the outbox's sender.
 
-The database puts each event a statement is made of in xapi_outbox, in the event's own
-transaction, while an LRS is set (a trigger, migration 0013): the learner's request never
-waits for an LRS. `normdive xapi send` (several may run) then works round after round:
-
-1. Claim. Up to ROUND_SIZE due rows are taken in one UPDATE (each row's due_at moved
-   CLAIM_LEASE_S on and the round's random token written on it): two senders never take the
-   same row, and a sender killed holding rows leaves them due again after the lease.
-2. Make. Each row's statements are made from its event (statements.statements_of), with the
-   learner's LTI link as it was when the event was stored, and routed to the LRS of the link's
-   course, else the deployment's (lrs.route).
-3. Send. Each LRS gets its rows' statements in one POST (xAPI 1.0.3 Communication 2.1.2). Every
-   statement's id is derived from its event, so a statement sent twice (after a kill, or a
-   lost answer) is the same statement and the LRS keeps it once.
-
-What the LRS answers decides each row's state (StatementStatus; `normdive xapi status`):
-- 2xx: sent.
-- 400 and any other refusal of what was sent (4xx but those below): the batch is sent again
-  row by row, and a row whose statements are refused statement by statement, so that one
-  refused statement never holds back another. A refused row keeps the LRS's words and is not
-  tried again until `normdive xapi resend` (after the LRS's administrator fixed what it
-  refused).
-- 409 for a statement on its own: the LRS holds an earlier statement under its id (made before
-  an upgrade changed its wording): sent, with that said.
-- 5xx, 408, 425, 429 (its Retry-After respected), 401, 403 and 404 (a key or endpoint that
-  is wrong for now: fixed, every statement goes), a redirect, a timeout, no connection: an
-  outage; tried again after FIRST_RETRY_S doubling up to MAX_RETRY_S, as grade passback does.
-A learner's statements can be voided on request (`forget`: each sent statement voided by a
-statement of the tool's, xAPI 1.0.3 Data 2.3.2; those not sent are never sent) or sent again
-(`resend`).
+A trigger (migration 0013) queues each event a statement is made of in xapi_outbox, in the
+event's own transaction, so no learner's request waits for an LRS. `Sender` claims due rows in
+one UPDATE (several may run), POSTs their statements to each LRS at once, and narrows a refusal
+down to the statement refused. A statement's id derives from its event, so one sent twice is
+kept once. What each answer leads to: README, "Learning records (xAPI)".
 """
 
 from __future__ import annotations
@@ -76,22 +52,17 @@ from normdive.xapi.statements import (
 
 logger = logging.getLogger(__name__)
 
-# How long one request to an LRS may take, in seconds, its whole answer included.
+# One request, its whole answer included.
 XAPI_TIMEOUT_S = 10.0
-# Events claimed in one round: their statements go to each LRS in one POST.
 ROUND_SIZE = 200
-# How long a sender holds the rows it claimed: a sender that dies holding them leaves them due
-# again after this (a round's requests, each isolated on a refusal, fit well within it).
+# A sender that dies leaves its rows due again after this; a round's requests fit well within.
 CLAIM_LEASE_S = 120.0
-# How often the sender looks for due rows when the last round found fewer than ROUND_SIZE.
 POLL_INTERVAL_S = 1.0
-# The most seconds an LRS's Retry-After is waited for (beyond it, the usual backoff's).
 MAX_RETRY_AFTER_S = MAX_RETRY_S
-# Answers that say the LRS is down, busy, or not reached with the right key or URL for now
-# (RFC 9110): tried again, never refused.
+# Down, busy, or a key or URL wrong for now (once fixed, every statement goes): tried again,
+# never refused (RFC 9110).
 OUTAGE_STATUSES = frozenset({401, 403, 404, 408, 425, 429})
-# The answer an LRS gives a statement whose id it holds with other content (Communication
-# 2.1.2).
+# Communication 2.1.2: the LRS holds the id with other content (an earlier wording).
 CONFLICT = 409
 
 
@@ -99,12 +70,12 @@ class StatementStatus(StrEnum):
     """Where an outbox row stands (xapi_outbox.status)."""
 
     DUE = "due"  # not tried yet
-    SENT = "sent"  # the LRS took its statements
+    SENT = "sent"
     FAILING = "failing"  # an outage: tried again at due_at
     REFUSED = "refused"  # the LRS refused a statement of it; reason says why
     NO_LRS = "no_lrs"  # no LRS takes its learner's course (tried again when one is added)
     VOIDING = "voiding"  # sent, and to be voided on request
-    VOIDED = "voided"  # voided in the LRS
+    VOIDED = "voided"
     WITHHELD = "withheld"  # removed on request before it was sent: never sent
 
 
@@ -113,9 +84,8 @@ class NoPublicOrigin(ValueError):
 
 
 def deployment_tool(settings: Settings, lesson: Lesson) -> Tool:
-    """What this deployment's statements share: its public origin (NORMDIVE_PUBLIC_ORIGIN,
-    required: a statement's IRIs must not depend on the host a request named), normdive's
-    version, the lesson, and the actor identity the deployment chose."""
+    """What this deployment's statements share. NORMDIVE_PUBLIC_ORIGIN is required: a
+    statement's IRIs must not depend on the host a request named."""
     if settings.public_origin is None:
         raise NoPublicOrigin(
             "NORMDIVE_PUBLIC_ORIGIN is not set: the statements' activity IRIs are built from "
@@ -152,20 +122,16 @@ class Outcome:
 
 @dataclass
 class RoundReport:
-    # Rows whose statements an LRS took (or voided).
+    # Rows taken (or voided).
     sent: int = 0
-    # Rows tried that did not get there (failing, refused, no LRS).
+    # Failing, refused, no LRS.
     failed: int = 0
-    # Rows claimed.
     tried: int = 0
-    # Statements in the POSTs that succeeded.
     statements: int = 0
 
 
 @dataclass
 class _Row:
-    """A claimed row with what it is sent as."""
-
     event_id: int
     status: StatementStatus
     attempts: int
@@ -213,8 +179,7 @@ def _retry_after(response: httpx.Response) -> float | None:
 
 
 class Sender:
-    """Sends the due rows of the outbox. `clock` gives the time rows are due by (the tests
-    move it instead of waiting)."""
+    """Sends the due rows of the outbox. `clock`: tests move it instead of waiting."""
 
     def __init__(
         self,
@@ -230,7 +195,6 @@ class Sender:
         self.clock = clock
 
     def close(self) -> None:
-        """Close the connections of the client this sender made."""
         if self._own_client:
             self.client.close()
 
@@ -456,8 +420,7 @@ def _events(engine: Engine, event_ids: list[int]) -> dict[int, Event]:
 def _learners(
     engine: Engine, claimed: Iterable[Any]
 ) -> dict[tuple[str, str | None], tuple[Learner, str]]:
-    """Each (learner, link) of the claimed rows as the statements name them, with the
-    language the statements are in (the launch's, else the lesson's source language)."""
+    """Each (learner, link) of the claimed rows, with the launch's language, else the lesson's."""
     pairs = {(row.learner_id, row.link_key) for row in claimed}
     learner_ids = sorted({learner_id for learner_id, _ in pairs})
     with engine.connect() as connection:
@@ -558,9 +521,8 @@ _OUTSIDE_LMS = XapiOutbox.learner_id.not_in(select(LtiLearner.learner_id))
 def counts(
     engine: Engine, context_key: str | None = None, *, outside_lms: bool = False
 ) -> dict[StatementStatus, int]:
-    """Rows by status: every row, or those of one course's learners (their latest link's
-    course when the event was stored), or with `outside_lms` those of the learners no LMS
-    launched."""
+    """Rows by status: all, one course's (by the link when the event was stored), or with
+    `outside_lms` those of learners no LMS launched."""
     query = select(XapiOutbox.status, func.count()).group_by(XapiOutbox.status)
     if outside_lms:
         query = query.where(_OUTSIDE_LMS)
@@ -580,9 +542,7 @@ def counts(
 def attention(
     engine: Engine, context_key: str | None = None, limit: int = 100, *, outside_lms: bool = False
 ) -> list[RowState]:
-    """The rows that need someone (refused) or wait on an outage (failing, voiding, no LRS),
-    refused first, newest first: of every learner, of one course's, or with `outside_lms` of
-    those no LMS launched."""
+    """Refused, then waiting (failing, voiding, no LRS), newest first; chosen as `counts`."""
     waiting = [
         StatementStatus.REFUSED,
         StatementStatus.FAILING,
@@ -625,9 +585,8 @@ def attention(
 
 
 def resend(engine: Engine, learner_id: str, clock: Callable[[], datetime] = system_clock) -> int:
-    """Queue every statement of the learner's again, those the LRS has included (it keeps each
-    once): their rows due now, and rows made for their events stored before an LRS was set.
-    Rows voided or withheld on request stay so. The rows queued."""
+    """Queue all the learner's statements again (the LRS keeps each once), those of events
+    stored before an LRS was set included; voided or withheld rows stay so. The rows queued."""
     now = clock()
     with engine.begin() as connection:
         latest = (
@@ -669,8 +628,7 @@ def resend(engine: Engine, learner_id: str, clock: Callable[[], datetime] = syst
 
 
 def resend_refused(engine: Engine, clock: Callable[[], datetime] = system_clock) -> int:
-    """Queue again every row an LRS refused, or that found no LRS (after the LRS's
-    administrator fixed what it refused, or an LRS was added). The rows queued."""
+    """Queue again every row an LRS refused, or that found no LRS. The rows queued."""
     with engine.begin() as connection:
         queued = connection.execute(
             update(XapiOutbox)
@@ -682,20 +640,17 @@ def resend_refused(engine: Engine, clock: Callable[[], datetime] = system_clock)
 
 @dataclass(frozen=True)
 class Forgotten:
-    """What `forget` did with one learner's rows."""
+    """What `forget` did with one learner's rows: to be voided, and never to be sent."""
 
-    # Sent statements' rows now to be voided in the LRS.
     voiding: int
-    # Rows never sent, now never to be.
     withheld: int
 
 
 def forget(
     engine: Engine, learner_id: str, clock: Callable[[], datetime] = system_clock
 ) -> Forgotten:
-    """Remove the learner's statements from the LRS on request: every statement that may have
-    reached it is voided by the sender (a voiding statement, xAPI 1.0.3 Data 2.3.2, which a
-    conformant LRS leaves out of every query's answer), and those never tried are never sent."""
+    """Void each statement that may have reached the LRS (xAPI 1.0.3 Data 2.3.2); those never
+    tried are never sent."""
     now = clock()
     with engine.begin() as connection:
         mine = XapiOutbox.learner_id == learner_id

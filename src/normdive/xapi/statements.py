@@ -1,15 +1,7 @@
 """A learner's events as xAPI 1.0.3 statements: one pure function, `statements_of`, and the
-voiding statement that withdraws one (`voiding`).
-
-Which event becomes which statement is README's table ("Learning records (xAPI)"): verbs from
-the ADL vocabulary (http://adlnet.gov/expapi/verbs/), objects as activity IRIs under the
-tool's public origin with their definitions (names in English and the learner's language,
-the ADL activity type, and for the questions the interaction type and correct responses,
-xAPI 1.0.3 Data 2.4.4.1), a result where the event holds one, and a context naming the LTI
-course and resource link. A statement's id is a UUID derived from the tool's origin, the
-learner's and the event's ids and the statement's place in it (RFC 4122 version 5), so that
-the same event sent twice is the same statement and an LRS keeps it once (xAPI 1.0.3
-Communication 2.1.2).
+voiding statement that withdraws one (`voiding`). Which event makes which statement is README's
+table ("Learning records (xAPI)"); a statement's id derives from its event (RFC 4122 version
+5), so the same event sent twice is one statement in the LRS (Communication 2.1.2).
 """
 
 from __future__ import annotations
@@ -31,11 +23,9 @@ from normdive.progress.events import Event, EventKind
 XAPI_VERSION = "1.0.3"
 # The language of the lesson's source text (content/d9.toml), and of every verb's display.
 SOURCE_LANGUAGE = "en"
-# A title the platform gave (a course's, a resource link's) is in a language nobody said:
-# RFC 5646's "undetermined".
+# A platform's titles are in a language nobody said: RFC 5646's "undetermined".
 UNDETERMINED_LANGUAGE = "und"
-# The name the tool goes by where a statement names it (an anonymous learner's platform, the
-# agent that voids).
+# Where a statement names the tool: an anonymous learner's platform, the voiding agent.
 TOOL_NAME = "normdive"
 
 ADL_VERBS = "http://adlnet.gov/expapi/verbs/"
@@ -53,13 +43,11 @@ QUESTION_TYPE = ADL_ACTIVITIES + "cmi.interaction"
 SIMULATION_TYPE = ADL_ACTIVITIES + "simulation"
 COURSE_TYPE = ADL_ACTIVITIES + "course"
 LINK_TYPE = ADL_ACTIVITIES + "link"
-# The LTI claims whose values an LTI course's and resource link's activity carries, so that
-# the LMS can join them to its own (LTI 1.3, 5.4.1 and 5.3.5).
+# Carried by the course's and link's activities, so the LMS can join them (LTI 1.3, 5.4.1, 5.3.5).
 LTI_CONTEXT_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/context"
 LTI_RESOURCE_LINK_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/resource_link"
 
-# The kinds of event a statement is made of; hint_opened and prerequisite_done make none.
-# (Migration 0012's trigger names the same kinds.)
+# hint_opened and prerequisite_done make none; migration 0012's trigger names the same kinds.
 STATEMENT_KINDS = frozenset(
     {
         EventKind.PREDICTION_COMMITTED,
@@ -82,8 +70,7 @@ Statement = dict[str, Any]
 
 @dataclass(frozen=True)
 class LtiLink:
-    """The resource link a learner last launched when the event was stored
-    (store.tables.LtiLearnerLink), with its registration's issuer."""
+    """The link the learner last launched when the event was stored, with its issuer."""
 
     link_key: str
     issuer: str
@@ -98,8 +85,7 @@ class LtiLink:
 
 @dataclass(frozen=True)
 class Learner:
-    """Whom the statements are about: their id, their LTI link (None: they came outside any
-    LMS), and the name and email the platform sent for them (None: not sent or not kept)."""
+    """`link` None: came outside any LMS; name and email None: not sent, or not kept."""
 
     learner_id: str
     link: LtiLink | None
@@ -109,8 +95,7 @@ class Learner:
 
 @dataclass(frozen=True)
 class Tool:
-    """What every statement of one deployment shares: the origin its IRIs are under, the
-    tool's version, the lesson (its source text), and what identifies a learner."""
+    """What every statement of one deployment shares."""
 
     origin: str
     version: str
@@ -141,10 +126,8 @@ def registration(tool: Tool, learner: Learner) -> str:
 
 
 def actor(tool: Tool, learner: Learner) -> dict[str, Any]:
-    """The learner as an xAPI Agent: their LTI account (the platform's issuer and their sub,
-    which the LMS joins to its own users) or their random id under the tool's origin; an
-    email and a name only where the deployment allows (Tool.identity) and the platform sent
-    them."""
+    """Their LTI account (issuer and sub, which the LMS joins to its users), else their random
+    id under the tool's origin; an email and a name only as Tool.identity allows."""
     link = learner.link
     if link is not None:
         account = {"homePage": link.issuer, "name": link.user_id}
@@ -174,14 +157,11 @@ def _verb(name: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class _Texts:
-    """The lesson in English and in the learner's language, and which language that is."""
-
     english: Lesson
     translated: Lesson
     language: str
 
     def words(self, pick: Any) -> dict[str, str]:
-        """`pick` (lesson -> text) in both."""
         return _words(pick(self.english), self.language, pick(self.translated))
 
 
@@ -201,8 +181,7 @@ def lesson_activity(tool: Tool, texts: _Texts) -> dict[str, Any]:
 
 
 def _choices(texts: _Texts, pick: Any) -> list[dict[str, Any]]:
-    """A choice interaction's components (xAPI 1.0.3 Data 2.4.4.1.3): each choice's id, and
-    its label in both languages. `pick` (lesson -> its choices, in the same order)."""
+    """A choice interaction's components (xAPI 1.0.3 Data 2.4.4.1.3) in both languages."""
     return [
         {"id": english.id, "description": _words(english.label, texts.language, shown.label)}
         for english, shown in zip(pick(texts.english), pick(texts.translated), strict=True)
@@ -248,7 +227,6 @@ def numeric_range(lesson: Lesson, field_id: str) -> str:
 def _number_statement(
     tool: Tool, texts: _Texts, answer: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(object, result) of one answer of a check."""
     field_id = answer["field"]
     english, shown = texts.english.field(field_id), texts.translated.field(field_id)
     assert english is not None and shown is not None
@@ -271,8 +249,7 @@ def _number_statement(
 
 
 def _row(texts: _Texts, key: str) -> tuple[dict[str, str], dict[str, str]]:
-    """A row's (name, description) in both languages; a row the lesson does not name keeps
-    its key."""
+    """(name, description); a row the lesson does not name keeps its key."""
     english, shown = texts.english.row(key), texts.translated.row(key)
     if english is None or shown is None:
         return {SOURCE_LANGUAGE: key}, {SOURCE_LANGUAGE: key}
@@ -403,8 +380,7 @@ def _lab_activity(tool: Tool, texts: _Texts) -> dict[str, Any]:
 
 
 def _lti_activities(tool: Tool, link: LtiLink) -> list[dict[str, Any]]:
-    """The LTI course and resource link as activities under the tool's origin, each carrying
-    the LTI claim's ids (and the title the platform gave) so the LMS can join them."""
+    """Each carrying the LTI claim's ids, so the LMS can join them."""
     found = []
     if link.context_key is not None and link.context_id is not None:
         course: dict[str, Any] = {"type": COURSE_TYPE}
@@ -423,9 +399,7 @@ def _lti_activities(tool: Tool, link: LtiLink) -> list[dict[str, Any]]:
 
 
 def context(tool: Tool, learner: Learner, texts: _Texts, top_level: bool) -> dict[str, Any]:
-    """The statement's context: its registration, the lesson as parent of the lesson's parts
-    (`top_level`: the object is the lesson itself), the LTI course and resource link as its
-    grouping, the learner's language, the platform and the tool's version."""
+    """`top_level`: the object is the lesson itself, which is the parent of all else."""
     activities: dict[str, Any] = {}
     if not top_level:
         lesson = lesson_activity(tool, texts)
@@ -445,9 +419,8 @@ def context(tool: Tool, learner: Learner, texts: _Texts, top_level: bool) -> dic
 def statements_of(
     event: Event, learner: Learner, tool: Tool, translated: Lesson, language: str
 ) -> list[Statement]:
-    """The statements `event` of `learner` makes (none for a kind not in STATEMENT_KINDS), in
-    `language` (the learner's, one the lesson speaks) besides English; `translated` is the
-    lesson in it. The same arguments always give the same statements."""
+    """In `language` besides English (`translated`: the lesson in it); none for a kind not in
+    STATEMENT_KINDS. The same arguments always give the same statements."""
     texts = _Texts(tool.lesson, translated, language)
     who = actor(tool, learner)
     made = []
