@@ -43,8 +43,8 @@ from normdive.store.tables import (
 
 logger = logging.getLogger(__name__)
 
-# The 1EdTech Security Framework requires RS256; checked before any key is used, so `alg: none`
-# and HS256 signed with the public key never reach one.
+# The 1EdTech Security Framework requires RS256. Checked before any key is used, so `alg: none`
+# and HS256 signed with the public key are refused first.
 ID_TOKEN_ALGORITHM = "RS256"
 # Clock skew allowed for exp and iat.
 CLOCK_LEEWAY_S = 60

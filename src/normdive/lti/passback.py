@@ -255,7 +255,7 @@ def forget_grade_target(connection: Connection, launch: Launch, learner_id: str)
 
 
 def enqueue(connection: Connection, learner_id: str) -> None:
-    """As the trigger on events does."""
+    """Queue the learner in lti_score_outbox now, as the trigger on events does."""
     now = datetime.now(UTC)
     bumped = connection.execute(
         update(LtiScoreOutbox)

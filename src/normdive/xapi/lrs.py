@@ -13,7 +13,7 @@ from sqlalchemy import Engine, delete, insert, select, update
 from normdive.config import Settings, origin_of
 from normdive.store.tables import XAPI_LRS_NAME_LENGTH, XapiLrs
 
-# NORMDIVE_XAPI_ENDPOINT's, stored by `normdive serve` and `normdive xapi send` as they start.
+# The environment's (NORMDIVE_XAPI_*), stored by `normdive serve` and `xapi send` as they start.
 ENVIRONMENT_LRS = "environment"
 
 

@@ -542,7 +542,7 @@ def counts(
 def attention(
     engine: Engine, context_key: str | None = None, limit: int = 100, *, outside_lms: bool = False
 ) -> list[RowState]:
-    """Refused, then waiting (failing, voiding, no LRS), newest first; chosen as `counts`."""
+    """Refused, then waiting (failing, voiding, no LRS), newest first; chosen as in `counts`."""
     waiting = [
         StatementStatus.REFUSED,
         StatementStatus.FAILING,
