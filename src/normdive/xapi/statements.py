@@ -47,7 +47,7 @@ LINK_TYPE = ADL_ACTIVITIES + "link"
 LTI_CONTEXT_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/context"
 LTI_RESOURCE_LINK_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/resource_link"
 
-# hint_opened and prerequisite_done make none; migration 0012's trigger names the same kinds.
+# hint_opened and prerequisite_done make none; migration 0013's trigger names the same kinds.
 STATEMENT_KINDS = frozenset(
     {
         EventKind.PREDICTION_COMMITTED,
