@@ -6,7 +6,7 @@ so `normdive --help` stays fast, and only `record-runs` imports normdive.trainin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
@@ -576,31 +576,43 @@ def lti_resend(
     )
 
 
+# An outbox worker's one option.
+ONCE = Annotated[
+    bool,
+    typer.Option(
+        "--once", help="Send what is due now, then stop.", show_default="round after round"
+    ),
+]
+
+
+def _until_stopped(work: Callable[[], None]) -> None:
+    """An outbox worker's rounds, logged with their time, until Ctrl-C."""
+    import logging
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    try:
+        work()
+    except KeyboardInterrupt:
+        typer.echo("Stopped.")
+
+
 @lti_app.command(
     "passback",
     help="Send the scores in the outbox to the platforms, round after round (run it beside "
     "`normdive serve`, with the same settings; several may run). Failures wait and try again.",
 )
 def lti_passback(
-    once: Annotated[
-        bool,
-        typer.Option(
-            "--once", help="Send what is due now, then stop.", show_default="round after round"
-        ),
-    ] = False,
+    once: ONCE = False,
 ) -> None:
-    import logging
 
     from normdive.lesson.content import load_lesson
     from normdive.lti.passback import Sender, run
 
     settings = _settings()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     with opened_store(settings.database_url) as engine:
-        try:
-            run(Sender(engine, load_lesson(), settings.recording_path), once=once)
-        except KeyboardInterrupt:
-            typer.echo("Stopped.")
+        _until_stopped(
+            lambda: run(Sender(engine, load_lesson(), settings.recording_path), once=once)
+        )
 
 
 @lti_app.command(
@@ -729,17 +741,12 @@ def xapi_remove(name: Annotated[str, LRS_NAME_OPTION]) -> None:
     "Needs NORMDIVE_PUBLIC_ORIGIN, the origin the statements' IRIs are under.",
 )
 def xapi_send(
-    once: Annotated[
-        bool,
-        typer.Option(
-            "--once", help="Send what is due now, then stop.", show_default="round after round"
-        ),
-    ] = False,
+    once: ONCE = False,
 ) -> None:
-    import logging
 
     from normdive.lesson.content import load_lesson
-    from normdive.xapi.outbox import NoPublicOrigin, Sender, deployment_tool, run
+    from normdive.lti.passback import run
+    from normdive.xapi.outbox import NoPublicOrigin, Sender, deployment_tool
 
     settings = _settings()
     try:
@@ -747,12 +754,8 @@ def xapi_send(
     except NoPublicOrigin as problem:
         raise _fail(str(problem), EXIT_SETTINGS_INVALID) from None
     _store_environment_lrs(settings)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     with opened_store(settings.database_url) as engine, Sender(engine, tool) as sender:
-        try:
-            run(sender, once=once)
-        except KeyboardInterrupt:
-            typer.echo("Stopped.")
+        _until_stopped(lambda: run(sender, once=once))
 
 
 @xapi_app.command(

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import httpx
-from sqlalchemy import Connection, Engine, delete, func, insert, select, update
+from sqlalchemy import ColumnElement, Connection, Engine, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from normdive.config import origin_of
@@ -498,6 +498,9 @@ class _Round:
 
 
 class Sender:
+    round_size = ROUND_SIZE
+    poll_s = POLL_INTERVAL_S
+    what = "score passback"
     """Sends the due grade targets; keeps access tokens between rounds. `clock`: tests move it."""
 
     def __init__(
@@ -595,10 +598,7 @@ class Sender:
         """A write to the learner's score since the claim (score_version moved) leaves the
         target due now, whatever this try sent."""
         now = self.clock()
-        mine = (
-            LtiGradeTarget.learner_id == target.learner_id,
-            LtiGradeTarget.target_key == target.target_key,
-        )
+        mine = _the_target(target)
         values: dict[str, Any] = {"status": outcome.status, "updated_at": now}
         if outcome.answer_status is not None or outcome.answer is not None or outcome.reason:
             values.update(
@@ -644,12 +644,7 @@ class Sender:
         which a platform refusing a repeated timestamp takes."""
         with self.engine.begin() as connection:
             connection.execute(
-                update(LtiGradeTarget)
-                .where(
-                    LtiGradeTarget.learner_id == target.learner_id,
-                    LtiGradeTarget.target_key == target.target_key,
-                )
-                .values(sent_timestamp=timestamp)
+                update(LtiGradeTarget).where(*_the_target(target)).values(sent_timestamp=timestamp)
             )
 
     def _score(self, learner_id: str, work: _Round) -> Score:
@@ -888,10 +883,7 @@ class Sender:
         with self.engine.begin() as connection:
             connection.execute(
                 update(LtiGradeTarget)
-                .where(
-                    LtiGradeTarget.learner_id == target.learner_id,
-                    LtiGradeTarget.target_key == target.target_key,
-                )
+                .where(*_the_target(target))
                 .values(lineitem_url=lineitem, lineitem_source=source, sent_score=None)
             )
         why = foreign_reason(lineitem, registration)
@@ -1075,28 +1067,42 @@ def scores_url(lineitem_url: str) -> str:
     )
 
 
-def outbox_size(engine: Engine) -> int:
-    """Grade targets due now or later."""
-    with engine.connect() as connection:
-        return int(
-            connection.execute(
-                select(func.count())
-                .select_from(LtiGradeTarget)
-                .where(LtiGradeTarget.due_at.is_not(None))
-            ).scalar_one()
-        )
+def _the_target(target: Any) -> tuple[ColumnElement[bool], ColumnElement[bool]]:
+    """The where-clause of one grade target's row."""
+    return (
+        LtiGradeTarget.learner_id == target.learner_id,
+        LtiGradeTarget.target_key == target.target_key,
+    )
 
 
-def run(sender: Sender, *, once: bool = False, poll_s: float = POLL_INTERVAL_S) -> None:
-    """Send due scores round after round (until stopped), or one round with `once`."""
+class Round(Protocol):
+    sent: int
+    failed: int
+    tried: int
+
+
+class Worker(Protocol):
+    """An outbox's sender, as `run` drives it: this module's, or xAPI's."""
+
+    # Rows a round takes at most, how long to wait after a round that was not full, and how
+    # the log names the outbox.
+    round_size: int
+    poll_s: float
+    what: str
+
+    def send_due(self) -> Round: ...
+
+
+def run(sender: Worker, *, once: bool = False) -> None:
+    """Rounds until stopped, or one with `once`."""
     while True:
         report = sender.send_due()
         if report.sent or report.failed:
-            logger.info("score passback: %d sent, %d not", report.sent, report.failed)
+            logger.info("%s: %d sent, %d not", sender.what, report.sent, report.failed)
         if once:
             return
-        if report.tried < ROUND_SIZE:
-            time.sleep(poll_s)
+        if report.tried < sender.round_size:
+            time.sleep(sender.poll_s)
 
 
 @dataclass(frozen=True)

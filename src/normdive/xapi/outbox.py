@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import logging
 import secrets
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from importlib import metadata
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
-from sqlalchemy import Engine, and_, func, insert, select, update
+from sqlalchemy import Engine, Select, and_, func, insert, select, update
 
 from normdive.config import Settings
 from normdive.i18n.locales import DEFAULT_LOCALE, supported
@@ -179,6 +178,9 @@ def _retry_after(response: httpx.Response) -> float | None:
 
 
 class Sender:
+    round_size = ROUND_SIZE
+    poll_s = POLL_INTERVAL_S
+    what = "xAPI events"
     """Sends the due rows of the outbox. `clock`: tests move it instead of waiting."""
 
     def __init__(
@@ -464,28 +466,6 @@ def _learners(
     return found
 
 
-def outbox_size(engine: Engine) -> int:
-    """Rows with something to send (due now or later)."""
-    with engine.connect() as connection:
-        return int(
-            connection.execute(
-                select(func.count()).select_from(XapiOutbox).where(XapiOutbox.due_at.is_not(None))
-            ).scalar_one()
-        )
-
-
-def run(sender: Sender, *, once: bool = False, poll_s: float = POLL_INTERVAL_S) -> None:
-    """Send due rows round after round (until stopped), or one round with `once`."""
-    while True:
-        report = sender.send_due()
-        if report.sent or report.failed:
-            logger.info("xAPI: %d event(s) delivered, %d not", report.sent, report.failed)
-        if once:
-            return
-        if report.tried < ROUND_SIZE:
-            time.sleep(poll_s)
-
-
 @dataclass(frozen=True)
 class RowState:
     """One outbox row as `normdive xapi status` lists it."""
@@ -516,6 +496,21 @@ class RowState:
 
 # The rows of the learners no LMS launched.
 _OUTSIDE_LMS = XapiOutbox.learner_id.not_in(select(LtiLearner.learner_id))
+_Rows = TypeVar("_Rows", bound=Select[*tuple[Any, ...]])
+
+
+def _chosen(query: _Rows, context_key: str | None, outside_lms: bool) -> _Rows:
+    """`query` kept to one course's rows (by the link when the event was stored), or with
+    `outside_lms` to the learners no LMS launched; every row otherwise."""
+    if outside_lms:
+        return query.where(_OUTSIDE_LMS)
+    if context_key is None:
+        return query
+    linked = and_(
+        LtiLearnerLink.learner_id == XapiOutbox.learner_id,
+        LtiLearnerLink.link_key == XapiOutbox.link_key,
+    )
+    return query.join(LtiLearnerLink, linked).where(LtiLearnerLink.context_key == context_key)
 
 
 def counts(
@@ -523,19 +518,10 @@ def counts(
 ) -> dict[StatementStatus, int]:
     """Rows by status: all, one course's (by the link when the event was stored), or with
     `outside_lms` those of learners no LMS launched."""
-    query = select(XapiOutbox.status, func.count()).group_by(XapiOutbox.status)
-    if outside_lms:
-        query = query.where(_OUTSIDE_LMS)
-    elif context_key is not None:
-        query = query.join(
-            LtiLearnerLink,
-            and_(
-                LtiLearnerLink.learner_id == XapiOutbox.learner_id,
-                LtiLearnerLink.link_key == XapiOutbox.link_key,
-            ),
-        ).where(LtiLearnerLink.context_key == context_key)
+    by_status = select(XapiOutbox.status, func.count()).group_by(XapiOutbox.status)
+    query = _chosen(by_status, context_key, outside_lms)
     with engine.connect() as connection:
-        found = {StatementStatus(status): int(n) for status, n in connection.execute(query).all()}
+        found = {StatementStatus(row[0]): int(row[1]) for row in connection.execute(query).all()}
     return {status: found.get(status, 0) for status in StatementStatus}
 
 
@@ -554,16 +540,7 @@ def attention(
         .join(EventRecord, EventRecord.id == XapiOutbox.event_id)
         .where(XapiOutbox.status.in_([status.value for status in waiting]))
     )
-    if outside_lms:
-        query = query.where(_OUTSIDE_LMS)
-    elif context_key is not None:
-        query = query.join(
-            LtiLearnerLink,
-            and_(
-                LtiLearnerLink.learner_id == XapiOutbox.learner_id,
-                LtiLearnerLink.link_key == XapiOutbox.link_key,
-            ),
-        ).where(LtiLearnerLink.context_key == context_key)
+    query = _chosen(query, context_key, outside_lms)
     names = {lrs.id: lrs.name for lrs in stores.stored(engine)}
     with engine.connect() as connection:
         rows = connection.execute(query.order_by(XapiOutbox.event_id.desc()).limit(limit)).all()

@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 from normdive.config import ActorIdentity
 from normdive.lesson.content import Lesson
+from normdive.lti.launch import CONTEXT_CLAIM, RESOURCE_LINK_CLAIM
 from normdive.lti.passback import parts_total
 from normdive.numeric.targets import exact_value
 from normdive.progress.events import Event, EventKind
@@ -43,10 +44,6 @@ QUESTION_TYPE = ADL_ACTIVITIES + "cmi.interaction"
 SIMULATION_TYPE = ADL_ACTIVITIES + "simulation"
 COURSE_TYPE = ADL_ACTIVITIES + "course"
 LINK_TYPE = ADL_ACTIVITIES + "link"
-# Carried by the course's and link's activities, so the LMS can join them (LTI 1.3, 5.4.1, 5.3.5).
-LTI_CONTEXT_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/context"
-LTI_RESOURCE_LINK_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/resource_link"
-
 # hint_opened and prerequisite_done make none; migration 0013's trigger names the same kinds.
 STATEMENT_KINDS = frozenset(
     {
@@ -386,13 +383,14 @@ def _lti_activities(tool: Tool, link: LtiLink) -> list[dict[str, Any]]:
         course: dict[str, Any] = {"type": COURSE_TYPE}
         if link.context_title:
             course["name"] = {UNDETERMINED_LANGUAGE: link.context_title}
-        course["extensions"] = {LTI_CONTEXT_CLAIM: {"iss": link.issuer, "id": link.context_id}}
+        # The LTI claims, so that the LMS can join the activities to its own (LTI 1.3, 5.4.1).
+        course["extensions"] = {CONTEXT_CLAIM: {"iss": link.issuer, "id": link.context_id}}
         found.append(_activity(f"{tool.origin}/xapi/lti/contexts/{link.context_key}", course))
     resource: dict[str, Any] = {"type": LINK_TYPE}
     if link.resource_link_title:
         resource["name"] = {UNDETERMINED_LANGUAGE: link.resource_link_title}
     resource["extensions"] = {
-        LTI_RESOURCE_LINK_CLAIM: {"iss": link.issuer, "id": link.resource_link_id}
+        RESOURCE_LINK_CLAIM: {"iss": link.issuer, "id": link.resource_link_id}
     }
     found.append(_activity(f"{tool.origin}/xapi/lti/resource-links/{link.link_key}", resource))
     return found
