@@ -103,8 +103,7 @@ def refusal(
     learner_id: str | None,
     settings: Settings,
 ) -> str | None:
-    """Why this state-changing request must be refused (403), or None when it may proceed.
-    `learner_id` is the one the request's cookie vouches for (None: no valid cookie)."""
+    """Why this state-changing request is refused (403), or None; `learner_id` is the cookie's."""
     origin = foreign_origin(request, settings.public_origin)
     if origin is not None:
         return FOREIGN_ORIGIN.format(origin=origin[:MAX_ECHOED_ORIGIN])

@@ -118,8 +118,7 @@ class BodyLimit:
 
         async def counting_receive() -> Message:
             nonlocal received, deadline, complete
-            # A disconnect has no deadline; once the response started, nobody could answer a
-            # 408 or 413, and the connection closes when it ends (closing_send).
+            # No deadline for a disconnect, nor once the response started (closing_send).
             if complete or responded:
                 return await receive()
             if deadline is None:

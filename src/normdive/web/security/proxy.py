@@ -13,8 +13,6 @@ PEER_TRUSTED = "normdive.peer_trusted"
 
 
 class TrustedProxy:
-    """uvicorn's ProxyHeadersMiddleware, noting first whether the peer was trusted."""
-
     def __init__(self, app: ASGIApp, forwarded_allow_ips: str) -> None:
         self.proxy_headers = ProxyHeadersMiddleware(cast(Any, app), forwarded_allow_ips)
 

@@ -63,7 +63,6 @@ def _window_full(
 
 
 def throttled(engine: Engine, learner_id: str, limit: int) -> Throttled | None:
-    """One indexed query: events by learner, newest first."""
     query = (
         select(EventRecord.created_at, func.now().label("now"))
         .where(EventRecord.learner_id == learner_id, EventRecord.kind.in_(COUNTED_KINDS))
