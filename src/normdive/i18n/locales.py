@@ -8,7 +8,6 @@ from collections.abc import Iterable
 from typing import Final
 
 DEFAULT_LOCALE: Final = "en"
-# Each locale the lesson speaks, with its name in its own language (what the switch shows).
 LOCALE_NAMES: Final = {"en": "English", "de": "Deutsch", "ar": "العربية"}
 LOCALES: Final = tuple(LOCALE_NAMES)
 RIGHT_TO_LEFT: Final = frozenset({"ar"})

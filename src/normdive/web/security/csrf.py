@@ -85,7 +85,6 @@ def _is_own(url: str, own: set[str], public_origin: str | None) -> bool:
 
 
 def foreign_origin(request: Request, public_origin: str | None) -> str | None:
-    """The other origin this request came from (Origin, else Referer); None for this site."""
     own = own_hosts(request, public_origin)
     origin = request.headers.get("origin")
     if origin is not None:

@@ -69,7 +69,6 @@ def set_lesson_cookie(
     framed: bool,
     path: str = "/",
 ) -> None:
-    """A lesson cookie: set_framed_cookie's when framed, else SameSite=Lax (0 deletes it)."""
     if framed:
         set_framed_cookie(response, name, value, max_age=max_age, path=path)
         return

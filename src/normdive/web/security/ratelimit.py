@@ -32,8 +32,6 @@ TOO_MANY = (
 
 @dataclass(frozen=True)
 class LimitReached:
-    """A client reached one of the limits here: refuse with 429 and Retry-After."""
-
     limit: int
     retry_after_s: int  # whole seconds until one more is accepted (at least 1)
 
