@@ -1,8 +1,6 @@
-"""The `normdive` command. Every command is declared here; each body imports the function
-that does its work from the layer that owns it, when the command runs. Importing this module
-reads only the defaults the help shows (normdive.config and the recording format's RunConfig),
-so `normdive --help` stays fast, and only `record-runs` imports normdive.training and torch.
-"""
+"""The `normdive` command, every command declared here. Each body imports its work when it runs,
+so importing this module reads only the defaults the help shows (`normdive --help` stays fast),
+and only `record-runs` imports normdive.training and torch."""
 
 from __future__ import annotations
 
@@ -110,8 +108,7 @@ def _fail(message: str, code: int = EXIT_FAILED) -> typer.Exit:
 
 
 def _database_url() -> str:
-    """DATABASE_URL (or its default), refused with a message when normdive cannot use it.
-    Read without the rest of the settings: these commands sign no cookie, so need no secret."""
+    """DATABASE_URL alone (these commands need no secret), refused when normdive cannot use it."""
     from pydantic import ValidationError
 
     from normdive.config import DatabaseSettings, settings_problems
@@ -123,8 +120,7 @@ def _database_url() -> str:
 
 
 def _settings(code: int = EXIT_FAILED) -> Settings:
-    """The whole settings from the environment (NORMDIVE_SECRET_KEY among them), refused with
-    their problems and exit `code` when normdive cannot use them."""
+    """The whole settings, refused with their problems and exit `code` when invalid."""
     from pydantic import ValidationError
 
     from normdive.config import settings_problems
@@ -235,9 +231,8 @@ def prerequisite_done(
 
 @contextmanager
 def opened_store(url: str) -> Iterator[Engine]:
-    """An engine on the database at `url` for one command's work, disposed when it ends. A
-    database error inside ends the command with one line saying where and why (the URL without
-    its password) and EXIT_FAILED, never a traceback."""
+    """An engine for one command's work; a database error inside ends the command with one line
+    saying where and why, never a traceback."""
     from sqlalchemy.exc import SQLAlchemyError
 
     from normdive.store.db import failure_reason, make_engine, shown_url

@@ -1,12 +1,5 @@
-"""Which locales the lesson speaks, and which one a request gets.
-
-The order (negotiate): the language of the page that asked, which its scripts send with every
-request they make (so that an answer is drawn in the page's language, whatever another tab
-chose since), a choice the learner made on the page (kept in a cookie), the locale an LTI
-launch named (launch_presentation.locale, kept in a cookie by the launch), the browser's
-Accept-Language (RFC 9110, section 12.5.4), then English. A tag is matched by its
-primary language subtag: "de-DE", "de-AT" and "de" are all German.
-"""
+"""Which locales the lesson speaks, and which one a request gets (README, "Languages"); a tag
+is matched by its primary subtag ("de-AT" is German)."""
 
 from __future__ import annotations
 
@@ -15,7 +8,6 @@ from collections.abc import Iterable
 from typing import Final
 
 DEFAULT_LOCALE: Final = "en"
-# Each locale the lesson speaks, with its name in its own language (what the switch shows).
 LOCALE_NAMES: Final = {"en": "English", "de": "Deutsch", "ar": "العربية"}
 LOCALES: Final = tuple(LOCALE_NAMES)
 RIGHT_TO_LEFT: Final = frozenset({"ar"})
@@ -28,7 +20,6 @@ _RANGE = re.compile(
 
 
 def supported(tag: str | None) -> str | None:
-    """The supported locale a language tag names ("de-DE" and "de_de" -> "de"), or None."""
     if not tag:
         return None
     primary = tag.strip().replace("_", "-").split("-", 1)[0].lower()
@@ -36,13 +27,12 @@ def supported(tag: str | None) -> str | None:
 
 
 def direction(locale: str) -> str:
-    """The text direction of `locale`, as <html dir> takes it: "rtl" or "ltr"."""
     return "rtl" if locale in RIGHT_TO_LEFT else "ltr"
 
 
 def accepted(header: str | None) -> tuple[str, ...]:
-    """The language tags of an Accept-Language header, most wanted first (equal weights in the
-    header's order); ranges with q=0, "*" and malformed ones left out."""
+    """Accept-Language's tags (RFC 9110, 12.5.4), most wanted first; q=0, "*" and malformed
+    ranges left out."""
     if not header:
         return ()
     weighted: list[tuple[float, int, str]] = []
@@ -74,8 +64,6 @@ def negotiate(
     accept_language: str | None,
     page: str | None = None,
 ) -> str:
-    """The locale of a request: the asking page's own, the learner's choice, the launch's
-    locale, the browser's first supported language, or English; each only when it names a
-    supported locale."""
+    """The first supported of the asking page's, the chosen, the launch's, the browser's."""
     tags = (page, chosen, launched, *accepted(accept_language))
     return first_supported(tags) or DEFAULT_LOCALE

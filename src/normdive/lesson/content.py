@@ -1,47 +1,7 @@
-"""The lesson as data (content/d9.toml), validated with pydantic.
-
-Authors edit the TOML; nothing in code repeats its prose. The loader fails loudly, naming the
-field, when the file is malformed (missing text, two right readings, an unknown slip, ...).
-
-`load_lesson(path=None) -> Lesson` reads the packaged content/d9.toml by default and raises
-`LessonError` (a ValueError) whose message names the file and the dotted path of each field
-that is wrong. Every model forbids unknown keys, so a typo in the TOML is an error, not a
-silently ignored line.
-
-The ablation's data, all here and none of it naming a winner:
-    Lesson.rows          the four rows in page order: key (a recording row key), label,
-                         description; Lesson.row(key)
-    Lesson.outcomes      the three outcomes a learner predicts per row (ids OUTCOME_IDS:
-                         learns, partial, chance): label (the choice), predicted / actual
-                         (how a sentence says it), band (a template stating the band);
-                         Lesson.outcome(id)
-    Lesson.bands         learns_min_accuracy and chance_max_multiple (exact decimals): the rule
-                         normdive.progress.ablation.row_band applies, plus the intro text
-    Lesson.components    how a sentence names the component each predict choice puts back;
-                         COMPONENT_ROWS pairs each predict choice with its single-component row
-    Lesson.init_names    the recording's `init` setting in words
-    Lesson.ablation      the player's texts; `statement`, `initialisation_named` and
-                         `play_locked` are templates
-    Lesson.hints         each rung has a `text`: rung 1 a question, rung 2 a template filled
-                         from the recording (`answer_tie` when the two rows tie exactly)
-    Lesson.compare       the compare section's sentence templates
-    Lesson.takeaway      `composed_line` / `composed_line_tie`: the pre-filled line once the
-                         recording has shown its answer
-    Lesson.aggregate     how all learners predicted: min_learners and texts
-    Lesson.sweep         the panel "Does it hold at other depths?" and the compare section's
-                         line about other depths: templates filled from the sweep file
-    Lesson.recording_problems
-                         what a learner reads when the recording cannot be used, one
-                         sentence per reason code of normdive.recording.reader (the author's
-                         message, which names server paths, goes to the log instead)
-Templates use str.format placeholders; each template's allowed (and required) placeholders
-are named below (*_FIELDS) and checked at load, so a typo in a placeholder is a load error,
-not a KeyError on the page. progress fills them in; nothing in a template names the answer.
-A template that counts something (typed Counted: hints.runs_text, compare.row_agrees,
-aggregate.committed, lab.agrees, ...) is one template or a table of the language's plural
-forms keyed by CLDR category (lesson/plurals.py), each form checked; progress fills it with
-plurals.counted, which picks the form for the count.
-"""
+"""The lesson as data (content/d9.toml, whose comments say what each text is for), validated
+with pydantic. load_lesson raises LessonError naming the file and each wrong field; unknown keys
+are errors. Templates use str.format placeholders, each template's checked at load (the
+*_FIELDS below); a counted one may be a table of plural forms (lesson/plurals.py)."""
 
 from __future__ import annotations
 
@@ -73,30 +33,20 @@ from normdive.recording.format import ROW_KEYS, RowKey
 
 # The deepest stack the lab offers: a browser trains it in about a minute (docs/lab.md).
 LAB_MAX_DEPTH = 8
-# The packaged lesson. Authors edit this file; the loader is the only reader.
 DEFAULT_LESSON_RESOURCE = "d9.toml"
-# The predict question's two answers; the compare section and the recording use these ids.
 PREDICT_CHOICE_IDS = ("layer_norm", "residual")
-# The five sections of the page, in the order the seed gives them.
 SECTION_IDS = ("question", "predict", "try", "compare", "check")
-# The three step results a learner types for each hand row.
 NUMBER_STEPS = ("mean", "variance", "denominator")
-# The reading question offers one right reading and three plausible wrong ones.
 READING_CHOICE_COUNT = 4
-# A saved takeaway is capped at 2,000 characters.
 TAKEAWAY_MAX_CHARS_LIMIT = 2000
-# The three outcomes a learner predicts for each ablation row, in the order they are offered.
 OUTCOME_IDS = ("learns", "partial", "chance")
 OutcomeId = Literal["learns", "partial", "chance"]
-# The opening question asks which single component, put back into the stack that has lost
-# both, recovers more: each predict choice's answer is read from the row that keeps only it.
+# Each predict choice's answer is read from the row that keeps only that component.
 COMPONENT_ROWS: dict[str, RowKey] = {"layer_norm": "layernorm_only", "residual": "residual_only"}
 
 # Placeholders each kind of template may use (progress fills exactly these in).
-# A band's text: the band edges as percentages, the chance level and the vocabulary behind it.
 BAND_FIELDS = ("learns_min", "chance_max", "chance_level", "chance_multiple", "vocab_size")
-# Which single component recovers more: `component` / `row` / `accuracy` / `loss` are the one
-# that recovers more (in a tie: the first of COMPONENT_ROWS), `other_*` the other one.
+# The component that recovers more (in a tie, the first of COMPONENT_ROWS), then the other.
 ANSWER_FIELDS = (
     "component",
     "row",
@@ -107,11 +57,8 @@ ANSWER_FIELDS = (
     "other_accuracy",
     "other_loss",
 )
-# What the recording says about its runs.
 RUN_FIELDS = ("depth", "copy_length", "seed", "steps", "init")
-# One row's prediction beside what it did.
 ROW_COMPARE_FIELDS = ("row", "predicted", "actual", "accuracy", "loss", "exact_match", "step")
-# The aggregate's numbers.
 SHARE_FIELDS = ("count", "total", "share")
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
@@ -120,7 +67,7 @@ Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_
 
 
 class LessonError(ValueError):
-    """The lesson file is missing, is not TOML, or does not validate. The message says where."""
+    """The lesson file is missing, is not TOML, or does not validate; the message says where."""
 
 
 class _Model(BaseModel):
@@ -177,38 +124,38 @@ class Choice(_Model):
 
 class ReadingChoice(Choice):
     correct: bool
-    feedback: Text  # shown after this choice is locked
+    feedback: Text
 
 
 class NumberField(_Model):
-    id: Identifier  # form field name and the key in a numbers_checked event
+    id: Identifier  # the form field's name and the key in a numbers_checked event
     row: int = Field(ge=0)  # index into Lesson.hand_rows
     step: Literal["mean", "variance", "denominator"]
-    label: Text  # accessible name, e.g. "Mean of [1, 2, 3]"
+    label: Text
 
 
 class Section(_Model):
     id: Identifier
-    number: Text  # "01"
+    number: Text
     title: Text
     paragraphs: list[Text]
 
 
 class Prerequisite(_Model):
-    id: Text  # "8.5"
-    title: Text  # "The transformer block"
-    locked_text: Text  # what the page says while 8.5 is not done
-    dev_note: Text  # the discreet line when a development setting treats 8.5 as done
+    id: Text
+    title: Text
+    locked_text: Text
+    dev_note: Text
 
 
 class Predict(_Model):
-    heading: Text  # "Before anything runs"
+    heading: Text
     question: Text
     choices: list[Choice]
-    prompt: Text  # shown while nothing is chosen
-    locked_note: Text  # why "Try it" is locked until the prediction is committed
+    prompt: Text
+    locked_note: Text
     commit_label: Text
-    committed_text: Text  # introduces the committed choice, which never changes
+    committed_text: Text
 
     @field_validator("choices")
     @classmethod
@@ -226,20 +173,20 @@ class HandWork(_Model):
 
     heading: Text
     intro: Text
-    panel_title: Text  # "Layer norm, one row at a time"
-    computed_here: Text  # badge: these numbers are computed on this device (the page script)
-    computed_by_server: Text  # the same badge when the page runs without its script
+    panel_title: Text
+    computed_here: Text
+    computed_by_server: Text
     switch_label: Text
-    mean_step: Text  # each step's words; the page appends the number
+    mean_step: Text
     variance_step: Text
     denominator_step: Text
     out_label: Text
     edge_heading: Text
-    edge_text: Text  # {row}: what the edge row does in both switch states
-    edge_now_on: Text  # "the switch is on now" sentence start
+    edge_text: Text
+    edge_now_on: Text
     edge_now_off: Text
-    summary_caption: Text  # caption under the plain-text summary; {where}: a badge's words
-    table_summary: Text  # the <summary> of the steps table
+    summary_caption: Text
+    table_summary: Text
 
     @model_validator(mode="after")
     def _templates(self) -> HandWork:
@@ -250,12 +197,10 @@ class HandWork(_Model):
 
 class Numbers(_Model):
     heading: Text
-    intro: Text  # says the tolerance and that all six must land
+    intro: Text
     check_label: Text
     landed_text: Text
-    all_landed_text: Text  # announced with the check that lands the last number
-    # Opens the note on an entry that could not be read as a number: not a wrong answer, and
-    # no attempt used (said in words, not only in another colour).
+    all_landed_text: Text
     not_checked_text: Text
 
 
@@ -265,7 +210,7 @@ class Reading(_Model):
     choices: list[ReadingChoice]
     prompt: Text
     lock_label: Text
-    wrong_opening: Text  # opens a wrong choice's feedback: wrong in words, not colour alone
+    wrong_opening: Text
 
     @field_validator("choices")
     @classmethod
@@ -285,39 +230,38 @@ class Ablation(_Model):
     heading: Text
     intro: Text
     honesty: Text
-    initialisation_note: Text  # the middle row depends on the initialisation setting
+    initialisation_note: Text
     panel_title: Text
-    player_placeholder: Text  # the player while no row is in it
-    compare_placeholder: Text  # what "Compare" says before the rows have been played
-    # The player. Templates are checked in the validator below.
-    statement: Text  # RUN_FIELDS: these runs, at this depth and seed, nothing more general
-    initialisation_named: Text  # {init}: the initialisation the recording names
-    unavailable: Text  # prefix; followed by RecordingFacts.problem
-    predict_prompt: Text  # why each row is predicted before anything plays
-    predict_label: Text  # the button committing one row's prediction
-    prediction_prompt: Text  # the refusal of a row's prediction committed with no outcome
-    committed_text: Text  # introduces a row's committed prediction, which never changes
+    player_placeholder: Text
+    compare_placeholder: Text
+    statement: Text
+    initialisation_named: Text
+    unavailable: Text
+    predict_prompt: Text
+    predict_label: Text
+    prediction_prompt: Text
+    committed_text: Text
     play_label: Text
     replay_label: Text
-    playing_text: Text  # {row}: what a play announces, the row now in the player
-    play_locked: Text  # {missing}, {total}: why the play buttons are disabled (also the 409)
+    playing_text: Text
+    play_locked: Text
     final_heading: Text
     accuracy_label: Text
     loss_label: Text
     exact_match_label: Text
     full_accuracy_label: Text
-    full_accuracy_value: Text  # {step}: the first step with every held-out token right
-    never_full: Text  # the row never had every held-out token right
-    gradients_heading: Text  # per-block gradient norms, shown once all four rows have played
+    full_accuracy_value: Text
+    never_full: Text
+    gradients_heading: Text
     gradients_intro: Text
-    gradients_first_label: Text  # the first moment's heading, before "update N"
-    gradients_later_label: Text  # the later moment's
-    gradients_scale_note: Text  # {low}, {high}: the ends of the plots' shared log scale
-    gradients_chart_label: Text  # {step}, {low}, {high}: one moment's plot, as its name
-    gradients_placeholder: Text  # {missing}, {total}: where the plots appear, what opens them
-    together_heading: Text  # every played row's curve on one chart
-    together_label: Text  # {rows}: that chart's name, each row a together_row
-    together_row: Text  # {row}, {accuracy}: one row and where it ended
+    gradients_first_label: Text
+    gradients_later_label: Text
+    gradients_scale_note: Text
+    gradients_chart_label: Text
+    gradients_placeholder: Text
+    together_heading: Text
+    together_label: Text
+    together_row: Text
 
     @model_validator(mode="after")
     def _templates(self) -> Ablation:
@@ -350,27 +294,25 @@ class Ablation(_Model):
 
 
 class HintRung(_Model):
-    label: Text  # "A question", "The answer"
+    label: Text
     threshold: int = Field(ge=1)  # evaluated runs needed before this rung opens
-    # Rung 1: a question pointing at the evidence, no placeholders. Rung 2: an ANSWER_FIELDS
-    # template filled from the recording.
     text: Text
 
 
 class Hints(_Model):
     heading: Text
     intro: Text
-    runs_text: Counted  # {runs}: the learner's evaluated-run count, counted by it
-    runs_meaning: Text  # what adds a run, shown beside the count
+    runs_text: Counted
+    runs_meaning: Text
     rungs: list[HintRung]
-    answer_tie: Text  # rung 2 when the two single-component rows tie exactly (ANSWER_FIELDS)
-    answer_unavailable: Text  # rung 2's prefix when the recording has a problem
-    open_label: Text  # the button that opens a rung
-    rung_waiting: Counted  # {threshold}, {more}: a rung not open yet, counted by threshold
-    rung_ready: Text  # a rung that can be opened
-    rung_after_earlier: Text  # {earlier}: a rung with its runs, behind a shut earlier rung
-    answer_needs_predictions: Counted  # {rows}: the answer, its runs there, rows unpredicted
-    answer_also_needs_predictions: Counted  # {rows}: the same, after rung_waiting
+    answer_tie: Text
+    answer_unavailable: Text
+    open_label: Text
+    rung_waiting: Counted
+    rung_ready: Text
+    rung_after_earlier: Text
+    answer_needs_predictions: Counted
+    answer_also_needs_predictions: Counted
 
     @field_validator("rungs")
     @classmethod
@@ -405,8 +347,7 @@ class Hints(_Model):
         return self
 
     def runs_sentence(self, runs: int) -> str:
-        """ "You have run it 1 time." / "... 4 times.": the count in the current locale's
-        plural form."""
+        """ "You have run it 1 time." / "... 4 times.", in the current locale's plural form."""
         return plurals.counted(self.runs_text, runs, runs=runs)
 
 
@@ -417,9 +358,8 @@ class Gate(_Model):
     requirement: Text
     not_met: Text
     met: Text
-    target_note: Text  # the target is the recording's best row, not a value written here
-    cannot_close_prefix: Text  # followed by RecordingFacts.problem
-    # Once closed: which recording the gate closed on (GateState.closed_on), for good.
+    target_note: Text
+    cannot_close_prefix: Text
     closed_on: Text
 
     @model_validator(mode="after")
@@ -432,23 +372,17 @@ class Takeaway(_Model):
     heading: Text
     label: Text
     help: Text
-    default_line: Text  # the pre-filled line until the recording has shown its answer
+    default_line: Text
     save_label: Text
-    not_saved_text: Text  # under the box until a save
-    saved_text: Text  # under the box once a takeaway is saved (and announced)
-    cleared_text: Text  # the same once the box was saved empty
+    not_saved_text: Text
+    saved_text: Text
+    cleared_text: Text
     max_chars: int = Field(ge=1, le=TAKEAWAY_MAX_CHARS_LIMIT)
-    # {length}, {max}: the one message for a takeaway over max_chars, filled by the server's
-    # refusal and by page.js as the learner types.
+    # Filled by the server's refusal and by page.js as the learner types.
     too_long: Text
-    # {saved}: the refusal of a save drawn from an older takeaway than the one saved since (in
-    # another tab or on another device); stale_cleared for a newer takeaway saved empty.
     stale: Text
     stale_cleared: Text
-    # Under the box while a refusal's newer takeaway is shown above it: no autosave then.
     merging_text: Text
-    # The pre-filled line once the learner has played both single-component rows: composed
-    # from what the recording showed (ANSWER_FIELDS and RUN_FIELDS).
     composed_line: Text
     composed_line_tie: Text
 
@@ -476,10 +410,10 @@ class Outcome(_Model):
     """One of the three outcomes a learner predicts for a row."""
 
     id: OutcomeId
-    label: Text  # the choice as offered: "Learns the copy"
-    predicted: Text  # in a sentence about a prediction: "it would learn the copy"
-    actual: Text  # in a sentence about what a row did: "it learned the copy"
-    band: Text  # BAND_FIELDS template stating the band this outcome covers
+    label: Text
+    predicted: Text
+    actual: Text
+    band: Text
 
     @model_validator(mode="after")
     def _band_template(self) -> Outcome:
@@ -488,11 +422,8 @@ class Outcome(_Model):
 
 
 class Bands(_Model):
-    """Where a recorded row's final held-out per-token accuracy places it among the outcomes.
-
-    learns: accuracy >= learns_min_accuracy; chance: accuracy <= chance_max_multiple x the
-    chance level 1 / vocab_size that the recording's vocabulary implies; partial: in between.
-    (normdive.progress.ablation.row_band applies the rule.)"""
+    """The outcome bands of a row's final held-out accuracy (progress.ablation.row_band): learns
+    from learns_min_accuracy, chance up to chance_max_multiple / vocab_size, partial between."""
 
     intro: Text
     learns_min_accuracy: ExactDecimal = Field(gt=0, le=1)
@@ -503,27 +434,27 @@ class RowText(_Model):
     """One ablation row as the page names it. The key is the recording's."""
 
     key: RowKey
-    label: Text  # "Both", "Residuals only", ...
-    description: Text  # one line: what this row keeps and what it takes out
+    label: Text
+    description: Text
 
 
 class Compare(_Model):
     """The compare section's sentences. Each is a template; progress picks one and fills it."""
 
-    opening_waiting: Text  # {predicted}, {row}, {other_row}: before both rows have played
-    opening_waiting_one: Text  # {predicted}, {row}: the one of the two still to play
-    opening_agrees: Text  # {predicted} + ANSWER_FIELDS
+    opening_waiting: Text
+    opening_waiting_one: Text
+    opening_agrees: Text
     opening_differs: Text
     opening_tie: Text
-    opening_unavailable: Text  # {predicted}, {problem}
-    row_unpredicted: Text  # {row}
-    row_waiting: Text  # {row}, {predicted}: predicted, not played yet
-    row_agrees: Counted  # ROW_COMPARE_FIELDS, counted by step
+    opening_unavailable: Text
+    row_unpredicted: Text
+    row_waiting: Text
+    row_agrees: Counted
     row_differs: Counted
     reading_none: Text
     reading_wrong: Text
     reading_right_first: Text
-    reading_right_after: Counted  # {locks}: how many locks it took (2 or more), counted by it
+    reading_right_after: Counted
 
     @model_validator(mode="after")
     def _templates(self) -> Compare:
@@ -549,12 +480,12 @@ class Aggregate(_Model):
 
     heading: Text
     intro: Text
-    opening_label: Text  # names the opening question in the aggregate
+    opening_label: Text
     min_learners: int = Field(ge=1)
-    hidden: Counted  # {minimum}: why a question's totals are not shown yet, counted by it
-    hidden_again: Text  # the same, for each later question hidden for that reason
-    share: Text  # SHARE_FIELDS: one choice's count and share
-    committed: Counted  # {count}: learners who committed an opening prediction, counted
+    hidden: Counted
+    hidden_again: Text
+    share: Text
+    committed: Counted
 
     @model_validator(mode="after")
     def _templates(self) -> Aggregate:
@@ -582,9 +513,6 @@ class RecordingProblems(_Model):
 
 
 class LabOffered(_Model):
-    """The configurations the lab offers: each a depth, a row (layer norm and residual
-    connections on or off), an eps (with layer norm on), an initialisation and a seed."""
-
     depths: list[Annotated[int, Field(ge=1, le=LAB_MAX_DEPTH)]] = Field(min_length=1)
     eps: list[ExactDecimal] = Field(min_length=1)
     inits: list[Identifier] = Field(min_length=1)
@@ -602,12 +530,11 @@ class LabOffered(_Model):
 
 
 class LabText(_Model):
-    """The panel "Train one yourself" (shown once the gate has closed) and what it offers.
-    normdive.progress.lab fills the templates from the learner's runs and the lab grid."""
+    """The panel "Train one yourself" and what it offers (filled by normdive.progress.lab)."""
 
     heading: Text
     intro: Text
-    config_line: Text  # {config}
+    config_line: Text
     open_label: Text
     loading: Text
     needs_js: Text
@@ -625,37 +552,34 @@ class LabText(_Model):
     predict_legend: Text
     commit_label: Text
     commit_note: Text
-    # Whole sentences per case, never a clause slotted into another sentence's frame: by the
-    # outcome predicted, what a committed run says ({config}); by the outcome predicted and
-    # then the one the run reached, what its result says.
+    # Whole sentences per outcome (verdicts: predicted, then reached), never a slotted clause.
     committed: dict[OutcomeId, Text]
     verdicts: dict[OutcomeId, dict[OutcomeId, Text]]
-    open_run: Text  # {config}
+    open_run: Text
     train_label: Text
     stop_label: Text
     resume_label: Text
     progress_label: Text
-    progress_text: Text  # {step}, {steps}, {rate}, {left}
+    progress_text: Text
     hidden_text: Text
-    stopped_text: Text  # {step}
-    milestone: Text  # {percent}
+    stopped_text: Text
+    milestone: Text
     chart_label: Text
     chart_legend: Text
     result_heading: Text
-    result_figures: Text  # {step}, {accuracy}, {loss}
-    agrees: Counted  # {points}, {live}, {recorded}; counted by points
-    # Counted by points; {points}, {direction}, {step}, {live}, {recorded}, {tolerance}, {end_*}
+    result_figures: Text
+    agrees: Counted
     differs: Counted
     above: Text
     below: Text
     agreement_points: ExactDecimal = Field(gt=0)
     no_cell: Text
-    trimmed: Text  # {count} of the {offered} runs the lab offers are not recorded
+    trimmed: Text
     runs_heading: Text
-    run_untrained: Text  # {config}, {predicted}
-    run_done: Text  # {config}, {predicted}, {actual}, {accuracy}
-    too_many: Counted  # {count}, counted by it
-    grid_caption: Text  # {init}, {seeds}
+    run_untrained: Text
+    run_done: Text
+    too_many: Counted
+    grid_caption: Text
     grid_none: Text
     instructor_heading: Text
     offered: LabOffered
@@ -700,8 +624,7 @@ class LabText(_Model):
 
 
 class RerunConfig(_Model):
-    """The setting the re-run trains the four rows at (the lab grid's base supplies the rest):
-    one of the lab's offered points for each row."""
+    """Where the re-run trains the four rows (the lab grid's base supplies the rest)."""
 
     depth: Annotated[int, Field(ge=1, le=LAB_MAX_DEPTH)]
     eps: ExactDecimal
@@ -710,9 +633,7 @@ class RerunConfig(_Model):
 
 
 class RerunText(_Model):
-    """The panel "Re-run the ablation on this device" (shown once the gate has closed) and
-    the setting it trains at. normdive.progress.rerun fills the templates from the learner's
-    re-runs, the recording and the lab grid."""
+    """The panel "Re-run the ablation on this device" (filled by normdive.progress.rerun)."""
 
     heading: Text
     intro: Text
@@ -722,22 +643,22 @@ class RerunText(_Model):
     page_label: Text
     locked: Text
     not_played: Text
-    smaller: Text  # {here}, {recorded}
-    stack: Text  # {depth}, {d_model}, {copy_length}, {steps}, {batch_size}
+    smaller: Text
+    stack: Text
     start_label: Text
     continue_label: Text
     again_label: Text
     stop_label: Text
     resume_label: Text
     progress_label: Text
-    progress_text: Text  # {row}, {rows}, {name}, {step}, {steps}, {left}
+    progress_text: Text
     hidden_text: Text
-    stopped_text: Text  # {step}, {name}
-    row_started: Text  # {row}, {rows}, {name}
-    row_finished: Text  # {name}, {accuracy}
-    restarted: Text  # {name}, {step}
-    elsewhere: Text  # {name}, {step}: another tab is training the re-run
-    kept_rows: Text  # {done}, {rows}
+    stopped_text: Text
+    row_started: Text
+    row_finished: Text
+    restarted: Text
+    elsewhere: Text
+    kept_rows: Text
     chart_label: Text
     chart_legend: Text
     table_caption: Text
@@ -748,19 +669,19 @@ class RerunText(_Model):
     column_device: Text
     not_yet: Text
     no_prediction: Text
-    outcome_cell: Text  # {band}, {accuracy}
-    same_order: Text  # {relations}
+    outcome_cell: Text
+    same_order: Text
     all_same: Text
-    differs: Text  # {pairs}
-    differs_pair: Text  # {device}, {recorded}
+    differs: Text
+    differs_pair: Text
     # Between the clauses of same_order's {relations} and differs' {pairs}; spaces kept.
     clause_separator: Annotated[str, StringConstraints(min_length=1)]
-    above: Text  # {high}, {low}
-    level: Text  # {one}, {other}
+    above: Text
+    level: Text
     level_points: ExactDecimal = Field(ge=0)
     history_heading: Text
-    history_line: Text  # {number}, {finals}, {ranking}
-    pairs_differ: Counted  # {count}, counted by it
+    history_line: Text
+    pairs_differ: Counted
     instructor_heading: Text
     config: RerunConfig
 
@@ -790,43 +711,41 @@ class RerunText(_Model):
 
 
 class SweepText(_Model):
-    """The panel "Does it hold at other depths?", shown once the gate has closed, and the
-    compare section's line about other depths. Every sentence is a template that
-    normdive.progress.sweep fills from the sweep file; none names a result."""
+    """The panel "Does it hold at other depths?" and the compare section's line about them
+    (filled by normdive.progress.sweep); none names a result."""
 
     heading: Text
-    # {depth}, {init}, {seeds}: what the learner played, from the recording; before intro
     intro_played: Text
     intro: Text
-    open_label: Text  # the panel's summary, which opens it
-    page_label: Text  # the link inside, to the figures as a page (the page without JavaScript)
+    open_label: Text
+    page_label: Text
     loading: Text
-    missing: Text  # no sweep file on this server
-    unusable: Text  # a sweep file that cannot be read
-    locked: Text  # the panel's figures asked for before the gate has closed
-    grid_caption: Text  # {init}: one initialisation's table
-    how_to_read: Text  # what a cell shows
-    cell_spread: Text  # {low}, {high}: a cell's lowest and highest seed
-    cell_one_seed: Text  # in place of the spread, for a cell trained at one seed only
-    cell_same: Text  # in place of the spread, when every seed ended at the same figure
-    cell_label: Text  # {row}, {depth}, {init}: ends the accessible name of a cell's link
-    depth_seeds: Text  # {seeds}: the seeds trained at a depth, "seed 0" or "seeds 0, 1 and 2"
-    back_label: Text  # the standalone page's link back to the lesson
-    here_label: Text  # marks the depth and initialisation the learner played
-    player_heading: Text  # {row}, {depth}, {init}, {seed}
-    player_note: Text  # {steps}, {others}: the other seeds, each an other_seed
-    other_seed: Text  # {accuracy}, {seed}: one other seed's final held-out accuracy
-    player_note_alone: Text  # {steps}: the note when no other seed was trained at that depth
-    recovers_more: Text  # {init}, {component}, {depths}
-    neither_more: Text  # {init}, {depths}
-    seeds_disagree: Text  # {init}, {depths}
-    changes: Text  # {init}, {before}, {after}: between two depths recorded next to each other
-    same_everywhere: Text  # {init}
-    init_changes: Text  # {depths}
+    missing: Text
+    unusable: Text
+    locked: Text
+    grid_caption: Text
+    how_to_read: Text
+    cell_spread: Text
+    cell_one_seed: Text
+    cell_same: Text
+    cell_label: Text
+    depth_seeds: Text
+    back_label: Text
+    here_label: Text
+    player_heading: Text
+    player_note: Text
+    other_seed: Text
+    player_note_alone: Text
+    recovers_more: Text
+    neither_more: Text
+    seeds_disagree: Text
+    changes: Text
+    same_everywhere: Text
+    init_changes: Text
     init_same: Text
-    trimmed: Text  # {depth}, {seeds}: "seed 0" or "seeds 0 and 1"
-    compare_line: Text  # {predicted}, {init}, {depths}
-    init_labels: dict[str, Text]  # by init setting, short: "GPT-2 initialisation"
+    trimmed: Text
+    compare_line: Text
+    init_labels: dict[str, Text]
 
     @model_validator(mode="after")
     def _templates(self) -> SweepText:
@@ -861,7 +780,7 @@ class OwnRow(_Model):
     label: Text
     placeholder: Text
     help: Text
-    variance_hidden: Text  # under the steps when the variance is above 0 but shows as 0.000000
+    variance_hidden: Text
 
 
 class Lesson(_Model):
@@ -893,8 +812,8 @@ class Lesson(_Model):
     rows: list[RowText]
     outcomes: list[Outcome]
     bands: Bands
-    components: dict[str, Text]  # by predict choice id: "layer norm", "the residual connections"
-    init_names: dict[str, Text]  # by the recording's init setting; unknown ones show as named
+    components: dict[str, Text]
+    init_names: dict[str, Text]
     compare: Compare
     aggregate: Aggregate
     recording_problems: RecordingProblems
@@ -993,8 +912,7 @@ class Lesson(_Model):
 
     @model_validator(mode="after")
     def _rerun_is_offered(self) -> Lesson:
-        """The re-run trains at one of the lab's offered points, so the grid can hold its
-        cells and the lab's checks hold for it."""
+        """At one of the lab's offered points, so the grid can hold its cells."""
         offered, config = self.lab.offered, self.rerun.config
         for name, value, among in (
             ("depth", config.depth, offered.depths),
@@ -1007,7 +925,6 @@ class Lesson(_Model):
         return self
 
     def field(self, field_id: str) -> NumberField | None:
-        """The number field with this id, or None."""
         return next((f for f in self.number_fields if f.id == field_id), None)
 
     def section(self, section_id: str) -> Section:
@@ -1017,20 +934,16 @@ class Lesson(_Model):
         return next((c for c in self.reading.choices if c.id == choice_id), None)
 
     def row(self, key: str) -> RowText | None:
-        """The ablation row with this recording key, or None."""
         return next((r for r in self.rows if r.key == key), None)
 
     def outcome(self, outcome_id: str) -> Outcome | None:
-        """The row outcome with this id, or None."""
         return next((o for o in self.outcomes if o.id == outcome_id), None)
 
     def predict_choice(self, choice_id: str) -> Choice | None:
-        """The opening question's choice with this id, or None."""
         return next((c for c in self.predict.choices if c.id == choice_id), None)
 
 
 def _every_outcome(name: str, table: Mapping[OutcomeId, object]) -> None:
-    """A table keyed by outcome must have a key for each of them."""
     missing = [outcome for outcome in OUTCOME_IDS if outcome not in table]
     if missing:
         raise ValueError(f"{name}: give a sentence for each outcome; missing {missing[0]}")
@@ -1067,8 +980,7 @@ def _unique_ids(where: str, ids: Sequence[str]) -> None:
 
 
 def _each_once(where: str, ids: list[str], expected: Sequence[str], needs: str) -> None:
-    """Raise ValueError unless `ids` are `expected`, each once, in any order: a repeated id
-    named with `where`, a missing or unknown one as "{needs} [expected], got [ids]"."""
+    """Raise ValueError unless `ids` are `expected`, each once, in any order."""
     _unique_ids(where, ids)
     if sorted(ids) != sorted(expected):
         raise ValueError(f"{needs} {list(expected)}, got {ids}")

@@ -1,24 +1,6 @@
-"""Sentences that count something, in each language's plural forms (CLDR's plural rules).
-
-A lesson text that counts is either one template for every count or a table of templates
-keyed by CLDR plural category (https://cldr.unicode.org/index/cldr-spec/plural-rules):
-
-    [hints.runs_text]
-    one = "You have run it {runs} time."
-    other = "You have run it {runs} times."
-
-English and German use `one` and `other`; Arabic uses all six, `zero`, `one`, `two`, `few`
-(3 to 10), `many` (11 to 99) and `other` (100, 101, 102, ...). Babel's `Locale.plural_form`
-names the category of a count; a table without that category falls back to `other`.
-
-    Counted                                 the pydantic type: a template or such a table
-    forms(text) -> {category: template}     a plain template is {"other": template}
-    categories(locale) -> frozenset         the categories `locale`'s rules choose from
-    check_categories(text, locale)          a table holds exactly `locale`'s categories
-    counted(text, number, locale=None, /, **fields) -> str
-                                            the form for the count `number`, filled in
-                                            with `fields` (the count among them)
-"""
+"""Sentences that count something, in each language's plural forms: one template for every
+count, or a table keyed by CLDR plural category (en, de: one, other; ar: all six). Babel's
+rules pick the form; a table without the count's category falls back to `other`."""
 
 from __future__ import annotations
 
@@ -41,8 +23,7 @@ Counted = _Form | dict[Category, _Form]
 
 
 def is_table(value: object) -> bool:
-    """Whether `value` (as read from TOML) is a plural table: text keyed by CLDR categories,
-    `other` among them."""
+    """Whether `value`, as read from TOML, is text keyed by CLDR categories, `other` among them."""
     return (
         isinstance(value, dict)
         and OTHER in value
@@ -57,14 +38,12 @@ def forms(text: str | Mapping[Category, str]) -> dict[str, str]:
 
 @functools.cache
 def categories(locale: str) -> frozenset[str]:
-    """The categories `locale`'s plural rules choose among (CLDR, through Babel): {"one",
-    "other"} for en and de; all six for ar."""
+    """The categories `locale`'s plural rules choose among: {"one", "other"} for en and de."""
     return frozenset(Locale.parse(locale).plural_form.tags) | {OTHER}
 
 
 def category(count: int | Decimal, locale: str) -> str:
-    """The CLDR category of `count` in `locale`: "few" for 3 in Arabic, "other" for 3 in
-    German."""
+    """The CLDR category of `count` in `locale`: "few" for 3 in Arabic, "other" in German."""
     return str(Locale.parse(locale).plural_form(count))
 
 

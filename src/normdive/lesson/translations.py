@@ -1,21 +1,7 @@
-"""The lesson's text in each locale: content/d9.<locale>.toml beside the English d9.toml.
-
-A locale's file holds only text, in the English file's shape: the same tables and keys, each
-array of tables item by item in the same order (an item may repeat its `id` or `key`, which
-must then be the English item's), a list of paragraphs as a whole. A sentence that counts
-(lesson/plurals.py) is one template or a table of exactly the locale's plural categories
-(CLDR's: de one/other, ar zero/one/two/few/many/other), whatever English's table holds.
-Its texts replace the English ones; what it leaves out stays English (a fallback, named by
-`missing_text` and logged when the locale is loaded). Everything else is the English file's
-alone: ids, keys, numbers, thresholds, the rows, the tolerance (DATA_KEYS and every value
-that is not text).
-The merged lesson is validated as the English one is (content.parse_lesson's model), so a
-template's placeholders are checked in every language.
-
-    localized(lesson, locale=None) -> Lesson   the packaged lesson in a locale (the current
-                                               one by default); any other lesson as it is
-    load_translation(locale, english_data=None) -> (Lesson, missing text paths)
-"""
+"""The lesson's text in each locale: content/d9.<locale>.toml holds only text, in the English
+file's shape; what it leaves out stays English (logged; missing_text). Data (DATA_KEYS, every
+value that is not text) stays the English file's, and the merged lesson is validated as English
+is, so placeholders are checked in every language. README, "Languages": adding a locale."""
 
 from __future__ import annotations
 
@@ -66,8 +52,7 @@ def translation_resource(locale: str) -> str:
 
 
 def _read(resource: str) -> dict[str, Any]:
-    """The packaged TOML file `resource`; a locale's file not written yet holds nothing (every
-    text stays English, each named as missing)."""
+    """The packaged TOML file `resource`; a locale's file not written yet holds nothing."""
     packaged = resources.files("normdive").joinpath("content", resource)
     if resource != DEFAULT_LESSON_RESOURCE and not packaged.is_file():
         return {}
@@ -79,11 +64,9 @@ def _read(resource: str) -> dict[str, Any]:
 
 
 def _merged(english: Any, translated: Any, path: str, missing: list[str], locale: str) -> Any:
-    """`english` with the texts of `translated` in their places (the module's rules); the
-    English texts `translated` lacks are appended to `missing` by their dotted paths."""
+    """`english` with `translated`'s texts in place; the paths of those it lacks go to `missing`."""
     if plurals.is_table(english):
-        # A sentence that counts: one template for every count, or a table of exactly
-        # `locale`'s plural categories (English's one/other need not match Arabic's six).
+        # Exactly `locale`'s plural categories: English's one/other need not match Arabic's six.
         if isinstance(translated, str):
             return translated
         if not plurals.is_table(translated):

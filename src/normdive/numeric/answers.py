@@ -1,18 +1,5 @@
-"""Parsing a typed answer, PrairieLearn style: the raw text and the parsed value are kept apart,
-and a format error costs the learner nothing.
-
-The value is exact and kept as two integers, never a float: a decimal is its digits over a
-power of ten ("0.501" is 501 / 10**3) and a fraction is its two decimals cross-multiplied, so
-"0.501" lands within 0.001 of 0.5 (inclusive) while "0.5011" does not. Grading (within_tolerance
-here, numeric/targets.py) compares such integers cross-multiplied: exactly the verdict of the
-same comparison in Fraction arithmetic, without a Fraction's gcd on every step.
-
-Guards against hostile input come before any arithmetic: the length limit first, then the
-exponent's size (a string like "1e999999999" would otherwise build a billion-digit integer).
-
-A format error is a code and its arguments (FormatError.code, .args: what a history keeps),
-worded only when it is shown, in the locale being drawn then (format_words).
-"""
+"""Parsing a typed answer, PrairieLearn style: the raw text kept apart from its exact value
+(two integers, never a float); a format error is a code and arguments, worded when shown."""
 
 from __future__ import annotations
 
@@ -45,9 +32,8 @@ from normdive.numeric.numbers import (
 MAX_ANSWER_CHARS = 64
 # Beyond float64's range the page could never show or compare the value sensibly.
 LARGEST_VALUE = Fraction(sys.float_info.max)
-# The same bound as an integer (float64's largest value is a whole number, 2**1024 - 2**971).
+# float64's largest value is a whole number (2**1024 - 2**971).
 _LARGEST_INTEGER = int(sys.float_info.max)
-# Canonical text is positional while the decimal exponent stays within this many decades.
 _CANONICAL_POSITIONAL_DECADES = 30
 
 _COMMA_DECIMAL = re.compile(r"[+-]?[0-9]*,[0-9]+")
@@ -55,18 +41,16 @@ DECIMAL_COMMA = ","
 
 
 class FormatCode(StrEnum):
-    """Why a text is not a number the lesson can grade; each code's arguments in brackets."""
-
-    TOO_LONG = "too_long"  # {limit, length}: characters allowed, characters typed
-    RAISED_OR_LOWERED = "raised_or_lowered"  # {character}: the first one found
+    TOO_LONG = "too_long"
+    RAISED_OR_LOWERED = "raised_or_lowered"
     EMPTY = "empty"
     NOT_A_NUMBER = "not_a_number"
     NAN = "nan"
     INFINITE = "infinite"
-    DECIMAL_COMMA = "decimal_comma"  # {number}: the text with a point for its comma
+    DECIMAL_COMMA = "decimal_comma"
     FRACTION_FORM = "fraction_form"
     DIVIDES_BY_ZERO = "divides_by_zero"
-    EXPONENT_OUT_OF_RANGE = "exponent_out_of_range"  # {limit}: the largest exponent
+    EXPONENT_OUT_OF_RANGE = "exponent_out_of_range"
     TOO_LARGE = "too_large"
 
 
@@ -79,13 +63,11 @@ _BY_PROBLEM = {
 
 
 def _examples() -> str:
-    """How to write an answer, with examples in the current locale's writing."""
     return gettext("Write a number such as 0.667, -1.5, 2/3 or 1e-3.")
 
 
 def format_words(code: str, args: Mapping[str, Any]) -> str | None:
-    """The format error `code` with its `args` in the current locale's words: what is wrong,
-    and how to write it. None for a code this version does not know."""
+    """What is wrong and how to write it, in the current locale; None for an unknown code."""
     match code:
         case FormatCode.TOO_LONG:
             return gettext(
@@ -127,8 +109,7 @@ def format_words(code: str, args: Mapping[str, Any]) -> str | None:
 
 
 class Ratio(Protocol):
-    """An exact number as numerator / denominator, denominator > 0: a Fraction, an int, or a
-    ParsedAnswer (whose pair need not be in lowest terms)."""
+    """numerator / denominator > 0: a Fraction, an int or a ParsedAnswer (not in lowest terms)."""
 
     @property
     def numerator(self) -> int: ...
@@ -139,41 +120,32 @@ class Ratio(Protocol):
 
 @dataclass(frozen=True)
 class ParsedAnswer:
-    """What the learner typed, and the exact value it stands for, numerator / denominator."""
-
     raw: str
-    numerator: int  # "0.6667" -> 6667, "2/3" -> 2, "-1.5/4" -> -15, "1e2" -> 100
+    numerator: int
     denominator: int  # > 0, not always in lowest terms: "0.6667" -> 10**4, "-1.5/4" -> 40
     canonical: str  # normalised text of the value: "0.6667", "2/3", "-1.5", "1E-40"
 
     @property
     def value(self) -> Fraction:
-        """The exact value in lowest terms ("2/3" -> Fraction(2, 3))."""
         return Fraction(self.numerator, self.denominator)
 
     def same_value(self, other: ParsedAnswer) -> bool:
-        """Whether both stand for the same number ("2.5", "2.50" and "5/2" do)."""
         return self.numerator * other.denominator == other.numerator * self.denominator
 
 
 @dataclass(frozen=True)
 class FormatError:
-    """Why the text is not a number we can grade: a code and its arguments (FormatCode)."""
-
     raw: str
     code: FormatCode
     args: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def message(self) -> str:
-        """What is wrong and how to write it, for a learner, in the current locale."""
         return format_words(self.code, self.args) or ""
 
 
 def _canonical(number: TypedDecimal) -> str:
-    """The text Decimal(text).normalize() formats as: positional ("0.6667", "-1.5", "100") while
-    the leading digit's decade is within _CANONICAL_POSITIONAL_DECADES of the point, scientific
-    ("1E-40", "-1.234E+51") beyond; "0" for either zero."""
+    """As Decimal(text).normalize() writes it: "0.6667", "-1.5", "100", "1E-40"; "0" for zero."""
     negative, digits, exponent = number
     if not digits:
         return "0"
@@ -184,25 +156,21 @@ def _canonical(number: TypedDecimal) -> str:
         return f"{sign}{digits[0]}{fraction}E{adjusted:+d}"
     if exponent >= 0:
         return f"{sign}{digits}{'0' * exponent}"
-    point = len(digits) + exponent  # digits before the decimal point
+    point = len(digits) + exponent
     if point > 0:
         return f"{sign}{digits[:point]}.{digits[point:]}"
     return f"{sign}0.{'0' * -point}{digits}"
 
 
 def _lowest_terms_text(numerator: int, denominator: int) -> str:
-    """str(Fraction(numerator, denominator)): "2/3", "-2/3", "2", "0"."""
     common = math.gcd(numerator, denominator)
     numerator, denominator = numerator // common, denominator // common
     return str(numerator) if denominator == 1 else f"{numerator}/{denominator}"
 
 
 def parse_answer(raw: str, *, decimal_comma: bool = False) -> ParsedAnswer | FormatError:
-    """Parse " 2 ", "+2", "−1.5", "2/3", "6.67E-1", "２／３" exactly (numbers.py's rules);
-    anything unusable -> FormatError, its message in the current locale. With
-    `decimal_comma` (a locale that writes "1,5"), a comma stands for the decimal point where
-    the text has no point: "1,224" is 1.224 and "-1,5/4" is -1.5/4; without it "1,224" is
-    refused, naming the point. The value, and so the grading, is the same either way."""
+    """Parse " 2 ", "−1.5", "2/3", "6.67E-1", "２／３" exactly, or a FormatError. With
+    `decimal_comma`, a text without a point reads its comma as one ("1,224" is 1.224)."""
     if len(raw) > MAX_ANSWER_CHARS:
         return FormatError(
             raw, FormatCode.TOO_LONG, {"limit": MAX_ANSWER_CHARS, "length": len(raw)}
@@ -234,7 +202,6 @@ def parse_answer(raw: str, *, decimal_comma: bool = False) -> ParsedAnswer | For
         if code is FormatCode.EXPONENT_OUT_OF_RANGE:
             return FormatError(raw, code, {"limit": MAX_ABS_EXPONENT})
         return FormatError(raw, code)
-    # lowest terms: "4/6" -> "2/3", "4/2" -> "2"
     return _within_range(raw, numerator, denominator, _lowest_terms_text(numerator, denominator))
 
 
@@ -247,9 +214,7 @@ def _within_range(
 
 
 def within_tolerance(value: Ratio, exact: Ratio, tolerance: Ratio) -> bool:
-    """|value - exact| <= tolerance, inclusive, exactly. With value = a/b, exact = c/d and
-    tolerance = e/f (b, d, f > 0), multiplying through by b*d*f keeps the inequality:
-    |a*d*f - c*b*f| <= e*b*d, all in integers."""
+    """|a/b - c/d| <= e/f exactly, multiplied through by b*d*f > 0: |a*d*f - c*b*f| <= e*b*d."""
     a, b = value.numerator, value.denominator
     c, d = exact.numerator, exact.denominator
     e, f = tolerance.numerator, tolerance.denominator

@@ -1,21 +1,6 @@
-"""Layer norm as the steps a learner does by hand, exactly.
-
-A row is decimals (what a learner types, what the lesson holds), so its steps are rationals,
-computed here without any rounding:
-
-    mean        = (x0 + x1 + ... + x(n-1)) / n
-    variance    = (d0*d0 + d1*d1 + ...) / n              d = x - mean, population variance
-    denominator = sqrt(variance + eps)
-    normalised  = d / denominator                        0/0 when variance + eps is 0
-
-The square roots are kept as their squares: the denominator as variance + eps, each output
-as d*d / (variance + eps) with d's sign. Nothing is rounded until display.py writes a value
-with six decimals, once, from the exact value. So a row of equal entries has a variance of
-exactly 0 (0.1, 0.1, 0.1 as well as 4, 4, 4, 4: in binary floating point the mean of three
-0.1s is not 0.1, and the residue divided by its own root gave +-1), and without the epsilon
-every output is 0/0, not a number. static/layernorm.js computes the same rationals with BigInt,
-so the two twins show the same text, digit for digit.
-"""
+"""Layer norm as the steps a learner does by hand, exactly: rationals, square roots kept as
+their squares, nothing rounded until display.py (static/layernorm.js does the same in BigInt).
+So equal entries have a variance of exactly 0, where floats give +-1 (3 x 0.1 / 3 != 0.1)."""
 
 from __future__ import annotations
 
@@ -24,26 +9,21 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
-# The numbers a row and an epsilon may be: exact ones only (a float would bring its binary
-# rounding in: Fraction(0.1) is not one tenth).
+# Exact numbers only: Fraction(0.1) is not one tenth.
 Exact = int | Fraction | Decimal
 
 
 @dataclass(frozen=True)
 class Root:
-    """A square root, exactly: sqrt(square), or -sqrt(square) when negative."""
-
     square: Fraction  # >= 0
     negative: bool = False
 
 
 @dataclass(frozen=True)
 class LayerNormSteps:
-    """The four results a learner reads, plus what they were computed from, all exact."""
-
     row: tuple[Fraction, ...]  # (n,)
     eps: Fraction
-    mean: Fraction  # sum(row) / n
+    mean: Fraction
     variance: Fraction  # population: sum((x - mean)**2) / n
     denominator: Root  # sqrt(variance + eps)
     normalised: tuple[Root | None, ...]  # (n,)  (x - mean) / denominator; None: 0/0
@@ -70,7 +50,6 @@ def layer_norm_steps(row: Sequence[Exact], eps: Exact) -> LayerNormSteps:
     deviations = tuple(x - mean for x in values)  # (n,)
     variance = sum((d * d for d in deviations), Fraction(0)) / n
     under_root = variance + eps_value
-    # variance + eps is 0 only when every deviation is 0 and eps is 0: each output is 0/0.
     normalised = tuple(
         None if under_root == 0 else Root(square=d * d / under_root, negative=d < 0)
         for d in deviations

@@ -1,32 +1,8 @@
-"""Parsing a row the learner types in "Try your own row".
-
-Each entry is a number by the same rules as a typed answer (numbers.py: the characters read,
-decimals and fractions, the words for what is not finite), so "2/3" is read in a row as in an
-answer. The row's own rules (static/layernorm.js `parseRow` implements the same rules with the
-same messages):
-- at most MAX_ROW_CHARS characters (checked first, so a pasted novel costs nothing);
-- optional square brackets around the whole row, both or neither;
-- numbers separated by commas and/or whitespace; a separator at either end is ignored, but two
-  commas with nothing between them are an error (a number was probably lost); spaces around a
-  fraction's slash belong to the fraction ("2 / 3" is one entry);
-- groups written like "0,5 1,5" are decimal commas, named as such rather than read as more
-  entries;
-- in a locale that writes decimals after a comma (`decimal_comma`, German), the comma is the
-  decimal point instead, and the entries are separated by semicolons and/or whitespace
-  ("1,5; -2; 2/3", "1,5 2"); an entry with a point reads the point as the decimal point, as
-  in every locale, and an entry with both is not a number ("1.000,5");
-- 1 to MAX_ROW_LENGTH numbers, each 0 or between MIN_MAGNITUDE and MAX_MAGNITUDE in size,
-  decided on the typed number itself (never on a float, which turns 1e-999 into 0 and 1e400
-  into infinity). The steps are computed exactly from these numbers (layernorm.py); the
-  bounds keep every shown number to a readable length, and keep the floats the row is also
-  read as (parse_row) ordinary: beyond them a square overflows or rounds to zero.
-
-A decimal entry is kept as a Decimal with every digit typed; a fraction as a Fraction in lowest
-terms. The messages are the interface's (ROW_MESSAGES, marked for the catalogues) in the
-current locale; the page's script gets the same translations on <html data-words>.
-Characters are matched from explicit ASCII sets rather than `\\d` / `\\s`, whose meaning
-differs between Python (all of Unicode) and JavaScript, so both twins accept the same text.
-"""
+"""Parsing the row a learner types in "Try your own row": entries by numbers.py's rules, parted
+by commas and/or spaces (semicolons where a comma is the decimal point), each 0 or within
+MIN_MAGNITUDE to MAX_MAGNITUDE, decided on the typed digits. static/layernorm.js parseRow twins
+it, message for message; characters come from explicit ASCII sets, as `\\d` and `\\s` differ
+between Python and JavaScript."""
 
 from __future__ import annotations
 
@@ -50,35 +26,28 @@ from normdive.numeric.numbers import (
 
 MAX_ROW_LENGTH = 16
 MAX_ROW_CHARS = 400
-MAX_QUOTED_CHARS = 20  # an offending token is quoted up to this many characters
-MAX_MAGNITUDE = 1e100  # the largest size of an entry (see the module docstring)
-MIN_MAGNITUDE = 1e-100  # the smallest size of an entry other than 0
-# The same bounds as powers of ten, for the exact test on the typed decimal.
+MAX_QUOTED_CHARS = 20
+# Shown numbers stay readable, and the row's floats' squares neither overflow nor reach 0.
+MAX_MAGNITUDE = 1e100
+MIN_MAGNITUDE = 1e-100
 MAX_MAGNITUDE_EXPONENT = 100
 MIN_MAGNITUDE_EXPONENT = -100
-# An exponent with more digits than this (leading zeros aside) is out of range for any
-# mantissa a row can hold, so it is never turned into an integer (whose size it would set).
+# A longer exponent is out of range for any row, and never built as an integer.
 MAX_EXPONENT_DIGITS = 6
 
-# Space, tab, line feed, carriage return, no-break space, narrow no-break space (phones insert
-# the last two when pasting; NFKC makes both a plain space, and they stay listed for clarity).
+# Phones paste the no-break spaces (NFKC makes them plain; listed for clarity).
 SPACES = " \t\n\r\u00a0\u202f"
 _SEPARATOR = re.compile(f"[{SPACES},]+")
 _EMPTY_BETWEEN_COMMAS = re.compile(f",[{SPACES}]*,")
-# Where decimals are written after a comma, the entries are separated by semicolons.
 _SEMICOLON_SEPARATOR = re.compile(f"[{SPACES};]+")
 _EMPTY_BETWEEN_SEMICOLONS = re.compile(f";[{SPACES}]*;")
 DECIMAL_COMMA = ","
 _SPACES_ONLY = re.compile(f"[{SPACES}]+")
-# The spaces around a fraction's slash, dropped before the row is split into entries.
 _SPACED_SLASH = re.compile(f"[{SPACES}]*{FRACTION_SLASH}[{SPACES}]*")
-# A group written as a number with a decimal comma: digits, one comma, digits ("-0,5", "1,25").
 _DECIMAL_COMMA_GROUP = re.compile(r"[+\-\u2212]?[0-9]*[0-9],[0-9]+")
-# The characters a fraction entry may have: anything else is not a number, before the answer's
-# fraction rules (whose spaces around the slash a row has already joined) read it.
+# Anything else is not a number, before parse_fraction (which strips spaces) reads it.
 _FRACTION_ALPHABET = re.compile(r"[0-9+\-.eE/]+")
-# What a row's problems say, each a whole sentence with its %-placeholders ("%(entry)s" is the
-# offending entry, quoted by the sentence), in the order of ROW_MESSAGES.
+# Whole sentences; "%(entry)s" is the offending entry, quoted by the sentence.
 TOO_LONG = N_(
     "That is too long: a row can be at most %(limit)d characters (this one has %(length)d)."
 )
@@ -123,7 +92,6 @@ ROW_MESSAGES = (
     TOO_SMALL,
     TOO_MANY,
 )
-# What each way an entry is not a number says.
 _PROBLEM_WORDS = {
     Problem.NOT_A_NUMBER: NOT_A_NUMBER,
     Problem.FRACTION_FORM: FRACTION_FORM,
@@ -134,29 +102,22 @@ _PROBLEM_WORDS = {
 
 @dataclass(frozen=True)
 class RowError:
-    """Why a typed row cannot be used, in words a learner understands."""
-
     message: str
 
 
 def _said(message: str, **fields: object) -> RowError:
-    """`message` in the current locale, filled with `fields`."""
     return RowError(gettext(message) % fields)
 
 
 def _about(message: str, token: str) -> RowError:
-    """`message` about the entry `token`, quoted up to MAX_QUOTED_CHARS characters."""
     if len(token) > MAX_QUOTED_CHARS:
         token = token[:MAX_QUOTED_CHARS] + "…"
     return _said(message, entry=token)
 
 
 def _decimal_comma(body: str) -> str | None:
-    """The first group written like "0,5" when the row's groups are parted by spaces and every
-    group with a comma in it is such a number ("0,5 1,5", "2 0,25", "1,2 3"): decimal commas,
-    which would otherwise silently read as more entries ([0, 5, 1, 5]). A group with two commas
-    or more ("1 2,3,4"), or a comma at a group's end ("1,2, 3"), makes it a list, read as one.
-    A single group ("0,5") is a list of two: nothing tells it from one."""
+    """The first group like "0,5" when every space-parted group with a comma is one ("0,5 1,5"):
+    decimal commas, not more entries. "1 2,3,4", "1,2, 3" and a lone "0,5" are lists."""
     groups = [group for group in _SPACES_ONLY.split(body) if group]
     with_commas = [group for group in groups if "," in group]
     if len(groups) < 2 or not with_commas:
@@ -167,10 +128,8 @@ def _decimal_comma(body: str) -> str | None:
 
 
 def _size(match: re.Match[str]) -> tuple[str, int] | None:
-    """The significant digits of a number matched by DECIMAL (a typed answer's pattern) and
-    its exponent (value = 0.digits x 10**exponent, so 1 <= |value| < 10 has exponent 1), or
-    None for a zero. An exponent too long to be in range comes back as
-    +-(10 ** MAX_EXPONENT_DIGITS)."""
+    """(digits, exponent) with value = 0.digits x 10**exponent, None for a zero; an exponent
+    too long to be in range as +-(10 ** MAX_EXPONENT_DIGITS)."""
     whole, _, part = match.group("mantissa").partition(".")
     digits = (whole + part).lstrip("0")
     if not digits:
@@ -181,8 +140,7 @@ def _size(match: re.Match[str]) -> tuple[str, int] | None:
         exponent = 10**MAX_EXPONENT_DIGITS * (-1 if written.startswith("-") else 1)
     else:
         exponent = int(written)
-    # digits has len(whole + part) - len(digits) leading zeros dropped, all of them before
-    # the first significant digit.
+    # The leading zeros dropped all stand before the first significant digit.
     return digits.rstrip("0"), exponent + len(whole) - (len(whole + part) - len(digits))
 
 
@@ -193,8 +151,7 @@ def _too_large(digits: str, exponent: int) -> bool:
 
 
 def _fraction_entry(token: str, typed: str) -> Fraction | RowError:
-    """A fraction entry ("2/3", "-1.5/4") in lowest terms, within the row's bounds; `typed`
-    is the entry as the learner wrote it, for the messages."""
+    """A fraction entry in lowest terms; `typed` is the entry as written, for the messages."""
     if _FRACTION_ALPHABET.fullmatch(token) is None:
         return _about(NOT_A_NUMBER, typed)
     try:
@@ -211,7 +168,6 @@ def _fraction_entry(token: str, typed: str) -> Fraction | RowError:
 
 
 def _decimal_entry(token: str, typed: str) -> Decimal | RowError:
-    """A decimal entry with every digit typed, within the row's bounds."""
     match = DECIMAL.fullmatch(token)
     if match is None:
         return _about(NOT_A_NUMBER, typed)
@@ -229,8 +185,7 @@ def _decimal_entry(token: str, typed: str) -> Decimal | RowError:
 
 
 def _entries(body: str, decimal_comma: bool) -> list[str] | RowError:
-    """The row's entries, its brackets taken off (body: in NFKC, stripped; a decimal comma is
-    quoted with the minus typed)."""
+    """The entries of `body` (in NFKC, stripped), its brackets taken off."""
     opens, closes = body.startswith("["), body.endswith("]")
     if opens != closes or (opens and len(body) == 1):
         return _said(BRACKETS)
@@ -256,10 +211,8 @@ def _entries(body: str, decimal_comma: bool) -> list[str] | RowError:
 def parse_row_exact(
     text: str, *, decimal_comma: bool = False
 ) -> tuple[Decimal | Fraction, ...] | RowError:
-    """Parse "1, 2, 3", "[1 2 3]", "−0.5,2e3", "1/3 2/3" (with `decimal_comma`: "1,5; 2; 2/3"):
-    a tuple of 1 to 16 exact numbers, a decimal exactly as typed (Decimal("0.1") is one tenth,
-    not the float nearest it) and a fraction in lowest terms, or a RowError in the current
-    locale's words."""
+    """Parse "1, 2, 3", "[1 2 3]", "1/3 2/3" (`decimal_comma`: "1,5; 2") into exact numbers
+    (a Decimal with every digit typed, a Fraction in lowest terms), or a RowError."""
     if len(text) > MAX_ROW_CHARS:
         return _said(TOO_LONG, limit=MAX_ROW_CHARS, length=len(text))
     raised = raised_or_lowered(text)
@@ -287,8 +240,7 @@ def parse_row_exact(
 
 
 def _with_point(token: str) -> str:
-    """An entry typed with decimal commas ("-1,5", "1,5/4") with points instead; an entry that
-    has a point already keeps its commas, and so is not a number."""
+    """Commas as points, unless the entry has a point already (then it is not a number)."""
     return token if "." in token else token.replace(DECIMAL_COMMA, ".")
 
 

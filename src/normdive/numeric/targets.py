@@ -1,26 +1,5 @@
-"""The exact values a learner's six numbers are graded against, and the classic slips.
-
-Mean and variance are exact rationals. The denominator sqrt(variance + eps) is irrational in
-general, so it is computed with 50 significant digits of Decimal arithmetic and then converted
-to a Fraction exactly; 50 digits leave an error near 1e-50, negligible against a tolerance of
-1e-3, so the inclusive boundary test |typed - exact| <= tolerance is decided correctly for any
-typed text shorter than 45 significant digits (answers are capped at 64 characters).
-
-Grading a typed value compares integers, never Fractions: for each target p/q and the
-tolerance a/b, the products q*b, p*b and a*q are worked out once per process (_Window), and a
-typed n/d (a decimal's digits over its power of ten) is within tolerance exactly when
-|n*q*b - p*b*d| <= a*q*d, the inequality |n/d - p/q| <= a/b multiplied through by d*q*b > 0.
-That is the same verdict exact rational arithmetic gives, for every input, at a fraction of its
-cost: no gcd, no new Fraction per comparison (bench/RESULTS.md, "Retired experiments":
-grading.py).
-
-A slip is what a learner who made one classic mistake would type for a step: the sum left
-undivided, n-1 in place of n, the square root forgotten, a stray minus sign, and so on. A wrong
-answer is matched against the slips of its step in SLIPS order, and the first one within
-tolerance is reported, so a row where two slips give the same value (n = 2: dividing by n-1 is
-not dividing at all) always gets the same feedback. A slip whose value lies within tolerance of
-the exact answer is never reported: typing it is simply right.
-"""
+"""The exact values a learner's six numbers are graded against, in integers (_Window), and the
+classic slips: what a learner who made one mistake would type, matched in SLIPS order."""
 
 from __future__ import annotations
 
@@ -35,27 +14,25 @@ from normdive.numeric.answers import Ratio, within_tolerance
 
 Step = Literal["mean", "variance", "denominator"]
 STEPS: tuple[Step, ...] = ("mean", "variance", "denominator")
+# An error near 1e-50 decides |typed - exact| <= 1e-3 right for any answer under 45 digits.
 SQRT_DIGITS = 50
 
-# Numbers the targets accept: exact ones only (a float would bring its binary error in).
 Exact = int | Fraction | Decimal
 
 SLIPS = (
-    "mean_not_divided",  # the sum of the entries, never divided by n
-    "mean_divided_by_n_minus_1",  # the sum divided by n - 1
-    "variance_n_minus_1",  # the sample variance: squared deviations summed, divided by n - 1
-    "variance_not_divided",  # the squared deviations summed, never divided
-    "variance_is_std",  # the square root of the variance (the standard deviation)
-    "denominator_no_sqrt",  # variance + eps, the square root forgotten
-    "denominator_n_minus_1",  # sqrt(sample variance + eps)
-    "denominator_not_divided",  # sqrt(sum of squared deviations + eps), n forgotten earlier
-    # The right size with a minus sign (a stray "-" or "−"): last in each step, so a classic
-    # slip of the same value is named first.
-    "mean_sign_flipped",  # -mean
-    "variance_negative",  # -variance: a variance is never negative
-    "denominator_negative",  # -sqrt(variance + eps): the root is the positive one
+    "mean_not_divided",
+    "mean_divided_by_n_minus_1",
+    "variance_n_minus_1",
+    "variance_not_divided",
+    "variance_is_std",
+    "denominator_no_sqrt",
+    "denominator_n_minus_1",
+    "denominator_not_divided",
+    # Sign flips last in each step, so a classic slip of the same value is named first.
+    "mean_sign_flipped",
+    "variance_negative",
+    "denominator_negative",
 )
-# Which slips belong to which step, in SLIPS order.
 SLIPS_BY_STEP: dict[Step, tuple[str, ...]] = {
     step: tuple(slip for slip in SLIPS if slip.startswith(step)) for step in STEPS
 }
@@ -63,23 +40,18 @@ SLIPS_BY_STEP: dict[Step, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class ExactSteps:
-    """The three step results of one row at one eps, exactly (the root to 50 digits)."""
-
     mean: Fraction
-    variance: Fraction  # population, exact
+    variance: Fraction
     denominator: Fraction  # sqrt(variance + eps) to SQRT_DIGITS significant digits (Decimal)
 
 
 @dataclass(frozen=True)
 class Grade:
-    """The verdict on one typed value for one step."""
-
     right: bool
     slip: str | None  # the slip the wrong answer matches (within tolerance), if any
 
 
 def _sqrt(value: Fraction) -> Fraction:
-    """sqrt(value) to SQRT_DIGITS significant digits, as an exact Fraction of that Decimal."""
     context = Context(prec=SQRT_DIGITS)
     quotient = context.divide(Decimal(value.numerator), Decimal(value.denominator))
     return Fraction(context.sqrt(quotient))
@@ -105,7 +77,6 @@ def _squared_deviations(values: tuple[Fraction, ...]) -> Fraction:
 
 
 def exact_steps(row: Sequence[Exact], eps: Exact) -> ExactSteps:
-    """Mean, population variance and sqrt(variance + eps) of a row, exactly."""
     values = _exact_row(row)
     n = len(values)
     variance = _squared_deviations(values) / n
@@ -117,10 +88,7 @@ def exact_steps(row: Sequence[Exact], eps: Exact) -> ExactSteps:
 
 
 def slip_values(row: Sequence[Exact], eps: Exact, step: Step) -> dict[str, Fraction]:
-    """What a learner who made each slip would type for this step of this row.
-
-    Keys are in SLIPS order. Slips that divide by n - 1 are left out for a one-entry row.
-    """
+    """What a learner who made each slip would type, in SLIPS order (none by n - 1 for n = 1)."""
     if step not in STEPS:
         raise ValueError(f"unknown step {step!r}; the steps are {', '.join(STEPS)}")
     values = _exact_row(row)
@@ -148,7 +116,6 @@ def slip_values(row: Sequence[Exact], eps: Exact, step: Step) -> dict[str, Fract
 
 
 def exact_value(row: Sequence[Exact], eps: Exact, step: Step) -> Fraction:
-    """The exact result of one step."""
     steps = exact_steps(row, eps)
     if step == "mean":
         return steps.mean
@@ -161,8 +128,7 @@ def exact_value(row: Sequence[Exact], eps: Exact, step: Step) -> Fraction:
 
 @dataclass(frozen=True)
 class _Window:
-    """|n/d - p/q| <= a/b for a target p/q and a tolerance a/b (q, b > 0), multiplied through
-    by d*q*b so that each typed n/d (d > 0) costs three integer products and no division."""
+    """|n/d - p/q| <= a/b multiplied through by d*q*b > 0: three integer products, no division."""
 
     scaled_denominator: int  # q*b
     scaled_numerator: int  # p*b
@@ -184,9 +150,7 @@ class _Window:
 
 @dataclass(frozen=True)
 class _Targets:
-    """One step of one row at one eps and tolerance, ready to grade: the exact answer's window,
-    and the window of each slip that differs from the exact answer by more than the tolerance,
-    in SLIPS order (a slip within tolerance of the answer is never reported)."""
+    """The exact answer's window, and each slip's that is further than the tolerance from it."""
 
     exact: _Window
     slips: tuple[tuple[str, _Window], ...]
@@ -194,9 +158,8 @@ class _Targets:
 
 @functools.lru_cache(maxsize=256)
 def _targets(row: tuple[Exact, ...], eps: Exact, step: Step, tolerance: Exact) -> _Targets:
-    """Exact square roots cost a fraction of a millisecond each, and every check of the six
-    numbers asks for the same few rows of the lesson at one tolerance, so each step's targets
-    are computed once per process (bench/RESULTS.md, "Load")."""
+    """Cached: exact roots cost a fraction of a millisecond, and every check asks for the same
+    few rows (bench/RESULTS.md, "Load")."""
     exact = exact_value(row, eps, step)
     allowed = Fraction(tolerance)
     if allowed < 0:
@@ -210,9 +173,7 @@ def _targets(row: tuple[Exact, ...], eps: Exact, step: Step, tolerance: Exact) -
 
 
 def grade(value: Ratio, row: Sequence[Exact], eps: Exact, step: Step, tolerance: Exact) -> Grade:
-    """Right when |value - exact| <= tolerance; otherwise the first slip in SLIPS order that the
-    value matches within tolerance, among slips that differ from the exact answer by more.
-    The value is any exact n/d: a Fraction, an int, or a ParsedAnswer as typed."""
+    """Right within tolerance; else the first slip in SLIPS order that the value matches."""
     targets = _targets(tuple(row), eps, step, tolerance)
     if targets.exact.holds(value):
         return Grade(right=True, slip=None)

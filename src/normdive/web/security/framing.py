@@ -1,15 +1,6 @@
-"""Who may frame the lesson: nobody, unless a platform launched this browser into it.
-
-Outside an LMS the Content-Security-Policy says `frame-ancestors 'none'` (and X-Frame-Options
-DENY for browsers that predate it). An LTI launch sets the framing cookie: the origins of the
-platform that launched (normdive.lti.registrations.Registration.framing_origins), signed with
-the secret key, so nothing else can widen the list. Inside the platform's iframe that cookie
-is partitioned (CHIPS): it exists only under the platform's top-level site, so the same
-browser opening the lesson directly still gets 'none'. Requests carrying it get
-`frame-ancestors` with those origins and no X-Frame-Options (whose ALLOW-FROM is dead).
-The learner cookie of such a session keeps the attributes a framed cookie needs
-(web.infrastructure.identity.attach_cookie).
-"""
+"""Who may frame the lesson: nobody (frame-ancestors 'none', X-Frame-Options DENY), unless an
+LTI launch set the signed framing cookie naming its platform's origins; that cookie is
+partitioned (CHIPS), so it holds only inside that platform's frame."""
 
 from __future__ import annotations
 
@@ -24,9 +15,8 @@ from normdive.config import Settings
 FRAME_COOKIE = "normdive_lti_frame"
 # Distinguishes this signature from the learner cookie's (identity.SIGNER_SALT).
 FRAME_SIGNER_SALT = "normdive.lti-frame-cookie"
-# The policy's directives besides frame-ancestors. The page loads nothing from elsewhere and
-# runs no inline script or style; 'wasm-unsafe-eval' lets the lab's Worker compile its
-# WebAssembly kernels (static/lab/kernels.wasm), and allows no JavaScript eval.
+# Nothing from elsewhere, no inline script or style; 'wasm-unsafe-eval' lets the lab's Worker
+# compile static/lab/kernels.wasm, and allows no JavaScript eval.
 BASE_POLICY = (
     "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; "
     "img-src 'self' data:; "
@@ -48,7 +38,6 @@ def frame_cookie_value(origins: Sequence[str], signer: Signer) -> str:
 
 
 def framing_origins(cookie: str | None, signer: Signer) -> list[str] | None:
-    """The origins a valid framing cookie names; None without one (or with a forged one)."""
     if not cookie:
         return None
     try:
@@ -59,15 +48,12 @@ def framing_origins(cookie: str | None, signer: Signer) -> list[str] | None:
 
 
 def set_framed_cookie(response: Response, name: str, value: str, max_age: int, path: str) -> None:
-    """A cookie that works inside a platform's iframe with third-party cookies blocked:
-    SameSite=None (sent on the platform's cross-site posts), Secure (required with None),
-    Partitioned (kept per top-level site, CHIPS), HttpOnly. A max_age of 0 deletes it (a
-    partitioned cookie is deleted only by a Set-Cookie that is Partitioned too)."""
+    """A cookie that works in a platform's iframe with third-party cookies blocked: SameSite=None,
+    Secure, Partitioned (CHIPS), HttpOnly. A max_age of 0 deletes it, Partitioned too."""
     response.set_cookie(
         name, value, max_age=max_age, path=path, secure=True, httponly=True, samesite="none"
     )
-    # Starlette writes Partitioned only on Python 3.14+ (http.cookies learnt it there); the
-    # attribute is appended to the header it just wrote.
+    # Starlette writes Partitioned only on Python 3.14+ (http.cookies learnt it there).
     header, cookie = response.raw_headers[-1]
     assert header == b"set-cookie"
     response.raw_headers[-1] = (header, cookie + b"; Partitioned")
@@ -83,9 +69,6 @@ def set_lesson_cookie(
     framed: bool,
     path: str = "/",
 ) -> None:
-    """One of the lesson's own cookies (HttpOnly): inside a platform's iframe as
-    set_framed_cookie makes it; elsewhere SameSite=Lax, Secure as the settings' cookie_secure
-    says. A max_age of 0 deletes it."""
     if framed:
         set_framed_cookie(response, name, value, max_age=max_age, path=path)
         return

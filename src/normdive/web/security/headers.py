@@ -1,6 +1,4 @@
-"""The security headers every HTTP response carries (SecurityHeaders): the content security
-policy (framed only for an LTI launch's platforms, web.security.framing), nosniff, the referrer
-policy and, outside a launch, X-Frame-Options."""
+"""The security headers every HTTP response carries (SecurityHeaders)."""
 
 from __future__ import annotations
 
@@ -17,8 +15,6 @@ from normdive.web.security.framing import (
     framing_origins,
 )
 
-# The page loads nothing from elsewhere, runs no inline script or style, and is framed by
-# nobody (outside an LTI launch: web.security.framing).
 CONTENT_SECURITY_POLICY = UNFRAMED_POLICY
 CSP_HEADER = b"content-security-policy"
 FRAME_COOKIE_BYTES = FRAME_COOKIE.encode()
@@ -35,10 +31,8 @@ SECURITY_HEADERS = (
 
 
 class SecurityHeaders:
-    """Adds the security headers to every HTTP response. It wraps the whole app, Starlette's
-    ServerErrorMiddleware included (NormdiveApp), so an unexpected error's 500 has them too.
-    A request with a valid framing cookie (an LTI launch's) gets the launching platform's
-    origins as frame-ancestors instead of 'none' (web.security.framing)."""
+    """Wraps the whole app, ServerErrorMiddleware included (NormdiveApp), so a 500 has them
+    too; a valid framing cookie's origins replace frame-ancestors 'none'."""
 
     def __init__(self, app: ASGIApp, frame_signer: Signer | None = None) -> None:
         self.app = app
@@ -47,8 +41,7 @@ class SecurityHeaders:
     def _headers(self, scope: Scope) -> Sequence[tuple[bytes, bytes]]:
         if self.frame_signer is None:
             return SECURITY_HEADERS
-        # The raw headers, scanned without building a Headers: most requests carry no
-        # framing cookie, and this runs for every one.
+        # Scanned raw: most requests carry no framing cookie, and this runs for every one.
         raw = b"; ".join(value for name, value in scope["headers"] if name == b"cookie")
         if FRAME_COOKIE_BYTES not in raw:
             return SECURITY_HEADERS
@@ -67,8 +60,7 @@ class SecurityHeaders:
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 own = message.get("headers", [])
-                # A route that set its own policy (the LTI pages, framed by the registered
-                # platforms) keeps it, without X-Frame-Options.
+                # A route's own policy (the LTI pages') stays, without X-Frame-Options.
                 chosen = COMMON_HEADERS if any(k == CSP_HEADER for k, _ in own) else headers
                 message["headers"] = [*own, *chosen]
             await send(message)

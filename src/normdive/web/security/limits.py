@@ -1,6 +1,5 @@
-"""Limits on what a request may send: its head (HeadLimit, a 431) and its body (BodyLimit: a
-413 past the size, a 408 past the deadline, a 400 for a body whose length is given two ways).
-Both are ASGI middlewares, so they hold under any route and any server."""
+"""Limits on what a request may send: its head (HeadLimit, 431) and its body (BodyLimit: 413,
+408, or 400 for two lengths). ASGI middlewares, so they hold under any route and server."""
 
 from __future__ import annotations
 
@@ -14,22 +13,16 @@ from normdive.web.infrastructure.errors import error_response
 
 # Forms carry six short numbers or a 2,000-character takeaway; nothing legitimate comes near.
 MAX_BODY_BYTES = 64 * 1024
-# The largest request head (request line and header fields) accepted, in bytes: what h11
-# buffers by default, and what README promises. h11 refuses a head still arriving past it
-# (web.infrastructure.serving); HeadLimit refuses one that arrived whole, under any server.
+# h11's default buffer: h11 refuses a head still arriving past it, HeadLimit a whole one.
 MAX_HEAD_BYTES = 16 * 1024
 
 TOO_LARGE = "That request is too large to accept. Nothing was saved."
-# A request that gives its body's length both ways can be read two ways, by a proxy in front
-# and by this server (request smuggling): refused, and the connection closed (RFC 9112,
-# section 6.3). No browser sends one.
+# Read one way by a proxy and another here: request smuggling (RFC 9112, 6.3).
 TWO_LENGTHS = (
     "That request gave its body's length two ways (Content-Length and Transfer-Encoding), "
     "so it was refused. Nothing was saved."
 )
-# A body refused before it has all arrived leaves the rest of it unread on the connection,
-# which can serve no other request until the client has sent it all: the answer closes the
-# connection instead of keeping it alive (RFC 9112, section 9.6).
+# An unread body leaves the connection useless for another request (RFC 9112, 9.6).
 CLOSE = {"Connection": "close"}
 HEAD_TOO_LARGE = (
     "That request's address and headers are larger than {kib} KiB, so it was refused. Nothing "
@@ -42,9 +35,7 @@ TOO_SLOW = (
 
 
 def head_bytes(scope: Scope) -> int:
-    """The request head's size in bytes, rebuilt from the scope: request line, header fields
-    and the blank line. The server strips the spaces around each field's value, so this can
-    be a few bytes under what was sent, never over."""
+    """The head's size rebuilt from the scope: never over what was sent."""
     path = scope.get("raw_path") or scope["path"].encode()
     query = scope["query_string"]
     target = len(path) + (1 + len(query) if query else 0)
@@ -57,8 +48,7 @@ def head_bytes(scope: Scope) -> int:
 
 
 class HeadLimit:
-    """Refuses a request whose head is over `max_bytes` with a readable 431 (RFC 6585,
-    section 5), before anything reads it further. The connection closes: any body is unread."""
+    """A readable 431 (RFC 6585, 5) for a head over `max_bytes`; the connection closes."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -78,8 +68,7 @@ MAX_LENGTH_DIGITS = 18
 
 
 def declared_length(text: str) -> int | None:
-    """A Content-Length's value, bounded before it is converted (int() refuses thousands of
-    digits): None when it is no number, 10 ** MAX_LENGTH_DIGITS for any longer one."""
+    """A Content-Length's value, None when it is no number; bounded before int() sees it."""
     if not (text.isascii() and text.isdigit()):
         return None
     digits = text.lstrip("0") or "0"
@@ -89,29 +78,19 @@ def declared_length(text: str) -> int | None:
 
 
 def announces_body(scope: Scope) -> bool:
-    """Whether the request says a body follows its head (RFC 9112, section 6.3)."""
     headers = Headers(scope=scope)
     length = declared_length(headers.get("content-length", ""))
     return "transfer-encoding" in headers or (length is not None and length > 0)
 
 
 def closing(message: Message) -> Message:
-    """A response start with `Connection: close` in place of any connection field."""
     kept = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"connection"]
     return {**message, "headers": [*kept, (b"connection", b"close")]}
 
 
 class BodyLimit:
-    """Refuses request bodies over `max_bytes` with a readable 413: at once when the declared
-    length is too large, otherwise as soon as the bytes received pass the limit. A body still
-    arriving `timeout_s` after the app first asked for it is refused with a 408, so a client
-    sending a byte now and then cannot hold a connection and a request thread. A request that
-    gives both a Content-Length and a Transfer-Encoding is refused with a 400 (TWO_LENGTHS).
-
-    A response that starts while some of the body is unread (a route that reads none, such as
-    /healthz or a 405, or a refusal before reading) says `Connection: close`, and the server
-    closes the connection once it is sent: otherwise the connection would stay open for as long
-    as the client dribbles the rest, with no deadline, since nothing reads it."""
+    """413 past `max_bytes`, 408 past `timeout_s` (a byte now and then must not hold a thread);
+    Connection: close on a response started with the body unread, which nothing would read."""
 
     def __init__(self, app: ASGIApp, max_bytes: int, timeout_s: float) -> None:
         self.app = app
@@ -139,9 +118,7 @@ class BodyLimit:
 
         async def counting_receive() -> Message:
             nonlocal received, deadline, complete
-            # After the body, waiting for a disconnect, which has no deadline. After the
-            # response started, nobody could answer a 408 or 413: the connection closes when
-            # the response ends (closing_send).
+            # No deadline for a disconnect, nor once the response started (closing_send).
             if complete or responded:
                 return await receive()
             if deadline is None:
@@ -150,12 +127,11 @@ class BodyLimit:
                 with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
                     message = await receive()
             except TimeoutError:
-                # Raised inside the route's body read, so the app's HTTP error handler answers.
+                # Raised inside the route's body read: the app's error handlers answer.
                 raise HTTPException(408, TOO_SLOW.format(seconds=self.timeout_s), CLOSE) from None
             complete = message["type"] != "http.request" or not message.get("more_body", False)
             received += len(message.get("body", b""))
             if received > self.max_bytes:
-                # Raised inside the route's body read, so the app's 413 handler answers.
                 raise HTTPException(413, TOO_LARGE, CLOSE)
             return message
 
