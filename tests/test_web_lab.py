@@ -30,10 +30,10 @@ from lesson_answers import (
     post_each,
     steps_to_the_gate,
 )
-from normdive.lab.grid import lab_path_for
 from normdive.lesson.translations import load_translation
 from normdive.progress.events import EventKind
 from normdive.progress.lab import MAX_CURVE_POINTS
+from normdive.recording.lab_grid import lab_path_for
 from normdive.store.event_store import EventList, Store
 from normdive.web.app import create_app
 from normdive.web.infrastructure.instructor_access import Pool
