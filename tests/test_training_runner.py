@@ -15,10 +15,10 @@ from normdive.training.runner import (
     Job,
     PartialRows,
     RecordError,
-    RowTask,
     fingerprint,
     partial_dir,
     plan,
+    row_job,
     write_recording,
 )
 from sample_recordings import sample_recording
@@ -27,13 +27,15 @@ CONFIG = RunConfig(depth=2, steps=40)
 
 
 def test_the_plan_goes_seed_by_seed_in_page_order() -> None:
-    assert plan(["both", "neither"], [0, 1]) == [
-        RowTask("both", 0),
-        RowTask("neither", 0),
-        RowTask("both", 1),
-        RowTask("neither", 1),
+    jobs = plan(CONFIG, ["both", "neither"], [0, 1])
+    assert [(job.key, job.seed) for job in jobs] == [
+        ("both", 0),
+        ("neither", 0),
+        ("both", 1),
+        ("neither", 1),
     ]
-    assert RowTask("residual_only", 2).name == "residual_only-seed2"
+    assert all(job.config == CONFIG for job in jobs)
+    assert row_job(CONFIG, "residual_only", 2).name == "residual_only-seed2"
 
 
 def test_beside_the_output() -> None:
@@ -48,7 +50,7 @@ def a_row(key: RowKey = "both", seed: int = 0) -> Run:
 
 
 def job(key: RowKey, seed: int) -> Job:
-    return RowTask(key, seed).job(CONFIG)
+    return row_job(CONFIG, key, seed)
 
 
 def test_kept_rows_survive_a_rerun_with_the_same_config(tmp_path: Path) -> None:
@@ -89,8 +91,7 @@ def test_a_damaged_kept_row_is_trained_again(tmp_path: Path) -> None:
     # A run kept at other settings than the job's (another config) is trained again.
     kept.save(a_row("both", 0), "both-seed0")
     assert (
-        PartialRows.load(kept, RowTask("both", 0).job(CONFIG.model_copy(update={"depth": 3})))
-        is None
+        PartialRows.load(kept, row_job(CONFIG.model_copy(update={"depth": 3}), "both", 0)) is None
     )
     kept.remove()
     assert not kept.dir.exists()

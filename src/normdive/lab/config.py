@@ -15,7 +15,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from normdive.recording.format import InitScheme, RunConfig, check_heads
-from normdive.recording.runs import TORCH_LAYERNORM_EPS, RunSettings, check_eps
+from normdive.recording.runs import TORCH_LAYERNORM_EPS, RunSettings, eps_with_layernorm
 from normdive.recording.selection import Setting
 
 # --- the lab config: every default in one block (why each: docs/lab.md, "Why this config") ---
@@ -97,10 +97,7 @@ class LabConfig(LabBase):
     residual: Annotated[bool, _SETTINGS["residual"]] = True
     eps: Annotated[float | None, _SETTINGS["eps"]] = LAB_EPS
 
-    @model_validator(mode="after")
-    def _eps_with_layernorm(self) -> LabConfig:
-        check_eps(self.layernorm, self.eps)
-        return self
+    _eps_with_layernorm = model_validator(mode="after")(eps_with_layernorm)
 
     @property
     def base(self) -> LabBase:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Annotated, Any, Final, Literal, TypeVar
+from typing import Annotated, Any, Final, Literal, Protocol, TypeVar
 
 from pydantic import Field, model_validator
 
@@ -53,15 +53,29 @@ PLAN_KINDS: tuple[PlanKind, ...] = ("ablation", "sweep", "lab_grid")
 PLAN_INDENTS: dict[PlanKind, int | None] = {"ablation": 1, "sweep": None, "lab_grid": None}
 
 
-def check_eps(layernorm: bool, eps: float | None) -> None:
-    """Raise ValueError unless `eps` is a finite number (0 allowed) exactly when layer norm is
-    on, and null when it is off."""
+class Switched(Protocol):
+    """A run's settings or a lab config: layer norm's switch and its eps."""
+
+    @property
+    def layernorm(self) -> bool: ...
+    @property
+    def eps(self) -> float | None: ...
+
+
+SwitchedT = TypeVar("SwitchedT", bound=Switched)
+
+
+def eps_with_layernorm(settings: SwitchedT) -> SwitchedT:
+    """`settings`, once its eps is a finite number (0 allowed) exactly when layer norm is on and
+    null when it is off (else ValueError); a model validator of each model that has both."""
+    layernorm, eps = settings.layernorm, settings.eps
     if layernorm and eps is None:
         raise ValueError("layer norm is on: give its eps (0 allowed)")
     if not layernorm and eps is not None:
         raise ValueError("layer norm is off: eps must be null")
     if eps is not None and not math.isfinite(eps):
         raise ValueError("eps must be a finite number")
+    return settings
 
 
 class RunSettings(RunConfig):
@@ -74,10 +88,7 @@ class RunSettings(RunConfig):
     )
     seed: int = Field(ge=0, description="Seed of the weights and the training batches.")
 
-    @model_validator(mode="after")
-    def _eps_with_layernorm(self) -> RunSettings:
-        check_eps(self.layernorm, self.eps)
-        return self
+    _eps_with_layernorm = model_validator(mode="after")(eps_with_layernorm)
 
     @property
     def row_key(self) -> RowKey:

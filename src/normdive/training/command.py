@@ -140,7 +140,11 @@ def record_runs(
     """Train the rows (or the shard of them asked) and write the recording; returns the exit
     status. Raises NoCudaDevice before anything is trained."""
     device, part, out = resolve_device(asked.device), asked.part, asked.out
-    tasks = plan(rows, seeds)[part.index - 1 :: part.count] if part else plan(rows, seeds)
+    tasks = (
+        plan(config, rows, seeds)[part.index - 1 :: part.count]
+        if part
+        else plan(config, rows, seeds)
+    )
     processes = job_count(asked.jobs, len(tasks))
     console = Console(soft_wrap=True)  # paths and table lines stay whole in logs
     console.print(

@@ -59,23 +59,6 @@ class RecordError(Exception):
 
 
 @dataclass(frozen=True)
-class RowTask:
-    key: RowKey
-    seed: int
-
-    @property
-    def name(self) -> str:
-        return f"{self.key}-seed{self.seed}"
-
-    @property
-    def label(self) -> str:
-        return f"{self.key} seed {self.seed}"
-
-    def job(self, config: RunConfig) -> Job:
-        return Job(self.name, self.label, config, self.key, self.seed)
-
-
-@dataclass(frozen=True)
 class Job:
     """One row to train: under `name` its row is kept beside the output; `cost` is relative
     to the command's other jobs (for the estimate of the time left)."""
@@ -112,9 +95,14 @@ class WorkerJob(Protocol):
     def seed(self) -> int: ...
 
 
-def plan(rows: Sequence[RowKey], seeds: Sequence[int]) -> list[RowTask]:
+def row_job(config: RunConfig, key: RowKey, seed: int) -> Job:
+    """The job that trains the ablation's row `key` at `seed`, kept as <row>-seed<k>.json."""
+    return Job(f"{key}-seed{seed}", f"{key} seed {seed}", config, key, seed)
+
+
+def plan(config: RunConfig, rows: Sequence[RowKey], seeds: Sequence[int]) -> list[Job]:
     """Seed by seed, in the page's row order, so the page's seed finishes first."""
-    return [RowTask(key, seed) for seed in seeds for key in rows]
+    return [row_job(config, key, seed) for seed in seeds for key in rows]
 
 
 def partial_dir(out: Path) -> Path:
@@ -429,15 +417,15 @@ def record(
         seeds=list(seeds),
         shard=shard,
     )
-    tasks = plan(rows, seeds)
+    jobs = plan(config, rows, seeds)
     if shard is not None:
-        tasks = tasks[shard.index - 1 :: shard.count]
+        jobs = jobs[shard.index - 1 :: shard.count]
 
     def recording(found: dict[str, Run], made_by: Provenance) -> Runs:
-        return runs_file(LESSON, ablation, [made_by], [found[task.name] for task in tasks])
+        return runs_file(LESSON, ablation, [made_by], [found[job.name] for job in jobs])
 
     return record_kept(
-        [task.job(config) for task in tasks],
+        jobs,
         how,
         noun=ROW,
         fingerprint=fingerprint(config, how.device),
