@@ -108,8 +108,8 @@ def test_an_unknown_version_is_named() -> None:
 def test_the_default_sweep_at_full_shape_fits_the_shipped_size() -> None:
     # Every run with the curve the default config records (600 steps, one point every 20:
     # 31 points) and ten per-block gradient norm points, in full float64 precision: the
-    # default sweep (80 runs, 597 KB), and a CUDA sweep (depth 32 too, no seed trimmed: 120
-    # runs, 1,045 KB).
+    # default sweep (80 runs, 619 KB), and a CUDA sweep (depth 32 too, no seed trimmed: 120
+    # runs, 1,078 KB).
     config = RunConfig()
     finals = {**FLIP_AT_8, **{(32, i): FLIP_AT_8[(16, i)] for i in ("gpt2", "pytorch")}}
     for plan in (default_plan(), default_plan(depths=(2, 4, 8, 16, 32), trim_depth=None)):
