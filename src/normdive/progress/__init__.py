@@ -26,7 +26,7 @@
 
 The ablation, one concept per module, all pure:
     progress/facts.py:     RecordingFacts, RowFacts (re-exported by state.py);
-                           recording_facts(Recording | RecordingProblem) -> RecordingFacts,
+                           recording_facts(Runs | RecordingProblem) -> RecordingFacts,
                            recording_facts_at(path) -> RecordingFacts (never raise)
     progress/ablation.py:  row_band, band_texts, which_recovers_more -> Recovery | None,
                            best_row, fold_ablation -> AblationState (RowState, RowResult,
