@@ -1,12 +1,4 @@
-"""The live lab's configuration: the small stack a learner trains in their browser and
-`record-runs --lab` records at every offered point (docs/lab.md, "Why this config"), and what
-the grid offers by default. The grid's file is a file of runs of the lab plan
-(recording/runs.py, recording/lab_grid.py).
-
-Torch-free, like the recording format it borrows from: every field of a `RunConfig` keeps its
-name, constraints and description; only the defaults differ, and they are the lab's, chosen
-by measurement.
-"""
+"""The live lab's configuration (docs/lab.md, "The lab config, and why this one")."""
 
 from __future__ import annotations
 
@@ -38,24 +30,18 @@ LAB_GRAD_NORM_POINTS = 10  # a RunConfig field; the lab records no per-block nor
 LAB_DEPTH = 2
 LAB_INIT: InitScheme = "gpt2"
 LAB_EPS = TORCH_LAYERNORM_EPS
-# What the page offers a learner, and so what the grid records.
 OFFERED_DEPTHS = (1, 2, 3, 4, 6, 8)
-# The offered depths recorded at LAB_EPS only (where layer norm is on), unless every eps is
-# asked for at every seed: the deep cells cost the most, and the lesson's question at depth
-# is the four rows at the default eps (docs/lab.md, "The grid file"); the file says so.
+# Recorded at LAB_EPS only (unless every eps at every seed is asked): the costliest cells.
 LAB_EPS_ONLY_DEPTHS = (6, 8)
 OFFERED_EPS = (0.0, 1e-5, 1.0)
 OFFERED_INITS: tuple[InitScheme, ...] = ("gpt2", "pytorch")
 OFFERED_SEEDS = (0, 1, 2)
-# The seeds at which the offered eps values other than LAB_EPS are recorded (None: every
-# offered seed). The first seed only: the whole grid (192 cells) took over an hour on this
-# shared 2-core machine, the grid with this trim (128) fits its 30 minutes on idle cores
-# (docs/lab.md, "The grid file"); the file says what was left out.
+# Seeds recording the eps other than LAB_EPS (None: all): the whole grid took over an hour on
+# 2 cores, this trim fits 30 minutes (docs/lab.md, "The shipped grid, and what was trimmed").
 LAB_EXTRA_EPS_SEEDS: tuple[int, ...] | None = (0,)
-# -----------------------------------------------------------------------------------------
 
 _RUN = RunConfig.model_fields  # each lab field keeps the recording's constraints and wording
-_SETTINGS = RunSettings.model_fields  # and each of a run's own choices
+_SETTINGS = RunSettings.model_fields
 
 
 class _Model(BaseModel):
@@ -89,8 +75,6 @@ class LabBase(_Model):
 
 
 class LabConfig(LabBase):
-    """One lab run's whole configuration: the shared settings and the learner's choices."""
-
     depth: Annotated[int, _RUN["depth"]] = LAB_DEPTH
     init: Annotated[InitScheme, _RUN["init"]] = LAB_INIT
     layernorm: Annotated[bool, _SETTINGS["layernorm"]] = True
@@ -108,11 +92,8 @@ class LabConfig(LabBase):
         return RunConfig.model_validate(self.model_dump(include=set(RunConfig.model_fields)))
 
     def settings(self, seed: int) -> RunSettings:
-        """The whole configuration of this config's run at `seed`, as its recorded run says."""
         return RunSettings.model_validate({**self.model_dump(), "seed": seed})
 
     @classmethod
     def at(cls, base: LabBase, **choices: Setting) -> LabConfig:
-        """The config of one grid point: `base` with the learner's `choices` (depth,
-        layernorm, residual, eps, init)."""
         return cls.model_validate({**base.model_dump(), **choices})

@@ -1,11 +1,5 @@
-"""lab32: the portable generator both lab trainers draw every random number from.
-
-Specified in docs/lab.md ("The generator: lab32"); src/normdive/web/static/lab/random.js is
-its JavaScript twin, and tests/lab_vectors.json holds the first draws both must reproduce.
-A Weyl sequence (step 0x9E3779B9, the golden ratio's 32-bit fraction) through Wellons's
-"lowbias32" integer finaliser: one state word, unsigned 32-bit arithmetic only, so the same
-seed gives the same integers in any language with wrapping 32-bit multiplication.
-"""
+"""lab32, the generator both lab trainers draw from: docs/lab.md, "The generator: lab32";
+web/static/lab/random.js is its twin, tests/lab_vectors.json the draws both reproduce."""
 
 from __future__ import annotations
 
@@ -17,8 +11,7 @@ WEYL_STEP = 0x9E3779B9
 MIX_A = 0x7FEB352D
 MIX_B = 0x846CA68B
 
-# Stream ids: the weights and batches of a run's seed, the held-out set of the config's
-# heldout_seed.
+# Stream ids: weights and batches use the run's seed, the held-out set the heldout_seed.
 WEIGHTS, BATCHES, HELDOUT = 1, 2, 3
 
 TWO_26 = float(1 << 26)
@@ -27,7 +20,6 @@ MAX_BELOW = 1 << 16  # below(n) takes 1 <= n <= 2^16: 53 bits leave its bias und
 
 
 def mix32(x: int) -> int:
-    """The lowbias32 finaliser on an unsigned 32-bit word."""
     x &= MASK32
     x ^= x >> 16
     x = (x * MIX_A) & MASK32
@@ -38,9 +30,6 @@ def mix32(x: int) -> int:
 
 
 class Lab32:
-    """One stream of lab32: `seed` (0 <= seed < 2^32) and a stream id (WEIGHTS, BATCHES or
-    HELDOUT, or any other 32-bit id)."""
-
     __slots__ = ("state",)
 
     def __init__(self, seed: int, stream: int) -> None:
@@ -55,9 +44,7 @@ class Lab32:
         return mix32(self.state)
 
     def uniform(self) -> float:
-        """In (0, 1]: 53 bits from two draws, centred in their interval. Never 0; the top
-        value (a, b all ones) rounds to exactly 1.0 in double precision, once in 2^53 draws,
-        in both implementations alike."""
+        """In (0, 1]: 53 bits from two draws, centred; exactly 1.0 once in 2^53 draws."""
         a = self.next_u32() >> 5  # 27 bits
         b = self.next_u32() >> 6  # 26 bits
         return (a * TWO_26 + b + 0.5) / TWO_53
@@ -69,8 +56,7 @@ class Lab32:
         return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
 
     def below(self, n: int) -> int:
-        """An integer in [0, n), 1 <= n <= 2^16. uniform() rounds to exactly 1.0 once in 2^53
-        draws, hence the cap at n - 1 (for the copy task, n would be the separator)."""
+        """An integer in [0, n); capped at n - 1 since uniform() can be exactly 1.0."""
         if not 1 <= n <= MAX_BELOW:
             raise ValueError(f"below({n}): n must be from 1 to {MAX_BELOW}")
         return min(math.floor(self.uniform() * n), n - 1)
