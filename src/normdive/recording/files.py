@@ -1,5 +1,4 @@
-"""Writing recording and sweep files so that a reader sees the old file or the whole new one,
-never half of one. Torch-free: `merge-recordings` writes with it too."""
+"""Writing files of runs so that a reader sees the old file or the whole new one."""
 
 from __future__ import annotations
 
@@ -20,7 +19,6 @@ def tmp_path(out: Path) -> Path:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write `text` to `path` so that a reader sees the old file or the new one, never half."""
     tmp = tmp_path(path)
     with tmp.open("w", encoding="utf-8") as handle:
         handle.write(text)
@@ -30,13 +28,12 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 def write_runs(out: Path, runs: Runs) -> int:
-    """write_validated, indented as the file's plan is (runs.PLAN_INDENTS)."""
     return write_validated(out, runs, indent=PLAN_INDENTS[runs.plan.kind])
 
 
 def write_validated(out: Path, document: BaseModel, *, indent: int | None = 1) -> int:
-    """Write to `<out>.tmp`, read back, validate, rename over `out`; the temporary file never
-    stays. Returns the file's size in bytes. Raises UnfaithfulWrite or OSError, `out` unchanged."""
+    """Write, read back, validate, rename over `out`; returns the size in bytes. Raises
+    UnfaithfulWrite or OSError with `out` unchanged."""
     out.parent.mkdir(parents=True, exist_ok=True)
     text = document.model_dump_json(indent=indent) + "\n"
     tmp = tmp_path(out)

@@ -1,12 +1,6 @@
-"""The pieces every run of the recording format shares: its settings (`RunConfig`), the
-ablation's rows (`RowKey`), curve figures (`Measure`), block gradient norms and provenance.
-The file itself is a file of runs (recording/runs.py). Torch-free on purpose: the web app
-reads these models, and it never imports torch.
-
-JSON has no NaN or infinity, and a diverged run is a result worth showing, so every measured
-figure is a `Measure`: a number when finite, otherwise one of the strings "nan", "inf",
-"-inf". Nothing non-finite is ever dropped.
-"""
+"""The pieces every run of the recording format shares: settings, rows, figures, provenance.
+A `Measure` is a number when finite, else "nan", "inf" or "-inf": JSON has neither, and a
+diverged run is worth showing."""
 
 from __future__ import annotations
 
@@ -16,9 +10,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 RowKey = Literal["both", "residual_only", "layernorm_only", "neither"]
-# The page's order: the full block first, then each single component, then neither.
 ROW_KEYS: tuple[RowKey, ...] = ("both", "residual_only", "layernorm_only", "neither")
-# Which of the two components each row keeps: (layernorm, residual).
+# (layernorm, residual)
 ROW_SWITCHES: dict[RowKey, tuple[bool, bool]] = {
     "both": (True, True),
     "residual_only": (False, True),
@@ -39,15 +32,13 @@ NON_FINITE_MARKERS = ("nan", "inf", "-inf")
 
 
 def non_finite_marker(value: float) -> NonFinite:
-    """The marker JSON can hold for a non-finite float: "nan", "inf" or "-inf"."""
     if math.isnan(value):
         return "nan"
     return "inf" if value > 0 else "-inf"
 
 
 def _mark_non_finite(value: object) -> object:
-    """Turn a non-finite float into its explicit marker; refuse any other string (one clear
-    error instead of one per branch of the union); leave the rest to pydantic."""
+    # Any other string is refused here: one clear error, not one per branch of the union.
     if isinstance(value, float) and not math.isfinite(value):
         return non_finite_marker(value)
     if isinstance(value, str) and value not in NON_FINITE_MARKERS:
@@ -59,13 +50,11 @@ Measure = Annotated[float | NonFinite, BeforeValidator(_mark_non_finite)]
 
 
 def as_float(value: float | str) -> float:
-    """A Measure back as a Python float (the markers become nan / inf / -inf)."""
     return float(value)
 
 
 def recorded(value: float | str | None) -> float:
-    """A figure the file's plan records (the ablation's and the sweep's exact match), as a
-    float; ValueError for one left unrecorded, which the plan refuses when it is read."""
+    """A figure the plan records (the exact match) as a float; ValueError when it is None."""
     if value is None:
         raise ValueError("a figure the plan records is missing")
     return as_float(value)
@@ -125,7 +114,7 @@ class RunConfig(_Model):
 
     @property
     def sequence_length(self) -> int:
-        """Positions the model sees: the symbols, the separator, the copy minus its last."""
+        """The symbols, the separator, the copy minus its last."""
         return 2 * self.copy_length
 
     @model_validator(mode="after")
@@ -135,7 +124,7 @@ class RunConfig(_Model):
 
 
 def check_heads(d_model: int, n_heads: int) -> None:
-    """Raise ValueError unless the width splits evenly over the heads (E = D / H)."""
+    """ValueError unless the width splits evenly over the heads (E = D / H)."""
     if d_model % n_heads:
         raise ValueError(f"d_model {d_model} is not divisible by n_heads {n_heads}")
 

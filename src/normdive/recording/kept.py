@@ -1,7 +1,5 @@
-"""What a server worker keeps of a recorded file it reads on request (the depth sweep, the lab
-grid): the last result, reused while the file's stat (inode, size, modification and change
-time) stands still, since parsing the default sweep takes tens of milliseconds and the panels
-ask on every open. A file replaced, edited or touched is read again on the next request."""
+"""A worker's last result per recorded file read on request (the sweep, the lab grid), kept
+while the file's stat stands still: parsing the default sweep takes tens of milliseconds."""
 
 from __future__ import annotations
 
@@ -16,16 +14,13 @@ Stamp = tuple[int, int, int, int]
 
 
 class KeptByStat(Generic[ResultT]):
-    """Each file's last result, per worker, with the stat it was read under."""
-
     def __init__(self, read: Callable[[Path], ResultT]) -> None:
         self._read = read
         self._kept: dict[Path, tuple[Stamp, ResultT]] = {}
         self._lock = threading.Lock()
 
     def get(self, path: Path | str) -> ResultT:
-        """The file's result, read again only when its stat changed. Raises OSError
-        (FileNotFoundError when it is gone) when the file cannot be stat'ed."""
+        """Read again only when the stat changed; OSError when it cannot be stat'ed."""
         where = Path(path).absolute()
         info = os.stat(where)
         stamp = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)

@@ -1,13 +1,6 @@
-"""Any file `record-runs` writes, recognised and checked: the ablation recording the page
-plays, the depth sweep beside it and the lab grid beside it (`normdive check-recording`,
-`normdive merge-recordings`).
-
-Each is a file of runs whose plan names its kind (recording/runs.py). A file that cannot say,
-because it is missing, cut short, not JSON or of another format_version, is taken for what
-its name says: a name ending in -sweep.json is a sweep's and one ending in -lab.json a lab
-grid's, as `record-runs` names them beside the recording. Every refusal then names the
-command that makes that kind of file again.
-"""
+"""Any file `record-runs` writes, recognised and checked (`check-recording`, `merge-recordings`).
+A file whose contents cannot say its kind is taken for what its name says (-sweep.json,
+-lab.json), so every refusal names the command that makes it again."""
 
 from __future__ import annotations
 
@@ -32,7 +25,6 @@ from normdive.recording.runs import PLAN_KINDS, RUNS_KIND, PlanKind, Runs
 from normdive.recording.summary import RecordingCheck, check_recording_bytes
 from normdive.recording.sweep import SWEEP_SUFFIX
 
-# What a JSON file none of whose kinds it claims is told.
 FOREIGN = (
     "{name} is not a file record-runs writes: neither a recording, a depth sweep nor a lab "
     "grid (it is not an object, or its kind names none of them). `normdive record-runs` makes the "
@@ -52,9 +44,7 @@ def kind_by_name(path: Path) -> PlanKind:
 
 
 def kind_of(raw: bytes, path: Path) -> PlanKind | None:
-    """What the file says it is (its plan's kind); what its name says when it cannot say (it
-    is not JSON, names no kind, is of the retired format_version, or is a file of runs whose
-    plan names no kind); None for JSON that claims to be something else."""
+    """The plan's kind the file names, else kind_by_name; None for JSON claiming another kind."""
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError):
@@ -80,8 +70,7 @@ def _lab_grid_check(raw: bytes, name: str) -> RecordingCheck:
 
 
 def _shard_check(raw: bytes, path: Path, kind: PlanKind) -> RecordingCheck | None:
-    """A valid file holding one shard of its plan, described; None for any other file (the
-    page cannot play a shard: it is merged first)."""
+    """A valid shard file, described; None for any other file."""
     try:
         runs = parse_runs(raw, str(path), kind)
     except RecordingProblem:
@@ -104,8 +93,7 @@ def _shard_check(raw: bytes, path: Path, kind: PlanKind) -> RecordingCheck | Non
 
 
 def check_file(path: Path) -> RecordingCheck:
-    """Read, recognise, validate and describe the file at `path`, as check-recording prints
-    it; a refusal names the command that makes that kind of file."""
+    """The file at `path` read, recognised, validated and described, as check-recording says."""
     try:
         raw = read_capped(path, REMEDIES[kind_by_name(path)])
     except RecordingProblem as problem:
@@ -127,8 +115,7 @@ def check_file(path: Path) -> RecordingCheck:
 
 
 def read_runs(path: Path) -> Runs:
-    """The file at `path` as runs, whatever its plan (RecordingProblem when it cannot be
-    read: the message names the command that makes it again)."""
+    """The file at `path` as runs, whatever its plan; RecordingProblem when it cannot be."""
     raw = read_capped(path, REMEDIES[kind_by_name(path)])
     kind = kind_of(raw, path)
     if kind is None:

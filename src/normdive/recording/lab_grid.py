@@ -1,8 +1,4 @@
-"""The lab grid's file: a file of runs of the lab plan (recording/runs.py, `LabPlan`) beside
-the recording, which the page reads lazily when "Train one yourself" opens (docs/lab.md, "The
-grid file"). Where it lives, how it is read (with its own problem for the page), and what
-`check-recording` says of it.
-"""
+"""The lab grid's file, read when "Train one yourself" opens (docs/lab.md, "The grid file")."""
 
 from __future__ import annotations
 
@@ -17,7 +13,6 @@ from normdive.recording.reader import (
 )
 from normdive.recording.runs import LabPlan, Runs
 
-# The grid lives beside the recording: <recording stem>-lab.json.
 LAB_SUFFIX = "-lab"
 
 LabProblemReason = Literal["missing", "unreadable", "too_large", "bad_json", "invalid"]
@@ -26,12 +21,11 @@ LAB_REASONS: tuple[LabProblemReason, ...] = ("missing", "unreadable", "too_large
 
 
 def lab_path_for(recording_path: Path) -> Path:
-    """Where the lab grid of a recording lives: beside it, its name ending in LAB_SUFFIX."""
     return recording_path.with_name(recording_path.stem + LAB_SUFFIX + recording_path.suffix)
 
 
 class LabGridProblem(Exception):
-    """Why the lab grid cannot be used. `reason` is for code, `message` for people."""
+    """`reason` is for code, `message` for people."""
 
     def __init__(self, reason: LabProblemReason, message: str) -> None:
         super().__init__(message)
@@ -40,8 +34,6 @@ class LabGridProblem(Exception):
 
 
 def parse_lab_grid(text: str | bytes, name: str) -> Runs:
-    """Validate a grid file's text with the one reader (reader.parse_runs); `name` is what
-    messages call the file."""
     try:
         return parse_runs(text, name, "lab_grid")
     except RecordingProblem as problem:
@@ -50,7 +42,7 @@ def parse_lab_grid(text: str | bytes, name: str) -> Runs:
 
 
 def read_lab_grid(path: Path) -> Runs:
-    """The grid at `path`, or LabGridProblem saying what is wrong with the file."""
+    """The grid at `path`, or LabGridProblem."""
     try:
         with path.open("rb") as handle:
             raw = handle.read(MAX_RECORDING_BYTES + 1)
@@ -70,7 +62,6 @@ def read_lab_grid(path: Path) -> Runs:
 
 
 def describe_lab_grid(grid: Runs, name: str) -> list[str]:
-    """The lines `normdive check-recording` prints for a lab grid that parses."""
     plan = grid.plan_as(LabPlan)
     source, base = grid.provenance[0], plan.base
     eps = ", ".join(f"{value:g}" for value in plan.eps)

@@ -1,16 +1,6 @@
-"""Joining the shards of one plan (`record-runs --shard I/N`, any plan) into the whole file
-(`normdive merge-recordings`).
-
-Shard I of N holds every N-th run of the plan's training order from the I-th on
-(runs._Plan.sharded), so the N shards of one plan hold each planned run once. Merging checks
-that they are shards of one plan (same lesson, settings and axes), that none is missing or
-given twice and that no run is in two of them; the provenance of each shard is kept, in shard
-order.
-
-Whole lab grids that differ only in their depths (record-runs --lab --lab-depths at other
-depths, perhaps at fewer eps) join the same way into one grid, so a grid grows by depths
-without training again the runs it holds.
-"""
+"""Joining the shards of one plan (`record-runs --shard I/N`) into the whole file, and whole lab
+grids that differ only in depths into one grid (`normdive merge-recordings`; docs/recording.md,
+"Beyond one machine: shards and merging")."""
 
 from __future__ import annotations
 
@@ -36,8 +26,7 @@ class MergeProblem(Exception):
 
 
 def _check_parts(parts: Sequence[tuple[str, Runs]]) -> int:
-    """The number of shards the parts were cut into, once they are known to be the shards of
-    one plan, each given once."""
+    """The shard count, once the parts are the shards of one plan, each given once."""
     first_name, first = parts[0]
     whole = first.plan.model_copy(update={"shard": None})
     for name, part in parts:
@@ -79,10 +68,7 @@ def _check_parts(parts: Sequence[tuple[str, Runs]]) -> int:
 
 
 def _lab_grids_joined(parts: Sequence[tuple[str, Runs]]) -> Runs:
-    """Whole lab grids of the same settings, inits and seeds but other depths, joined into one
-    grid: the union of their depths and eps, each depth keeping the eps it was recorded at
-    (the plan's depth_eps names the depths with fewer than all), every run as recorded, and
-    each file's provenance in the order given."""
+    """Lab grids differing in depths only, as one grid: each depth keeps its eps (depth_eps)."""
     first_name, first = parts[0]
     plans = [part.plan_as(LabPlan) for _, part in parts]
     held: dict[int, str] = {}
@@ -127,9 +113,8 @@ def _lab_grids_joined(parts: Sequence[tuple[str, Runs]]) -> Runs:
 
 
 def merge_runs(parts: Sequence[tuple[str, Runs]]) -> Runs:
-    """The N shards of one plan, (name, file) each, joined into the whole file; or whole lab
-    grids that differ only in their depths, joined into one grid (_lab_grids_joined). Raises
-    MergeProblem when they are neither or a run is in two of them."""
+    """The (name, file) parts joined; MergeProblem when they are neither the N shards of one
+    plan nor lab grids differing in depths, or when a run is in two of them."""
     if not parts:
         raise MergeProblem("Give the shard files to merge.")
     if len(parts) > 1 and all(
@@ -151,9 +136,7 @@ def merge_runs(parts: Sequence[tuple[str, Runs]]) -> Runs:
 
 
 def _whole(first: Runs, plan: PlanT, parts: Sequence[tuple[str, Runs]], what: str) -> Runs:
-    """The file of `plan` holding every part's runs in the plan's order and every part's
-    provenance in the order of `parts`; MergeProblem, beginning with `what`, if it is not
-    whole."""
+    """Every part's runs in plan order and provenance in part order; MergeProblem if not whole."""
     try:
         return runs_file(
             first.lesson,

@@ -1,33 +1,6 @@
-"""Reading the recording for the page: one clear problem per way a file can be unusable.
-
-CONTRACT (web): read_recording(path) -> Runs (of the ablation plan), raising
-RecordingProblem(reason, message); recording_snapshot(path) -> RecordingSnapshot(status,
-digest), never raising: the runs or the problem to show, and the sha256 of the bytes they
-were parsed from;
-recording_status(path) -> its status alone; best_row(recording, seed=None) -> the row key the
-gate asks for. read_capped(path) -> the file's bytes, at most MAX_RECORDING_BYTES (the server
-and `normdive check-recording` share the cap).
-
-The server's view of a file (recording_snapshot), cached per path:
-- A change is noticed by the file's stat (inode, size, mtime, ctime), taken on every call, and
-  by its content: while the stat stands still the bytes are read and hashed again at most
-  every CONTENT_RECHECK_S, so an edit that keeps the size and mtime (and lands within one tick
-  of the ctime clock) shows within that time. Bytes whose digest is unchanged are not parsed
-  again.
-- A file rewritten in place is, for a moment, half written, and a half-written file reads as
-  damaged (cut-off JSON, an invalid document, rows missing). The reader cannot tell that
-  moment from a file that is broken for good, so a path that has held a good recording keeps
-  serving its last good one while it reads as such a problem, for at most LAST_GOOD_GRACE_S
-  from when the problem was first seen (the author's message is logged, once per distinct
-  problem); after that, or for a file that is gone, unreadable or over the cap (none of which
-  a write in progress causes), the problem shows. Each worker keeps its own last good copy,
-  so for that grace a worker started after the damage shows the problem while an older one
-  does not. A path that never held a good one shows its problem. A good file (written in
-  place or atomically replaced) replaces the last good one as soon as it is noticed.
-
-Every message names the file and is written for a course author, who is the one who can fix
-it (usually by running `normdive record-runs`).
-"""
+"""Reading the recording for the page: one clear problem per way a file can be unusable, each
+message naming the file for the course author who can fix it (docs/recording.md, "The reader
+the web uses")."""
 
 from __future__ import annotations
 
@@ -56,31 +29,23 @@ ProblemReason = Literal[
     "invalid",
     "no_ablation_rows",
 ]
-# How many validation errors a message lists before it says "and N more".
 MAX_ERRORS_SHOWN = 3
-# The command that makes each plan's file again, as its refusals say it.
 REMEDIES: dict[PlanKind, str] = {
     "ablation": "Run `normdive record-runs` to make it again.",
     "sweep": "Run `normdive record-runs --sweep` to make it again.",
     "lab_grid": "Run `normdive record-runs --lab` to make it again.",
 }
 REMEDY = REMEDIES["ablation"]
-# What messages call each plan's file.
 NOUNS: dict[PlanKind, str] = {"ablation": "recording", "sweep": "sweep", "lab_grid": "lab grid"}
-# The format each plan had of its own before the format of runs: no longer read.
 RETIRED_FORMAT_VERSION = 1
-# The most of a recording file that is read, in bytes. The shipped recording is about 120 KB;
-# parsing JSON takes several times its size in memory, so without a cap one large file costs a
-# worker hundreds of megabytes (bench/RESULTS.md, "Abuse").
+# Bytes. Parsing JSON takes several times a file's size in memory (the shipped one: 120 KB):
+# uncapped, one large file costs a worker hundreds of megabytes (bench/RESULTS.md, "Abuse").
 MAX_RECORDING_BYTES = 16 * 1024 * 1024
-# While a file's stat stands still, its bytes are read and hashed again at most this often, in
-# seconds (per worker). Reading and hashing the shipped 120 KB file takes about 0.5 ms on the
-# 2-core test machine, against about 7 µs for a stat: once a second it is lost in the noise,
-# while on every request it would add half a millisecond to each.
+# Seconds between re-reads of a file whose stat stands still (an edit keeping size and mtime):
+# hashing 120 KB takes about 0.5 ms against 7 µs for a stat, lost in the noise once a second.
 CONTENT_RECHECK_S = 1.0
-# How long a path keeps serving its last good recording while its file reads as damaged, in
-# seconds: far longer than any write of a recording takes (a 16 MiB file is written in well
-# under a second), short enough that a file broken for good shows its problem soon.
+# Seconds a path keeps serving its last good recording while the file reads as half written:
+# far longer than any write takes (16 MiB: well under a second), short for a file broken for good.
 LAST_GOOD_GRACE_S = 30.0
 # The problems a write in progress causes: a file cut off mid-way reads as these.
 HALF_WRITTEN_REASONS = frozenset({"bad_json", "invalid", "no_ablation_rows"})
@@ -110,8 +75,8 @@ class RecordingProblem(Exception):
 
 
 def validation_summary(error: ValidationError) -> str:
-    """The first few problems, one per field: a value that fits neither branch of a union
-    (a number or a non-finite marker) is reported once, under the field's own name."""
+    """The first few problems, one per field: a value fitting neither branch of a union (a number
+    or a non-finite marker) is reported once, under the field's own name."""
     found: dict[str, str] = {}
     for item in error.errors():
         loc = list(item["loc"])
@@ -128,7 +93,6 @@ def validation_summary(error: ValidationError) -> str:
 
 
 def _decoded(text: str | bytes, noun: str, name: str, remedy: str) -> dict[str, Any]:
-    """The file's JSON object, or RecordingProblem saying why it is none."""
     try:
         data = json.loads(text)
     except UnicodeDecodeError as error:
@@ -142,8 +106,7 @@ def _decoded(text: str | bytes, noun: str, name: str, remedy: str) -> dict[str, 
             f"{error.colno}: {error.msg}); it may have been cut short. {remedy}",
         ) from error
     except RecursionError as error:
-        # The json module parses nested arrays and objects by recursion; a file nested
-        # deeper than the interpreter's recursion limit is no recording either.
+        # json recurses per nesting level: a file nested past the recursion limit lands here.
         raise RecordingProblem(
             "bad_json",
             f"The {noun} {name} nests its JSON too deeply to read; it is not a recording. {remedy}",
@@ -165,9 +128,7 @@ def _invalid(
 
 
 def parse_runs(text: str | bytes, name: str, kind: PlanKind) -> Runs:
-    """The one reader: a file of runs of the plan `kind`, validated once (recording/runs.py).
-    `name` is what messages call the file; every refusal is a RecordingProblem naming the
-    command that makes it."""
+    """The one reader of a file of runs of plan `kind`; RecordingProblem names the remedy."""
     noun, remedy = NOUNS[kind], REMEDIES[kind]
     data = _decoded(text, noun, name, remedy)
     version = data.get("format_version")
@@ -198,8 +159,7 @@ def parse_runs(text: str | bytes, name: str, kind: PlanKind) -> Runs:
 
 
 def parse_recording(text: str | bytes, name: str) -> Runs:
-    """Validate a recording's text against the format (not yet asking for the ablation rows).
-    `name` is what messages call the file."""
+    """The ablation's file, validated but not yet asked for its four rows."""
     return parse_runs(text, name, "ablation")
 
 
@@ -220,14 +180,11 @@ def require_ablation_rows(recording: Runs, name: str) -> Runs:
 
 
 def read_capped(path: Path | str, remedy: str = REMEDY) -> bytes:
-    """The file's bytes, refusing a file larger than MAX_RECORDING_BYTES without reading more
-    than one byte past the cap. Raises RecordingProblem (missing, unreadable, too_large), whose
-    message ends with `remedy`: the command that makes such a file again."""
+    """The file's bytes, reading at most one byte past MAX_RECORDING_BYTES. Raises
+    RecordingProblem (missing, unreadable, too_large) ending with `remedy`."""
     where = Path(path)
     try:
         with where.open("rb") as file:
-            # A file known to be too large is not read at all; one growing while it is read
-            # is stopped one byte past the cap.
             too_large = os.fstat(file.fileno()).st_size > MAX_RECORDING_BYTES
             raw = b"" if too_large else file.read(MAX_RECORDING_BYTES + 1)
     except FileNotFoundError as error:
@@ -258,8 +215,7 @@ def _parse_usable(raw: bytes, name: str) -> Runs:
 
 @dataclass(frozen=True)
 class RecordingSnapshot:
-    """What the server serves for a recording path: its runs or the problem to show, and the
-    sha256 (hex) of the bytes the runs were parsed from (None with a problem)."""
+    """The runs or the problem to show, and the sha256 (hex) of the bytes (None: a problem)."""
 
     status: Runs | RecordingProblem
     digest: str | None
@@ -269,9 +225,9 @@ class RecordingSnapshot:
 class _Seen:
     stamp: tuple[int, int, int, int] | None  # (inode, size, mtime ns, ctime ns); None: no stat
     checked_at: float  # time.monotonic() when the bytes were last read
-    digest: str | None  # of the bytes last read; None when they could not be read
+    digest: str | None
     served: RecordingSnapshot
-    problem: RecordingProblem | None  # what the bytes last read amount to, when not good
+    problem: RecordingProblem | None
     problem_since: float | None  # time.monotonic() when the file first read as a problem
 
 
@@ -288,9 +244,9 @@ def _stamp(where: Path) -> tuple[int, int, int, int] | None:
 
 
 def recording_snapshot(path: Path | str) -> RecordingSnapshot:
-    """The recording at `path` as the server serves it (see the module's docstring: a change
-    is noticed by stat and by content, and a path keeps its last good recording while it
-    reads as a problem). Never raises."""
+    """The recording at `path` as the server serves it, cached per path (per worker); never
+    raises. A path that held a good recording keeps it for LAST_GOOD_GRACE_S while the file
+    reads as one of HALF_WRITTEN_REASONS; other problems show at once."""
     where = Path(path).absolute()
     stamp = _stamp(where)
     now = time.monotonic()
@@ -334,8 +290,6 @@ def recording_snapshot(path: Path | str) -> RecordingSnapshot:
 def _last_good(
     seen: _Seen | None, where: Path, problem: RecordingProblem, problem_age_s: float
 ) -> RecordingSnapshot:
-    """The snapshot to serve while the file reads as `problem` (for `problem_age_s` so far):
-    its last good one while a half-written file could explain the problem, else the problem."""
     last = seen.served if seen is not None else None
     if (
         last is None
@@ -366,7 +320,6 @@ def _last_good(
 
 
 def recording_status(path: Path | str) -> Runs | RecordingProblem:
-    """recording_snapshot's status: the runs, or the problem to show. Never raises."""
     return recording_snapshot(path).status
 
 
@@ -376,8 +329,7 @@ def _rank(value: float | str, *, worst: float) -> float:
 
 
 def rank_key(run: Run) -> tuple[float, float, int]:
-    """Sort key, best first: higher final held-out accuracy, then lower final held-out loss,
-    then the page's row order. NaN ranks last on either figure."""
+    """Best first: higher final held-out accuracy, lower loss, then row order; NaN last."""
     return (
         -_rank(run.final.heldout_accuracy, worst=-math.inf),
         _rank(run.final.heldout_loss, worst=math.inf),
@@ -392,9 +344,7 @@ def ranking(recording: Runs, seed: int | None = None) -> list[RowKey]:
 
 
 def best_row(recording: Runs, seed: int | None = None) -> RowKey:
-    """The row the gate asks the learner to play, computed from the rows, never stored: the
-    highest final held-out per-token accuracy, ties to the lower final held-out loss, and a
-    tie on both to the page's row order. Seed None means the recording's page seed."""
+    """The row the gate asks for, computed (rank_key), never stored; seed None: the page seed."""
     order = ranking(recording, seed)
     if not order:
         wanted = recording.plan_as(AblationPlan).page_seed if seed is None else seed

@@ -1,19 +1,6 @@
 """The one recording format: a file of training runs, each with its whole configuration, and
-the plan they were trained to (the ablation, the depth sweep or the lab grid).
-
-What `record-runs` writes and every reader reads (recording/reader.py, `parse_runs`). Torch-free
-on purpose: the web app reads these models and never imports torch. The JSON Schema in
-docs/recording.schema.json is generated from `Runs` (recording/schema.py) and a test fails when it
-goes stale. docs/recording.md says why one format with three plans.
-
-Every run carries its whole configuration (`RunSettings`: a `RunConfig` plus the two switches,
-layer norm's eps and the seed), so "the runs at this configuration" is one question for every
-plan (`Runs.select`). The plan says what the file was meant to hold: its axes (the values each
-varying setting takes), which runs the page plays first, what was left out and why, and which
-shard of the plan the file is. The figures keep the `Measure` of recording/format.py: a
-diverged run keeps its "nan". The player, the sweep panel and the lab ask these models
-directly (`Runs.row`, `Runs.run_at`); there is no other model of a recorded run.
-"""
+the plan they were trained to (docs/recording.md, "The file"). Torch-free: the web app reads it.
+The JSON Schema is generated from `Runs` (recording/schema.py)."""
 
 from __future__ import annotations
 
@@ -39,17 +26,14 @@ from normdive.recording.selection import Setting, select, select_one
 
 RUNS_FORMAT_VERSION: Final = 2
 RUNS_KIND: Final = "runs"
-# The lesson the shipped runs belong to.
 LESSON = "8.5 The transformer block"
-# torch.nn.LayerNorm's default eps, which the ablation's and the sweep's model use
-# (training/model.py); the lab offers other values.
+# torch.nn.LayerNorm's default eps, the ablation's and the sweep's (training/model.py).
 TORCH_LAYERNORM_EPS = 1e-5
 
 PlanKind = Literal["ablation", "sweep", "lab_grid"]
 PLAN_KINDS: tuple[PlanKind, ...] = ("ablation", "sweep", "lab_grid")
-# How each plan's file is indented: the ablation's is read in review, and one-space indents
-# keep its diffs readable; the sweep and the lab grid are read by the page, not by people, and
-# compact (the default sweep is about 0.6 MB so, against 0.9 MB with one-space indents).
+# The ablation's file is read in review: one-space indents keep its diffs readable. The others
+# are read by the page only, so compact (the default sweep: 0.6 MB, against 0.9 MB indented).
 PLAN_INDENTS: dict[PlanKind, int | None] = {"ablation": 1, "sweep": None, "lab_grid": None}
 
 
@@ -66,8 +50,8 @@ SwitchedT = TypeVar("SwitchedT", bound=Switched)
 
 
 def eps_with_layernorm(settings: SwitchedT) -> SwitchedT:
-    """`settings`, once its eps is a finite number (0 allowed) exactly when layer norm is on and
-    null when it is off (else ValueError); a model validator of each model that has both."""
+    """`settings` if eps is finite (0 allowed) with layer norm on, null with it off; else
+    ValueError. A model validator."""
     layernorm, eps = settings.layernorm, settings.eps
     if layernorm and eps is None:
         raise ValueError("layer norm is on: give its eps (0 allowed)")
@@ -96,16 +80,14 @@ class RunSettings(RunConfig):
         return next(k for k in ROW_KEYS if ROW_SWITCHES[k] == (self.layernorm, self.residual))
 
     def run_config(self) -> RunConfig:
-        """The settings this run shares with the others of its plan's shape: all but its
-        switches, eps and seed."""
+        """All but the switches, eps and seed: what this run shares with its plan's others."""
         return RunConfig.model_validate(self.model_dump(include=set(RunConfig.model_fields)))
 
 
 def settings_at(
     base: RunConfig, *, layernorm: bool, residual: bool, seed: int, **axes: Any
 ) -> RunSettings:
-    """`base` at one point: the switches, the seed, and any other settings in `axes` (depth,
-    init, eps). Layer norm's eps is TORCH_LAYERNORM_EPS unless given, null when it is off."""
+    """`base` at one point (`axes`: depth, init, eps); eps defaults to TORCH_LAYERNORM_EPS."""
     eps = axes.pop("eps", TORCH_LAYERNORM_EPS) if layernorm else None
     axes.pop("eps", None)
     return RunSettings.model_validate(
@@ -183,8 +165,7 @@ def run_label(config: RunSettings) -> str:
 
 
 def check_every_figure(run: Run) -> None:
-    """Raise ValueError unless `run` records what the player draws of a row: the exact match
-    at every point and at the end, each block's gradient norms, at most MAX_CURVE_POINTS."""
+    """ValueError unless `run` records all the player draws: exact match, block norms."""
     label = run_label(run.config)
     if len(run.curve) > MAX_CURVE_POINTS:
         raise ValueError(f"{label}: {len(run.curve)} curve points, at most {MAX_CURVE_POINTS}")
@@ -208,9 +189,6 @@ class ShardPart(_Model):
 
 
 class _Plan(_Model):
-    """What every plan says: the settings its runs share, which runs the page plays first, what
-    was left out, and which shard of the plan a file holds."""
-
     base: RunConfig = Field(
         description="The settings every run shares before the plan's axes replace some."
     )
@@ -234,7 +212,6 @@ class _Plan(_Model):
         return self
 
     def planned(self) -> list[RunSettings]:
-        """Every run the axes cover, in training order."""
         raise NotImplementedError
 
     def exact(self) -> bool:
@@ -245,12 +222,11 @@ class _Plan(_Model):
         """Raise ValueError when `run` lacks a figure the readers of this plan draw."""
 
     def file_order(self, runs: Iterable[Run]) -> list[Run]:
-        """Runs in the order a file of this plan lists them: the plan's training order."""
         rank = {settings_point(config): index for index, config in enumerate(self.planned())}
         return sorted(runs, key=lambda run: rank.get(settings_point(run.config), len(rank)))
 
     def sharded(self) -> list[RunSettings]:
-        """The runs of this file's shard: every count-th planned run from the index-th on."""
+        """Every count-th planned run from the index-th on."""
         planned = self.planned()
         return planned if self.shard is None else planned[self.shard.index - 1 :: self.shard.count]
 
@@ -270,7 +246,7 @@ class AblationPlan(_Plan):
 
     @property
     def page_seed(self) -> int:
-        """The seed whose rows the page plays (`first`; the first seed when it names none)."""
+        """`first`'s seed, else the first seed."""
         seed = self.first.get("seed", self.seeds[0])
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ValueError(f"first seed {seed!r} is not a seed")
@@ -320,12 +296,10 @@ class SweepPlan(_Plan):
         return self
 
     def seeds_at(self, depth: int) -> list[int]:
-        """The seeds trained at `depth` (none when the sweep has no such depth)."""
         return next((entry.seeds for entry in self.depths if entry.depth == depth), [])
 
     def planned(self) -> list[RunSettings]:
-        """In training order: deepest first (the longest runs start first), then seed, init
-        and row, so the cheap runs fill the gaps at the end and shards cost about the same."""
+        """Deepest first, so the cheap runs fill the gaps at the end and shards cost alike."""
         return [
             settings_at(
                 self.base,
@@ -348,7 +322,6 @@ class SweepPlan(_Plan):
         check_every_figure(run)
 
     def file_order(self, runs: Iterable[Run]) -> list[Run]:
-        """By depth, initialisation, the page's row order, then seed."""
         return sorted(
             runs,
             key=lambda run: (
@@ -361,8 +334,6 @@ class SweepPlan(_Plan):
 
 
 class LabOffered(_Model):
-    """What the page lets a learner pick; the lab grid records each combination of these."""
-
     depths: list[int] = Field(min_length=1)
     eps: list[float] = Field(min_length=1, description="Offered wherever layer norm is on.")
     inits: list[InitScheme] = Field(min_length=1)
@@ -388,11 +359,10 @@ class LabOffered(_Model):
         return self
 
     def eps_at(self, depth: int) -> list[float]:
-        """The eps values offered at `depth` (where layer norm is on)."""
         return self.depth_eps.get(depth, self.eps)
 
     def depth_eps_trimmed(self) -> str | None:
-        """The depths offered at fewer eps values, in a sentence; None: none are."""
+        """In a sentence; None: every depth has every eps."""
         if not self.depth_eps:
             return None
         said = {
@@ -417,7 +387,6 @@ class LabPlan(LabOffered, _Plan):
     kind: Literal["lab_grid"]
 
     def planned(self) -> list[RunSettings]:
-        """Seed-major, so the first seed is whole first."""
         return [
             settings_at(
                 self.base, layernorm=ln, residual=res, seed=seed, depth=depth, init=init, eps=eps
@@ -436,24 +405,20 @@ Plan = Annotated[PlanT, Field(discriminator="kind")]
 
 
 def runs_file(lesson: str, plan: PlanT, made_by: list[Provenance], runs: list[Run]) -> Runs:
-    """A file of `runs` of `plan` in this format_version, as `made_by` recorded them."""
     head = {"format_version": RUNS_FORMAT_VERSION, "kind": RUNS_KIND, "lesson": lesson}
     return Runs.model_validate({**head, "plan": plan, "provenance": made_by, "runs": runs})
 
 
 def _settings(run: Run) -> dict[str, Setting]:
-    # The fields as pydantic keeps them: no copy, since every question of the page asks it.
+    # No copy: every question of the page asks it.
     return vars(run.config)
 
 
 def settings_point(config: RunSettings) -> tuple[Any, ...]:
-    """A run's settings as a tuple: what tells two runs apart."""
     return tuple(config.model_dump().values())
 
 
 class Runs(_Model):
-    """A file of runs: the ablation, the depth sweep or the lab grid, as its plan says."""
-
     format_version: Literal[2]
     kind: Literal["runs"] = Field(description="Tells this format from any other JSON.")
     lesson: str = Field(description="The lesson these runs belong to.")
@@ -492,24 +457,20 @@ class Runs(_Model):
         return self
 
     def select(self, **wanted: Setting) -> list[Run]:
-        """The runs at this configuration: those whose settings have every value given (eps
-        within selection.EPS_MATCH), in the file's order. select() is every run."""
+        """The runs with every setting given (eps within selection.EPS_MATCH), in file order."""
         unknown = sorted(set(wanted) - set(RunSettings.model_fields))
         if unknown:
             raise ValueError(f"no run setting is called {', '.join(unknown)}")
         return select(self.runs, _settings, **wanted)
 
     def run_at(self, **wanted: Setting) -> Run | None:
-        """The first run at this configuration, if any."""
         unknown = sorted(set(wanted) - set(RunSettings.model_fields))
         if unknown:
             raise ValueError(f"no run setting is called {', '.join(unknown)}")
         return select_one(self.runs, _settings, **wanted)
 
     def row(self, key: RowKey, **at: Setting) -> Run | None:
-        """The run of the ablation row `key` (its two switches) at the plan's first settings
-        (the page's seed), each setting in `at` changing one of them: another seed, depth or
-        initialisation."""
+        """The run of row `key` at the plan's `first` settings, each of `at` changing one."""
         layernorm, residual = ROW_SWITCHES[key]
         wanted = {**self.plan.first, **at, "layernorm": layernorm, "residual": residual}
         if not layernorm:
@@ -517,22 +478,20 @@ class Runs(_Model):
         return self.run_at(**wanted)
 
     def plan_as(self, kind: type[PlanKindT]) -> PlanKindT:
-        """The file's plan, which must be of `kind` (else ValueError naming both)."""
+        """The file's plan, which must be of `kind` (else ValueError)."""
         if not isinstance(self.plan, kind):
             raise ValueError(f"plan: a {self.plan.kind} plan, not a {kind.__name__}")
         return self.plan
 
     def first_runs(self) -> list[Run]:
-        """The runs the page plays first (the plan's `first`)."""
         return self.select(**self.plan.first)
 
     def shard_of(self, shard: ShardPart | None) -> Runs:
-        """The same runs, said to be `shard` of their plan (validated: each must be in it)."""
+        """The same runs, said to be `shard` of their plan (validated)."""
         data = self.model_dump()
         data["plan"]["shard"] = None if shard is None else shard.model_dump()
         return Runs.model_validate(data)
 
     def missing(self) -> list[RunSettings]:
-        """The planned runs (of this file's shard) the file does not hold."""
         held = {settings_point(run.config) for run in self.runs}
         return [config for config in self.plan.sharded() if settings_point(config) not in held]

@@ -1,12 +1,5 @@
-"""The JSON Schema of the one recording format (a file of runs and its plan: the ablation, the
-depth sweep or the lab grid), generated from the pydantic models (never hand-written).
-
-Regenerate after changing recording/runs.py or a model it uses:
-
-    .venv/bin/python -m normdive.recording.schema docs/recording.schema.json
-
-tests/test_recording_schema.py fails while the committed file differs from what this makes.
-"""
+"""The recording format's JSON Schema, generated from the pydantic models; regenerate with
+`.venv/bin/python -m normdive.recording.schema docs/recording.schema.json` (a test checks)."""
 
 from __future__ import annotations
 
@@ -20,7 +13,6 @@ SCHEMA_ID = "https://normdive.invalid/recording.schema.json"  # names the schema
 
 
 def schema_text() -> str:
-    """The schema as the committed file holds it: sorted keys, two-space indent, final newline."""
     schema = Runs.model_json_schema(mode="validation")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = SCHEMA_ID

@@ -1,8 +1,4 @@
-"""The recording in a few lines: the four rows at the page's seed, and the spread over seeds.
-
-Printed by `record-runs` when it finishes and by `check-recording`, and pasted into
-docs/recording.md. Markdown, so the same text reads in a terminal and in the docs.
-"""
+"""The recording in a few lines (Markdown: it reads in a terminal and in docs/recording.md)."""
 
 from __future__ import annotations
 
@@ -32,8 +28,7 @@ def _loss(value: float | str) -> str:
 
 
 def summary_table(recording: Runs) -> list[str]:
-    """A header, a rule and one line per row key present at the page seed (four normally),
-    with each row's final accuracy at every recorded seed in the last column."""
+    """A Markdown table of the rows at the page seed, the last column each seed's accuracy."""
     plan = recording.plan_as(AblationPlan)
     seed = plan.page_seed
     present = [key for key in ROW_KEYS if recording.row(key) is not None]
@@ -64,8 +59,7 @@ def summary_table(recording: Runs) -> list[str]:
 
 
 def ranking_note(recording: Runs) -> str:
-    """Whether the seeds agree: on the best row, on which single component recovers more,
-    and on the full order (rows at chance may swap places on noise alone)."""
+    """Whether the seeds agree on the order (rows at chance may swap places on noise alone)."""
     page = ranking(recording)
     if not page:
         return "No rows at the page's seed."
@@ -88,8 +82,7 @@ def ranking_note(recording: Runs) -> str:
 
 
 def describe(recording: Runs, name: str) -> list[str]:
-    """Where the recording came from, what it trained, and its rows: the lines
-    `normdive check-recording` prints for a file that parses."""
+    """What `normdive check-recording` prints for a recording that parses."""
     plan = recording.plan_as(AblationPlan)
     source = recording.provenance[0]
     config = plan.base
@@ -110,17 +103,14 @@ def describe(recording: Runs, name: str) -> list[str]:
 
 @dataclass(frozen=True)
 class RecordingCheck:
-    """What checking a recording file found: `lines` describe it (none when it does not
-    parse), and `problem` is why the page cannot play it (None: it can)."""
+    """`lines` describe the file (none: it does not parse); `problem` None: the page can play it."""
 
     lines: list[str]
     problem: RecordingProblem | None
 
 
 def check_recording_bytes(raw: bytes, name: str, *, sweep: bool) -> RecordingCheck:
-    """Validate and describe a recording's bytes (a depth sweep's when `sweep`), as
-    `normdive check-recording` reports it; the last line of a playable recording says which
-    row is best. (recording.kinds recognises which kind a file is.)"""
+    """A recording's (or a sweep's) bytes validated and described, as check-recording says."""
     try:
         if sweep:
             found = parse_sweep(raw, name)

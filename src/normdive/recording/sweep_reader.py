@@ -1,12 +1,5 @@
-"""Reading, summarising and merging depth sweep files; what the sweep says, as facts.
-
-CONTRACT: parse_sweep(text, name) -> Runs (of the sweep plan), raising RecordingProblem (the
-recording reader's reasons and messages); read_sweep(path) likewise from a file (capped like a
-recording); sweep_status(path) -> Runs | RecordingProblem, never raising, cached by the file's
-stat (what the server uses); sweep_summary(sweep) -> the lines `check-recording` prints;
-cells(sweep) and verdicts(sweep) -> the figures and the per-depth answers the page's
-sentences are made from.
-"""
+"""Reading and summarising depth sweep files, and what the sweep says, as facts (the cells and
+per-depth verdicts the page's sentences are made from)."""
 
 from __future__ import annotations
 
@@ -22,8 +15,7 @@ from normdive.recording.reader import REMEDIES, RecordingProblem, parse_runs, re
 from normdive.recording.runs import Run, Runs, SweepPlan
 
 SWEEP_REMEDY = REMEDIES["sweep"]
-# Two single-component rows whose final accuracies differ by less than this are a tie: the
-# "layer norm only" and "neither" rows at chance differ by a few hundredths of a percent.
+# A tie below this: rows at chance differ by a few hundredths of a percent.
 TIE_MARGIN = 0.01
 SINGLE_ROWS: tuple[RowKey, RowKey] = ("residual_only", "layernorm_only")
 
@@ -31,7 +23,6 @@ Verdict = Literal["residual_only", "layernorm_only", "tie", "mixed"]
 
 
 def parse_sweep(text: str | bytes, name: str) -> Runs:
-    """The depth sweep in a file's text, read by the one reader (reader.parse_runs)."""
     return parse_runs(text, name, "sweep")
 
 
@@ -71,7 +62,6 @@ class Cell:
 
 
 def cells(sweep: Runs) -> list[Cell]:
-    """Every (depth, init, row) present, by depth, init, then the page's row order."""
     plan = sweep.plan_as(SweepPlan)
     found = []
     for entry in plan.depths:
@@ -99,8 +89,7 @@ def _winner(residual: float, layernorm: float) -> Verdict:
 
 @dataclass(frozen=True)
 class DepthVerdict:
-    """Which single component recovers more at one depth and init: the same at every seed
-    (or a tie at every seed), or "mixed" when the seeds disagree."""
+    """Which single component recovers more at one depth and init; "mixed": seeds disagree."""
 
     depth: int
     init: InitScheme
@@ -110,8 +99,7 @@ class DepthVerdict:
 
 
 def verdicts(sweep: Runs) -> list[DepthVerdict]:
-    """One verdict per (init, depth) where both single-component rows were trained, by init
-    in the plan's order, then by depth."""
+    """One verdict per (init, depth) where both single-component rows were trained."""
     plan = sweep.plan_as(SweepPlan)
     if not all(key in plan.rows for key in SINGLE_ROWS):
         return []
@@ -148,8 +136,7 @@ def _percent(value: float) -> str:
 
 
 def sweep_summary(sweep: Runs) -> list[str]:
-    """The sweep by depth x init x row, each row's final accuracy at every seed, the mean and
-    the spread (highest minus lowest); then which single component recovers more where."""
+    """Each cell's accuracy per seed, mean and spread; then the verdicts."""
     plan = sweep.plan_as(SweepPlan)
     seeds_everywhere = [entry.seeds for entry in plan.depths]
     widest = max(seeds_everywhere, key=len)
@@ -184,7 +171,6 @@ def sweep_summary(sweep: Runs) -> list[str]:
 
 
 def describe_sweep(sweep: Runs, name: str) -> list[str]:
-    """What `normdive check-recording` prints for a sweep file that parses."""
     plan = sweep.plan_as(SweepPlan)
     config = plan.base
     depths = ", ".join(str(entry.depth) for entry in plan.depths)
@@ -222,8 +208,7 @@ _sweeps: KeptByStat[Runs | RecordingProblem] = KeptByStat(_sweep_or_problem)
 
 
 def sweep_status(path: Path | str) -> Runs | RecordingProblem:
-    """The sweep at `path`, or why it cannot be shown; never raises. Parsed again only when
-    the file's stat changes (recording.kept)."""
+    """The sweep at `path`, or why it cannot be shown; never raises (kept by stat)."""
     try:
         return _sweeps.get(path)
     except FileNotFoundError:
