@@ -1,9 +1,5 @@
-"""`normdive record-runs` once its options are parsed: pick the device, train the rows with
-progress on the console, and write the recording (normdive.training.runner does the work).
-
-Ctrl-C and a polite `kill` (SIGTERM) stop it alike: finished rows stay kept beside the output
-for the next run to resume from, and the previous recording is left as it was.
-"""
+"""`normdive record-runs` once its options are parsed. Ctrl-C and SIGTERM stop it alike: finished
+runs stay kept for the next call to resume from, the previous file as it was."""
 
 from __future__ import annotations
 
@@ -45,7 +41,6 @@ class NoCudaDevice(Exception):
 
 
 def command_line() -> str:
-    """The command as typed, when this process is the `normdive` script."""
     if Path(sys.argv[0]).name == "normdive":
         return shlex.join(["normdive", *sys.argv[1:]])
     return shlex.join(["normdive", "record-runs", *sys.argv[1:]])
@@ -65,7 +60,6 @@ def resolve_device(device: str) -> str:
     return device
 
 
-# What a recording command writes: the recording, the sweep or the lab grid.
 RecordedT = TypeVar("RecordedT")
 
 
@@ -82,9 +76,7 @@ def _recorded(
     work: Callable[[], RecordedT],
     summary: Callable[[RecordedT], list[str]],
 ) -> int:
-    """Run `work` (which writes `out` whole, or leaves it as it was), with SIGTERM as Ctrl-C;
-    then say what was written, how long it took, and its `summary`. Returns the exit status:
-    0, or EXIT_INTERRUPTED or EXIT_FAILED (its finished `noun`s stay kept)."""
+    """Run `work`, SIGTERM taken as Ctrl-C, and say what it wrote; returns the exit status."""
     previous = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     started = time.perf_counter()
     try:
@@ -115,10 +107,7 @@ def _interrupt_on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 @dataclass(frozen=True)
 class Asked:
-    """What record-runs was asked, whatever the plan: the `device` (auto, cpu or cuda), the
-    worker processes (`jobs`; None: one per CPU), where the file goes (`out`), whether to drop
-    the runs kept from an interrupted call (`fresh`), and the `shard` (I, N) to train (None:
-    the whole plan)."""
+    """What record-runs was asked, whatever the plan; `jobs` None: one per CPU."""
 
     device: str
     jobs: int | None
@@ -137,8 +126,7 @@ class Asked:
 def record_runs(
     config: RunConfig, rows: Sequence[RowKey], seeds: Sequence[int], asked: Asked
 ) -> int:
-    """Train the rows (or the shard of them asked) and write the recording; returns the exit
-    status. Raises NoCudaDevice before anything is trained."""
+    """The recording (or its shard) trained and written: the exit status, or NoCudaDevice."""
     device, part, out = resolve_device(asked.device), asked.part, asked.out
     tasks = (
         plan(config, rows, seeds)[part.index - 1 :: part.count]
@@ -175,10 +163,8 @@ def record_sweep_runs(
     *,
     depths: Sequence[int] | None,
 ) -> int:
-    """Train the depth sweep (or the shard of it asked) and write it; returns the exit
-    status. `depths` None means the default depths, and depth 32 too on CUDA. On the CPU the
-    default trims the seeds from depth 16 on (recording.sweep.TRIM_DEPTH); on CUDA it does
-    not. Raises NoCudaDevice before anything is trained."""
+    """The depth sweep (or its shard) trained and written: the exit status, or NoCudaDevice.
+    CUDA adds depth 32 to the default depths and trims no seeds."""
     device, part, out = resolve_device(asked.device), asked.part, asked.out
     chosen_depths = (
         list(depths)
@@ -227,10 +213,8 @@ def record_lab_runs(
     *,
     extra_eps_seeds: Sequence[int] | None,
 ) -> int:
-    """Train the lab grid (docs/lab.md, "The grid file"), or the shard of it asked, on the
-    CPU (whatever `asked.device` says) and write it; returns the exit status.
-    `extra_eps_seeds`: the seeds at which the offered eps values other than the default are
-    recorded (None: every seed); the file says what was left out."""
+    """The lab grid (or its shard) trained on the CPU, whatever `asked.device` says, and written;
+    the exit status. `extra_eps_seeds`: as lab.config.LAB_EXTRA_EPS_SEEDS."""
     lab_cells = LabCells(
         offered,
         tuple(rows),

@@ -1,16 +1,5 @@
-"""The lab in PyTorch: the stack of training/model.py in float64, every weight and batch drawn
-from lab32, so the browser's JavaScript trainer can start from the same numbers and be held
-to these (docs/lab.md is the contract; tests/test_lab_parity.py and bench/lab.py check it).
-
-What differs from a recorded ablation row (training/train.py), and why:
-- Weights: built as model.py builds them, then every parameter overwritten from stream
-  WEIGHTS of the seed in the documented order, so no torch RNG decides anything.
-- Batches and the held-out set: lab32 streams BATCHES (the seed's) and HELDOUT (the config's
-  heldout_seed), drawn in pure Python, not torch generators.
-- float64 throughout, and LayerNorm's eps is the config's (0 allowed).
-- No per-block gradient norms or exact match: the lab's curve is loss and accuracy only.
-The schedule (learning_rate), the optimiser (make_optimizer) and the clipping are train.py's.
-"""
+"""The lab in PyTorch: model.py's stack in float64 drawn from lab32, so the browser's trainer
+starts from the same numbers and is held to these (docs/lab.md is the contract)."""
 
 from __future__ import annotations
 
@@ -36,8 +25,7 @@ EMBEDDING_NAMES = {
     "token_embedding.weight": "token_embedding",
     "position_embedding.weight": "position_embedding",
 }
-# The two projections that write into the residual stream: GPT-2 scales them by
-# 1/sqrt(2 x depth) (model.py, gpt2_init).
+# Written into the residual stream: GPT-2 scales them by 1/sqrt(2 x depth) (model.gpt2_init).
 RESIDUAL_PROJECTIONS = ("attn.out.weight", "mlp.down.weight")
 
 LabProgressFn = Callable[[Progress], None]
@@ -45,12 +33,9 @@ LabProgressFn = Callable[[Progress], None]
 
 @contextmanager
 def pinned_thread() -> Iterator[None]:
-    """One thread, as every recorded run and the browser's single Worker: the same thread
-    count gives the same numbers. Denormals flushed as in train.pin_cpu (float64's subnormals
-    start at 2.2e-308, far below anything these figures reach). Both are put back after: the
-    flush is processor state of the calling thread, and left on it breaks any later code there
-    that needs IEEE subnormals (Hypothesis refuses to draw floats under it). torch has no
-    getter for the flush, so it goes back to the processor's default, off."""
+    """One thread (same count, same numbers) and denormals flushed (float64's: below 2.2e-308),
+    both put back after: the flush is thread state that breaks later code needing subnormals
+    (Hypothesis); torch has no getter, so it goes back to the default, off."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     torch.set_flush_denormal(True)
@@ -67,8 +52,7 @@ def lab_name(torch_name: str) -> str:
 
 
 def build_lab_model(config: LabConfig) -> CopyTransformer:
-    """The lab's model with every parameter drawn from lab32 stream WEIGHTS of no seed yet:
-    call `initialise(model, config, seed)` before use. float64; LayerNorm's eps the config's."""
+    """The lab's model, float64 with the config's eps; `initialise` it before use."""
     # init "pytorch" so the constructor does nothing beyond torch's defaults, all overwritten.
     run = config.run_config().model_copy(update={"init": "pytorch"})
     model = CopyTransformer(run, layernorm=config.layernorm, residual=config.residual)
@@ -82,8 +66,7 @@ def build_lab_model(config: LabConfig) -> CopyTransformer:
 def _draws(
     config: LabConfig, name: str, shape: tuple[int, ...], fan_in: int, source: Lab32
 ) -> list[float] | None:
-    """The values of one parameter, row-major, drawn in order; None for a norm's gain or
-    shift (1 and 0, no draws)."""
+    """One parameter's values, row-major; None for a norm's gain or shift (no draws)."""
     count = math.prod(shape)
     if ".norm_" in name or name.startswith("final_norm."):
         return None
@@ -103,9 +86,8 @@ def _draws(
 
 
 def _ordered(model: CopyTransformer) -> Iterator[tuple[str, torch.nn.Parameter, int]]:
-    """(lab name, parameter, fan_in) in docs/lab.md's order: named_parameters() registers
-    them in exactly that order (model.py constructs them so). fan_in: a Linear's input width,
-    shared by its weight and its bias."""
+    """(lab name, parameter, fan_in) in docs/lab.md's order, which is model.py's registration
+    order; a Linear's bias shares its weight's fan_in."""
     fan_in = 0
     for torch_name, parameter in model.named_parameters():
         name = lab_name(torch_name)
@@ -116,8 +98,7 @@ def _ordered(model: CopyTransformer) -> Iterator[tuple[str, torch.nn.Parameter, 
 
 @torch.no_grad()
 def initialise(model: CopyTransformer, config: LabConfig, seed: int) -> None:
-    """Overwrite every parameter from lab32 stream WEIGHTS of `seed` (docs/lab.md,
-    "Initialisation"); norms get gain 1 and shift 0 and draw nothing."""
+    """Every parameter from lab32 stream WEIGHTS of `seed` (docs/lab.md, "Initialisation")."""
     source = Lab32(seed, WEIGHTS)
     for name, parameter, fan_in in _ordered(model):
         values = _draws(config, name, tuple(parameter.shape), fan_in, source)
@@ -128,16 +109,14 @@ def initialise(model: CopyTransformer, config: LabConfig, seed: int) -> None:
 
 
 def initial_parameters(config: LabConfig, seed: int) -> dict[str, list[float]]:
-    """Every parameter before the first update, by docs/lab.md's name, flattened row-major,
-    in the documented order."""
+    """Every parameter before the first update, by docs/lab.md's name, flattened row-major."""
     model = build_lab_model(config)
     initialise(model, config, seed)
     return {name: parameter.detach().reshape(-1).tolist() for name, parameter, _ in _ordered(model)}
 
 
 def lab_batch(config: LabConfig, count: int, source: Lab32) -> CopyBatch:
-    """`count` copy sequences drawn one after another from `source` (docs/lab.md, "The
-    data"): per sequence, copy_length symbols below(vocab_size)."""
+    """`count` copy sequences drawn one after another from `source` (docs/lab.md, "The data")."""
     length = config.copy_length
     symbols = [[source.below(config.vocab_size) for _ in range(length)] for _ in range(count)]
     sep = separator(config.vocab_size)
@@ -149,7 +128,6 @@ def lab_batch(config: LabConfig, count: int, source: Lab32) -> CopyBatch:
 
 
 def heldout(config: LabConfig) -> CopyBatch:
-    """The lab's one held-out set: stream HELDOUT of the config's heldout_seed."""
     return lab_batch(config, config.heldout_size, Lab32(config.heldout_seed, HELDOUT))
 
 
@@ -160,8 +138,7 @@ def _loss(model: CopyTransformer, batch: CopyBatch, config: LabConfig) -> torch.
 
 @torch.inference_mode()
 def evaluate(model: CopyTransformer, data: CopyBatch, config: LabConfig) -> tuple[float, float]:
-    """(held-out loss, per-token accuracy) over the copied half; argmax takes the first
-    maximum on ties, as the JavaScript trainer does."""
+    """(held-out loss, per-token accuracy); argmax takes the first maximum, as the JS does."""
     model.eval()
     logits = copied_logits(model(data.inputs), config.copy_length)  # (N, L, V+1)
     loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), data.targets.reshape(-1))
@@ -171,8 +148,6 @@ def evaluate(model: CopyTransformer, data: CopyBatch, config: LabConfig) -> tupl
 
 
 class LabRun:
-    """One lab run in progress: the model, its optimiser and the batch stream of a seed."""
-
     def __init__(self, config: LabConfig, seed: int) -> None:
         self.config = config
         self.run_config = config.run_config()
@@ -206,8 +181,7 @@ def losses(config: LabConfig, seed: int, steps: int) -> list[float]:
 
 
 def train_lab_cell(config: LabConfig, seed: int, *, report: LabProgressFn | None = None) -> Run:
-    """Train one lab run for config.steps updates: its curve (step 0, every eval_every and
-    the last) and final held-out figures, as the grid keeps them."""
+    """One lab run trained, as the grid keeps it (curve at 0, every eval_every and the last)."""
     with pinned_thread():
         return _trained_cell(config, seed, report)
 
@@ -237,7 +211,6 @@ def _trained_cell(config: LabConfig, seed: int, report: LabProgressFn | None) ->
             last_accuracy = accuracy
         if report is not None and (step % REPORT_EVERY == 0 or step == config.steps):
             report(Progress(step, config.steps, loss, last_accuracy))
-    # The cell: its settings, its curve, where it ended (the last point's held-out figures).
     last = curve[-1]
     return Run(
         config=config.settings(seed),

@@ -1,8 +1,4 @@
-"""Recording the lab grid (`record-runs --lab`): every offered cell trained as record-runs
-trains the ablation's rows (single-thread worker processes on the CPU, each cell kept beside
-the output as it finishes, an interrupted run resumed), then the grid written in one atomic
-step. Torch-free until a worker trains: the parent only plans, shows progress and writes.
-"""
+"""Recording the lab grid (`record-runs --lab`); torch-free until a worker trains."""
 
 from __future__ import annotations
 
@@ -33,18 +29,15 @@ from normdive.training.runner import (
     serve_tasks,
 )
 
-CELL = "cell"  # one job of the lab grid, on the console
+CELL = "cell"
 LAB_DEVICE = "cpu"  # the lab's cells are small: they train in worker processes on the CPU
-# A cell's cost relative to the others (for the estimate of the time left): its depth plus
-# the fixed part every step pays (embeddings, head, the optimiser, Python's overhead), which
-# at width 32 weighs about as much as two blocks.
+# A cell's cost is its depth plus this: at width 32, embeddings, head, optimiser and Python's
+# overhead weigh about as much as two blocks.
 FIXED_COST_IN_BLOCKS = 2.0
 
 
 @dataclass(frozen=True)
 class LabJob:
-    """One cell to train; under `name` it is kept beside the output."""
-
     config: LabConfig
     seed: int
 
@@ -61,8 +54,6 @@ class LabJob:
         return self._said(("depth {}", "LN eps {:g}", "no LN", "res", "no res", "seed {}"), " ")
 
     def _said(self, words: tuple[str, str, str, str, str, str], between: str) -> str:
-        """The cell in `words`: its depth, eps (or no layer norm), residual (or none) and
-        seed, each filled into its template, and its init, joined by `between`."""
         depth, eps, no_norm, residual, no_residual, seed = words
         c = self.config
         return between.join(
@@ -86,17 +77,14 @@ class LabJob:
 
 @dataclass(frozen=True)
 class LabCells:
-    """The cells to record: the offered grid's `rows`, less the seeds left out of the extra
-    eps values."""
+    """The cells to record: the offered grid's `rows`, less the trimmed extra eps."""
 
     offered: LabOffered
     rows: tuple[RowKey, ...]
-    # The seeds at which the offered eps values other than LAB_EPS are recorded; None: all.
+    # As lab.config.LAB_EXTRA_EPS_SEEDS.
     extra_eps_seeds: tuple[int, ...] | None = None
 
     def plan(self, base: LabBase, shard: ShardPart | None = None) -> LabPlan:
-        """The file's plan: the offered grid at `base`, the page's default cell first (at the
-        first seed), what is left out in a sentence, and the `shard` the file holds."""
         return LabPlan(
             kind="lab_grid",
             base=LabConfig.at(base).run_config(),
@@ -114,10 +102,8 @@ class LabCells:
         )
 
     def points(self, base: LabBase, shard: ShardPart | None = None) -> list[RunSettings]:
-        """The cells to record (of `shard`: every count-th offered point from the index-th
-        on), most wanted first: every cell of the first seed, then the other seeds at eps
-        LAB_EPS (and without layer norm), then their other eps values. A run stopped part-way
-        has what the page needs most, and a rerun with fewer --lab-eps-seeds keeps it all."""
+        """Most wanted first (the first seed, then eps LAB_EPS, then the other eps): a run stopped
+        part-way has what the page needs most, and a rerun with fewer --lab-eps-seeds keeps it."""
         wanted = {ROW_SWITCHES[key] for key in self.rows}
         chosen = [
             p
@@ -186,7 +172,6 @@ def lab_jobs(base: LabBase, points: Sequence[RunSettings]) -> list[LabJob]:
 
 
 def _load(partial: PartialRows, job: LabJob) -> Run | None:
-    """The kept cell, or None when absent, unreadable or not the job's (trained again)."""
     return partial.kept(job.name, job.settings)
 
 
@@ -206,8 +191,7 @@ def lab_worker(
 def record_lab(
     base: LabBase, cells: LabCells, how: Recorder, *, shard: ShardPart | None = None
 ) -> Runs:
-    """Train the cells not kept yet (CPU worker processes), then write the grid to `how.out`
-    (on LAB_DEVICE). Raises KeyboardInterrupt (finished cells stay kept) or RecordError."""
+    """Train the cells not kept yet and write the grid; raises as runner.record_kept does."""
     plan = cells.plan(base, shard)
 
     def train(todo: list[LabJob], partial: PartialRows, bars: RunProgress) -> None:

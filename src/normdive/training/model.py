@@ -1,15 +1,6 @@
-"""The eight-block stack of the ablation: a small GPT-2-style decoder with two switches.
-
-Pre-LN placement as in GPT-2 (Radford et al. 2019, section 2.3): each block normalises its
-input before the sublayer, and a final norm sits before the head. The two switches:
-
-- ``layernorm`` off: every norm, the final one included, is the identity (``nn.Identity``),
-  so no normalisation runs at all;
-- ``residual`` off: a block is ``x = attn(norm(x)); x = mlp(norm(x))`` with no skip path,
-  so its output no longer carries its input forward.
-
-Shapes: B batch, T positions (2 x copy length), D d_model, H heads, E = D / H, V vocabulary.
-"""
+"""The ablation's stack: a small GPT-2-style pre-LN decoder (Radford et al. 2019, section 2.3)
+with two switches, `layernorm` and `residual` (docs/recording.md, "The model and the task").
+Shapes: B batch, T positions (2 x copy length), D d_model, H heads, E = D / H, V vocabulary."""
 
 from __future__ import annotations
 
@@ -45,9 +36,8 @@ class SelfAttention(nn.Module):
         return out
 
 
-# The exact (erf) GELU of Hendrycks & Gimpel 2016. GPT-2 used their tanh approximation
-# (openai/gpt-2 src/model.py), which differs by under 1e-3 but, forward plus backward, took
-# 3.4x as long on this CPU's single thread (bench/RESULTS.md, "Retired experiments": gelu.py).
+# The exact (erf) GELU (Hendrycks & Gimpel 2016): GPT-2's tanh form (openai/gpt-2 src/model.py)
+# is within 1e-3 but took 3.4x as long here (bench/RESULTS.md, "Retired experiments": gelu.py).
 GELU = "none"
 
 
@@ -71,8 +61,6 @@ def _norm(d_model: int, on: bool) -> nn.Module:
 
 
 class Block(nn.Module):
-    """One pre-LN transformer block with the two switches of the ablation."""
-
     def __init__(
         self, d_model: int, n_heads: int, mlp_ratio: int, *, layernorm: bool, residual: bool
     ) -> None:
@@ -125,10 +113,8 @@ GPT2_STD = 0.02  # GPT-2's initialiser range (openai/gpt-2 model.py, and nanoGPT
 
 
 def gpt2_init(model: CopyTransformer, depth: int) -> None:
-    """GPT-2 style: N(0, 0.02) weights, zero biases, and the two projections that write into
-    the residual stream (attention output, second MLP layer) scaled by 1/sqrt(2 x depth),
-    because each block adds two such terms to the stream (Radford et al. 2019, section 2.3).
-    LayerNorms keep their unit gain and zero shift."""
+    """N(0, 0.02) weights, zero biases; the two projections into the residual stream scaled by
+    1/sqrt(2 x depth), as each block adds two terms to it (Radford et al. 2019, section 2.3)."""
     scaled = GPT2_STD / math.sqrt(2 * depth)
     for name, parameter in model.named_parameters():
         if "norm" in name:
@@ -151,8 +137,7 @@ def block_grad_norms(model: CopyTransformer) -> list[float]:
     """The L2 norm of the gradient of each block's parameters, first block first."""
     norms = []
     for block in model.blocks:
-        # Squared in float64: a vanished gradient (1e-20 and below) would underflow to zero
-        # if squared in float32, and telling "tiny" from "none" is the point of this record.
+        # In float64: a vanished gradient (1e-20) squared in float32 is 0; "tiny" is not "none".
         squares = [
             p.grad.detach().double().pow(2).sum() for p in block.parameters() if p.grad is not None
         ]

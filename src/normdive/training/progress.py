@@ -1,15 +1,5 @@
-"""What a long `record-runs` shows while it works: how many runs are done, the ones in
-progress, the time elapsed and an estimate of the time left.
-
-On a terminal: rich's live bars (one for the whole command, one per run in progress), with a
-line above them for each finished run. Into a file or a pipe rich draws nothing until the end,
-so there it prints plain lines instead: one per finished run, and while runs are in progress
-one every HEARTBEAT_S seconds, each with the elapsed time and the estimate.
-
-The estimate weighs each run by its relative cost (its depth, for the sweep) and assumes the
-rest goes at the pace of what this command has trained so far, in-progress runs counted by
-the share of their steps done.
-"""
+"""What a long `record-runs` shows: rich's live bars on a terminal, else (rich draws nothing
+until the end) a line per finished run and a heartbeat; the time left at this pace so far."""
 
 from __future__ import annotations
 
@@ -28,14 +18,12 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-# How often, at most, a command whose output is no terminal prints where it is, in seconds.
+# Seconds between lines, at most, when the output is no terminal.
 HEARTBEAT_S = 60.0
 
 
 @dataclass(frozen=True)
 class Planned:
-    """One run as the progress display knows it."""
-
     name: str
     label: str
     cost: float  # relative to the command's other runs
@@ -110,8 +98,6 @@ class RunProgress:
         if self.progress is not None:
             self.progress.stop()
 
-    # The estimate -----------------------------------------------------------------------
-
     def _cost_done_here(self) -> float:
         done = sum(self.runs[n].cost for n in self.finished if n not in self.kept_names)
         partly = sum(
@@ -151,8 +137,6 @@ class RunProgress:
     def _refresh_overall(self) -> None:
         if self.progress is not None and self.overall is not None:
             self.progress.update(self.overall, completed=len(self.finished), detail=self.eta_text())
-
-    # Events -----------------------------------------------------------------------------
 
     def kept(self, name: str, accuracy: float | str) -> None:
         self.finished.add(name)

@@ -1,7 +1,5 @@
-"""Where a recording came from: versions, device, commit, date. Filled in by record-runs.
-
-torch is imported only to name a CUDA device: a run on the CPU trains in worker processes, and
-its parent (which writes this) need not pay for loading torch (about 2.7 s of CPU)."""
+"""Where a recording came from: versions, device, commit, date. torch is imported only to name a
+CUDA device: the CPU path's parent need not load it (about 2.7 s of CPU)."""
 
 from __future__ import annotations
 
@@ -37,8 +35,7 @@ def _git(*args: str) -> str | None:
 
 
 def git_state() -> tuple[str | None, bool | None]:
-    """(HEAD commit, whether the recording code has uncommitted changes); None when unknown
-    (not a git checkout, or no git)."""
+    """(HEAD commit, whether the recording code has uncommitted changes); None: unknown."""
     commit = _git("rev-parse", "HEAD")
     if not commit:
         return None, None
@@ -50,7 +47,6 @@ def git_state() -> tuple[str | None, bool | None]:
 
 
 def cpu_name() -> str:
-    """The CPU's model name from /proc/cpuinfo where there is one, else what platform says."""
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
             if line.startswith("model name"):

@@ -1,16 +1,4 @@
-"""Recording the ablation: plan the rows, train them, keep each finished row beside the
-output, and write the recording in one atomic step.
-
-On the CPU the rows train in worker processes with one thread each (on a 2-core machine two
-single-thread processes beat one two-thread process: the model's matmuls are too small to
-split well). On CUDA they train one after the other in this process.
-
-Interruption: every finished row is written at once to `<out>.partial/<row>-seed<k>.json`
-(itself atomically), next to a `run.json` naming the config it belongs to. A rerun with the
-same config and device keeps those rows and trains the rest; a different config starts over.
-The recording itself is written to `<out>.tmp`, read back and validated, then renamed over
-`<out>`: the previous file is never left half-written.
-"""
+"""Recording the ablation's rows, each kept as it ends (docs/recording.md, "Making it again")."""
 
 from __future__ import annotations
 
@@ -48,10 +36,10 @@ from normdive.recording.runs import (
 from normdive.training.progress import Planned, RunProgress
 from normdive.training.provenance import provenance
 
-THREADS_PER_JOB = 1  # see the module docstring and bench/RESULTS.md
-POLL_S = 0.2  # how often the parent checks on its workers while no event arrives
-JOIN_S = 5.0  # how long a stopped worker gets to exit before it is killed
-ROW = "row"  # one job of the ablation, on the console
+THREADS_PER_JOB = 1  # two 1-thread processes beat one 2-thread one (bench/RESULTS.md: jobs.py)
+POLL_S = 0.2  # s: how often the parent checks on idle workers
+JOIN_S = 5.0  # s: a stopped worker's time to exit before it is killed
+ROW = "row"
 
 
 class RecordError(Exception):
@@ -60,8 +48,7 @@ class RecordError(Exception):
 
 @dataclass(frozen=True)
 class Job:
-    """One row to train: under `name` its row is kept beside the output; `cost` is relative
-    to the command's other jobs (for the estimate of the time left)."""
+    """One row to train, kept under `name`; `cost` is relative to the command's other jobs."""
 
     name: str
     label: str
@@ -76,14 +63,12 @@ class Job:
 
     @property
     def settings(self) -> RunSettings:
-        """The whole configuration of the run this job trains."""
         layernorm, residual = ROW_SWITCHES[self.key]
         return settings_at(self.config, layernorm=layernorm, residual=residual, seed=self.seed)
 
 
 class WorkerJob(Protocol):
-    """What a worker process is handed for one run: a row of the ablation or the sweep
-    (Job), or a cell of the lab grid (training/lab_record.py)."""
+    """What a worker is handed: a row of the ablation or the sweep (Job), or a lab cell."""
 
     @property
     def name(self) -> str: ...
@@ -96,7 +81,6 @@ class WorkerJob(Protocol):
 
 
 def row_job(config: RunConfig, key: RowKey, seed: int) -> Job:
-    """The job that trains the ablation's row `key` at `seed`, kept as <row>-seed<k>.json."""
     return Job(f"{key}-seed{seed}", f"{key} seed {seed}", config, key, seed)
 
 
@@ -131,8 +115,7 @@ class PartialRows:
         return self.dir / f"{name}.json"
 
     def kept(self, name: str, settings: RunSettings) -> Run | None:
-        """The run kept under `name`, or None when absent, unreadable or not at `settings`
-        (then it is trained again)."""
+        """The run kept under `name`, or None when absent, unreadable or not at `settings`."""
         try:
             run = Run.model_validate_json(self.path(name).read_bytes())
         except (OSError, ValueError):
@@ -140,7 +123,6 @@ class PartialRows:
         return run if run.config == settings else None
 
     def load(self, job: Job) -> Run | None:
-        """The kept run of `job` (kept)."""
         return self.kept(job.name, job.settings)
 
     def save(self, run: Run, name: str) -> None:
@@ -151,9 +133,7 @@ class PartialRows:
 
 
 def fingerprint(settings: BaseModel, device: str, kind: PlanKind = "ablation") -> dict[str, Any]:
-    """What kept runs must share with this call of a plan's `kind` to be reused: the shared
-    `settings` and the device (the plan may differ: a sweep widened with another depth trains
-    only what is new)."""
+    """What kept runs must share to be reused; not the plan, so a widened sweep trains the new."""
     return {
         "kind": kind,
         "format_version": RUNS_FORMAT_VERSION,
@@ -166,9 +146,7 @@ TrainOne = Callable[[str, Any, int, Callable[[Any], None]], Run]
 
 
 def serve_tasks(partial: str, tasks: Any, events: Any, train: TrainOne) -> None:
-    """A worker's loop, for rows and lab cells alike: take (name, config JSON, key, seed) until
-    None, train it with `train(config_json, key, seed, report)`, write it under `partial`
-    atomically, and tell the parent on `events` (start, progress, done, or error and stop)."""
+    """A worker's loop: train each task until None, keep it under `partial`, report on `events`."""
     parent = os.getppid()
     store = Path(partial)
     while (item := tasks.get()) is not None:
@@ -193,7 +171,7 @@ def _worker(
     device: str, partial: str, tasks: Any, events: Any
 ) -> None:  # pragma: no cover  (runs in a spawned process; the CLI tests drive it)
     # Ctrl-C reaches the whole process group: the parent decides, and stops us itself.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # (already ignored since exec; see below)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     from normdive.training.train import pin_cpu, train_row  # torch: only where rows train
 
     pin_cpu()
@@ -224,9 +202,7 @@ def run_processes(
     *,
     target: Callable[[str, str, Any, Any], None] = _worker,
 ) -> None:
-    """Train `todo` in `jobs` single-thread worker processes running `target` (by default
-    the rows' worker), each run kept in `partial` as it finishes. Raises RecordError when a
-    worker fails or dies."""
+    """Train `todo` in `jobs` worker processes; RecordError when a worker fails or dies."""
     context = mp.get_context("spawn")  # a fresh interpreter: no inherited torch thread pools
     tasks = context.Queue()
     events = context.Queue()
@@ -243,9 +219,8 @@ def run_processes(
         )
         for _ in range(count)
     ]
-    # Start the workers with Ctrl-C ignored: an ignored signal stays ignored across exec, so
-    # a Ctrl-C that reaches the whole process group stops only the parent, which then stops
-    # the workers itself (and no worker prints a traceback while it is still importing).
+    # Started with Ctrl-C ignored, which survives exec: a Ctrl-C to the process group stops only
+    # the parent, which stops the workers (none prints a traceback while still importing).
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         for worker in workers:
@@ -298,8 +273,7 @@ def run_here(todo: list[Job], device: str, partial: PartialRows, bars: RunProgre
 
 
 def write_recording(out: Path, runs: Runs) -> int:
-    """Write a file of runs (the recording, a sweep or a lab grid) whole or not at all
-    (write_runs). Returns its size in bytes."""
+    """Write a file of runs whole or not at all; returns its size in bytes."""
     try:
         return write_runs(out, runs)
     except UnfaithfulWrite as error:
@@ -307,8 +281,6 @@ def write_recording(out: Path, runs: Runs) -> int:
 
 
 class PlannedJob(WorkerJob, Protocol):
-    """A job the recording skeleton plans: kept under `name`, shown as `label`."""
-
     @property
     def label(self) -> str: ...
     @property
@@ -321,7 +293,6 @@ TrainJobs = Callable[[list[JobT], PartialRows, RunProgress], None]
 
 
 def train_rows(device: str, jobs: int) -> TrainJobs[Job]:
-    """How rows train: in `jobs` worker processes on the CPU, one after another here on CUDA."""
 
     def train(todo: list[Job], partial: PartialRows, bars: RunProgress) -> None:
         if device == "cpu":
@@ -334,10 +305,6 @@ def train_rows(device: str, jobs: int) -> TrainJobs[Job]:
 
 @dataclass(frozen=True)
 class Recorder:
-    """Where and how one record-runs call records, whatever its plan: on `device` in `jobs`
-    worker processes (CPU), to `out`, its `command` line kept in the provenance; `fresh`
-    drops the runs kept from an interrupted call; progress goes to `console`."""
-
     device: str
     jobs: int
     out: Path
@@ -357,11 +324,8 @@ def record_kept(
     steps: int,
     document: Callable[[dict[str, Run], Provenance], Runs],
 ) -> Runs:
-    """What recording the ablation, the sweep and the lab grid share: keep what `load` finds
-    beside `how.out` under `fingerprint`, `train` the rest with progress over `every`, build
-    the `document` from every job's run (by name) and its provenance, write it whole to
-    `how.out`, and drop the kept files. `noun` names one job on the console ("row").
-    Raises KeyboardInterrupt (finished jobs stay kept) or RecordError."""
+    """Reuse what `load` finds, `train` the rest, write the `document` whole to `how.out`. Raises
+    KeyboardInterrupt (finished jobs stay kept) or RecordError."""
     out, console = how.out, how.console
     started = time.perf_counter()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -407,8 +371,7 @@ def record(
     seeds: Sequence[int],
     shard: ShardPart | None = None,
 ) -> Runs:
-    """Train the `rows` at each of `seeds` (or the `shard` of them) not kept yet, then write
-    the recording. Raises KeyboardInterrupt (finished rows stay kept) or RecordError."""
+    """Train the rows not kept yet and write the recording; raises as record_kept does."""
     ablation = AblationPlan(
         kind="ablation",
         base=config,

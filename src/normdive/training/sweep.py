@@ -1,10 +1,4 @@
-"""Recording the depth sweep: the plan's runs (or one shard's), trained as record-runs trains
-the ablation's rows (worker processes on the CPU, one after another on CUDA), each kept beside
-the output as it finishes, and the sweep written in one atomic step.
-
-Resuming: kept runs are reused when the shared settings and the device are the same, whatever
-the plan; so a sweep run again with more depths or seeds trains only the new runs.
-"""
+"""Recording the depth sweep; kept runs are reused whatever the plan, so new depths train alone."""
 
 from __future__ import annotations
 
@@ -20,16 +14,14 @@ from normdive.training.runner import (
     train_rows,
 )
 
-RUN = "run"  # one job of the sweep, on the console
+RUN = "run"
 
 
 def sweep_jobs(plan: SweepPlan) -> list[Job]:
-    """The jobs that train the runs of `plan` (or of its shard), in its training order."""
     return [sweep_job(settings) for settings in plan.sharded()]
 
 
 def sweep_job(settings: RunSettings) -> Job:
-    """The job that trains the sweep's run at `settings`, kept under a name of its own."""
     config, key, seed = settings, settings.row_key, settings.seed
     return Job(
         name=f"depth{config.depth}-{config.init}-{key}-seed{seed}",
@@ -42,8 +34,7 @@ def sweep_job(settings: RunSettings) -> Job:
 
 
 def record_sweep(plan: SweepPlan, how: Recorder) -> Runs:
-    """Train the runs of `plan` (or of its shard) not kept yet, then write the sweep to
-    `how.out`. Raises KeyboardInterrupt (finished runs stay kept) or RecordError."""
+    """Train the runs not kept yet and write the sweep; raises as runner.record_kept does."""
     jobs = sweep_jobs(plan)
 
     def sweep(found: dict[str, Run], made_by: Provenance) -> Runs:

@@ -1,9 +1,5 @@
-"""The copy task: L random symbols, a separator, then the same L symbols again.
-
-A sequence of length 2L + 1 is fed as its first 2L tokens; the model predicts each next
-token, and only the copied half counts (the first half is random, so nothing there can be
-learned). Chance on a copied token is 1 / vocab_size: 1/16 at the defaults.
-"""
+"""The copy task: L random symbols, a separator, the same L symbols; the model reads the first 2L
+tokens and only the copied half counts. Chance on a copied token is 1 / vocab_size."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Training one row: one combination of the two switches at one seed, start to finish.
-
-Deterministic on the CPU: the weights come from torch's global RNG seeded with the row's
-seed (so all four rows of a seed start from the same weights: a norm draws nothing), the
-batches from a generator of their own (so all four rows of a seed see the same batches), and
-the held-out set from a third, fixed generator (the same sequences for every row and seed).
-The caller pins the thread count; the same count gives the same numbers.
-"""
+"""Training one row, deterministic on the CPU: weights from torch's global RNG at the seed, batches
+and held-out set from generators of their own (docs/recording.md, "Making it again")."""
 
 from __future__ import annotations
 
@@ -31,16 +25,13 @@ from normdive.training.task import CopyBatch, copied_logits, copy_batch, heldout
 
 # The batches' generator is seeded apart from the weights' so the two streams never coincide.
 DATA_SEED_OFFSET = 1_000_003
-# How often (in updates) a running row tells the progress bar where it is.
-REPORT_EVERY = 5
+REPORT_EVERY = 5  # updates between progress reports
 
 
 def pin_cpu() -> None:
-    """The CPU settings every recorded row trains under (the same settings give the same
-    numbers). One thread: see runner.py. Flush denormals to zero: without a residual path
-    the activations and gradients of the early blocks shrink into float32's subnormal range
-    (below 1.2e-38), where x86 arithmetic is many times slower (the "neither" row ran 5x
-    slower per step without this); flushing changes only values already below that range."""
+    """One thread (runner.THREADS_PER_JOB), denormals flushed: without residuals the early
+    blocks shrink below float32's normal range (1.2e-38), where x86 is many times slower ("neither"
+    ran 5x slower); flushing changes only values already below it."""
     torch.set_num_threads(1)
     torch.set_flush_denormal(True)
 
@@ -57,9 +48,8 @@ ProgressFn = Callable[[Progress], None]
 
 
 def grad_norm_steps(steps: int, points: int) -> list[int]:
-    """Updates at which each block's gradient norm is recorded: roughly log-spaced from the
-    first to the last, so the early collapse (within a few dozen updates, when the norms
-    are on but the residuals are off) is sampled as densely as the long tail."""
+    """Roughly log-spaced from the first update to the last: the early collapse (a few dozen
+    updates in) is sampled as densely as the long tail."""
     if steps == 1:
         return [1]
     chosen = {round(steps ** (i / (points - 1))) for i in range(points)}
@@ -67,8 +57,7 @@ def grad_norm_steps(steps: int, points: int) -> list[int]:
 
 
 def thin(points: list[RunPoint], limit: int) -> list[RunPoint]:
-    """At most `limit` points, evenly spread, the first and the last always kept: a long
-    run's curve stays small in the file and the page draws it just the same."""
+    """At most `limit` points, evenly spread, the first and the last kept."""
     if len(points) <= limit:
         return points
     last = len(points) - 1
@@ -116,9 +105,8 @@ def _to(batch: CopyBatch, device: torch.device) -> CopyBatch:
 
 
 def make_optimizer(model: nn.Module, config: RunConfig) -> torch.optim.AdamW:
-    """AdamW decaying the matrices and embeddings only, not biases or norm gains (as GPT-2
-    training does). The fused kernel: one pass over the parameters instead of a dozen small
-    ops per tensor (same update rule)."""
+    """AdamW decaying matrices and embeddings only, as GPT-2 training does; fused: one pass over
+    the parameters instead of a dozen small ops per tensor (same update rule)."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     keep = [p for p in model.parameters() if p.dim() < 2]
     groups = [
@@ -160,8 +148,6 @@ def train_row(
     device: str = "cpu",
     report: ProgressFn | None = None,
 ) -> Run:
-    """Train one row for config.steps updates and return its run: its whole configuration,
-    its curve and figures."""
     started = time.perf_counter()
     layernorm, residual = ROW_SWITCHES[key]
     where = torch.device(device)
@@ -231,7 +217,6 @@ def train_row(
 
     full = next((p.step for p in curve if p.heldout_accuracy == 1.0), None)
     curve = thin(curve, MAX_CURVE_POINTS)
-    # Where the row ended: its last point's held-out figures, and when it first copied all.
     ended = curve[-1].model_dump(include=set(RunFinal.model_fields))
     final = RunFinal.model_validate({**ended, "first_step_at_full_accuracy": full})
     return Run(
