@@ -1,6 +1,5 @@
-"""The ablation's derived state: each row's band, which single component recovers more, row
-predictions and plays. Nothing here names a row or a component as the answer; the recording
-does."""
+"""The ablation's derived state: row bands, which single component recovers more, predictions
+and plays. Nothing here names a row or a component as the answer: the recording does."""
 
 from __future__ import annotations
 
@@ -41,7 +40,7 @@ class RowResult:
     step: int
     first_step_at_full_accuracy: int | None
     accuracy_text: str  # "21.3 %"
-    loss_text: str  # "0.012"
+    loss_text: str
     exact_match_text: str
 
 
@@ -50,9 +49,9 @@ class RowState:
     key: str
     label: str
     description: str
-    prediction: OutcomeId | None = None  # the first one
+    prediction: OutcomeId | None = None
     prediction_label: str | None = None
-    plays: int = 0  # replays included
+    plays: int = 0
     first_played: int | None = None  # 1 for the first row played, 2 for the next new one, ...
     result: RowResult | None = None  # revealed once the row has played
 

@@ -1,7 +1,6 @@
-"""A learner's events folded into what the derived state and the instructor view need, so that
-deriving costs the same at ten events as at ten thousand: bounded by the lesson (six fields,
-four rows, two rungs) but for the reading's locks. Extending a History by new events gives the
-History of the longer list (tests/test_progress_history.py), so a server keeps one per learner,
+"""A learner's events folded into what the derived state and the instructor view need, bounded
+by the lesson (but for the reading's locks), so deriving costs the same at any number of events.
+Extending a History gives the History of the longer list, so a server keeps one per learner
 and the store keeps it as a snapshot (to_json, from_json)."""
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ class FieldTally:
 class RowTally:
     prediction: str | None = None  # the first outcome id the lesson knows; later ones ignored
     predicted_at: int | None = None  # position: 1 for the first folded event of a known kind
-    plays: int = 0  # replays too
+    plays: int = 0
     first_played_at: int | None = None
     first_played_time: datetime | None = None
 
@@ -65,7 +64,7 @@ SHORT_DIGEST_CHARS = 12
 
 @dataclass(frozen=True)
 class History:
-    lesson_fields: tuple[str, ...]  # only these are tallied
+    lesson_fields: tuple[str, ...]
     lesson_rows: tuple[str, ...]
     lesson_outcomes: frozenset[str]
     last_event_id: int = 0  # of any kind, known or not (0: none)
@@ -89,7 +88,7 @@ class History:
     reading_right_time: datetime | None = None
     rows_before_play_time: datetime | None = None
     gate_closed_time: datetime | None = None
-    takeaway_time: datetime | None = None  # the latest takeaway's
+    takeaway_time: datetime | None = None
     reading_picks: tuple[str, ...] = ()  # each lock's choice until the right one
     runs_before_gate: int | None = None
 
@@ -145,8 +144,7 @@ class History:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], start: History) -> History:
-        """The History `to_json` gave, on `start`'s lesson shape (the caller checks the
-        `lesson_key` it was kept under)."""
+        """On `start`'s lesson shape: the caller checks the `lesson_key` it was kept under."""
         fields = {
             key: FieldTally(attempts, landed, last, raw, slips, format_errors)
             for key, (attempts, landed, last, raw, slips, format_errors) in data["fields"].items()
@@ -201,8 +199,7 @@ class History:
         return cls.start(lesson).extended(ordered, last)
 
     def extended(self, events: Sequence[Event], last_event_id: int) -> History:
-        """This History with newer `events` folded in, oldest first; `last_event_id`: the
-        newest read, of any kind."""
+        """Newer `events` folded in; `last_event_id`: the newest one read, of any kind."""
         if not events:
             if last_event_id <= self.last_event_id:
                 return self
@@ -227,8 +224,6 @@ def _text(payload: Mapping[str, Any], key: str) -> str | None:
 
 @dataclass(slots=True)
 class _Fold:
-    """One extension's mutable copy of a History, frozen again by `result`."""
-
     start: History
     fields: dict[str, FieldTally]
     rows: dict[str, RowTally]

@@ -54,7 +54,7 @@ class LearnerSummary(NamedTuple):  # a tuple: the view builds one per learner
     reached: Mapping[str, datetime]  # step -> when first reached (absent: never)
     fields: Mapping[str, FieldSummary]
     opening: str | None
-    reading_choices: tuple[str, ...]  # every lock until the right one
+    reading_choices: tuple[str, ...]
     reading_right: bool
     row_predictions: Mapping[str, str]  # row key -> first predicted outcome id
     rows_played: frozenset[str]
@@ -238,7 +238,7 @@ class PoolReport:
     opening: Mapping[str, int]  # choice id -> learners
     opening_answer: str | None  # the choice that recovers more, TIE, or None
     rows: tuple[RowReport, ...]
-    rung_1: int  # learners
+    rung_1: int
     rung_2: int
     runs_before_gate: Mapping[int, int]  # evaluated runs -> learners who closed the gate
     takeaways: tuple[Takeaway, ...]  # newest first, non-empty ones only

@@ -25,8 +25,7 @@ from normdive.progress.report import (
     PoolReportBuilder,
 )
 
-# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection);
-# such a cell is written with a leading apostrophe.
+# A spreadsheet runs a cell starting so as a formula (CSV injection): it gets an apostrophe.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 # Excel in much of Europe splits a .csv on ";", some readers on a tab: a formula start after
 # one is neutralised too, for a reader that ignores the quotes around every cell.
@@ -151,8 +150,7 @@ def _plain(value: Any) -> Any:
 
 
 def aggregate(report: PoolReport, beside: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The pool's figures as JSON values, with `beside`'s (the re-runs', which the web app
-    counts) under their own keys."""
+    """The pool's figures as JSON values, with `beside`'s (the re-runs') under their keys."""
     plain: dict[str, Any] = _plain(dataclasses.asdict(report))
     return {**plain, **_plain(beside or {})}
 
@@ -186,9 +184,8 @@ def write_export(
     builder: PoolReportBuilder,
     beside: Mapping[str, Any] | None = None,
 ) -> Exported:
-    """Write the per-learner file as the summaries stream in, adding each to `builder`, then
-    the aggregate beside it. Raises OSError (its filename names the file) or what reading the
-    summaries raises."""
+    """Write the per-learner file, adding each summary to `builder`, then the aggregate beside
+    it. Raises OSError (naming the file) or what reading the summaries raises."""
 
     def counted() -> Iterator[LearnerSummary]:
         for summary in summaries:

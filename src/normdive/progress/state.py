@@ -1,6 +1,5 @@
 """The learner's state as the page renders it, derived from their History and the recording
-(pure: no database, web or clock). Ids and texts come from the Lesson; nothing here names an
-answer. Each fold rule is tested in tests/test_progress_state.py."""
+(pure: no database, web or clock); ids and texts come from the Lesson, none names an answer."""
 
 from __future__ import annotations
 
@@ -56,7 +55,7 @@ class FieldState:
     field_id: str
     attempts: int  # graded tries (right or wrong); format errors never count
     landed: bool  # stays True once right
-    last_raw: str | None  # shown back in the input
+    last_raw: str | None
     last_verdict: Verdict | None
     last_graded_raw: str | None  # an answer equal to it is not graded again
     message: str | None  # slip text, wrong text or format message
@@ -64,10 +63,10 @@ class FieldState:
 
 @dataclass(frozen=True)
 class ReadingState:
-    locked_choice: str | None  # the latest
+    locked_choice: str | None
     right: bool  # final once True
     locks: int
-    feedback: str | None  # the latest lock's
+    feedback: str | None
 
 
 @dataclass(frozen=True)
@@ -79,7 +78,7 @@ class GateState:
     predictions_total: int  # the recording's rows, 0 when none
     predictions_before_play: bool  # False for good once a row played before all were predicted
     best_row_played: bool
-    cannot_close_reason: str | None  # RecordingFacts.problem
+    cannot_close_reason: str | None
     closed: bool
     closed_on: ClosedOn | None = None  # None until a gate_closed event records it
 
@@ -88,7 +87,7 @@ class GateState:
 class LessonState:
     prerequisite_done: bool
     prerequisite_by_dev_setting: bool
-    prediction: str | None  # choice id
+    prediction: str | None
     fields: dict[str, FieldState]  # in the lesson's order
     reading: ReadingState
     takeaway: str | None  # "" cleared, None never saved (the default line shows)
@@ -102,8 +101,7 @@ class LessonState:
 
 
 def count_evaluated_runs(events: Sequence[Event]) -> int:
-    """Checks with a graded number, reading locks and rows' first plays: History's count, the
-    one the hint rungs and the page's counter share."""
+    """Graded checks, reading locks and rows' first plays: the hints' and the page's count."""
     rows_only = History(
         lesson_fields=(),
         lesson_rows=ROW_KEYS,
