@@ -14,8 +14,7 @@ from normdive.progress.events import Event
 from normdive.progress.facts import RecordingFacts, RowFacts
 from normdive.progress.history import History, RowTally
 
-# Accuracies pass through float32 (0.9 arrives as 0.89999998); they move in steps of
-# 1 / (256 x 16) ~ 2.4e-4, far coarser, so no real row crosses an edge by this slack.
+# Accuracies pass float32 (0.9 -> 0.89999998); their steps of 1 / 4,096 dwarf this slack.
 BAND_EDGE_SLACK = 1e-6
 
 
@@ -76,8 +75,7 @@ class AblationState:
     plays: int
     play_order: tuple[str, ...]  # by first play
     all_played: bool
-    # False for good once a row played before all were predicted: the server refuses such a
-    # play, so only a race or an older version leaves one.
+    # False for good once a row played early: only a race or an older version lets one.
     predictions_before_play: bool
     best_row_played: bool  # RecordingFacts.best_row, whichever row that is
     statement: str | None  # these runs, this depth and seed, nothing more general
@@ -93,8 +91,7 @@ def _is_number(x: float) -> bool:
 
 def row_band(accuracy: float, lesson: Lesson, chance_level: float) -> OutcomeId:
     """The band of a final held-out per-token accuracy (Lesson.bands)."""
-    # Non-finite is no evidence of learning. Learns is checked first, so a tiny vocabulary
-    # whose chance band reaches past it still reads "learns" at the top.
+    # Non-finite shows no learning. Learns first: a tiny vocabulary's chance band may reach it.
     if not math.isfinite(accuracy):
         return "chance"
     if accuracy >= float(lesson.bands.learns_min_accuracy) - BAND_EDGE_SLACK:

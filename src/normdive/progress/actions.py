@@ -123,9 +123,8 @@ def commit_prediction(state: LessonState, lesson: Lesson, choice: str) -> Action
 
 
 def _unchanged(field_state: FieldState, raw: str, now: ParsedAnswer | FormatError) -> bool:
-    """Whether grading `raw` would only repeat the field's last verdict. Numbers compare by
-    exact value ("2.5", " 2.50" and "5/2" are one answer: a respelling costs no attempt);
-    a format error, by its text against the last one's. `now` is parse_answer(raw)."""
+    """Whether grading `raw` (`now` parsed) would repeat the last verdict: numbers compare by
+    value ("2.5", "2.50", "5/2": a respelling costs no attempt), format errors by text."""
     if isinstance(now, ParsedAnswer):
         graded = field_state.last_graded_raw
         # A graded answer was a number where it was typed: "1,5" only in a decimal-comma locale.
@@ -140,8 +139,7 @@ def _unchanged(field_state: FieldState, raw: str, now: ParsedAnswer | FormatErro
 
 
 def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]) -> Action:
-    """Grade the typed numbers of the fields not landed; blank and unchanged ones are
-    skipped, and a check with nothing changed is refused (no run)."""
+    """Grade the fields not landed; blank and unchanged ones are skipped (no attempt)."""
     _require_prediction(state, lesson)
     unknown = sorted(set(answers) - {number_field.id for number_field in lesson.number_fields})
     if unknown:
@@ -242,9 +240,8 @@ def _line_breaks(text: str) -> str:
 def save_takeaway(
     state: LessonState, lesson: Lesson, text: str | None, base: str | None = None
 ) -> Action:
-    """Save the takeaway as typed; "" clears it, None (no text field) is refused. `base`, the
-    saved text the form was drawn from (a text is its own version), keeps an old tab from
-    replacing a newer save unseen (Conflict); None is not checked: the last save wins."""
+    """Save the takeaway; "" clears it, None (no field) is refused. `base`, the text the form
+    was drawn from, keeps an old tab from replacing a newer save (None: the last save wins)."""
     _require_prerequisite(state, lesson)
     if text is None:
         raise Invalid(gettext(NO_TAKEAWAY_TEXT))
@@ -337,8 +334,7 @@ def open_hint(state: LessonState, lesson: Lesson, rung: int | str) -> Action | N
 def close_gate(
     state: LessonState, recording_digest: str | None, recording_file: str
 ) -> Action | None:
-    """The gate_closed event when `state` (with the write being made) closes the gate and
-    none records it yet; None otherwise, or when `recording_digest` is None (no recording)."""
+    """The gate_closed event if `state` (with this write) closes the gate and none records it."""
     if not state.gate.closed or state.gate.closed_on is not None or recording_digest is None:
         return None
     return EventKind.GATE_CLOSED, {

@@ -54,8 +54,7 @@ def _opening(
             predicted=predicted, problem=problem
         ).strip()
     if not revealed(ablation):
-        # Name only the rows still to play: "play both" after one has played reads as if the
-        # play had not counted.
+        # Only the rows still to play: "play both" after one reads as if it had not counted.
         to_play = [
             text.label if text is not None else ""
             for key in COMPONENT_ROWS.values()

@@ -10,8 +10,7 @@ from typing import Any
 
 
 class EventKind(StrEnum):
-    """Each kind's payload is in the comment above it: facts (codes, ids, figures), never
-    sentences. A figure is a number, or "nan" / "inf" / "-inf" / null (recording.format)."""
+    """Payloads above each kind; a figure is a number or "nan" / "inf" / "-inf" / null."""
 
     # {"source": "host" | "operator" | "lti_platform" | "lti_staff" | "lti_custom"}
     PREREQUISITE_DONE = "prerequisite_done"

@@ -22,8 +22,7 @@ COUNTED_VERDICTS: frozenset[str] = GRADED_VERDICTS | {"format_error"}
 NOT_LEARNER_WRITES = frozenset({EventKind.PREREQUISITE_DONE, EventKind.GATE_CLOSED})
 
 
-# Bumped by a change to the fold or to the layout of to_json or report.summary_record: a
-# snapshot kept under another number is folded again.
+# Bumped when the fold or to_json's or summary_record's layout changes: kept ones fold again.
 SNAPSHOT_FORMAT = 2
 
 
@@ -381,9 +380,8 @@ _TIME_NAMES = (
 
 
 def lesson_key(fields: Sequence[str], rows: Sequence[str], outcomes: Iterable[str]) -> str:
-    """A digest of what a kept History depends on besides the events: the lesson's shape,
-    SNAPSHOT_FORMAT and the kinds folded (a worker that skipped an unknown kind must not keep
-    a History that one knowing it would trust)."""
+    """The lesson's shape, SNAPSHOT_FORMAT and the kinds folded: a worker that skipped an
+    unknown kind must not keep a History that one knowing it would trust."""
     shape = "\x1f".join(
         [
             str(SNAPSHOT_FORMAT),

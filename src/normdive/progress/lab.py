@@ -279,8 +279,7 @@ def _step(value: Any, name: str, steps: int) -> int:
 
 
 def _accuracy(value: float | str | None, name: str) -> None:
-    """A share from 0 to 1: no trainer makes a non-finite accuracy, even when its loss is
-    one, so a run's band is only decided from a share."""
+    """A share from 0 to 1 (no trainer makes a non-finite one), so a band comes from a share."""
     if not isinstance(value, float) or not 0 <= value <= 1:
         shown = "missing" if value is None else value
         raise _BadResult(f"{name} is {shown}, not a share from 0 to 1")
@@ -365,8 +364,7 @@ def _accuracies(curve: Iterable[Mapping[str, Any]]) -> dict[int, float]:
 
 
 def comparison(lesson: Lesson, run: LabRun, recorded: Sequence[Mapping[str, Any]] | None) -> str:
-    """The run against the recorded cell's curve (None: no such cell) in one sentence: the
-    largest gap in held-out accuracy, in points, at the steps both evaluated."""
+    """One sentence: the run's largest held-out accuracy gap to the recorded cell (None: none)."""
     text = lesson.lab
     if recorded is None or run.final is None:
         return text.no_cell

@@ -76,8 +76,7 @@ class LearnerSummary(NamedTuple):  # a tuple: the view builds one per learner
 
 
 def summary_record(history: History) -> list[Any]:
-    """What the view reads of one learner, as JSON values that do not depend on the recording
-    (the best row is picked out when read). Its layout is under history.SNAPSHOT_FORMAT."""
+    """One learner for the view, as recording-free JSON (layout: history.SNAPSHOT_FORMAT)."""
     return [
         [microseconds(moment) for moment in _step_times(history)],
         {
@@ -126,7 +125,6 @@ def summary_from_record(
     best_row: str | None,
     launched_at: datetime | None = None,
 ) -> LearnerSummary:
-    """The summary `summary_record` kept, with the best row and the latest launch."""
     (
         times,
         fields,
@@ -276,8 +274,7 @@ class PoolReportBuilder:
     learners: int = 0
     reached: Counter[str] = field(default_factory=Counter)
     stopped: Counter[str] = field(default_factory=Counter)
-    # step -> seconds from the step before -> learners: a multiset takes a learner back in
-    # one step, whatever the pool's size.
+    # step -> seconds from the step before -> learners (a multiset: one learner out in one step)
     spans: dict[str, Counter[float]] = field(
         default_factory=lambda: {step: Counter() for step in STEPS}
     )

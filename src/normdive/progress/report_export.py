@@ -27,8 +27,7 @@ from normdive.progress.report import (
 
 # A spreadsheet runs a cell starting so as a formula (CSV injection): it gets an apostrophe.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-# Excel in much of Europe splits a .csv on ";", some readers on a tab: a formula start after
-# one is neutralised too, for a reader that ignores the quotes around every cell.
+# Where a reader that ignores quotes may split a cell (";" in Europe's Excel, a tab, ...).
 SEPARATORS = (",", ";", "\t", "|")
 _FORMULA_AFTER_SEPARATOR = re.compile(
     "([" + re.escape("".join(SEPARATORS)) + "])(?=[" + re.escape("".join(FORMULA_STARTS)) + "])"
@@ -46,7 +45,6 @@ def columns(lesson: Lesson) -> list[str]:
     return names
 
 
-# The headers in the instructor's language: a template per kind of column.
 _COLUMN_WORDS = {
     "learner": N_("learner"),
     "stopped_after": N_("stopped after"),
@@ -133,8 +131,7 @@ def record(summary: LearnerSummary, lesson: Lesson) -> dict[str, str]:
 
 
 def spreadsheet_safe(value: str) -> str:
-    """`value` as no spreadsheet runs it: an apostrophe before a formula start at its head or
-    after any separator (the writer quotes every cell, OWASP's advice on CSV injection)."""
+    """An apostrophe before a formula start, at the head or after a separator (OWASP)."""
     safe = _FORMULA_AFTER_SEPARATOR.sub(r"\1'", value)
     return f"'{safe}" if safe.startswith(FORMULA_STARTS) else safe
 

@@ -28,8 +28,7 @@ ALREADY_KEPT = N_("{row} is kept already in this re-run; its figures stay as the
 TOO_MANY_RERUNS = N_("You have re-run the ablation {count} times, as many as are kept.")
 
 Relation = Literal["above", "level", "below"]
-# Below a billionth of a point, a gap is the arithmetic's, not the runs' (0.50 - 0.48 is
-# 2.0000000000000018 points in floating point).
+# Float noise, not the runs': 0.50 - 0.48 is 2.0000000000000018 points.
 GAP_NOISE_POINTS = 1e-9
 
 
@@ -134,8 +133,7 @@ def finish_rerun_row(
     chance_level: float,
     steps: int,
 ) -> Action:
-    """Keep row `row` of re-run `number` once, when it is the set's next row (so a reload
-    resumes where it stopped); Conflict / Invalid otherwise."""
+    """Keep row `row` of re-run `number` once, as the set's next row; Conflict / Invalid else."""
     open_number, expected = next_row(sets, lesson)
     labels: dict[str, str] = {r.key: r.label for r in lesson.rows}
     if row not in labels:
@@ -162,8 +160,7 @@ def finish_rerun_row(
 
 
 def relation(a: float, b: float, level_points: Decimal) -> Relation:
-    """`a` against `b`, level within `level_points` points; a non-finite accuracy counts as
-    0 (a run that diverged learned nothing)."""
+    """`a` against `b`, level within `level_points`; non-finite is 0 (it learned nothing)."""
     a, b = (x if math.isfinite(x) else 0.0 for x in (a, b))
     gap = (a - b) * 100
     if abs(gap) <= float(level_points) + GAP_NOISE_POINTS:
@@ -209,8 +206,7 @@ def _phrase(lesson: Lesson, first: str, second: str, how: Relation) -> str:
 def order_sentences(
     lesson: Lesson, device: Mapping[str, float], recorded: Mapping[str, float]
 ) -> tuple[str, ...]:
-    """The pairs adjacent in the recording's order on which the device agrees, each pair on
-    which it does not, and whether the whole ranking matches."""
+    """The adjacent pairs (in the recording's order) the device agrees on, those it does not."""
     text = lesson.rerun
     keys = row_keys(lesson)
     found = {(p.first, p.second): p for p in pairs(device, recorded, keys, text.level_points)}

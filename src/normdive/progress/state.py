@@ -163,9 +163,8 @@ def derive(
 
 
 def _format_message(entry: Mapping[str, Any]) -> str | None:
-    """A format error in the current locale's words, from its code and arguments. An older
-    entry holds a sentence ("message"), maybe in another language: its raw text is parsed
-    again instead (the parser is deterministic), the old sentence only as a last resort."""
+    """A format error in the current locale's words. An older entry's sentence ("message",
+    maybe in another language) is a last resort after parsing its raw text again."""
     problem = entry.get("problem")
     if isinstance(problem, Mapping):
         args = problem.get("args")
