@@ -42,7 +42,8 @@ from typing import Any
 
 from playwright.sync_api import Page, sync_playwright
 
-from normdive.lab.grid import LabConfig, LabGridProblem, lab_path_for, read_lab_grid
+from normdive.lab.config import LabConfig
+from normdive.recording.lab_grid import LabGridProblem, lab_path_for, read_lab_grid
 from normdive.training.lab import LabRun, pinned_thread, train_lab_cell
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -274,9 +275,8 @@ def recorded_cell_accuracy(config: LabConfig) -> tuple[float, str]:
     PyTorch run trained now when the grid has no such cell (and where it came from)."""
     path = lab_path_for(RECORDING)
     try:
-        cell = read_lab_grid(path).cell(
-            config.depth, config.layernorm, config.residual, config.eps, config.init, SEED
-        )
+        choice = config.model_dump(include={"depth", "layernorm", "residual", "eps", "init"})
+        cell = read_lab_grid(path).run_at(**choice, seed=SEED)
     except LabGridProblem as problem:
         cell, why = None, problem.message
     else:

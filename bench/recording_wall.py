@@ -19,22 +19,23 @@ import time
 from pathlib import Path
 
 from normdive.config import DEFAULT_RECORDING_PATH
-from normdive.recording.format import Recording
 from normdive.recording.reader import read_recording
+from normdive.recording.runs import Runs
 
 GOAL_S = 15 * 60
 
 
-def report(recording: Recording, measured_s: float | None) -> None:
-    source = recording.provenance
-    rows_s = sum(row.wall_s for row in recording.rows)
+def report(recording: Runs, measured_s: float | None) -> None:
+    source = recording.provenance[0]
+    steps = recording.plan.base.steps
+    rows_s = sum(run.wall_s for run in recording.runs)
     print(f"command: {source.command}")
     print(
         f"device: {source.device}; {source.jobs} job(s) x {source.threads_per_job} thread(s); "
         f"created {source.created_at}"
     )
     print(
-        f"rows: {len(recording.rows)}; steps per row {recording.config.steps}; "
+        f"rows: {len(recording.runs)}; steps per row {steps}; "
         f"rows resumed from an earlier run: {source.rows_resumed}"
     )
     print(
@@ -48,7 +49,7 @@ def report(recording: Recording, measured_s: float | None) -> None:
         f"sum of row times: {rows_s:.0f} s; parallel speed-up {rows_s / source.wall_s:.2f}x "
         f"on {source.jobs} job(s)"
     )
-    per_step = [row.wall_s / recording.config.steps for row in recording.rows]
+    per_step = [run.wall_s / steps for run in recording.runs]
     print(f"seconds per update, incl. evaluation: min {min(per_step):.3f}, max {max(per_step):.3f}")
 
 

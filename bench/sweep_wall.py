@@ -16,13 +16,14 @@ from collections import defaultdict
 from pathlib import Path
 
 from normdive.config import DEFAULT_RECORDING_PATH
-from normdive.recording.sweep import Sweep, sweep_path_for
+from normdive.recording.runs import Runs
+from normdive.recording.sweep import sweep_path_for
 from normdive.recording.sweep_reader import read_sweep
 
 GOAL_S = 60 * 60
 
 
-def report(sweep: Sweep) -> None:
+def report(sweep: Runs) -> None:
     for source in sweep.provenance:
         print(f"command: {source.command}")
         print(
@@ -37,7 +38,7 @@ def report(sweep: Sweep) -> None:
         )
     by_depth: dict[int, list[float]] = defaultdict(list)
     for run in sweep.runs:
-        by_depth[run.depth].append(run.row.wall_s)
+        by_depth[run.config.depth].append(run.wall_s)
     print("| depth | runs | seconds per run: median | min | max | summed |")
     print("|---|---|---|---|---|---|")
     for depth, times in sorted(by_depth.items()):
@@ -45,7 +46,7 @@ def report(sweep: Sweep) -> None:
             f"| {depth} | {len(times)} | {statistics.median(times):.1f} | {min(times):.1f} | "
             f"{max(times):.1f} | {sum(times):.0f} |"
         )
-    summed = sum(run.row.wall_s for run in sweep.runs)
+    summed = sum(run.wall_s for run in sweep.runs)
     wall = sum(source.wall_s for source in sweep.provenance)
     jobs = max(source.jobs for source in sweep.provenance)
     print(

@@ -22,8 +22,8 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from normdive.config import Settings
-from normdive.recording.format import Recording, RowKey
-from normdive.recording.plans import ablation_runs
+from normdive.recording.format import ROW_SWITCHES, RowKey
+from normdive.recording.runs import Runs
 from normdive.store.db import upgrade
 from normdive.store.tables import LtiContextMember, LtiLearner
 from normdive.web.infrastructure.instructor_access import INSTRUCTOR_COOKIE, Pool, cookie_value
@@ -176,7 +176,7 @@ def _norms(key: str, step: int, depth: int) -> list[float]:
     return [0.0] + [10.0 ** (-4 * (depth - block)) for block in range(1, depth)]
 
 
-def ablation_recording(best: RowKey = "both", *, seeds: tuple[int, ...] = (0, 1, 2)) -> Recording:
+def ablation_recording(best: RowKey = "both", *, seeds: tuple[int, ...] = (0, 1, 2)) -> Runs:
     """A sample recording (made-up numbers, valid format) for the ablation's tests: `best` is
     the row that ends best at the page seed (the others keep the sample's shape), the other
     seeds spread around it, one curve point is not a number, and the gradient norms look
@@ -185,23 +185,26 @@ def ablation_recording(best: RowKey = "both", *, seeds: tuple[int, ...] = (0, 1,
     if best != "both":
         finals[best], finals["both"] = SAMPLE_FINALS["both"], SAMPLE_FINALS[best]
     data = sample_recording(finals, seeds=seeds).model_dump(mode="json")
-    depth = data["config"]["depth"]
-    for row in data["rows"]:
-        spread = 0.1 * row["seed"]
-        for point in row["curve"][1:-1]:
+    depth = data["plan"]["base"]["depth"]
+    for run in data["runs"]:
+        config = run["config"]
+        switches = (config["layernorm"], config["residual"])
+        key = next(k for k, on in ROW_SWITCHES.items() if on == switches)
+        spread = 0.1 * config["seed"]
+        for point in run["curve"][1:-1]:
             point["heldout_accuracy"] = min(1.0, point["heldout_accuracy"] * (1 + spread))
-        if row["key"] == NON_FINITE_ROW and row["seed"] == seeds[0]:
-            row["curve"][1]["heldout_loss"] = "nan"
-        for point in row["block_grad_norms"]:
-            point["norms"] = _norms(row["key"], point["step"], depth)
-    return Recording.model_validate(data)
+        if key == NON_FINITE_ROW and config["seed"] == seeds[0]:
+            run["curve"][1]["heldout_loss"] = "nan"
+        for point in run["block_grad_norms"]:
+            point["norms"] = _norms(key, point["step"], depth)
+    return Runs.model_validate(data)
 
 
-def write_recording(folder: Path, recording: Recording | str) -> Path:
+def write_recording(folder: Path, recording: Runs | str) -> Path:
     """The recording (or raw text) as the file the page reads: a file of runs, as record-runs
     writes it."""
     path = folder / "the-transformer-block.json"
-    body = recording if isinstance(recording, str) else ablation_runs(recording).model_dump_json()
+    body = recording if isinstance(recording, str) else recording.model_dump_json()
     path.write_text(body, encoding="utf-8")
     return path
 

@@ -8,18 +8,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from lesson_answers import LESSON
-from normdive.lab.grid import (
-    LabBase,
-    LabCell,
-    LabFinal,
-    LabGrid,
-    LabPoint,
-    lab_grid_runs,
-    lab_path_for,
-    offered_points,
+from normdive.lab.config import LAB_DEPTH, LAB_EPS, LAB_INIT, LabBase, LabConfig
+from normdive.recording.lab_grid import lab_path_for
+from normdive.recording.runs import LESSON as LESSON_NAME
+from normdive.recording.runs import (
+    LabOffered,
+    LabPlan,
+    Run,
+    RunFinal,
+    RunPoint,
+    Runs,
+    runs_file,
 )
-from normdive.recording.runs import LabOffered
-from sample_recordings import sample_recording
+from sample_recordings import SAMPLE_PROVENANCE
 
 # Small enough to train in the browser test in a few seconds on a loaded machine.
 TINY_BASE = LabBase(
@@ -46,7 +47,7 @@ def _accuracy(depth: int, layernorm: bool, residual: bool) -> float:
     return 0.25 if depth > 2 else 0.6
 
 
-def sample_lab_grid(base: LabBase = TINY_BASE, *, with_rerun: bool = False) -> LabGrid:
+def sample_lab_grid(base: LabBase = TINY_BASE, *, with_rerun: bool = False) -> Runs:
     """The grid; `with_rerun`: with the four cells the lesson's re-run of the ablation draws
     over too (lesson.rerun.config's depth, eps, init and seed)."""
     depths = [1, 2, 3, 4]
@@ -68,17 +69,32 @@ def sample_lab_grid(base: LabBase = TINY_BASE, *, with_rerun: bool = False) -> L
         for layernorm in (True, False)
         for residual in (True, False)
     }
+    plan = LabPlan(
+        kind="lab_grid",
+        base=LabConfig.at(base).run_config(),
+        first={
+            "depth": LAB_DEPTH,
+            "init": LAB_INIT,
+            "layernorm": True,
+            "residual": True,
+            "eps": LAB_EPS,
+            "seed": 0,
+        },
+        trimmed=TRIMMED,
+        **offered.model_dump(),
+    )
     cells = []
-    for point in offered_points(offered):
-        depth, layernorm, residual, eps, init, seed = point
-        if seed != 0 or point == UNRECORDED:
+    for settings in plan.planned():
+        depth, layernorm, residual = settings.depth, settings.layernorm, settings.residual
+        point = (depth, layernorm, residual, settings.eps, settings.init, settings.seed)
+        if settings.seed != 0 or point == UNRECORDED:
             continue
         if depth > 4 and point not in rerun_points:
             continue
         end = _accuracy(depth, layernorm, residual)
         steps = list(range(0, base.steps + 1, base.eval_every))
         curve = [
-            LabPoint(
+            RunPoint(
                 step=step,
                 train_loss=None if step == 0 else 1.4 - step / base.steps,
                 heldout_loss=1.4 - step / base.steps,
@@ -86,34 +102,13 @@ def sample_lab_grid(base: LabBase = TINY_BASE, *, with_rerun: bool = False) -> L
             )
             for step in steps
         ]
-        final = LabFinal(step=base.steps, heldout_loss=curve[-1].heldout_loss, heldout_accuracy=end)
-        cells.append(
-            LabCell(
-                depth=depth,
-                layernorm=layernorm,
-                residual=residual,
-                eps=eps,
-                init=init,
-                seed=seed,
-                curve=curve,
-                final=final,
-                wall_s=1.0,
-            )
-        )
-    return LabGrid(
-        format_version=1,
-        base=base,
-        offered=offered,
-        trimmed=TRIMMED,
-        cells=cells,
-        provenance=sample_recording().provenance,
-    )
+        final = RunFinal(step=base.steps, heldout_loss=curve[-1].heldout_loss, heldout_accuracy=end)
+        cells.append(Run(config=settings, curve=curve, final=final, wall_s=1.0))
+    return runs_file(LESSON_NAME, plan, [SAMPLE_PROVENANCE], cells)
 
 
-def write_lab_grid(recording_path: Path, grid: LabGrid | None = None) -> Path:
-    """The grid as the file the page reads, beside the recording: a file of runs, as
-    record-runs writes it."""
+def write_lab_grid(recording_path: Path, grid: Runs | None = None) -> Path:
+    """The grid as the file the page reads, beside the recording, as record-runs writes it."""
     path = lab_path_for(recording_path)
-    runs = lab_grid_runs(grid or sample_lab_grid())
-    path.write_text(runs.model_dump_json(), encoding="utf-8")
+    path.write_text((grid or sample_lab_grid()).model_dump_json(), encoding="utf-8")
     return path

@@ -9,17 +9,22 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from normdive.recording.format import (
-    FORMAT_VERSION,
     ROW_KEYS,
     ROW_SWITCHES,
     BlockGradNorms,
-    CurvePoint,
-    FinalFigures,
     Provenance,
-    Recording,
-    Row,
     RowKey,
     RunConfig,
+)
+from normdive.recording.runs import (
+    LESSON,
+    AblationPlan,
+    Run,
+    RunFinal,
+    RunPoint,
+    Runs,
+    runs_file,
+    settings_at,
 )
 
 # (final held-out accuracy, final held-out loss) per row, shaped like a real recording.
@@ -30,24 +35,39 @@ SAMPLE_FINALS: dict[RowKey, tuple[float, float]] = {
     "neither": (0.061, 2.774),
 }
 CHANCE_LOSS = 2.833  # about ln(17): the untrained model's loss over 16 symbols + separator
+SAMPLE_PROVENANCE = Provenance(
+    script="tests/sample_recordings.py (made-up numbers, for tests)",
+    normdive_version="0",
+    git_commit=None,
+    git_dirty=None,
+    command="sample_recording()",
+    python_version="3",
+    torch_version="none",
+    platform="none",
+    device="none",
+    jobs=1,
+    threads_per_job=1,
+    created_at="2000-01-01T00:00:00+00:00",
+    wall_s=0.0,
+    rows_resumed=0,
+)
 
 
 def sample_row(
     key: RowKey, seed: int = 0, *, accuracy: float, loss: float, config: RunConfig
-) -> Row:
-    """A row whose curve goes from chance to (accuracy, loss) in three points."""
+) -> Run:
+    """A row's run whose curve goes from chance to (accuracy, loss) in three points."""
     layernorm, residual = ROW_SWITCHES[key]
     middle = config.steps // 2
     curve = [
-        CurvePoint(
+        RunPoint(
             step=0,
             train_loss=None,
-            grad_norm=None,
             heldout_loss=CHANCE_LOSS,
             heldout_accuracy=1 / 16,
             heldout_exact_match=0.0,
         ),
-        CurvePoint(
+        RunPoint(
             step=middle,
             train_loss=(CHANCE_LOSS + loss) / 2,
             grad_norm=1.0,
@@ -55,7 +75,7 @@ def sample_row(
             heldout_accuracy=(1 / 16 + accuracy) / 2,
             heldout_exact_match=0.0,
         ),
-        CurvePoint(
+        RunPoint(
             step=config.steps,
             train_loss=loss,
             grad_norm=0.5,
@@ -65,14 +85,11 @@ def sample_row(
         ),
     ]
     norms = [BlockGradNorms(step=s, norms=[0.1] * config.depth) for s in (1, config.steps)]
-    return Row(
-        key=key,
-        seed=seed,
-        layernorm=layernorm,
-        residual=residual,
+    return Run(
+        config=settings_at(config, layernorm=layernorm, residual=residual, seed=seed),
         curve=curve,
         block_grad_norms=norms,
-        final=FinalFigures(
+        final=RunFinal(
             step=config.steps,
             heldout_loss=loss,
             heldout_accuracy=accuracy,
@@ -89,34 +106,23 @@ def sample_recording(
     seeds: Sequence[int] = (0,),
     rows: Sequence[RowKey] = ROW_KEYS,
     config: RunConfig | None = None,
-) -> Recording:
+) -> Runs:
     """A valid recording with `rows` at every seed, ending at `finals` (default: shaped
     like the real thing). The first seed is the page's."""
     chosen = config or RunConfig()
     ends = {**SAMPLE_FINALS, **(finals or {})}
-    return Recording(
-        format_version=FORMAT_VERSION,
-        lesson="8.5 The transformer block",
-        provenance=Provenance(
-            script="tests/sample_recordings.py (made-up numbers, for tests)",
-            normdive_version="0",
-            git_commit=None,
-            git_dirty=None,
-            command="sample_recording()",
-            python_version="3",
-            torch_version="none",
-            platform="none",
-            device="none",
-            jobs=1,
-            threads_per_job=1,
-            created_at="2000-01-01T00:00:00+00:00",
-            wall_s=0.0,
-            rows_resumed=0,
-        ),
-        config=chosen,
+    plan = AblationPlan(
+        kind="ablation",
+        base=chosen,
+        first={"seed": seeds[0]},
+        rows=[key for key in ROW_KEYS if key in rows] or list(ROW_KEYS),
         seeds=list(seeds),
-        page_seed=seeds[0],
-        rows=[
+    )
+    return runs_file(
+        LESSON,
+        plan,
+        [SAMPLE_PROVENANCE],
+        [
             sample_row(key, seed, accuracy=ends[key][0], loss=ends[key][1], config=chosen)
             for seed in seeds
             for key in rows

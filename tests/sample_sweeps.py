@@ -12,22 +12,22 @@ from collections.abc import Callable, Mapping
 from normdive.recording.format import (
     ROW_SWITCHES,
     BlockGradNorms,
-    CurvePoint,
-    FinalFigures,
     InitScheme,
-    Row,
     RowKey,
     RunConfig,
 )
-from normdive.recording.sweep import (
-    SWEEP_FORMAT_VERSION,
-    Sweep,
+from normdive.recording.runs import (
+    LESSON,
+    Run,
+    RunFinal,
+    RunPoint,
+    Runs,
     SweepPlan,
-    SweepRun,
-    canonical_order,
-    default_plan,
+    runs_file,
+    settings_at,
 )
-from sample_recordings import CHANCE_LOSS, sample_recording
+from normdive.recording.sweep import default_plan
+from sample_recordings import CHANCE_LOSS, SAMPLE_PROVENANCE
 
 CHANCE = 1 / 16
 # Final accuracy by (depth, init, row), shaped like the issue's table at gpt2: layer norm
@@ -58,10 +58,17 @@ Finals = Mapping[tuple[int, InitScheme], Mapping[RowKey, float]]
 
 
 def sweep_row(
-    key: RowKey, seed: int, depth: int, accuracy: float, config: RunConfig, *, points: int = 3
-) -> Row:
-    """A row whose curve goes from chance to `accuracy` in `points` evaluations, with a
-    gradient norm per block at `config.grad_norm_points` updates."""
+    key: RowKey,
+    seed: int,
+    depth: int,
+    init: InitScheme,
+    accuracy: float,
+    config: RunConfig,
+    *,
+    points: int = 3,
+) -> Run:
+    """A row's run at `depth` and `init` whose curve goes from chance to `accuracy` in `points`
+    evaluations, with a gradient norm per block at `config.grad_norm_points` updates."""
     layernorm, residual = ROW_SWITCHES[key]
     loss = CHANCE_LOSS * (1 - accuracy) + 0.003
     steps = [round(i * config.steps / (points - 1)) for i in range(points)]
@@ -74,7 +81,7 @@ def sweep_row(
         here_acc = CHANCE + (accuracy - CHANCE) * share + math.pi * 1e-9 * wobble
         here_loss = CHANCE_LOSS + (loss - CHANCE_LOSS) * share + math.e * 1e-9 * wobble
         curve.append(
-            CurvePoint(
+            RunPoint(
                 step=step,
                 train_loss=None if step == 0 else here_loss * 1.0000001,
                 grad_norm=None if step == 0 else 0.123456789012345 + share,
@@ -95,14 +102,13 @@ def sweep_row(
         BlockGradNorms(step=s, norms=[0.0123456789012345 * (b + 1) for b in range(depth)])
         for s in grad_steps
     ]
-    return Row(
-        key=key,
-        seed=seed,
-        layernorm=layernorm,
-        residual=residual,
+    return Run(
+        config=settings_at(
+            config, layernorm=layernorm, residual=residual, seed=seed, depth=depth, init=init
+        ),
         curve=curve,
         block_grad_norms=norms,
-        final=FinalFigures(
+        final=RunFinal(
             step=last.step,
             heldout_loss=last.heldout_loss,
             heldout_accuracy=accuracy,
@@ -120,31 +126,28 @@ def sample_sweep(
     config: RunConfig | None = None,
     points: int = 3,
     seed_noise: Callable[[int, RowKey], float] = lambda seed, key: 0.0,
-) -> Sweep:
-    """A valid, whole sweep of `plan` (default: the default plan) ending at `finals`, the
-    same at every seed plus `seed_noise(seed, row)` on the single-component rows (kept in 0..1)."""
+) -> Runs:
+    """A valid, whole sweep of `plan` (default: the default plan) at `config` (default: the
+    plan's base) ending at `finals`, the same at every seed plus `seed_noise(seed, row)` on the
+    single-component rows (kept in 0..1)."""
     chosen_plan = plan or default_plan()
-    chosen = config or RunConfig()
+    if config is not None:
+        chosen_plan = chosen_plan.model_copy(update={"base": config})
     runs = []
-    for run_key in chosen_plan.runs():
-        accuracy = finals[(run_key.depth, run_key.init)][run_key.key]
-        if run_key.key in ("residual_only", "layernorm_only"):
-            accuracy = min(1.0, max(0.0, accuracy + seed_noise(run_key.seed, run_key.key)))
+    for settings in chosen_plan.planned():
+        key = settings.row_key
+        accuracy = finals[(settings.depth, settings.init)][key]
+        if key in ("residual_only", "layernorm_only"):
+            accuracy = min(1.0, max(0.0, accuracy + seed_noise(settings.seed, key)))
         runs.append(
-            SweepRun(
-                depth=run_key.depth,
-                init=run_key.init,
-                row=sweep_row(
-                    run_key.key, run_key.seed, run_key.depth, accuracy, chosen, points=points
-                ),
+            sweep_row(
+                key,
+                settings.seed,
+                settings.depth,
+                settings.init,
+                accuracy,
+                chosen_plan.base,
+                points=points,
             )
         )
-    return Sweep(
-        format_version=SWEEP_FORMAT_VERSION,
-        kind="depth_sweep",
-        lesson="8.5 The transformer block",
-        provenance=[sample_recording().provenance],
-        config=chosen,
-        plan=chosen_plan,
-        runs=canonical_order(runs),
-    )
+    return runs_file(LESSON, chosen_plan, [SAMPLE_PROVENANCE], chosen_plan.file_order(runs))

@@ -22,8 +22,10 @@ ALLOWED: dict[str, set[str]] = {
     # locale writes numbers; below every layer that words a sentence.
     "i18n": set(),
     "numeric": {"i18n"},
+    # The one recording format: every file record-runs writes (the recording, its depth sweep,
+    # its lab grid), read by the web app and written by training.
     "recording": set(),
-    # The lab's generator and grid format: torch-free, read by the web app and by training.
+    # The live lab's generator and configuration: torch-free, twinned by the browser's trainer.
     "lab": {"recording"},
     "lesson": {"numeric", "recording", "i18n"},
     "progress": {"lesson", "numeric", "recording", "i18n"},
@@ -35,7 +37,7 @@ ALLOWED: dict[str, set[str]] = {
     # lti: a statement names the learner's LTI link, and the gate's score as passback sends it.
     "xapi": {"store", "progress", "lesson", "numeric", "config", "lti", "i18n"},
     "web": {
-        *("store", "progress", "lesson", "numeric", "recording", "config", "lti", "lab", "i18n"),
+        *("store", "progress", "lesson", "numeric", "recording", "config", "lti", "i18n"),
         "xapi",
     },
 }
@@ -97,6 +99,13 @@ def test_only_training_imports_torch(layer: str) -> None:
 def test_every_layer_is_in_the_table() -> None:
     layers = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
     assert layers - {"content"} == set(ALLOWED)
+
+
+def test_beside_the_layers_are_only_the_command_the_settings_and_what_is_below_them() -> None:
+    # A module of its own beside the layers would escape the table above: the code it holds
+    # belongs in the layer whose concept it is (the recorded files' kinds in recording/).
+    modules = {path.stem for path in PACKAGE.glob("*.py")}
+    assert modules == {"__init__", "cli", "config", *BELOW_EVERY_LAYER}
 
 
 WEB = PACKAGE / "web"

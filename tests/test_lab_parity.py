@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from normdive.lab.grid import LabConfig
+from normdive.lab.config import LabConfig
 from normdive.training.lab import initial_parameters, losses, train_lab_cell
 
 pytestmark = pytest.mark.node

@@ -15,11 +15,13 @@ from normdive.lesson.content import load_lesson
 from normdive.progress.events import Event, EventKind
 from normdive.progress.facts import RecordingFacts, recording_facts, recording_facts_at
 from normdive.progress.state import derive
-from normdive.recording.format import ROW_KEYS, ROW_SWITCHES, Recording
+from normdive.recording.format import ROW_KEYS, ROW_SWITCHES, RunConfig
 from normdive.recording.reader import RecordingProblem
+from normdive.recording.runs import Runs, settings_at
 from sample_recordings import sample_recording
 
 DEPTH = 2
+CONFIG = RunConfig(depth=DEPTH, copy_length=8, vocab_size=10, steps=40, init="pytorch")
 
 
 def row(key: str, seed: int, accuracy: float | str, loss: float | str) -> dict[str, Any]:
@@ -33,10 +35,9 @@ def row(key: str, seed: int, accuracy: float | str, loss: float | str) -> dict[s
         "heldout_exact_match": 0.0,
     }
     return {
-        "key": key,
-        "seed": seed,
-        "layernorm": layernorm,
-        "residual": residual,
+        "config": settings_at(
+            CONFIG, layernorm=layernorm, residual=residual, seed=seed
+        ).model_dump(),
         "curve": [point],
         "block_grad_norms": [{"step": 1, "norms": [0.1] * DEPTH}],
         "final": {
@@ -61,41 +62,42 @@ def recording_data(
 ) -> dict[str, Any]:
     accuracy = {**ACCURACY, **(accuracy or {})}
     return {
-        "format_version": 1,
+        "format_version": 2,
+        "kind": "runs",
         "lesson": "the-transformer-block",
-        "provenance": {
-            "script": "normdive record-runs",
-            "normdive_version": "0.1.0",
-            "git_commit": None,
-            "git_dirty": None,
-            "command": "normdive record-runs --depth 2",
-            "python_version": "3.11",
-            "torch_version": "2.13.0",
-            "platform": "linux",
-            "device": "cpu",
-            "jobs": 1,
-            "threads_per_job": 1,
-            "created_at": "2025-01-01T00:00:00Z",
-            "wall_s": 4.0,
-            "rows_resumed": 0,
+        "provenance": [
+            {
+                "script": "normdive record-runs",
+                "normdive_version": "0.1.0",
+                "git_commit": None,
+                "git_dirty": None,
+                "command": "normdive record-runs --depth 2",
+                "python_version": "3.11",
+                "torch_version": "2.13.0",
+                "platform": "linux",
+                "device": "cpu",
+                "jobs": 1,
+                "threads_per_job": 1,
+                "created_at": "2025-01-01T00:00:00Z",
+                "wall_s": 4.0,
+                "rows_resumed": 0,
+            }
+        ],
+        "plan": {
+            "kind": "ablation",
+            "base": CONFIG.model_dump(),
+            "first": {"seed": page_seed},
+            "rows": list(ROW_KEYS),
+            "seeds": [0, 1],
         },
-        "config": {
-            "depth": DEPTH,
-            "copy_length": 8,
-            "vocab_size": 10,
-            "steps": 40,
-            "init": "pytorch",
-        },
-        "seeds": [0, 1],
-        "page_seed": page_seed,
         # Seed 0 holds a different ranking: the page seed's rows are the ones that count.
-        "rows": [row(k, 0, 0.0, 3.0) for k in ROW_KEYS]
+        "runs": [row(k, 0, 0.0, 3.0) for k in ROW_KEYS]
         + [row(k, page_seed, accuracy[k], LOSS[k]) for k in rows],
     }
 
 
 def test_a_recording_becomes_its_page_seeds_facts() -> None:
-    facts = recording_facts(Recording.model_validate(recording_data()))
+    facts = recording_facts(Runs.model_validate(recording_data()))
     assert facts.problem is None
     assert facts.row_keys == ROW_KEYS
     assert facts.best_row == "both"
@@ -119,7 +121,7 @@ def test_a_recording_becomes_its_page_seeds_facts() -> None:
 
 def test_the_best_row_is_the_readers_whichever_row_it_is() -> None:
     data = recording_data({"both": 0.5, "neither": 0.95})
-    assert recording_facts(Recording.model_validate(data)).best_row == "neither"
+    assert recording_facts(Runs.model_validate(data)).best_row == "neither"
 
 
 def test_a_problem_becomes_the_reason() -> None:
@@ -131,7 +133,7 @@ def test_a_problem_becomes_the_reason() -> None:
 
 def test_a_recording_missing_a_row_at_the_page_seed_is_a_problem() -> None:
     data = recording_data(rows=("both", "residual_only", "neither"))
-    facts = recording_facts(Recording.model_validate(data))
+    facts = recording_facts(Runs.model_validate(data))
     assert facts.problem is not None and "layernorm_only" in facts.problem
     assert facts.row_keys == () and facts.best_row is None
 

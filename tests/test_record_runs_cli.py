@@ -17,9 +17,10 @@ from typer.testing import CliRunner
 
 from normdive.cli import app
 from normdive.config import DEFAULT_RECORDING_PATH
-from normdive.lab.grid import LAB_EXTRA_EPS_SEEDS, OFFERED_DEPTHS, OFFERED_EPS
-from normdive.recording.format import DEFAULT_SEEDS, ROW_KEYS, Recording, RunConfig
+from normdive.lab.config import LAB_EXTRA_EPS_SEEDS, OFFERED_DEPTHS, OFFERED_EPS
+from normdive.recording.format import DEFAULT_SEEDS, ROW_KEYS, RunConfig
 from normdive.recording.reader import parse_recording
+from normdive.recording.runs import Runs
 
 NORMDIVE = str(Path(sys.executable).parent / "normdive")
 # Depth 2, a few dozen steps: a second or so of training per row after torch has loaded.
@@ -64,8 +65,8 @@ def record_runs(
     )
 
 
-def rows_of(recording: Recording) -> list[dict[str, object]]:
-    return [row.model_dump(exclude={"wall_s"}) for row in recording.rows]
+def rows_of(recording: Runs) -> list[dict[str, object]]:
+    return [run.model_dump(exclude={"wall_s"}) for run in recording.runs]
 
 
 @pytest.fixture(scope="module")
@@ -98,20 +99,17 @@ def test_shards_of_the_recording_merge_into_the_recording(
     reference = parse_recording(uninterrupted[0].read_bytes(), "whole")
     joined = parse_recording(out.read_bytes(), "merged")
     assert rows_of(joined) == rows_of(reference)  # one job per shard against two
-    assert (joined.config, joined.seeds, joined.page_seed) == (
-        reference.config,
-        reference.seeds,
-        reference.page_seed,
-    )
+    assert joined.plan == reference.plan
 
 
 @pytest.mark.slow
 def test_end_to_end(uninterrupted: tuple[Path, str]) -> None:
     out, stdout = uninterrupted
     recording = parse_recording(out.read_bytes(), str(out))
-    assert [(r.key, r.seed) for r in recording.rows] == [(k, 0) for k in ROW_KEYS]
-    assert (recording.config.depth, recording.config.steps, recording.page_seed) == (2, 60, 0)
-    source = recording.provenance
+    assert [(r.config.row_key, r.config.seed) for r in recording.runs] == [(k, 0) for k in ROW_KEYS]
+    assert (recording.plan.base.depth, recording.plan.base.steps) == (2, 60)
+    assert recording.plan.first == {"seed": 0}
+    (source,) = recording.provenance
     assert source.command.startswith("normdive record-runs --depth 2 --d-model 32")
     assert (source.jobs, source.threads_per_job, source.rows_resumed) == (2, 1, 0)
     # The default device, auto, found no CUDA here (the tests' torch is a CPU build).
@@ -193,10 +191,10 @@ def test_resume_after_sigkill_gives_the_uninterrupted_rows(
     again = parse_recording(out.read_bytes(), str(out))
     reference = parse_recording(uninterrupted[0].read_bytes(), "uninterrupted")
     # Seed 0's rows are the uninterrupted run's, which trained seed 0 alone with 2 jobs.
-    assert [row for row in rows_of(again) if row["seed"] == 0] == rows_of(reference)
-    assert len(again.rows) == INTERRUPTED_ROWS
-    assert again.config == reference.config
-    assert again.provenance.rows_resumed == kept
+    assert [run for run in rows_of(again) if run["config"]["seed"] == 0] == rows_of(reference)
+    assert len(again.runs) == INTERRUPTED_ROWS
+    assert again.plan.base == reference.plan.base
+    assert again.provenance[0].rows_resumed == kept
 
 
 @pytest.mark.slow
@@ -303,7 +301,6 @@ def test_every_commands_options_show_a_default_or_say_they_are_required() -> Non
     # Every command is walked (a new one is added here, and checked by the loop below).
     assert sorted(commands) == [
         ("check-recording",),
-        ("convert-recordings",),
         ("db", "upgrade"),
         ("instructor-link",),
         ("lti", "invite"),

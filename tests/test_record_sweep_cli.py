@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from normdive.cli import app
-from normdive.recording.sweep import Sweep
+from normdive.recording.runs import Runs, SweepPlan
 from normdive.recording.sweep_reader import read_sweep
 
 NORMDIVE = str(Path(sys.executable).parent / "normdive")
@@ -59,9 +59,9 @@ def normdive(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def runs_of(sweep: Sweep) -> list[dict[str, object]]:
-    """The runs as the page sees them: everything but each row's own wall time."""
-    return [run.model_dump(exclude={"row": {"wall_s"}}) for run in sweep.runs]
+def runs_of(sweep: Runs) -> list[dict[str, object]]:
+    """The runs as the page sees them: everything but each run's own wall time."""
+    return [run.model_dump(exclude={"wall_s"}) for run in sweep.runs]
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +77,9 @@ def test_the_sweep_is_written_beside_the_recording(whole: tuple[Path, str]) -> N
     path, stdout = whole
     sweep = read_sweep(path)
     assert len(sweep.runs) == RUNS
-    assert [(e.depth, e.seeds) for e in sweep.plan.depths] == [(1, [0, 1]), (2, [0, 1])]
-    assert sweep.plan.inits == ["gpt2", "pytorch"]
+    plan = sweep.plan_as(SweepPlan)
+    assert [(e.depth, e.seeds) for e in plan.depths] == [(1, [0, 1]), (2, [0, 1])]
+    assert plan.inits == ["gpt2", "pytorch"]
     assert not path.with_name("the-transformer-block.json").exists()  # the recording's name
     assert not path.with_name(path.name + ".partial").exists()
     assert not path.with_name(path.name + ".tmp").exists()
@@ -112,7 +113,7 @@ def test_shards_merged_are_the_unsharded_sweep(tmp_path: Path, whole: tuple[Path
         )
         assert done.returncode == 0, done.stdout + done.stderr
         part = tmp_path / f"the-transformer-block-sweep.shard-{index}-of-2.json"
-        assert read_sweep(part).shard is not None
+        assert read_sweep(part).plan.shard is not None
         parts.append(str(part))
     merged_path = tmp_path / "merged.json"
     merged = normdive("merge-recordings", *reversed(parts), "--out", str(merged_path))
@@ -120,7 +121,7 @@ def test_shards_merged_are_the_unsharded_sweep(tmp_path: Path, whole: tuple[Path
     assert f"Merged 2 shard(s), {RUNS} runs, into {merged_path}" in merged.stdout
     joined, reference = read_sweep(merged_path), read_sweep(whole[0])
     assert runs_of(joined) == runs_of(reference)  # trained with 1 job per shard against 2
-    assert (joined.config, joined.plan, joined.shard) == (reference.config, reference.plan, None)
+    assert joined.plan == reference.plan and joined.plan.shard is None
     assert len(joined.provenance) == 2
 
     gap = normdive("merge-recordings", parts[0], "--out", str(tmp_path / "gap.json"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -10,14 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 from normdive.cli import app
-from normdive.recording.plans import ablation_runs
 from normdive.recording.reader import (
     MAX_RECORDING_BYTES,
     REMEDY,
     RecordingProblem,
     recording_status,
 )
-from normdive.recording.sweep import ShardPart
+from normdive.recording.runs import ShardPart
 from sample_recordings import sample_recording
 
 runner = CliRunner()
@@ -54,6 +54,31 @@ def test_broken_and_missing_files_fail_with_the_reason(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "has format_version 3" in result.output
     result = runner.invoke(app, ["check-recording", str(tmp_path)])
     assert result.exit_code == 1 and "cannot be read" in result.output
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "command"),
+    [
+        ("the-transformer-block.json", None, "`normdive record-runs`"),
+        ("the-transformer-block-sweep.json", "depth_sweep", "`normdive record-runs --sweep`"),
+        ("the-transformer-block-lab.json", "lab_grid", "`normdive record-runs --lab`"),
+    ],
+)
+def test_a_file_of_format_version_1_is_refused_naming_it_and_changes_nothing(
+    tmp_path: Path, name: str, kind: str | None, command: str
+) -> None:
+    path = tmp_path / name
+    body = json.dumps({"format_version": 1, **({"kind": kind} if kind else {}), "runs": []})
+    path.write_text(body, encoding="utf-8")
+    told = "has format_version 1, a format this normdive no longer reads"
+    checked = runner.invoke(app, ["check-recording", str(path)])
+    assert checked.exit_code == 1 and told in checked.output
+    assert f"Re-record it: run {command} to make it again." in checked.output
+    merged = tmp_path / "merged.json"
+    merging = runner.invoke(app, ["merge-recordings", str(path), "--out", str(merged)])
+    assert merging.exit_code == 1 and told in merging.output
+    assert path.read_text(encoding="utf-8") == body
+    assert [found.name for found in tmp_path.iterdir()] == [name]
 
 
 def test_a_file_over_the_readers_cap_is_refused_with_the_limit_named(tmp_path: Path) -> None:
@@ -158,7 +183,7 @@ def test_a_foreign_file_is_told_what_makes_each_kind(tmp_path: Path, content: st
 
 
 def test_a_shard_is_described_and_told_to_merge(tmp_path: Path) -> None:
-    whole = ablation_runs(sample_recording(seeds=(0, 1)))
+    whole = sample_recording(seeds=(0, 1))
     part = ShardPart(index=2, count=2)
     wanted = whole.plan.model_copy(update={"shard": part}).sharded()
     held = [run for run in whole.runs if run.config in wanted]

@@ -1,4 +1,5 @@
-"""The recording format: non-finite values are marked, rows are consistent with their keys."""
+"""The recording format's pieces and the ablation's file: non-finite values are marked, runs
+are consistent with their plan, and the player's figures are recorded."""
 
 from __future__ import annotations
 
@@ -12,12 +13,11 @@ from normdive.recording.format import (
     ROW_KEYS,
     ROW_SWITCHES,
     BlockGradNorms,
-    CurvePoint,
-    Recording,
     RunConfig,
     as_float,
     non_finite_marker,
 )
+from normdive.recording.runs import RunPoint, Runs
 from normdive.web.routes.pages import json_safe
 from sample_recordings import sample_recording
 
@@ -27,7 +27,7 @@ from sample_recordings import sample_recording
     [(math.nan, "nan"), (math.inf, "inf"), (-math.inf, "-inf"), (0.25, 0.25), ("nan", "nan")],
 )
 def test_non_finite_measures_are_marked_not_dropped(value: float, stored: object) -> None:
-    point = CurvePoint(
+    point = RunPoint(
         step=3,
         train_loss=value,
         grad_norm=value,
@@ -38,7 +38,7 @@ def test_non_finite_measures_are_marked_not_dropped(value: float, stored: object
     assert point.heldout_loss == stored
     text = point.model_dump_json()
     assert "NaN" not in text and "Infinity" not in text  # strict JSON only
-    again = CurvePoint.model_validate_json(text)
+    again = RunPoint.model_validate_json(text)
     assert again == point
     restored, expected = as_float(again.heldout_loss), float(value)
     assert (math.isnan(restored) and math.isnan(expected)) or restored == expected
@@ -65,30 +65,37 @@ def _data() -> dict[str, object]:
 
 def test_sample_round_trips() -> None:
     recording = sample_recording(seeds=(0, 1))
-    assert Recording.model_validate_json(recording.model_dump_json()) == recording
+    assert Runs.model_validate_json(recording.model_dump_json()) == recording
 
 
 @pytest.mark.parametrize(
     ("change", "fragment"),
     [
         (
-            lambda d: d["rows"][0].update(residual=False),
-            "must have layernorm=True and residual=True",
+            lambda d: d["runs"][0]["config"].update(residual=False),
+            "depth 8 gpt2 layernorm_only eps 1e-05 seed 0 appears twice",
         ),
-        (lambda d: d["rows"].append(d["rows"][0]), "appears twice"),
-        (lambda d: d.update(page_seed=5), "page_seed 5 is not among seeds"),
-        (lambda d: d["rows"][0].update(seed=9), "seed is not among seeds"),
-        (lambda d: d["rows"][0]["block_grad_norms"][0].update(norms=[1.0]), "expected depth 8"),
+        (lambda d: d["runs"].append(d["runs"][0]), "appears twice"),
+        (lambda d: d["plan"].update(first={"seed": 5}), "first seed 5 is not among seeds"),
+        (lambda d: d["runs"][0]["config"].update(seed=9), "seed 9 is not in the plan"),
+        (lambda d: d["runs"][0]["block_grad_norms"][0].update(norms=[1.0]), "expected depth 8"),
         (lambda d: d.update(surprise=1), "Extra inputs are not permitted"),
-        (lambda d: d["rows"][0].update(key="half"), "Input should be 'both'"),
-        (lambda d: d["config"].update(n_heads=5), "not divisible by n_heads"),
+        (lambda d: d["runs"][0]["config"].update(layernorm="half"), "valid boolean"),
+        (lambda d: d["plan"]["base"].update(n_heads=5), "not divisible by n_heads"),
+        (lambda d: d["runs"][0].update(block_grad_norms=None), "no block gradient norms"),
+        (
+            lambda d: d["runs"][1]["curve"][1].update(heldout_exact_match=None),
+            "no exact match recorded at step 300",
+        ),
+        (lambda d: d["runs"][1]["final"].update(heldout_exact_match=None), "at the end"),
+        (lambda d: d["runs"][0].update(curve=d["runs"][0]["curve"] * 67), "at most 200"),
     ],
 )
 def test_inconsistent_files_are_rejected(change: object, fragment: str) -> None:
     data = _data()
     change(data)  # type: ignore[operator]
     with pytest.raises(ValidationError, match=fragment):
-        Recording.model_validate(data)
+        Runs.model_validate(data)
 
 
 def test_config_defaults_are_the_shipped_settings() -> None:

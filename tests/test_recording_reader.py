@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from normdive.recording import reader
-from normdive.recording.format import Recording
 from normdive.recording.reader import (
     MAX_RECORDING_BYTES,
     RecordingProblem,
@@ -22,10 +21,11 @@ from normdive.recording.reader import (
     recording_snapshot,
     recording_status,
 )
+from normdive.recording.runs import Runs
 from sample_recordings import sample_recording
 
 
-def write(path: Path, recording: Recording) -> Path:
+def write(path: Path, recording: Runs) -> Path:
     path.write_text(recording.model_dump_json(), encoding="utf-8")
     return path
 
@@ -55,7 +55,13 @@ def problem_of(path: Path) -> RecordingProblem:
             "has format_version 7; this normdive reads format_version 2",
         ),
         (b'{"rows": []}', "unknown_version", "has no format_version"),
-        (b'{"format_version": 1, "rows": []}', "invalid", "does not match the format: "),
+        (b'{"format_version": 2, "runs": []}', "invalid", "does not match the format: "),
+        (
+            b'{"format_version": 1, "rows": []}',
+            "unknown_version",
+            "has format_version 1, a format this normdive no longer reads (each plan's own, "
+            "before files of runs). Re-record it: run `normdive record-runs`",
+        ),
     ],
 )
 def test_each_failure_has_its_reason_and_names_the_file(
@@ -78,13 +84,13 @@ def test_a_directory_is_unreadable(tmp_path: Path) -> None:
 
 def test_validation_messages_name_the_field_and_stay_short(tmp_path: Path) -> None:
     data = json.loads(sample_recording().model_dump_json())
-    for row in data["rows"]:
-        row["final"]["heldout_accuracy"] = "lots"
+    for run in data["runs"]:
+        run["final"]["heldout_accuracy"] = "lots"
     path = tmp_path / "r.json"
     path.write_text(json.dumps(data), encoding="utf-8")
     problem = problem_of(path)
     assert problem.reason == "invalid"
-    assert "rows.0.final.heldout_accuracy" in problem.message
+    assert "runs.0.final.heldout_accuracy" in problem.message
     assert "and 1 more" in problem.message  # 4 rows wrong, 3 listed
 
 
@@ -119,7 +125,7 @@ def test_status_never_raises_and_rereads_a_changed_file(tmp_path: Path) -> None:
 def test_the_snapshot_carries_the_digest_of_the_files_bytes(tmp_path: Path) -> None:
     path = write(tmp_path / "r.json", sample_recording())
     snapshot = recording_snapshot(path)
-    assert isinstance(snapshot.status, Recording)
+    assert isinstance(snapshot.status, Runs)
     assert snapshot.digest == hashlib.sha256(path.read_bytes()).hexdigest()
     assert recording_snapshot(tmp_path / "absent.json").digest is None
 
@@ -140,8 +146,8 @@ def test_an_edit_keeping_size_and_mtime_is_noticed_by_content(
     after = path.stat()
     assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
     second = recording_snapshot(path)
-    assert isinstance(second.status, Recording)
-    assert second.status.provenance.command == "sample_recordinG()"
+    assert isinstance(second.status, Runs)
+    assert second.status.provenance[0].command == "sample_recordinG()"
     assert second.digest != first.digest
     assert recording_snapshot(path) == second  # the same bytes again: the same snapshot
 
@@ -230,14 +236,14 @@ def test_best_row(finals: dict[str, tuple[float, float]], best: str) -> None:
 
 def test_best_row_reads_the_page_seed_unless_told(tmp_path: Path) -> None:
     base = sample_recording(seeds=(0, 1))
-    rows = [
-        row.model_copy(update={"final": row.final.model_copy(update={"heldout_accuracy": 0.99})})
-        if (row.key, row.seed) == ("neither", 1)
-        else row
-        for row in base.rows
+    runs = [
+        run.model_copy(update={"final": run.final.model_copy(update={"heldout_accuracy": 0.99})})
+        if (run.config.row_key, run.config.seed) == ("neither", 1)
+        else run
+        for run in base.runs
     ]
-    recording = base.model_copy(update={"rows": rows})
-    recording = Recording.model_validate_json(recording.model_dump_json())
+    recording = base.model_copy(update={"runs": runs})
+    recording = Runs.model_validate_json(recording.model_dump_json())
     assert best_row(recording) == "both"
     assert best_row(recording, seed=1) == "both"  # 1.0 still beats 0.99
     assert best_row(recording, seed=0) == "both"

@@ -1,6 +1,6 @@
 """The one format of runs: each plan's axes and what a file of it may hold, the selection the
-player, the sweep panel and the lab ask ("the runs at this configuration"), each plan's view
-and back, shards of any plan merged, and the one reader's refusals."""
+player, the sweep panel and the lab ask ("the runs at this configuration", "this row here"),
+shards of any plan merged, and the one reader's refusals."""
 
 from __future__ import annotations
 
@@ -12,19 +12,10 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from normdive.cli import app
-from normdive.lab.grid import lab_grid_runs, lab_grid_view, legacy_lab_grid
-from normdive.recorded_files import read_runs
 from normdive.recording.files import write_runs
 from normdive.recording.format import ROW_KEYS
+from normdive.recording.kinds import read_runs
 from normdive.recording.merge import MergeProblem, merge_runs
-from normdive.recording.plans import (
-    ablation_runs,
-    ablation_view,
-    legacy_ablation,
-    legacy_sweep,
-    sweep_runs,
-    sweep_view,
-)
 from normdive.recording.reader import RecordingProblem, parse_runs
 from normdive.recording.runs import LabPlan, Runs
 from normdive.recording.selection import select, select_one
@@ -36,36 +27,44 @@ from sample_sweeps import sample_sweep
 TINY_PLAN = default_plan(depths=(2, 4), seeds=(0, 1), trim_depth=4, seeds_from_trim_depth=1)
 
 
-def test_every_plan_round_trips_through_its_view() -> None:
+def test_a_row_is_asked_of_the_runs_at_the_plans_first_settings_or_those_given() -> None:
     recording = sample_recording(seeds=(0, 1))
-    assert ablation_view(ablation_runs(recording)) == recording
+    both = recording.row("both")
+    assert both is not None and (both.config.row_key, both.config.seed) == ("both", 0)
+    other = recording.row("neither", seed=1)
+    assert other is not None and (other.config.row_key, other.config.seed) == ("neither", 1)
+    assert recording.row("both", seed=7) is None
     sweep = sample_sweep(plan=TINY_PLAN)
-    assert sweep_view(sweep_runs(sweep)) == sweep
+    cell = sweep.row("residual_only", depth=4, init="pytorch", seed=0)
+    assert cell is not None and (cell.config.depth, cell.config.init) == (4, "pytorch")
+    assert sweep.row("residual_only", depth=4, init="pytorch", seed=1) is None  # trimmed
     grid = sample_lab_grid()
-    assert lab_grid_view(lab_grid_runs(grid)) == grid
+    # The lab's first settings name an eps; a row without layer norm has none.
+    assert grid.row("neither") is not None and grid.row("neither", depth=3) is not None
+    assert grid.row("both", eps=1.0) is not None
 
 
 def test_each_run_carries_its_whole_configuration() -> None:
-    runs = sweep_runs(sample_sweep(plan=TINY_PLAN))
+    runs = sample_sweep(plan=TINY_PLAN)
     for run in runs.runs:
         config = run.config
         assert config.d_model == runs.plan.base.d_model and config.steps == runs.plan.base.steps
         assert config.eps == (1e-5 if config.layernorm else None)
     assert {run.config.depth for run in runs.runs} == {2, 4}
-    grid = lab_grid_runs(sample_lab_grid())
+    grid = sample_lab_grid()
     assert {run.config.eps for run in grid.runs} == {0.0, 1e-5, 1.0, None}
     assert all(run.block_grad_norms is None for run in grid.runs)
 
 
 def test_the_runs_at_a_configuration() -> None:
-    runs = sweep_runs(sample_sweep(plan=TINY_PLAN))
+    runs = sample_sweep(plan=TINY_PLAN)
     at_two = runs.select(depth=2, init="gpt2", layernorm=False, residual=True)
     assert [run.config.seed for run in at_two] == [0, 1]
     assert runs.run_at(depth=4, init="pytorch", layernorm=True, residual=True, seed=1) is None
     assert len(runs.select()) == len(runs.runs)
     with pytest.raises(ValueError, match="no run setting is called colour"):
         runs.select(colour="red")
-    grid = lab_grid_runs(sample_lab_grid())
+    grid = sample_lab_grid()
     # eps within a relative 1e-9: the lesson's decimal and the file's number are one eps.
     assert grid.run_at(depth=1, layernorm=True, residual=True, eps=1.0000000001e-5, seed=0)
     assert grid.run_at(depth=1, layernorm=True, eps=1.1e-5) is None
@@ -79,14 +78,14 @@ def test_a_bool_is_not_a_number_in_a_selection() -> None:
 
 
 def test_a_run_outside_its_plan_or_twice_is_refused() -> None:
-    data = json.loads(sweep_runs(sample_sweep(plan=TINY_PLAN)).model_dump_json())
+    data = json.loads(sample_sweep(plan=TINY_PLAN).model_dump_json())
     data["runs"].append(data["runs"][0])
     with pytest.raises(ValidationError, match="appears twice"):
         Runs.model_validate(data)
     data["runs"] = data["runs"][2:-1]
     with pytest.raises(ValidationError, match="runs missing from the plan"):
         Runs.model_validate(data)
-    ablation = json.loads(ablation_runs(sample_recording()).model_dump_json())
+    ablation = json.loads(sample_recording().model_dump_json())
     ablation["runs"][0]["config"]["seed"] = 7
     with pytest.raises(ValidationError, match="seed 7 is not in the plan"):
         Runs.model_validate(ablation)
@@ -98,9 +97,9 @@ def test_a_run_outside_its_plan_or_twice_is_refused() -> None:
 @pytest.mark.parametrize("count", [2, 3])
 def test_shards_of_any_plan_merge_into_the_whole(count: int) -> None:
     for whole in (
-        ablation_runs(sample_recording(seeds=(0, 1, 2))),
-        lab_grid_runs(sample_lab_grid()),
-        sweep_runs(sample_sweep(plan=TINY_PLAN)),
+        sample_recording(seeds=(0, 1, 2)),
+        sample_lab_grid(),
+        sample_sweep(plan=TINY_PLAN),
     ):
         parts = []
         for index in range(1, count + 1):
@@ -134,7 +133,7 @@ def _lab_part(whole: Runs, depths: list[int], eps: list[float]) -> Runs:
 
 
 def test_lab_grids_of_other_depths_join_keeping_every_run() -> None:
-    whole = lab_grid_runs(sample_lab_grid())
+    whole = sample_lab_grid()
     old = _lab_part(whole, [1, 2, 3], [0.0, 1e-5, 1.0])
     old = old.model_copy(update={"plan": old.plan.model_copy(update={"trimmed": "Old words."})})
     new = _lab_part(whole, [4], [1e-5])
@@ -148,11 +147,10 @@ def test_lab_grids_of_other_depths_join_keeping_every_run() -> None:
     assert {run.model_dump_json() for run in old.runs + new.runs} == dumped
     assert len(joined.runs) == len(old.runs) + len(new.runs)
     # The grid the panel reads offers depth 4 at eps 1e-05 only, and misses nothing else.
-    grid = lab_grid_view(joined)
-    assert grid.cell(4, True, True, 1e-5, "gpt2", 0) is not None
-    assert all(p[0] != 4 for p in grid.missing() if p[5] == 0 and p[4] == "gpt2")
+    assert joined.row("both", depth=4, eps=1e-5, init="gpt2", seed=0) is not None
+    assert all(p.depth != 4 for p in joined.missing() if p.seed == 0 and p.init == "gpt2")
     # Read back through the one reader, the rule stands.
-    again = parse_runs(joined.model_dump_json(), "joined.json", "lab_grid", legacy_lab_grid)
+    again = parse_runs(joined.model_dump_json(), "joined.json", "lab_grid")
     assert again == joined
     with pytest.raises(MergeProblem, match=r"Depth 3 is in both old\.json and again\.json"):
         merge_runs([("old.json", old), ("again.json", _lab_part(whole, [3], [1e-5]))])
@@ -162,21 +160,21 @@ def test_lab_grids_of_other_depths_join_keeping_every_run() -> None:
 
 
 def test_the_one_reader_names_the_plan_a_file_holds() -> None:
-    text = sweep_runs(sample_sweep(plan=TINY_PLAN)).model_dump_json()
+    text = sample_sweep(plan=TINY_PLAN).model_dump_json()
     with pytest.raises(RecordingProblem, match="holds the sweep, not the recording") as caught:
-        parse_runs(text, "s.json", "ablation", legacy_ablation)
+        parse_runs(text, "s.json", "ablation")
     assert "`normdive record-runs`" in caught.value.message
-    assert parse_runs(text, "s.json", "sweep", legacy_sweep).plan.kind == "sweep"
+    assert parse_runs(text, "s.json", "sweep").plan.kind == "sweep"
 
 
 def test_the_ablation_plan_lists_its_rows_in_the_pages_order() -> None:
-    runs = ablation_runs(sample_recording(rows=("neither", "both")))
+    runs = sample_recording(rows=("neither", "both"))
     assert runs.plan.kind == "ablation"
     assert runs.plan.rows == [key for key in ROW_KEYS if key in ("both", "neither")]
 
 
 def test_merge_recordings_joins_lab_grids_of_other_depths(tmp_path: Path) -> None:
-    whole = lab_grid_runs(sample_lab_grid())
+    whole = sample_lab_grid()
     old, new = tmp_path / "old.json", tmp_path / "new.json"
     write_runs(old, _lab_part(whole, [1, 2, 3], [0.0, 1e-5, 1.0]))
     write_runs(new, _lab_part(whole, [4], [1e-5]))

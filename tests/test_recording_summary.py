@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from normdive.recording.format import Recording
+from normdive.recording.runs import Runs
 from normdive.recording.summary import ranking_note, summary_table
 from sample_recordings import sample_recording
 
@@ -34,15 +34,13 @@ def test_the_note_says_when_seeds_agree() -> None:
 
 def test_the_note_says_when_seeds_disagree() -> None:
     base = sample_recording(seeds=(0, 1))
-    rows = [
-        row.model_copy(update={"final": row.final.model_copy(update={"heldout_accuracy": 0.5})})
-        if (row.key, row.seed) == ("layernorm_only", 1)
-        else row
-        for row in base.rows
+    runs = [
+        run.model_copy(update={"final": run.final.model_copy(update={"heldout_accuracy": 0.5})})
+        if (run.config.row_key, run.config.seed) == ("layernorm_only", 1)
+        else run
+        for run in base.runs
     ]
-    recording = Recording.model_validate_json(
-        base.model_copy(update={"rows": rows}).model_dump_json()
-    )
+    recording = Runs.model_validate_json(base.model_copy(update={"runs": runs}).model_dump_json())
     note = ranking_note(recording)
     assert note.startswith("The ranking differs between seeds.")
     assert "seed 1: both > layernorm_only > residual_only > neither" in note

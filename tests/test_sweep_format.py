@@ -12,22 +12,11 @@ from typer.testing import CliRunner
 
 from normdive.cli import app
 from normdive.recording.format import RunConfig
-from normdive.recording.merge import MergeProblem
+from normdive.recording.merge import MergeProblem, merge_runs
 from normdive.recording.reader import RecordingProblem
-from normdive.recording.sweep import (
-    RunKey,
-    ShardPart,
-    Sweep,
-    default_plan,
-    shard_path_for,
-    sweep_path_for,
-)
-from normdive.recording.sweep_reader import (
-    cells,
-    merge_sweeps,
-    parse_sweep,
-    verdicts,
-)
+from normdive.recording.runs import Runs, ShardPart
+from normdive.recording.sweep import default_plan, shard_path_for, sweep_path_for
+from normdive.recording.sweep_reader import cells, parse_sweep, verdicts
 from sample_sweeps import FLIP_AT_8, sample_sweep
 
 SHIPPED_MAX_BYTES = 2 * 1024 * 1024
@@ -43,20 +32,25 @@ def test_the_default_plan() -> None:
         (16, [0]),
     ]
     assert plan.inits == ["gpt2", "pytorch"]
-    runs = plan.runs()
+    assert plan.trimmed == "depth 16 trained seed(s) 0 only (the sweep's time budget)."
+    runs = plan.planned()
     assert len(runs) == 3 * 24 + 8 == 80
-    assert len(set(runs)) == len(runs)
-    assert runs[0] == RunKey(16, "gpt2", "both", 0)  # the longest first
+    assert len({run.model_dump_json() for run in runs}) == len(runs)
+    first = runs[0]  # the longest first
+    assert (first.depth, first.init, first.row_key, first.seed) == (16, "gpt2", "both", 0)
     assert runs[-1].depth == 2
 
 
 def test_shards_are_disjoint_and_cover_the_plan() -> None:
     plan = default_plan()
+    whole = sorted(run.model_dump_json() for run in plan.planned())
     for count in (1, 2, 3, 7, 80, 100):
-        parts = [plan.shard_runs(index, count) for index in range(1, count + 1)]
-        joined = [run for part in parts for run in part]
-        assert sorted(joined) == sorted(plan.runs())
-        assert len(set(joined)) == len(joined)
+        parts = [
+            plan.model_copy(update={"shard": ShardPart(index=index, count=count)}).sharded()
+            for index in range(1, count + 1)
+        ]
+        joined = [run.model_dump_json() for part in parts for run in part]
+        assert sorted(joined) == whole
 
 
 def test_beside_the_recording() -> None:
@@ -72,7 +66,7 @@ def test_a_whole_sweep_round_trips() -> None:
     assert parse_sweep(sweep.model_dump_json(), "s") == sweep
 
 
-def _data(sweep: Sweep) -> dict[str, object]:
+def _data(sweep: Runs) -> dict[str, object]:
     return json.loads(sweep.model_dump_json())  # type: ignore[no-any-return]
 
 
@@ -81,13 +75,18 @@ def _data(sweep: Sweep) -> dict[str, object]:
     [
         (lambda d: d["runs"].pop(), "runs missing from the plan: "),
         (lambda d: d["runs"].append(d["runs"][0]), "appears twice"),
-        (lambda d: d["runs"][0].update(depth=3), "depth 3 gpt2 both seed 0 is not in the plan"),
         (
-            lambda d: d["runs"][0]["row"]["block_grad_norms"][0]["norms"].pop(),
-            "1 block gradient norms at step 1, expected 2",
+            lambda d: d["runs"][0]["config"].update(seed=7),
+            "depth 2 gpt2 both eps 1e-05 seed 7 is not in the plan",
         ),
+        (
+            lambda d: d["runs"][0]["block_grad_norms"][0]["norms"].pop(),
+            "1 block gradient norms at step 1, expected depth 2",
+        ),
+        (lambda d: d["runs"][0].update(block_grad_norms=None), "no block gradient norms"),
         (lambda d: d["plan"]["depths"].reverse(), "must be distinct and in increasing order"),
         (lambda d: d.update(kind="recording"), "kind"),
+        (lambda d: d["plan"].update(kind="ablation"), "plan"),
     ],
 )
 def test_an_invalid_sweep_is_refused_with_the_reason(change, message: str) -> None:  # type: ignore[no-untyped-def]
@@ -109,8 +108,8 @@ def test_an_unknown_version_is_named() -> None:
 def test_the_default_sweep_at_full_shape_fits_the_shipped_size() -> None:
     # Every run with the curve the default config records (600 steps, one point every 20:
     # 31 points) and ten per-block gradient norm points, in full float64 precision: the
-    # default sweep (80 runs, 597 KB), and a CUDA sweep (depth 32 too, no seed trimmed: 120
-    # runs, 1,045 KB).
+    # default sweep (80 runs, 619 KB), and a CUDA sweep (depth 32 too, no seed trimmed: 120
+    # runs, 1,078 KB).
     config = RunConfig()
     finals = {**FLIP_AT_8, **{(32, i): FLIP_AT_8[(16, i)] for i in ("gpt2", "pytorch")}}
     for plan in (default_plan(), default_plan(depths=(2, 4, 8, 16, 32), trim_depth=None)):
@@ -161,21 +160,13 @@ def test_the_seed_spread_and_the_verdicts() -> None:
     }
 
 
-def _shards(sweep: Sweep, count: int) -> list[tuple[str, Sweep]]:
+def _shards(sweep: Runs, count: int) -> list[tuple[str, Runs]]:
     parts = []
     for index in range(1, count + 1):
-        wanted = set(sweep.plan.shard_runs(index, count))
-        parts.append(
-            (
-                f"part{index}",
-                sweep.model_copy(
-                    update={
-                        "shard": ShardPart(index=index, count=count),
-                        "runs": [r for r in sweep.runs if r.run_key in wanted],
-                    }
-                ),
-            )
-        )
+        plan = sweep.plan.model_copy(update={"shard": ShardPart(index=index, count=count)})
+        wanted = plan.sharded()
+        held = [r for r in sweep.runs if r.config in wanted]
+        parts.append((f"part{index}", sweep.model_copy(update={"plan": plan, "runs": held})))
     return parts
 
 
@@ -183,8 +174,8 @@ def test_merging_shards_gives_the_whole_sweep() -> None:
     sweep = sample_sweep(plan=TINY_PLAN)
     parts = _shards(sweep, 3)
     for _, part in parts:  # each part is a valid file on its own
-        Sweep.model_validate_json(part.model_dump_json())
-    merged = merge_sweeps(list(reversed(parts)))
+        Runs.model_validate_json(part.model_dump_json())
+    merged = merge_runs(list(reversed(parts)))
     assert merged.runs == sweep.runs
     assert merged.model_copy(update={"provenance": sweep.provenance}) == sweep
     assert len(merged.provenance) == 3
@@ -194,14 +185,15 @@ def test_merge_refuses_gaps_duplicates_and_disagreement() -> None:
     sweep = sample_sweep(plan=TINY_PLAN)
     parts = _shards(sweep, 3)
     with pytest.raises(MergeProblem, match=r"Shard\(s\) 2 of 3 are missing"):
-        merge_sweeps([parts[0], parts[2]])
+        merge_runs([parts[0], parts[2]])
     with pytest.raises(MergeProblem, match="Shard 1 of 3 is given twice: part1 and again"):
-        merge_sweeps([parts[0], ("again", parts[0][1]), parts[1], parts[2]])
-    other = parts[1][1].model_copy(update={"config": RunConfig(steps=7)})
+        merge_runs([parts[0], ("again", parts[0][1]), parts[1], parts[2]])
+    moved = parts[1][1].plan.model_copy(update={"base": RunConfig(steps=7)})
+    other = parts[1][1].model_copy(update={"plan": moved})
     with pytest.raises(MergeProblem, match="trained with different settings"):
-        merge_sweeps([parts[0], ("part2", other), parts[2]])
+        merge_runs([parts[0], ("part2", other), parts[2]])
     with pytest.raises(MergeProblem, match="is a whole sweep, not a shard"):
-        merge_sweeps([("whole", sweep)])
+        merge_runs([("whole", sweep)])
     four = _shards(sweep, 4)
     with pytest.raises(MergeProblem, match="different numbers of shards"):
-        merge_sweeps([parts[0], ("p4", four[1][1]), parts[2]])
+        merge_runs([parts[0], ("p4", four[1][1]), parts[2]])

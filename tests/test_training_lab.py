@@ -13,8 +13,10 @@ import pytest
 import torch
 from torch import nn
 
-from normdive.lab.grid import LabBase, LabConfig, lab_path_for, read_lab_grid
+from normdive.lab.config import LabBase, LabConfig
 from normdive.lab.random import BATCHES, HELDOUT, WEIGHTS, Lab32
+from normdive.recording.lab_grid import lab_path_for, read_lab_grid
+from normdive.recording.runs import LabPlan
 from normdive.training.lab import (
     build_lab_model,
     heldout,
@@ -224,21 +226,24 @@ def test_record_runs_lab_writes_the_grid_beside_the_recording(tmp_path: Path) ->
     assert done.returncode == 0, done.stdout + done.stderr
     assert not out.exists()
     grid = read_lab_grid(lab_path_for(out))
+    plan = grid.plan_as(LabPlan)
     # The lab's own settings, less the two given: not the ablation's defaults for the others.
-    assert grid.base == LabBase(steps=4, eval_every=2)
-    assert grid.offered.depths == [1, 2] and grid.offered.eps == [0.0, 1e-5]
+    base = LabBase(steps=4, eval_every=2)
+    assert plan.base == LabConfig.at(base).run_config()
+    assert plan.depths == [1, 2] and plan.eps == [0.0, 1e-5]
     # Per depth and init: seed 0 has both and layernorm_only at eps 0 and 1e-5 (4 cells),
     # seed 1 at 1e-5 only (2 cells).
-    assert len(grid.cells) == 2 * 2 * (4 + 2)
-    assert grid.trimmed is not None and "eps 0 recorded at seed 0 only" in grid.trimmed
-    assert "residual_only" in grid.trimmed
-    cell = grid.cell(2, True, False, 0.0, "pytorch", 0)
+    assert len(grid.runs) == 2 * 2 * (4 + 2)
+    assert plan.trimmed is not None and "eps 0 recorded at seed 0 only" in plan.trimmed
+    assert "residual_only" in plan.trimmed
+    at = {"depth": 2, "eps": 0.0, "init": "pytorch"}
+    cell = grid.row("layernorm_only", **at, seed=0)
     assert cell is not None and cell.final.step == 4
-    assert grid.cell(2, True, False, 0.0, "pytorch", 1) is None
-    assert (2, True, False, 0.0, "pytorch", 1) in grid.missing()
+    assert grid.row("layernorm_only", **at, seed=1) is None
+    assert any(p == cell.config.model_copy(update={"seed": 1}) for p in grid.missing())
     # The same command trains the same numbers (cells from fresh worker processes).
     assert cell == train_lab_cell(
-        LabConfig.at(grid.base, depth=2, layernorm=True, residual=False, eps=0.0, init="pytorch"),
+        LabConfig.at(base, depth=2, layernorm=True, residual=False, eps=0.0, init="pytorch"),
         seed=0,
     ).model_copy(update={"wall_s": cell.wall_s})
     assert "Wrote" in done.stdout and "depth 2:" in done.stdout
@@ -254,13 +259,14 @@ def test_record_runs_lab_records_depth_8_at_the_default_eps_only(tmp_path: Path)
     )
     assert done.returncode == 0, done.stdout + done.stderr
     grid = read_lab_grid(lab_path_for(out))
-    assert grid.offered.depths == [1, 8] and grid.offered.depth_eps == {8: [1e-5]}
-    assert grid.trimmed is not None and "depth 8 recorded at eps 1e-05 only" in grid.trimmed
+    plan = grid.plan_as(LabPlan)
+    assert plan.depths == [1, 8] and plan.depth_eps == {8: [1e-5]}
+    assert plan.trimmed is not None and "depth 8 recorded at eps 1e-05 only" in plan.trimmed
     # Depth 8: both and layernorm_only at eps 1e-5, seeds 0 and 1, each init; none of their
     # points missing, since eps 0 is not offered at depth 8.
-    assert len([c for c in grid.cells if c.depth == 8]) == 2 * 2 * 2
-    assert all(c.eps == 1e-5 for c in grid.cells if c.depth == 8)
-    assert not [p for p in grid.missing() if p[0] == 8 and p[1] and p[5] in (0, 1)]
+    deep = grid.select(depth=8)
+    assert len(deep) == 2 * 2 * 2 and all(c.config.eps == 1e-5 for c in deep)
+    assert not [p for p in grid.missing() if p.depth == 8 and p.layernorm and p.seed in (0, 1)]
 
 
 def test_record_runs_lab_refuses_the_sweeps_options(tmp_path: Path) -> None:
@@ -305,10 +311,8 @@ def test_shards_of_the_lab_grid_merge_into_the_grid(tmp_path: Path) -> None:
         )
         assert done.returncode == 0, done.stdout + done.stderr
     parts = [tmp_path / f"the-transformer-block-lab.shard-{i}-of-2.json" for i in (1, 2)]
-    halves = [read_lab_grid(part).cells for part in parts]
-    assert (
-        halves[0] and halves[1] and not {c.point for c in halves[0]} & {c.point for c in halves[1]}
-    )
+    halves = [{run.config for run in read_lab_grid(part).runs} for part in parts]
+    assert halves[0] and halves[1] and not halves[0] & halves[1]
     merged = subprocess.run(
         [NORMDIVE, "merge-recordings", *map(str, parts), "--out", str(lab_path_for(out))],
         capture_output=True,
@@ -319,10 +323,11 @@ def test_shards_of_the_lab_grid_merge_into_the_grid(tmp_path: Path) -> None:
     assert merged.returncode == 0, merged.stdout + merged.stderr
     grid = read_lab_grid(lab_path_for(out))
     # The whole grid's 24 cells (test above), each trained once, and what it trimmed.
-    assert len(grid.cells) == 24 and grid.trimmed is not None
-    cell = grid.cell(2, True, False, 0.0, "pytorch", 0)
+    assert len(grid.runs) == 24 and grid.plan.trimmed is not None
+    cell = grid.row("layernorm_only", depth=2, eps=0.0, init="pytorch", seed=0)
     assert cell is not None
+    base = LabBase(steps=4, eval_every=2)
     assert cell == train_lab_cell(
-        LabConfig.at(grid.base, depth=2, layernorm=True, residual=False, eps=0.0, init="pytorch"),
+        LabConfig.at(base, depth=2, layernorm=True, residual=False, eps=0.0, init="pytorch"),
         seed=0,
     ).model_copy(update={"wall_s": cell.wall_s})

@@ -18,8 +18,8 @@ TINY = RunConfig(depth=8, d_model=8, n_heads=2, steps=4, batch_size=4, eval_ever
 
 
 def test_each_job_trains_at_its_runs_depth_and_init() -> None:
-    plan = default_plan(depths=(1, 2), seeds=(0,), rows=("both",))
-    jobs = sweep_jobs(TINY, plan.runs())
+    plan = default_plan(depths=(1, 2), seeds=(0,), rows=("both",), base=TINY)
+    jobs = sweep_jobs(plan)
     assert [(j.config.depth, j.config.init, j.name) for j in jobs] == [
         (2, "gpt2", "depth2-gpt2-both-seed0"),
         (2, "pytorch", "depth2-pytorch-both-seed0"),
@@ -39,8 +39,8 @@ def test_the_fingerprint_names_the_settings_and_device_not_the_plan() -> None:
 
 
 def test_the_in_process_path_keeps_each_run_under_its_name(tmp_path: Path) -> None:
-    plan = default_plan(depths=(1, 2), seeds=(0,), inits=("pytorch",), rows=("both",))
-    jobs = sweep_jobs(TINY, plan.runs())
+    plan = default_plan(depths=(1, 2), seeds=(0,), inits=("pytorch",), rows=("both",), base=TINY)
+    jobs = sweep_jobs(plan)
     partial = PartialRows(tmp_path / "s.json", fingerprint(TINY, "cpu", "sweep"), fresh=False)
     console = Console(file=io.StringIO(), force_terminal=False)
     bars = RunProgress(console, [job.planned for job in jobs], TINY.steps)
@@ -48,9 +48,10 @@ def test_the_in_process_path_keeps_each_run_under_its_name(tmp_path: Path) -> No
         run_here(jobs, "cpu", partial, bars)
     deep, shallow = (partial.load(job) for job in jobs)
     assert deep is not None and shallow is not None
-    assert all(len(point.norms) == 2 for point in deep.block_grad_norms)
+    assert all(len(point.norms) == 2 for point in deep.block_grad_norms or [])
+    assert (deep.config.depth, deep.config.init, deep.config.row_key) == (2, "pytorch", "both")
     assert (tmp_path / "s.json.partial" / "depth2-pytorch-both-seed0.json").exists()
-    # A kept row whose block count is not its job's depth is trained again.
+    # A kept run whose settings are not its job's (here its depth) is trained again.
     (tmp_path / "s.json.partial" / "depth1-pytorch-both-seed0.json").write_text(
         deep.model_dump_json(), encoding="utf-8"
     )

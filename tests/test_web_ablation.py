@@ -667,7 +667,7 @@ def test_gradient_plots_appear_once_every_row_has_played(client: TestClient) -> 
 
 NO_ROWS = sample_recording(rows=()).model_dump_json()
 UNKNOWN_VERSION = (
-    sample_recording().model_dump_json().replace('"format_version":1', '"format_version":99')
+    sample_recording().model_dump_json().replace('"format_version":2', '"format_version":99')
 )
 
 
@@ -678,7 +678,8 @@ UNKNOWN_VERSION = (
         ("{not json", "bad_json"),
         (NO_ROWS, "no_ablation_rows"),
         (UNKNOWN_VERSION, "unknown_version"),
-        ('{"format_version": 1}', "invalid"),
+        ('{"format_version": 1, "rows": []}', "unknown_version"),
+        ('{"format_version": 2}', "invalid"),
     ],
 )
 def test_a_recording_that_cannot_be_used_is_said_in_lesson_words(

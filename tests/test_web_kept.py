@@ -97,7 +97,9 @@ def test_the_recordings_views_are_computed_once_per_recording() -> None:
 
 
 def test_another_recording_gets_views_of_its_own() -> None:
-    other = RECORDING.model_copy(update={"page_seed": 1})
+    other = RECORDING.model_copy(
+        update={"plan": RECORDING.plan.model_copy(update={"first": {"seed": 1}})}
+    )
     mine = player_view(RECORDING, LESSON, "both")
     theirs = player_view(other, LESSON, "both")
     assert mine is not None and theirs is not None

@@ -30,10 +30,11 @@ from lesson_answers import (
     post_each,
     steps_to_the_gate,
 )
-from normdive.lab.grid import lab_path_for, offered_points
 from normdive.lesson.translations import load_translation
 from normdive.progress.events import EventKind
 from normdive.progress.lab import MAX_CURVE_POINTS
+from normdive.recording.lab_grid import lab_path_for
+from normdive.recording.runs import LabPlan
 from normdive.store.event_store import EventList, Store
 from normdive.web.app import create_app
 from normdive.web.infrastructure.instructor_access import Pool
@@ -135,9 +136,9 @@ def test_commit_then_finish_keeps_the_run_and_never_changes_the_gate(
         assert panel.select_one("#lab-commit") is not None
         # Counted from the grid, in the page's words: the sample grid records seed 0 alone (but
         # one point) of its three seeds.
-        offered = offered_points(sample_lab_grid().offered)
-        left_out = len(offered) - (len(offered) // 3 - 1)
-        said = TEXT.trimmed.format(count=left_out, offered=len(offered))
+        offered = len(sample_lab_grid().plan_as(LabPlan).planned())
+        left_out = offered - (offered // 3 - 1)
+        said = TEXT.trimmed.format(count=left_out, offered=offered)
         assert words(panel.select_one("#lab-trimmed")) == " ".join(said.split())
         assert panel.select_one("#lab-train") is None  # Train only after a commit
         # Commit first: the recorded outcomes are not shown beside the form asking for one.

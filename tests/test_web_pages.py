@@ -452,7 +452,7 @@ def test_the_copy_length_and_the_number_of_symbols_are_named_apart(
     recording.write_text(sample_recording().model_dump_json(), encoding="utf-8")
     with TestClient(create_app(make_settings(recording_path=recording))) as test_client:
         soup = page(test_client)
-    config = sample_recording().config
+    config = sample_recording().plan.base
     assert f"{config.copy_length} symbols" not in text(soup, "#ablation")
     assert f"{config.copy_length} positions long" in text(soup, "#ablation-statement")
     copy_length = next(div for div in soup.select("#provenance dl > div") if "Copy" in div.text)

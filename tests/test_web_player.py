@@ -14,8 +14,9 @@ from bs4 import BeautifulSoup, Tag
 
 from helpers import NON_FINITE_ROW, ablation_recording
 from normdive.lesson.content import load_lesson
-from normdive.recording.format import ROW_KEYS, Recording
+from normdive.recording.format import ROW_KEYS
 from normdive.recording.reader import read_recording
+from normdive.recording.runs import Runs
 from normdive.web.views.charts import (
     GRADIENT_PLOT_HEIGHT,
     MARKER_CLEARANCE,
@@ -111,7 +112,7 @@ def test_the_provenance_names_the_file_never_its_folder() -> None:
     assert view.init.startswith("GPT-2 style initialisation")
     assert view.created_at == "2000-01-01 00:00 UTC"
     odd = RECORDING.model_copy(
-        update={"provenance": RECORDING.provenance.model_copy(update={"created_at": "today"})}
+        update={"provenance": [RECORDING.provenance[0].model_copy(update={"created_at": "today"})]}
     )
     assert provenance_view(odd, LESSON, "x.json").created_at == "today"
 
@@ -152,7 +153,7 @@ def marker_y(plot: Tag, row: str, block: int) -> float:
     return float(found[2])
 
 
-def drawn_gradients(recording: Recording) -> BeautifulSoup:
+def drawn_gradients(recording: Runs) -> BeautifulSoup:
     view = SimpleNamespace(
         lesson=LESSON,
         gradients=gradients_view(recording, LESSON),
@@ -296,7 +297,7 @@ def test_gradients_need_rows() -> None:
 
 def test_a_single_recorded_update_draws_one_chart() -> None:
     data = RECORDING.model_dump(mode="json")
-    for row in data["rows"]:
-        row["block_grad_norms"] = row["block_grad_norms"][:1]
-    view = gradients_view(Recording.model_validate(data), LESSON)
+    for run in data["runs"]:
+        run["block_grad_norms"] = run["block_grad_norms"][:1]
+    view = gradients_view(Runs.model_validate(data), LESSON)
     assert view is not None and [chart.step for chart in view.charts] == [1]

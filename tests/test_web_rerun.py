@@ -124,7 +124,7 @@ def test_the_panel_states_both_stacks_and_the_set_the_browser_trains(
             steps=TINY_BASE.steps,
             batch_size=TINY_BASE.batch_size,
         )
-        recorded = ablation_recording().config
+        recorded = ablation_recording().plan.base
         there = TEXT.stack.format(**recorded.model_dump())
         assert here in smaller and there in smaller
         train = panel.select_one("#rerun-train")

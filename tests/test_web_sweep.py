@@ -21,8 +21,8 @@ from lesson_answers import (
 from normdive.lesson.translations import load_translation
 from normdive.progress.sweep import sweep_sentences
 from normdive.recording.format import ROW_KEYS
-from normdive.recording.plans import sweep_runs
-from normdive.recording.sweep import Sweep, sweep_path_for
+from normdive.recording.runs import Runs
+from normdive.recording.sweep import sweep_path_for
 from normdive.recording.sweep_reader import Cell
 from normdive.web.app import create_app
 from normdive.web.views.sweep import cell_view, unbroken
@@ -42,8 +42,8 @@ def recording_path(tmp_path: Path) -> Path:
     return write_recording(tmp_path, ablation_recording("both"))
 
 
-def with_sweep(recording_path: Path, sweep: Sweep) -> None:
-    sweep_path_for(recording_path).write_text(sweep_runs(sweep).model_dump_json(), encoding="utf-8")
+def with_sweep(recording_path: Path, sweep: Runs) -> None:
+    sweep_path_for(recording_path).write_text(sweep.model_dump_json(), encoding="utf-8")
 
 
 def test_before_the_gate_closes_there_is_no_panel_and_no_figures(

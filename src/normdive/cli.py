@@ -23,15 +23,15 @@ from normdive.config import (
     Settings,
     environment_variable,
 )
-from normdive.lab.grid import (
+from normdive.lab.config import (
     LAB_EPS,
     LAB_EPS_ONLY_DEPTHS,
     LAB_EXTRA_EPS_SEEDS,
     OFFERED_DEPTHS,
     OFFERED_EPS,
-    lab_path_for,
 )
 from normdive.recording.format import DEFAULT_SEEDS, ROW_KEYS, RowKey, RunConfig
+from normdive.recording.lab_grid import lab_path_for
 from normdive.recording.sweep import SWEEP_DEPTHS, shard_path_for, sweep_path_for
 
 app = typer.Typer(
@@ -857,7 +857,7 @@ def check_recording(
 ) -> None:
     """Validate any file record-runs writes (the recording, its depth sweep or its lab grid)
     and print its summary (exit 1 when it cannot be used)."""
-    from normdive.recorded_files import check_file
+    from normdive.recording.kinds import check_file
 
     found = check_file(path)
     for line in found.lines:
@@ -928,7 +928,7 @@ def parse_eps(text: str) -> list[float]:
 
 
 # The record-runs options that set a lab's shared settings when given with --lab (their
-# defaults are the ablation's; the lab's own live in normdive.lab.grid).
+# defaults are the ablation's; the lab's own live in normdive.lab.config).
 LAB_OVERRIDABLE = {
     "copy_length": "copy_length",
     "steps": "steps",
@@ -950,7 +950,7 @@ def _record_lab(ctx: typer.Context, rows: list[RowKey]) -> NoReturn:
     shard = parse_shard(options["shard"]) if options["shard"] is not None else None
     grid_out = lab_path_for(options["out"])
 
-    from normdive.lab.grid import LabBase
+    from normdive.lab.config import LabBase
     from normdive.recording.runs import LabOffered
 
     def typed(option: str) -> bool:
@@ -1179,35 +1179,6 @@ def record_runs(
     raise typer.Exit(status)
 
 
-@app.command("convert-recordings")
-def convert_recordings(
-    paths: Annotated[
-        list[Path] | None,
-        typer.Argument(
-            help="The files to convert; default: the recording, its depth sweep and its lab grid."
-        ),
-    ] = None,
-) -> None:
-    """Rewrite files of format_version 1 (the recording, its depth sweep, its lab grid) as
-    files of runs, the one format record-runs writes: the same runs, figures and provenance,
-    nothing trained again. A file already converted is written again unchanged."""
-    from normdive.recorded_files import convert_file
-    from normdive.recording.reader import RecordingProblem
-
-    chosen = paths or [
-        DEFAULT_RECORDING_PATH,
-        DEFAULT_SWEEP_PATH,
-        lab_path_for(DEFAULT_RECORDING_PATH),
-    ]
-    for path in chosen:
-        try:
-            typer.echo(f"Converted {convert_file(path)}.")
-        except RecordingProblem as problem:
-            raise _fail(problem.message) from None
-        except OSError as error:
-            raise _fail(f"Could not write {path}: {error}") from None
-
-
 @app.command("merge-recordings")
 def merge_recordings(
     parts: Annotated[
@@ -1231,8 +1202,8 @@ def merge_recordings(
     Checks that they agree (same format, settings and plan), that none is missing or given
     twice, and that no run is in two of them; then writes the file whole or not at all.
     """
-    from normdive.recorded_files import read_runs
     from normdive.recording.files import UnfaithfulWrite, write_runs
+    from normdive.recording.kinds import read_runs
     from normdive.recording.merge import MergeProblem, merge_runs
     from normdive.recording.reader import RecordingProblem
 

@@ -11,8 +11,8 @@ from playwright.sync_api import Page, expect
 from helpers import ablation_recording, build_settings, migrated_sqlite_url, write_recording
 from lesson_answers import RIGHT_NUMBERS, RIGHT_READING_ID
 from live_server import LiveServer
-from normdive.lab.grid import LabGrid
 from normdive.recording.format import ROW_KEYS
+from normdive.recording.runs import Runs
 from normdive.web.app import create_app
 from normdive.web.security.csrf import HEADER
 from sample_lab import write_lab_grid
@@ -53,7 +53,7 @@ AXE = "node_modules/axe-core/axe.min.js"
 
 
 def serve_with_grid(
-    tmp_path_factory: pytest.TempPathFactory, name: str, grid: LabGrid | None = None
+    tmp_path_factory: pytest.TempPathFactory, name: str, grid: Runs | None = None
 ) -> Iterator[LiveServer]:
     """A module's server: the sample recording with a lab grid beside it (the tiny sample
     grid by default), on a SQLite file of its own."""

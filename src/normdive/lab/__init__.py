@@ -1,2 +1,3 @@
-"""The lab: the portable generator (lab32) and the lab grid's file format. Torch-free: the
-web app reads the grid, and the JavaScript trainer twins the generator (docs/lab.md)."""
+"""The live lab: the portable generator (lab32) and the configuration a learner trains.
+Torch-free: the JavaScript trainer twins the generator (docs/lab.md); the recorded grid's file
+is the recording format's (normdive.recording.lab_grid)."""

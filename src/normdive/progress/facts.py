@@ -2,7 +2,7 @@
 
 `RecordingFacts` is plain data (no file access), so derive stays a pure function and tests
 build it by hand. Two ways in (normdive.recording is torch-free, so progress may import it):
-    recording_facts(recording: Recording | RecordingProblem) -> RecordingFacts
+    recording_facts(recording: Runs | RecordingProblem) -> RecordingFacts
         what normdive.recording.reader returns, adapted: the page seed's four rows with their
         final figures, the run settings the page states (depth, copy length, seed, steps,
         init), the vocabulary size (which fixes the chance level) and the best row as the
@@ -20,7 +20,8 @@ from pathlib import Path
 
 from normdive.like_named import like_named
 from normdive.recording import reader
-from normdive.recording.format import ROW_KEYS, Recording, as_float
+from normdive.recording.format import ROW_KEYS, as_float, recorded
+from normdive.recording.runs import AblationPlan, Runs
 
 
 @dataclass(frozen=True)
@@ -62,19 +63,20 @@ class RecordingFacts:
         return next((r for r in self.rows if r.key == key), None)
 
 
-def recording_facts(recording: Recording | reader.RecordingProblem) -> RecordingFacts:
+def recording_facts(recording: Runs | reader.RecordingProblem) -> RecordingFacts:
     """RecordingFacts from the reader's answer. A recording that lacks one of the four rows at
     its page seed is a problem here too (the reader already refuses one), so the gate says why
     it cannot close instead of waiting for ever."""
     if isinstance(recording, reader.RecordingProblem):
         return RecordingFacts(problem=recording.message)
-    config = recording.config
+    plan = recording.plan_as(AblationPlan)
+    config = plan.base
     rows = tuple(
         RowFacts(
-            key=row.key,
+            key=key,
             accuracy=as_float(row.final.heldout_accuracy),
             loss=as_float(row.final.heldout_loss),
-            exact_match=as_float(row.final.heldout_exact_match),
+            exact_match=recorded(row.final.heldout_exact_match),
             step=row.final.step,
             first_step_at_full_accuracy=row.final.first_step_at_full_accuracy,
         )
@@ -92,7 +94,7 @@ def recording_facts(recording: Recording | reader.RecordingProblem) -> Recording
         row_keys=tuple(r.key for r in rows) if problem is None else (),
         best_row=best,
         rows=rows if problem is None else (),
-        seed=recording.page_seed,
+        seed=plan.page_seed,
         **like_named(config, "vocab_size", "depth", "copy_length", "steps", "init"),
     )
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from normdive.i18n.catalogues import ngettext, pgettext
 from normdive.lesson.content import COMPONENT_ROWS, Lesson
-from normdive.recording.sweep import Sweep
+from normdive.recording.runs import Runs, SweepPlan
 from normdive.recording.sweep_reader import DepthVerdict, verdicts
 
 # The predict choice id whose single-component row each verdict names.
@@ -67,7 +67,7 @@ def _verdict_sentence(lesson: Lesson, init: str, verdict: str, depths: list[int]
     return text.seeds_disagree.format(**fields)
 
 
-def sweep_sentences(sweep: Sweep, lesson: Lesson) -> list[str]:
+def sweep_sentences(sweep: Runs, lesson: Lesson) -> list[str]:
     text = lesson.sweep
     sentences = []
     grouped = _by_init(verdicts(sweep))
@@ -94,15 +94,16 @@ def sweep_sentences(sweep: Sweep, lesson: Lesson) -> list[str]:
         sentences.append(
             text.init_changes.format(depths=depth_words(differ)) if differ else text.init_same
         )
-    widest = max(len(entry.seeds) for entry in sweep.plan.depths)
-    for entry in sweep.plan.depths:
+    depths = sweep.plan_as(SweepPlan).depths
+    widest = max(len(entry.seeds) for entry in depths)
+    for entry in depths:
         if len(entry.seeds) < widest:
             sentences.append(text.trimmed.format(depth=entry.depth, seeds=seed_words(entry.seeds)))
     return sentences
 
 
 def compare_line(
-    sweep: Sweep,
+    sweep: Runs,
     lesson: Lesson,
     prediction: str | None,
     *,

@@ -1,11 +1,7 @@
-"""The ablation as the player reads it (`Recording`: the four rows at each seed), and the
-pieces every run of the one format shares: its settings (`RunConfig`), curve figures
-(`Measure`), block gradient norms and provenance.
-
-The file `record-runs` writes is a file of runs (recording/runs.py); recording/plans.py turns
-one of the ablation plan into this `Recording` and back. A file of format_version 1 is a
-`Recording` as written, and is still read (recording/reader.py). Torch-free on purpose: the
-web app reads these models, and it never imports torch.
+"""The pieces every run of the recording format shares: its settings (`RunConfig`), the
+ablation's rows (`RowKey`), curve figures (`Measure`), block gradient norms and provenance.
+The file itself is a file of runs (recording/runs.py). Torch-free on purpose: the web app
+reads these models, and it never imports torch.
 
 JSON has no NaN or infinity, and a diverged run is a result worth showing, so every measured
 figure is a `Measure`: a number when finite, otherwise one of the strings "nan", "inf",
@@ -18,10 +14,6 @@ import math
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
-
-from normdive.recording.selection import Setting, select_one
-
-FORMAT_VERSION = 1
 
 RowKey = Literal["both", "residual_only", "layernorm_only", "neither"]
 # The page's order: the full block first, then each single component, then neither.
@@ -69,6 +61,14 @@ Measure = Annotated[float | NonFinite, BeforeValidator(_mark_non_finite)]
 def as_float(value: float | str) -> float:
     """A Measure back as a Python float (the markers become nan / inf / -inf)."""
     return float(value)
+
+
+def recorded(value: float | str | None) -> float:
+    """A figure the file's plan records (the ablation's and the sweep's exact match), as a
+    float; ValueError for one left unrecorded, which the plan refuses when it is read."""
+    if value is None:
+        raise ValueError("a figure the plan records is missing")
+    return as_float(value)
 
 
 class _Model(BaseModel):
@@ -140,60 +140,11 @@ def check_heads(d_model: int, n_heads: int) -> None:
         raise ValueError(f"d_model {d_model} is not divisible by n_heads {n_heads}")
 
 
-class CurvePoint(_Model):
-    """One evaluation along a row's training curve."""
-
-    step: int = Field(ge=0, description="Updates done; 0 is the untrained model.")
-    train_loss: Measure | None = Field(
-        description="Mean training loss over the updates since the previous point; null at 0."
-    )
-    grad_norm: Measure | None = Field(
-        description="Mean global gradient norm (before clipping) over the same updates."
-    )
-    heldout_loss: Measure = Field(description="Cross-entropy on the copied half, held out.")
-    heldout_accuracy: Measure = Field(description="Per-token copy accuracy, held out (0..1).")
-    heldout_exact_match: Measure = Field(description="Whole sequences copied exactly (0..1).")
-
-
 class BlockGradNorms(_Model):
     """Each block's gradient norm (before clipping) at one update, first block first."""
 
     step: int = Field(ge=1, description="The update whose gradient this is (1 = the first).")
     norms: list[Measure]
-
-
-class FinalFigures(_Model):
-    """Where the row ended: the held-out figures after the last update."""
-
-    step: int = Field(ge=0)
-    heldout_loss: Measure
-    heldout_accuracy: Measure
-    heldout_exact_match: Measure
-    first_step_at_full_accuracy: int | None = Field(
-        description="First evaluated step with every held-out copied token right; null: never."
-    )
-
-
-class Row(_Model):
-    """One training run: one combination of the two switches at one seed."""
-
-    key: RowKey
-    seed: int = Field(ge=0)
-    layernorm: bool
-    residual: bool
-    curve: list[CurvePoint] = Field(min_length=1, max_length=MAX_CURVE_POINTS)
-    block_grad_norms: list[BlockGradNorms] = Field(min_length=1)
-    final: FinalFigures
-    wall_s: float = Field(ge=0, description="Seconds this row took to train and evaluate.")
-
-    @model_validator(mode="after")
-    def _switches_match_key(self) -> Row:
-        if (self.layernorm, self.residual) != ROW_SWITCHES[self.key]:
-            raise ValueError(
-                f"row {self.key!r} must have layernorm={ROW_SWITCHES[self.key][0]} and "
-                f"residual={ROW_SWITCHES[self.key][1]}"
-            )
-        return self
 
 
 class Provenance(_Model):
@@ -213,48 +164,3 @@ class Provenance(_Model):
     created_at: str = Field(description="When the file was written (ISO 8601, UTC).")
     wall_s: float = Field(ge=0, description="Wall time of the command that wrote the file.")
     rows_resumed: int = Field(ge=0, description="Rows kept from an interrupted earlier run.")
-
-
-class Recording(_Model):
-    """The 8.5 lesson's recording with the D9 ablation rows in it."""
-
-    format_version: Literal[1]
-    lesson: str = Field(description="The lesson this recording belongs to.")
-    provenance: Provenance
-    config: RunConfig
-    seeds: list[int] = Field(description="Every seed recorded; the others give the spread.")
-    page_seed: int = Field(description="The seed whose rows the page plays.")
-    rows: list[Row] = Field(default_factory=list, description="Keyed by (key, seed).")
-
-    @model_validator(mode="after")
-    def _rows_consistent(self) -> Recording:
-        if self.page_seed not in self.seeds:
-            raise ValueError(f"page_seed {self.page_seed} is not among seeds {self.seeds}")
-        seen: set[tuple[str, int]] = set()
-        for row in self.rows:
-            where = f"row {row.key!r} seed {row.seed}"
-            if (row.key, row.seed) in seen:
-                raise ValueError(f"{where} appears twice")
-            seen.add((row.key, row.seed))
-            if row.seed not in self.seeds:
-                raise ValueError(f"{where}: seed is not among seeds {self.seeds}")
-            for point in row.block_grad_norms:
-                if len(point.norms) != self.config.depth:
-                    raise ValueError(
-                        f"{where}: {len(point.norms)} block gradient norms at step "
-                        f"{point.step}, expected depth {self.config.depth}"
-                    )
-        return self
-
-    def row(self, key: RowKey, seed: int | None = None) -> Row | None:
-        """The row with this key at this seed (default: the page's seed), if recorded."""
-        layernorm, residual = ROW_SWITCHES[key]
-        wanted = self.page_seed if seed is None else seed
-        return select_one(
-            self.rows, row_settings, layernorm=layernorm, residual=residual, seed=wanted
-        )
-
-
-def row_settings(row: Row) -> dict[str, Setting]:
-    """What a row's configuration adds to its file's: its switches and seed."""
-    return {"layernorm": row.layernorm, "residual": row.residual, "seed": row.seed}

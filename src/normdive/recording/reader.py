@@ -1,8 +1,9 @@
 """Reading the recording for the page: one clear problem per way a file can be unusable.
 
-CONTRACT (web): read_recording(path) -> Recording, raising RecordingProblem(reason, message);
-recording_snapshot(path) -> RecordingSnapshot(status, digest), never raising: the Recording or
-the problem to show, and the sha256 of the bytes the Recording was parsed from;
+CONTRACT (web): read_recording(path) -> Runs (of the ablation plan), raising
+RecordingProblem(reason, message); recording_snapshot(path) -> RecordingSnapshot(status,
+digest), never raising: the runs or the problem to show, and the sha256 of the bytes they
+were parsed from;
 recording_status(path) -> its status alone; best_row(recording, seed=None) -> the row key the
 gate asks for. read_capped(path) -> the file's bytes, at most MAX_RECORDING_BYTES (the server
 and `normdive check-recording` share the cap).
@@ -37,16 +38,14 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from normdive.recording.format import FORMAT_VERSION, ROW_KEYS, Recording, Row, RowKey, as_float
-from normdive.recording.plans import ablation_view, legacy_ablation
-from normdive.recording.runs import RUNS_FORMAT_VERSION, PlanKind, Runs
+from normdive.recording.format import ROW_KEYS, RowKey, as_float
+from normdive.recording.runs import RUNS_FORMAT_VERSION, AblationPlan, PlanKind, Run, Runs
 
 ProblemReason = Literal[
     "missing",
@@ -68,11 +67,8 @@ REMEDIES: dict[PlanKind, str] = {
 REMEDY = REMEDIES["ablation"]
 # What messages call each plan's file.
 NOUNS: dict[PlanKind, str] = {"ablation": "recording", "sweep": "sweep", "lab_grid": "lab grid"}
-# The format each plan had of its own before the format of runs; still read, as runs.
-LEGACY_FORMAT_VERSION = FORMAT_VERSION
-# Reads a legacy file's JSON as runs (raising ValidationError or ValueError).
-Legacy = Callable[[dict[str, Any]], Runs]
-ViewT = TypeVar("ViewT")
+# The format each plan had of its own before the format of runs: no longer read.
+RETIRED_FORMAT_VERSION = 1
 # The most of a recording file that is read, in bytes. The shipped recording is about 120 KB;
 # parsing JSON takes several times its size in memory, so without a cap one large file costs a
 # worker hundreds of megabytes (bench/RESULTS.md, "Abuse").
@@ -168,53 +164,46 @@ def _invalid(
     )
 
 
-def parse_runs(text: str | bytes, name: str, kind: PlanKind, legacy: Legacy) -> Runs:
+def parse_runs(text: str | bytes, name: str, kind: PlanKind) -> Runs:
     """The one reader: a file of runs of the plan `kind`, validated once (recording/runs.py).
-    A file of format_version 1, the format each plan had of its own, is read by `legacy`
-    (the plan's own model, turned into runs) so that it still plays. `name` is what messages
-    call the file; every refusal is a RecordingProblem naming the command that makes it."""
+    `name` is what messages call the file; every refusal is a RecordingProblem naming the
+    command that makes it."""
     noun, remedy = NOUNS[kind], REMEDIES[kind]
     data = _decoded(text, noun, name, remedy)
     version = data.get("format_version")
+    if version == RETIRED_FORMAT_VERSION:
+        raise RecordingProblem(
+            "unknown_version",
+            f"The {noun} {name} has format_version {version}, a format this normdive no "
+            f"longer reads (each plan's own, before files of runs). Re-record it: "
+            f"{remedy[:1].lower()}{remedy[1:]}",
+        )
+    if version != RUNS_FORMAT_VERSION:
+        found = "no format_version" if version is None else f"format_version {version!r}"
+        raise RecordingProblem(
+            "unknown_version",
+            f"The {noun} {name} has {found}; this normdive reads format_version "
+            f"{RUNS_FORMAT_VERSION}. Re-record it with this version, or upgrade normdive.",
+        )
     try:
-        if version == LEGACY_FORMAT_VERSION:
-            return legacy(data)
-        if version == RUNS_FORMAT_VERSION:
-            runs = Runs.model_validate(data)
-            if runs.plan.kind != kind:
-                raise RecordingProblem(
-                    "invalid",
-                    f"The file {name} holds the {NOUNS[runs.plan.kind]}, not the {noun}. {remedy}",
-                )
-            return runs
+        runs = Runs.model_validate(data)
     except (ValidationError, ValueError) as error:
         raise _invalid(noun, name, error, remedy) from error
-    found = "no format_version" if version is None else f"format_version {version!r}"
-    raise RecordingProblem(
-        "unknown_version",
-        f"The {noun} {name} has {found}; this normdive reads format_version "
-        f"{RUNS_FORMAT_VERSION} (and {LEGACY_FORMAT_VERSION}, converting it). Re-record it "
-        "with this version, or upgrade normdive.",
-    )
+    if runs.plan.kind != kind:
+        raise RecordingProblem(
+            "invalid",
+            f"The file {name} holds the {NOUNS[runs.plan.kind]}, not the {noun}. {remedy}",
+        )
+    return runs
 
 
-def as_view(runs: Runs, view: Callable[[Runs], ViewT], kind: PlanKind, name: str) -> ViewT:
-    """The runs as the document a reader draws from (the player's Recording, the panel's
-    Sweep, the lab's grid); a file whose runs lack what that reader draws is refused."""
-    try:
-        return view(runs)
-    except (ValidationError, ValueError) as error:
-        raise _invalid(NOUNS[kind], name, error, REMEDIES[kind]) from error
-
-
-def parse_recording(text: str | bytes, name: str) -> Recording:
+def parse_recording(text: str | bytes, name: str) -> Runs:
     """Validate a recording's text against the format (not yet asking for the ablation rows).
     `name` is what messages call the file."""
-    runs = parse_runs(text, name, "ablation", legacy_ablation)
-    return as_view(runs, ablation_view, "ablation", name)
+    return parse_runs(text, name, "ablation")
 
 
-def require_ablation_rows(recording: Recording, name: str) -> Recording:
+def require_ablation_rows(recording: Runs, name: str) -> Runs:
     """The page plays the four rows at the recording's page seed: all four must be there."""
     missing = [key for key in ROW_KEYS if recording.row(key) is None]
     if missing:
@@ -222,10 +211,10 @@ def require_ablation_rows(recording: Recording, name: str) -> Recording:
             what = "has no ablation rows"
         else:
             what = "lacks the ablation row(s) " + ", ".join(missing)
+        seed = recording.plan_as(AblationPlan).page_seed
         raise RecordingProblem(
             "no_ablation_rows",
-            f"The recording {name} {what} at seed {recording.page_seed}, the seed the page "
-            f"plays. {REMEDY}",
+            f"The recording {name} {what} at seed {seed}, the seed the page plays. {REMEDY}",
         )
     return recording
 
@@ -258,21 +247,21 @@ def read_capped(path: Path | str, remedy: str = REMEDY) -> bytes:
     return raw
 
 
-def read_recording(path: Path | str) -> Recording:
+def read_recording(path: Path | str) -> Runs:
     """The recording at `path`, with all four ablation rows at its page seed."""
     return _parse_usable(read_capped(path), str(Path(path)))
 
 
-def _parse_usable(raw: bytes, name: str) -> Recording:
+def _parse_usable(raw: bytes, name: str) -> Runs:
     return require_ablation_rows(parse_recording(raw, name), name)
 
 
 @dataclass(frozen=True)
 class RecordingSnapshot:
-    """What the server serves for a recording path: the Recording or the problem to show,
-    and the sha256 (hex) of the bytes the Recording was parsed from (None with a problem)."""
+    """What the server serves for a recording path: its runs or the problem to show, and the
+    sha256 (hex) of the bytes the runs were parsed from (None with a problem)."""
 
-    status: Recording | RecordingProblem
+    status: Runs | RecordingProblem
     digest: str | None
 
 
@@ -319,7 +308,7 @@ def recording_snapshot(path: Path | str) -> RecordingSnapshot:
         raw = read_capped(path)
         digest = hashlib.sha256(raw).hexdigest()
         if seen is not None and seen.digest == digest:
-            fresh: Recording | RecordingProblem = (
+            fresh: Runs | RecordingProblem = (
                 seen.problem if seen.problem is not None else seen.served.status
             )
         else:
@@ -376,8 +365,8 @@ def _last_good(
     return last
 
 
-def recording_status(path: Path | str) -> Recording | RecordingProblem:
-    """recording_snapshot's status: the Recording, or the problem to show. Never raises."""
+def recording_status(path: Path | str) -> Runs | RecordingProblem:
+    """recording_snapshot's status: the runs, or the problem to show. Never raises."""
     return recording_snapshot(path).status
 
 
@@ -386,32 +375,29 @@ def _rank(value: float | str, *, worst: float) -> float:
     return worst if math.isnan(number) else number
 
 
-def rank_key(row: Row) -> tuple[float, float, int]:
+def rank_key(run: Run) -> tuple[float, float, int]:
     """Sort key, best first: higher final held-out accuracy, then lower final held-out loss,
     then the page's row order. NaN ranks last on either figure."""
     return (
-        -_rank(row.final.heldout_accuracy, worst=-math.inf),
-        _rank(row.final.heldout_loss, worst=math.inf),
-        ROW_KEYS.index(row.key),
+        -_rank(run.final.heldout_accuracy, worst=-math.inf),
+        _rank(run.final.heldout_loss, worst=math.inf),
+        ROW_KEYS.index(run.config.row_key),
     )
 
 
-def ranking(recording: Recording, seed: int | None = None) -> list[RowKey]:
+def ranking(recording: Runs, seed: int | None = None) -> list[RowKey]:
     """The row keys at a seed (default: the page seed), best first."""
-    wanted = recording.page_seed if seed is None else seed
-    return [
-        row.key
-        for row in sorted((row for row in recording.rows if row.seed == wanted), key=rank_key)
-    ]
+    wanted = recording.plan_as(AblationPlan).page_seed if seed is None else seed
+    return [run.config.row_key for run in sorted(recording.select(seed=wanted), key=rank_key)]
 
 
-def best_row(recording: Recording, seed: int | None = None) -> RowKey:
+def best_row(recording: Runs, seed: int | None = None) -> RowKey:
     """The row the gate asks the learner to play, computed from the rows, never stored: the
     highest final held-out per-token accuracy, ties to the lower final held-out loss, and a
     tie on both to the page's row order. Seed None means the recording's page seed."""
     order = ranking(recording, seed)
     if not order:
-        wanted = recording.page_seed if seed is None else seed
+        wanted = recording.plan_as(AblationPlan).page_seed if seed is None else seed
         raise RecordingProblem(
             "no_ablation_rows", f"The recording has no ablation rows at seed {wanted}."
         )

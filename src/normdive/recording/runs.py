@@ -11,18 +11,20 @@ layer norm's eps and the seed), so "the runs at this configuration" is one quest
 plan (`Runs.select`). The plan says what the file was meant to hold: its axes (the values each
 varying setting takes), which runs the page plays first, what was left out and why, and which
 shard of the plan the file is. The figures keep the `Measure` of recording/format.py: a
-diverged run keeps its "nan".
+diverged run keeps its "nan". The player, the sweep panel and the lab ask these models
+directly (`Runs.row`, `Runs.run_at`); there is no other model of a recorded run.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Annotated, Any, Final, Literal, TypeVar
+from typing import Annotated, Any, Final, Literal, Protocol, TypeVar
 
 from pydantic import Field, model_validator
 
 from normdive.recording.format import (
+    MAX_CURVE_POINTS,
     ROW_KEYS,
     ROW_SWITCHES,
     BlockGradNorms,
@@ -33,9 +35,7 @@ from normdive.recording.format import (
     RunConfig,
     _Model,
 )
-from normdive.recording.selection import Setting, select
-from normdive.recording.sweep import SWEEP_INITS, ShardPart
-from normdive.recording.sweep import SweepPlan as SweepAxes
+from normdive.recording.selection import Setting, select, select_one
 
 RUNS_FORMAT_VERSION: Final = 2
 RUNS_KIND: Final = "runs"
@@ -53,15 +53,29 @@ PLAN_KINDS: tuple[PlanKind, ...] = ("ablation", "sweep", "lab_grid")
 PLAN_INDENTS: dict[PlanKind, int | None] = {"ablation": 1, "sweep": None, "lab_grid": None}
 
 
-def check_eps(layernorm: bool, eps: float | None) -> None:
-    """Raise ValueError unless `eps` is a finite number (0 allowed) exactly when layer norm is
-    on, and null when it is off."""
+class Switched(Protocol):
+    """A run's settings or a lab config: layer norm's switch and its eps."""
+
+    @property
+    def layernorm(self) -> bool: ...
+    @property
+    def eps(self) -> float | None: ...
+
+
+SwitchedT = TypeVar("SwitchedT", bound=Switched)
+
+
+def eps_with_layernorm(settings: SwitchedT) -> SwitchedT:
+    """`settings`, once its eps is a finite number (0 allowed) exactly when layer norm is on and
+    null when it is off (else ValueError); a model validator of each model that has both."""
+    layernorm, eps = settings.layernorm, settings.eps
     if layernorm and eps is None:
         raise ValueError("layer norm is on: give its eps (0 allowed)")
     if not layernorm and eps is not None:
         raise ValueError("layer norm is off: eps must be null")
     if eps is not None and not math.isfinite(eps):
         raise ValueError("eps must be a finite number")
+    return settings
 
 
 class RunSettings(RunConfig):
@@ -74,15 +88,17 @@ class RunSettings(RunConfig):
     )
     seed: int = Field(ge=0, description="Seed of the weights and the training batches.")
 
-    @model_validator(mode="after")
-    def _eps_with_layernorm(self) -> RunSettings:
-        check_eps(self.layernorm, self.eps)
-        return self
+    _eps_with_layernorm = model_validator(mode="after")(eps_with_layernorm)
 
     @property
     def row_key(self) -> RowKey:
         """The ablation row these switches make."""
         return next(k for k in ROW_KEYS if ROW_SWITCHES[k] == (self.layernorm, self.residual))
+
+    def run_config(self) -> RunConfig:
+        """The settings this run shares with the others of its plan's shape: all but its
+        switches, eps and seed."""
+        return RunConfig.model_validate(self.model_dump(include=set(RunConfig.model_fields)))
 
 
 def settings_at(
@@ -166,6 +182,31 @@ def run_label(config: RunSettings) -> str:
     return f"depth {config.depth} {config.init} {config.row_key}{eps} seed {config.seed}"
 
 
+def check_every_figure(run: Run) -> None:
+    """Raise ValueError unless `run` records what the player draws of a row: the exact match
+    at every point and at the end, each block's gradient norms, at most MAX_CURVE_POINTS."""
+    label = run_label(run.config)
+    if len(run.curve) > MAX_CURVE_POINTS:
+        raise ValueError(f"{label}: {len(run.curve)} curve points, at most {MAX_CURVE_POINTS}")
+    unrecorded = [p.step for p in run.curve if p.heldout_exact_match is None]
+    if unrecorded or run.final.heldout_exact_match is None:
+        where = f"step {unrecorded[0]}" if unrecorded else "the end"
+        raise ValueError(f"{label}: no exact match recorded at {where}")
+    if not run.block_grad_norms:
+        raise ValueError(f"{label}: no block gradient norms recorded")
+
+
+class ShardPart(_Model):
+    index: int = Field(ge=1, description="Which shard this is, from 1.")
+    count: int = Field(ge=1, description="How many shards the plan was cut into.")
+
+    @model_validator(mode="after")
+    def _index_in_range(self) -> ShardPart:
+        if self.index > self.count:
+            raise ValueError(f"shard {self.index} of {self.count} does not exist")
+        return self
+
+
 class _Plan(_Model):
     """What every plan says: the settings its runs share, which runs the page plays first, what
     was left out, and which shard of the plan a file holds."""
@@ -200,6 +241,9 @@ class _Plan(_Model):
         """Whether a file must hold exactly the planned runs (else any of them)."""
         return False
 
+    def check_run(self, run: Run) -> None:
+        """Raise ValueError when `run` lacks a figure the readers of this plan draw."""
+
     def file_order(self, runs: Iterable[Run]) -> list[Run]:
         """Runs in the order a file of this plan lists them: the plan's training order."""
         rank = {settings_point(config): index for index, config in enumerate(self.planned())}
@@ -218,6 +262,20 @@ class AblationPlan(_Plan):
     rows: list[RowKey] = Field(min_length=1, description="In the page's row order.")
     seeds: list[int] = Field(min_length=1, description="The others give the spread.")
 
+    @model_validator(mode="after")
+    def _first_is_a_seed(self) -> AblationPlan:
+        if self.page_seed not in self.seeds:
+            raise ValueError(f"first seed {self.page_seed} is not among seeds {self.seeds}")
+        return self
+
+    @property
+    def page_seed(self) -> int:
+        """The seed whose rows the page plays (`first`; the first seed when it names none)."""
+        seed = self.first.get("seed", self.seeds[0])
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"first seed {seed!r} is not a seed")
+        return seed
+
     def planned(self) -> list[RunSettings]:
         return [
             settings_at(self.base, layernorm=ln, residual=res, seed=seed)
@@ -225,35 +283,77 @@ class AblationPlan(_Plan):
             for ln, res in (ROW_SWITCHES[key] for key in self.rows)
         ]
 
+    def check_run(self, run: Run) -> None:
+        check_every_figure(run)
 
-class SweepPlan(SweepAxes, _Plan):
+
+class DepthSeeds(_Model):
+    """One depth of the sweep and the seeds trained at it."""
+
+    depth: int = Field(ge=1, le=64)
+    seeds: list[int] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _distinct_seeds(self) -> DepthSeeds:
+        if any(seed < 0 for seed in self.seeds) or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"depth {self.depth}: seeds must be distinct and >= 0")
+        return self
+
+
+class SweepPlan(_Plan):
     """The depth sweep: each row at each depth, initialisation and that depth's seeds."""
 
+    depths: list[DepthSeeds] = Field(min_length=1, description="Shallowest first.")
+    inits: list[InitScheme] = Field(min_length=1)
+    rows: list[RowKey] = Field(min_length=1, description="In the page's row order.")
     kind: Literal["sweep"]
 
+    @model_validator(mode="after")
+    def _ordered_and_distinct(self) -> SweepPlan:
+        depths = [entry.depth for entry in self.depths]
+        if depths != sorted(set(depths)):
+            raise ValueError(f"depths {depths} must be distinct and in increasing order")
+        if len(set(self.inits)) != len(self.inits):
+            raise ValueError(f"inits {self.inits} must be distinct")
+        if self.rows != [key for key in ROW_KEYS if key in self.rows]:
+            raise ValueError(f"rows {self.rows} must be distinct and in the page's order")
+        return self
+
+    def seeds_at(self, depth: int) -> list[int]:
+        """The seeds trained at `depth` (none when the sweep has no such depth)."""
+        return next((entry.seeds for entry in self.depths if entry.depth == depth), [])
+
     def planned(self) -> list[RunSettings]:
+        """In training order: deepest first (the longest runs start first), then seed, init
+        and row, so the cheap runs fill the gaps at the end and shards cost about the same."""
         return [
             settings_at(
                 self.base,
-                layernorm=ROW_SWITCHES[run.key][0],
-                residual=ROW_SWITCHES[run.key][1],
-                seed=run.seed,
-                depth=run.depth,
-                init=run.init,
+                layernorm=ROW_SWITCHES[key][0],
+                residual=ROW_SWITCHES[key][1],
+                seed=seed,
+                depth=entry.depth,
+                init=init,
             )
-            for run in self.runs()
+            for entry in sorted(self.depths, key=lambda e: -e.depth)
+            for seed in entry.seeds
+            for init in self.inits
+            for key in self.rows
         ]
 
     def exact(self) -> bool:
         return True
 
+    def check_run(self, run: Run) -> None:
+        check_every_figure(run)
+
     def file_order(self, runs: Iterable[Run]) -> list[Run]:
-        """By depth, initialisation, the page's row order, then seed (sweep.canonical_order)."""
+        """By depth, initialisation, the page's row order, then seed."""
         return sorted(
             runs,
             key=lambda run: (
                 run.config.depth,
-                SWEEP_INITS.index(run.config.init),
+                self.inits.index(run.config.init),
                 ROW_KEYS.index(run.config.row_key),
                 run.config.seed,
             ),
@@ -342,7 +442,8 @@ def runs_file(lesson: str, plan: PlanT, made_by: list[Provenance], runs: list[Ru
 
 
 def _settings(run: Run) -> dict[str, Setting]:
-    return run.config.model_dump()
+    # The fields as pydantic keeps them: no copy, since every question of the page asks it.
+    return vars(run.config)
 
 
 def settings_point(config: RunSettings) -> tuple[Any, ...]:
@@ -380,6 +481,7 @@ class Runs(_Model):
             if point not in wanted:
                 raise ValueError(f"{run_label(run.config)} is not in the plan{of_shard}")
             seen.add(point)
+            self.plan.check_run(run)
         if self.plan.exact():
             missing = [run_label(c) for c in expected if settings_point(c) not in seen]
             if missing:
@@ -399,7 +501,20 @@ class Runs(_Model):
 
     def run_at(self, **wanted: Setting) -> Run | None:
         """The first run at this configuration, if any."""
-        return next(iter(self.select(**wanted)), None)
+        unknown = sorted(set(wanted) - set(RunSettings.model_fields))
+        if unknown:
+            raise ValueError(f"no run setting is called {', '.join(unknown)}")
+        return select_one(self.runs, _settings, **wanted)
+
+    def row(self, key: RowKey, **at: Setting) -> Run | None:
+        """The run of the ablation row `key` (its two switches) at the plan's first settings
+        (the page's seed), each setting in `at` changing one of them: another seed, depth or
+        initialisation."""
+        layernorm, residual = ROW_SWITCHES[key]
+        wanted = {**self.plan.first, **at, "layernorm": layernorm, "residual": residual}
+        if not layernorm:
+            wanted["eps"] = None
+        return self.run_at(**wanted)
 
     def plan_as(self, kind: type[PlanKindT]) -> PlanKindT:
         """The file's plan, which must be of `kind` (else ValueError naming both)."""

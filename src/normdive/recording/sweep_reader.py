@@ -1,39 +1,25 @@
 """Reading, summarising and merging depth sweep files; what the sweep says, as facts.
 
-CONTRACT: parse_sweep(text, name) -> Sweep, raising RecordingProblem (the recording reader's
-reasons and messages); read_sweep(path) likewise from a file (capped like a recording);
-sweep_status(path) -> Sweep | RecordingProblem, never raising, cached by the file's stat
-(what the server uses); sweep_summary(sweep) -> the lines `check-recording` prints;
-merge_sweeps(parts) -> the unsharded Sweep, raising merge.MergeProblem; cells(sweep) and
-verdicts(sweep) -> the figures and the per-depth answers the page's sentences are made from.
+CONTRACT: parse_sweep(text, name) -> Runs (of the sweep plan), raising RecordingProblem (the
+recording reader's reasons and messages); read_sweep(path) likewise from a file (capped like a
+recording); sweep_status(path) -> Runs | RecordingProblem, never raising, cached by the file's
+stat (what the server uses); sweep_summary(sweep) -> the lines `check-recording` prints;
+cells(sweep) and verdicts(sweep) -> the figures and the per-depth answers the page's
+sentences are made from.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from normdive.recording.format import InitScheme, RowKey, as_float
 from normdive.recording.kept import KeptByStat
-from normdive.recording.merge import merge_runs
-from normdive.recording.plans import legacy_sweep, sweep_runs, sweep_view
-from normdive.recording.reader import (
-    REMEDIES,
-    RecordingProblem,
-    as_view,
-    parse_runs,
-    read_capped,
-)
-from normdive.recording.runs import Runs
-from normdive.recording.sweep import (
-    SWEEP_KIND,
-    Sweep,
-    SweepRun,
-)
+from normdive.recording.reader import REMEDIES, RecordingProblem, parse_runs, read_capped
+from normdive.recording.runs import Run, Runs, SweepPlan
 
 SWEEP_REMEDY = REMEDIES["sweep"]
 # Two single-component rows whose final accuracies differ by less than this are a tie: the
@@ -44,31 +30,17 @@ SINGLE_ROWS: tuple[RowKey, RowKey] = ("residual_only", "layernorm_only")
 Verdict = Literal["residual_only", "layernorm_only", "tie", "mixed"]
 
 
-def is_sweep_document(data: object) -> bool:
-    """Whether parsed JSON claims to be a sweep (and not a recording)."""
-    return isinstance(data, dict) and data.get("kind") == SWEEP_KIND
-
-
-def parse_sweep(text: str | bytes, name: str) -> Sweep:
+def parse_sweep(text: str | bytes, name: str) -> Runs:
     """The depth sweep in a file's text, read by the one reader (reader.parse_runs)."""
-
-    def legacy(data: dict[str, Any]) -> Runs:
-        if not is_sweep_document(data):
-            raise RecordingProblem(
-                "invalid",
-                f"The file {name} is not a depth sweep (its kind is not {SWEEP_KIND!r}).",
-            )
-        return legacy_sweep(data)
-
-    return as_view(parse_runs(text, name, "sweep", legacy), sweep_view, "sweep", name)
+    return parse_runs(text, name, "sweep")
 
 
-def read_sweep(path: Path | str) -> Sweep:
+def read_sweep(path: Path | str) -> Runs:
     return parse_sweep(read_capped(path), str(path))
 
 
-def _final(run: SweepRun) -> float:
-    return as_float(run.row.final.heldout_accuracy)
+def _final(run: Run) -> float:
+    return as_float(run.final.heldout_accuracy)
 
 
 @dataclass(frozen=True)
@@ -98,16 +70,17 @@ class Cell:
         return max(self.accuracies, key=lambda v: v if math.isfinite(v) else -math.inf)
 
 
-def cells(sweep: Sweep) -> list[Cell]:
+def cells(sweep: Runs) -> list[Cell]:
     """Every (depth, init, row) present, by depth, init, then the page's row order."""
+    plan = sweep.plan_as(SweepPlan)
     found = []
-    for entry in sweep.plan.depths:
-        for init in sweep.plan.inits:
-            for key in sweep.plan.rows:
+    for entry in plan.depths:
+        for init in plan.inits:
+            for key in plan.rows:
                 by_seed = tuple(
                     (seed, _final(run))
                     for seed in entry.seeds
-                    if (run := sweep.run(entry.depth, init, key, seed)) is not None
+                    if (run := sweep.row(key, depth=entry.depth, init=init, seed=seed)) is not None
                 )
                 if by_seed:
                     found.append(Cell(entry.depth, init, key, by_seed))
@@ -136,19 +109,20 @@ class DepthVerdict:
     layernorm_mean: float
 
 
-def verdicts(sweep: Sweep) -> list[DepthVerdict]:
+def verdicts(sweep: Runs) -> list[DepthVerdict]:
     """One verdict per (init, depth) where both single-component rows were trained, by init
     in the plan's order, then by depth."""
-    if not all(key in sweep.plan.rows for key in SINGLE_ROWS):
+    plan = sweep.plan_as(SweepPlan)
+    if not all(key in plan.rows for key in SINGLE_ROWS):
         return []
     found = []
-    for init in sweep.plan.inits:
-        for entry in sweep.plan.depths:
+    for init in plan.inits:
+        for entry in plan.depths:
             per_seed = []
             residual, layernorm = [], []
             for seed in entry.seeds:
-                r = sweep.run(entry.depth, init, "residual_only", seed)
-                n = sweep.run(entry.depth, init, "layernorm_only", seed)
+                r = sweep.row("residual_only", depth=entry.depth, init=init, seed=seed)
+                n = sweep.row("layernorm_only", depth=entry.depth, init=init, seed=seed)
                 if r is None or n is None:
                     continue
                 per_seed.append(_winner(_final(r), _final(n)))
@@ -173,10 +147,11 @@ def _percent(value: float) -> str:
     return f"{100 * value:.1f} %" if math.isfinite(value) else str(value)
 
 
-def sweep_summary(sweep: Sweep) -> list[str]:
+def sweep_summary(sweep: Runs) -> list[str]:
     """The sweep by depth x init x row, each row's final accuracy at every seed, the mean and
     the spread (highest minus lowest); then which single component recovers more where."""
-    seeds_everywhere = [entry.seeds for entry in sweep.plan.depths]
+    plan = sweep.plan_as(SweepPlan)
+    seeds_everywhere = [entry.seeds for entry in plan.depths]
     widest = max(seeds_everywhere, key=len)
     lines = [
         "| depth | init | row | accuracy at seeds "
@@ -199,7 +174,7 @@ def sweep_summary(sweep: Sweep) -> list[str]:
             f"{verdict.verdict} (residual_only {_percent(verdict.residual_mean)}, "
             f"layernorm_only {_percent(verdict.layernorm_mean)}, mean over seeds)"
         )
-    trimmed = [e for e in sweep.plan.depths if len(e.seeds) < len(widest)]
+    trimmed = [e for e in plan.depths if len(e.seeds) < len(widest)]
     for entry in trimmed:
         lines.append(
             f"depth {entry.depth} trained seed(s) {', '.join(map(str, entry.seeds))} only "
@@ -208,14 +183,15 @@ def sweep_summary(sweep: Sweep) -> list[str]:
     return lines
 
 
-def describe_sweep(sweep: Sweep, name: str) -> list[str]:
+def describe_sweep(sweep: Runs, name: str) -> list[str]:
     """What `normdive check-recording` prints for a sweep file that parses."""
-    config = sweep.config
-    depths = ", ".join(str(entry.depth) for entry in sweep.plan.depths)
-    wall = sum(run.row.wall_s for run in sweep.runs)
+    plan = sweep.plan_as(SweepPlan)
+    config = plan.base
+    depths = ", ".join(str(entry.depth) for entry in plan.depths)
+    wall = sum(run.wall_s for run in sweep.runs)
     lines = [
         f"{name}: depth sweep, lesson {sweep.lesson!r}"
-        + (f", shard {sweep.shard.index} of {sweep.shard.count}" if sweep.shard else ""),
+        + (f", shard {plan.shard.index} of {plan.shard.count}" if plan.shard else ""),
     ]
     for source in sweep.provenance:
         lines.append(
@@ -224,7 +200,7 @@ def describe_sweep(sweep: Sweep, name: str) -> list[str]:
             f"wall time {source.wall_s:.0f} s"
         )
     lines += [
-        f"depths {depths}; inits {', '.join(sweep.plan.inits)}; copy length "
+        f"depths {depths}; inits {', '.join(plan.inits)}; copy length "
         f"{config.copy_length}, width {config.d_model}, {config.steps} steps at batch "
         f"{config.batch_size}; {len(sweep.runs)} runs, {wall:.0f} s of training summed",
         "",
@@ -233,12 +209,7 @@ def describe_sweep(sweep: Sweep, name: str) -> list[str]:
     return lines
 
 
-def merge_sweeps(parts: Sequence[tuple[str, Sweep]]) -> Sweep:
-    """The N shards of one sweep, joined (merge.merge_runs); raises MergeProblem."""
-    return sweep_view(merge_runs([(name, sweep_runs(part)) for name, part in parts]))
-
-
-def _sweep_or_problem(where: Path) -> Sweep | RecordingProblem:
+def _sweep_or_problem(where: Path) -> Runs | RecordingProblem:
     try:
         return read_sweep(where)
     except RecordingProblem as problem:
@@ -247,10 +218,10 @@ def _sweep_or_problem(where: Path) -> Sweep | RecordingProblem:
         return RecordingProblem("unreadable", f"The sweep {where} could not be read: {error!r}")
 
 
-_sweeps: KeptByStat[Sweep | RecordingProblem] = KeptByStat(_sweep_or_problem)
+_sweeps: KeptByStat[Runs | RecordingProblem] = KeptByStat(_sweep_or_problem)
 
 
-def sweep_status(path: Path | str) -> Sweep | RecordingProblem:
+def sweep_status(path: Path | str) -> Runs | RecordingProblem:
     """The sweep at `path`, or why it cannot be shown; never raises. Parsed again only when
     the file's stat changes (recording.kept)."""
     try:

@@ -20,20 +20,19 @@ from typing import TypeVar
 
 from rich.console import Console
 
-from normdive.lab.grid import LabBase
+from normdive.lab.config import LabBase
 from normdive.recording.format import RowKey, RunConfig
-from normdive.recording.runs import LabOffered
+from normdive.recording.runs import LabOffered, ShardPart
 from normdive.recording.summary import ranking_note, summary_table
 from normdive.recording.sweep import (
     CUDA_EXTRA_DEPTHS,
     SWEEP_DEPTHS,
     TRIM_DEPTH,
-    ShardPart,
     default_plan,
     relative_cost,
 )
 from normdive.recording.sweep_reader import sweep_summary
-from normdive.training.lab_record import CELL, LAB_DEVICE, LabPlan, lab_summary, record_lab
+from normdive.training.lab_record import CELL, LAB_DEVICE, LabCells, lab_summary, record_lab
 from normdive.training.runner import ROW, Recorder, RecordError, partial_dir, plan, record
 from normdive.training.sweep import RUN, record_sweep
 
@@ -141,7 +140,11 @@ def record_runs(
     """Train the rows (or the shard of them asked) and write the recording; returns the exit
     status. Raises NoCudaDevice before anything is trained."""
     device, part, out = resolve_device(asked.device), asked.part, asked.out
-    tasks = plan(rows, seeds)[part.index - 1 :: part.count] if part else plan(rows, seeds)
+    tasks = (
+        plan(config, rows, seeds)[part.index - 1 :: part.count]
+        if part
+        else plan(config, rows, seeds)
+    )
     processes = job_count(asked.jobs, len(tasks))
     console = Console(soft_wrap=True)  # paths and table lines stay whole in logs
     console.print(
@@ -183,9 +186,13 @@ def record_sweep_runs(
         else [*SWEEP_DEPTHS, *(CUDA_EXTRA_DEPTHS if device == "cuda" else ())]
     )
     sweep_plan = default_plan(
-        chosen_depths, seeds, rows=rows, trim_depth=None if device == "cuda" else TRIM_DEPTH
-    )
-    runs = sweep_plan.runs() if part is None else sweep_plan.shard_runs(part.index, part.count)
+        chosen_depths,
+        seeds,
+        rows=rows,
+        base=config,
+        trim_depth=None if device == "cuda" else TRIM_DEPTH,
+    ).model_copy(update={"shard": part})
+    runs = sweep_plan.sharded()
     processes = job_count(asked.jobs, len(runs))
     console = Console(soft_wrap=True)
     depth_text = "; ".join(
@@ -207,9 +214,7 @@ def record_sweep_runs(
         out,
         RUN,
         "record-runs --sweep",
-        lambda: record_sweep(
-            config, sweep_plan, asked.recorder(device, processes, console), shard=part
-        ),
+        lambda: record_sweep(sweep_plan, asked.recorder(device, processes, console)),
         sweep_summary,
     )
 
@@ -226,13 +231,13 @@ def record_lab_runs(
     CPU (whatever `asked.device` says) and write it; returns the exit status.
     `extra_eps_seeds`: the seeds at which the offered eps values other than the default are
     recorded (None: every seed); the file says what was left out."""
-    lab_plan = LabPlan(
+    lab_cells = LabCells(
         offered,
         tuple(rows),
         None if extra_eps_seeds is None else tuple(extra_eps_seeds),
     )
     part, out = asked.part, asked.out
-    cells = len(lab_plan.points(part))
+    cells = len(lab_cells.points(base, part))
     processes = job_count(asked.jobs, cells)
     console = Console(soft_wrap=True)
     console.print(
@@ -243,7 +248,7 @@ def record_lab_runs(
         f"{', '.join(offered.inits)}; eps {', '.join(f'{e:g}' for e in offered.eps)}; seeds "
         f"{', '.join(map(str, offered.seeds))}; width {base.d_model}, copy length "
         f"{base.copy_length}, batch {base.batch_size}, {base.steps} steps. Writing {out}."
-        + (f" Trimmed: {lab_plan.trimmed()}" if lab_plan.trimmed() else "")
+        + (f" Trimmed: {lab_cells.trimmed()}" if lab_cells.trimmed() else "")
     )
     return _recorded(
         console,
@@ -251,7 +256,7 @@ def record_lab_runs(
         CELL,
         "record-runs --lab",
         lambda: record_lab(
-            base, lab_plan, asked.recorder(LAB_DEVICE, processes, console), shard=part
+            base, lab_cells, asked.recorder(LAB_DEVICE, processes, console), shard=part
         ),
         lab_summary,
     )

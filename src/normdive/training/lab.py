@@ -23,8 +23,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from normdive.lab.grid import POINT, LabCell, LabConfig, LabFinal, LabPoint
+from normdive.lab.config import LabConfig
 from normdive.lab.random import BATCHES, HELDOUT, WEIGHTS, Lab32
+from normdive.recording.runs import Run, RunFinal, RunPoint
 from normdive.training.model import GPT2_STD, CopyTransformer
 from normdive.training.task import CopyBatch, copied_logits, separator
 from normdive.training.train import REPORT_EVERY, Progress, learning_rate, make_optimizer
@@ -204,19 +205,19 @@ def losses(config: LabConfig, seed: int, steps: int) -> list[float]:
         return [run.update() for _ in range(steps)]
 
 
-def train_lab_cell(config: LabConfig, seed: int, *, report: LabProgressFn | None = None) -> LabCell:
+def train_lab_cell(config: LabConfig, seed: int, *, report: LabProgressFn | None = None) -> Run:
     """Train one lab run for config.steps updates: its curve (step 0, every eval_every and
     the last) and final held-out figures, as the grid keeps them."""
     with pinned_thread():
         return _trained_cell(config, seed, report)
 
 
-def _trained_cell(config: LabConfig, seed: int, report: LabProgressFn | None) -> LabCell:
+def _trained_cell(config: LabConfig, seed: int, report: LabProgressFn | None) -> Run:
     started = time.perf_counter()
     run = LabRun(config, seed)
     data = heldout(config)
     loss0, accuracy0 = evaluate(run.model, data, config)
-    curve = [LabPoint(step=0, train_loss=None, heldout_loss=loss0, heldout_accuracy=accuracy0)]
+    curve = [RunPoint(step=0, train_loss=None, heldout_loss=loss0, heldout_accuracy=accuracy0)]
     window: list[float] = []
     last_accuracy: float | None = accuracy0
     for step in range(1, config.steps + 1):
@@ -225,7 +226,7 @@ def _trained_cell(config: LabConfig, seed: int, report: LabProgressFn | None) ->
         if step % config.eval_every == 0 or step == config.steps:
             heldout_loss, accuracy = evaluate(run.model, data, config)
             curve.append(
-                LabPoint(
+                RunPoint(
                     step=step,
                     train_loss=sum(window) / len(window),
                     heldout_loss=heldout_loss,
@@ -236,8 +237,13 @@ def _trained_cell(config: LabConfig, seed: int, report: LabProgressFn | None) ->
             last_accuracy = accuracy
         if report is not None and (step % REPORT_EVERY == 0 or step == config.steps):
             report(Progress(step, config.steps, loss, last_accuracy))
-    # The cell: its point, its curve, where it ended (the last point's held-out figures).
-    point = {**config.model_dump(include=set(POINT)), "seed": seed}
-    final = LabFinal.model_validate(curve[-1].model_dump(include=set(LabFinal.model_fields)))
-    wall_s = round(time.perf_counter() - started, 3)
-    return LabCell.model_validate({**point, "curve": curve, "final": final, "wall_s": wall_s})
+    # The cell: its settings, its curve, where it ended (the last point's held-out figures).
+    last = curve[-1]
+    return Run(
+        config=config.settings(seed),
+        curve=curve,
+        final=RunFinal(
+            step=last.step, heldout_loss=last.heldout_loss, heldout_accuracy=last.heldout_accuracy
+        ),
+        wall_s=round(time.perf_counter() - started, 3),
+    )

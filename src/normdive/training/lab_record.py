@@ -11,20 +11,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from normdive.lab.grid import (
-    LAB_EPS,
-    LAB_FORMAT_VERSION,
-    OFFERED_SEEDS,
-    LabBase,
-    LabCell,
-    LabConfig,
-    LabGrid,
-    lab_grid_runs,
-    offered_points,
+from normdive.lab.config import LAB_DEPTH, LAB_EPS, LAB_INIT, OFFERED_SEEDS, LabBase, LabConfig
+from normdive.recording.format import ROW_SWITCHES, Provenance, RowKey
+from normdive.recording.runs import (
+    LESSON,
+    LabOffered,
+    LabPlan,
+    Run,
+    Runs,
+    RunSettings,
+    ShardPart,
+    runs_file,
 )
-from normdive.recording.format import ROW_SWITCHES, InitScheme, Provenance, RowKey
-from normdive.recording.runs import LabOffered
-from normdive.recording.sweep import ShardPart
 from normdive.training.progress import Planned, RunProgress
 from normdive.training.runner import (
     PartialRows,
@@ -35,15 +33,12 @@ from normdive.training.runner import (
     serve_tasks,
 )
 
-LAB_KIND = "lab_grid"
 CELL = "cell"  # one job of the lab grid, on the console
 LAB_DEVICE = "cpu"  # the lab's cells are small: they train in worker processes on the CPU
 # A cell's cost relative to the others (for the estimate of the time left): its depth plus
 # the fixed part every step pays (embeddings, head, the optimiser, Python's overhead), which
 # at width 32 weighs about as much as two blocks.
 FIXED_COST_IN_BLOCKS = 2.0
-
-Point = tuple[int, bool, bool, float | None, InitScheme, int]
 
 
 @dataclass(frozen=True)
@@ -81,9 +76,8 @@ class LabJob:
         )
 
     @property
-    def point(self) -> Point:
-        c = self.config
-        return (c.depth, c.layernorm, c.residual, c.eps, c.init, self.seed)
+    def settings(self) -> RunSettings:
+        return self.config.settings(self.seed)
 
     @property
     def planned(self) -> Planned:
@@ -91,35 +85,52 @@ class LabJob:
 
 
 @dataclass(frozen=True)
-class LabPlan:
-    """What to record: the offered grid, less the seeds left out of the extra eps values."""
+class LabCells:
+    """The cells to record: the offered grid's `rows`, less the seeds left out of the extra
+    eps values."""
 
     offered: LabOffered
     rows: tuple[RowKey, ...]
     # The seeds at which the offered eps values other than LAB_EPS are recorded; None: all.
     extra_eps_seeds: tuple[int, ...] | None = None
 
-    def points(self, shard: ShardPart | None = None) -> list[Point]:
+    def plan(self, base: LabBase, shard: ShardPart | None = None) -> LabPlan:
+        """The file's plan: the offered grid at `base`, the page's default cell first (at the
+        first seed), what is left out in a sentence, and the `shard` the file holds."""
+        return LabPlan(
+            kind="lab_grid",
+            base=LabConfig.at(base).run_config(),
+            first={
+                "depth": LAB_DEPTH,
+                "init": LAB_INIT,
+                "layernorm": True,
+                "residual": True,
+                "eps": LAB_EPS,
+                "seed": self.offered.seeds[0],
+            },
+            trimmed=self.trimmed(),
+            shard=shard,
+            **self.offered.model_dump(),
+        )
+
+    def points(self, base: LabBase, shard: ShardPart | None = None) -> list[RunSettings]:
         """The cells to record (of `shard`: every count-th offered point from the index-th
         on), most wanted first: every cell of the first seed, then the other seeds at eps
         LAB_EPS (and without layer norm), then their other eps values. A run stopped part-way
         has what the page needs most, and a rerun with fewer --lab-eps-seeds keeps it all."""
         wanted = {ROW_SWITCHES[key] for key in self.rows}
-        offered = offered_points(self.offered)
-        if shard is not None:
-            offered = offered[shard.index - 1 :: shard.count]
         chosen = [
             p
-            for p in offered
-            if (p[1], p[2]) in wanted
+            for p in self.plan(base, shard).sharded()
+            if (p.layernorm, p.residual) in wanted
             and (
                 self.extra_eps_seeds is None
-                or p[3] in (None, LAB_EPS)
-                or p[5] in self.extra_eps_seeds
+                or p.eps in (None, LAB_EPS)
+                or p.seed in self.extra_eps_seeds
             )
         ]
         first = self.offered.seeds[0]
-        return sorted(chosen, key=lambda p: p[5] != first and p[3] not in (None, LAB_EPS))
+        return sorted(chosen, key=lambda p: p.seed != first and p.eps not in (None, LAB_EPS))
 
     def trimmed(self) -> str | None:
         """The sentence the page shows when part of what it offers is not recorded."""
@@ -157,20 +168,26 @@ class LabPlan:
         return said[:1].upper() + said[1:] + "." if parts else None
 
 
-def lab_jobs(base: LabBase, points: Sequence[Point]) -> list[LabJob]:
+def lab_jobs(base: LabBase, points: Sequence[RunSettings]) -> list[LabJob]:
     return [
-        LabJob(LabConfig.at(base, depth=d, layernorm=ln, residual=res, eps=eps, init=init), seed)
-        for d, ln, res, eps, init, seed in points
+        LabJob(
+            LabConfig.at(
+                base,
+                depth=p.depth,
+                layernorm=p.layernorm,
+                residual=p.residual,
+                eps=p.eps,
+                init=p.init,
+            ),
+            p.seed,
+        )
+        for p in points
     ]
 
 
-def _load(partial: PartialRows, job: LabJob) -> LabCell | None:
+def _load(partial: PartialRows, job: LabJob) -> Run | None:
     """The kept cell, or None when absent, unreadable or not the job's (trained again)."""
-    try:
-        cell = LabCell.model_validate_json((partial.dir / f"{job.name}.json").read_bytes())
-    except (OSError, ValueError):
-        return None
-    return cell if cell.point == job.point else None
+    return partial.kept(job.name, job.settings)
 
 
 def lab_worker(
@@ -180,34 +197,27 @@ def lab_worker(
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from normdive.training.lab import train_lab_cell  # torch: only here; it pins the thread
 
-    def train(config_json: str, _key: Any, seed: int, report: Callable[[Any], None]) -> LabCell:
+    def train(config_json: str, _key: Any, seed: int, report: Callable[[Any], None]) -> Run:
         return train_lab_cell(LabConfig.model_validate_json(config_json), seed, report=report)
 
     serve_tasks(partial, tasks, events, train)
 
 
 def record_lab(
-    base: LabBase, plan: LabPlan, how: Recorder, *, shard: ShardPart | None = None
-) -> LabGrid:
-    """Train the plan's cells not kept yet (CPU worker processes), then write the grid to
-    `how.out` (on LAB_DEVICE). Raises KeyboardInterrupt (finished cells stay kept) or
-    RecordError."""
+    base: LabBase, cells: LabCells, how: Recorder, *, shard: ShardPart | None = None
+) -> Runs:
+    """Train the cells not kept yet (CPU worker processes), then write the grid to `how.out`
+    (on LAB_DEVICE). Raises KeyboardInterrupt (finished cells stay kept) or RecordError."""
+    plan = cells.plan(base, shard)
 
     def train(todo: list[LabJob], partial: PartialRows, bars: RunProgress) -> None:
         run_processes(todo, how.jobs, partial, bars, target=lab_worker)
 
-    def grid(found: dict[str, LabCell], made_by: Provenance) -> LabGrid:
-        return LabGrid(
-            format_version=LAB_FORMAT_VERSION,
-            base=base,
-            offered=plan.offered,
-            trimmed=plan.trimmed(),
-            cells=list(found.values()),
-            provenance=made_by,
-        )
+    def grid(found: dict[str, Run], made_by: Provenance) -> Runs:
+        return runs_file(LESSON, plan, [made_by], list(found.values()))
 
     return record_kept(
-        lab_jobs(base, plan.points(shard)),
+        lab_jobs(base, cells.points(base, shard)),
         how,
         noun=CELL,
         fingerprint=fingerprint(base, how.device, "lab_grid"),
@@ -215,23 +225,22 @@ def record_lab(
         train=train,
         steps=base.steps,
         document=grid,
-        as_runs=lambda grid: lab_grid_runs(grid).shard_of(shard),
     )
 
 
-def lab_summary(grid: LabGrid) -> list[str]:
+def lab_summary(grid: Runs) -> list[str]:
     """Final held-out accuracy per depth and row at eps LAB_EPS, averaged over the seeds."""
+    plan = grid.plan_as(LabPlan)
     lines = []
-    for init in grid.offered.inits:
+    for init in plan.inits:
         lines.append(f"init {init}: final held-out accuracy (mean over seeds), eps {LAB_EPS:g}")
-        for depth in grid.offered.depths:
+        for depth in plan.depths:
             parts = []
             for key, (ln, res) in ROW_SWITCHES.items():
+                at = {"depth": depth, "init": init, "eps": LAB_EPS if ln else None}
                 found = [
-                    float(c.final.heldout_accuracy)
-                    for c in grid.cells
-                    if (c.depth, c.layernorm, c.residual, c.init) == (depth, ln, res, init)
-                    and c.eps in (None, LAB_EPS)
+                    float(run.final.heldout_accuracy)
+                    for run in grid.select(layernorm=ln, residual=res, **at)
                 ]
                 if found:
                     parts.append(f"{key} {100 * sum(found) / len(found):.1f}%")
@@ -239,4 +248,4 @@ def lab_summary(grid: LabGrid) -> list[str]:
     return lines
 
 
-__all__ = ["LabJob", "LabPlan", "lab_summary", "record_lab"]
+__all__ = ["LabCells", "LabJob", "lab_summary", "record_lab"]

@@ -32,17 +32,19 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from normdive.recording.files import UnfaithfulWrite, write_atomically, write_runs
-from normdive.recording.format import (
-    FORMAT_VERSION,
-    Provenance,
-    Recording,
-    Row,
-    RowKey,
-    RunConfig,
+from normdive.recording.format import ROW_KEYS, ROW_SWITCHES, Provenance, RowKey, RunConfig
+from normdive.recording.runs import (
+    LESSON,
+    RUNS_FORMAT_VERSION,
+    AblationPlan,
+    PlanKind,
+    Run,
+    Runs,
+    RunSettings,
+    ShardPart,
+    runs_file,
+    settings_at,
 )
-from normdive.recording.plans import ablation_runs
-from normdive.recording.runs import LESSON, PlanKind, Runs
-from normdive.recording.sweep import ShardPart
 from normdive.training.progress import Planned, RunProgress
 from normdive.training.provenance import provenance
 
@@ -54,23 +56,6 @@ ROW = "row"  # one job of the ablation, on the console
 
 class RecordError(Exception):
     """A run that cannot go on; the message says why and what is kept."""
-
-
-@dataclass(frozen=True)
-class RowTask:
-    key: RowKey
-    seed: int
-
-    @property
-    def name(self) -> str:
-        return f"{self.key}-seed{self.seed}"
-
-    @property
-    def label(self) -> str:
-        return f"{self.key} seed {self.seed}"
-
-    def job(self, config: RunConfig) -> Job:
-        return Job(self.name, self.label, config, self.key, self.seed)
 
 
 @dataclass(frozen=True)
@@ -89,6 +74,12 @@ class Job:
     def planned(self) -> Planned:
         return Planned(self.name, self.label, self.cost)
 
+    @property
+    def settings(self) -> RunSettings:
+        """The whole configuration of the run this job trains."""
+        layernorm, residual = ROW_SWITCHES[self.key]
+        return settings_at(self.config, layernorm=layernorm, residual=residual, seed=self.seed)
+
 
 class WorkerJob(Protocol):
     """What a worker process is handed for one run: a row of the ablation or the sweep
@@ -104,9 +95,14 @@ class WorkerJob(Protocol):
     def seed(self) -> int: ...
 
 
-def plan(rows: Sequence[RowKey], seeds: Sequence[int]) -> list[RowTask]:
+def row_job(config: RunConfig, key: RowKey, seed: int) -> Job:
+    """The job that trains the ablation's row `key` at `seed`, kept as <row>-seed<k>.json."""
+    return Job(f"{key}-seed{seed}", f"{key} seed {seed}", config, key, seed)
+
+
+def plan(config: RunConfig, rows: Sequence[RowKey], seeds: Sequence[int]) -> list[Job]:
     """Seed by seed, in the page's row order, so the page's seed finishes first."""
-    return [RowTask(key, seed) for seed in seeds for key in rows]
+    return [row_job(config, key, seed) for seed in seeds for key in rows]
 
 
 def partial_dir(out: Path) -> Path:
@@ -131,27 +127,24 @@ class PartialRows:
         if not stamp.exists():
             write_atomically(stamp, json.dumps(fingerprint, indent=1, sort_keys=True))
 
-    def path(self, task: RowTask | Job) -> Path:
-        return self.dir / f"{task.name}.json"
+    def path(self, name: str) -> Path:
+        return self.dir / f"{name}.json"
 
-    def load(self, task: RowTask | Job) -> Row | None:
-        """The kept row, or None when absent, unreadable or not the task's (then it is
-        trained again)."""
+    def kept(self, name: str, settings: RunSettings) -> Run | None:
+        """The run kept under `name`, or None when absent, unreadable or not at `settings`
+        (then it is trained again)."""
         try:
-            row = Row.model_validate_json(self.path(task).read_bytes())
+            run = Run.model_validate_json(self.path(name).read_bytes())
         except (OSError, ValueError):
             return None
-        if (row.key, row.seed) != (task.key, task.seed):
-            return None
-        if isinstance(task, Job) and any(
-            len(point.norms) != task.config.depth for point in row.block_grad_norms
-        ):
-            return None
-        return row
+        return run if run.config == settings else None
 
-    def save(self, row: Row, name: str | None = None) -> None:
-        where = self.dir / f"{name}.json" if name else self.path(RowTask(row.key, row.seed))
-        write_atomically(where, row.model_dump_json())
+    def load(self, job: Job) -> Run | None:
+        """The kept run of `job` (kept)."""
+        return self.kept(job.name, job.settings)
+
+    def save(self, run: Run, name: str) -> None:
+        write_atomically(self.path(name), run.model_dump_json())
 
     def remove(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -163,25 +156,13 @@ def fingerprint(settings: BaseModel, device: str, kind: PlanKind = "ablation") -
     only what is new)."""
     return {
         "kind": kind,
-        "format_version": FORMAT_VERSION,
+        "format_version": RUNS_FORMAT_VERSION,
         "settings": settings.model_dump(mode="json"),
         "device": device,
     }
 
 
-class Trained(Protocol):
-    """What a worker writes for one task: a row or a lab cell."""
-
-    @property
-    def wall_s(self) -> float: ...
-
-    @property
-    def final(self) -> Any: ...
-
-    def model_dump_json(self) -> str: ...
-
-
-TrainOne = Callable[[str, Any, int, Callable[[Any], None]], Trained]
+TrainOne = Callable[[str, Any, int, Callable[[Any], None]], Run]
 
 
 def serve_tasks(partial: str, tasks: Any, events: Any, train: TrainOne) -> None:
@@ -217,7 +198,7 @@ def _worker(
 
     pin_cpu()
 
-    def train(config_json: str, key: Any, seed: int, report: Callable[[Any], None]) -> Trained:
+    def train(config_json: str, key: Any, seed: int, report: Callable[[Any], None]) -> Run:
         config = RunConfig.model_validate_json(config_json)
         return train_row(config, key, seed, device=device, report=report)
 
@@ -335,8 +316,6 @@ class PlannedJob(WorkerJob, Protocol):
 
 
 JobT = TypeVar("JobT", bound=PlannedJob)
-TrainedT = TypeVar("TrainedT", bound=Trained)
-DocumentT = TypeVar("DocumentT", bound=BaseModel)
 # Trains the jobs not kept yet (the first argument), each kept in the PartialRows as it ends.
 TrainJobs = Callable[[list[JobT], PartialRows, RunProgress], None]
 
@@ -373,16 +352,15 @@ def record_kept(
     *,
     noun: str,
     fingerprint: dict[str, Any],
-    load: Callable[[PartialRows, JobT], TrainedT | None],
+    load: Callable[[PartialRows, JobT], Run | None],
     train: TrainJobs[JobT],
     steps: int,
-    document: Callable[[dict[str, TrainedT], Provenance], DocumentT],
-    as_runs: Callable[[DocumentT], Runs],
-) -> DocumentT:
+    document: Callable[[dict[str, Run], Provenance], Runs],
+) -> Runs:
     """What recording the ablation, the sweep and the lab grid share: keep what `load` finds
     beside `how.out` under `fingerprint`, `train` the rest with progress over `every`, build
-    the `document` from every job's result (by name) and its provenance, write it `as_runs`
-    whole to `how.out`, and drop the kept files. `noun` names one job on the console ("row").
+    the `document` from every job's run (by name) and its provenance, write it whole to
+    `how.out`, and drop the kept files. `noun` names one job on the console ("row").
     Raises KeyboardInterrupt (finished jobs stay kept) or RecordError."""
     out, console = how.out, how.console
     started = time.perf_counter()
@@ -400,7 +378,7 @@ def record_kept(
     with bars:
         if todo:
             train(todo, partial, bars)
-    found: dict[str, TrainedT] = {}
+    found: dict[str, Run] = {}
     for job in every:
         done = kept.get(job.name) or load(partial, job)
         if done is None:
@@ -416,7 +394,7 @@ def record_kept(
         rows_resumed=len(kept),
     )
     whole = document(found, made_by)
-    write_recording(out, as_runs(whole))
+    write_recording(out, whole)
     partial.remove()
     return whole
 
@@ -428,26 +406,26 @@ def record(
     *,
     seeds: Sequence[int],
     shard: ShardPart | None = None,
-) -> Recording:
+) -> Runs:
     """Train the `rows` at each of `seeds` (or the `shard` of them) not kept yet, then write
     the recording. Raises KeyboardInterrupt (finished rows stay kept) or RecordError."""
-    tasks = plan(rows, seeds)
+    ablation = AblationPlan(
+        kind="ablation",
+        base=config,
+        first={"seed": seeds[0]},
+        rows=[key for key in ROW_KEYS if key in rows],
+        seeds=list(seeds),
+        shard=shard,
+    )
+    jobs = plan(config, rows, seeds)
     if shard is not None:
-        tasks = tasks[shard.index - 1 :: shard.count]
+        jobs = jobs[shard.index - 1 :: shard.count]
 
-    def recording(rows: dict[str, Row], made_by: Provenance) -> Recording:
-        return Recording(
-            format_version=FORMAT_VERSION,
-            lesson=LESSON,
-            provenance=made_by,
-            config=config,
-            seeds=list(seeds),
-            page_seed=seeds[0],
-            rows=[rows[task.name] for task in tasks],
-        )
+    def recording(found: dict[str, Run], made_by: Provenance) -> Runs:
+        return runs_file(LESSON, ablation, [made_by], [found[job.name] for job in jobs])
 
     return record_kept(
-        [task.job(config) for task in tasks],
+        jobs,
         how,
         noun=ROW,
         fingerprint=fingerprint(config, how.device),
@@ -455,5 +433,4 @@ def record(
         train=train_rows(how.device, how.jobs),
         steps=config.steps,
         document=recording,
-        as_runs=lambda recording: ablation_runs(recording, rows).shard_of(shard),
     )

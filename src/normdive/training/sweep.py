@@ -8,20 +8,9 @@ the plan; so a sweep run again with more depths or seeds trains only the new run
 
 from __future__ import annotations
 
-from normdive.recording.format import Provenance, Row, RunConfig
-from normdive.recording.plans import sweep_runs
-from normdive.recording.runs import LESSON
-from normdive.recording.sweep import (
-    SWEEP_FORMAT_VERSION,
-    RunKey,
-    ShardPart,
-    Sweep,
-    SweepPlan,
-    SweepRun,
-    canonical_order,
-    relative_cost,
-    run_config,
-)
+from normdive.recording.format import Provenance
+from normdive.recording.runs import LESSON, Run, Runs, RunSettings, SweepPlan, runs_file
+from normdive.recording.sweep import relative_cost
 from normdive.training.runner import (
     Job,
     PartialRows,
@@ -34,53 +23,39 @@ from normdive.training.runner import (
 RUN = "run"  # one job of the sweep, on the console
 
 
-def sweep_jobs(config: RunConfig, runs: list[RunKey]) -> list[Job]:
-    return [
-        Job(
-            name=run.name,
-            label=run.label,
-            config=run_config(config, run.depth, run.init),
-            key=run.key,
-            seed=run.seed,
-            cost=relative_cost(run.depth),
-        )
-        for run in runs
-    ]
+def sweep_jobs(plan: SweepPlan) -> list[Job]:
+    """The jobs that train the runs of `plan` (or of its shard), in its training order."""
+    return [sweep_job(settings) for settings in plan.sharded()]
 
 
-def record_sweep(
-    config: RunConfig,
-    plan: SweepPlan,
-    how: Recorder,
-    *,
-    shard: ShardPart | None,
-) -> Sweep:
-    """Train the runs of `plan` (or of its `shard`) not kept yet, then write the sweep to
-    `out`. Raises KeyboardInterrupt (finished runs stay kept) or RecordError."""
-    runs = plan.runs() if shard is None else plan.shard_runs(shard.index, shard.count)
+def sweep_job(settings: RunSettings) -> Job:
+    """The job that trains the sweep's run at `settings`, kept under a name of its own."""
+    config, key, seed = settings, settings.row_key, settings.seed
+    return Job(
+        name=f"depth{config.depth}-{config.init}-{key}-seed{seed}",
+        label=f"depth {config.depth} {config.init} {key} seed {seed}",
+        config=config.run_config(),
+        key=key,
+        seed=seed,
+        cost=relative_cost(config.depth),
+    )
 
-    def sweep(found: dict[str, Row], made_by: Provenance) -> Sweep:
-        return Sweep(
-            format_version=SWEEP_FORMAT_VERSION,
-            kind="depth_sweep",
-            lesson=LESSON,
-            provenance=[made_by],
-            config=config,
-            plan=plan,
-            shard=shard,
-            runs=canonical_order(
-                SweepRun(depth=run.depth, init=run.init, row=found[run.name]) for run in runs
-            ),
-        )
+
+def record_sweep(plan: SweepPlan, how: Recorder) -> Runs:
+    """Train the runs of `plan` (or of its shard) not kept yet, then write the sweep to
+    `how.out`. Raises KeyboardInterrupt (finished runs stay kept) or RecordError."""
+    jobs = sweep_jobs(plan)
+
+    def sweep(found: dict[str, Run], made_by: Provenance) -> Runs:
+        return runs_file(LESSON, plan, [made_by], plan.file_order(found[job.name] for job in jobs))
 
     return record_kept(
-        sweep_jobs(config, runs),
+        jobs,
         how,
         noun=RUN,
-        fingerprint=fingerprint(config, how.device, "sweep"),
+        fingerprint=fingerprint(plan.base, how.device, "sweep"),
         load=PartialRows.load,
         train=train_rows(how.device, how.jobs),
-        steps=config.steps,
+        steps=plan.base.steps,
         document=sweep,
-        as_runs=sweep_runs,
     )

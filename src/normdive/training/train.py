@@ -22,12 +22,10 @@ from normdive.recording.format import (
     MAX_CURVE_POINTS,
     ROW_SWITCHES,
     BlockGradNorms,
-    CurvePoint,
-    FinalFigures,
-    Row,
     RowKey,
     RunConfig,
 )
+from normdive.recording.runs import Run, RunFinal, RunPoint, settings_at
 from normdive.training.model import CopyTransformer, block_grad_norms, build_model
 from normdive.training.task import CopyBatch, copied_logits, copy_batch, heldout_set
 
@@ -68,7 +66,7 @@ def grad_norm_steps(steps: int, points: int) -> list[int]:
     return sorted(chosen | {1, steps})
 
 
-def thin(points: list[CurvePoint], limit: int) -> list[CurvePoint]:
+def thin(points: list[RunPoint], limit: int) -> list[RunPoint]:
     """At most `limit` points, evenly spread, the first and the last always kept: a long
     run's curve stays small in the file and the page draws it just the same."""
     if len(points) <= limit:
@@ -161,8 +159,9 @@ def train_row(
     *,
     device: str = "cpu",
     report: ProgressFn | None = None,
-) -> Row:
-    """Train one row for config.steps updates and return it with its curve and figures."""
+) -> Run:
+    """Train one row for config.steps updates and return its run: its whole configuration,
+    its curve and figures."""
     started = time.perf_counter()
     layernorm, residual = ROW_SWITCHES[key]
     where = torch.device(device)
@@ -180,7 +179,7 @@ def train_row(
 
     loss0, acc0, exact0 = evaluate(model, heldout, config)
     curve = [
-        CurvePoint(
+        RunPoint(
             step=0,
             train_loss=None,
             grad_norm=None,
@@ -216,7 +215,7 @@ def train_row(
         if step % config.eval_every == 0 or step == config.steps:
             heldout_loss, accuracy, exact = evaluate(model, heldout, config)
             curve.append(
-                CurvePoint(
+                RunPoint(
                     step=step,
                     train_loss=float(torch.stack(window_loss).mean()),
                     grad_norm=float(torch.stack(window_norm).mean()),
@@ -233,10 +232,12 @@ def train_row(
     full = next((p.step for p in curve if p.heldout_accuracy == 1.0), None)
     curve = thin(curve, MAX_CURVE_POINTS)
     # Where the row ended: its last point's held-out figures, and when it first copied all.
-    ended = curve[-1].model_dump(include=set(FinalFigures.model_fields))
-    final = FinalFigures.model_validate({**ended, "first_step_at_full_accuracy": full})
-    wall_s = round(time.perf_counter() - started, 3)
-    row = {"key": key, "seed": seed, "layernorm": layernorm, "residual": residual}
-    return Row.model_validate(
-        {**row, "curve": curve, "block_grad_norms": blocks, "final": final, "wall_s": wall_s}
+    ended = curve[-1].model_dump(include=set(RunFinal.model_fields))
+    final = RunFinal.model_validate({**ended, "first_step_at_full_accuracy": full})
+    return Run(
+        config=settings_at(config, layernorm=layernorm, residual=residual, seed=seed),
+        curve=curve,
+        block_grad_norms=blocks,
+        final=final,
+        wall_s=round(time.perf_counter() - started, 3),
     )

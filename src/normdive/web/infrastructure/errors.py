@@ -69,11 +69,15 @@ def error_response(
     return HTMLResponse(renderer.error(status, title, message), status, headers=headers)
 
 
+NOTHING_HERE = N_("There is nothing at {path}.")
+WRONG_METHOD = N_("{path} does not accept a {method} request.")
+
+
 def _http_message(request: Request, exc: HTTPException) -> str:
     if exc.status_code == 404:
-        return f"There is nothing at {request.url.path}."
+        return gettext(NOTHING_HERE).format(path=request.url.path)
     if exc.status_code == 405:
-        return f"{request.url.path} does not accept a {request.method} request."
+        return gettext(WRONG_METHOD).format(path=request.url.path, method=request.method)
     return str(exc.detail)
 
 
@@ -87,7 +91,7 @@ async def _on_http_error(request: Request, exc: Exception) -> Response:
     return error_response(request, exc.status_code, _http_message(request, exc), headers)
 
 
-DATABASE_UNAVAILABLE = "The progress store is not reachable right now. Try again in a moment."
+DATABASE_UNAVAILABLE = N_("The progress store is not reachable right now. Try again in a moment.")
 
 
 def database_unavailable(request: Request, exc: BaseException) -> Response:
@@ -102,7 +106,7 @@ def database_unavailable(request: Request, exc: BaseException) -> Response:
         failure_reason(exc),
     )
     return error_response(
-        request, 503, DATABASE_UNAVAILABLE, {"Retry-After": str(DATABASE_RETRY_AFTER_S)}
+        request, 503, gettext(DATABASE_UNAVAILABLE), {"Retry-After": str(DATABASE_RETRY_AFTER_S)}
     )
 
 

@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from normdive.config import Settings
+from normdive.i18n.catalogues import gettext
 from normdive.web.infrastructure.errors import error_response
 from normdive.web.infrastructure.identity import COOKIE_NAME, learner_from_cookie
 from normdive.web.security import csrf
@@ -64,6 +65,6 @@ async def vouched_form(
     vouched = learner_from_cookie(request.cookies.get(COOKIE_NAME), signer)
     forged = csrf.refusal(request, form, vouched, settings)
     if forged is not None or vouched is None:
-        return error_response(request, 403, forged or csrf.NO_LEARNER)
+        return error_response(request, 403, forged or gettext(csrf.NO_LEARNER))
     form.pop(csrf.FIELD, None)
     return VouchedForm(form, vouched)

@@ -78,6 +78,17 @@ def language_switch() -> tuple[SwitchLink, ...]:
     return links if links is not None else switch_links([])
 
 
+def locale_of(request: Request) -> str:
+    """The request's language: the asking page's, the learner's choice, the launch's, the
+    browser's, then English (i18n.locales.negotiate)."""
+    return negotiate(
+        chosen=request.cookies.get(CHOICE_COOKIE),
+        launched=request.cookies.get(LAUNCH_COOKIE),
+        accept_language=request.headers.get("accept-language"),
+        page=request.headers.get(PAGE_LOCALE_HEADER),
+    )
+
+
 class Language:
     """The locale of each request, and the switch's GET (see the module's docstring)."""
 
@@ -104,12 +115,7 @@ class Language:
             response.headers["Cache-Control"] = "no-store"
             await response(scope, receive, send)
             return
-        locale = negotiate(
-            chosen=request.cookies.get(CHOICE_COOKIE),
-            launched=request.cookies.get(LAUNCH_COOKIE),
-            accept_language=request.headers.get("accept-language"),
-            page=request.headers.get(PAGE_LOCALE_HEADER),
-        )
+        locale = locale_of(request)
         scope.setdefault("state", {})["locale"] = locale
         set_locale(locale)
         _switch.set(switch_links(request.query_params.multi_items()))

@@ -45,7 +45,7 @@ from normdive.progress.lab import LabRun, lab_runs
 from normdive.progress.rerun import Rerun, reruns
 from normdive.progress.state import LessonState, derive
 from normdive.recording import reader
-from normdive.recording.format import Recording
+from normdive.recording.runs import Runs
 from normdive.store.event_store import EventList, Store, storable
 from normdive.store.snapshots import Snapshots, due
 from normdive.web.infrastructure.admission import admitted
@@ -57,7 +57,7 @@ logger = logging.getLogger(__name__)
 # to what the reader says).
 ROWS_MISSING_REASON = "no_ablation_rows"
 
-RecordingStatus = Recording | reader.RecordingProblem
+RecordingStatus = Runs | reader.RecordingProblem
 
 _logged: set[tuple[str, str]] = set()
 _logged_lock = threading.Lock()

@@ -23,7 +23,7 @@ from normdive.progress.lab import lab_runs, run_line
 from normdive.progress.state import LessonState
 from normdive.progress.sweep import compare_line
 from normdive.recording import reader
-from normdive.recording.format import Recording
+from normdive.recording.runs import Runs
 from normdive.recording.sweep import sweep_path_for
 from normdive.recording.sweep_reader import sweep_status
 from normdive.store.event_store import EventList, Store
@@ -131,7 +131,7 @@ class Services:
             own_row_text=own_row_text,
             refusal=refusal,
             player_row=player_row,
-            recording=status if isinstance(status, Recording) else None,
+            recording=status if isinstance(status, Runs) else None,
             recording_file=self.settings.recording_path.name,
             # The learner's course, when an LMS launched them from one, is their pool.
             counts=self.store.prediction_counts(latest_course(self.engine, learner_id))
@@ -155,7 +155,7 @@ class Services:
         what happens" would tell the depth's own answer unseen), and when the sweep beside the
         recording bears the learner's prediction out elsewhere (the sweep is read then, cached
         by its stat; never before the gate closes)."""
-        if not (state.gate.closed and state.compare.revealed) or not isinstance(status, Recording):
+        if not (state.gate.closed and state.compare.revealed) or not isinstance(status, Runs):
             return None
         sweep = sweep_status(sweep_path_for(self.settings.recording_path))
         if isinstance(sweep, reader.RecordingProblem):
@@ -164,8 +164,8 @@ class Services:
             sweep,
             self.lesson,
             state.prediction,
-            depth=status.config.depth,
-            init=status.config.init,
+            depth=status.plan.base.depth,
+            init=status.plan.base.init,
             agrees=state.compare.opening_verdict == "agrees",
         )
 

@@ -5,7 +5,7 @@ as a table), and the two writes: commit a prediction for an offered configuratio
 finished run's figures.
 
 Every route answers only once the learner's gate has closed; the lab's events are no part of
-the gate (progress.lab). The grid (beside the recording, normdive.lab.grid.lab_path_for) is read
+the gate (progress.lab). The grid (beside the recording, recording.lab_grid.lab_path_for) is read
 only when asked: the lesson page never reads it.
 
 Writes go through the checks every form passes (web.security: the form token, the origin, the

@@ -26,7 +26,7 @@ from normdive.progress.figures import percent
 from normdive.progress.lab import RESULT_FIELD
 from normdive.progress.rerun import Rerun, finish_rerun_row, reruns
 from normdive.progress.state import LessonState
-from normdive.recording.format import Recording
+from normdive.recording.runs import Runs
 from normdive.store.event_store import EventList
 from normdive.web.infrastructure.admission import vouched_learner
 from normdive.web.infrastructure.errors import error_response
@@ -49,7 +49,7 @@ def _recorded_stack(svc: Services) -> dict[str, Any]:
     """The recording's settings, as the panel compares the two stacks (empty when the
     recording cannot be used: then no row has played and the panel says so)."""
     status = svc.recording()
-    return status.config.model_dump() if isinstance(status, Recording) else {}
+    return status.plan.base.model_dump() if isinstance(status, Runs) else {}
 
 
 def _view(

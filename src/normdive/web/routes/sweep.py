@@ -14,8 +14,8 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from normdive.lesson.translations import localized
-from normdive.recording.format import Recording
 from normdive.recording.reader import RecordingProblem
+from normdive.recording.runs import Runs
 from normdive.recording.sweep import sweep_path_for
 from normdive.recording.sweep_reader import sweep_status
 from normdive.web.infrastructure.identity import attach_cookie, resolve_learner
@@ -36,7 +36,7 @@ def panel_for(svc: Services, picked: str | None) -> SweepPanelView:
         return SweepPanelView(problem=text.missing if status.reason == "missing" else text.unusable)
     played = svc.recording()
     return sweep_panel_view(
-        status, localized(svc.lesson), picked, played if isinstance(played, Recording) else None
+        status, localized(svc.lesson), picked, played if isinstance(played, Runs) else None
     )
 
 

@@ -15,6 +15,7 @@ from pydantic import SecretStr
 from starlette.requests import Request
 
 from normdive.config import Settings
+from normdive.i18n.catalogues import N_, gettext
 from normdive.web.security.proxy import peer_is_trusted_proxy
 
 FIELD = "csrf_token"
@@ -22,19 +23,19 @@ HEADER = "X-CSRF-Token"
 # Distinguishes this use of the secret key from the cookie's signature (identity.SIGNER_SALT).
 TOKEN_PURPOSE = b"normdive.csrf-token:"
 
-FOREIGN_ORIGIN = (
+FOREIGN_ORIGIN = N_(
     "This request came from another site ({origin}), so it was refused and nothing was saved. "
     "Open the lesson itself to carry on."
 )
-NO_LEARNER = (
+NO_LEARNER = N_(
     "This request does not come from an open lesson page (your browser sent no valid learner "
     "cookie), so it was refused and nothing was saved. Open the lesson and try again."
 )
-MISSING_TOKEN = (
+MISSING_TOKEN = N_(
     "This request lacks the lesson page's form token, so it was refused and nothing was saved. "
     "Reload the lesson and try again."
 )
-WRONG_TOKEN = (
+WRONG_TOKEN = N_(
     "This request's form token does not belong to your session (perhaps the page was opened "
     "before your session changed), so it was refused and nothing was saved. Reload the lesson "
     "and try again."
@@ -105,14 +106,14 @@ def refusal(
     """Why this state-changing request is refused (403), or None; `learner_id` is the cookie's."""
     origin = foreign_origin(request, settings.public_origin)
     if origin is not None:
-        return FOREIGN_ORIGIN.format(origin=origin[:MAX_ECHOED_ORIGIN])
+        return gettext(FOREIGN_ORIGIN).format(origin=origin[:MAX_ECHOED_ORIGIN])
     sent = [value for value in (request.headers.get(HEADER), form.get(FIELD)) if value]
     if learner_id is None:
-        return NO_LEARNER
+        return gettext(NO_LEARNER)
     if not sent:
-        return MISSING_TOKEN
+        return gettext(MISSING_TOKEN)
     expected = form_token(settings.secret_key, learner_id)
     # compare_digest takes ASCII text only; a token is ASCII, so anything else is wrong.
     if any(value.isascii() and hmac.compare_digest(value, expected) for value in sent):
         return None
-    return WRONG_TOKEN
+    return gettext(WRONG_TOKEN)

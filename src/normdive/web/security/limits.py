@@ -7,31 +7,44 @@ import anyio
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from normdive.i18n.catalogues import N_, activated, gettext
 from normdive.web.infrastructure.errors import error_response
+from normdive.web.infrastructure.language import locale_of
 
 # Forms carry six short numbers or a 2,000-character takeaway; nothing legitimate comes near.
 MAX_BODY_BYTES = 64 * 1024
 # h11's default buffer: h11 refuses a head still arriving past it, HeadLimit a whole one.
 MAX_HEAD_BYTES = 16 * 1024
 
-TOO_LARGE = "That request is too large to accept. Nothing was saved."
+TOO_LARGE = N_("That request is too large to accept. Nothing was saved.")
 # Read one way by a proxy and another here: request smuggling (RFC 9112, 6.3).
-TWO_LENGTHS = (
+TWO_LENGTHS = N_(
     "That request gave its body's length two ways (Content-Length and Transfer-Encoding), "
     "so it was refused. Nothing was saved."
 )
 # An unread body leaves the connection useless for another request (RFC 9112, 9.6).
 CLOSE = {"Connection": "close"}
-HEAD_TOO_LARGE = (
+HEAD_TOO_LARGE = N_(
     "That request's address and headers are larger than {kib} KiB, so it was refused. Nothing "
     "was saved; clearing this site's cookies in your browser may help."
 )
-TOO_SLOW = (
+TOO_SLOW = N_(
     "That request's body took longer than {seconds:g} seconds to arrive, so it was refused. "
     "Nothing was saved; check your connection and try again."
 )
+
+
+def refused(
+    scope: Scope, status: int, message: str, headers: dict[str, str], **values: object
+) -> Response:
+    """A refusal in the request's language: these limits stand outside the Language
+    middleware, which has not chosen it yet."""
+    request = Request(scope)
+    with activated(locale_of(request)):
+        return error_response(request, status, gettext(message).format(**values), headers)
 
 
 def head_bytes(scope: Scope) -> int:
@@ -56,8 +69,7 @@ class HeadLimit:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and head_bytes(scope) > self.max_bytes:
-            message = HEAD_TOO_LARGE.format(kib=self.max_bytes // 1024)
-            response = error_response(Request(scope), 431, message, CLOSE)
+            response = refused(scope, 431, HEAD_TOO_LARGE, CLOSE, kib=self.max_bytes // 1024)
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -103,12 +115,12 @@ class BodyLimit:
             return
         headers = Headers(scope=scope)
         if "content-length" in headers and "transfer-encoding" in headers:
-            response = error_response(Request(scope), 400, TWO_LENGTHS, CLOSE)
+            response = refused(scope, 400, TWO_LENGTHS, CLOSE)
             await response(scope, receive, send)
             return
         declared = declared_length(headers.get("content-length", ""))
         if declared is not None and declared > self.max_bytes:
-            response = error_response(Request(scope), 413, TOO_LARGE, CLOSE)
+            response = refused(scope, 413, TOO_LARGE, CLOSE)
             await response(scope, receive, send)
             return
         received = 0
@@ -128,11 +140,12 @@ class BodyLimit:
                     message = await receive()
             except TimeoutError:
                 # Raised inside the route's body read: the app's error handlers answer.
-                raise HTTPException(408, TOO_SLOW.format(seconds=self.timeout_s), CLOSE) from None
+                said = gettext(TOO_SLOW).format(seconds=self.timeout_s)
+                raise HTTPException(408, said, CLOSE) from None
             complete = message["type"] != "http.request" or not message.get("more_body", False)
             received += len(message.get("body", b""))
             if received > self.max_bytes:
-                raise HTTPException(413, TOO_LARGE, CLOSE)
+                raise HTTPException(413, gettext(TOO_LARGE), CLOSE)
             return message
 
         async def closing_send(message: Message) -> None:

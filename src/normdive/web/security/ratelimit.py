@@ -14,7 +14,7 @@ from datetime import datetime
 from pydantic import SecretStr
 from sqlalchemy import Engine, Select, func, select
 
-from normdive.lesson.wording import counted
+from normdive.i18n.catalogues import N_, gettext, ngettext
 from normdive.progress.events import EventKind
 from normdive.progress.history import NOT_LEARNER_WRITES
 from normdive.store.event_store import as_utc
@@ -24,10 +24,14 @@ WINDOW_S = 60
 # A learner's own writes (History.learner_writes), a check of format errors only among them.
 COUNTED_KINDS = tuple(kind.value for kind in EventKind if kind not in NOT_LEARNER_WRITES)
 
-TOO_MANY = (
+TOO_MANY = N_(
     "That is {limit} within a minute, the most this lesson takes from one learner. "
     "Wait {seconds}, then try again; nothing was saved this time."
 )
+
+
+def _seconds(count: int) -> str:
+    return ngettext("%(num)s second", "%(num)s seconds", count) % {"num": count}
 
 
 @dataclass(frozen=True)
@@ -39,8 +43,9 @@ class LimitReached:
 class Throttled(LimitReached):
     @property
     def message(self) -> str:
-        return TOO_MANY.format(
-            limit=counted(self.limit, "answer"), seconds=counted(self.retry_after_s, "second")
+        answers = ngettext("%(num)s answer", "%(num)s answers", self.limit)
+        return gettext(TOO_MANY).format(
+            limit=answers % {"num": self.limit}, seconds=_seconds(self.retry_after_s)
         )
 
 
@@ -75,7 +80,7 @@ NEW_LEARNER_WINDOW_S = 60 * 60
 # Distinguishes this use of the secret key from the cookie's and the form token's.
 ADDRESS_KEY_PURPOSE = b"normdive.client-address:"
 
-TOO_MANY_LEARNERS = (
+TOO_MANY_LEARNERS = N_(
     "{limit} started from your network within an hour, the most this lesson takes from "
     "one address. Wait {minutes}, or go back to the browser you started in; nothing was saved "
     "this time."
@@ -86,8 +91,10 @@ class TooManyLearners(LimitReached):
     @property
     def message(self) -> str:
         minutes = max(1, math.ceil(self.retry_after_s / 60))
-        return TOO_MANY_LEARNERS.format(
-            limit=counted(self.limit, "new learner"), minutes=counted(minutes, "minute")
+        learners = ngettext("%(num)s new learner", "%(num)s new learners", self.limit)
+        waited = ngettext("%(num)s minute", "%(num)s minutes", minutes)
+        return gettext(TOO_MANY_LEARNERS).format(
+            limit=learners % {"num": self.limit}, minutes=waited % {"num": minutes}
         )
 
 

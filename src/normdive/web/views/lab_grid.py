@@ -1,9 +1,9 @@
-"""The lab grid as the page uses it: read through normdive.lab.grid's reader, kept per file
-(a change noticed by its stat), and reduced to what the panels draw: the base configuration,
-each recorded cell's curve and final figures, and how much of what it offers the recording
-left out.
+"""The lab grid as the page uses it: read through normdive.recording.lab_grid's reader, kept per
+file (a change noticed by its stat), and reduced to what the panels draw: the base
+configuration, each recorded cell's curve and final figures, and how much of what it offers
+the recording left out.
 
-The grid lives beside the recording: `<recording stem>-lab.json` (normdive.lab.grid.lab_path_for).
+The grid lives beside the recording: `<recording stem>-lab.json` (recording.lab_grid.lab_path_for).
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from normdive.lab.grid import LabGridProblem, lab_path_for, offered_points, parse_lab_grid
 from normdive.lesson.content import Lesson
-from normdive.progress.lab import LabChoice, figure
+from normdive.progress.lab import CURVE_FIELDS, LabChoice, figure
 from normdive.recording.kept import KeptByStat
+from normdive.recording.lab_grid import LabGridProblem, lab_path_for, parse_lab_grid
 from normdive.recording.reader import MAX_RECORDING_BYTES
+from normdive.recording.runs import LabPlan
 from normdive.recording.selection import Setting, select_one
 
 logger = logging.getLogger(__name__)
@@ -48,9 +49,9 @@ class GridCell:
 
 @dataclass(frozen=True)
 class LabGridView:
-    base: dict[str, Any]  # the base LabConfig's fields, as JSON
+    base: dict[str, Any]  # the grid's shared settings (a LabConfig's but its choices), as JSON
     cells: tuple[GridCell, ...]
-    # How many of the runs the grid offers (lab.grid.offered_points) have no recorded cell, of
+    # How many of the runs the grid offers (LabPlan.planned) have no recorded cell, of
     # how many: counted, so that the page says it in its own language (the grid's `trimmed`
     # sentence is the recorder's, in English, for authors).
     left_out: int
@@ -82,18 +83,24 @@ def _cell_settings(cell: GridCell) -> dict[str, Setting]:
     return _choice_settings(cell.choice)
 
 
+# What the browser trains is the base and a choice: the choice's settings are not the base's.
+CHOICE_SETTINGS = frozenset({"depth", "init"})
+
+
 def _view(raw: bytes, name: str) -> LabGridView:
     grid = parse_lab_grid(raw, name)
+    plan = grid.plan_as(LabPlan)
     plain = json.loads(grid.model_dump_json())
     cells = []
-    for cell in plain["cells"]:
-        choice = LabChoice.from_json(cell)
+    for run in plain["runs"]:
+        choice = LabChoice.from_json(run["config"])
         if choice is not None:
-            final = figure(cell["final"]["heldout_accuracy"])
-            cells.append(GridCell(choice, tuple(cell["curve"]), final))
-    offered = offered_points(grid.offered)
-    left_out = sum(grid.cell(*point) is None for point in offered)
-    return LabGridView(plain["base"], tuple(cells), left_out, len(offered))
+            final = figure(run["final"]["heldout_accuracy"])
+            curve = tuple({k: point[k] for k in CURVE_FIELDS} for point in run["curve"])
+            cells.append(GridCell(choice, curve, final))
+    offered = len(plan.planned())
+    base = {k: v for k, v in plain["plan"]["base"].items() if k not in CHOICE_SETTINGS}
+    return LabGridView(base, tuple(cells), offered - len(plain["runs"]), offered)
 
 
 def _grid_or_problem(path: Path) -> LabGridView | GridProblem:

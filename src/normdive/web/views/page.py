@@ -33,7 +33,7 @@ from normdive.numeric.layernorm import LayerNormSteps, layer_norm_steps
 from normdive.numeric.rows import MAX_ROW_CHARS, RowError, parse_row_exact
 from normdive.progress.aggregate import AggregateView, PredictionCounts, aggregate
 from normdive.progress.state import LessonState
-from normdive.recording.format import Recording
+from normdive.recording.runs import Runs
 from normdive.web.views.player import (
     GradientsView,
     PlayerView,
@@ -206,7 +206,7 @@ def own_row_view(text: str | None, eps: Decimal) -> OwnRowView:
 
 
 def _shown_player(
-    usable: Recording | None, lesson: Lesson, state: LessonState, player_row: str | None
+    usable: Runs | None, lesson: Lesson, state: LessonState, player_row: str | None
 ) -> PlayerView | None:
     """The player at `player_row`, once that row has played and while the recording's rows can
     be used (`usable`)."""
@@ -227,7 +227,7 @@ def build_page_view(
     own_row_text: str | None = None,
     refusal: Refusal | None = None,
     player_row: str | None = None,
-    recording: Recording | None = None,
+    recording: Runs | None = None,
     recording_file: str = "",
     counts: PredictionCounts | None = None,
     csrf_token: str = "",

@@ -1,7 +1,7 @@
 """The recording as the page shows it: the row in the player (its curves drawn as SVG, its
 curve as a table and its final figures), every played row's curve on one chart, the
 provenance card and the per-block gradient norms as dot plots. Pure functions of the
-Recording and the Lesson (no I/O, no learner state), so each view is computed once per
+recording's runs and the Lesson (no I/O, no learner state), so each view is computed once per
 recording and kept (web.views.kept): every learner who plays a row is shown the same objects,
 which the renderer keeps drawn in turn (web.views.rendering).
 
@@ -25,7 +25,8 @@ from normdive.like_named import like_named
 from normdive.numeric.display import non_finite_words
 from normdive.progress import figures
 from normdive.progress.sweep import listed
-from normdive.recording.format import ROW_KEYS, BlockGradNorms, Recording, Row, RowKey, as_float
+from normdive.recording.format import ROW_KEYS, BlockGradNorms, RowKey, as_float, recorded
+from normdive.recording.runs import AblationPlan, Run, Runs
 from normdive.web.views.charts import (
     CurveChart,
     CurveSeries,
@@ -176,7 +177,7 @@ def _non_finite(*values: float | str) -> bool:
 
 @kept(PLAYERS_KEPT)
 def player_view(
-    recording: Recording, lesson: Lesson, key: str, played: Sequence[str] = ()
+    recording: Runs, lesson: Lesson, key: str, played: Sequence[str] = ()
 ) -> PlayerView | None:
     """The player's row at the page seed, or None when the recording has no such row.
     `played`: the rows the learner has played, drawn together once there are two."""
@@ -188,33 +189,38 @@ def player_view(
 
 
 @kept(ROWS_KEPT)
-def _row_player(recording: Recording, lesson: Lesson, key: str) -> PlayerView | None:
+def _row_player(recording: Runs, lesson: Lesson, key: str) -> PlayerView | None:
     """The player's row alone: every player of the row shares its curves and charts."""
     text, known = lesson.row(key), row_key(key)
-    row = recording.row(known) if known is not None else None
-    if text is None or row is None:
+    run = recording.row(known) if known is not None else None
+    if text is None or known is None or run is None:
         return None
+    seeds = recording.plan_as(AblationPlan).seeds
     others = [
         found
-        for seed in recording.seeds
-        if seed != row.seed and (found := recording.row(row.key, seed)) is not None
+        for seed in seeds
+        if seed != run.config.seed and (found := recording.row(known, seed=seed)) is not None
     ]
+    return run_player(run, others, text.label, lesson)
+
+
+def run_player(run: Run, others: Sequence[Run], label: str, lesson: Lesson) -> PlayerView:
+    """The player of `run` (named `label`), the runs of its `others` seeds faint behind it:
+    a recording's row, or a cell of the depth sweep."""
     learns_min = lesson.bands.learns_min_accuracy
-    chance_max = _chance_max(recording, lesson)
-    accuracy_chart, loss_chart = curve_charts(
-        row, others, recording.config.steps, learns_min, chance_max
-    )
+    chance_max = chance_max_of(run, lesson)
+    accuracy_chart, loss_chart = curve_charts(run, others, run.config.steps, learns_min, chance_max)
     return PlayerView(
-        key=row.key,
-        label=text.label,
-        seed=row.seed,
-        other_seeds=tuple(found.seed for found in others),
-        steps=recording.config.steps,
-        points=curve_points(row),
-        accuracy=figures.percent(as_float(row.final.heldout_accuracy)),
-        loss=figures.loss(as_float(row.final.heldout_loss)),
-        exact_match=figures.percent(as_float(row.final.heldout_exact_match)),
-        full_accuracy_step=row.final.first_step_at_full_accuracy,
+        key=run.config.row_key,
+        label=label,
+        seed=run.config.seed,
+        other_seeds=tuple(found.config.seed for found in others),
+        steps=run.config.steps,
+        points=curve_points(run),
+        accuracy=figures.percent(as_float(run.final.heldout_accuracy)),
+        loss=figures.loss(as_float(run.final.heldout_loss)),
+        exact_match=figures.percent(recorded(run.final.heldout_exact_match)),
+        full_accuracy_step=run.final.first_step_at_full_accuracy,
         learns_min=figures.exact_percent(learns_min),
         chance_max=figures.exact_percent(chance_max),
         accuracy_chart=accuracy_chart,
@@ -222,34 +228,33 @@ def _row_player(recording: Recording, lesson: Lesson, key: str) -> PlayerView | 
     )
 
 
-def curve_points(row: Row) -> tuple[CurvePointView, ...]:
-    """A row's curve as its table shows it."""
+def curve_points(run: Run) -> tuple[CurvePointView, ...]:
+    """A run's curve as its table shows it."""
     return tuple(
         CurvePointView(
             step=point.step,
             accuracy=figures.percent(as_float(point.heldout_accuracy)),
             loss=figures.loss(as_float(point.heldout_loss)),
-            exact_match=figures.percent(as_float(point.heldout_exact_match)),
-            non_finite=_non_finite(
-                point.heldout_accuracy, point.heldout_loss, point.heldout_exact_match
-            ),
+            exact_match=figures.percent(exact),
+            non_finite=_non_finite(point.heldout_accuracy, point.heldout_loss, exact),
         )
-        for point in row.curve
+        for point in run.curve
+        for exact in (recorded(point.heldout_exact_match),)
     )
 
 
-def _series(row: Row, name: str, label: str, css: str, **look: Any) -> CurveSeries:
+def _series(run: Run, name: str, label: str, css: str, **look: Any) -> CurveSeries:
     return CurveSeries(
         label=label,
-        steps=tuple(point.step for point in row.curve),
-        values=tuple(as_float(getattr(point, name)) for point in row.curve),
+        steps=tuple(point.step for point in run.curve),
+        values=tuple(as_float(getattr(point, name)) for point in run.curve),
         css=css,
         **look,
     )
 
 
 def curve_charts(
-    row: Row, others: Sequence[Row], steps: int, learns_min: Decimal, chance_max: Decimal
+    row: Run, others: Sequence[Run], steps: int, learns_min: Decimal, chance_max: Decimal
 ) -> tuple[CurveChart, CurveChart]:
     """The row's held-out accuracy and loss against step: the played seed in full, the other
     seeds faint behind it (a band between them when there are two or more), the band edges
@@ -258,8 +263,8 @@ def curve_charts(
     charts = []
     for name, percent in (("heldout_accuracy", True), ("heldout_loss", False)):
         series = [
-            *(_series(other, name, f"seed {other.seed}", "other") for other in others),
-            _series(row, name, f"seed {row.seed}", "played"),
+            *(_series(other, name, f"seed {other.config.seed}", "other") for other in others),
+            _series(row, name, f"seed {row.config.seed}", "played"),
         ]
         charts.append(
             curve_chart(series, steps=steps, percent=percent, rules=edges if percent else ())
@@ -272,9 +277,7 @@ def legend_entry(label: str, index: int) -> LegendEntry:
 
 
 @kept(PLAYERS_KEPT)
-def together_view(
-    recording: Recording, lesson: Lesson, played: Sequence[str]
-) -> TogetherView | None:
+def together_view(recording: Runs, lesson: Lesson, played: Sequence[str]) -> TogetherView | None:
     """The page seed's accuracy of every played row on one chart, each row in its own colour,
     line pattern and end marker (its place in the lesson's order); None before two rows have
     played."""
@@ -301,7 +304,7 @@ def together_view(
     ]
     edges = [
         (float(edge), figures.exact_percent(edge))
-        for edge in (lesson.bands.learns_min_accuracy, _chance_max(recording, lesson))
+        for edge in (lesson.bands.learns_min_accuracy, chance_max_of(picked[0][2], lesson))
     ]
     ends = [
         text.together_row.format(
@@ -311,13 +314,14 @@ def together_view(
     ]
     return TogetherView(
         label=text.together_label.format(rows=listed(ends)),
-        chart=curve_chart(series, steps=recording.config.steps, percent=True, rules=edges),
+        chart=curve_chart(series, steps=recording.plan.base.steps, percent=True, rules=edges),
         legend=tuple(legend_entry(row_text.label, index) for index, row_text, _ in picked),
     )
 
 
-def _chance_max(recording: Recording, lesson: Lesson) -> Decimal:
-    return lesson.bands.chance_max_multiple / Decimal(recording.config.vocab_size)
+def chance_max_of(run: Run, lesson: Lesson) -> Decimal:
+    """The accuracy below which `run` is at chance, by the lesson's bands."""
+    return lesson.bands.chance_max_multiple / Decimal(run.config.vocab_size)
 
 
 def _date(created_at: str) -> str:
@@ -330,16 +334,17 @@ def _date(created_at: str) -> str:
 
 
 @kept(RECORDING_VIEWS_KEPT)
-def provenance_view(recording: Recording, lesson: Lesson, file_name: str) -> ProvenanceView:
-    made = recording.provenance
-    config = recording.config
+def provenance_view(recording: Runs, lesson: Lesson, file_name: str) -> ProvenanceView:
+    plan = recording.plan_as(AblationPlan)
+    made = recording.provenance[0]
+    config = plan.base
     return ProvenanceView(
         file=file_name,
         **like_named(made, "command", "script", "normdive_version", "git_commit"),
         **like_named(made, "python_version", "torch_version", "device"),
         **like_named(config, "depth", "copy_length", "steps"),
-        seed=recording.page_seed,
-        seeds=", ".join(str(seed) for seed in recording.seeds),
+        seed=plan.page_seed,
+        seeds=", ".join(str(seed) for seed in plan.seeds),
         init=lesson.init_names.get(config.init, config.init),
         created_at=_date(made.created_at),
     )
@@ -353,7 +358,7 @@ def _at(points: list[BlockGradNorms], step: int) -> BlockGradNorms:
 
 
 @kept(RECORDING_VIEWS_KEPT)
-def gradients_view(recording: Recording, lesson: Lesson) -> GradientsView | None:
+def gradients_view(recording: Runs, lesson: Lesson) -> GradientsView | None:
     """Each row's per-block gradient norms at the first recorded update and at the last, as
     dot plots on one logarithmic scale that both moments share (so a fall from the first
     moment to the second is a fall on the page). The norms span many orders of magnitude: the
@@ -361,20 +366,19 @@ def gradients_view(recording: Recording, lesson: Lesson) -> GradientsView | None
     one labelled grid line per power of ten; a value further down sits at the floor as an
     arrow with its figure. None without rows."""
     rows = [
-        (index, text, row)
+        (index, text, norms)
         for index, text in enumerate(lesson.rows)
-        if (row := recording.row(text.key)) is not None and row.block_grad_norms
+        if (known := row_key(text.key)) is not None
+        and (row := recording.row(known)) is not None
+        and (norms := row.block_grad_norms)
     ]
     if not rows:
         return None
-    first = min(point.step for _, _, row in rows for point in row.block_grad_norms)
-    last = max(point.step for _, _, row in rows for point in row.block_grad_norms)
+    first = min(point.step for _, _, norms in rows for point in norms)
+    last = max(point.step for _, _, norms in rows for point in norms)
     steps = [first] if last == first else [first, last]
-    picked = [
-        [(index, text, _at(row.block_grad_norms, step)) for index, text, row in rows]
-        for step in steps
-    ]
-    depth = recording.config.depth
+    picked = [[(index, text, _at(norms, step)) for index, text, norms in rows] for step in steps]
+    depth = recording.plan.base.depth
     values = [as_float(n) for chart in picked for _, _, point in chart for n in point.norms]
     frame = dot_plot_frame(values, depth)
     label = lesson.ablation.gradients_chart_label
@@ -408,7 +412,7 @@ def gradients_view(recording: Recording, lesson: Lesson) -> GradientsView | None
                 step=point.step,
                 norms=tuple(norm_text(as_float(n)) for n in point.norms),
             )
-            for _, text, row in rows
-            for point in sorted(row.block_grad_norms, key=lambda p: p.step)
+            for _, text, norms in rows
+            for point in sorted(norms, key=lambda p: p.step)
         ),
     )

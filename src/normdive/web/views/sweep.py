@@ -1,7 +1,7 @@
 """The panel "Does it hold at other depths?" as the page shows it: one table per
 initialisation (depth against row, each cell a final accuracy with its seed spread, coloured
 as a heatmap), the sentences the sweep file says, and a picked cell in the player. Pure
-functions of the Sweep and the Lesson (no I/O, no learner state).
+functions of the sweep's runs and the Lesson (no I/O, no learner state).
 
 The table is the heatmap: it works without JavaScript and reads as a table to a screen reader;
 the colour (a class per tenth of accuracy, CSS in page.css) only repeats what the figures say.
@@ -10,19 +10,20 @@ A picked cell's curves are drawn in the same player as a recording row's.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
-from decimal import Decimal
 
 from normdive.i18n.catalogues import pgettext
 from normdive.lesson.content import Lesson
 from normdive.progress import figures
 from normdive.progress.sweep import init_label, listed, seed_words, sweep_sentences
-from normdive.recording.format import InitScheme, Recording, RowKey, as_float
-from normdive.recording.sweep import SWEEP_INITS, Sweep, SweepRun
+from normdive.recording.format import InitScheme, RowKey, as_float
+from normdive.recording.runs import AblationPlan, Run, Runs, SweepPlan
+from normdive.recording.sweep import SWEEP_INITS
 from normdive.recording.sweep_reader import Cell, cells
 from normdive.web.views.kept import kept
-from normdive.web.views.player import PlayerView, curve_charts, curve_points, row_key
+from normdive.web.views.player import PlayerView, row_key, run_player
 
 # Where the standalone page and the panel's fragment are served.
 SWEEP_PAGE_URL = "/depths"
@@ -160,107 +161,89 @@ class _PickedCell:
     init: str
     key: str
     label: str  # the row as the page names it
-    runs: tuple[SweepRun, ...]  # every seed's run, in the plan's seed order (never empty)
+    runs: tuple[Run, ...]  # every seed's run, in the plan's seed order (never empty)
 
 
-def _picked_cell(sweep: Sweep, lesson: Lesson, picked: str) -> _PickedCell | None:
+def _picked_cell(sweep: Runs, lesson: Lesson, picked: str) -> _PickedCell | None:
     """The cell `picked` names with its runs; None when it names none the sweep has."""
     parsed = parse_cell(picked)
     if parsed is None:
         return None
     depth, init, key = parsed
     row_text = lesson.row(key)
-    seeds = sweep.plan.seeds_at(depth) if depth in [e.depth for e in sweep.plan.depths] else []
-    runs = tuple(run for seed in seeds if (run := sweep.run(depth, init, key, seed)) is not None)
+    seeds = sweep.plan_as(SweepPlan).seeds_at(depth)
+    runs = tuple(
+        run
+        for seed in seeds
+        if (run := sweep.row(key, depth=depth, init=init, seed=seed)) is not None
+    )
     if not runs or row_text is None:
         return None
     return _PickedCell(depth, init, key, row_text.label, runs)
 
 
-def _player(sweep: Sweep, lesson: Lesson, picked: str) -> tuple[PlayerView, str, str] | None:
+def _player(sweep: Runs, lesson: Lesson, picked: str) -> tuple[PlayerView, str, str] | None:
     cell = _picked_cell(sweep, lesson, picked)
     if cell is None:
         return None
-    depth, init, key = cell.depth, cell.init, cell.key
-    row = cell.runs[0].row  # the page's run: the first seed's
-    other_runs = cell.runs[1:]
-    others = tuple(found.row.seed for found in other_runs)
-    chance_max = lesson.bands.chance_max_multiple / Decimal(sweep.config.vocab_size)
-    accuracy_chart, loss_chart = curve_charts(
-        row,
-        [found.row for found in other_runs],
-        sweep.config.steps,
-        lesson.bands.learns_min_accuracy,
-        chance_max,
-    )
-    view = PlayerView(
-        key=key,
-        label=cell.label,
-        seed=row.seed,
-        other_seeds=others,
-        steps=sweep.config.steps,
-        points=curve_points(row),
-        accuracy=figures.percent(as_float(row.final.heldout_accuracy)),
-        loss=figures.loss(as_float(row.final.heldout_loss)),
-        exact_match=figures.percent(as_float(row.final.heldout_exact_match)),
-        full_accuracy_step=row.final.first_step_at_full_accuracy,
-        learns_min=unbroken(figures.exact_percent(lesson.bands.learns_min_accuracy)),
-        chance_max=unbroken(figures.exact_percent(chance_max)),
-        accuracy_chart=accuracy_chart,
-        loss_chart=loss_chart,
+    run, other_runs = cell.runs[0], cell.runs[1:]  # the page's run: the first seed's
+    alone = run_player(run, other_runs, cell.label, lesson)
+    view = dataclasses.replace(
+        alone, learns_min=unbroken(alone.learns_min), chance_max=unbroken(alone.chance_max)
     )
     text = lesson.sweep
     heading = text.player_heading.format(
-        row=cell.label, depth=depth, init=init_label(lesson, init), seed=row.seed
+        row=cell.label, depth=cell.depth, init=init_label(lesson, cell.init), seed=view.seed
     )
+    steps = run.config.steps
     note = (
         text.player_note.format(
-            steps=sweep.config.steps,
+            steps=steps,
             others=listed(
                 [
                     text.other_seed.format(
-                        seed=found.row.seed,
-                        accuracy=unbroken(
-                            figures.percent(as_float(found.row.final.heldout_accuracy))
-                        ),
+                        seed=found.config.seed,
+                        accuracy=unbroken(figures.percent(as_float(found.final.heldout_accuracy))),
                     )
                     for found in other_runs
                 ]
             ),
         )
-        if others
-        else text.player_note_alone.format(steps=sweep.config.steps)
+        if other_runs
+        else text.player_note_alone.format(steps=steps)
     )
     return view, heading, note
 
 
 @kept(PLAYED_INTROS_KEPT)
-def played_intro(lesson: Lesson, recording: Recording) -> str:
+def played_intro(lesson: Lesson, recording: Runs) -> str:
     """The sentence on what the learner played: the recording's depth, initialisation and
     seeds (the player draws every recorded seed)."""
+    plan = recording.plan_as(AblationPlan)
     return lesson.sweep.intro_played.format(
-        depth=recording.config.depth,
-        init=init_label(lesson, recording.config.init),
-        seeds=seed_words(recording.seeds),
+        depth=plan.base.depth,
+        init=init_label(lesson, plan.base.init),
+        seeds=seed_words(plan.seeds),
     )
 
 
 def sweep_panel_view(
-    sweep: Sweep, lesson: Lesson, picked: str | None = None, played: Recording | None = None
+    sweep: Runs, lesson: Lesson, picked: str | None = None, played: Runs | None = None
 ) -> SweepPanelView:
     """The panel's figures; `played`, the recording the learner played, is marked in the
     tables (its depth under its initialisation) and said in the intro."""
-    here = (played.config.depth, played.config.init) if played is not None else None
-    chance = 1 / sweep.config.vocab_size
+    plan = sweep.plan_as(SweepPlan)
+    here = (played.plan.base.depth, played.plan.base.init) if played is not None else None
+    chance = 1 / plan.base.vocab_size
     by_place = {(c.depth, c.init, c.key): c for c in cells(sweep)}
     grids = []
-    for init in sweep.plan.inits:
+    for init in plan.inits:
         label = init_label(lesson, init)
         grids.append(
             SweepGrid(
                 init=init,
                 caption=lesson.sweep.grid_caption.format(init=label),
-                columns=tuple(_row_label(lesson, key) for key in sweep.plan.rows),
+                columns=tuple(_row_label(lesson, key) for key in plan.rows),
                 depths=tuple(
                     SweepDepthRow(
                         depth=entry.depth,
@@ -270,10 +253,10 @@ def sweep_panel_view(
                             cell_view(found, lesson, chance, picked)
                             if (found := by_place.get((entry.depth, init, key))) is not None
                             else None
-                            for key in sweep.plan.rows
+                            for key in plan.rows
                         ),
                     )
-                    for entry in sweep.plan.depths
+                    for entry in plan.depths
                 ),
             )
         )

@@ -6,7 +6,7 @@
 // eval_every updates and after the last), {type: "done", curve, final, steps_per_second,
 // kernels, fallback}, {type: "stopped", step} and {type: "error", message}. `kernels` is the
 // path the trainer runs on ("wasm" or "js": kernels.js), `fallback` why it is not "wasm" (""
-// when it is). `curve` has the grid's point shape (normdive.lab.grid.LabPoint): {step,
+// when it is). `curve` has the shape progress.lab.CURVE_FIELDS reads: {step,
 // train_loss (the mean over the updates since the previous point; null at step 0),
 // heldout_loss, heldout_accuracy}, and `final` {step, heldout_loss, heldout_accuracy}. In
 // `done` a figure that is not finite is the grid's marker ("nan", "inf", "-inf":
@@ -18,7 +18,7 @@
 
 /** @typedef {import("./trainer.js").LabConfig} LabConfig */
 /** @typedef {typeof import("./trainer.js").createTrainer} CreateTrainer */
-/** A point of the curve (normdive.lab.grid.LabPoint).
+/** A point of the curve (progress.lab.CURVE_FIELDS).
  * @typedef {{ step: number, train_loss: number | null, heldout_loss: number,
  *   heldout_accuracy: number }} CurvePoint */
 /** The run in progress: windowSum / windowCount is the mean training loss since the last
