@@ -171,7 +171,7 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
             if f not in open_fields and answers.get(f.id, "").strip()
         ]
         if landed_typed:
-            # A duplicate of a once-only fact (a double click, two tabs): 409, not "type one".
+            # A duplicate of a once-only fact (double click, two tabs): 409, not "type a number".
             raise Conflict(gettext(ALREADY_LANDED).format(labels=listed(landed_typed)))
         raise Invalid(gettext(NO_NUMBER_TYPED))
     if not changed:

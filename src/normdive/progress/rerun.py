@@ -1,6 +1,6 @@
 """The re-run, "Re-run the ablation on this device": the learner's browser trains the lesson's
-four rows in order at lesson.rerun.config, each finished row kept as an event, and the two
-runs' rankings are compared (docs/lab.md, "The re-run of the ablation"). Never the gate."""
+four rows in order at lesson.rerun.config, each finished row kept as an event, and the rankings
+are compared (docs/lab.md, "The re-run of the ablation"). It never changes the gate."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ ALREADY_KEPT = N_("{row} is kept already in this re-run; its figures stay as the
 TOO_MANY_RERUNS = N_("You have re-run the ablation {count} times, as many as are kept.")
 
 Relation = Literal["above", "level", "below"]
-# Float noise, not the runs': 0.50 - 0.48 is 2.0000000000000018 points.
+# A gap under this is float noise: 0.50 - 0.48 is 2.0000000000000018 points.
 GAP_NOISE_POINTS = 1e-9
 
 
