@@ -1,31 +1,5 @@
-"""The ablation's derived state: bands, which single component recovers more, row predictions
-and plays. Pure functions of the lesson, the recording's facts and the learner's events.
-
-Public API (the web renders these; nothing here names a row or a component as the answer):
-    row_band(accuracy, lesson, chance_level) -> OutcomeId      a recorded row's outcome
-    band_texts(lesson, recording) -> dict[OutcomeId, str]       each band stated in words
-    which_recovers_more(recording) -> Recovery | None           the opening question's answer
-    best_row(recording) -> str | None                           the reader's best row
-    fold_ablation(events, lesson, recording) -> AblationState   predictions, plays, the order
-                                                                rule, results of played rows
-
-Rules:
-- Bands (lesson data, Lesson.bands): learns when the final held-out per-token accuracy is at
-  least learns_min_accuracy; chance when it is at most chance_max_multiple x the chance level
-  1 / vocab_size; partial in between. Learns is checked first, so a tiny vocabulary whose
-  chance band would reach past it still reads "learns" at the top. A non-finite accuracy (the
-  file marks it, never drops it) is no evidence of learning: it reads as chance.
-- Which single component recovers more: compare the "layernorm_only" row (layer norm put back
-  into the stack with both removed) with the "residual_only" row: higher final accuracy, then
-  lower final loss (a non-finite loss is the worst). Equal on both: a tie, a real outcome
-  (Recovery.tie), never an error.
-- The first row_predicted for a row wins (two tabs racing); later ones change nothing.
-- Plays: each row_played counts (replays too); a row's first play fixes its place in
-  play_order. A row's result (band and figures) is revealed once the row has played.
-- The order rule: if any row played while fewer than all rows were predicted, the gate's
-  "predictions before play" part fails for good. The server refuses such a play, so only a
-  race or an older version can produce it; derive still says so.
-"""
+"""The ablation's derived state: row bands, which single component recovers more, predictions
+and plays. Nothing here names a row or a component as the answer: the recording does."""
 
 from __future__ import annotations
 
@@ -40,9 +14,7 @@ from normdive.progress.events import Event
 from normdive.progress.facts import RecordingFacts, RowFacts
 from normdive.progress.history import History, RowTally
 
-# Accuracies are recorded through float32 (a 0.9 arrives as 0.89999998), so a band edge is
-# met within this much. The accuracy itself moves in steps of 1 / (256 x 16) ~ 2.4e-4, far
-# coarser, so no real row is moved across an edge by it.
+# Accuracies pass float32 (0.9 -> 0.89999998); their steps of 1 / 4,096 dwarf this slack.
 BAND_EDGE_SLACK = 1e-6
 
 
@@ -50,46 +22,41 @@ BAND_EDGE_SLACK = 1e-6
 class Recovery:
     """Which single component, put back into the stack that has lost both, recovers more."""
 
-    component: str  # predict choice id ("layer_norm" / "residual") that recovers more
-    other: str  # the other choice id
+    component: str  # predict choice id: "layer_norm" or "residual"
+    other: str
     row: RowFacts  # the row keeping only `component`
     other_row: RowFacts
-    tie: bool  # equal accuracy and equal loss: neither recovers more (component is then
-    # simply the first of COMPONENT_ROWS)
+    tie: bool  # equal accuracy and loss: a real outcome; `component` is then COMPONENT_ROWS' first
 
 
 @dataclass(frozen=True)
 class RowResult:
-    """What a played row did, with its figures ready for a sentence."""
-
     band: OutcomeId
-    band_label: str  # the outcome's label, e.g. "Gets part of the way"
+    band_label: str
     accuracy: float
     loss: float
     exact_match: float
     step: int
     first_step_at_full_accuracy: int | None
     accuracy_text: str  # "21.3 %"
-    loss_text: str  # "0.012"
+    loss_text: str
     exact_match_text: str
 
 
 @dataclass(frozen=True)
 class RowState:
     key: str
-    label: str  # from the lesson
+    label: str
     description: str
-    prediction: OutcomeId | None = None  # the first committed prediction for this row
+    prediction: OutcomeId | None = None
     prediction_label: str | None = None
-    plays: int = 0  # every play, replays included
+    plays: int = 0
     first_played: int | None = None  # 1 for the first row played, 2 for the next new one, ...
     result: RowResult | None = None  # revealed once the row has played
 
 
 @dataclass(frozen=True)
 class OutcomeOption:
-    """One outcome a learner can predict, with its band stated for this recording."""
-
     id: OutcomeId
     label: str
     band_text: str | None  # None while the recording cannot be used
@@ -98,20 +65,21 @@ class OutcomeOption:
 @dataclass(frozen=True)
 class AblationState:
     available: bool  # the recording's rows can be predicted and played
-    problem: str | None  # lesson.ablation.unavailable + the recording's problem
+    problem: str | None
     rows: tuple[RowState, ...]  # in the lesson's order, the recording's rows only
     outcomes: tuple[OutcomeOption, ...]
     predictions_recorded: int
-    predictions_total: int  # the recording's rows (4), 0 when it cannot be used
-    can_play: bool  # every row predicted and the recording usable
-    play_locked_reason: str | None  # why the play buttons are disabled (the 409 text)
-    plays: int  # every play of every row
-    play_order: tuple[str, ...]  # row keys in the order of their first play
-    all_played: bool  # every row has played at least once
-    predictions_before_play: bool  # False for good once a row played too early
-    best_row_played: bool  # the reader's best row has been played
+    predictions_total: int  # 0 when the recording cannot be used
+    can_play: bool
+    play_locked_reason: str | None  # the 409 text
+    plays: int
+    play_order: tuple[str, ...]  # by first play
+    all_played: bool
+    # False for good once a row played early: only a race or an older version lets one.
+    predictions_before_play: bool
+    best_row_played: bool  # RecordingFacts.best_row, whichever row that is
     statement: str | None  # these runs, this depth and seed, nothing more general
-    initialisation: str | None  # the initialisation the recording names
+    initialisation: str | None
 
     def row(self, key: str) -> RowState | None:
         return next((r for r in self.rows if r.key == key), None)
@@ -122,7 +90,8 @@ def _is_number(x: float) -> bool:
 
 
 def row_band(accuracy: float, lesson: Lesson, chance_level: float) -> OutcomeId:
-    """The outcome a final held-out per-token accuracy falls in (see the module's rules)."""
+    """The band of a final held-out per-token accuracy (Lesson.bands)."""
+    # Non-finite shows no learning. Learns first: a tiny vocabulary's chance band may reach it.
     if not math.isfinite(accuracy):
         return "chance"
     if accuracy >= float(lesson.bands.learns_min_accuracy) - BAND_EDGE_SLACK:
@@ -133,7 +102,7 @@ def row_band(accuracy: float, lesson: Lesson, chance_level: float) -> OutcomeId:
 
 
 def band_texts(lesson: Lesson, recording: RecordingFacts) -> dict[OutcomeId, str]:
-    """Each outcome's band in words, for this recording's vocabulary. Empty when unknown."""
+    """Each outcome's band in words for this recording's vocabulary; empty when unknown."""
     if recording.vocab_size is None:
         return {}
     chance_level = Decimal(1) / Decimal(recording.vocab_size)
@@ -148,14 +117,14 @@ def band_texts(lesson: Lesson, recording: RecordingFacts) -> dict[OutcomeId, str
 
 
 def _rank(row: RowFacts) -> tuple[float, float]:
-    # Higher accuracy first, then lower loss; anything non-finite ranks last.
+    # Higher accuracy, then lower loss; anything non-finite ranks last.
     accuracy = row.accuracy if _is_number(row.accuracy) else -math.inf
     loss = row.loss if _is_number(row.loss) else math.inf
     return accuracy, -loss
 
 
 def which_recovers_more(recording: RecordingFacts) -> Recovery | None:
-    """The opening question's answer as this recording gives it, or None when it cannot."""
+    """Which single component recovers more in this recording; None when it cannot say."""
     if recording.problem is not None:
         return None
     (first, first_key), (second, second_key) = COMPONENT_ROWS.items()
@@ -170,7 +139,7 @@ def which_recovers_more(recording: RecordingFacts) -> Recovery | None:
 
 
 def best_row(recording: RecordingFacts) -> str | None:
-    """The best row as the recording's reader computed it; None when the rows cannot be used."""
+    """The recording reader's best row; None when the rows cannot be used."""
     return recording.best_row if recording.problem is None else None
 
 
@@ -208,13 +177,11 @@ def _result(lesson: Lesson, facts: RowFacts, chance_level: float | None) -> RowR
 def fold_ablation(
     events: Sequence[Event], lesson: Lesson, recording: RecordingFacts
 ) -> AblationState:
-    """Row predictions, plays and the order rule from the learner's events, oldest first."""
     return ablation_state(History.of(events, lesson), lesson, recording)
 
 
 def ablation_state(history: History, lesson: Lesson, recording: RecordingFacts) -> AblationState:
-    """Row predictions, plays and the order rule from the learner's History (its per-row
-    tallies), for the recording's rows."""
+    """Row predictions, plays and the order rule for the recording's rows."""
     available = recording.problem is None and bool(recording.row_keys)
     if available:
         keys = [row.key for row in lesson.rows if row.key in recording.row_keys]
@@ -229,8 +196,7 @@ def ablation_state(history: History, lesson: Lesson, recording: RecordingFacts) 
     }
     plays = {key: tally.plays for key, tally in tallies.items() if tally.plays > 0}
     order = sorted(plays, key=lambda key: tallies[key].first_played_at or 0)
-    # Predictions only accumulate: were all the rows predicted before the first play of any
-    # row, they were before every play.
+    # Predictions only accumulate: all made before the first play were before every play.
     first_play = history.first_play_at
     before_play = first_play is None or (
         sum(

@@ -1,21 +1,6 @@
-"""One function per learner action. Each takes the learner's current LessonState, the Lesson
-and the raw input, and returns the event to append as (EventKind, payload), or raises
-Conflict (the action does not fit what the learner has done: HTTP 409) or Invalid (the input
-cannot be used: HTTP 422), each with a message a learner can read. Nothing here touches the
-database: the caller appends the returned event, so a refused action changes nothing.
-
-The ablation's actions:
-    predict_row(state, lesson, row, outcome) -> Action    ROW_PREDICTED {"row", "outcome"}
-    play_row(state, lesson, row) -> Action                ROW_PLAYED {"row"}
-    open_hint(state, lesson, rung) -> Action | None       HINT_OPENED {"rung"}; None when the
-                                                          rung is already open (idempotent:
-                                                          append nothing, answer as success)
-predict_row and play_row need 8.5 done, the opening prediction committed and a recording whose
-rows can be used. A row prediction is committed once and never changes; no row plays before
-every row has a prediction (the message says how many are missing); replays are allowed, and
-a row's first play is a run. Hints open in order, once the learner's evaluated runs reach the rung's
-threshold (the message says how many more runs); opening one is free.
-"""
+"""One function per learner action: from the current LessonState, the Lesson and the raw input,
+the event to append as (EventKind, payload), or Conflict (409) / Invalid (422) with a message
+a learner can read. The caller appends the event, so a refused action changes nothing."""
 
 from __future__ import annotations
 
@@ -33,8 +18,7 @@ from normdive.progress.state import FieldState, LessonState
 
 Action = tuple[EventKind, dict[str, Any]]
 
-# Raw text is kept beside the parsed value (the parser refuses anything over 64 characters,
-# but what was typed is stored as typed), capped so a pasted essay cannot bloat the history.
+# Raw text is stored as typed (the parser refuses past 64), capped against a pasted essay.
 MAX_STORED_RAW_CHARS = 200
 # At most this much of an unknown row key or hint number is repeated back in a message.
 MAX_ECHOED_CHARS = 40
@@ -48,8 +32,6 @@ NOTHING_CHANGED = N_(
     "Nothing has changed since your last check: every answer you typed was already checked "
     "as it is. Change an answer, then check again."
 )
-# The same, when a field that held an answer was left blank: a blank field is skipped, so
-# emptying one changes nothing to check.
 NOTHING_CHANGED_BUT_BLANKED = N_(
     "Nothing has changed since your last check: every answer you typed was already checked "
     "as it is, and a field left blank is not checked: it keeps its last answer ({labels}). "
@@ -88,8 +70,6 @@ CONTROL_CHARACTER = N_(
 
 
 class ActionRefused(Exception):
-    """An action the learner cannot take; `message` says why in words they can read."""
-
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
@@ -121,8 +101,7 @@ def _require_rows(state: LessonState, lesson: Lesson) -> None:
 
 
 def unknown_row_message(key: str) -> str:
-    """The one message for a row key the lesson does not have (the route's 404 and the
-    action's 422 alike), repeating at most MAX_ECHOED_CHARS of it."""
+    """The one message for an unknown row key: the route's 404 and the action's 422."""
     return gettext(UNKNOWN_ROW).format(row=key[:MAX_ECHOED_CHARS])
 
 
@@ -134,7 +113,6 @@ def _known_row(state: LessonState, row: str) -> str:
 
 
 def commit_prediction(state: LessonState, lesson: Lesson, choice: str) -> Action:
-    """The opening prediction, once and for good."""
     _require_prerequisite(state, lesson)
     if state.prediction is not None:
         raise Conflict(gettext(ALREADY_COMMITTED))
@@ -145,13 +123,8 @@ def commit_prediction(state: LessonState, lesson: Lesson, choice: str) -> Action
 
 
 def _unchanged(field_state: FieldState, raw: str, now: ParsedAnswer | FormatError) -> bool:
-    """Whether `raw` says what the field's last graded answer said, so grading it again would
-    only repeat the verdict the learner already has (a format error typed in between changes
-    nothing: it was never graded). Two numbers are compared by their exact parsed value, not
-    their text: "2.5", " 2.50" and "5/2" are the same answer, get the same verdict and the same
-    slip, and charging an attempt for a respelling teaches nothing. Text that is not a number
-    is compared with the field's last answer as typed (after strip), when that answer was a
-    format error too: its message would only be repeated. `now` is parse_answer(raw)."""
+    """Whether grading `raw` (`now` parsed) would repeat the last verdict: numbers compare by
+    value ("2.5", "2.50", "5/2": a respelling costs no attempt), format errors by text."""
     if isinstance(now, ParsedAnswer):
         graded = field_state.last_graded_raw
         # A graded answer was a number where it was typed: "1,5" only in a decimal-comma locale.
@@ -166,9 +139,7 @@ def _unchanged(field_state: FieldState, raw: str, now: ParsedAnswer | FormatErro
 
 
 def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]) -> Action:
-    """Grade the typed numbers of the fields that have not landed. Blank fields are skipped,
-    and so is an answer unchanged since the field's last check (`_unchanged`): it costs no
-    attempt, and a check in which nothing changed is refused, appending nothing (no run)."""
+    """Grade the fields not landed; blank and unchanged ones are skipped (no attempt)."""
     _require_prediction(state, lesson)
     unknown = sorted(set(answers) - {number_field.id for number_field in lesson.number_fields})
     if unknown:
@@ -177,8 +148,7 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
     if not open_fields:
         raise Conflict(gettext(ALL_NUMBERS_LANDED).format(count=len(lesson.number_fields)))
     typed = [(f, answers[f.id]) for f in open_fields if answers.get(f.id, "").strip()]
-    # Fields that held an answer and were sent blank: a blank field is skipped, so emptying
-    # one is nothing to check (a landed field, read-only, is still sent with the form).
+    # Emptying a field is nothing to check (a landed field, read-only, is still sent).
     blanked = [
         f.label
         for f in open_fields
@@ -201,8 +171,7 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
             if f not in open_fields and answers.get(f.id, "").strip()
         ]
         if landed_typed:
-            # A second request with an answer that has just landed (a double click, two tabs)
-            # is told so, as a duplicate of any once-only fact is: 409, not "type a number".
+            # A duplicate of a once-only fact (double click, two tabs): 409, not "type a number".
             raise Conflict(gettext(ALREADY_LANDED).format(labels=listed(landed_typed)))
         raise Invalid(gettext(NO_NUMBER_TYPED))
     if not changed:
@@ -219,8 +188,7 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
                     "parsed": None,
                     "verdict": "format_error",
                     "slip": None,
-                    # What was wrong, as a code and its arguments: worded when it is drawn,
-                    # in the page's language then (numeric.answers.format_words).
+                    # Worded when drawn, in the page's language (numeric.answers.format_words).
                     "problem": {"code": str(parsed.code), "args": dict(parsed.args)},
                 }
             )
@@ -245,9 +213,7 @@ def check_numbers(state: LessonState, lesson: Lesson, answers: Mapping[str, str]
 
 
 def lock_reading(state: LessonState, lesson: Lesson, choice: str) -> Action:
-    """Lock a reading of the epsilon. A wrong lock may be followed by another; a right one is
-    final. The reading locked last, locked again (a double click, a resent form), is refused,
-    as an unchanged number is: its verdict is already on the page, and it is no run."""
+    """Lock a reading: a right one is final; the last one locked again is refused."""
     _require_prediction(state, lesson)
     if state.reading.right:
         raise Conflict(gettext(READING_ALREADY_RIGHT))
@@ -260,33 +226,22 @@ def lock_reading(state: LessonState, lesson: Lesson, choice: str) -> Action:
 
 
 def too_long_message(lesson: Lesson, length: int) -> str:
-    """The lesson's too-long message with both counts written as page.js writes them
-    (thousands separated by commas): the browser fills the same template as the learner
-    types, from the form's data-text-too-long."""
+    """The lesson's too-long message, counts written as page.js fills the same template."""
     return lesson.takeaway.too_long.format(
         length=f"{length:,}", max=f"{lesson.takeaway.max_chars:,}"
     )
 
 
 def _line_breaks(text: str) -> str:
-    # Browsers send a textarea's line breaks (and a hidden field's) as CR LF; one form of line
-    # break is stored and compared.
+    # Browsers send a textarea's (and a hidden field's) line breaks as CR LF.
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def save_takeaway(
     state: LessonState, lesson: Lesson, text: str | None, base: str | None = None
 ) -> Action:
-    """Save the takeaway as typed (line breaks normalised); empty text clears it. A save that
-    carries no text field at all (None) is refused: only a learner who emptied the box may
-    clear what they saved.
-
-    `base` is the saved takeaway the form was drawn from ("" when nothing was saved): a save
-    from a tab drawn before another tab or device saved a different takeaway is refused
-    (Conflict, the newer text quoted), unless it saves that same text, so an old tab never
-    replaces a newer takeaway unseen. A text is its own version: a takeaway saved since and
-    then put back as the form saw it loses nothing when replaced. A form with no base (None:
-    a client that sends none) is not checked: the last save wins."""
+    """Save the takeaway; "" clears it, None (no field) is refused. `base`, the text the form
+    was drawn from, keeps an old tab from replacing a newer save (None: the last save wins)."""
     _require_prerequisite(state, lesson)
     if text is None:
         raise Invalid(gettext(NO_TAKEAWAY_TEXT))
@@ -313,7 +268,7 @@ def save_takeaway(
 
 
 def predict_row(state: LessonState, lesson: Lesson, row: str, outcome: str) -> Action:
-    """Commit one row's predicted outcome (learns / partial / chance), once and for good."""
+    """Commit one row's predicted outcome, once and for good."""
     _require_rows(state, lesson)
     key = _known_row(state, row)
     chosen = lesson.outcome(outcome.strip())
@@ -326,8 +281,7 @@ def predict_row(state: LessonState, lesson: Lesson, row: str, outcome: str) -> A
 
 
 def play_row(state: LessonState, lesson: Lesson, row: str) -> Action:
-    """Play (or replay) one row, once every row has its prediction. A row's first play is a
-    run; a replay is not."""
+    """Play (or replay) one row, once every row has its prediction."""
     _require_rows(state, lesson)
     key = _known_row(state, row)
     if not state.ablation.can_play:
@@ -342,8 +296,7 @@ def play_row(state: LessonState, lesson: Lesson, row: str) -> Action:
 
 
 def open_hint(state: LessonState, lesson: Lesson, rung: int | str) -> Action | None:
-    """Open hint rung 1 or 2 (in order, once the runs reach its threshold). Free, not a run.
-    Returns None for a rung already open: there is nothing to append."""
+    """Open a hint rung, in order, at its threshold; None when open already (nothing to add)."""
     _require_prediction(state, lesson)
     number = rung_number(rung, len(state.hints.rungs))
     current = state.hints.rung(number)
@@ -361,8 +314,7 @@ def open_hint(state: LessonState, lesson: Lesson, rung: int | str) -> Action | N
         )
     if not current.available:
         raise Conflict(
-            # Counted by {threshold}; {runs_text} is the hints' own count sentence
-            # (HintsState.runs_text), in the language's plural forms too.
+            # Plural by {threshold}; {runs_text} is HintsState.runs_text, plural on its own.
             ngettext(
                 "Hint {rung} opens after {threshold} evaluated run. {runs_text} Runs still "
                 "needed: {more}.",
@@ -382,9 +334,7 @@ def open_hint(state: LessonState, lesson: Lesson, rung: int | str) -> Action | N
 def close_gate(
     state: LessonState, recording_digest: str | None, recording_file: str
 ) -> Action | None:
-    """The gate_closed event, when `state` (derived with the write being made) closes the gate
-    and no gate_closed event records it yet; None otherwise. `recording_digest` is the sha256
-    of the recording the state was derived from (None: no usable recording, so no closing)."""
+    """The gate_closed event if `state` (with this write) closes the gate and none records it."""
     if not state.gate.closed or state.gate.closed_on is not None or recording_digest is None:
         return None
     return EventKind.GATE_CLOSED, {
@@ -394,8 +344,7 @@ def close_gate(
 
 
 def rung_number(rung: int | str, count: int) -> int:
-    """`rung` as a hint number from 1 to `count`, or Invalid with the one message for a hint
-    that does not exist (the route answers it as a 404)."""
+    """`rung` as a hint number from 1 to `count`; Invalid (the route's 404 too) otherwise."""
     text = str(rung).strip()
     if (
         isinstance(rung, bool)

@@ -1,17 +1,6 @@
-"""How all learners of this server predicted: totals only, hidden below a minimum.
-
-    PredictionCounts                    what the store counts (Store.prediction_counts()):
-                                        learners per opening choice and per (row, outcome),
-                                        each learner once, by their FIRST such event
-    aggregate(counts, lesson) -> AggregateView
-                                        counts and shares per question, each question hidden
-                                        while fewer than lesson.aggregate.min_learners (5)
-                                        learners have answered it
-
-No learner id ever reaches this module: the store returns bare counts. A question's total is
-the number of learners whose first answer is one of the lesson's choices (an id the lesson no
-longer has is left out), so its shares add up to 100 % (give or take rounding).
-"""
+"""How all learners of this server predicted, each once by their first answer; a question is
+hidden while fewer than lesson.aggregate.min_learners answered it. No learner id reaches here;
+an id the lesson no longer has is left out, so shares add up to 100 %."""
 
 from __future__ import annotations
 
@@ -25,36 +14,36 @@ from normdive.progress import figures
 
 @dataclass(frozen=True)
 class PredictionCounts:
-    """Learners counted once each, by their first prediction."""
+    """What the store counts (Store.prediction_counts)."""
 
-    committed: int = 0  # learners who committed an opening prediction
+    committed: int = 0
     opening: Mapping[str, int] = field(default_factory=dict)  # choice id -> learners
     rows: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # row -> outcome -> n
 
 
 @dataclass(frozen=True)
 class ShareView:
-    id: str  # the choice or outcome id
+    id: str
     label: str
     count: int
-    share: float  # count / total, 0..1
-    text: str  # the lesson's share template: "3 of 7 (43 %)"
+    share: float  # 0..1
+    text: str  # "3 of 7 (43 %)"
 
 
 @dataclass(frozen=True)
 class QuestionView:
     key: str  # "opening", or the row key
-    label: str  # the question or the row, as the page names it
-    total: int  # learners who answered it (hidden as 0 while below the minimum)
-    shown: bool  # at least the minimum answered; otherwise no counts are given at all
+    label: str
+    total: int  # 0 while hidden
+    shown: bool  # while hidden no count is given at all
     shares: tuple[ShareView, ...]  # in the lesson's choice order; () while hidden
-    hidden_text: str | None  # why it is hidden ("appear once at least 5 ...")
+    hidden_text: str | None
 
 
 @dataclass(frozen=True)
 class AggregateView:
     minimum: int
-    committed_text: str | None  # "N learners have committed ...", None while below minimum
+    committed_text: str | None  # None while below the minimum
     opening: QuestionView
     rows: tuple[QuestionView, ...]
 
@@ -90,7 +79,6 @@ def _question(
 
 
 def aggregate(counts: PredictionCounts, lesson: Lesson) -> AggregateView:
-    """Counts and shares per question, in the lesson's order, hidden below the minimum."""
     outcomes = [Choice(id=o.id, label=o.label) for o in lesson.outcomes]
     minimum = lesson.aggregate.min_learners
     return AggregateView(

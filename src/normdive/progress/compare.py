@@ -1,19 +1,5 @@
-"""The compare section as sentences, and the takeaway's pre-filled line.
-
-    compare(lesson, recording, *, prediction, ablation, reading) -> CompareState
-    takeaway_line(lesson, recording, *, revealed) -> str
-
-Every sentence is one of the lesson's templates (Lesson.compare) filled from the learner's
-state and the recording. What the recording shows is only told once the learner has played
-what shows it:
-- the opening prediction is set against the answer (agrees / differs / tie) once both
-  single-component rows have played ("revealed"); before that it says which rows to play;
-- each row's prediction is set against the band of what it did once that row has played;
-- the reading: none locked, the latest lock wrong, or right (at the first lock or after more).
-The takeaway's line is the lesson's plain default until the answer is revealed, then the
-composed line (which component recovered more, with both figures), falling back to the plain
-default if the composed one would not fit the takeaway's limit.
-"""
+"""The compare section's sentences (Lesson.compare) and the takeaway's pre-filled line: what
+the recording shows is told once the learner has played the rows that show it."""
 
 from __future__ import annotations
 
@@ -42,16 +28,15 @@ class CompareRow:
 @dataclass(frozen=True)
 class CompareState:
     revealed: bool  # both single-component rows have played: the answer is shown
-    opening_verdict: OpeningVerdict  # "none": no opening prediction committed
+    opening_verdict: OpeningVerdict
     opening: str | None
     rows: tuple[CompareRow, ...]
     reading_verdict: ReadingVerdict
     reading: str | None
-    complete: bool  # every row has played, so every comparison is in
+    complete: bool
 
 
 def revealed(ablation: AblationState) -> bool:
-    """Both rows that keep a single component have played."""
     return ablation.available and all(key in ablation.play_order for key in COMPONENT_ROWS.values())
 
 
@@ -69,8 +54,7 @@ def _opening(
             predicted=predicted, problem=problem
         ).strip()
     if not revealed(ablation):
-        # Name only the rows still to play: "play both" after one has played reads as if the
-        # play had not counted.
+        # Only the rows still to play: "play both" after one reads as if it had not counted.
         to_play = [
             text.label if text is not None else ""
             for key in COMPONENT_ROWS.values()
@@ -170,7 +154,7 @@ def compare(
 
 
 def takeaway_line(lesson: Lesson, recording: RecordingFacts, *, revealed: bool) -> str:
-    """The takeaway's pre-filled line: composed from the recording once its answer is shown."""
+    """The default line; once the answer is shown, the composed one if it fits the limit."""
     recovery = which_recovers_more(recording)
     if not revealed or recovery is None:
         return lesson.takeaway.default_line

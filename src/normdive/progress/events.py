@@ -1,45 +1,5 @@
 """The kinds of event a learner's history holds, and one event as read back from the store.
-
-Defined here, with the functions that derive state from them, so that the store depends on
-progress and not the other way round (numeric <- lesson <- progress <- store <- web). This is
-the one home of both names: import them from here.
-
-Payloads, by kind (what normdive.progress.actions builds and derive reads):
-    prerequisite_done     {"source": "host" | "operator" | "lti_platform" | "lti_staff" |
-                           "lti_custom"}
-    prediction_committed  {"choice": <predict choice id>}
-    numbers_checked       {"answers": [{"field", "raw", "parsed" (canonical text or null),
-                            "verdict" ("right" | "wrong" | "format_error"), "slip" (or null),
-                            and for a format error "problem": {"code" (a FormatCode of
-                            numeric.answers), "args" (its arguments)}}]}
-                          (an older history holds "message", the format error worded in the
-                          language of the page that checked, instead of "problem": read as
-                          progress.state._format_message says)
-    reading_locked        {"choice": <reading choice id>, "right": bool}
-    takeaway_saved        {"text": str}
-    row_predicted         {"row": <recording row key>, "outcome": "learns" | "partial" | "chance"}
-    row_played            {"row": <recording row key>}   (a row's first play is a run)
-    hint_opened           {"rung": 1 | 2}                (free: never a run)
-    gate_closed           {"recording_digest": <sha256 of the recording file's bytes, hex>,
-                           "recording_file": <its file name>}
-                          appended once, with the write that first closes the gate. Once
-                          there, the gate is closed for good, whatever recording is served
-                          afterwards (one where another row is best, or none): the credit stays,
-                          and the page says which recording it was earned on.
-    lab_committed         {"run": <1-based number of the learner's lab run>,
-                           "config": {"depth", "layernorm", "residual", "eps" (number or
-                           null when layer norm is off), "init", "seed"},
-                           "outcome": "learns" | "partial" | "chance"}
-                          (progress.lab: once per run, before it trains; never changed)
-    lab_finished          {"run", "final": {"step", "heldout_loss", "heldout_accuracy"},
-                           "curve": [{"step", "train_loss", "heldout_loss",
-                           "heldout_accuracy"}], "outcome": <the band the final accuracy
-                           is in>}   (figures: numbers, or "nan" / "inf" / "-inf" / null)
-    rerun_row_finished    {"rerun": <1-based number of the learner's re-run of the ablation>,
-                           "row": <recording row key>, "config": as lab_committed's,
-                           "final", "curve", "outcome": as lab_finished's}
-                          (progress.rerun: once per row of a re-run, in the lesson's row order)
-"""
+Their one home: the store imports them from progress, never the reverse."""
 
 from __future__ import annotations
 
@@ -50,17 +10,31 @@ from typing import Any
 
 
 class EventKind(StrEnum):
+    """Payloads above each kind; a figure is a number or "nan" / "inf" / "-inf" / null."""
+
+    # {"source": "host" | "operator" | "lti_platform" | "lti_staff" | "lti_custom"}
     PREREQUISITE_DONE = "prerequisite_done"
+    # {"choice": predict choice id}
     PREDICTION_COMMITTED = "prediction_committed"
+    # {"answers": [{field, raw, parsed, verdict (state.Verdict), slip, problem: {code, args}}]}
     NUMBERS_CHECKED = "numbers_checked"
+    # {"choice": reading choice id, "right": bool}
     READING_LOCKED = "reading_locked"
+    # {"text": str}
     TAKEAWAY_SAVED = "takeaway_saved"
+    # {"row": row key, "outcome": "learns" | "partial" | "chance"}
     ROW_PREDICTED = "row_predicted"
+    # {"row": row key}; a row's first play is a run
     ROW_PLAYED = "row_played"
+    # {"rung": 1 | 2}; free, never a run
     HINT_OPENED = "hint_opened"
+    # {"recording_digest": sha256 hex of its bytes, "recording_file": name}; once, for good
     GATE_CLOSED = "gate_closed"
+    # {"run": 1-based, "config": lab.LabChoice.to_json(), "outcome": predicted}; once, untrained
     LAB_COMMITTED = "lab_committed"
+    # {"run", "final": {lab.FINAL_FIELDS}, "curve": [{lab.CURVE_FIELDS}], "outcome": its band}
     LAB_FINISHED = "lab_finished"
+    # {"rerun": 1-based, "row", "config", "final", "curve", "outcome"}; once per row, in order
     RERUN_ROW_FINISHED = "rerun_row_finished"
 
 

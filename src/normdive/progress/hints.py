@@ -1,17 +1,7 @@
 """The hint rungs: open by effort (evaluated runs), never by time, in order, and for free.
-
-    fold_hints(events, lesson, recording, runs) -> HintsState
-
-A rung is available once the learner's evaluated runs reach its threshold (lesson data: 3 and
-5); it is opened once a hint_opened event names it. Both are pure functions of the events, so
-a reload or another tab shows the same rungs. Rung 1 is a question that points at the
-evidence; rung 2 is the answer, composed from the recording by `answer_text` (which single
-component recovers more, with both rows' figures), so no text names the answer in advance.
-Because it tells what the rows did, the answer also waits until every row has a prediction:
-five runs can be had from the numbers and the reading alone, and an answer opened then would
-make the row predictions a reading exercise ("commit first, then compute").
-An opened rung's text is shown; an unopened one's is not (None).
-"""
+Rung 1 asks a question; rung 2 is the answer, composed from the recording, so no text names it
+in advance. The answer also waits for every row's prediction: five runs can be had from the
+numbers and the reading alone, and would turn the row predictions into a reading exercise."""
 
 from __future__ import annotations
 
@@ -27,23 +17,21 @@ from normdive.progress.events import Event
 from normdive.progress.facts import RecordingFacts
 from normdive.progress.history import History
 
-# The rung that answers (rung 1 asks): it tells what the rows did.
 ANSWER_RUNG = 2
 
 
 @dataclass(frozen=True)
 class HintRungState:
-    rung: int  # 1-based, as in the hint_opened payload
-    label: str  # "A question", "The answer"
-    threshold: int  # evaluated runs it needs
-    available: bool  # runs >= threshold (and, for the answer, every row predicted)
-    opened: bool  # a hint_opened event names it
+    rung: int
+    label: str
+    threshold: int  # evaluated runs
+    available: bool
+    opened: bool
     can_open: bool  # available, not opened, and every earlier rung opened
-    runs_needed: int  # more runs before it is available (0 once it is)
-    # The answer's: the lesson's rows without a prediction yet (0 for the question).
-    predictions_missing: int
-    status: str  # the lesson's "opens after ..." or "ready to open" line ("" once opened)
-    text: str | None  # the hint itself, once opened
+    runs_needed: int
+    predictions_missing: int  # 0 but for the answer
+    status: str  # "" once opened
+    text: str | None
 
     @property
     def awaits_predictions(self) -> bool:
@@ -52,8 +40,8 @@ class HintRungState:
 
 @dataclass(frozen=True)
 class HintsState:
-    runs: int  # evaluated runs, as LessonState.evaluated_runs
-    runs_text: str  # "You have run it 1 time." / "You have run it 4 times."
+    runs: int
+    runs_text: str  # "You have run it 4 times."
     rungs: tuple[HintRungState, ...]
 
     def rung(self, number: int) -> HintRungState | None:
@@ -61,7 +49,7 @@ class HintsState:
 
 
 def answer_values(lesson: Lesson, recovery: Recovery) -> dict[str, str]:
-    """ANSWER_FIELDS filled from the recording: the component that recovers more first."""
+    """ANSWER_FIELDS from the recording: the component that recovers more first."""
     row = lesson.row(recovery.row.key)
     other_row = lesson.row(recovery.other_row.key)
     return {
@@ -77,7 +65,6 @@ def answer_values(lesson: Lesson, recovery: Recovery) -> dict[str, str]:
 
 
 def answer_text(lesson: Lesson, recording: RecordingFacts) -> str:
-    """Rung 2: which single component recovers more in this recording, with the figures."""
     recovery = which_recovers_more(recording)
     if recovery is None:
         reason = recording.problem or "the recording lacks one of the two single-component rows."
@@ -87,7 +74,6 @@ def answer_text(lesson: Lesson, recording: RecordingFacts) -> str:
 
 
 def opened_rungs(events: Sequence[Event]) -> set[int]:
-    """The rung numbers named by the learner's hint_opened events."""
     no_lesson = History(lesson_fields=(), lesson_rows=(), lesson_outcomes=frozenset())
     return set(no_lesson.extended(list(events), 0).opened_rungs)
 
@@ -95,13 +81,11 @@ def opened_rungs(events: Sequence[Event]) -> set[int]:
 def fold_hints(
     events: Sequence[Event], lesson: Lesson, recording: RecordingFacts, runs: int
 ) -> HintsState:
-    """The rungs from the learner's events, given their evaluated runs."""
     history = dataclasses.replace(History.of(events, lesson), evaluated_runs=runs)
     return hints_state(history, lesson, recording)
 
 
 def hints_state(history: History, lesson: Lesson, recording: RecordingFacts) -> HintsState:
-    """The rungs from the learner's History: its evaluated runs and the rungs it opened."""
     opened, runs = history.opened_rungs, history.evaluated_runs
     text_of = lesson.hints
     rows = len(history.lesson_rows)

@@ -1,40 +1,7 @@
-"""A learner's events folded into what the derived state needs, so that deriving costs the same
-at ten events as at ten thousand.
-
-    History.start(lesson) -> History                     no events yet
-    history.extended(events, last_event_id) -> History   the same fold, with newer events
-    History.of(events, lesson) -> History                 the fold of a whole history
-
-`derive` (progress/state.py) reads a History, never the event list: its size is bounded by the
-lesson (six fields, four rows, two rungs), whatever the number of events, but for the reading's
-locks before the right one, which it keeps in order. Extending a History
-by new events gives exactly the History of the longer list (a Hypothesis property in
-tests/test_progress_history.py), so a server may keep one per learner and read only the events
-appended since (web.infrastructure.services.Services.history). Nothing here depends on the
-recording: rows and plays are kept for every row the lesson names, and the recording's rows are
-picked out when deriving.
-
-What is kept, each rule as progress/state.py states it:
-- fields: per lesson field, graded tries until it landed, the latest counted entry and the
-  latest graded answer;
-- the first opening prediction; the reading's latest lock, how many, and whether a right one
-  came; the latest takeaway; the first gate_closed; the rungs opened; evaluated runs;
-- rows: per lesson row, the first prediction whose outcome the lesson knows, with the position
-  of that event in the history, and the plays, with the position of the first; plus the
-  position of the first play of any row, which decides the order rule (predictions only
-  accumulate, so if every row was predicted before the first play, it was before every play);
-- the number of writes a learner's own requests made (the attempts limit needs no query
-  while they are fewer than the limit);
-- for the instructor view (progress/report.py): when each step of the lesson was first reached
-  (server times), each field's recognised slips and format errors until it landed, the
-  reading's locks in order until the right one, and the evaluated runs before the gate closed.
-Positions are ordinals among the folded events of known kinds (1 for the first).
-
-A History is also kept in the database, one row per learner (store: learner_snapshots), so a
-server that has not seen a learner, and the instructor view, read one row instead of the whole
-history: `to_json` and `History.from_json` carry it, and `lesson_key` says which lesson's
-shape it was folded for (a History folded for other fields or rows is folded again).
-"""
+"""A learner's events folded into what the derived state and the instructor view need, bounded
+by the lesson (but for the reading's locks), so deriving costs the same at any number of events.
+Extending a History gives the History of the longer list, so a server keeps one per learner
+and the store keeps it as a snapshot (to_json, from_json)."""
 
 from __future__ import annotations
 
@@ -49,45 +16,41 @@ from typing import Any
 from normdive.lesson.content import Lesson
 from normdive.progress.events import Event, EventKind
 
-# What counts as a graded try of one number (format errors do not).
-GRADED_VERDICTS: frozenset[str] = frozenset({"right", "wrong"})
-# Verdicts that count in a field's state: graded tries and format errors.
+GRADED_VERDICTS: frozenset[str] = frozenset({"right", "wrong"})  # format errors cost no try
 COUNTED_VERDICTS: frozenset[str] = GRADED_VERDICTS | {"format_error"}
-# Kinds a learner's own request never writes (the attempts limit does not count them).
+# Not counted by the attempts limit: no learner's request writes them.
 NOT_LEARNER_WRITES = frozenset({EventKind.PREREQUISITE_DONE, EventKind.GATE_CLOSED})
 
 
-# The layout of to_json's output and of progress.report.summary_record's, kept together in
-# the store, and the rules of the fold below: a change to either bumps it, and a snapshot
-# kept under another number is folded again.
+# Bumped when the fold or to_json's or summary_record's layout changes: kept ones fold again.
 SNAPSHOT_FORMAT = 2
 
 
 @dataclass(frozen=True)
 class FieldTally:
-    attempts: int = 0  # graded tries up to and including the landing one
+    attempts: int = 0  # graded tries up to and including the landing one; later ones ignored
     landed: bool = False
-    last: Mapping[str, Any] | None = None  # the latest counted entry (graded or format error)
-    last_graded_raw: str | None = None  # the latest graded answer, as typed
+    last: Mapping[str, Any] | None = None  # the latest counted entry
+    last_graded_raw: str | None = None
     slips: Mapping[str, int] = dataclasses.field(default_factory=dict)  # of wrong tries
-    format_errors: int = 0  # entries the parser could not read, until it landed
+    format_errors: int = 0
 
 
 @dataclass(frozen=True)
 class RowTally:
-    prediction: str | None = None  # the first prediction's outcome id (one the lesson knows)
-    predicted_at: int | None = None  # its position in the history
-    plays: int = 0  # every play, replays too
+    prediction: str | None = None  # the first outcome id the lesson knows; later ones ignored
+    predicted_at: int | None = None  # position: 1 for the first folded event of a known kind
+    plays: int = 0
     first_played_at: int | None = None
-    first_played_time: datetime | None = None  # the first play's server time
+    first_played_time: datetime | None = None
 
 
 @dataclass(frozen=True)
 class ClosedOn:
-    """The recording a gate closed on: the first gate_closed event's payload, as stored."""
+    """The first gate_closed event's payload: the gate stays closed on it for good."""
 
-    recording_digest: str  # sha256 of the file's bytes, hex
-    recording_file: str  # the file's name
+    recording_digest: str
+    recording_file: str
 
     @property
     def short_digest(self) -> str:
@@ -100,13 +63,13 @@ SHORT_DIGEST_CHARS = 12
 
 @dataclass(frozen=True)
 class History:
-    lesson_fields: tuple[str, ...]  # the lesson's field ids: only these are tallied
-    lesson_rows: tuple[str, ...]  # the lesson's row keys
-    lesson_outcomes: frozenset[str]  # outcome ids a row prediction may name
-    last_event_id: int = 0  # the last event of any kind, known or not (0: none)
+    lesson_fields: tuple[str, ...]
+    lesson_rows: tuple[str, ...]
+    lesson_outcomes: frozenset[str]
+    last_event_id: int = 0  # of any kind, known or not (0: none)
     position: int = 0  # events of known kinds folded so far
     prerequisite_done: bool = False
-    prediction_made: bool = False  # a prediction_committed exists (the first one wins)
+    prediction_made: bool = False  # the first prediction_committed wins
     prediction: str | None = None
     fields: Mapping[str, FieldTally] = dataclasses.field(default_factory=dict)
     reading_right: bool = False
@@ -115,22 +78,21 @@ class History:
     opened_rungs: frozenset[int] = frozenset()
     evaluated_runs: int = 0
     rows: Mapping[str, RowTally] = dataclasses.field(default_factory=dict)
-    first_play_at: int | None = None  # the first play of any row
-    learner_writes: int = 0  # events a learner's own request appended
-    # For the instructor view (server times of first reaching each step; None: not yet).
+    first_play_at: int | None = None
+    learner_writes: int = 0  # below the attempts limit, no query is needed
+    # The instructor view's: when each step was first reached (server time; None: not yet).
     first_event_at: datetime | None = None
     predicted_time: datetime | None = None
     numbers_landed_time: datetime | None = None
     reading_right_time: datetime | None = None
-    rows_before_play_time: datetime | None = None  # all rows predicted, before any play
+    rows_before_play_time: datetime | None = None
     gate_closed_time: datetime | None = None
-    takeaway_time: datetime | None = None  # the latest takeaway's
-    reading_picks: tuple[str, ...] = ()  # each lock's choice until the right one, in order
-    runs_before_gate: int | None = None  # evaluated runs when the gate first closed
+    takeaway_time: datetime | None = None
+    reading_picks: tuple[str, ...] = ()  # each lock's choice until the right one
+    runs_before_gate: int | None = None
 
     @property
     def reading_choice(self) -> str | None:
-        """The latest lock's choice, until a right one."""
         return self.reading_picks[-1] if self.reading_picks else None
 
     @property
@@ -139,12 +101,10 @@ class History:
 
     @property
     def lesson_key(self) -> str:
-        """Which lesson shape (and snapshot layout) this History was folded for."""
         return lesson_key(self.lesson_fields, self.lesson_rows, self.lesson_outcomes)
 
     def to_json(self) -> dict[str, Any]:
-        """Everything folded, as JSON values (times as microseconds since the epoch); the
-        lesson's shape is not in it (`lesson_key` names it)."""
+        """Everything folded but the lesson's shape (`lesson_key` names it), as JSON values."""
         return {
             "last_event_id": self.last_event_id,
             "position": self.position,
@@ -183,8 +143,7 @@ class History:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], start: History) -> History:
-        """The History `to_json` gave, on `start`'s lesson shape (the caller checks that
-        `lesson_key` matches the one it was kept under)."""
+        """On `start`'s lesson shape: the caller checks the `lesson_key` it was kept under."""
         fields = {
             key: FieldTally(attempts, landed, last, raw, slips, format_errors)
             for key, (attempts, landed, last, raw, slips, format_errors) in data["fields"].items()
@@ -234,14 +193,12 @@ class History:
 
     @classmethod
     def of(cls, events: Iterable[Event], lesson: Lesson) -> History:
-        """The fold of a whole history, oldest first."""
         ordered = list(events)
         last = ordered[-1].id if ordered else 0
         return cls.start(lesson).extended(ordered, last)
 
     def extended(self, events: Sequence[Event], last_event_id: int) -> History:
-        """This History with `events` (newer than any folded, oldest first) folded in;
-        `last_event_id` is the id of the newest event read, of any kind."""
+        """Newer `events` folded in; `last_event_id`: the newest one read, of any kind."""
         if not events:
             if last_event_id <= self.last_event_id:
                 return self
@@ -266,9 +223,6 @@ def _text(payload: Mapping[str, Any], key: str) -> str | None:
 
 @dataclass(slots=True)
 class _Fold:
-    """One extension's working copy of a History: what the events change, copied once from
-    `start` (the mapping and set parts too), then frozen again by `result`."""
-
     start: History
     fields: dict[str, FieldTally]
     rows: dict[str, RowTally]
@@ -348,8 +302,7 @@ class _Fold:
             row_key = _text(payload, "row")
             row = self.rows.get(row_key) if row_key is not None else None
             if row is not None:
-                # A row's first play is a run; playing it again to watch it is not effort
-                # that opens a hint.
+                # A replay is watching, not effort that opens a hint: not a run.
                 if row.first_played_at is None:
                     self.evaluated_runs += 1
                 first = row.first_played_at if row.first_played_at is not None else position
@@ -409,14 +362,12 @@ class _Fold:
         )
 
 
-# The fields a fold takes from its History and gives back as they are, by name: all of
-# _Fold's but the start and the mapping and set parts, which it copies into mutable ones.
+# The fields a fold carries as they are (the mapping and set parts it copies).
 _CARRIED = tuple(
     f.name for f in dataclasses.fields(_Fold) if f.name not in ("start", "fields", "rows", "opened")
 )
 
 
-# The step times to_json writes, in its order.
 _TIME_NAMES = (
     "first_event_at",
     "predicted_time",
@@ -429,9 +380,8 @@ _TIME_NAMES = (
 
 
 def lesson_key(fields: Sequence[str], rows: Sequence[str], outcomes: Iterable[str]) -> str:
-    """A short digest of what a kept History depends on besides the events: the lesson's shape,
-    the event kinds this version folds (a worker that skips a kind it does not know must not
-    keep a History that one knowing it would trust) and SNAPSHOT_FORMAT."""
+    """The lesson's shape, SNAPSHOT_FORMAT and the kinds folded: a worker that skipped an
+    unknown kind must not keep a History that one knowing it would trust."""
     shape = "\x1f".join(
         [
             str(SNAPSHOT_FORMAT),

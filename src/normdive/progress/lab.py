@@ -1,23 +1,6 @@
-"""The lab, "Train one yourself": a learner picks one of the offered configurations, commits
-a prediction of its outcome, trains it in their browser, and the finished run's figures are
-kept. Pure functions of the learner's lab events, the lesson and the lab grid's figures, like
-progress.actions: each action returns the event to append or raises Conflict / Invalid.
-
-    lab_runs(events) -> tuple[LabRun, ...]        the learner's runs, in order
-    commit_lab_run(runs, lesson, form) -> Action   LAB_COMMITTED {"run", "config", "outcome"}
-    finish_lab_run(runs, lesson, run, text, chance_level, steps) -> Action
-                                                   LAB_FINISHED {"run", "final", "curve",
-                                                   "outcome"}
-
-A run is committed once and never changes; at most one run is open (committed, not trained)
-at a time, so a reload finds the run the learner committed and trains that one; a run's
-figures are kept once. The lab never touches the gate: its events are no part of it.
-
-Figures (a curve point's and the final's) follow the recording format's convention: a
-number, or "nan" / "inf" / "-inf" for a run that diverged, or null for a figure not measured
-(the first point's training loss). A held-out accuracy is the exception: always a share, a
-finite number from 0 to 1, so the band a run falls in is only decided from one.
-"""
+"""The lab, "Train one yourself": a learner commits a prediction for an offered configuration,
+trains it in their browser, and the finished run's figures are kept (docs/lab.md). Actions as
+in progress.actions; one run at most is open at a time, and the lab never touches the gate."""
 
 from __future__ import annotations
 
@@ -46,31 +29,24 @@ ROW_SWITCHES: dict[str, tuple[bool, bool]] = {
     "layernorm_only": (True, False),
     "neither": (False, False),
 }
-# Runs a learner keeps: enough for every offered row at every depth of one seed, and a bound
-# on what one learner's lab events hold.
+# Every offered row at every depth of one seed, and a bound on one learner's lab events.
 MAX_LAB_RUNS = 64
-# Points a finished run's curve may hold: an evaluation every eval_every steps of a run the
-# browser trains in about a minute is a few dozen; this bounds a forged one.
+# A minute's run evaluated every eval_every steps has a few dozen points; bounds a forged one.
 MAX_CURVE_POINTS = 400
 # The largest step a figure may name (the lab's runs are hundreds of steps).
 MAX_STEP = 1_000_000
-# What a figure may be spelled as, besides a number: recording.format's markers.
 NON_FINITE_MARKERS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 # The most digits a depth or seed may have (the offered ones have one or two).
 MAX_CHOICE_DIGITS = 6
-# The form field a finished run's figures arrive in (JSON {"final", "curve"}).
 RESULT_FIELD = "result"
 CURVE_FIELDS = ("step", "train_loss", "heldout_loss", "heldout_accuracy")
 FINAL_FIELDS = ("step", "heldout_loss", "heldout_accuracy")
 
-# The smallest gap, in points, the agreement sentence states (figures shown to one decimal).
+# The smallest gap, in points, the agreement sentence states (figures show one decimal).
 AGREEMENT_SHOWN_MIN = 0.1
-# The gap, in points, where one run's accuracy is not a number (it diverged) and the other's
-# is: the whole scale.
+# The gap, in points, when only one run's accuracy is not a number (it diverged).
 FULL_SCALE_POINTS = 100.0
 
-# The refusals, in the learner's language where they are raised (gettext); a setting's name
-# in them is one of _FIELD_NAMES, translated too.
 NOT_OFFERED = N_("The lab does not offer {name} {value}; pick one of {offered}.")
 MISSING_CHOICE = N_("Pick a {name} before committing.")
 NO_OUTCOME = N_("Pick one of the three outcomes before committing.")
@@ -78,7 +54,6 @@ OPEN_RUN = N_("You have committed a run that has not trained yet ({config}). Tra
 NO_SUCH_RUN = N_("You have no lab run {run}.")
 ALREADY_FINISHED = N_("Lab run {run} has finished already; its figures are kept as they were.")
 BAD_RESULT = N_("The run's figures could not be read ({problem}), so nothing was saved.")
-# The settings a commit names, as its refusals call them.
 _FIELD_NAMES = {
     "depth": N_("depth"),
     "row": N_("row"),
@@ -91,8 +66,7 @@ _FIELD_NAMES = {
 
 @dataclass(frozen=True)
 class LabChoice:
-    """One offered configuration: what the learner picked (the grid's base supplies the
-    rest)."""
+    """One offered configuration (the grid's base supplies the rest)."""
 
     depth: int
     layernorm: bool
@@ -136,14 +110,14 @@ class Figures:
 class LabRun:
     number: int  # 1-based, in the order committed
     choice: LabChoice
-    predicted: str  # an outcome id
+    predicted: str
     final: Figures | None = None  # None until it has trained
-    outcome: str | None = None  # the band the final accuracy is in
-    curve: tuple[Mapping[str, Any], ...] = ()  # as stored (markers for non-finite figures)
+    outcome: str | None = None  # the final accuracy's band
+    curve: tuple[Mapping[str, Any], ...] = ()
 
 
 def lab_runs(events: Iterable[Event]) -> tuple[LabRun, ...]:
-    """The learner's lab runs from their events (others are passed over), oldest first."""
+    """The learner's lab runs, oldest first; other events are passed over."""
     runs: dict[int, LabRun] = {}
     for event in events:
         payload = event.payload
@@ -183,7 +157,6 @@ def figure(value: Any) -> float:
 
 
 def open_run(runs: Sequence[LabRun]) -> LabRun | None:
-    """The run committed and not trained yet, if any (at most one)."""
     return next((run for run in runs if run.final is None), None)
 
 
@@ -196,7 +169,6 @@ def _offered(name: str, value: str, offered: Sequence[object]) -> Invalid:
 
 
 def _field(name: str) -> str:
-    """A setting's name in the current locale."""
     return gettext(_FIELD_NAMES[name])
 
 
@@ -214,7 +186,7 @@ def _pick_int(form: Mapping[str, str], name: str, label: str, offered: Sequence[
 
 
 def parse_choice(form: Mapping[str, str], lesson: Lesson) -> LabChoice:
-    """The configuration a form names, when the lesson offers it. Raises Invalid."""
+    """The configuration a form names, when offered; Invalid otherwise."""
     offered = lesson.lab.offered
     depth = _pick_int(form, "depth", "depth", offered.depths)
     row = form.get("row", "").strip()
@@ -262,7 +234,7 @@ def eps_text(eps: float) -> str:
 
 
 def commit_lab_run(runs: Sequence[LabRun], lesson: Lesson, form: Mapping[str, str]) -> Action:
-    """Commit a prediction for an offered configuration. Raises Conflict / Invalid."""
+    """Commit a prediction for an offered configuration; Conflict / Invalid otherwise."""
     pending = open_run(runs)
     if pending is not None:
         raise Conflict(gettext(OPEN_RUN).format(config=config_name(lesson, pending.choice)))
@@ -307,9 +279,7 @@ def _step(value: Any, name: str, steps: int) -> int:
 
 
 def _accuracy(value: float | str | None, name: str) -> None:
-    """A held-out accuracy is a share of held-out tokens: a finite number from 0 to 1, never
-    null or a marker (no trainer makes an infinite or not-a-number one, even when its loss is
-    not a number), so a run's band is only ever decided from a share."""
+    """A share from 0 to 1 (no trainer makes a non-finite one), so a band comes from a share."""
     if not isinstance(value, float) or not 0 <= value <= 1:
         shown = "missing" if value is None else value
         raise _BadResult(f"{name} is {shown}, not a share from 0 to 1")
@@ -350,8 +320,7 @@ def _result(text: str, steps: int) -> tuple[dict[str, Any], list[dict[str, Any]]
     final = _point(body.get("final"), -1, FINAL_FIELDS, steps)
     if final["step"] != steps:
         raise _BadResult(f"it ended at step {final['step']}, not at step {steps}")
-    # The trainer's final figures are its last evaluation's (lab/worker.js): a result whose
-    # curve ends elsewhere, or otherwise, was not a run's.
+    # The trainer's final figures are its last evaluation's (lab/worker.js).
     last = points[-1]
     if any(last[name] != final[name] for name in FINAL_FIELDS):
         raise _BadResult("its final figures are not its curve's last point")
@@ -359,8 +328,7 @@ def _result(text: str, steps: int) -> tuple[dict[str, Any], list[dict[str, Any]]
 
 
 def read_result(text: str, steps: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A finished run's figures as the worker posts them (JSON {"final", "curve"}), checked:
-    (final, curve) as stored. Raises Invalid, saying what could not be read."""
+    """(final, curve) as stored, from the worker's JSON; Invalid saying what is wrong."""
     try:
         return _result(text, steps)
     except _BadResult as problem:
@@ -375,8 +343,7 @@ def finish_lab_run(
     chance_level: float,
     steps: int,
 ) -> Action:
-    """Keep run `number`'s figures (`text`: JSON {"final", "curve"} as the worker posts
-    them), once, with the band its final accuracy is in. Raises Conflict / Invalid."""
+    """Keep run `number`'s figures once, with its band; Conflict / Invalid otherwise."""
     run = next((r for r in runs if r.number == number), None)
     if run is None:
         raise Invalid(gettext(NO_SUCH_RUN).format(run=number))
@@ -397,9 +364,7 @@ def _accuracies(curve: Iterable[Mapping[str, Any]]) -> dict[int, float]:
 
 
 def comparison(lesson: Lesson, run: LabRun, recorded: Sequence[Mapping[str, Any]] | None) -> str:
-    """One sentence holding the run to the recorded cell of the same configuration and seed:
-    the largest gap in held-out accuracy, in points, at the steps both evaluated (the final
-    one among them); `recorded`: the cell's curve, None when the grid has no such cell."""
+    """One sentence: the run's largest held-out accuracy gap to the recorded cell (None: none)."""
     text = lesson.lab
     if recorded is None or run.final is None:
         return text.no_cell
@@ -419,7 +384,6 @@ def comparison(lesson: Lesson, run: LabRun, recorded: Sequence[Mapping[str, Any]
     points, worst = max(gaps)
     live, then = mine[shared[-1]], theirs[shared[-1]]
     if points <= float(text.agreement_points):
-        # Equal figures agree "to within 0.1 points": the smallest gap the sentence shows.
         shown = f"{max(points, AGREEMENT_SHOWN_MIN):.1f}"
         return counted(
             text.agrees,
@@ -447,16 +411,13 @@ def comparison(lesson: Lesson, run: LabRun, recorded: Sequence[Mapping[str, Any]
 
 
 def outcome_sentence(lesson: Lesson, run: LabRun) -> str:
-    """The prediction against what the run did."""
     return lesson.lab.verdict(run.predicted, run.outcome or "")
 
 
 def run_line(lesson: Lesson, run: LabRun) -> str:
-    """One line of the learner's kept runs."""
     outcomes: dict[str, Outcome] = {o.id: o for o in lesson.outcomes}
     label = outcomes[run.predicted].label if run.predicted in outcomes else "?"
-    # Inside the sentence: lower case where the language writes it so (German keeps the
-    # label as it is, its nouns capitalised, and quotes it).
+    # German keeps its capitalised nouns (and quotes the label).
     predicted = label if current_locale() == "de" else label.lower()
     config = config_name(lesson, run.choice)
     if run.final is None:

@@ -1,36 +1,5 @@
-"""What the instructor view shows: each learner's history summed up, then a pool of learners
-summed up (no database, no web, no clock).
-
-    summary_of(learner_id, history, best_row, launched_at) -> LearnerSummary
-                                                  one learner's History (progress/history.py)
-    summary_record(history) -> JSON values        what the store keeps of it for this view
-    summary_from_record(learner_id, record, best_row, launched_at) -> LearnerSummary
-    PoolReportBuilder(lesson, recording)          many summaries, in any order
-        .add(summary)  ->  .report() -> PoolReport
-
-A learner's summary is read from the same fold of their events as their lesson state (History),
-which the store keeps per learner, so the view reads one row per learner. Memory: a History is
-bounded by the lesson (six fields, four rows, two rungs) plus the reading's locks; a
-PoolReportBuilder keeps counters, one duration per learner and step (for the
-medians) and one takeaway per learner.
-
-The steps, in the lesson's order (STEPS), each reached at the time of the event that reached it:
-- opened: the learner's first event, or their launch from the course when earlier;
-- predicted: the first prediction_committed;
-- numbers_landed: the numbers_checked in which the last of the six fields landed;
-- reading_right: the first right reading_locked;
-- rows_before_play: the row_predicted that made the fourth row's prediction, when it came before
-  any play (a learner who played first never reaches it: the order rule);
-- best_row_played: the first row_played of the recording's best row (RecordingFacts.best_row);
-- gate_closed: the gate_closed event.
-A learner "stops" after the last step of the unbroken run from "opened". The time between two
-steps is the span between the events that reached them, never time on the page.
-
-Numbers follow the derived state's rules (progress/history.py): a field's attempts are its
-graded tries up to and including the landing one; format errors never count as tries; entries
-after it landed are ignored. Its slips are the `slip` names of its wrong tries (names from
-normdive.numeric.targets.SLIPS, worded in content/d9.toml's slip_feedback).
-"""
+"""What the instructor view shows: each learner's History summed up, then a pool of learners
+summed up (pure). The steps and what reaches each: docs/instructor.md, "What it counts"."""
 
 from __future__ import annotations
 
@@ -56,7 +25,6 @@ STEPS: tuple[str, ...] = (
     "best_row_played",
     "gate_closed",
 )
-# Marked for the catalogues: the instructor view shows each in the instructor's language.
 STEP_LABELS: Mapping[str, str] = {
     "opened": N_("Opened the lesson"),
     "predicted": N_("Committed the opening prediction"),
@@ -71,9 +39,9 @@ TIE = "tie"
 
 
 class FieldSummary(NamedTuple):  # a tuple: the view builds one per field and learner
-    attempts: int  # graded tries up to and including the landing one
+    attempts: int
     landed: bool
-    slips: Mapping[str, int]  # slip name -> wrong tries that made it
+    slips: Mapping[str, int]  # slip name (numeric.targets.SLIPS) -> wrong tries
     format_errors: int
 
     @property
@@ -83,22 +51,22 @@ class FieldSummary(NamedTuple):  # a tuple: the view builds one per field and le
 
 class LearnerSummary(NamedTuple):  # a tuple: the view builds one per learner
     learner_id: str
-    reached: Mapping[str, datetime]  # step -> when it was first reached (absent: never)
-    fields: Mapping[str, FieldSummary]  # lesson field id -> its summary
-    opening: str | None  # the first opening prediction's choice id
-    reading_choices: tuple[str, ...]  # every lock until the right one, in order
+    reached: Mapping[str, datetime]  # step -> when first reached (absent: never)
+    fields: Mapping[str, FieldSummary]
+    opening: str | None
+    reading_choices: tuple[str, ...]
     reading_right: bool
     row_predictions: Mapping[str, str]  # row key -> first predicted outcome id
     rows_played: frozenset[str]
     rungs_opened: frozenset[int]
-    runs_before_gate: int  # evaluated runs before the gate closed (all of them while open)
-    takeaway: str | None  # the latest saved text ("" cleared, None never saved)
+    runs_before_gate: int  # all of them while the gate is open
+    takeaway: str | None
     takeaway_at: datetime | None
     events: int
 
     @property
     def stopped_after(self) -> str | None:
-        """The last step of the unbroken run from "opened"; None when not even opened."""
+        """The last step of the unbroken run from "opened"; None when not opened."""
         last = None
         for step in STEPS:
             if step not in self.reached:
@@ -108,11 +76,7 @@ class LearnerSummary(NamedTuple):  # a tuple: the view builds one per learner
 
 
 def summary_record(history: History) -> list[Any]:
-    """What the instructor view reads of one learner, as compact JSON values that do not
-    depend on the recording (the best row is picked out when reading): times in
-    microseconds since the epoch. The store keeps it beside the learner's History, so a
-    change to this layout bumps progress.history.SNAPSHOT_FORMAT (kept ones are then
-    folded again)."""
+    """One learner for the view, as recording-free JSON (layout: history.SNAPSHOT_FORMAT)."""
     return [
         [microseconds(moment) for moment in _step_times(history)],
         {
@@ -141,7 +105,7 @@ def summary_record(history: History) -> list[Any]:
 
 
 def _step_times(history: History) -> tuple[datetime | None, ...]:
-    """The times of the steps a History knows by itself: STEPS without best_row_played."""
+    """STEPS' times but best_row_played's, which needs the recording."""
     return (
         history.first_event_at,
         history.predicted_time,
@@ -152,7 +116,6 @@ def _step_times(history: History) -> tuple[datetime | None, ...]:
     )
 
 
-# STEPS whose times summary_record holds, in its order.
 _RECORDED_STEPS = ("opened", "predicted", "numbers_landed", "reading_right", "rows_before_play")
 
 
@@ -162,8 +125,6 @@ def summary_from_record(
     best_row: str | None,
     launched_at: datetime | None = None,
 ) -> LearnerSummary:
-    """The summary `summary_record` kept, with the recording's best row and the learner's
-    latest launch from a course."""
     (
         times,
         fields,
@@ -216,7 +177,6 @@ def summary_of(
     best_row: str | None,
     launched_at: datetime | None = None,
 ) -> LearnerSummary:
-    """One learner summed up from their History (the same fold the lesson's state reads)."""
     return summary_from_record(learner_id, summary_record(history), best_row, launched_at)
 
 
@@ -227,7 +187,6 @@ def summarise(
     best_row: str | None,
     launched_at: datetime | None = None,
 ) -> LearnerSummary:
-    """One learner's whole history (oldest first) summed up."""
     return summary_of(learner_id, History.of(events, lesson), best_row, launched_at)
 
 
@@ -235,8 +194,8 @@ def summarise(
 class FunnelStep:
     step: str
     label: str
-    reached: int  # learners who reached this step (in any order)
-    stopped: int  # learners whose unbroken run from "opened" ends here
+    reached: int  # in any order
+    stopped: int
     median_s_from_previous: float | None  # over learners who reached both; None: nobody
 
 
@@ -244,20 +203,20 @@ class FunnelStep:
 class FieldReport:
     field_id: str
     label: str
-    tried: int  # learners with any counted entry (a graded try or a format error)
+    tried: int  # learners with a graded try or a format error
     landed: int
-    first_try: int  # landed at the first graded try
+    first_try: int
     attempts_to_land: Mapping[int, int]  # graded tries -> learners who landed after that many
-    slips: Mapping[str, int]  # slip name -> wrong tries, most frequent first
+    slips: Mapping[str, int]  # most frequent first
     format_errors: int  # entries, over all learners
-    never_landed: int  # tried, not landed
+    never_landed: int
 
 
 @dataclass(frozen=True)
 class RowReport:
     key: str
     label: str
-    recorded: str | None  # the outcome the recording shows; None when it cannot be read
+    recorded: str | None  # None when the recording cannot be read
     predicted: Mapping[str, int]  # outcome id -> learners whose first prediction it was
 
 
@@ -272,12 +231,12 @@ class PoolReport:
     learners: int
     funnel: tuple[FunnelStep, ...]
     fields: tuple[FieldReport, ...]
-    reading_choices: Mapping[str, int]  # choice id -> locks (wrong ones included)
-    reading_tries: Mapping[int, int]  # locks until the right one -> learners who got it
+    reading_choices: Mapping[str, int]  # choice id -> locks
+    reading_tries: Mapping[int, int]  # locks until the right one -> learners
     opening: Mapping[str, int]  # choice id -> learners
-    opening_answer: str | None  # the choice id the recording shows recovers more, TIE, or None
+    opening_answer: str | None  # the choice that recovers more, TIE, or None
     rows: tuple[RowReport, ...]
-    rung_1: int  # learners who opened the first hint rung
+    rung_1: int
     rung_2: int
     runs_before_gate: Mapping[int, int]  # evaluated runs -> learners who closed the gate
     takeaways: tuple[Takeaway, ...]  # newest first, non-empty ones only
@@ -310,15 +269,12 @@ def _sorted_counts(counter: Counter[Any]) -> dict[Any, int]:
 
 @dataclass
 class PoolReportBuilder:
-    """Adds up learner summaries (any order) into a PoolReport."""
-
     lesson: Lesson
     recording: RecordingFacts
     learners: int = 0
     reached: Counter[str] = field(default_factory=Counter)
     stopped: Counter[str] = field(default_factory=Counter)
-    # step -> seconds from the step before -> learners (a multiset: a learner's taken back in
-    # one step, whatever the pool's size)
+    # step -> seconds from the step before -> learners (a multiset: one learner out in one step)
     spans: dict[str, Counter[float]] = field(
         default_factory=lambda: {step: Counter() for step in STEPS}
     )
@@ -342,12 +298,11 @@ class PoolReportBuilder:
         self._count(summary, 1)
 
     def remove(self, summary: LearnerSummary) -> None:
-        """Take back a summary added before (a learner whose history moved on, counted again
-        with their new summary): the report is then as if it had never been added."""
+        """Take back a summary added before (a learner who moved on is counted again)."""
         self._count(summary, -1)
 
     def _count(self, summary: LearnerSummary, sign: int) -> None:
-        # The view adds up every learner of a pool: written for speed.
+        # Run for every learner of a pool: written for speed.
         self.learners += sign
         reached = summary.reached
         before: datetime | None = None

@@ -1,30 +1,6 @@
-"""The instructor view's figures as files: one row per learner (CSV or JSON) and the pool's
-aggregate as JSON. Pure (summaries in, rows and dicts out) but for write_export. The
-columns are documented in docs/instructor.md, in this order:
-
-    learner                      normdive's pseudonymous learner id
-    <step>_at                    for each of STEPS: when it was reached (ISO 8601, UTC), or ""
-    stopped_after                the last step of the unbroken run from "opened", or ""
-    events                       how many events the learner has
-    <field>_attempts             for each lesson field: graded tries up to the landing one
-    <field>_landed               true / false
-    <field>_format_errors        entries the parser could not read
-    <field>_slips                recognised slips, "name:count" joined by ";", most frequent first
-    opening_prediction           the first opening prediction's choice id, or ""
-    reading_locks                locks until the right one (all of them while never right)
-    reading_choices              those locks' choice ids, in order, joined by ";"
-    reading_right                true / false
-    <row>_prediction             for each row: the first predicted outcome id, or ""
-    rows_played                  row keys played at least once, in the lesson's order, ";"
-    hint_rungs                   rungs opened, ";"
-    runs_before_gate             evaluated runs before the gate closed (all while it is open)
-    gate_closed                  true / false
-
-`write_export` writes them as `normdive report` does: the per-learner file as the summaries
-stream in, and the aggregate beside it. The summaries come from the store, and a course's CSV
-carries its roster (lti); both sit above this layer, so the caller hands in the summaries and
-the text to write of them (the web app's csv_chunks, or json_chunks here).
-"""
+"""The instructor view's figures as files: one row per learner (CSV or JSON; the columns are
+docs/instructor.md's) and the pool's aggregate as JSON. Pure but for write_export, which takes
+the summaries and the text to write of them from above (the store, a course's roster)."""
 
 from __future__ import annotations
 
@@ -49,12 +25,9 @@ from normdive.progress.report import (
     PoolReportBuilder,
 )
 
-# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection);
-# such a cell is written with a leading apostrophe.
+# A spreadsheet runs a cell starting so as a formula (CSV injection): it gets an apostrophe.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-# What a spreadsheet may split a .csv file on: Excel in much of Europe splits on ";", and some
-# readers on a tab. A formula start after one of them is neutralised too, as a cell may begin
-# there for a reader that does not honour the quotes around every cell.
+# Where a reader that ignores quotes may split a cell (";" in Europe's Excel, a tab, ...).
 SEPARATORS = (",", ";", "\t", "|")
 _FORMULA_AFTER_SEPARATOR = re.compile(
     "([" + re.escape("".join(SEPARATORS)) + "])(?=[" + re.escape("".join(FORMULA_STARTS)) + "])"
@@ -72,7 +45,6 @@ def columns(lesson: Lesson) -> list[str]:
     return names
 
 
-# Each column's words in the instructor's language (headers): a template per kind of column.
 _COLUMN_WORDS = {
     "learner": N_("learner"),
     "stopped_after": N_("stopped after"),
@@ -103,9 +75,7 @@ _ROW_PREDICTION = N_("%(row)s: prediction")
 
 
 def headers(names: list[str], lesson: Lesson) -> list[str]:
-    """The header of each column `names` lists, in the current locale: in English the
-    column's name itself (docs/instructor.md), in another language its words, the lesson's
-    labels in that language. The values below stay machine-readable in every language."""
+    """Each column's header in the current locale: in English its name, else its words."""
     if current_locale() == DEFAULT_LOCALE:
         return list(names)
     text = localized(lesson)
@@ -136,7 +106,7 @@ def _slips(slips: Mapping[str, int]) -> str:
 
 
 def record(summary: LearnerSummary, lesson: Lesson) -> dict[str, str]:
-    """One learner's row, by column name (columns(lesson)), every value a string."""
+    """One learner's row, by column name, every value a string."""
     values = {"learner": summary.learner_id}
     values |= {f"{step}_at": timestamp(summary.reached.get(step)) for step in STEPS}
     values["stopped_after"] = summary.stopped_after or ""
@@ -161,8 +131,7 @@ def record(summary: LearnerSummary, lesson: Lesson) -> dict[str, str]:
 
 
 def spreadsheet_safe(value: str) -> str:
-    """`value` as no spreadsheet runs it: an apostrophe before a formula start at its head or
-    after any separator (the writer quotes every cell, OWASP's advice on CSV injection)."""
+    """An apostrophe before a formula start, at the head or after a separator (OWASP)."""
     safe = _FORMULA_AFTER_SEPARATOR.sub(r"\1'", value)
     return f"'{safe}" if safe.startswith(FORMULA_STARTS) else safe
 
@@ -178,15 +147,13 @@ def _plain(value: Any) -> Any:
 
 
 def aggregate(report: PoolReport, beside: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The pool's figures as JSON can hold them (times as ISO 8601 UTC, keys as strings), and
-    `beside`'s, which the pool report does not hold (the re-runs', counted by the web app's
-    views from the store), under their own keys."""
+    """The pool's figures as JSON values, with `beside`'s (the re-runs') under their keys."""
     plain: dict[str, Any] = _plain(dataclasses.asdict(report))
     return {**plain, **_plain(beside or {})}
 
 
 def json_chunks(summaries: Iterable[LearnerSummary], lesson: Lesson) -> Iterator[str]:
-    """The per-learner file as JSON: a list of records (record()), one learner a line."""
+    """The per-learner file as JSON: a list of records, one learner a line."""
     yield "["
     for index, summary in enumerate(summaries):
         yield ",\n" if index else "\n"
@@ -195,11 +162,9 @@ def json_chunks(summaries: Iterable[LearnerSummary], lesson: Lesson) -> Iterator
 
 
 def aggregate_path_for(output: Path) -> Path:
-    """Where the pool's aggregate goes: beside the per-learner file, as NAME.aggregate.json."""
     return output.with_name(f"{output.stem}.aggregate.json")
 
 
-# The text of the per-learner file, chunk by chunk, from the summaries as they stream in.
 Chunks = Callable[[Iterable[LearnerSummary]], Iterable[str]]
 
 
@@ -216,9 +181,8 @@ def write_export(
     builder: PoolReportBuilder,
     beside: Mapping[str, Any] | None = None,
 ) -> Exported:
-    """Write `chunks` of the summaries to `output`, adding each summary to `builder` as it
-    passes, then the pool's figures (with `beside`'s: aggregate) to aggregate_path_for(output).
-    Raises OSError (its filename says which file), or what reading the summaries raises."""
+    """Write the per-learner file, adding each summary to `builder`, then the aggregate beside
+    it. Raises OSError (naming the file) or what reading the summaries raises."""
 
     def counted() -> Iterator[LearnerSummary]:
         for summary in summaries:

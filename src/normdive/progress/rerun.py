@@ -1,27 +1,6 @@
-"""The re-run, "Re-run the ablation on this device": once the gate has closed and the four
-recorded rows have played, the learner's browser trains the lesson's four rows, one after
-another, at the lab grid's base configuration and the lesson's re-run setting
-(lesson.rerun.config), and each finished row is kept as an event. Pure functions of those
-events, the lesson and the recording's facts, like progress.lab; the re-run never touches
-the gate.
-
-    reruns(events) -> tuple[Rerun, ...]              the learner's re-runs, oldest first
-    next_row(reruns, lesson) -> (number, row key)    the set being trained and its next row
-    finish_rerun_row(reruns, lesson, number, row, text, chance_level, steps) -> Action
-                                                     RERUN_ROW_FINISHED {"rerun", "row",
-                                                     "config", "final", "curve", "outcome"}
-    pairs(device, recorded, keys, level_points) -> tuple[Pair, ...]
-    ranking_matches(device, recorded, keys, level_points) -> bool
-    order_sentences(lesson, device, recorded) -> tuple[str, ...]
-
-A set is the four rows in the lesson's order; a row is kept once per set, and only the set's
-next row is taken, so a reload resumes the set where it stopped. Once a set holds all four
-rows the next write starts another.
-
-Two rows "end level" when their final held-out accuracies are lesson.rerun.level_points
-points apart or fewer. The device's ranking matches the recording's when each of the six
-pairs of rows is in the same relation (above, level, below) on both.
-"""
+"""The re-run, "Re-run the ablation on this device": the learner's browser trains the lesson's
+four rows in order at lesson.rerun.config, each finished row kept as an event, and the rankings
+are compared (docs/lab.md, "The re-run of the ablation"). It never changes the gate."""
 
 from __future__ import annotations
 
@@ -40,8 +19,7 @@ from normdive.progress.actions import Action, Conflict, Invalid, unknown_row_mes
 from normdive.progress.events import Event, EventKind
 from normdive.progress.lab import ROW_SWITCHES, Figures, LabChoice, figure, read_result
 
-# Sets a learner keeps: each is four rows with their curves; this bounds one learner's
-# re-run events.
+# Sets a learner keeps (four rows with their curves each): bounds one learner's events.
 MAX_RERUNS = 20
 
 NOT_THIS_SET = N_("Re-run {number} is not the one being trained now (that is re-run {open}).")
@@ -50,43 +28,36 @@ ALREADY_KEPT = N_("{row} is kept already in this re-run; its figures stay as the
 TOO_MANY_RERUNS = N_("You have re-run the ablation {count} times, as many as are kept.")
 
 Relation = Literal["above", "level", "below"]
-# Below a billionth of a point, a gap is the arithmetic's, not the runs' (0.50 - 0.48 is
-# 2.0000000000000018 points in floating point).
+# A gap under this is float noise: 0.50 - 0.48 is 2.0000000000000018 points.
 GAP_NOISE_POINTS = 1e-9
 
 
 @dataclass(frozen=True)
 class RerunRow:
-    """One row the learner's device trained, as kept (its event holds its configuration too:
-    lesson.rerun.config's when it trained)."""
-
     key: str
     final: Figures
-    outcome: str  # the band the final accuracy is in
-    curve: tuple[Mapping[str, Any], ...]  # as stored (markers for non-finite figures)
+    outcome: str  # the final accuracy's band
+    curve: tuple[Mapping[str, Any], ...]
 
 
 @dataclass(frozen=True)
 class Rerun:
-    number: int  # 1-based, in the order begun
+    number: int
     rows: tuple[RerunRow, ...]  # finished, in the lesson's order
 
     def row(self, key: str) -> RerunRow | None:
         return next((row for row in self.rows if row.key == key), None)
 
     def finals(self) -> dict[str, float]:
-        """Each finished row's final held-out accuracy, by row key."""
         return {row.key: row.final.heldout_accuracy for row in self.rows}
 
 
 @dataclass(frozen=True)
 class Pair:
-    """Two rows, in the lesson's order, and how each run orders them."""
-
-    first: str
+    first: str  # before `second` in the lesson
     second: str
-    device: Relation  # the first row against the second, on the device
-    recorded: Relation  # the same in the recording
+    device: Relation  # `first` against `second`
+    recorded: Relation
 
     @property
     def agrees(self) -> bool:
@@ -94,12 +65,10 @@ class Pair:
 
 
 def row_keys(lesson: Lesson) -> tuple[str, ...]:
-    """The four rows in the order the re-run trains them: the lesson's."""
     return tuple(row.key for row in lesson.rows)
 
 
 def rerun_choice(lesson: Lesson, key: str) -> LabChoice:
-    """The lab configuration the re-run trains row `key` at."""
     config = lesson.rerun.config
     layernorm, residual = ROW_SWITCHES[key]
     return LabChoice(
@@ -113,7 +82,7 @@ def rerun_choice(lesson: Lesson, key: str) -> LabChoice:
 
 
 def _row(payload: Mapping[str, Any]) -> RerunRow | None:
-    """The row a stored event holds, or None for one this version cannot read."""
+    """None for a row this version cannot read."""
     final = payload.get("final")
     if LabChoice.from_json(payload.get("config") or {}) is None or not isinstance(final, Mapping):
         return None
@@ -127,8 +96,7 @@ def _row(payload: Mapping[str, Any]) -> RerunRow | None:
 
 
 def reruns(events: Iterable[Event]) -> tuple[Rerun, ...]:
-    """The learner's re-runs from their events (others are passed over), oldest first; a
-    row's first kept figures count."""
+    """The learner's re-runs, oldest first; a row's first kept figures count."""
     sets: dict[int, list[RerunRow]] = {}
     for event in events:
         if event.kind is not EventKind.RERUN_ROW_FINISHED:
@@ -165,8 +133,7 @@ def finish_rerun_row(
     chance_level: float,
     steps: int,
 ) -> Action:
-    """Keep row `row` of re-run `number` (`text`: JSON {"final", "curve"} as the worker posts
-    it), once, when it is the set's next row. Raises Conflict / Invalid."""
+    """Keep row `row` of re-run `number` once, as the set's next row; Conflict / Invalid else."""
     open_number, expected = next_row(sets, lesson)
     labels: dict[str, str] = {r.key: r.label for r in lesson.rows}
     if row not in labels:
@@ -192,12 +159,8 @@ def finish_rerun_row(
     return EventKind.RERUN_ROW_FINISHED, payload
 
 
-# ---- the two runs' rankings ----------------------------------------------------------------
-
-
 def relation(a: float, b: float, level_points: Decimal) -> Relation:
-    """How a final accuracy `a` stands to `b`: level within `level_points` points; a figure
-    that is not a number counts as 0 (a run that diverged learned nothing)."""
+    """`a` against `b`, level within `level_points`; non-finite is 0 (it learned nothing)."""
     a, b = (x if math.isfinite(x) else 0.0 for x in (a, b))
     gap = (a - b) * 100
     if abs(gap) <= float(level_points) + GAP_NOISE_POINTS:
@@ -211,7 +174,6 @@ def pairs(
     keys: Sequence[str],
     level_points: Decimal,
 ) -> tuple[Pair, ...]:
-    """The six pairs of rows (lesson order within each), each as both runs order them."""
     return tuple(
         Pair(
             a,
@@ -233,7 +195,6 @@ def ranking_matches(
 
 
 def _phrase(lesson: Lesson, first: str, second: str, how: Relation) -> str:
-    """One pair in words: the row ending higher first, or the two level."""
     labels: dict[str, str] = {row.key: row.label for row in lesson.rows}
     text = lesson.rerun
     if how == "level":
@@ -245,9 +206,7 @@ def _phrase(lesson: Lesson, first: str, second: str, how: Relation) -> str:
 def order_sentences(
     lesson: Lesson, device: Mapping[str, float], recorded: Mapping[str, float]
 ) -> tuple[str, ...]:
-    """What the two runs say together, composed from their final accuracies: the pairs next
-    to each other in the recording's order on which the device agrees, each pair on which it
-    does not, and whether the whole ranking matches."""
+    """The adjacent pairs (in the recording's order) the device agrees on, those it does not."""
     text = lesson.rerun
     keys = row_keys(lesson)
     found = {(p.first, p.second): p for p in pairs(device, recorded, keys, text.level_points)}

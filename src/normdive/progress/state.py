@@ -1,39 +1,5 @@
-"""The learner's state, derived from their events (and what the recording says).
-
-Pure functions only: no database, no web, no clock. The page, the gate, the run counter and
-the hint rungs are all computed here from the same list of events.
-
-The dataclasses below are what the web renders; `derive` builds them. Field ids, choice ids
-and texts come from the Lesson; nothing here names an answer.
-
-How events fold into state (each rule is tested in tests/test_progress_state.py):
-- 8.5 is done when a prerequisite_done event exists, or when the development setting says so.
-- The first prediction_committed wins; a later one (two tabs racing) is ignored.
-- A field's attempts count its graded tries (right or wrong) up to and including the one that
-  lands it; format errors never count; once landed it stays landed and later entries for it
-  are ignored. Its last_raw, last_verdict and message come from its latest counted entry; the
-  message text is looked up in the lesson now (slip feedback, the generic wrong text, the
-  parser's format message, or nothing for a right answer).
-- The reading: every lock counts; once a right lock exists it is final.
-- The takeaway is the latest saved text ("" is a cleared takeaway, None never saved).
-- Evaluated runs: see count_evaluated_runs.
-- The gate closes only when every part holds and the recording has no problem; once a
-  gate_closed event records that, it stays closed whatever the recording says now
-  (GateState.closed_on names the recording it closed on).
-
-The ablation's parts, each folded in its own module and referenced from LessonState:
-    LessonState.ablation: AblationState    (progress/ablation.py) row predictions, plays,
-                                           the order rule, results of played rows, bands
-    LessonState.hints: HintsState          (progress/hints.py) rungs by evaluated runs
-    LessonState.compare: CompareState      (progress/compare.py) the compare sentences
-    LessonState.takeaway_default: str      the pre-filled line: the lesson's default line,
-                                           composed from the recording once its answer has
-                                           been shown
-GateState's row parts come from AblationState: predictions_recorded counts the rows with a
-prediction, predictions_before_play is the order rule, best_row_played follows the reader's
-best row (RecordingFacts.best_row), whichever row that is.
-RecordingFacts and RowFacts live in progress/facts.py and are re-exported here.
-"""
+"""The learner's state as the page renders it, derived from their History and the recording
+(pure: no database, web or clock); ids and texts come from the Lesson, none names an answer."""
 
 from __future__ import annotations
 
@@ -89,63 +55,53 @@ class FieldState:
     field_id: str
     attempts: int  # graded tries (right or wrong); format errors never count
     landed: bool  # stays True once right
-    last_raw: str | None  # what the learner last typed here (shown back in the input)
+    last_raw: str | None
     last_verdict: Verdict | None
-    # The last answer that was graded (right or wrong), as typed: an answer equal to it is not
-    # graded again. None before the first graded try.
-    last_graded_raw: str | None
-    message: str | None  # feedback for the last try: slip text, wrong text or format message
+    last_graded_raw: str | None  # an answer equal to it is not graded again
+    message: str | None  # slip text, wrong text or format message
 
 
 @dataclass(frozen=True)
 class ReadingState:
-    locked_choice: str | None  # the latest locked choice
-    right: bool  # the right reading has been locked (final)
-    locks: int  # how many times a reading was locked
-    feedback: str | None  # the feedback text of the latest lock
+    locked_choice: str | None
+    right: bool  # final once True
+    locks: int
+    feedback: str | None
 
 
 @dataclass(frozen=True)
 class GateState:
     numbers_landed: int
-    numbers_total: int  # 6
+    numbers_total: int
     reading_right: bool
-    predictions_recorded: int  # rows with a committed prediction
-    predictions_total: int  # the number of rows in the recording (4), 0 when none
-    # No row was played before every row was predicted: True until that happens, then False
-    # for good (and True while nothing has been played).
-    predictions_before_play: bool
+    predictions_recorded: int
+    predictions_total: int  # the recording's rows, 0 when none
+    predictions_before_play: bool  # False for good once a row played before all were predicted
     best_row_played: bool
-    cannot_close_reason: str | None  # from RecordingFacts.problem: the gate cannot close today
+    cannot_close_reason: str | None
     closed: bool
-    # The recording the gate closed on (a gate_closed event), for good; None until recorded.
-    closed_on: ClosedOn | None = None
+    closed_on: ClosedOn | None = None  # None until a gate_closed event records it
 
 
 @dataclass(frozen=True)
 class LessonState:
     prerequisite_done: bool
-    prerequisite_by_dev_setting: bool  # shown discreetly on the page
-    prediction: str | None  # the committed opening prediction's choice id
-    fields: dict[str, FieldState]  # by field id, in the lesson's order
+    prerequisite_by_dev_setting: bool
+    prediction: str | None
+    fields: dict[str, FieldState]  # in the lesson's order
     reading: ReadingState
-    takeaway: str | None  # the saved text; None means never saved (show the default line)
-    evaluated_runs: int  # checks with >= 1 graded number, reading locks, rows played
+    takeaway: str | None  # "" cleared, None never saved (the default line shows)
+    evaluated_runs: int
     gate: GateState
     ablation: AblationState
     hints: HintsState
     compare: CompareState
-    takeaway_default: str  # the takeaway's pre-filled line, shown while nothing is saved
-    # The locale its sentences are in (i18n): derived again for a request in another.
-    locale: str = DEFAULT_LOCALE
+    takeaway_default: str
+    locale: str = DEFAULT_LOCALE  # its sentences' language: derived again for another
 
 
 def count_evaluated_runs(events: Sequence[Event]) -> int:
-    """Server-evaluated actions by the learner: a numbers check with at least one graded number
-    (a check of format errors only is not a run), every locked reading, and each row's first
-    play (a replay is not a run). Predictions, hints and takeaways are not runs. The hint rungs
-    and the page's counter share this one definition: History's fold, which needs only the
-    row keys of the lesson for it."""
+    """Graded checks, reading locks and rows' first plays: the hints' and the page's count."""
     rows_only = History(
         lesson_fields=(),
         lesson_rows=ROW_KEYS,
@@ -162,10 +118,7 @@ def derive(
     recording: RecordingFacts,
     dev_prerequisite_done: bool,
 ) -> LessonState:
-    """The learner's state from their events, oldest first (or their History: the same fold,
-    kept), the lesson and the recording. Its cost does not grow with the events: everything
-    is read from the History."""
-    # Its sentences in the current locale: the lesson's text in it (lesson.translations).
+    """The learner's state from their events, oldest first, or their kept History."""
     lesson = localized(lesson)
     history = events if isinstance(events, History) else History.of(events, lesson)
     by_event = history.prerequisite_done
@@ -210,11 +163,8 @@ def derive(
 
 
 def _format_message(entry: Mapping[str, Any]) -> str | None:
-    """A format error in the current locale's words, from its code and arguments. An entry of
-    an older shape holds the sentence it was worded in then ("message"), maybe in another
-    language: its text as typed says again what was wrong (the parser is deterministic), read
-    as a decimal-comma locale reads it and, if that makes it a number, as the others do; the
-    old sentence only when neither finds a problem."""
+    """A format error in the current locale's words. An older entry's sentence ("message",
+    maybe in another language) is a last resort after parsing its raw text again."""
     problem = entry.get("problem")
     if isinstance(problem, Mapping):
         args = problem.get("args")
@@ -223,7 +173,7 @@ def _format_message(entry: Mapping[str, Any]) -> str | None:
                 str(problem.get("code")), args if isinstance(args, Mapping) else {}
             )
         except (KeyError, TypeError, ValueError):
-            worded = None  # arguments this version cannot read: worded from the text below
+            worded = None  # arguments this version cannot read
         if worded:
             return worded
     raw = entry.get("raw")
@@ -249,8 +199,6 @@ def _message(entry: Mapping[str, Any], lesson: Lesson) -> str | None:
 
 
 def _fields(history: History, lesson: Lesson) -> dict[str, FieldState]:
-    """Each field's tries until it landed, and its last counted answer (History's tallies),
-    with its message looked up in the lesson now."""
     states = {}
     for number_field in lesson.number_fields:
         field_id = number_field.id
