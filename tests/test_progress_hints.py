@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+from normdive.i18n.catalogues import activated
 from normdive.lesson.content import load_lesson
+from normdive.lesson.translations import localized
 from normdive.progress.events import Event, EventKind
 from normdive.progress.facts import RecordingFacts, RowFacts
 from normdive.progress.hints import answer_text, fold_hints
@@ -212,10 +214,17 @@ def test_rung_2_says_so_when_the_two_rows_tie() -> None:
     assert "recovers more:" in text and "neither" in text
 
 
-def test_rung_2_without_a_usable_recording() -> None:
+def test_rung_2_without_a_usable_recording_says_why_in_the_learners_language() -> None:
     problem = RecordingFacts(problem="The recording x.json does not exist.")
     assert answer_text(LESSON, problem) == (
-        f"{LESSON.hints.answer_unavailable} The recording x.json does not exist."
+        f"{LESSON.hints.answer_unavailable} it cannot be read just now."
     )
     no_rows = replace(facts(), rows=())
-    assert answer_text(LESSON, no_rows).startswith(LESSON.hints.answer_unavailable)
+    assert answer_text(LESSON, no_rows) == (
+        f"{LESSON.hints.answer_unavailable} it lacks one of the two rows with a single component."
+    )
+    german = localized(LESSON, "de")
+    with activated("de"):
+        said = answer_text(german, problem)
+    assert said.startswith(german.hints.answer_unavailable) and "x.json" not in said
+    assert said.endswith("sie kann gerade nicht gelesen werden.")

@@ -9,6 +9,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from normdive.i18n.catalogues import N_, gettext
 from normdive.lesson.content import Lesson
 from normdive.lesson.plurals import counted
 from normdive.progress import figures
@@ -64,10 +65,15 @@ def answer_values(lesson: Lesson, recovery: Recovery) -> dict[str, str]:
     }
 
 
+NO_SINGLE_ROWS = N_("it lacks one of the two rows with a single component.")
+UNUSABLE = N_("it cannot be read just now.")
+
+
 def answer_text(lesson: Lesson, recording: RecordingFacts) -> str:
     recovery = which_recovers_more(recording)
     if recovery is None:
-        reason = recording.problem or "the recording lacks one of the two single-component rows."
+        # The recording's own problem is the operator's, in English; the learner reads why.
+        reason = gettext(NO_SINGLE_ROWS) if recording.problem is None else gettext(UNUSABLE)
         return f"{lesson.hints.answer_unavailable} {reason}"
     template = lesson.hints.answer_tie if recovery.tie else lesson.hints.rungs[1].text
     return template.format_map(answer_values(lesson, recovery))
